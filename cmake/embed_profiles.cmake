@@ -1,0 +1,12 @@
+# Writes OUT: a C++ source that holds every profiles/*.json as a raw string.
+file(GLOB files ${PROFILE_DIR}/*.json)
+list(SORT files)
+set(body "// Generated from profiles/*.json by cmake/embed_profiles.cmake.\n#include \"runtime/embedded_profiles.h\"\n\nnamespace stockade {\n\nconst std::vector<EmbeddedProfile>& embeddedProfiles() {\n    static const std::vector<EmbeddedProfile> profiles = {\n")
+foreach(f ${files})
+  get_filename_component(name ${f} NAME_WE)
+  file(READ ${f} content)
+  string(APPEND body "        {\"${name}\", R\"stockade_json(${content})stockade_json\"},\n")
+endforeach()
+string(APPEND body "    };\n    return profiles;\n}\n\n}  // namespace stockade\n")
+file(WRITE ${OUT}.tmp "${body}")
+file(COPY_FILE ${OUT}.tmp ${OUT} ONLY_IF_DIFFERENT)

@@ -1,0 +1,241 @@
+#include "namespaces/mount_in_child.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+
+#include "namespaces/syscalls.h"
+
+namespace stockade::ns {
+
+namespace {
+
+int errnoOr(int result) {
+    return result < 0 ? errno : 0;
+}
+
+// mkdir -p for a path inside the staging tmpfs, which nothing untrusted can
+// touch while the child builds it, so plain paths are safe here.
+int makeParentsInChild(const char* path) noexcept {
+    char buf[PATH_MAX];
+    size_t len = strlen(path);
+    if (len >= sizeof(buf)) return ENAMETOOLONG;
+    memcpy(buf, path, len + 1);
+    for (size_t i = 1; i < len; ++i) {
+        if (buf[i] != '/') continue;
+        buf[i] = '\0';
+        if (mkdir(buf, 0755) < 0 && errno != EEXIST) return errno;
+        buf[i] = '/';
+    }
+    return 0;
+}
+
+int makeTargetInChild(const MountOp& op) noexcept {
+    if (int err = makeParentsInChild(op.staged.c_str())) return err;
+    if (op.target_is_dir) {
+        if (mkdir(op.staged.c_str(), 0755) < 0 && errno != EEXIST) return errno;
+        return 0;
+    }
+    int fd = open(op.staged.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0444);
+    if (fd < 0) return errno == EEXIST ? 0 : errno;
+    close(fd);
+    return 0;
+}
+
+unsigned bindAttrs(const MountOp& op) noexcept {
+    unsigned attrs = MOUNT_ATTR_NOSUID;
+    if (!op.writable) attrs |= MOUNT_ATTR_RDONLY;
+    return attrs;
+}
+
+// Clones the mount at `from_fd` and attaches the clone at `to_fd`/`to_path`,
+// with the given attributes set before it becomes visible: no window where a
+// read-only mount is briefly writable.
+int cloneAndAttachInChild(int from_fd, unsigned attrs, bool recursive, int to_fd,
+                          const char* to_path) noexcept {
+    unsigned rec = recursive ? AT_RECURSIVE : 0;
+    int tree = sysOpenTree(from_fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | rec);
+    if (tree < 0) return errno;
+    mount_attr attr{};
+    attr.attr_set = attrs;
+    int err = 0;
+    if (sysMountSetattr(tree, "", AT_EMPTY_PATH | rec, &attr) < 0) err = errno;
+    unsigned move_flags =
+        MOVE_MOUNT_F_EMPTY_PATH | (to_path[0] == '\0' ? MOVE_MOUNT_T_EMPTY_PATH : 0);
+    if (err == 0 && sysMoveMount(tree, "", to_fd, to_path, move_flags) < 0) err = errno;
+    close(tree);
+    return err;
+}
+
+// Resolves op.target beneath its anchor (the worktree) refusing every
+// symlink, so a link planted in the worktree cannot redirect a mount out of
+// it (the runc mount-target races, CVE-2021-30465).
+int openBeneathInChild(const MountPlan& plan, const MountOp& op, int* out_fd) noexcept {
+    char anchor[PATH_MAX];
+    size_t slen = plan.staging.size(), alen = op.anchor.size();
+    if (slen + 1 + alen + 1 > sizeof(anchor)) return ENAMETOOLONG;
+    memcpy(anchor, plan.staging.c_str(), slen);
+    anchor[slen] = '/';
+    memcpy(anchor + slen + 1, op.anchor.c_str(), alen + 1);
+    int anchor_fd = open(anchor, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    if (anchor_fd < 0) return errno;
+    const char* rel = op.target.c_str() + alen;
+    while (*rel == '/') ++rel;
+    open_how how{};
+    how.flags = O_PATH | O_CLOEXEC;
+    how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+    int fd = sysOpenat2(anchor_fd, rel, &how);
+    int err = fd < 0 ? errno : 0;
+    close(anchor_fd);
+    *out_fd = fd;
+    return err;
+}
+
+int writeFileInChild(const MountOp& op) noexcept {
+    if (int err = makeParentsInChild(op.staged.c_str())) return err;
+    int fd = open(op.staged.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd < 0) return errno;
+    const char* p = op.data.data();
+    size_t left = op.data.size();
+    while (left > 0) {
+        ssize_t n = write(fd, p, left);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            int err = errno;
+            close(fd);
+            return err;
+        }
+        p += n;
+        left -= static_cast<size_t>(n);
+    }
+    close(fd);
+    return 0;
+}
+
+int applyOpInChild(MountPlan& plan, size_t index) noexcept {
+    MountOp& op = plan.ops[index];
+    const char* staged = op.staged.c_str();
+    switch (op.kind) {
+        case MountKind::Directory:
+            if (int err = makeParentsInChild(staged)) return err;
+            return mkdir(staged, 0755) < 0 && errno != EEXIST ? errno : 0;
+        case MountKind::File:
+            return writeFileInChild(op);
+        case MountKind::Symlink:
+            if (int err = makeParentsInChild(staged)) return err;
+            return errnoOr(symlink(op.data.c_str(), staged));
+        case MountKind::Tmpfs:
+            if (int err = makeTargetInChild(op)) return err;
+            return errnoOr(mount("tmpfs", staged, "tmpfs", MS_NOSUID | MS_NODEV, op.data.c_str()));
+        case MountKind::Proc:
+            // Mounted before the old root is detached: the kernel allows a new
+            // procfs in a user namespace only while a fully visible one exists
+            // in the mount namespace (mount_too_revealing()).
+            if (int err = makeTargetInChild(op)) return err;
+            return errnoOr(
+                mount("proc", staged, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr));
+        case MountKind::MaskWithNull:
+            if (mount("/dev/null", staged, nullptr, MS_BIND, nullptr) < 0)
+                return op.optional && errno == ENOENT ? 0 : errno;
+            return 0;
+        case MountKind::MaskWithTmpfs:
+            if (mount("tmpfs", staged, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                      "size=4k,mode=0555") < 0)
+                return op.optional && errno == ENOENT ? 0 : errno;
+            return 0;
+        case MountKind::ReadOnlyInPlace:
+            if (mount(staged, staged, nullptr, MS_BIND | MS_REC, nullptr) < 0)
+                return op.optional && errno == ENOENT ? 0 : errno;
+            return errnoOr(mount(
+                nullptr, staged, nullptr,
+                MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr));
+        case MountKind::ReadOnlyBeneath: {
+            int fd = -1;
+            if (int err = openBeneathInChild(plan, op, &fd))
+                return op.optional && err == ENOENT ? 0 : err;
+            int err = cloneAndAttachInChild(
+                fd, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, true, fd, "");
+            close(fd);
+            return err;
+        }
+        case MountKind::AttachPrepared:
+            if (int err = makeTargetInChild(op)) return err;
+            return errnoOr(
+                sysMoveMount(op.prepared_fd, "", AT_FDCWD, staged, MOVE_MOUNT_F_EMPTY_PATH));
+        case MountKind::BindFromHost: {
+            int src = plan.source_fds[index];
+            if (src < 0) return op.optional ? 0 : ENOENT;
+            if (!op.anchor.empty()) {
+                int fd = -1;
+                if (int err = openBeneathInChild(plan, op, &fd)) return err;
+                int err = cloneAndAttachInChild(src, bindAttrs(op), op.recursive, fd, "");
+                close(fd);
+                return err;
+            }
+            if (int err = makeTargetInChild(op)) return err;
+            return cloneAndAttachInChild(src, bindAttrs(op), op.recursive, AT_FDCWD, staged);
+        }
+    }
+    return EINVAL;
+}
+
+}  // namespace
+
+int makeMountsPrivateInChild() noexcept {
+    return errnoOr(mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr));
+}
+
+int openSourcesInChild(MountPlan& plan, size_t* failed_op) noexcept {
+    for (size_t i = 0; i < plan.ops.size(); ++i) {
+        const MountOp& op = plan.ops[i];
+        if (op.kind != MountKind::BindFromHost) continue;
+        int fd = open(op.source.c_str(), O_PATH | O_CLOEXEC);
+        if (fd < 0) {
+            if (op.optional && errno == ENOENT) continue;
+            *failed_op = i;
+            return errno;
+        }
+        plan.source_fds[i] = fd;
+    }
+    return 0;
+}
+
+int buildRootInChild(MountPlan& plan, size_t* failed_op) noexcept {
+    *failed_op = static_cast<size_t>(-1);
+    if (mount("tmpfs", plan.staging.c_str(), "tmpfs", MS_NOSUID | MS_NODEV,
+              plan.root_options.c_str()) < 0)
+        return errno;
+    for (size_t i = 0; i < plan.ops.size(); ++i) {
+        if (int err = applyOpInChild(plan, i)) {
+            *failed_op = i;
+            return err;
+        }
+    }
+    return 0;
+}
+
+void closeSourcesInChild(MountPlan& plan) noexcept {
+    for (int& fd : plan.source_fds) {
+        if (fd >= 0) close(fd);
+        fd = -1;
+    }
+}
+
+int sealRootInChild(const MountPlan& plan) noexcept {
+    return errnoOr(mount(nullptr, plan.staging.c_str(), nullptr,
+                         MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, nullptr));
+}
+
+int pivotRootInChild(const MountPlan& plan) noexcept {
+    // pivot_root(".", ".") stacks the old root on top of the new one; the
+    // lazy unmount then removes it, so no directory is needed to park it in
+    // and no path to the host's tree remains.
+    if (chdir(plan.staging.c_str()) < 0) return errno;
+    if (sysPivotRoot(".", ".") < 0) return errno;
+    if (umount2(".", MNT_DETACH) < 0) return errno;
+    return errnoOr(chdir("/"));
+}
+
+}  // namespace stockade::ns

@@ -1,0 +1,27 @@
+// Child side of the filesystem view. Every function here runs after clone in
+// the new mount namespace: async-signal-safe, no allocation, no exceptions.
+// Each returns 0 or an errno; on failure *failed_op names the op.
+#pragma once
+
+#include <cstddef>
+
+#include "namespaces/mount_plan.h"
+
+namespace stockade::ns {
+
+// Stops mount events from propagating back to the host (mount_namespaces(7)).
+int makeMountsPrivateInChild() noexcept;
+// Opens every BindFromHost source as an O_PATH fd into plan.source_fds, while
+// the host's paths are still what they were (before anything is mounted over
+// the staging directory, which may itself hold sources).
+int openSourcesInChild(MountPlan& plan, size_t* failed_op) noexcept;
+// Mounts the new root's tmpfs on the staging directory and applies each op.
+int buildRootInChild(MountPlan& plan, size_t* failed_op) noexcept;
+// Closes the source fds: after pivot_root they would be handles on the host.
+void closeSourcesInChild(MountPlan& plan) noexcept;
+// Makes the root tmpfs read-only, then pivots into it and detaches the old
+// root so nothing of the host's tree stays reachable.
+int sealRootInChild(const MountPlan& plan) noexcept;
+int pivotRootInChild(const MountPlan& plan) noexcept;
+
+}  // namespace stockade::ns

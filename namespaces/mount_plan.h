@@ -1,0 +1,54 @@
+// MountPlan: the filesystem view of one sandbox as an ordered list of
+// operations (bubblewrap's model: parsing builds the list, one function
+// enforces it). The parent builds the plan, allocating every string it will
+// need; the child only walks it (namespaces/mount_in_child.cpp).
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace stockade::ns {
+
+enum class MountKind {
+    BindFromHost,     // source: a host path opened O_PATH in the child's mount ns
+    AttachPrepared,   // source: a detached mount prepared by the parent (idmapped worktree)
+    Tmpfs,            // a size-limited tmpfs; data = mount options
+    Proc,             // a fresh procfs for the sandbox's PID namespace
+    MaskWithNull,     // host /dev/null bound over a file (Docker's masked paths)
+    MaskWithTmpfs,    // an empty read-only tmpfs over a directory
+    ReadOnlyInPlace,  // the target re-bound over itself read-only
+    ReadOnlyBeneath,  // like ReadOnlyInPlace, but target is resolved beneath `anchor`
+                      // without following symlinks out of it (worktree paths)
+    Directory,        // mkdir
+    File,             // a file holding `data`
+    Symlink,          // a symlink to `data`
+};
+
+struct MountOp {
+    MountKind kind = MountKind::Directory;
+    std::string source;  // BindFromHost: absolute host path
+    std::string target;  // relative to the new root ("usr", "repo/.git")
+    std::string staged;  // absolute path while assembling: staging + "/" + target
+    std::string data;    // tmpfs options, file content or symlink target
+    std::string anchor;  // ReadOnlyBeneath: relative to the new root ("repo")
+    bool target_is_dir = true;
+    bool writable = false;
+    bool recursive = true;
+    bool optional = false;    // a missing source or target is skipped, not an error
+    int prepared_fd = -1;     // AttachPrepared: the detached mount (owned by the parent)
+    std::string description;  // for errors: "mount /repo/.git read-only"
+};
+
+struct MountPlan {
+    std::string staging = "/tmp";  // where the new root is assembled before pivot_root
+    std::string root_options;      // options of the root tmpfs
+    std::vector<MountOp> ops;
+    // Scratch for the child: one slot per op, allocated here so the child
+    // never allocates. Holds the O_PATH fd of each BindFromHost source.
+    std::vector<int> source_fds;
+};
+
+// Appends `op` with its staged path filled in.
+void addOp(MountPlan& plan, MountOp op);
+
+}  // namespace stockade::ns

@@ -1,0 +1,34 @@
+// Thin wrappers for system calls that glibc 2.36 declares only partly or in
+// headers that clash with <sys/mount.h>. Each is one syscall(2); all are
+// async-signal-safe and may be called in the child.
+#pragma once
+
+#include <fcntl.h>
+#include <linux/mount.h>
+#include <linux/openat2.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstddef>
+
+namespace stockade::ns {
+
+inline int sysOpenTree(int dirfd, const char* path, unsigned flags) noexcept {
+    return static_cast<int>(syscall(SYS_open_tree, dirfd, path, flags));
+}
+inline int sysMoveMount(int from_dirfd, const char* from_path, int to_dirfd, const char* to_path,
+                        unsigned flags) noexcept {
+    return static_cast<int>(
+        syscall(SYS_move_mount, from_dirfd, from_path, to_dirfd, to_path, flags));
+}
+inline int sysMountSetattr(int dirfd, const char* path, unsigned flags, mount_attr* attr) noexcept {
+    return static_cast<int>(syscall(SYS_mount_setattr, dirfd, path, flags, attr, sizeof(*attr)));
+}
+inline int sysOpenat2(int dirfd, const char* path, open_how* how) noexcept {
+    return static_cast<int>(syscall(SYS_openat2, dirfd, path, how, sizeof(*how)));
+}
+inline int sysPivotRoot(const char* new_root, const char* put_old) noexcept {
+    return static_cast<int>(syscall(SYS_pivot_root, new_root, put_old));
+}
+
+}  // namespace stockade::ns

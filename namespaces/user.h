@@ -1,0 +1,36 @@
+// User namespace, parent side: the id maps of G3 and the idmapped mount that
+// makes a root-owned worktree writable without running anything as root.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+
+#include "base/error.h"
+#include "base/unique_fd.h"
+
+namespace stockade::ns {
+
+// One uid and one gid inside, each mapped to one host id: the sandbox never
+// holds more than one identity, and never host root.
+struct IdMapping {
+    uid_t inside_uid;
+    uid_t host_uid;
+    gid_t inside_gid;
+    gid_t host_gid;
+};
+
+// Writes "deny" to setgroups, then uid_map and gid_map of `pid`. Unprivileged
+// callers must deny setgroups before writing gid_map (user_namespaces(7));
+// stockade denies it in both modes so the sandbox can never drop into, or
+// out of, a supplementary group.
+Status writeIdMaps(pid_t pid, const IdMapping& mapping);
+
+// A detached, recursive-free clone of the mount at `path` in which files that
+// are owned on disk by disk_uid/disk_gid appear as host_uid/host_gid, and new
+// files written as host_uid land on disk as disk_uid. Needs CAP_SYS_ADMIN in
+// the initial user namespace (mount_setattr(2), MOUNT_ATTR_IDMAP).
+Result<UniqueFd> makeIdmappedTree(const std::string& path, uid_t disk_uid, gid_t disk_gid,
+                                  uid_t host_uid, gid_t host_gid);
+
+}  // namespace stockade::ns

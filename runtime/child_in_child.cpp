@@ -1,0 +1,177 @@
+// The child side, from clone to the init loop, as one ordered list. Every
+// function here is async-signal-safe: it reads the ChildPlan the parent
+// allocated, makes system calls, and reports a failure as a fixed-size
+// message; it never allocates, throws, locks or logs.
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "namespaces/mount_in_child.h"
+#include "namespaces/net_in_child.h"
+#include "namespaces/uts_in_child.h"
+#include "runtime/child_plan.h"
+#include "runtime/child_protocol.h"
+#include "runtime/command_in_child.h"
+#include "runtime/privileges_in_child.h"
+
+namespace stockade {
+
+namespace {
+
+[[noreturn]] void failSetupInChild(const ChildPlan& plan, ChildStage stage, int err,
+                                   int op_index = -1) noexcept {
+    reportInChild(plan, ChildMessageKind::SetupFailed, stage, err, op_index);
+    _exit(125);
+}
+
+void wipeMemoryInChild(const ChildPlan& plan) noexcept {
+    for (const ChildPlan::MemoryRange& range : plan.wipe_ranges)
+        if (range.end > range.start)
+            memset(reinterpret_cast<void*>(range.start), 0, range.end - range.start);
+}
+
+// Closes every fd the clone inherited from the supervisor (its terminal, its
+// pipes' read ends, a caller's leaked fd) except those in `keep`.
+void closeInheritedFdsInChild(int* keep, int count) noexcept {
+    for (int i = 1; i < count; ++i)  // insertion sort: count is tiny
+        for (int j = i; j > 0 && keep[j - 1] > keep[j]; --j) {
+            int t = keep[j];
+            keep[j] = keep[j - 1];
+            keep[j - 1] = t;
+        }
+    unsigned next = 0;
+    for (int i = 0; i < count; ++i) {
+        if (keep[i] < 0) continue;
+        if (static_cast<unsigned>(keep[i]) > next)
+            syscall(SYS_close_range, next, static_cast<unsigned>(keep[i]) - 1, 0U);
+        next = static_cast<unsigned>(keep[i]) + 1;
+    }
+    syscall(SYS_close_range, next, ~0U, 0U);
+}
+
+bool supervisorGoneInChild(int sync_fd) noexcept {
+    pollfd pfd{sync_fd, POLLIN, 0};
+    return poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLHUP | POLLERR));
+}
+
+// Forwards the signals a shell's job control would send, reaps every orphan
+// that reparents to PID 1, and once the command has ended kills everything
+// left in the namespace. Returns the command's wait status and the number of
+// processes it had to kill.
+[[noreturn]] void superviseCommandInChild(const ChildPlan& plan, pid_t command) noexcept {
+    sigset_t set;
+    sigemptyset(&set);
+    for (int sig : {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2})
+        sigaddset(&set, sig);
+    int command_status = 0;
+    bool command_done = false;
+    while (!command_done) {
+        siginfo_t info;
+        int sig = sigwaitinfo(&set, &info);
+        if (sig < 0) continue;
+        if (sig != SIGCHLD) {
+            kill(command, sig);
+            continue;
+        }
+        int status;
+        pid_t pid;
+        while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+            if (pid == command) {
+                command_status = status;
+                command_done = true;
+            }
+        }
+    }
+    // kill(-1) from PID 1 reaches every other process in the namespace; each
+    // one still alive is a straggler, a zombie already dead is not.
+    uint32_t stragglers = 0;
+    kill(-1, SIGKILL);
+    int status;
+    while (waitpid(-1, &status, __WALL) > 0)
+        if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) ++stragglers;
+    ChildMessage msg{
+        ChildMessageKind::Finished, ChildStage::Exec, 0, -1, command_status, stragglers};
+    while (send(plan.sync_fd, &msg, sizeof(msg), MSG_NOSIGNAL) < 0 && errno == EINTR) {
+    }
+    _exit(WIFEXITED(command_status) ? WEXITSTATUS(command_status) : 128 + WTERMSIG(command_status));
+}
+
+}  // namespace
+
+[[noreturn]] void runChildInChild(ChildPlan& plan) noexcept {
+    // 1. Wait until the supervisor has written our uid/gid maps: before that
+    //    we have no identity in the namespace and nothing we create has an owner.
+    char go = 0;
+    ssize_t n;
+    while ((n = recv(plan.sync_fd, &go, 1, 0)) < 0 && errno == EINTR) {
+    }
+    if (n != 1) _exit(125);
+
+    // 2. Become the sandbox's uid/gid at once, keeping capabilities (within
+    //    this user namespace only), so that even in the window before the
+    //    command starts no process of the sandbox is host root.
+    if (int err = keepCapabilitiesAcrossSetuidInChild())
+        failSetupInChild(plan, ChildStage::SetIds, err);
+    if (setresgid(plan.ids.inside_gid, plan.ids.inside_gid, plan.ids.inside_gid) < 0 ||
+        setresuid(plan.ids.inside_uid, plan.ids.inside_uid, plan.ids.inside_uid) < 0)
+        failSetupInChild(plan, ChildStage::SetIds, errno);
+
+    // 3. Die with the supervisor. Set after the uid change, which clears it
+    //    (prctl(2)); then check the supervisor did not die before it was set.
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+        failSetupInChild(plan, ChildStage::ParentDeath, errno);
+    if (supervisorGoneInChild(plan.sync_fd)) _exit(125);
+
+    // 4. The filesystem view. Sources are opened before the staging tmpfs
+    //    covers anything; /proc is mounted inside the new root before the old
+    //    root goes (see MountKind::Proc); the root is sealed read-only last.
+    if (int err = ns::makeMountsPrivateInChild())
+        failSetupInChild(plan, ChildStage::PrivateMounts, err);
+    size_t failed_op = 0;
+    if (int err = ns::openSourcesInChild(plan.mounts, &failed_op))
+        failSetupInChild(plan, ChildStage::OpenSources, err, static_cast<int>(failed_op));
+    if (int err = ns::buildRootInChild(plan.mounts, &failed_op))
+        failSetupInChild(plan, ChildStage::BuildRoot, err, static_cast<int>(failed_op));
+    ns::closeSourcesInChild(plan.mounts);
+    if (int err = ns::sealRootInChild(plan.mounts))
+        failSetupInChild(plan, ChildStage::SealRoot, err);
+    if (int err = ns::pivotRootInChild(plan.mounts))
+        failSetupInChild(plan, ChildStage::PivotRoot, err);
+
+    int keep[] = {plan.sync_fd, plan.stdout_fd, plan.stderr_fd, plan.stdin_null ? -1 : 0};
+    closeInheritedFdsInChild(keep, 4);
+
+    // 5. The other namespaces' contents.
+    if (int err = ns::setHostnameInChild(plan.hostname.c_str(), plan.hostname.size()))
+        failSetupInChild(plan, ChildStage::Hostname, err);
+    if (int err = ns::bringLoopbackUpInChild()) failSetupInChild(plan, ChildStage::Loopback, err);
+
+    // 6. init may not be read or traced by the command: non-dumpable, and the
+    //    caller's argv and environment (inherited in this copy of the
+    //    supervisor's memory) wiped.
+    if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) failSetupInChild(plan, ChildStage::Dumpable, errno);
+    wipeMemoryInChild(plan);
+
+    // 7. The command. A raw clone rather than fork(3): glibc's fork runs
+    //    atfork handlers and takes the malloc locks.
+    pid_t command = static_cast<pid_t>(syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0));
+    if (command < 0) failSetupInChild(plan, ChildStage::ForkCommand, errno);
+    if (command == 0) execCommandInChild(plan);
+
+    // 8. init keeps only the sync socket: no host fd, not even the output
+    //    pipes, whose EOF must mean the command's whole tree is done.
+    int keep_sync[] = {plan.sync_fd};
+    closeInheritedFdsInChild(keep_sync, 1);
+    int failed_step = 0;
+    dropAllPrivilegesInChild(plan.last_cap, &failed_step);
+    setNoNewPrivsInChild();
+    superviseCommandInChild(plan, command);
+}
+
+}  // namespace stockade

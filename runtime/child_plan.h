@@ -1,0 +1,57 @@
+// ChildPlan: everything the child side needs, allocated by the parent before
+// the clone. The child reads it and makes system calls; it never allocates,
+// so every string, array and scratch slot it touches lives here.
+#pragma once
+
+#include <linux/filter.h>
+#include <sys/resource.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "namespaces/mount_plan.h"
+#include "namespaces/user.h"
+
+namespace stockade {
+
+struct RlimitSetting {
+    int resource;
+    rlimit value;
+};
+
+struct ChildPlan {
+    ns::MountPlan mounts;
+    ns::IdMapping ids{};
+    std::string hostname;
+
+    std::vector<std::string> argv_storage;
+    std::vector<char*> argv;  // null-terminated, points into argv_storage
+    std::vector<std::string> env_storage;
+    std::vector<char*> envp;  // null-terminated, points into env_storage
+    std::string search_path;  // PATH used to find argv[0]
+    std::string workdir;
+    bool stdin_null = true;
+    int stdout_fd = -1;  // write ends of the capture pipes, dup'ed to 1 and 2
+    int stderr_fd = -1;
+    int sync_fd = -1;  // the child's end of the sync socket
+
+    int last_cap = 40;
+    std::vector<RlimitSetting> rlimits;
+    std::vector<sock_filter> seccomp_program;  // empty: no filter
+
+    // The supervisor's own argv and environment strings, which the clone
+    // inherits in its copy of the stack: wiped so /proc/1/cmdline and
+    // /proc/1/environ in the sandbox show nothing of the caller.
+    struct MemoryRange {
+        uintptr_t start;
+        uintptr_t end;
+    };
+    std::vector<MemoryRange> wipe_ranges;
+};
+
+// The child's entry point: runs every setup step, becomes PID 1's init loop,
+// and never returns. Defined in runtime/child_in_child.cpp.
+[[noreturn]] void runChildInChild(ChildPlan& plan) noexcept;
+
+}  // namespace stockade

@@ -1,0 +1,391 @@
+#include "runtime/child_plan_builder.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <climits>
+#include <fstream>
+#include <sstream>
+
+namespace stockade {
+
+namespace {
+
+using ns::MountKind;
+using ns::MountOp;
+
+constexpr uid_t kNobody = 65534;
+constexpr size_t kMaxCopiedEtcFile = 256 * 1024;
+
+// Docker's masked and read-only /proc paths (moby oci/defaults.go).
+constexpr const char* kMaskedProc[] = {"asound",      "acpi",          "interrupts", "kcore",
+                                       "keys",        "latency_stats", "timer_list", "timer_stats",
+                                       "sched_debug", "scsi"};
+constexpr const char* kReadOnlyProc[] = {"bus", "fs", "irq", "sys", "sysrq-trigger"};
+constexpr const char* kDevices[] = {"null", "zero", "full", "random", "urandom"};
+
+std::string relative(const std::string& absolute) {
+    size_t start = absolute.find_first_not_of('/');
+    return start == std::string::npos ? "" : absolute.substr(start);
+}
+
+Result<std::string> readFile(const std::string& path, size_t limit) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return Error::fromErrno("open(\"" + path + "\")");
+    std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (content.size() > limit) return Error::message(path + " is larger than expected");
+    return content;
+}
+
+Result<std::string> readLink(const std::string& path) {
+    char buf[PATH_MAX];
+    ssize_t n = readlink(path.c_str(), buf, sizeof(buf) - 1);
+    if (n < 0) return Error::fromErrno("readlink(\"" + path + "\")");
+    return std::string(buf, static_cast<size_t>(n));
+}
+
+std::string joinRoot(const std::string& rootfs, const std::string& path) {
+    return rootfs == "/" ? path : rootfs + path;
+}
+
+// System directories keep the host's shape: a merged-/usr host's /bin is a
+// symlink, and so it is in the sandbox (no mount at all).
+Status addSystemDirs(const Policy& policy, ns::MountPlan& plan) {
+    for (const std::string& dir : policy.fs.system_dirs) {
+        std::string host = joinRoot(policy.fs.rootfs, dir);
+        struct stat st;
+        if (lstat(host.c_str(), &st) < 0) continue;  // /lib32 and kin are often absent
+        if (S_ISLNK(st.st_mode)) {
+            auto target = readLink(host);
+            if (!target) return target.error();
+            ns::addOp(plan, {.kind = MountKind::Symlink,
+                             .target = relative(dir),
+                             .data = *target,
+                             .description = "link " + dir});
+        } else if (S_ISDIR(st.st_mode)) {
+            ns::addOp(plan, {.kind = MountKind::BindFromHost,
+                             .source = host,
+                             .target = relative(dir),
+                             .description = "mount " + dir + " read-only"});
+        }
+    }
+    return okStatus();
+}
+
+std::string passwdFor(const ns::IdMapping& ids) {
+    std::ostringstream out;
+    out << "root:x:0:0:root:/root:/usr/sbin/nologin\n";
+    if (ids.inside_uid != 0 && ids.inside_uid != kNobody)
+        out << "sandbox:x:" << ids.inside_uid << ":" << ids.inside_gid
+            << ":stockade sandbox:/tmp:/bin/sh\n";
+    out << "nobody:x:65534:65534:nobody:/tmp:/usr/sbin/nologin\n";
+    return out.str();
+}
+
+std::string groupFor(const ns::IdMapping& ids) {
+    std::ostringstream out;
+    out << "root:x:0:\n";
+    if (ids.inside_gid != 0 && ids.inside_gid != kNobody)
+        out << "sandbox:x:" << ids.inside_gid << ":\n";
+    out << "nogroup:x:65534:\n";
+    return out.str();
+}
+
+// A curated /etc: small files are copied (a copy costs less than a mount to
+// set up and to tear down), directories are bound read-only, links kept as
+// links; passwd, group, hosts and hostname are written by stockade.
+Status addEtc(const Policy& policy, const ns::IdMapping& ids, ns::MountPlan& plan) {
+    ns::addOp(plan, {.kind = MountKind::Directory, .target = "etc", .description = "create /etc"});
+    for (const std::string& name : policy.fs.etc_entries) {
+        std::string host = joinRoot(policy.fs.rootfs, "/etc/" + name);
+        std::string target = "etc/" + name;
+        struct stat st;
+        if (lstat(host.c_str(), &st) < 0) continue;
+        if (S_ISLNK(st.st_mode)) {
+            auto link = readLink(host);
+            if (!link) return link.error();
+            ns::addOp(plan, {.kind = MountKind::Symlink,
+                             .target = target,
+                             .data = *link,
+                             .description = "link /etc/" + name});
+        } else if (S_ISREG(st.st_mode) && static_cast<size_t>(st.st_size) <= kMaxCopiedEtcFile) {
+            auto content = readFile(host, kMaxCopiedEtcFile);
+            if (!content) continue;  // unreadable to this user: leave it out
+            ns::addOp(plan, {.kind = MountKind::File,
+                             .target = target,
+                             .data = *content,
+                             .description = "copy /etc/" + name});
+        } else if (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)) {
+            ns::addOp(plan, {.kind = MountKind::BindFromHost,
+                             .source = host,
+                             .target = target,
+                             .target_is_dir = S_ISDIR(st.st_mode),
+                             .description = "mount /etc/" + name + " read-only"});
+        }
+    }
+    auto file = [&](const char* name, std::string content) {
+        ns::addOp(plan, {.kind = MountKind::File,
+                         .target = std::string("etc/") + name,
+                         .data = std::move(content),
+                         .description = std::string("write /etc/") + name});
+    };
+    file("passwd", passwdFor(ids));
+    file("group", groupFor(ids));
+    file("hostname", policy.hostname + "\n");
+    file("hosts", "127.0.0.1\tlocalhost " + policy.hostname +
+                      "\n::1\tlocalhost ip6-localhost ip6-loopback\n");
+    return okStatus();
+}
+
+// The target of a `.git` file's "gitdir:" line, resolved on the host.
+Result<std::string> gitdirOf(const std::string& worktree) {
+    auto content = readFile(worktree + "/.git", 64 * 1024);
+    if (!content) return content.error();
+    const std::string prefix = "gitdir:";
+    if (!content->starts_with(prefix))
+        return Error::message(worktree + "/.git is a file without a \"gitdir:\" line");
+    std::string path = content->substr(prefix.size());
+    path.erase(0, path.find_first_not_of(" \t"));
+    path.erase(path.find_last_not_of(" \t\r\n") + 1);
+    if (path.empty()) return Error::message(worktree + "/.git has an empty \"gitdir:\" line");
+    if (path[0] != '/') path = worktree + "/" + path;
+    char resolved[PATH_MAX];
+    if (!realpath(path.c_str(), resolved))
+        return Error::fromErrno("realpath(\"" + path + "\") (the gitdir named by " + worktree +
+                                "/.git)");
+    return std::string(resolved);
+}
+
+bool isUnder(const std::string& path, const std::string& dir) {
+    return path == dir || (path.starts_with(dir) && path[dir.size()] == '/');
+}
+
+// /repo/.git, and whatever a `.git` file points at, are read-only (G2).
+Status addGitProtection(const std::string& worktree, ns::MountPlan& plan) {
+    std::string dotgit = worktree + "/.git";
+    struct stat st;
+    if (lstat(dotgit.c_str(), &st) < 0) return okStatus();
+    if (S_ISLNK(st.st_mode))
+        return Error::message(dotgit +
+                              " is a symlink; stockade cannot make a symlinked .git "
+                              "read-only without following it out of the worktree");
+    ns::addOp(plan, {.kind = MountKind::ReadOnlyBeneath,
+                     .target = "repo/.git",
+                     .anchor = "repo",
+                     .target_is_dir = S_ISDIR(st.st_mode),
+                     .description = "mount /repo/.git read-only"});
+    if (!S_ISREG(st.st_mode)) return okStatus();
+
+    auto gitdir = gitdirOf(worktree);
+    if (!gitdir) return gitdir.error();
+    // A linked worktree's gitdir names the main repository's through
+    // `commondir`; git needs both, so the common one (which holds the
+    // other) is what gets exposed.
+    std::string exposed = *gitdir;
+    if (auto common = readFile(*gitdir + "/commondir", 4096)) {
+        std::string path = *common;
+        path.erase(path.find_last_not_of(" \t\r\n") + 1);
+        if (!path.empty() && path[0] != '/') path = *gitdir + "/" + path;
+        char resolved[PATH_MAX];
+        if (realpath(path.c_str(), resolved) && isUnder(*gitdir, resolved)) exposed = resolved;
+    }
+    if (isUnder(exposed, worktree)) {
+        ns::addOp(plan, {.kind = MountKind::ReadOnlyBeneath,
+                         .target = "repo" + exposed.substr(worktree.size()),
+                         .anchor = "repo",
+                         .description = "mount the gitdir " + exposed + " read-only"});
+        return okStatus();
+    }
+    for (const char* reserved : {"/proc", "/dev", "/sys", "/tmp", "/repo", "/etc"})
+        if (isUnder(exposed, reserved) || exposed == "/")
+            return Error::message("the gitdir " + exposed + " named by " + dotgit +
+                                  " cannot be exposed at its own path in the sandbox");
+    ns::addOp(plan, {.kind = MountKind::BindFromHost,
+                     .source = exposed,
+                     .target = relative(exposed),
+                     .description = "mount the gitdir " + exposed + " read-only"});
+    return okStatus();
+}
+
+void addProcAndDev(ns::MountPlan& plan) {
+    ns::addOp(plan, {.kind = MountKind::Proc, .target = "proc", .description = "mount /proc"});
+    for (const char* name : kMaskedProc) {
+        std::string host = std::string("/proc/") + name;
+        struct stat st;
+        if (stat(host.c_str(), &st) < 0) continue;
+        ns::addOp(plan,
+                  {.kind = S_ISDIR(st.st_mode) ? MountKind::MaskWithTmpfs : MountKind::MaskWithNull,
+                   .target = std::string("proc/") + name,
+                   .optional = true,
+                   .description = "mask " + host});
+    }
+    for (const char* name : kReadOnlyProc)
+        ns::addOp(plan, {.kind = MountKind::ReadOnlyInPlace,
+                         .target = std::string("proc/") + name,
+                         .optional = true,
+                         .description = std::string("make /proc/") + name + " read-only"});
+
+    ns::addOp(plan, {.kind = MountKind::Tmpfs,
+                     .target = "dev",
+                     .data = "mode=0755,size=64k",
+                     .description = "mount /dev"});
+    for (const char* name : kDevices)
+        ns::addOp(plan, {.kind = MountKind::BindFromHost,
+                         .source = std::string("/dev/") + name,
+                         .target = std::string("dev/") + name,
+                         .target_is_dir = false,
+                         .writable = true,
+                         .recursive = false,
+                         .description = std::string("mount /dev/") + name});
+    const std::pair<const char*, const char*> links[] = {{"dev/fd", "/proc/self/fd"},
+                                                         {"dev/stdin", "/proc/self/fd/0"},
+                                                         {"dev/stdout", "/proc/self/fd/1"},
+                                                         {"dev/stderr", "/proc/self/fd/2"}};
+    for (const auto& [target, to] : links)
+        ns::addOp(plan, {.kind = MountKind::Symlink,
+                         .target = target,
+                         .data = to,
+                         .description = std::string("link /") + target});
+}
+
+void fillArgv(const std::vector<std::string>& in, std::vector<std::string>& storage,
+              std::vector<char*>& pointers) {
+    storage = in;
+    pointers.clear();
+    for (std::string& s : storage) pointers.push_back(s.data());
+    pointers.push_back(nullptr);
+}
+
+int lastCapability() {
+    std::ifstream in("/proc/sys/kernel/cap_last_cap");
+    int value = 40;
+    if (!(in >> value)) value = 63;  // dropping a cap the kernel lacks is EINVAL, ignored
+    return value;
+}
+
+}  // namespace
+
+Result<Identity> chooseIdentity(const Policy& policy) {
+    Identity out;
+    uid_t euid = geteuid();
+    if (euid != 0) {
+        // Rootless: the kernel lets us map only ourselves.
+        out.ids = {policy.uid.value_or(euid), euid, policy.gid.value_or(getegid()), getegid()};
+        return out;
+    }
+    uid_t host_uid = kNobody;
+    gid_t host_gid = kNobody;
+    if (policy.fs.worktree) {
+        struct stat st;
+        if (stat(policy.fs.worktree->c_str(), &st) < 0)
+            return Error::fromErrno("stat(\"" + *policy.fs.worktree + "\")");
+        if (st.st_uid != 0) {
+            host_uid = st.st_uid;
+            host_gid = st.st_gid != 0 ? st.st_gid : kNobody;
+        } else {
+            // Root owns the worktree; the sandbox still may not be root, so
+            // an idmapped mount shows root's files as the sandbox's own.
+            out.idmap_worktree = true;
+            out.worktree_uid = st.st_uid;
+            out.worktree_gid = st.st_gid;
+        }
+    }
+    out.ids = {policy.uid.value_or(host_uid), host_uid, policy.gid.value_or(host_gid), host_gid};
+    return out;
+}
+
+Result<ChildPlan> buildChildPlan(const Policy& policy, const Identity& identity,
+                                 const UniqueFd& idmapped_worktree) {
+    ChildPlan plan;
+    plan.ids = identity.ids;
+    plan.hostname = policy.hostname;
+    ns::MountPlan& mounts = plan.mounts;
+    mounts.staging = "/tmp";
+    mounts.root_options = "mode=0755,size=16m";
+    struct stat st;
+    if (stat(mounts.staging.c_str(), &st) < 0 || !S_ISDIR(st.st_mode))
+        return Error::message("the host has no /tmp directory to assemble the sandbox's root on");
+
+    if (auto s = addSystemDirs(policy, mounts); !s) return s.error();
+    if (auto s = addEtc(policy, identity.ids, mounts); !s) return s.error();
+    if (policy.fs.worktree) {
+        const std::string& worktree = *policy.fs.worktree;
+        if (idmapped_worktree)
+            ns::addOp(mounts, {.kind = MountKind::AttachPrepared,
+                               .target = "repo",
+                               .prepared_fd = idmapped_worktree.get(),
+                               .description = "mount the worktree at /repo (idmapped)"});
+        else
+            ns::addOp(mounts, {.kind = MountKind::BindFromHost,
+                               .source = worktree,
+                               .target = "repo",
+                               .writable = true,
+                               .description = "mount the worktree at /repo"});
+        if (auto s = addGitProtection(worktree, mounts); !s) return s.error();
+    }
+    // Extra mounts, shallowest first, so a mount never hides a deeper one.
+    std::vector<ExtraMount> extra = policy.fs.mounts;
+    std::stable_sort(extra.begin(), extra.end(), [](const ExtraMount& a, const ExtraMount& b) {
+        return std::count(a.target.begin(), a.target.end(), '/') <
+               std::count(b.target.begin(), b.target.end(), '/');
+    });
+    for (const ExtraMount& m : extra) {
+        if (stat(m.source.c_str(), &st) < 0)
+            return Error::fromErrno("stat(\"" + m.source + "\") (--mount source)");
+        bool in_repo = isUnder(m.target, "/repo");
+        ns::addOp(mounts, {.kind = MountKind::BindFromHost,
+                           .source = m.source,
+                           .target = relative(m.target),
+                           .anchor = in_repo ? "repo" : "",
+                           .target_is_dir = S_ISDIR(st.st_mode),
+                           .writable = m.writable,
+                           .description = "mount " + m.source + " at " + m.target +
+                                          (m.writable ? "" : " read-only")});
+    }
+    std::string tmp_options = "mode=1777,size=" + std::to_string(policy.limits.tmp_bytes);
+    ns::addOp(mounts, {.kind = MountKind::Tmpfs,
+                       .target = "tmp",
+                       .data = tmp_options,
+                       .description = "mount /tmp"});
+    ns::addOp(mounts, {.kind = MountKind::Tmpfs,
+                       .target = "var/tmp",
+                       .data = tmp_options,
+                       .description = "mount /var/tmp"});
+    addProcAndDev(mounts);
+    ns::addOp(mounts, {.kind = MountKind::Tmpfs,
+                       .target = "dev/shm",
+                       .data = tmp_options,
+                       .description = "mount /dev/shm"});
+    if (policy.fs.mount_sys)
+        ns::addOp(mounts, {.kind = MountKind::BindFromHost,
+                           .source = "/sys",
+                           .target = "sys",
+                           .description = "mount /sys read-only"});
+
+    fillArgv(policy.command, plan.argv_storage, plan.argv);
+    fillArgv(policy.environment, plan.env_storage, plan.envp);
+    plan.search_path = "/usr/local/bin:/usr/bin:/bin";
+    for (const std::string& e : policy.environment)
+        if (e.starts_with("PATH=")) plan.search_path = e.substr(5);
+    plan.workdir = policy.workdir;
+    plan.stdin_null = policy.stdin_mode == StdinMode::Null;
+    plan.last_cap = lastCapability();
+
+    auto hard = [&](int resource, uint64_t value) {
+        plan.rlimits.push_back({resource, {value, value}});
+    };
+    hard(RLIMIT_CORE, 0);
+    if (policy.limits.open_files) hard(RLIMIT_NOFILE, *policy.limits.open_files);
+    if (policy.limits.file_size_bytes) hard(RLIMIT_FSIZE, *policy.limits.file_size_bytes);
+    if (policy.limits.cpu_time_ms) {
+        // SIGXCPU at the soft limit names the cause; the hard limit one second
+        // later is the kernel's SIGKILL for a command that ignores it.
+        uint64_t seconds = (*policy.limits.cpu_time_ms + 999) / 1000;
+        plan.rlimits.push_back({RLIMIT_CPU, {seconds, seconds + 1}});
+    }
+    return plan;
+}
+
+}  // namespace stockade

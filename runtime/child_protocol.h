@@ -1,0 +1,55 @@
+// The fixed-size messages the child side sends the supervisor over the
+// close-on-exec SOCK_SEQPACKET sync socket. Fixed-size because the child may
+// not allocate; one message per datagram so concurrent writers (init and the
+// command before exec) never interleave.
+#pragma once
+
+#include <cstdint>
+
+namespace stockade {
+
+// Each step of the child's setup, in the order they run. A failure names its
+// step; the supervisor turns it into "stockade: <step>: ENAME".
+enum class ChildStage : uint32_t {
+    WaitForGo,
+    SetIds,
+    ParentDeath,
+    PrivateMounts,
+    OpenSources,
+    BuildRoot,
+    SealRoot,
+    PivotRoot,
+    Hostname,
+    Loopback,
+    Dumpable,
+    WipeMemory,
+    ForkCommand,
+    NewSession,
+    Stdio,
+    Workdir,
+    Rlimits,
+    Securebits,
+    DropCapabilities,
+    NoNewPrivs,
+    Seccomp,
+    Exec,
+};
+
+enum class ChildMessageKind : uint32_t {
+    SetupFailed = 1,  // setup could not complete; nothing ran
+    ExecFailed = 2,   // the command could not be executed (err: ENOENT, EACCES…)
+    Finished = 3,     // the command ended; wait_status and stragglers are set
+};
+
+struct ChildMessage {
+    ChildMessageKind kind;
+    ChildStage stage;
+    int32_t err;          // errno of the failed step
+    int32_t op_index;     // the mount op that failed, or -1
+    int32_t wait_status;  // Finished: the command's wait(2) status
+    uint32_t stragglers;  // Finished: processes killed after the command ended
+};
+
+const char* describeStage(ChildStage stage);
+
+}  // namespace stockade

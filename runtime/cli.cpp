@@ -1,0 +1,162 @@
+#include "runtime/cli.h"
+
+#include <algorithm>
+#include <boost/program_options.hpp>
+#include <cstdio>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "runtime/run_command.h"
+
+namespace stockade {
+
+namespace po = boost::program_options;
+
+namespace {
+
+constexpr int kUsageError = 125;
+
+const char* kTopHelp = R"(stockade: run untrusted commands in a sandbox, with no container engine.
+
+Usage:
+  stockade run     [OPTIONS] -- COMMAND [ARG...]   run a command once, with no network
+  stockade profile show NAME|FILE                 print a profile with defaults filled in
+  stockade profile check FILE                     validate a profile
+  stockade --version
+
+Example:
+  stockade run --worktree . --result result.json -- make test
+
+Run `stockade run --help` for every option.
+)";
+
+const char* kRunUsage = R"(Usage: stockade run [OPTIONS] -- COMMAND [ARG...]
+
+Runs COMMAND in a fresh sandbox: its own user, mount, PID, network (only lo),
+IPC, UTS and cgroup namespaces; no capabilities; no_new_privs; the system
+directories read-only; the worktree at /repo with /repo/.git read-only.
+
+Example:
+  stockade run --worktree ~/src/app --env CI=1 --result out.json -- npm test
+
+Options)";
+
+int usageError(const std::string& message) {
+    std::fprintf(stderr, "stockade: %s\n", message.c_str());
+    return kUsageError;
+}
+
+po::options_description runOptionsDescription(RunOptions& o) {
+    po::options_description d(kRunUsage);
+    auto text = [](std::optional<std::string>& target) {
+        return po::value<std::string>()->notifier([&target](const std::string& v) { target = v; });
+    };
+    d.add_options()("profile", po::value<std::string>(&o.profile)->default_value("held-test"),
+                    "profile NAME (installed or built in) or FILE (contains '/' or ends in .json)")(
+        "worktree", text(o.worktree), "DIR bound at /repo, writable; /repo/.git read-only")(
+        "mount", po::value<std::vector<std::string>>(&o.mounts)->composing(),
+        "SRC:DST[:rw] extra bind mount, read-only unless :rw (repeatable)")(
+        "rootfs", text(o.rootfs), "DIR to take the system directories from instead of /")(
+        "env", po::value<std::vector<std::string>>(&o.env)->composing(),
+        "KEY=VALUE to set, or KEY to copy from the caller (repeatable)")(
+        "allow-secret", po::value<std::vector<std::string>>(&o.allow_secret)->composing(),
+        "KEY: allow --env KEY to copy a secret-shaped name (repeatable)")(
+        "workdir", text(o.workdir), "DIR to start in (default /repo with a worktree, else /tmp)")(
+        "user", text(o.user), "UID[:GID] inside the sandbox")(
+        "name", text(o.name), "NAME for the sandbox, recorded in the result")(
+        "stdin", po::value<std::string>(&o.stdin_mode)->default_value("null"), "null|inherit")(
+        "quiet", po::bool_switch(&o.quiet), "do not echo the command's output")(
+        "result", text(o.result), "FILE to write the result JSON to")(
+        "memory", text(o.memory), "SIZE memory limit (512m, 2g)")(
+        "pids", text(o.pids), "N process limit")("cpu-time", text(o.cpu_time), "SEC of CPU time")(
+        "timeout", text(o.timeout), "SEC of wall-clock time")(
+        "output-limit", text(o.output_limit), "SIZE of stdout+stderr before the sandbox is killed")(
+        "tmp-size", text(o.tmp_size), "SIZE of /tmp and /var/tmp")(
+        "require", po::value<std::vector<std::string>>(&o.require)->composing(),
+        "LIST of guarantees that must hold, e.g. memory,pids")("help,h", "show this help");
+    return d;
+}
+
+// Boost's own messages quote option names oddly; these name the flag plainly.
+std::string describe(const po::error& e) {
+    if (auto* syntax = dynamic_cast<const po::invalid_command_line_syntax*>(&e)) {
+        if (syntax->kind() == po::invalid_syntax::missing_parameter)
+            return syntax->get_option_name() + " needs a value";
+    }
+    if (auto* unknown = dynamic_cast<const po::unknown_option*>(&e))
+        return "unknown option " + unknown->get_option_name();
+    if (auto* multiple = dynamic_cast<const po::multiple_occurrences*>(&e))
+        return multiple->get_option_name() + " given more than once";
+    return e.what();
+}
+
+int runSubcommand(const std::vector<std::string>& args) {
+    std::vector<std::string> options(args.begin(), args.end());
+    RunOptions run;
+    auto dashdash = std::find(options.begin(), options.end(), "--");
+    bool has_command = dashdash != options.end();
+    if (has_command) {
+        run.command.assign(dashdash + 1, options.end());
+        options.erase(dashdash, options.end());
+    }
+    po::options_description desc = runOptionsDescription(run);
+    try {
+        po::variables_map vm;
+        auto style =
+            po::command_line_style::default_style & ~po::command_line_style::allow_guessing;
+        po::parsed_options parsed =
+            po::command_line_parser(options).options(desc).style(style).run();
+        for (const auto& opt : parsed.options)
+            if (opt.position_key >= 0)
+                return usageError("unexpected argument \"" + opt.value.front() +
+                                  "\" (the command goes after --)");
+        po::store(parsed, vm);
+        if (vm.count("help")) {
+            std::cout << desc << "\n";
+            return 0;
+        }
+        po::notify(vm);
+    } catch (const po::error& e) {
+        return usageError(describe(e));
+    }
+    if (!has_command)
+        return usageError("missing -- before the command (stockade run [OPTIONS] -- COMMAND)");
+    if (run.command.empty()) return usageError("missing command after --");
+    return runCommand(run);
+}
+
+int profileSubcommand(const std::vector<std::string>& args) {
+    if (args.size() == 1 && (args[0] == "--help" || args[0] == "-h")) {
+        std::cout << "Usage: stockade profile show NAME|FILE | check FILE\n";
+        return 0;
+    }
+    if (args.size() != 2) return usageError("usage: stockade profile show NAME|FILE | check FILE");
+    if (args[0] == "show") return profileShowCommand(args[1]);
+    if (args[0] == "check") return profileCheckCommand(args[1]);
+    return usageError("unknown profile command \"" + args[0] + "\" (expected show or check)");
+}
+
+}  // namespace
+
+int runCli(int argc, char** argv) {
+    if (argc < 2) {
+        std::fputs(kTopHelp, stderr);
+        return kUsageError;
+    }
+    std::string command = argv[1];
+    std::vector<std::string> rest(argv + 2, argv + argc);
+    if (command == "--help" || command == "-h" || command == "help") {
+        std::fputs(kTopHelp, stdout);
+        return 0;
+    }
+    if (command == "--version") {
+        std::printf("stockade %s (%s)\n", STOCKADE_VERSION, STOCKADE_GIT_REVISION);
+        return 0;
+    }
+    if (command == "run") return runSubcommand(rest);
+    if (command == "profile") return profileSubcommand(rest);
+    return usageError("unknown command \"" + command + "\" (try stockade --help)");
+}
+
+}  // namespace stockade

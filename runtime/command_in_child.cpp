@@ -1,0 +1,127 @@
+#include "runtime/command_in_child.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/close_range.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "runtime/privileges_in_child.h"
+#include "seccomp/install_in_child.h"
+
+namespace stockade {
+
+void reportInChild(const ChildPlan& plan, ChildMessageKind kind, ChildStage stage, int err,
+                   int op_index) noexcept {
+    ChildMessage msg{kind, stage, err, op_index, 0, 0};
+    while (send(plan.sync_fd, &msg, sizeof(msg), MSG_NOSIGNAL) < 0 && errno == EINTR) {
+    }
+}
+
+namespace {
+
+[[noreturn]] void failInChild(const ChildPlan& plan, ChildStage stage, int err) noexcept {
+    reportInChild(plan, ChildMessageKind::SetupFailed, stage, err, -1);
+    _exit(125);
+}
+
+void resetSignalsInChild() noexcept {
+    // init blocked these to take them with sigtimedwait; the supervisor may
+    // have ignored SIGPIPE. Neither may leak into the command.
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    for (int sig = 1; sig < NSIG; ++sig) sigaction(sig, &dfl, nullptr);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+}
+
+int setupStdioInChild(const ChildPlan& plan) noexcept {
+    if (plan.stdin_null) {
+        int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        if (fd < 0) return errno;
+        if (dup2(fd, 0) < 0) return errno;
+        close(fd);
+    }
+    if (plan.stdout_fd >= 0 && dup2(plan.stdout_fd, 1) < 0) return errno;
+    if (plan.stderr_fd >= 0 && dup2(plan.stderr_fd, 2) < 0) return errno;
+    return 0;
+}
+
+// execvp(3) without its allocation: each PATH entry is tried in a stack
+// buffer. EACCES from any entry wins over ENOENT, as execvp does.
+int execSearchInChild(const ChildPlan& plan) noexcept {
+    const char* file = plan.argv[0];
+    if (strchr(file, '/')) {
+        execve(file, plan.argv.data(), plan.envp.data());
+        return errno;
+    }
+    size_t file_len = strlen(file);
+    bool saw_eacces = false;
+    const char* p = plan.search_path.c_str();
+    while (true) {
+        const char* end = strchrnul(p, ':');
+        size_t dir_len = static_cast<size_t>(end - p);
+        char buf[PATH_MAX];
+        if (dir_len + 1 + file_len + 1 <= sizeof(buf)) {
+            size_t n = 0;
+            if (dir_len == 0) {
+                buf[n++] = '.';
+            } else {
+                memcpy(buf, p, dir_len);
+                n = dir_len;
+            }
+            buf[n++] = '/';
+            memcpy(buf + n, file, file_len + 1);
+            execve(buf, plan.argv.data(), plan.envp.data());
+            if (errno == EACCES)
+                saw_eacces = true;
+            else if (errno != ENOENT && errno != ENOTDIR)
+                return errno;
+        }
+        if (*end == '\0') break;
+        p = end + 1;
+    }
+    return saw_eacces ? EACCES : ENOENT;
+}
+
+}  // namespace
+
+[[noreturn]] void execCommandInChild(const ChildPlan& plan) noexcept {
+    resetSignalsInChild();
+    // A new session: no controlling terminal, and no way to reach the
+    // caller's terminal with TIOCSTI (G7).
+    if (setsid() < 0) failInChild(plan, ChildStage::NewSession, errno);
+    if (int err = setupStdioInChild(plan)) failInChild(plan, ChildStage::Stdio, err);
+    if (chdir(plan.workdir.c_str()) < 0) failInChild(plan, ChildStage::Workdir, errno);
+    for (const RlimitSetting& limit : plan.rlimits)
+        if (setrlimit(static_cast<__rlimit_resource>(limit.resource), &limit.value) < 0)
+            failInChild(plan, ChildStage::Rlimits, errno);
+    // Every fd above 2 is marked close-on-exec rather than closed, so the sync
+    // socket still carries an exec failure, and only 0-2 cross the execve.
+    if (syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
+        failInChild(plan, ChildStage::Stdio, errno);
+    int failed_step = 0;
+    if (int err = dropAllPrivilegesInChild(plan.last_cap, &failed_step))
+        failInChild(plan, failed_step == 0 ? ChildStage::Securebits : ChildStage::DropCapabilities,
+                    err);
+    if (int err = setNoNewPrivsInChild()) failInChild(plan, ChildStage::NoNewPrivs, err);
+    // The filter goes last: every call above would otherwise have to be on
+    // its allowlist, and nothing between here and execve may be denied.
+    if (!plan.seccomp_program.empty()) {
+        sock_fprog prog{static_cast<unsigned short>(plan.seccomp_program.size()),
+                        const_cast<sock_filter*>(plan.seccomp_program.data())};
+        if (int err = seccomp::installFilterInChild(prog))
+            failInChild(plan, ChildStage::Seccomp, err);
+    }
+    int err = execSearchInChild(plan);
+    reportInChild(plan, ChildMessageKind::ExecFailed, ChildStage::Exec, err, -1);
+    _exit(err == ENOENT || err == ENOTDIR ? 127 : 126);
+}
+
+}  // namespace stockade

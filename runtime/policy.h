@@ -1,0 +1,63 @@
+// Policy: everything one sandbox is, validated and immutable. It is built from
+// a profile plus command-line overrides (runtime/policy_builder.cpp) and read
+// by the sandbox builder; nothing downstream parses or guesses again.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace stockade {
+
+struct ExtraMount {
+    std::string source;  // host path, resolved (no symlinks)
+    std::string target;  // absolute path inside the sandbox, normalized
+    bool writable = false;
+};
+
+enum class StdinMode { Null, Inherit };
+enum class NetworkMode { None, Loopback };
+
+struct Limits {
+    std::optional<uint64_t> memory_bytes;
+    std::optional<uint64_t> pids;
+    std::optional<uint64_t> cpu_time_ms;
+    std::optional<uint64_t> timeout_ms;
+    std::optional<uint64_t> output_bytes;
+    uint64_t tmp_bytes = 256ull << 20;
+    std::optional<uint64_t> file_size_bytes;
+    std::optional<uint64_t> open_files;
+};
+
+struct FilesystemView {
+    std::string rootfs = "/";              // where system directories come from
+    std::vector<std::string> system_dirs;  // absolute, e.g. "/usr", "/bin"
+    std::vector<std::string> etc_entries;  // names under /etc to expose read-only
+    bool mount_sys = false;                // read-only /sys
+    std::optional<std::string> worktree;   // host path, resolved
+    std::vector<ExtraMount> mounts;
+};
+
+struct Policy {
+    std::string name;
+    std::string profile_name;
+    std::vector<std::string> command;
+    FilesystemView fs;
+    std::vector<std::string> environment;  // final KEY=VALUE list for the command
+    std::string workdir;
+    std::optional<uid_t> uid;  // --user; else derived (G3)
+    std::optional<gid_t> gid;
+    std::string hostname = "stockade";
+    NetworkMode network = NetworkMode::None;
+    StdinMode stdin_mode = StdinMode::Null;
+    bool quiet = false;
+    std::optional<std::string> result_path;
+    Limits limits;
+    std::vector<std::string> require;  // guarantees that must hold
+    std::string seccomp = "default";   // "default", "none", or a file path
+};
+
+}  // namespace stockade

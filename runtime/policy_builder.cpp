@@ -1,0 +1,213 @@
+#include "runtime/policy_builder.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdlib>
+#include <sstream>
+
+#include "runtime/environment.h"
+#include "runtime/units.h"
+
+namespace stockade {
+
+namespace {
+
+bool isUnder(const std::string& path, const std::string& dir) {
+    if (dir == "/") return true;
+    return path == dir ||
+           (path.starts_with(dir) && path.size() > dir.size() && path[dir.size()] == '/');
+}
+
+Result<std::string> resolveHostDir(const std::string& option, const std::string& path) {
+    char resolved[PATH_MAX];
+    if (!realpath(path.c_str(), resolved)) return Error::fromErrno(option + " " + path);
+    struct stat st;
+    if (stat(resolved, &st) < 0) return Error::fromErrno(option + " " + path);
+    if (!S_ISDIR(st.st_mode)) return Error::message(option + " " + path + ": not a directory");
+    return std::string(resolved);
+}
+
+Result<uint32_t> parseId(const std::string& text, const std::string& what) {
+    char* end = nullptr;
+    errno = 0;
+    unsigned long value = std::strtoul(text.c_str(), &end, 10);
+    if (text.empty() || *end != '\0' || errno != 0 || value >= 0xffffffffUL || text[0] == '-')
+        return Error::message("--user: expected a numeric " + what + ", got \"" + text + "\"");
+    return static_cast<uint32_t>(value);
+}
+
+Status applyLimit(const std::optional<std::string>& value, const char* flag,
+                  Result<uint64_t> (*parse)(std::string_view), std::optional<uint64_t>& out) {
+    if (!value) return okStatus();
+    auto parsed = parse(*value);
+    if (!parsed) return parsed.error().withContext(flag);
+    out = *parsed;
+    return okStatus();
+}
+
+}  // namespace
+
+Result<std::string> normalizeSandboxPath(const std::string& path) {
+    if (path.empty() || path[0] != '/')
+        return Error::message("\"" + path + "\" is not an absolute path");
+    std::string out;
+    std::istringstream parts(path);
+    std::string part;
+    while (std::getline(parts, part, '/')) {
+        if (part.empty() || part == ".") continue;
+        if (part == "..") return Error::message("\"" + path + "\" contains \"..\"");
+        out += "/" + part;
+    }
+    return out.empty() ? std::string("/") : out;
+}
+
+Result<ExtraMount> parseMountSpec(const std::string& spec) {
+    ExtraMount m;
+    std::string rest = spec;
+    if (rest.ends_with(":rw")) {
+        m.writable = true;
+        rest.resize(rest.size() - 3);
+    } else if (rest.ends_with(":ro")) {
+        rest.resize(rest.size() - 3);
+    }
+    auto colon = rest.rfind(':');
+    if (colon == std::string::npos || colon == 0 || colon + 1 == rest.size())
+        return Error::message("--mount " + spec + ": expected SRC:DST[:rw]");
+    std::string source = rest.substr(0, colon);
+    auto target = normalizeSandboxPath(rest.substr(colon + 1));
+    if (!target) return target.error().withContext("--mount " + spec + ": target");
+    m.target = *target;
+    for (const char* hole : {"/proc", "/dev", "/sys"})
+        if (isUnder(m.target, hole))
+            return Error::message("--mount " + spec + ": refusing to mount over " + hole);
+    if (m.target == "/") return Error::message("--mount " + spec + ": refusing to mount over /");
+    if (isUnder(m.target, "/repo/.git"))
+        return Error::message("--mount " + spec + ": refusing to mount inside /repo/.git");
+    char resolved[PATH_MAX];
+    if (!realpath(source.c_str(), resolved))
+        return Error::fromErrno("--mount " + spec + ": source " + source);
+    m.source = resolved;
+    return m;
+}
+
+Result<Policy> buildPolicy(const Profile& profile, const RunOptions& options) {
+    Policy p;
+    p.profile_name = profile.name;
+    p.name = options.name.value_or("");
+    if (options.command.empty()) return Error::message("no command given after --");
+    p.command = options.command;
+    if (p.command[0].empty()) return Error::message("the command is an empty string");
+
+    p.fs.system_dirs = profile.system_dirs;
+    p.fs.etc_entries = profile.etc_entries;
+    p.fs.mount_sys = profile.sys;
+    if (options.rootfs) {
+        auto root = resolveHostDir("--rootfs", *options.rootfs);
+        if (!root) return root.error();
+        p.fs.rootfs = *root;
+    }
+    if (options.worktree) {
+        auto wt = resolveHostDir("--worktree", *options.worktree);
+        if (!wt) return wt.error();
+        if (*wt == "/") return Error::message("--worktree /: refusing to expose the whole host");
+        p.fs.worktree = *wt;
+    }
+    for (const std::string& spec : options.mounts) {
+        auto m = parseMountSpec(spec);
+        if (!m) return m.error();
+        if (isUnder(m->target, "/repo") && !p.fs.worktree)
+            return Error::message("--mount " + spec + ": a target under /repo needs --worktree");
+        if (m->target == "/repo" && p.fs.worktree)
+            return Error::message("--mount " + spec + ": /repo is the worktree");
+        for (const char* built :
+             {"/tmp", "/var/tmp", "/etc/passwd", "/etc/group", "/etc/hosts", "/etc/hostname"})
+            if (m->target == built)
+                return Error::message("--mount " + spec + ": " + built +
+                                      " is provided by stockade");
+        p.fs.mounts.push_back(*m);
+    }
+
+    if (options.workdir) {
+        auto wd = normalizeSandboxPath(*options.workdir);
+        if (!wd) return wd.error().withContext("--workdir");
+        p.workdir = *wd;
+    } else {
+        p.workdir = p.fs.worktree ? "/repo" : "/tmp";
+    }
+    if (options.user) {
+        auto colon = options.user->find(':');
+        auto uid = parseId(options.user->substr(0, colon), "uid");
+        if (!uid) return uid.error();
+        p.uid = *uid;
+        if (colon != std::string::npos) {
+            auto gid = parseId(options.user->substr(colon + 1), "gid");
+            if (!gid) return gid.error();
+            p.gid = *gid;
+        }
+    }
+
+    if (options.stdin_mode == "null")
+        p.stdin_mode = StdinMode::Null;
+    else if (options.stdin_mode == "inherit")
+        p.stdin_mode = StdinMode::Inherit;
+    else
+        return Error::message("--stdin: expected null or inherit, got \"" + options.stdin_mode +
+                              "\"");
+    p.quiet = options.quiet;
+    if (options.result) {
+        if (options.result->empty()) return Error::message("--result: empty path");
+        p.result_path = *options.result;
+    }
+
+    EnvironmentRequest env;
+    env.pass = profile.env_pass;
+    env.pass_interactive = profile.env_pass_interactive;
+    env.set = profile.env_set;
+    env.cli_env = options.env;
+    env.allow_secret = options.allow_secret;
+    env.interactive = p.stdin_mode == StdinMode::Inherit && isatty(0);
+    auto environment = buildEnvironment(env, callerEnvironment());
+    if (!environment) return environment.error();
+    p.environment = *environment;
+
+    p.network = profile.network;
+    p.limits = profile.limits;
+    if (auto s = applyLimit(options.memory, "--memory", parseSize, p.limits.memory_bytes); !s)
+        return s.error();
+    if (auto s = applyLimit(options.pids, "--pids", parseCount, p.limits.pids); !s)
+        return s.error();
+    if (auto s = applyLimit(options.cpu_time, "--cpu-time", parseSecondsAsMs, p.limits.cpu_time_ms);
+        !s)
+        return s.error();
+    if (auto s = applyLimit(options.timeout, "--timeout", parseSecondsAsMs, p.limits.timeout_ms);
+        !s)
+        return s.error();
+    if (auto s =
+            applyLimit(options.output_limit, "--output-limit", parseSize, p.limits.output_bytes);
+        !s)
+        return s.error();
+    if (options.tmp_size) {
+        auto size = parseSize(*options.tmp_size);
+        if (!size) return size.error().withContext("--tmp-size");
+        p.limits.tmp_bytes = *size;
+    }
+    p.require = profile.require;
+    const auto& known = knownRequirements();
+    for (const std::string& list : options.require) {
+        std::istringstream items(list);
+        std::string item;
+        while (std::getline(items, item, ',')) {
+            if (item.empty()) continue;
+            if (std::find(known.begin(), known.end(), item) == known.end())
+                return Error::message("--require: unknown guarantee \"" + item + "\"");
+            p.require.push_back(item);
+        }
+    }
+    p.seccomp = profile.seccomp;
+    return p;
+}
+
+}  // namespace stockade

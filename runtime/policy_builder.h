@@ -1,0 +1,24 @@
+// Profile + RunOptions -> Policy. Every check of user input that does not
+// need the sandbox happens here, so bad input is refused before anything is
+// created (exit 125, nothing left behind).
+#pragma once
+
+#include "base/error.h"
+#include "runtime/policy.h"
+#include "runtime/profile.h"
+#include "runtime/run_options.h"
+
+namespace stockade {
+
+// Errors from here are the user's to fix; their text names the option.
+Result<Policy> buildPolicy(const Profile& profile, const RunOptions& options);
+
+// Parses one --mount value ("SRC:DST[:rw]") and checks DST is not a hole
+// over /, /proc, /dev, /sys, or inside /repo/.git.
+Result<ExtraMount> parseMountSpec(const std::string& spec);
+
+// Normalizes an absolute path lexically ("/a/./b//c/" -> "/a/b/c"); ".." is
+// an error, not something to resolve.
+Result<std::string> normalizeSandboxPath(const std::string& path);
+
+}  // namespace stockade

@@ -1,0 +1,41 @@
+#include "runtime/privileges_in_child.h"
+
+#include <errno.h>
+#include <linux/capability.h>
+#include <linux/securebits.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+namespace stockade {
+
+int keepCapabilitiesAcrossSetuidInChild() noexcept {
+    return prctl(PR_SET_SECUREBITS, SECBIT_NO_SETUID_FIXUP, 0, 0, 0) < 0 ? errno : 0;
+}
+
+int dropAllPrivilegesInChild(int last_cap, int* failed_step) noexcept {
+    // Securebits first: locking them needs CAP_SETPCAP, which goes next.
+    // NOROOT keeps a uid-0 exec from regaining capabilities; the locks keep
+    // the sandbox from undoing any of it.
+    *failed_step = 0;
+    unsigned long bits = SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP |
+                         SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_KEEP_CAPS_LOCKED |
+                         SECBIT_NO_CAP_AMBIENT_RAISE | SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED;
+    if (prctl(PR_SET_SECUREBITS, bits, 0, 0, 0) < 0) return errno;
+
+    *failed_step = 1;
+    for (int cap = 0; cap <= last_cap; ++cap)
+        if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL) return errno;
+    if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+        return errno;
+    __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+    __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3] = {};
+    if (syscall(SYS_capset, &header, data) < 0) return errno;
+    return 0;
+}
+
+int setNoNewPrivsInChild() noexcept {
+    return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ? errno : 0;
+}
+
+}  // namespace stockade

@@ -1,0 +1,19 @@
+// G4, child side: empty capability sets, cleared bounding and ambient sets,
+// locked securebits, no_new_privs. Async-signal-safe; raw prctl/capset so no
+// library state (libcap's cap_t carries a mutex and allocates) is involved.
+#pragma once
+
+namespace stockade {
+
+// Lets setresuid() keep capabilities, so the child can become the sandbox's
+// uid before it builds the filesystem view (the kernel would otherwise clear
+// them on the uid change, capabilities(7) "Effect of user ID changes").
+int keepCapabilitiesAcrossSetuidInChild() noexcept;
+
+// Drops everything; returns 0 or an errno and sets *failed_step to 0 for
+// securebits, 1 for the capability sets.
+int dropAllPrivilegesInChild(int last_cap, int* failed_step) noexcept;
+
+int setNoNewPrivsInChild() noexcept;
+
+}  // namespace stockade

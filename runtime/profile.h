@@ -1,0 +1,51 @@
+// A profile (stockade.profile/v1) as plain data. Parsing validates everything
+// and names the JSON path of each problem; nothing else sees JSON.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+#include "runtime/policy.h"
+
+namespace stockade {
+
+enum class LandlockMode { Off, BestEffort, Required };
+enum class Lifetime { Oneshot, Service };
+enum class OutputMode { Capture, Log };
+
+struct Profile {
+    std::string name;
+    std::string description;
+    std::vector<std::string> system_dirs;
+    std::vector<std::string> etc_entries;
+    uint64_t tmp_bytes = 0;
+    bool sys = false;
+    std::vector<std::string> env_pass;              // copied from the caller when set
+    std::vector<std::string> env_pass_interactive;  // only when stdin is a terminal
+    std::map<std::string, std::string> env_set;
+    NetworkMode network = NetworkMode::None;
+    Limits limits;
+    std::vector<std::string> require;
+    std::string seccomp;
+    LandlockMode landlock = LandlockMode::BestEffort;
+    Lifetime lifetime = Lifetime::Oneshot;
+    OutputMode output = OutputMode::Capture;
+};
+
+// Parses and validates one profile document. `name` is used in messages.
+Result<Profile> parseProfile(const std::string& name, const std::string& json_text);
+
+// NAME is looked up among the installed profiles, then the embedded ones; a
+// value containing '/' or ending in ".json" is a file.
+Result<Profile> loadProfile(const std::string& name_or_file);
+
+// The fully resolved profile as JSON text (for `stockade profile show`).
+std::string profileToJson(const Profile& profile);
+
+// The guarantees and limits that `require` may name.
+const std::vector<std::string>& knownRequirements();
+
+}  // namespace stockade

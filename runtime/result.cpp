@@ -1,0 +1,200 @@
+#include "runtime/result.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+namespace stockade {
+
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kSchema = "stockade.result/v1";
+
+json streamJson(const StreamSummary& s) {
+    return {{"bytes", s.bytes}, {"sha256", s.sha256}, {"tail", s.tail}, {"truncated", s.truncated}};
+}
+
+json nullable(const std::optional<std::string>& v) {
+    return v ? json(*v) : json(nullptr);
+}
+
+json enforcedJson(const Enforcement& e) {
+    json out = json::object();
+    for (const char* ns : {"user_ns", "mount_ns", "pid_ns", "net_ns", "ipc_ns", "uts_ns",
+                           "cgroup_ns", "no_new_privs"})
+        out[ns] = e.mechanism.count(ns) > 0;
+    for (const char* key : {"seccomp", "capabilities", "memory", "pids", "cpu_time", "landlock"}) {
+        auto it = e.mechanism.find(key);
+        out[key] = it == e.mechanism.end() ? json(nullptr) : json(it->second);
+    }
+    return out;
+}
+
+// A tail is raw bytes; JSON needs UTF-8. Invalid sequences become U+FFFD so
+// the record always parses, while `sha256` still covers the exact bytes.
+std::string validUtf8(const std::string& in) {
+    std::string out;
+    out.reserve(in.size());
+    size_t i = 0;
+    while (i < in.size()) {
+        unsigned char c = static_cast<unsigned char>(in[i]);
+        size_t len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+        bool ok = len > 0 && i + len <= in.size();
+        for (size_t k = 1; ok && k < len; ++k)
+            ok = (static_cast<unsigned char>(in[i + k]) >> 6) == 2;
+        if (ok) {
+            out.append(in, i, len);
+            i += len;
+        } else {
+            out += "\xEF\xBF\xBD";
+            ++i;
+        }
+    }
+    return out;
+}
+
+}  // namespace
+
+Enforcement enforcementFor(const Policy& policy) {
+    Enforcement e;
+    for (const char* ns : {"user_ns", "mount_ns", "pid_ns", "net_ns", "ipc_ns", "uts_ns",
+                           "cgroup_ns", "no_new_privs"})
+        e.mechanism[ns] = "true";
+    e.mechanism["capabilities"] = "none";
+    if (policy.seccomp != "none") e.mechanism["seccomp"] = policy.seccomp;
+    if (policy.limits.cpu_time_ms) e.mechanism["cpu_time"] = "rlimit";
+    // Memory and pids bounds need cgroups, which this build does not set up
+    // yet (issue 4); Landlock likewise (issue 3). Say so instead of pretending.
+    if (policy.limits.memory_bytes) e.degraded.push_back("memory");
+    if (policy.limits.pids) e.degraded.push_back("pids");
+    for (const std::string& r : policy.require) {
+        bool held = e.mechanism.count(r) > 0;
+        if (!held) e.missing_required.push_back(r);
+    }
+    return e;
+}
+
+SandboxResult classify(const SandboxOutcome& o) {
+    switch (o.ending) {
+        case Ending::Exited:
+            if (o.exit_code == 0) return {"passed", std::nullopt, 0};
+            return {"failed", "nonzero_exit", o.exit_code};
+        case Ending::Signaled:
+            if (o.signal == SIGSYS) return {"failed", "seccomp", o.exit_code};
+            if (o.signal == SIGXCPU) return {"failed", "cpu_time", o.exit_code};
+            return {"failed", "signal", o.exit_code};
+        case Ending::NotFound:
+            return {"error", "not_found", 127};
+        case Ending::NotExecutable:
+            return {"error", "not_executable", 126};
+        case Ending::TimedOut:
+            return {"timed_out", "timeout", 124};
+        case Ending::OutputLimit:
+            return {"blocked", "output_limit", 128 + SIGKILL};
+        case Ending::Cancelled:
+            return {"cancelled", "aborted", 128 + (o.cancel_signal ? o.cancel_signal : SIGTERM)};
+        case Ending::SetupFailed:
+            return {"error", "sandbox_unavailable", 125};
+    }
+    return {"error", "sandbox_unavailable", 125};
+}
+
+std::string resultJson(const Policy& policy, const SandboxOutcome& o, const Enforcement& e) {
+    SandboxResult r = classify(o);
+    StreamSummary out = o.stdout_summary, err = o.stderr_summary;
+    out.tail = validUtf8(out.tail);
+    err.tail = validUtf8(err.tail);
+    json doc;
+    doc["schema"] = kSchema;
+    doc["name"] = policy.name;
+    doc["profile"] = policy.profile_name;
+    doc["command"] = policy.command;
+    doc["status"] = r.status;
+    doc["reason"] = nullable(r.reason);
+    bool ran = o.ending == Ending::Exited || o.ending == Ending::Signaled;
+    doc["exit_code"] = ran || o.ending == Ending::NotFound || o.ending == Ending::NotExecutable
+                           ? json(o.exit_code)
+                           : json(nullptr);
+    doc["signal"] = o.signal ? json(o.signal) : json(nullptr);
+    doc["duration_ms"] = o.duration_ms;
+    doc["cpu_ms"] = o.cpu_ms;
+    doc["peak_memory_bytes"] = o.peak_memory_bytes;
+    doc["stdout"] = streamJson(out);
+    doc["stderr"] = streamJson(err);
+    doc["stragglers_killed"] = o.stragglers_killed;
+    doc["enforced"] = enforcedJson(e);
+    doc["degraded"] = e.degraded;
+    if (o.ending == Ending::SetupFailed || o.ending == Ending::NotFound ||
+        o.ending == Ending::NotExecutable)
+        doc["error"] = {{"stage", o.ending == Ending::SetupFailed ? o.error_stage : "exec"},
+                        {"message", o.error_message.empty() ? o.error_stage : o.error_message},
+                        {"errno", o.error_errno}};
+    else
+        doc["error"] = nullptr;
+    return doc.dump(2) + "\n";
+}
+
+std::string refusalJson(const std::string& name, const std::string& profile,
+                        const std::vector<std::string>& command, const std::string& status,
+                        const std::string& reason, const std::string& stage,
+                        const std::string& message) {
+    StreamSummary empty = OutputCapture().finish();
+    json doc;
+    doc["schema"] = kSchema;
+    doc["name"] = name;
+    doc["profile"] = profile;
+    doc["command"] = command;
+    doc["status"] = status;
+    doc["reason"] = reason;
+    doc["exit_code"] = nullptr;
+    doc["signal"] = nullptr;
+    doc["duration_ms"] = 0;
+    doc["cpu_ms"] = 0;
+    doc["peak_memory_bytes"] = 0;
+    doc["stdout"] = streamJson(empty);
+    doc["stderr"] = streamJson(empty);
+    doc["stragglers_killed"] = 0;
+    doc["enforced"] = enforcedJson(Enforcement{});
+    doc["degraded"] = json::array();
+    doc["error"] = {{"stage", stage}, {"message", message}, {"errno", 0}};
+    return doc.dump(2) + "\n";
+}
+
+Status writeFileAtomically(const std::string& path, const std::string& content) {
+    std::string tmp = path + ".tmp." + std::to_string(getpid());
+    int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd < 0) return Error::fromErrno("open(\"" + tmp + "\")");
+    const char* p = content.data();
+    size_t left = content.size();
+    while (left > 0) {
+        ssize_t n = write(fd, p, left);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+            int err = errno;
+            close(fd);
+            unlink(tmp.c_str());
+            return Error::fromErrno("write(\"" + tmp + "\")", err);
+        }
+        p += n;
+        left -= static_cast<size_t>(n);
+    }
+    // No fsync: rename(2) already gives readers all or nothing; durability
+    // across a host crash is not worth a disk flush on every run.
+    if (close(fd) < 0) {
+        int err = errno;
+        unlink(tmp.c_str());
+        return Error::fromErrno("close(\"" + tmp + "\")", err);
+    }
+    if (rename(tmp.c_str(), path.c_str()) < 0) {
+        int err = errno;
+        unlink(tmp.c_str());
+        return Error::fromErrno("rename(\"" + tmp + "\" -> \"" + path + "\")", err);
+    }
+    return okStatus();
+}
+
+}  // namespace stockade

@@ -1,0 +1,97 @@
+#include "runtime/run_command.h"
+
+#include <cstdio>
+#include <string>
+
+#include "runtime/policy_builder.h"
+#include "runtime/profile.h"
+#include "runtime/result.h"
+#include "runtime/sandbox.h"
+
+namespace stockade {
+
+namespace {
+
+constexpr int kRefused = 125;
+
+void say(const std::string& line) {
+    std::fprintf(stderr, "stockade: %s\n", line.c_str());
+}
+
+// A run refused before anything started still leaves its record, if one was
+// asked for, so a harness never has to guess why there is no result.
+int refuse(const RunOptions& options, const std::string& profile, const std::string& reason,
+           const std::string& status, const std::string& stage, const std::string& message) {
+    say(message);
+    if (options.result && !options.result->empty()) {
+        auto s = writeFileAtomically(
+            *options.result, refusalJson(options.name.value_or(""), profile, options.command,
+                                         status, reason, stage, message));
+        if (!s) say("cannot write the result: " + s.error().describe());
+    }
+    return kRefused;
+}
+
+}  // namespace
+
+int runCommand(const RunOptions& options) {
+    auto profile = loadProfile(options.profile);
+    if (!profile)
+        return refuse(options, options.profile, "invalid_bounds", "blocked", "profile",
+                      profile.error().describe());
+    auto policy = buildPolicy(*profile, options);
+    if (!policy) {
+        const std::string& text = policy.error().text();
+        bool bounds = text.starts_with("--memory") || text.starts_with("--pids") ||
+                      text.starts_with("--cpu-time") || text.starts_with("--timeout") ||
+                      text.starts_with("--output-limit") || text.starts_with("--tmp-size");
+        return refuse(options, profile->name, bounds ? "invalid_bounds" : "sandbox_unavailable",
+                      bounds ? "blocked" : "error", "arguments", policy.error().describe());
+    }
+    Enforcement enforcement = enforcementFor(*policy);
+    if (!enforcement.missing_required.empty()) {
+        std::string list;
+        for (const auto& r : enforcement.missing_required) list += (list.empty() ? "" : ", ") + r;
+        return refuse(options, profile->name, "sandbox_unavailable", "blocked", "require",
+                      "required guarantee cannot be enforced on this host: " + list +
+                          " (see `stockade check`)");
+    }
+
+    SandboxOutcome outcome = runSandbox(*policy);
+    SandboxResult result = classify(outcome);
+    if (outcome.ending == Ending::SetupFailed)
+        say(outcome.error_message +
+            (outcome.error_errno ? ": " + errnoName(outcome.error_errno) : std::string()));
+    else if (outcome.ending == Ending::NotFound)
+        say(policy->command[0] + ": command not found in the sandbox");
+    else if (outcome.ending == Ending::NotExecutable)
+        say(policy->command[0] + ": cannot execute: " + errnoName(outcome.error_errno));
+    if (policy->result_path) {
+        auto s =
+            writeFileAtomically(*policy->result_path, resultJson(*policy, outcome, enforcement));
+        if (!s) say("cannot write the result: " + s.error().describe());
+    }
+    return result.exit_code;
+}
+
+int profileShowCommand(const std::string& name_or_file) {
+    auto profile = loadProfile(name_or_file);
+    if (!profile) {
+        say(profile.error().describe());
+        return kRefused;
+    }
+    std::fputs(profileToJson(*profile).c_str(), stdout);
+    return 0;
+}
+
+int profileCheckCommand(const std::string& file) {
+    auto profile = loadProfile(file);
+    if (!profile) {
+        say(profile.error().describe());
+        return kRefused;
+    }
+    std::printf("%s: valid\n", file.c_str());
+    return 0;
+}
+
+}  // namespace stockade

@@ -1,0 +1,15 @@
+// `stockade run` and `stockade profile`, given already-parsed options.
+// Return the process exit code.
+#pragma once
+
+#include <string>
+
+#include "runtime/run_options.h"
+
+namespace stockade {
+
+int runCommand(const RunOptions& options);
+int profileShowCommand(const std::string& name_or_file);
+int profileCheckCommand(const std::string& file);
+
+}  // namespace stockade

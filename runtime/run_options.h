@@ -1,0 +1,30 @@
+// What the user asked for on the command line, unvalidated and free of any
+// parsing library's types. runtime/policy_builder.cpp turns it and a profile
+// into a Policy.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace stockade {
+
+struct RunOptions {
+    std::string profile = "held-test";
+    std::optional<std::string> worktree;
+    std::vector<std::string> mounts;  // SRC:DST[:rw]
+    std::optional<std::string> rootfs;
+    std::vector<std::string> env;  // KEY=VALUE or KEY
+    std::vector<std::string> allow_secret;
+    std::optional<std::string> workdir;
+    std::optional<std::string> user;  // UID[:GID]
+    std::optional<std::string> name;
+    std::string stdin_mode = "null";
+    bool quiet = false;
+    std::optional<std::string> result;
+    std::optional<std::string> memory, pids, cpu_time, timeout, output_limit, tmp_size;
+    std::vector<std::string> require;  // comma-separated lists, as given
+    std::vector<std::string> command;
+};
+
+}  // namespace stockade

@@ -1,0 +1,367 @@
+#include "runtime/sandbox.h"
+
+#include <fcntl.h>
+#include <grp.h>
+#include <linux/sched.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/timerfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <sstream>
+
+#include "base/unique_fd.h"
+#include "namespaces/user.h"
+#include "runtime/child_plan_builder.h"
+#include "runtime/child_protocol.h"
+#include "runtime/sandbox_seccomp.h"
+
+namespace stockade {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+uint64_t msSince(Clock::time_point start) {
+    return static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count());
+}
+
+SandboxOutcome setupFailure(const std::string& stage, const Error& error) {
+    SandboxOutcome out;
+    out.ending = Ending::SetupFailed;
+    out.error_stage = stage;
+    out.error_message = error.describe();
+    out.error_errno = error.errnum();
+    return out;
+}
+
+// The supervisor's own argv and environment strings live in one range each of
+// its initial stack; /proc/self/stat names them (proc(5), fields 48-51).
+void findWipeRanges(ChildPlan& plan) {
+    std::ifstream in("/proc/self/stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    auto close_paren = stat.rfind(')');
+    if (close_paren == std::string::npos) return;
+    std::istringstream fields(stat.substr(close_paren + 2));
+    std::string field;
+    std::vector<uintptr_t> values;
+    for (int i = 3; fields >> field; ++i)
+        if (i >= 48 && i <= 51) values.push_back(std::stoull(field));
+    if (values.size() != 4) return;
+    plan.wipe_ranges = {{values[0], values[1]}, {values[2], values[3]}};
+}
+
+struct Streams {
+    UniqueFd out_read, err_read;
+    UniqueFd out_write, err_write;
+};
+
+Result<Streams> makeStreams() {
+    int out[2], err[2];
+    if (pipe2(out, O_CLOEXEC) < 0) return Error::fromErrno("pipe2()");
+    Streams s;
+    s.out_read.reset(out[0]);
+    s.out_write.reset(out[1]);
+    if (pipe2(err, O_CLOEXEC) < 0) return Error::fromErrno("pipe2()");
+    s.err_read.reset(err[0]);
+    s.err_write.reset(err[1]);
+    // Bigger pipes mean fewer wakeups when a command floods its output.
+    fcntl(out[0], F_SETPIPE_SZ, 1 << 20);
+    fcntl(err[0], F_SETPIPE_SZ, 1 << 20);
+    return s;
+}
+
+// What the supervisor's event loop tracks until the sandbox is gone.
+class Supervision {
+  public:
+    Supervision(const Policy& policy, int pidfd, Streams& streams, int sync_fd, int signal_fd,
+                int timer_fd)
+        : policy_(policy),
+          pidfd_(pidfd),
+          streams_(streams),
+          sync_fd_(sync_fd),
+          signal_fd_(signal_fd),
+          timer_fd_(timer_fd) {}
+
+    void run(SandboxOutcome& out);
+    int failedOp() const { return failure_ ? failure_->op_index : -1; }
+
+  private:
+    void kill(Ending why) {
+        if (!kill_reason_) kill_reason_ = why;
+        syscall(SYS_pidfd_send_signal, pidfd_, SIGKILL, nullptr, 0);
+    }
+    // Returns false at EOF.
+    bool pump(int fd, OutputCapture& capture, int echo_fd, bool& echo_ok);
+    void readMessages();
+
+    const Policy& policy_;
+    int pidfd_;
+    Streams& streams_;
+    int sync_fd_, signal_fd_, timer_fd_;
+    OutputCapture out_capture_, err_capture_;
+    std::optional<Ending> kill_reason_;
+    int cancel_signal_ = 0;
+    std::optional<ChildMessage> failure_;
+    std::optional<ChildMessage> finished_;
+    char buffer_[1 << 16];
+};
+
+bool Supervision::pump(int fd, OutputCapture& capture, int echo_fd, bool& echo_ok) {
+    ssize_t n = read(fd, buffer_, sizeof(buffer_));
+    if (n < 0) return errno == EINTR || errno == EAGAIN;
+    if (n == 0) return false;
+    size_t size = static_cast<size_t>(n);
+    if (kill_reason_ == Ending::OutputLimit) return true;  // discard past the limit
+    if (policy_.limits.output_bytes) {
+        uint64_t used = out_capture_.bytes() + err_capture_.bytes();
+        uint64_t limit = *policy_.limits.output_bytes;
+        if (used + size > limit) {
+            size = static_cast<size_t>(limit - used);
+            capture.markTruncated();
+            kill(Ending::OutputLimit);
+        }
+    }
+    capture.feed(buffer_, size);
+    if (echo_ok && !policy_.quiet) {
+        const char* p = buffer_;
+        size_t left = size;
+        while (left > 0) {
+            ssize_t w = write(echo_fd, p, left);
+            if (w < 0 && errno == EINTR) continue;
+            if (w <= 0) {
+                echo_ok = false;  // our own stdout went away; keep capturing
+                break;
+            }
+            p += w;
+            left -= static_cast<size_t>(w);
+        }
+    }
+    return true;
+}
+
+void Supervision::readMessages() {
+    ChildMessage msg;
+    while (recv(sync_fd_, &msg, sizeof(msg), MSG_DONTWAIT) == sizeof(msg)) {
+        if (msg.kind == ChildMessageKind::Finished)
+            finished_ = msg;
+        else if (!failure_)
+            failure_ = msg;  // the first failure is the cause
+    }
+}
+
+void Supervision::run(SandboxOutcome& out) {
+    bool out_open = true, err_open = true, alive = true;
+    bool echo_out = true, echo_err = true;
+    while (alive || out_open || err_open) {
+        pollfd fds[6];
+        nfds_t n = 0;
+        auto add = [&](int fd, bool want) -> int {
+            if (!want || fd < 0) return -1;
+            fds[n] = {fd, POLLIN, 0};
+            return static_cast<int>(n++);
+        };
+        int i_out = add(streams_.out_read.get(), out_open);
+        int i_err = add(streams_.err_read.get(), err_open);
+        int i_pid = add(pidfd_, alive);
+        int i_sync = add(sync_fd_, alive);
+        int i_sig = add(signal_fd_, alive);
+        int i_timer = add(timer_fd_, alive);
+        if (poll(fds, n, -1) < 0) {
+            if (errno == EINTR) continue;
+            break;
+        }
+        auto ready = [&](int i) {
+            return i >= 0 && (fds[i].revents & (POLLIN | POLLHUP | POLLERR));
+        };
+        if (ready(i_out)) out_open = pump(streams_.out_read.get(), out_capture_, 1, echo_out);
+        if (ready(i_err)) err_open = pump(streams_.err_read.get(), err_capture_, 2, echo_err);
+        if (ready(i_sync)) readMessages();
+        if (ready(i_sig)) {
+            signalfd_siginfo info;
+            if (read(signal_fd_, &info, sizeof(info)) == sizeof(info)) {
+                if (!cancel_signal_) cancel_signal_ = static_cast<int>(info.ssi_signo);
+                kill(Ending::Cancelled);
+            }
+        }
+        if (ready(i_timer)) {
+            uint64_t expirations;
+            (void)!read(timer_fd_, &expirations, sizeof(expirations));
+            kill(Ending::TimedOut);
+        }
+        if (ready(i_pid)) {
+            // init is gone, and the kernel reaped every other process of the
+            // namespace before reporting it: the pipes' writers are all dead,
+            // so what is left in them ends in EOF.
+            alive = false;
+            readMessages();
+        }
+    }
+
+    siginfo_t info{};
+    rusage usage{};
+    syscall(SYS_waitid, P_PIDFD, pidfd_, &info, WEXITED, &usage);
+    out.cpu_ms = static_cast<uint64_t>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) * 1000 +
+                 static_cast<uint64_t>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1000;
+    out.peak_memory_bytes = static_cast<uint64_t>(usage.ru_maxrss) * 1024;
+    out.stdout_summary = out_capture_.finish();
+    out.stderr_summary = err_capture_.finish();
+    out.cancel_signal = cancel_signal_;
+
+    if (failure_ && failure_->kind == ChildMessageKind::SetupFailed) {
+        out.ending = Ending::SetupFailed;
+        out.error_errno = failure_->err;
+        out.error_stage = describeStage(failure_->stage);
+        out.error_message = out.error_stage;
+        return;  // op descriptions are filled in by the caller, which has the plan
+    }
+    if (kill_reason_) {
+        out.ending = *kill_reason_;
+        if (finished_) out.stragglers_killed = finished_->stragglers;
+        return;
+    }
+    if (failure_ && failure_->kind == ChildMessageKind::ExecFailed) {
+        out.ending = failure_->err == ENOENT || failure_->err == ENOTDIR ? Ending::NotFound
+                                                                         : Ending::NotExecutable;
+        out.error_errno = failure_->err;
+        out.exit_code = out.ending == Ending::NotFound ? 127 : 126;
+        return;
+    }
+    if (finished_) {
+        int status = finished_->wait_status;
+        out.stragglers_killed = finished_->stragglers;
+        if (WIFEXITED(status)) {
+            out.ending = Ending::Exited;
+            out.exit_code = WEXITSTATUS(status);
+        } else {
+            out.ending = Ending::Signaled;
+            out.signal = WTERMSIG(status);
+            out.exit_code = 128 + out.signal;
+        }
+        return;
+    }
+    // init died without a word: something outside killed it.
+    out.ending = Ending::Signaled;
+    out.signal =
+        info.si_code == CLD_KILLED || info.si_code == CLD_DUMPED ? info.si_status : SIGKILL;
+    out.exit_code = 128 + out.signal;
+}
+
+}  // namespace
+
+SandboxOutcome runSandbox(const Policy& policy) {
+    auto start = Clock::now();
+    auto identity = chooseIdentity(policy);
+    if (!identity) return setupFailure("choose the sandbox's identity", identity.error());
+
+    // As root, shed supplementary groups first: the clone inherits them, and
+    // a sandbox that kept host gid 0 as a supplementary group could use it
+    // on any host file that mount left visible.
+    if (geteuid() == 0 && setgroups(0, nullptr) < 0)
+        return setupFailure("drop supplementary groups", Error::fromErrno("setgroups(0)"));
+
+    UniqueFd idmapped;
+    if (identity->idmap_worktree) {
+        auto tree = ns::makeIdmappedTree(*policy.fs.worktree, identity->worktree_uid,
+                                         identity->worktree_gid, identity->ids.host_uid,
+                                         identity->ids.host_gid);
+        if (!tree)
+            return setupFailure("make the worktree writable through an idmapped mount",
+                                tree.error());
+        idmapped = std::move(*tree);
+    }
+    auto plan = buildChildPlan(policy, *identity, idmapped);
+    if (!plan) return setupFailure("plan the sandbox", plan.error());
+    if (auto s = compileSeccompInto(policy, *plan); !s)
+        return setupFailure("compile the seccomp filter", s.error());
+
+    auto streams = makeStreams();
+    if (!streams) return setupFailure("create the output pipes", streams.error());
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+        return setupFailure("create the sync socket", Error::fromErrno("socketpair()"));
+    UniqueFd sync_parent(sv[0]), sync_child(sv[1]);
+    plan->stdout_fd = streams->out_write.get();
+    plan->stderr_fd = streams->err_write.get();
+    plan->sync_fd = sync_child.get();
+    findWipeRanges(*plan);
+
+    // Signals that end or steer the run arrive through a signalfd; they stay
+    // blocked in the clone, whose init takes them with sigwaitinfo.
+    sigset_t mask, old_mask;
+    sigemptyset(&mask);
+    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD, SIGUSR1, SIGUSR2})
+        sigaddset(&mask, sig);
+    sigprocmask(SIG_BLOCK, &mask, &old_mask);
+    signal(SIGPIPE, SIG_IGN);
+    sigset_t cancel;
+    sigemptyset(&cancel);
+    for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&cancel, sig);
+    UniqueFd signal_fd(signalfd(-1, &cancel, SFD_CLOEXEC | SFD_NONBLOCK));
+    UniqueFd timer_fd;
+    if (policy.limits.timeout_ms) {
+        timer_fd.reset(timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK));
+        itimerspec when{};
+        when.it_value.tv_sec = static_cast<time_t>(*policy.limits.timeout_ms / 1000);
+        when.it_value.tv_nsec = static_cast<long>(*policy.limits.timeout_ms % 1000) * 1000000;
+        timerfd_settime(timer_fd.get(), 0, &when, nullptr);
+    }
+
+    int pidfd = -1;
+    clone_args args{};
+    args.flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC |
+                 CLONE_NEWUTS | CLONE_NEWCGROUP | CLONE_PIDFD;
+    args.pidfd = reinterpret_cast<uintptr_t>(&pidfd);
+    args.exit_signal = SIGCHLD;
+    long pid = syscall(SYS_clone3, &args, sizeof(args));
+    if (pid == 0) runChildInChild(*plan);
+    int clone_errno = errno;
+    UniqueFd pidfd_owner(pidfd);
+    sync_child.reset();
+    streams->out_write.reset();
+    streams->err_write.reset();
+    auto restore = [&] { sigprocmask(SIG_SETMASK, &old_mask, nullptr); };
+    if (pid < 0) {
+        restore();
+        return setupFailure("create the namespaces",
+                            Error::fromErrno("clone3(CLONE_NEWUSER|CLONE_NEWNS|CLONE_NEWPID|"
+                                             "CLONE_NEWNET|CLONE_NEWIPC|CLONE_NEWUTS|"
+                                             "CLONE_NEWCGROUP)",
+                                             clone_errno));
+    }
+
+    SandboxOutcome out;
+    out.sandbox_pid = static_cast<pid_t>(pid);
+    auto maps = ns::writeIdMaps(static_cast<pid_t>(pid), identity->ids);
+    if (!maps) {
+        syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, nullptr, 0);
+        siginfo_t info;
+        syscall(SYS_waitid, P_PIDFD, pidfd, &info, WEXITED, nullptr);
+        restore();
+        return setupFailure("write the user namespace's id maps", maps.error());
+    }
+    char go = 1;
+    send(sync_parent.get(), &go, 1, MSG_NOSIGNAL);
+
+    Supervision supervision(policy, pidfd, *streams, sync_parent.get(), signal_fd.get(),
+                            timer_fd.get());
+    supervision.run(out);
+    restore();
+    int op = supervision.failedOp();
+    if (out.ending == Ending::SetupFailed && op >= 0 &&
+        static_cast<size_t>(op) < plan->mounts.ops.size())
+        out.error_message = plan->mounts.ops[static_cast<size_t>(op)].description;
+    out.duration_ms = msSince(start);
+    return out;
+}
+
+}  // namespace stockade

@@ -1,0 +1,49 @@
+// The public API of the runtime: run one sandbox to its end. The CLI and the
+// oracle both come through here.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "base/error.h"
+#include "runtime/output_capture.h"
+#include "runtime/policy.h"
+
+namespace stockade {
+
+enum class Ending {
+    Exited,    // the command exited (any code)
+    Signaled,  // the command died of a signal
+    NotFound,  // the command does not exist (127)
+    NotExecutable,
+    TimedOut,
+    OutputLimit,
+    Cancelled,    // SIGINT/SIGTERM reached stockade
+    SetupFailed,  // the sandbox could not be built; nothing ran
+};
+
+struct SandboxOutcome {
+    Ending ending = Ending::SetupFailed;
+    int exit_code = 0;
+    int signal = 0;
+    int cancel_signal = 0;
+    uint32_t stragglers_killed = 0;
+    uint64_t duration_ms = 0;
+    uint64_t cpu_ms = 0;
+    uint64_t peak_memory_bytes = 0;
+    StreamSummary stdout_summary;
+    StreamSummary stderr_summary;
+    // SetupFailed: which step, and why.
+    std::string error_stage;
+    std::string error_message;
+    int error_errno = 0;
+    pid_t sandbox_pid = 0;  // the host pid of the sandbox's init
+};
+
+// Builds the sandbox the policy describes, runs the command in it, and
+// returns once nothing of the sandbox is left. A sandbox that cannot be built
+// is an outcome (SetupFailed), never a weaker run.
+SandboxOutcome runSandbox(const Policy& policy);
+
+}  // namespace stockade

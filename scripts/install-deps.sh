@@ -1,0 +1,27 @@
+#!/bin/sh
+# Installs the Debian packages stockade needs to build and test. As root it
+# runs apt-get; otherwise it prints the one command to run.
+set -eu
+
+PACKAGES="cmake ninja-build g++ make libseccomp-dev libcap-dev libboost-program-options-dev \
+nlohmann-json3-dev catch2 nettle-dev bubblewrap python3 git util-linux iproute2"
+
+missing=""
+for pkg in $PACKAGES; do
+    if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
+        missing="$missing $pkg"
+    fi
+done
+[ -z "$missing" ] && exit 0
+
+if [ "$(id -u)" -eq 0 ]; then
+    echo "stockade: installing:$missing" >&2
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    # shellcheck disable=SC2086
+    apt-get install -y -qq --no-install-recommends $missing >/dev/null
+else
+    echo "stockade: missing packages. Run as root:" >&2
+    echo "  apt-get install -y$missing" >&2
+    exit 1
+fi

@@ -4,6 +4,7 @@
 #include <limits.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/sendfile.h>
 #include <sys/stat.h>
 
 #include "namespaces/syscalls.h"
@@ -114,6 +115,22 @@ int writeFileInChild(const MountOp& op) noexcept {
     return 0;
 }
 
+int copyFileInChild(const MountOp& op, int source_fd) noexcept {
+    if (source_fd < 0) return op.optional ? 0 : ENOENT;
+    if (int err = makeParentsInChild(op.staged.c_str())) return err;
+    int fd = open(op.staged.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd < 0) return errno;
+    int err = 0;
+    while (true) {
+        ssize_t n = sendfile(fd, source_fd, nullptr, 1 << 20);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) err = errno;
+        if (n <= 0) break;
+    }
+    close(fd);
+    return err;
+}
+
 int applyOpInChild(MountPlan& plan, size_t index) noexcept {
     MountOp& op = plan.ops[index];
     const char* staged = op.staged.c_str();
@@ -140,11 +157,12 @@ int applyOpInChild(MountPlan& plan, size_t index) noexcept {
             if (mount("/dev/null", staged, nullptr, MS_BIND, nullptr) < 0)
                 return op.optional && errno == ENOENT ? 0 : errno;
             return 0;
-        case MountKind::MaskWithTmpfs:
-            if (mount("tmpfs", staged, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
-                      "size=4k,mode=0555") < 0)
+        case MountKind::MaskWithEmptyDir:
+            if (mount(op.data.c_str(), staged, nullptr, MS_BIND, nullptr) < 0)
                 return op.optional && errno == ENOENT ? 0 : errno;
             return 0;
+        case MountKind::CopyFromHost:
+            return copyFileInChild(op, plan.source_fds[index]);
         case MountKind::ReadOnlyInPlace:
             if (mount(staged, staged, nullptr, MS_BIND | MS_REC, nullptr) < 0)
                 return op.optional && errno == ENOENT ? 0 : errno;
@@ -190,8 +208,9 @@ int makeMountsPrivateInChild() noexcept {
 int openSourcesInChild(MountPlan& plan, size_t* failed_op) noexcept {
     for (size_t i = 0; i < plan.ops.size(); ++i) {
         const MountOp& op = plan.ops[i];
-        if (op.kind != MountKind::BindFromHost) continue;
-        int fd = open(op.source.c_str(), O_PATH | O_CLOEXEC);
+        if (op.kind != MountKind::BindFromHost && op.kind != MountKind::CopyFromHost) continue;
+        int flags = op.kind == MountKind::CopyFromHost ? O_RDONLY | O_NOFOLLOW : O_PATH;
+        int fd = open(op.source.c_str(), flags | O_CLOEXEC);
         if (fd < 0) {
             if (op.optional && errno == ENOENT) continue;
             *failed_op = i;

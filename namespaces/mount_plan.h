@@ -10,23 +10,27 @@
 namespace stockade::ns {
 
 enum class MountKind {
-    BindFromHost,     // source: a host path opened O_PATH in the child's mount ns
-    AttachPrepared,   // source: a detached mount prepared by the parent (idmapped worktree)
-    Tmpfs,            // a size-limited tmpfs; data = mount options
-    Proc,             // a fresh procfs for the sandbox's PID namespace
-    MaskWithNull,     // host /dev/null bound over a file (Docker's masked paths)
-    MaskWithTmpfs,    // an empty read-only tmpfs over a directory
-    ReadOnlyInPlace,  // the target re-bound over itself read-only
-    ReadOnlyBeneath,  // like ReadOnlyInPlace, but target is resolved beneath `anchor`
-                      // without following symlinks out of it (worktree paths)
-    Directory,        // mkdir
-    File,             // a file holding `data`
-    Symlink,          // a symlink to `data`
+    BindFromHost,      // source: a host path opened O_PATH in the child's mount ns
+    AttachPrepared,    // source: a detached mount prepared by the parent (idmapped worktree)
+    Tmpfs,             // a size-limited tmpfs; data = mount options
+    Proc,              // a fresh procfs for the sandbox's PID namespace
+    MaskWithNull,      // host /dev/null bound over a file (Docker's masked paths)
+    MaskWithEmptyDir,  // the root's empty (soon read-only) directory `data` bound over a
+                       // directory: it hides like Docker's read-only tmpfs, without a
+                       // superblock to set up and tear down per masked path
+    ReadOnlyInPlace,   // the target re-bound over itself read-only
+    ReadOnlyBeneath,   // like ReadOnlyInPlace, but target is resolved beneath `anchor`
+                       // without following symlinks out of it (worktree paths)
+    Directory,         // mkdir
+    File,              // a file holding `data`
+    CopyFromHost,      // a file copied from the host path `source`: opened with the
+                       // BindFromHost sources, copied in the kernel by sendfile(2)
+    Symlink,           // a symlink to `data`
 };
 
 struct MountOp {
     MountKind kind = MountKind::Directory;
-    std::string source;  // BindFromHost: absolute host path
+    std::string source;  // BindFromHost, CopyFromHost: absolute host path
     std::string target;  // relative to the new root ("usr", "repo/.git")
     std::string staged;  // absolute path while assembling: staging + "/" + target
     std::string data;    // tmpfs options, file content or symlink target
@@ -44,7 +48,8 @@ struct MountPlan {
     std::string root_options;      // options of the root tmpfs
     std::vector<MountOp> ops;
     // Scratch for the child: one slot per op, allocated here so the child
-    // never allocates. Holds the O_PATH fd of each BindFromHost source.
+    // never allocates. Holds the fd of each BindFromHost (O_PATH) and
+    // CopyFromHost (O_RDONLY) source.
     std::vector<int> source_fds;
 };
 

@@ -32,10 +32,19 @@ std::string relative(const std::string& absolute) {
 }
 
 Result<std::string> readFile(const std::string& path, size_t limit) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return Error::fromErrno("open(\"" + path + "\")");
-    std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (content.size() > limit) return Error::message(path + " is larger than expected");
+    UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd) return Error::fromErrno("open(\"" + path + "\")");
+    std::string content(limit + 1, '\0');
+    size_t used = 0;
+    while (used < content.size()) {
+        ssize_t n = read(fd.get(), content.data() + used, content.size() - used);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) return Error::fromErrno("read(\"" + path + "\")");
+        if (n == 0) break;
+        used += static_cast<size_t>(n);
+    }
+    if (used > limit) return Error::message(path + " is larger than expected");
+    content.resize(used);
     return content;
 }
 
@@ -93,9 +102,10 @@ std::string groupFor(const ns::IdMapping& ids) {
     return out.str();
 }
 
-// A curated /etc: small files are copied (a copy costs less than a mount to
-// set up and to tear down), directories are bound read-only, links kept as
-// links; passwd, group, hosts and hostname are written by stockade.
+// A curated /etc: small files are copied by the child, in the kernel (a copy
+// costs less than a mount to set up and to tear down), directories are bound
+// read-only, links kept as links; passwd, group, hosts and hostname are
+// written by stockade.
 Status addEtc(const Policy& policy, const ns::IdMapping& ids, ns::MountPlan& plan) {
     ns::addOp(plan, {.kind = MountKind::Directory, .target = "etc", .description = "create /etc"});
     for (const std::string& name : policy.fs.etc_entries) {
@@ -111,11 +121,11 @@ Status addEtc(const Policy& policy, const ns::IdMapping& ids, ns::MountPlan& pla
                              .data = *link,
                              .description = "link /etc/" + name});
         } else if (S_ISREG(st.st_mode) && static_cast<size_t>(st.st_size) <= kMaxCopiedEtcFile) {
-            auto content = readFile(host, kMaxCopiedEtcFile);
-            if (!content) continue;  // unreadable to this user: leave it out
-            ns::addOp(plan, {.kind = MountKind::File,
+            if (access(host.c_str(), R_OK) < 0) continue;  // unreadable to this user: left out
+            ns::addOp(plan, {.kind = MountKind::CopyFromHost,
+                             .source = host,
                              .target = target,
-                             .data = *content,
+                             .target_is_dir = false,
                              .description = "copy /etc/" + name});
         } else if (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)) {
             ns::addOp(plan, {.kind = MountKind::BindFromHost,
@@ -210,16 +220,21 @@ Status addGitProtection(const std::string& worktree, ns::MountPlan& plan) {
 }
 
 void addProcAndDev(ns::MountPlan& plan) {
+    const std::string empty_dir = plan.staging + "/.stockade-empty";
+    ns::addOp(plan, {.kind = MountKind::Directory,
+                     .target = ".stockade-empty",
+                     .description = "create the directory that masks /proc paths"});
     ns::addOp(plan, {.kind = MountKind::Proc, .target = "proc", .description = "mount /proc"});
     for (const char* name : kMaskedProc) {
         std::string host = std::string("/proc/") + name;
         struct stat st;
         if (stat(host.c_str(), &st) < 0) continue;
-        ns::addOp(plan,
-                  {.kind = S_ISDIR(st.st_mode) ? MountKind::MaskWithTmpfs : MountKind::MaskWithNull,
-                   .target = std::string("proc/") + name,
-                   .optional = true,
-                   .description = "mask " + host});
+        bool dir = S_ISDIR(st.st_mode);
+        ns::addOp(plan, {.kind = dir ? MountKind::MaskWithEmptyDir : MountKind::MaskWithNull,
+                         .target = std::string("proc/") + name,
+                         .data = dir ? empty_dir : std::string(),
+                         .optional = true,
+                         .description = "mask " + host});
     }
     for (const char* name : kReadOnlyProc)
         ns::addOp(plan, {.kind = MountKind::ReadOnlyInPlace,

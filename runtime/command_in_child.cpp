@@ -41,15 +41,25 @@ void resetSignalsInChild() noexcept {
     sigprocmask(SIG_SETMASK, &none, nullptr);
 }
 
+// Puts `from` at `to` so that it survives execve: dup2 when they differ, and
+// when they are the same fd already, clears the close-on-exec flag that dup2
+// would have cleared.
+int placeFdInChild(int from, int to) noexcept {
+    if (from == to) return fcntl(to, F_SETFD, 0) < 0 ? errno : 0;
+    return dup2(from, to) < 0 ? errno : 0;
+}
+
 int setupStdioInChild(const ChildPlan& plan) noexcept {
     if (plan.stdin_null) {
         int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
         if (fd < 0) return errno;
-        if (dup2(fd, 0) < 0) return errno;
-        close(fd);
+        if (int err = placeFdInChild(fd, 0)) return err;
+        if (fd != 0) close(fd);
     }
-    if (plan.stdout_fd >= 0 && dup2(plan.stdout_fd, 1) < 0) return errno;
-    if (plan.stderr_fd >= 0 && dup2(plan.stderr_fd, 2) < 0) return errno;
+    if (plan.stdout_fd >= 0)
+        if (int err = placeFdInChild(plan.stdout_fd, 1)) return err;
+    if (plan.stderr_fd >= 0)
+        if (int err = placeFdInChild(plan.stderr_fd, 2)) return err;
     return 0;
 }
 

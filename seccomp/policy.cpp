@@ -1,0 +1,250 @@
+#include "seccomp/policy.h"
+
+#include <sched.h>
+#include <sys/ioctl.h>
+#include <sys/personality.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <utility>
+
+namespace stockade::seccomp {
+namespace {
+
+// The allowlist, grouped by what ordinary programs (shells, coreutils, python3
+// with subprocess and multiprocessing, gcc, make, node, git) use it for. The
+// facts follow Docker's default profile; where stockade differs it says so in
+// docs/seccomp.md. Names that x86_64 lacks are kept for other architectures
+// and skipped there by compileFilter.
+const std::vector<std::string>& allowedEverywhere() {
+    static const std::vector<std::string> names = {
+        // Reading and writing what is already open.
+        "read", "write", "readv", "writev", "pread64", "pwrite64", "preadv", "pwritev", "preadv2",
+        "pwritev2", "lseek", "_llseek", "sendfile", "sendfile64", "splice", "tee", "vmsplice",
+        "copy_file_range", "readahead",
+        // File descriptors.
+        "close", "close_range", "dup", "dup2", "dup3", "fcntl", "fcntl64", "pipe", "pipe2", "flock",
+        "fsync", "fdatasync", "sync", "syncfs", "sync_file_range", "fadvise64", "fadvise64_64",
+        "fallocate", "ftruncate", "ftruncate64", "truncate", "truncate64",
+        // Paths and metadata.
+        "open", "openat", "openat2", "creat", "access", "faccessat", "faccessat2", "stat", "stat64",
+        "lstat", "lstat64", "fstat", "fstat64", "newfstatat", "fstatat64", "statx", "statfs",
+        "statfs64", "fstatfs", "fstatfs64", "getdents", "getdents64", "getcwd", "chdir", "fchdir",
+        "mkdir", "mkdirat", "rmdir", "rename", "renameat", "renameat2", "link", "linkat", "symlink",
+        "symlinkat", "unlink", "unlinkat", "readlink", "readlinkat", "mknod", "mknodat", "umask",
+        "chmod", "fchmod", "fchmodat", "fchmodat2", "chown", "chown32", "fchown", "fchown32",
+        "fchownat", "lchown", "lchown32", "utime", "utimes", "utimensat", "utimensat_time64",
+        "futimesat", "file_getattr", "file_setattr",
+        // Extended attributes.
+        "getxattr", "lgetxattr", "fgetxattr", "getxattrat", "listxattr", "llistxattr", "flistxattr",
+        "listxattrat", "setxattr", "lsetxattr", "fsetxattr", "setxattrat", "removexattr",
+        "lremovexattr", "fremovexattr", "removexattrat",
+        // Watching files, asynchronous I/O.
+        "inotify_init", "inotify_init1", "inotify_add_watch", "inotify_rm_watch", "fanotify_mark",
+        "io_setup", "io_destroy", "io_submit", "io_cancel", "io_getevents", "io_pgetevents",
+        "io_pgetevents_time64",
+        // Memory.
+        "brk", "mmap", "mmap2", "munmap", "mremap", "mprotect", "madvise", "mincore", "msync",
+        "mlock", "mlock2", "munlock", "mlockall", "munlockall", "remap_file_pages", "membarrier",
+        "memfd_create", "memfd_secret", "pkey_alloc", "pkey_free", "pkey_mprotect", "mseal",
+        "cachestat", "map_shadow_stack",
+        // Processes and threads (clone and clone3 are decided apart, below).
+        "fork", "vfork", "execve", "execveat", "exit", "exit_group", "wait4", "waitid", "waitpid",
+        "kill", "tkill", "tgkill", "getpid", "getppid", "gettid", "getpgid", "setpgid", "getpgrp",
+        "getsid", "setsid", "set_tid_address", "set_robust_list", "get_robust_list", "rseq",
+        "futex", "futex_time64", "futex_waitv", "futex_wake", "futex_wait", "futex_requeue",
+        "pidfd_open", "pidfd_send_signal", "process_mrelease", "prctl", "seccomp",
+        "landlock_create_ruleset", "landlock_add_rule", "landlock_restrict_self", "get_thread_area",
+        "set_thread_area",
+        // Scheduling.
+        "sched_yield", "sched_getaffinity", "sched_setaffinity", "sched_getparam", "sched_setparam",
+        "sched_getscheduler", "sched_setscheduler", "sched_get_priority_max",
+        "sched_get_priority_min", "sched_rr_get_interval", "sched_rr_get_interval_time64",
+        "sched_getattr", "sched_setattr", "getpriority", "setpriority", "ioprio_get", "ioprio_set",
+        "getcpu",
+        // Identity, inside the user namespace, and limits.
+        "getuid", "getuid32", "geteuid", "geteuid32", "getgid", "getgid32", "getegid", "getegid32",
+        "getresuid", "getresuid32", "getresgid", "getresgid32", "getgroups", "getgroups32",
+        "setuid", "setuid32", "setgid", "setgid32", "setreuid", "setreuid32", "setregid",
+        "setregid32", "setresuid", "setresuid32", "setresgid", "setresgid32", "setfsuid",
+        "setfsuid32", "setfsgid", "setfsgid32", "setgroups", "setgroups32", "capget", "capset",
+        "getrlimit", "ugetrlimit", "setrlimit", "prlimit64", "getrusage", "times", "sysinfo",
+        "uname", "lsm_get_self_attr", "lsm_list_modules", "statmount", "listmount",
+        // Signals.
+        "rt_sigaction", "rt_sigprocmask", "rt_sigreturn", "rt_sigpending", "rt_sigtimedwait",
+        "rt_sigtimedwait_time64", "rt_sigsuspend", "rt_sigqueueinfo", "rt_tgsigqueueinfo",
+        "sigaltstack", "sigreturn", "sigprocmask", "signalfd", "signalfd4", "pause", "alarm",
+        "getitimer", "setitimer", "restart_syscall",
+        // Reading clocks, sleeping, timers.
+        "clock_gettime", "clock_gettime64", "clock_getres", "clock_getres_time64",
+        "clock_nanosleep", "clock_nanosleep_time64", "nanosleep", "gettimeofday", "time",
+        "timer_create", "timer_settime", "timer_settime64", "timer_gettime", "timer_gettime64",
+        "timer_getoverrun", "timer_delete", "timerfd_create", "timerfd_settime",
+        "timerfd_settime64", "timerfd_gettime", "timerfd_gettime64",
+        // Waiting for events.
+        "select", "_newselect", "pselect6", "pselect6_time64", "poll", "ppoll", "ppoll_time64",
+        "epoll_create", "epoll_create1", "epoll_ctl", "epoll_ctl_old", "epoll_wait",
+        "epoll_wait_old", "epoll_pwait", "epoll_pwait2", "eventfd", "eventfd2",
+        // Sockets once created (socket and socketpair are decided apart, below).
+        "bind", "listen", "accept", "accept4", "connect", "shutdown", "getsockname", "getpeername",
+        "getsockopt", "setsockopt", "sendto", "recvfrom", "send", "recv", "sendmsg", "recvmsg",
+        "sendmmsg", "recvmmsg", "recvmmsg_time64",
+        // System V and POSIX IPC, confined by the IPC namespace.
+        "msgget", "msgsnd", "msgrcv", "msgctl", "semget", "semop", "semtimedop",
+        "semtimedop_time64", "semctl", "shmget", "shmat", "shmdt", "shmctl", "mq_open", "mq_unlink",
+        "mq_timedsend", "mq_timedsend_time64", "mq_timedreceive", "mq_timedreceive_time64",
+        "mq_notify", "mq_getsetattr",
+        // Randomness.
+        "getrandom",
+        // x86_64's own: thread-local storage.
+        "arch_prctl"};
+    return names;
+}
+
+// Known-dangerous calls. The default action refuses them too; naming them
+// pins their answer to EPERM whatever the default becomes, and says why.
+const std::vector<std::vector<std::string>>& deniedGroups() {
+    static const std::vector<std::vector<std::string>> groups = {
+        // The kernel keyring is not namespaced: a sandbox could read or fill
+        // the host user's keys.
+        {"add_key", "keyctl", "request_key"},
+        // New namespaces are how container escapes start (CVE-2022-0185 needed
+        // one); the sandbox already has all it needs.
+        {"unshare", "setns"},
+        // The mount API, old and new: the view is fixed before exec.
+        {"mount", "umount", "umount2", "pivot_root", "chroot", "fsopen", "fsconfig", "fsmount",
+         "fspick", "move_mount", "open_tree", "open_tree_attr", "mount_setattr"},
+        // Reading or changing another process's memory or files.
+        {"ptrace", "process_vm_readv", "process_vm_writev", "process_madvise", "kcmp",
+         "pidfd_getfd"},
+        // Kernel attack surface with a long CVE history and no use in a build.
+        {"bpf", "perf_event_open", "userfaultfd", "io_uring_setup", "io_uring_enter",
+         "io_uring_register", "modify_ldt", "lsm_set_self_attr"},
+        // Kernel code and the running kernel.
+        {"init_module", "finit_module", "delete_module", "create_module", "query_module",
+         "get_kernel_syms", "kexec_load", "kexec_file_load", "reboot"},
+        // File handles bypass the mount view (the "shocker" escape).
+        {"open_by_handle_at", "name_to_handle_at"},
+        // Host-wide state the sandbox must not change. Clocks:
+        {"clock_settime", "clock_settime64", "settimeofday", "stime", "adjtimex", "clock_adjtime",
+         "clock_adjtime64"},
+        // names (the UTS namespace would confine them, but nothing needs them):
+        {"sethostname", "setdomainname"},
+        // accounting, swap, quotas, the kernel log, the terminal:
+        {"acct", "swapon", "swapoff", "quotactl", "quotactl_fd", "syslog", "vhangup"},
+        // I/O ports and 8086 mode:
+        {"iopl", "ioperm", "vm86", "vm86old"},
+        // and calls the kernel has removed or never needs from a program.
+        {"lookup_dcookie", "nfsservctl", "_sysctl", "uselib", "ustat", "sysfs"},
+        // NUMA placement of other processes' memory.
+        {"mbind", "set_mempolicy", "get_mempolicy", "set_mempolicy_home_node", "migrate_pages",
+         "move_pages"},
+    };
+    return groups;
+}
+
+SyscallRule rule(std::vector<std::string> names, Action action, int err = 0,
+                 std::vector<ArgCondition> args = {}) {
+    return SyscallRule{std::move(names), action, err, std::move(args)};
+}
+
+ArgCondition argEquals(unsigned index, std::uint64_t value) {
+    return ArgCondition{index, CompareOp::Equal, value, 0};
+}
+
+}  // namespace
+
+SeccompPolicy defaultPolicy() {
+    SeccompPolicy policy;
+    policy.default_action = Action::Errno;
+    policy.default_errno = EPERM;
+    policy.newer_syscalls_enosys = true;
+
+    policy.rules.push_back(rule(allowedEverywhere(), Action::Allow));
+
+    // The kernel reads ioctl's command as 32 bits, so the comparison must
+    // ignore the upper half or TIOCSTI | (1 << 32) slips through
+    // (CVE-2019-10063). TIOCSTI pushes input into a terminal outside the
+    // sandbox (CVE-2017-5226); TIOCLINUX can do the same on a console.
+    policy.rules.push_back(rule({"ioctl"}, Action::Allow));
+    for (std::uint64_t command : {std::uint64_t{TIOCSTI}, std::uint64_t{TIOCLINUX}}) {
+        policy.rules.push_back(
+            rule({"ioctl"}, Action::Errno, EPERM,
+                 {ArgCondition{1, CompareOp::MaskedEqual, 0xffffffffULL, command}}));
+    }
+
+    // Only the families a build or test needs: local, IP (inside an empty
+    // network namespace), and netlink for getaddrinfo and ip(8). AF_PACKET,
+    // AF_VSOCK (reaches the hypervisor's host) and the rest answer EPERM.
+    for (int family : {AF_UNIX, AF_INET, AF_INET6, AF_NETLINK}) {
+        policy.rules.push_back(
+            rule({"socket", "socketpair"}, Action::Allow, 0, {argEquals(0, family)}));
+    }
+
+    // personality(2) with anything but these turns off ASLR or changes how
+    // the kernel reads the program; 0xffffffff only queries.
+    for (std::uint64_t persona :
+         {std::uint64_t{PER_LINUX}, std::uint64_t{PER_LINUX32}, std::uint64_t{UNAME26},
+          std::uint64_t{PER_LINUX32} | std::uint64_t{UNAME26}, std::uint64_t{0xffffffff}}) {
+        policy.rules.push_back(rule({"personality"}, Action::Allow, 0, {argEquals(0, persona)}));
+    }
+
+    // clone's flags are argument 0 on x86_64. Threads and fork are fine; a
+    // new namespace is not. CLONE_NEWTIME cannot be asked for through clone.
+    constexpr std::uint64_t kNamespaceFlags = CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS |
+                                              CLONE_NEWIPC | CLONE_NEWUSER | CLONE_NEWPID |
+                                              CLONE_NEWNET;
+    policy.rules.push_back(rule({"clone"}, Action::Allow, 0,
+                                {ArgCondition{0, CompareOp::MaskedEqual, kNamespaceFlags, 0}}));
+
+    // clone3 passes its flags in memory, where seccomp cannot look. ENOSYS
+    // makes glibc (2.34+) fall back to clone, whose flags we can inspect.
+    policy.rules.push_back(rule({"clone3"}, Action::Errno, ENOSYS));
+
+    for (const std::vector<std::string>& group : deniedGroups()) {
+        policy.rules.push_back(rule(group, Action::Errno, EPERM));
+    }
+    return policy;
+}
+
+std::string_view actionName(Action action) {
+    switch (action) {
+        case Action::Allow:
+            return "SCMP_ACT_ALLOW";
+        case Action::Errno:
+            return "SCMP_ACT_ERRNO";
+        case Action::Kill:
+            return "SCMP_ACT_KILL";
+        case Action::KillProcess:
+            return "SCMP_ACT_KILL_PROCESS";
+        case Action::Trap:
+            return "SCMP_ACT_TRAP";
+        case Action::Log:
+            return "SCMP_ACT_LOG";
+        case Action::Notify:
+            return "SCMP_ACT_NOTIFY";
+    }
+    return "SCMP_ACT_?";
+}
+
+std::string_view compareOpName(CompareOp op) {
+    switch (op) {
+        case CompareOp::NotEqual:
+            return "SCMP_CMP_NE";
+        case CompareOp::Less:
+            return "SCMP_CMP_LT";
+        case CompareOp::LessOrEqual:
+            return "SCMP_CMP_LE";
+        case CompareOp::Equal:
+            return "SCMP_CMP_EQ";
+        case CompareOp::GreaterOrEqual:
+            return "SCMP_CMP_GE";
+        case CompareOp::Greater:
+            return "SCMP_CMP_GT";
+        case CompareOp::MaskedEqual:
+            return "SCMP_CMP_MASKED_EQ";
+    }
+    return "SCMP_CMP_?";
+}
+
+}  // namespace stockade::seccomp

@@ -1,0 +1,81 @@
+// A seccomp policy as plain data: what each system call gets, before any BPF
+// exists. compileFilter() (filter.h) turns it into a program; importOciSeccomp()
+// (oci_import.h) builds one from a Docker/OCI profile; defaultPolicy() is
+// stockade's own. docs/seccomp.md states the default policy in prose.
+//
+// How a call is decided (compileFilter implements exactly this):
+//  1. A call from another architecture, or with the x32 bit in its number,
+//     kills the process.
+//  2. A number above the highest one any rule names answers ENOSYS, so that
+//     libraries fall back from calls newer than the policy (unless
+//     `newer_syscalls_enosys` is off, or the default action allows anyway).
+//  3. A rule with argument conditions that matches decides.
+//  4. Otherwise the syscall's rule without conditions decides.
+//  5. Otherwise `default_action` decides.
+// Step 3 before 4 is what lets "allow ioctl, except TIOCSTI" be two rules;
+// libseccomp alone would silently drop the exception.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace stockade::seccomp {
+
+enum class Action {
+    Allow,
+    Errno,        // fail with the rule's errno, the call never runs
+    Kill,         // kill the calling thread (SCMP_ACT_KILL)
+    KillProcess,  // kill the whole process
+    Trap,         // SIGSYS the caller, which may handle it
+    Log,          // allow, and log to the audit log
+    Notify,       // ask the supervisor over the seccomp listener fd
+};
+
+enum class CompareOp { NotEqual, Less, LessOrEqual, Equal, GreaterOrEqual, Greater, MaskedEqual };
+
+// One test on the syscall's argument `index` (0..5), on all 64 bits:
+// `arg OP value`, or for MaskedEqual `(arg & value) == value_two`, the operand
+// order of libseccomp's SCMP_CMP_MASKED_EQ and of the OCI format.
+struct ArgCondition {
+    unsigned index = 0;
+    CompareOp op = CompareOp::Equal;
+    std::uint64_t value = 0;
+    std::uint64_t value_two = 0;
+
+    bool operator==(const ArgCondition&) const = default;
+};
+
+// `action` applies to each of `names` when all of `args` hold (an empty `args`
+// always holds). Names are the kernel's ("newfstatat"); a name that does not
+// exist on the native architecture is skipped (see filter.h).
+struct SyscallRule {
+    std::vector<std::string> names;
+    Action action = Action::Allow;
+    int errno_ret = 0;  // only for Action::Errno: 0..4095
+    std::vector<ArgCondition> args;
+
+    bool operator==(const SyscallRule&) const = default;
+};
+
+struct SeccompPolicy {
+    Action default_action = Action::Errno;
+    int default_errno = 1;  // EPERM; only for Action::Errno
+    std::vector<SyscallRule> rules;
+    // Step 2 above. On for every policy stockade builds or imports, as runc
+    // does for OCI profiles, because EPERM from a call the policy has never
+    // heard of makes glibc and language runtimes fail instead of falling back.
+    bool newer_syscalls_enosys = true;
+
+    bool operator==(const SeccompPolicy&) const = default;
+};
+
+// stockade's built-in default-deny policy (SPEC §3 G5).
+SeccompPolicy defaultPolicy();
+
+// "SCMP_ACT_ALLOW"-style names, as the OCI format and libseccomp spell them.
+std::string_view actionName(Action action);
+std::string_view compareOpName(CompareOp op);
+
+}  // namespace stockade::seccomp

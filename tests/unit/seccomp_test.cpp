@@ -1,0 +1,708 @@
+// seccomp/: the default policy, the OCI importer, the compiler and the
+// child-side installer. Two kinds of evidence: the compiled program run in a
+// small BPF interpreter (every syscall number, exact answers), and the same
+// program installed in a forked child, where the kernel answers.
+
+#include <fcntl.h>
+#include <linux/audit.h>
+#include <linux/keyctl.h>
+#include <linux/seccomp.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/personality.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "seccomp/filter.h"
+#include "seccomp/install_in_child.h"
+#include "seccomp/oci_import.h"
+#include "seccomp/policy.h"
+
+using namespace stockade;
+using namespace stockade::seccomp;
+
+namespace {
+
+constexpr std::uint32_t kAllow = SECCOMP_RET_ALLOW;
+constexpr std::uint32_t kKillProcess = SECCOMP_RET_KILL_PROCESS;
+constexpr std::uint32_t errnoAnswer(int err) {
+    return SECCOMP_RET_ERRNO | static_cast<std::uint32_t>(err);
+}
+constexpr std::uint64_t kHigh = 1ULL << 32;
+const long kBadPointer = 1;
+
+std::filesystem::path fixtures() {
+    if (const char* dir = std::getenv("STOCKADE_SOURCE_DIR"))
+        return std::filesystem::path(dir) / "tests/fixtures/seccomp";
+    return std::filesystem::path(__FILE__).parent_path().parent_path() / "fixtures/seccomp";
+}
+
+CompiledFilter mustCompile(const SeccompPolicy& policy) {
+    Result<CompiledFilter> compiled = compileFilter(policy);
+    INFO((compiled ? "" : compiled.error().describe()));
+    REQUIRE(compiled.ok());
+    return std::move(compiled.value());
+}
+
+SeccompPolicy mustLoad(const std::string& name, const OciImportOptions& options = {}) {
+    Result<SeccompPolicy> policy = loadOciSeccompFile(fixtures() / name, options);
+    INFO((policy ? "" : policy.error().describe()));
+    REQUIRE(policy.ok());
+    return std::move(policy.value());
+}
+
+int nr(const char* name) {
+    SyscallLookup found = lookupSyscall(name);
+    REQUIRE(found.kind == SyscallNameKind::Native);
+    return found.nr;
+}
+
+// --- A classic BPF interpreter, enough for what libseccomp and filter.cpp emit.
+
+std::uint32_t runProgram(const std::vector<sock_filter>& program, const seccomp_data& data) {
+    std::uint32_t a = 0, x = 0;
+    std::uint32_t mem[BPF_MEMWORDS] = {};
+    const auto* bytes = reinterpret_cast<const unsigned char*>(&data);
+    for (std::size_t pc = 0; pc < program.size(); ++pc) {
+        const sock_filter& f = program[pc];
+        auto branch = [&](bool taken) { pc += taken ? f.jt : f.jf; };
+        const std::uint32_t operand = BPF_SRC(f.code) == BPF_X ? x : f.k;
+        switch (f.code) {
+            case BPF_LD | BPF_W | BPF_ABS:
+                REQUIRE((f.k % 4 == 0 && f.k + 4 <= sizeof data));
+                std::memcpy(&a, bytes + f.k, 4);
+                break;
+            case BPF_LD | BPF_IMM:
+                a = f.k;
+                break;
+            case BPF_LDX | BPF_IMM:
+                x = f.k;
+                break;
+            case BPF_LD | BPF_MEM:
+                a = mem[f.k];
+                break;
+            case BPF_LDX | BPF_MEM:
+                x = mem[f.k];
+                break;
+            case BPF_ST:
+                mem[f.k] = a;
+                break;
+            case BPF_STX:
+                mem[f.k] = x;
+                break;
+            case BPF_ALU | BPF_AND | BPF_K:
+            case BPF_ALU | BPF_AND | BPF_X:
+                a &= operand;
+                break;
+            case BPF_ALU | BPF_OR | BPF_K:
+            case BPF_ALU | BPF_OR | BPF_X:
+                a |= operand;
+                break;
+            case BPF_MISC | BPF_TAX:
+                x = a;
+                break;
+            case BPF_MISC | BPF_TXA:
+                a = x;
+                break;
+            case BPF_JMP | BPF_JA:
+                pc += f.k;
+                break;
+            case BPF_JMP | BPF_JEQ | BPF_K:
+            case BPF_JMP | BPF_JEQ | BPF_X:
+                branch(a == operand);
+                break;
+            case BPF_JMP | BPF_JGT | BPF_K:
+            case BPF_JMP | BPF_JGT | BPF_X:
+                branch(a > operand);
+                break;
+            case BPF_JMP | BPF_JGE | BPF_K:
+            case BPF_JMP | BPF_JGE | BPF_X:
+                branch(a >= operand);
+                break;
+            case BPF_JMP | BPF_JSET | BPF_K:
+            case BPF_JMP | BPF_JSET | BPF_X:
+                branch((a & operand) != 0);
+                break;
+            case BPF_RET | BPF_K:
+                return f.k;
+            case BPF_RET | BPF_A:
+                return a;
+            default:
+                FAIL("instruction " << pc << " has code " << f.code);
+        }
+    }
+    FAIL("the program ran off its end");
+    return 0;
+}
+
+std::uint32_t answer(const CompiledFilter& filter, long number,
+                     std::vector<std::uint64_t> args = {}, std::uint32_t arch = AUDIT_ARCH_X86_64) {
+    seccomp_data data{};
+    data.nr = static_cast<int>(number);
+    data.arch = arch;
+    for (std::size_t i = 0; i < args.size() && i < 6; ++i) data.args[i] = args[i];
+    return runProgram(filter.program, data);
+}
+
+// --- Running code under a filter in a forked child.
+
+struct ChildOutcome {
+    bool exited = false;
+    int exit_code = -1;
+    int signal = 0;
+    struct Answer {
+        int want;
+        int got;  // 0 when the call succeeded, else its errno
+    };
+    std::vector<Answer> answers;
+};
+
+// The child: stdin on /dev/null (so a TIOCSTI that got through could not
+// reach a terminal), no_new_privs, the filter, then `body`, which reports each
+// call with `expect(errno it should get or 0, result)`. Between install and
+// _exit it makes only the calls in `body` and write(2).
+template <class Body>
+ChildOutcome runFiltered(const CompiledFilter& filter, Body body) {
+    int fds[2];
+    REQUIRE(pipe2(fds, O_CLOEXEC) == 0);
+    const pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        close(fds[0]);
+        const int null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+        if (null_fd < 0 || dup2(null_fd, 0) < 0) _exit(120);
+        if (prctl(PR_SET_NO_NEW_PRIVS, 1UL, 0UL, 0UL, 0UL) != 0) _exit(121);
+        const sock_fprog prog = filter.fprog();
+        if (installFilterInChild(prog) != 0) _exit(122);
+        auto expect = [fd = fds[1]](int want, long result) {
+            const ChildOutcome::Answer answer{want, result < 0 ? errno : 0};
+            if (write(fd, &answer, sizeof answer) != sizeof answer) _exit(123);
+        };
+        body(expect);
+        _exit(0);
+    }
+    close(fds[1]);
+    ChildOutcome out;
+    ChildOutcome::Answer answer{};
+    while (read(fds[0], &answer, sizeof answer) == sizeof answer) out.answers.push_back(answer);
+    close(fds[0]);
+    int status = 0;
+    REQUIRE(waitpid(pid, &status, 0) == pid);
+    out.exited = WIFEXITED(status);
+    if (out.exited) out.exit_code = WEXITSTATUS(status);
+    if (WIFSIGNALED(status)) out.signal = WTERMSIG(status);
+    return out;
+}
+
+std::string errnoText(int err) {
+    return err == 0 ? "success" : errnoName(err);
+}
+
+void checkAnswers(const ChildOutcome& out, std::size_t calls) {
+    CHECK(out.answers.size() == calls);
+    for (std::size_t i = 0; i < out.answers.size(); ++i) {
+        INFO("call " << i << ": got " << errnoText(out.answers[i].got) << ", want "
+                     << errnoText(out.answers[i].want));
+        CHECK(out.answers[i].got == out.answers[i].want);
+    }
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- the policy
+
+TEST_CASE("the default policy compiles to one program the kernel can take", "[seccomp]") {
+    const CompiledFilter filter = mustCompile(defaultPolicy());
+    CHECK(!filter.program.empty());
+    CHECK(filter.program.size() <= 4096);
+    // The table ends at the newest call stockade knows (file_setattr, 6.17).
+    CHECK(filter.highest_known_nr == nr("file_setattr"));
+    // 32-bit-only names are for other architectures, and only those are skipped.
+    const auto& skipped = filter.skipped_names;
+    CHECK(std::find(skipped.begin(), skipped.end(), "chown32") != skipped.end());
+    CHECK(std::find(skipped.begin(), skipped.end(), "vm86") != skipped.end());
+    CHECK(std::find(skipped.begin(), skipped.end(), "read") == skipped.end());
+    const sock_fprog prog = filter.fprog();
+    CHECK(prog.len == filter.program.size());
+    CHECK(prog.filter == filter.program.data());
+}
+
+TEST_CASE("the default policy answers every syscall number as it says", "[seccomp]") {
+    const SeccompPolicy policy = defaultPolicy();
+    const CompiledFilter filter = mustCompile(policy);
+
+    // What each number should get when no argument matters.
+    std::map<int, std::uint32_t> expected;
+    std::set<int> conditional;
+    for (const SyscallRule& rule : policy.rules) {
+        for (const std::string& name : rule.names) {
+            SyscallLookup found = lookupSyscall(name);
+            if (found.kind != SyscallNameKind::Native) continue;
+            if (!rule.args.empty()) {
+                conditional.insert(found.nr);
+                continue;
+            }
+            expected[found.nr] =
+                rule.action == Action::Allow ? kAllow : errnoAnswer(rule.errno_ret);
+        }
+    }
+    for (int n = 0; n <= filter.highest_known_nr; ++n) {
+        if (conditional.count(n) && !expected.count(n)) continue;
+        INFO("syscall " << n);
+        const std::uint32_t want = expected.count(n) ? expected[n] : errnoAnswer(EPERM);
+        CHECK(answer(filter, n) == want);
+    }
+    for (int name_nr : {nr("read"), nr("execve"), nr("openat"), nr("futex"), nr("rseq")})
+        CHECK(answer(filter, name_nr) == kAllow);
+    const char* const must_be_eperm[] = {
+        // Keyring, namespaces, the mount API:
+        "keyctl", "add_key", "request_key", "unshare", "setns", "mount", "umount2", "pivot_root",
+        "fsopen", "fsconfig", "fsmount", "fspick", "move_mount", "open_tree", "mount_setattr",
+        "open_tree_attr",
+        // other processes, kernel attack surface, modules, kexec, file handles:
+        "ptrace", "process_vm_readv", "process_vm_writev", "kcmp", "pidfd_getfd", "bpf",
+        "perf_event_open", "io_uring_setup", "io_uring_enter", "io_uring_register", "userfaultfd",
+        "init_module", "finit_module", "delete_module", "kexec_load", "kexec_file_load",
+        "open_by_handle_at", "name_to_handle_at",
+        // host-wide state.
+        "clock_settime", "settimeofday", "adjtimex", "clock_adjtime", "sethostname",
+        "setdomainname", "acct", "swapon", "swapoff", "reboot", "quotactl", "lookup_dcookie",
+        "nfsservctl", "iopl", "ioperm", "syslog"};
+    for (const char* name : must_be_eperm) {
+        INFO(name);
+        CHECK(answer(filter, nr(name)) == errnoAnswer(EPERM));
+    }
+    CHECK(answer(filter, nr("clone3")) == errnoAnswer(ENOSYS));
+
+    // Above the table: ENOSYS, all the way up to the x32 bit.
+    for (long n : {filter.highest_known_nr + 1L, 512L, 547L, 1000L, 0x3fffffffL}) {
+        INFO("syscall " << n);
+        CHECK(answer(filter, n) == errnoAnswer(ENOSYS));
+    }
+    // Unnamed numbers inside the table (a gap in x86_64's numbering): EPERM.
+    CHECK(answer(filter, 400) == errnoAnswer(EPERM));
+
+    // Other ABIs die.
+    CHECK(answer(filter, 0x40000000L | nr("getpid")) == kKillProcess);
+    CHECK(answer(filter, 0x40000000L | 512) == kKillProcess);
+    CHECK(answer(filter, 20, {}, AUDIT_ARCH_I386) == kKillProcess);
+    CHECK(answer(filter, nr("read"), {}, AUDIT_ARCH_AARCH64) == kKillProcess);
+}
+
+TEST_CASE("the default policy looks at ioctl, socket, personality and clone arguments",
+          "[seccomp]") {
+    const CompiledFilter filter = mustCompile(defaultPolicy());
+    const int ioctl_nr = nr("ioctl");
+    for (std::uint64_t command : {std::uint64_t{TIOCSTI}, std::uint64_t{TIOCLINUX}}) {
+        INFO("command " << command);
+        CHECK(answer(filter, ioctl_nr, {0, command}) == errnoAnswer(EPERM));
+        CHECK(answer(filter, ioctl_nr, {0, command | kHigh}) == errnoAnswer(EPERM));
+        CHECK(answer(filter, ioctl_nr, {0, command | 0xffffffff00000000ULL}) == errnoAnswer(EPERM));
+    }
+    for (std::uint64_t command :
+         {std::uint64_t{TCGETS}, std::uint64_t{TIOCGWINSZ}, std::uint64_t{FIONREAD},
+          std::uint64_t{TIOCSTI + 1}, std::uint64_t{0}}) {
+        INFO("command " << command);
+        CHECK(answer(filter, ioctl_nr, {0, command}) == kAllow);
+    }
+
+    for (const char* name : {"socket", "socketpair"}) {
+        for (std::uint64_t family : {AF_UNIX, AF_INET, AF_INET6, AF_NETLINK})
+            CHECK(answer(filter, nr(name), {family, SOCK_STREAM}) == kAllow);
+        for (std::uint64_t family : {AF_PACKET, AF_VSOCK, AF_ALG, AF_KEY, AF_BLUETOOTH, 0})
+            CHECK(answer(filter, nr(name), {family, SOCK_STREAM}) == errnoAnswer(EPERM));
+        // The kernel reads the family as an int: AF_UNIX with high bits is
+        // AF_UNIX to it, and the filter refuses rather than guess.
+        CHECK(answer(filter, nr(name), {AF_UNIX | kHigh}) == errnoAnswer(EPERM));
+    }
+
+    for (std::uint64_t persona : {0x0ULL, 0x8ULL, 0x20000ULL, 0x20008ULL, 0xffffffffULL})
+        CHECK(answer(filter, nr("personality"), {persona}) == kAllow);
+    for (std::uint64_t persona : {std::uint64_t{0xffff}, std::uint64_t{ADDR_NO_RANDOMIZE},
+                                  std::uint64_t{READ_IMPLIES_EXEC}, kHigh})
+        CHECK(answer(filter, nr("personality"), {persona}) == errnoAnswer(EPERM));
+
+    const std::uint64_t thread_flags = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND |
+                                       CLONE_THREAD | CLONE_SYSVSEM | CLONE_SETTLS |
+                                       CLONE_PARENT_SETTID | CLONE_CHILD_CLEARTID;
+    CHECK(answer(filter, nr("clone"), {SIGCHLD}) == kAllow);
+    CHECK(answer(filter, nr("clone"), {thread_flags}) == kAllow);
+    CHECK(answer(filter, nr("clone"), {CLONE_VM | CLONE_VFORK | SIGCHLD}) == kAllow);
+    for (std::uint64_t flag : {CLONE_NEWNS, CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC,
+                               CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET}) {
+        INFO("flag " << flag);
+        CHECK(answer(filter, nr("clone"), {flag | SIGCHLD}) == errnoAnswer(EPERM));
+    }
+}
+
+// -------------------------------------------------------------- the compiler
+
+TEST_CASE("a conditional rule overrides the unconditional one for the same call", "[seccomp]") {
+    SeccompPolicy policy;
+    policy.rules = {
+        {{"getppid"}, Action::Allow, 0, {}},
+        {{"getppid"}, Action::Errno, EACCES, {{0, CompareOp::Equal, 7, 0}}},
+        {{"gettid"}, Action::Errno, EPERM, {}},
+        {{"gettid"}, Action::Allow, 0, {{0, CompareOp::Equal, 3, 0}}},
+        {{"getpid"}, Action::Allow, 0, {}},
+        // Agrees with the unconditional rule: nothing to add.
+        {{"getpid"}, Action::Allow, 0, {{0, CompareOp::Equal, 1, 0}}},
+    };
+    const CompiledFilter filter = mustCompile(policy);
+    CHECK(answer(filter, nr("getppid"), {0}) == kAllow);
+    CHECK(answer(filter, nr("getppid"), {7}) == errnoAnswer(EACCES));
+    CHECK(answer(filter, nr("gettid"), {0}) == errnoAnswer(EPERM));
+    CHECK(answer(filter, nr("gettid"), {3}) == kAllow);
+    CHECK(answer(filter, nr("getpid"), {1}) == kAllow);
+    CHECK(answer(filter, nr("read")) == errnoAnswer(EPERM));
+}
+
+TEST_CASE("the compiler refuses what it cannot compile faithfully", "[seccomp]") {
+    auto errorOf = [](SeccompPolicy policy) {
+        Result<CompiledFilter> compiled = compileFilter(policy);
+        REQUIRE(!compiled.ok());
+        return compiled.error().describe();
+    };
+    SeccompPolicy policy;
+
+    policy.rules = {{{"read", "raed"}, Action::Allow, 0, {}}};
+    CHECK_THAT(errorOf(policy), Catch::Contains("rule 0: unknown system call \"raed\""));
+
+    policy.rules = {{{"read"}, Action::Allow, 0, {}}, {{"read"}, Action::KillProcess, 0, {}}};
+    CHECK_THAT(errorOf(policy), Catch::Contains("rule 0 (read) and rule 1 (read)"));
+
+    policy.rules = {{{"socket"},
+                     Action::Allow,
+                     0,
+                     {{0, CompareOp::GreaterOrEqual, 1, 0}, {0, CompareOp::LessOrEqual, 2, 0}}}};
+    CHECK_THAT(errorOf(policy), Catch::Contains("tests argument 0 twice"));
+
+    policy.rules = {{{"socket"}, Action::Allow, 0, {{6, CompareOp::Equal, 1, 0}}}};
+    CHECK_THAT(errorOf(policy), Catch::Contains("argument index 6"));
+
+    policy.rules = {{{"mount"}, Action::Errno, 5000, {}}};
+    CHECK_THAT(errorOf(policy), Catch::Contains("errno 5000"));
+
+    policy.rules = {{{}, Action::Allow, 0, {}}};
+    CHECK_THAT(errorOf(policy), Catch::Contains("rule 0: names no system call"));
+}
+
+TEST_CASE("names are looked up for this architecture", "[seccomp]") {
+    CHECK(lookupSyscall("read").kind == SyscallNameKind::Native);
+    CHECK(lookupSyscall("read").nr == 0);
+    CHECK(lookupSyscall("chown32").kind == SyscallNameKind::OtherArchitecture);
+    CHECK(lookupSyscall("nosuchcall").kind == SyscallNameKind::Unknown);
+    CHECK(lookupSyscall("").kind == SyscallNameKind::Unknown);
+    // Newer than libseccomp 2.5.4: from stockade's own table.
+    CHECK(lookupSyscall("mseal").nr == 462);
+    CHECK(lookupSyscall("file_setattr").nr == 469);
+}
+
+TEST_CASE("a policy that allows by default gets no ENOSYS for newer calls", "[seccomp]") {
+    SeccompPolicy policy;
+    policy.default_action = Action::Allow;
+    policy.rules = {{{"keyctl"}, Action::Errno, EPERM, {}}};
+    const CompiledFilter filter = mustCompile(policy);
+    CHECK(answer(filter, 1000) == kAllow);
+    CHECK(answer(filter, nr("keyctl")) == errnoAnswer(EPERM));
+    CHECK(answer(filter, 0x40000000L | 3) == kKillProcess);
+}
+
+// ---------------------------------------------------------- the OCI importer
+
+TEST_CASE("a Docker-style profile is read as Docker reads it", "[seccomp][oci]") {
+    SECTION("in a sandbox without capabilities on a current x86_64 kernel") {
+        OciImportOptions options;
+        options.arch = "amd64";
+        options.kernel = KernelVersion{6, 1};
+        const SeccompPolicy policy = mustLoad("docker_style.json", options);
+        CHECK(policy.default_action == Action::Errno);
+        CHECK(policy.default_errno == EPERM);
+        CHECK(policy.newer_syscalls_enosys);
+        // Dropped: the arm-only rule and the CAP_SYS_ADMIN rule.
+        REQUIRE(policy.rules.size() == 8);
+        CHECK(policy.rules[1].names == std::vector<std::string>{"ptrace"});
+        CHECK(policy.rules[2].args == std::vector<ArgCondition>{{0, CompareOp::Equal, 0, 0}});
+        CHECK(policy.rules[4].names == std::vector<std::string>{"modify_ldt"});
+        CHECK(policy.rules[5].args ==
+              std::vector<ArgCondition>{{0, CompareOp::MaskedEqual, 2114060288, 0}});
+        CHECK(policy.rules[6].action == Action::Errno);
+        CHECK(policy.rules[6].errno_ret == ENOSYS);
+
+        const CompiledFilter filter = mustCompile(policy);
+        CHECK(answer(filter, nr("clone3")) == errnoAnswer(ENOSYS));
+        CHECK(answer(filter, nr("mount")) == errnoAnswer(EPERM));
+        CHECK(answer(filter, nr("clone"), {CLONE_NEWUSER}) == errnoAnswer(EPERM));
+        CHECK(answer(filter, nr("clone"), {SIGCHLD}) == kAllow);
+        CHECK(answer(filter, filter.highest_known_nr + 1) == errnoAnswer(ENOSYS));
+        const auto& skipped = filter.skipped_names;
+        CHECK(std::find(skipped.begin(), skipped.end(), "mmap2") != skipped.end());
+    }
+    SECTION("with CAP_SYS_ADMIN the admin rule replaces the clone limits") {
+        OciImportOptions options;
+        options.arch = "amd64";
+        options.capabilities = {"CAP_SYS_ADMIN"};
+        options.kernel = KernelVersion{6, 1};
+        const SeccompPolicy policy = mustLoad("docker_style.json", options);
+        REQUIRE(policy.rules.size() == 7);
+        CHECK(policy.rules[5].names ==
+              std::vector<std::string>{"mount", "umount2", "unshare", "setns", "clone", "clone3"});
+    }
+    SECTION("minKernel and arches are judged against the options") {
+        OciImportOptions options;
+        options.arch = "arm64";
+        options.kernel = KernelVersion{4, 4};
+        const SeccompPolicy policy = mustLoad("docker_style.json", options);
+        std::vector<std::string> first_names;
+        for (const SyscallRule& rule : policy.rules) first_names.push_back(rule.names[0]);
+        CHECK(std::find(first_names.begin(), first_names.end(), "ptrace") == first_names.end());
+        CHECK(std::find(first_names.begin(), first_names.end(), "modify_ldt") == first_names.end());
+        CHECK(std::find(first_names.begin(), first_names.end(), "set_tls") != first_names.end());
+    }
+}
+
+TEST_CASE("an OCI runtime-spec profile maps every action and operator", "[seccomp][oci]") {
+    const SeccompPolicy policy = mustLoad("oci_runtime_spec.json");
+    CHECK(policy.default_action == Action::Allow);
+    REQUIRE(policy.rules.size() == 9);
+    CHECK(policy.rules[0].action == Action::Errno);
+    CHECK(policy.rules[0].errno_ret == EACCES);
+    CHECK(policy.rules[1].errno_ret == EPERM);  // errnoRet absent: EPERM, as runc
+    CHECK(policy.rules[1].args ==
+          std::vector<ArgCondition>{{1, CompareOp::MaskedEqual, 0xffffffff, TIOCSTI}});
+    CHECK(policy.rules[2].action == Action::KillProcess);
+    CHECK(policy.rules[2].args ==
+          std::vector<ArgCondition>{{0, CompareOp::Equal, 17, 0}, {1, CompareOp::NotEqual, 3, 0}});
+    // No tracer is ever attached, so TRACE is what the kernel then does: ENOSYS.
+    CHECK(policy.rules[3].action == Action::Errno);
+    CHECK(policy.rules[3].errno_ret == ENOSYS);
+    CHECK(policy.rules[4].action == Action::Kill);
+    CHECK(policy.rules[5].action == Action::Log);
+    CHECK(policy.rules[6].action == Action::Trap);
+    CHECK(policy.rules[7].action == Action::Notify);
+    CHECK(policy.rules[8].args == std::vector<ArgCondition>{{0, CompareOp::Greater, 8, 0}});
+
+    const CompiledFilter filter = mustCompile(policy);
+    CHECK(answer(filter, nr("keyctl")) == errnoAnswer(EACCES));
+    CHECK(answer(filter, nr("ioctl"), {0, TIOCSTI | kHigh}) == errnoAnswer(EPERM));
+    CHECK(answer(filter, nr("ioctl"), {0, TCGETS}) == kAllow);
+    CHECK(answer(filter, nr("socket"), {AF_PACKET, SOCK_DGRAM}) == kKillProcess);
+    CHECK(answer(filter, nr("socket"), {AF_PACKET, SOCK_RAW}) == kAllow);
+    CHECK(answer(filter, nr("acct")) == SECCOMP_RET_KILL_THREAD);
+    CHECK(answer(filter, nr("syslog")) == SECCOMP_RET_LOG);
+    CHECK(answer(filter, nr("kcmp")) == SECCOMP_RET_TRAP);
+    CHECK(answer(filter, nr("pidfd_getfd")) == SECCOMP_RET_USER_NOTIF);
+    CHECK(answer(filter, nr("personality"), {9}) == errnoAnswer(EPERM));
+    CHECK(answer(filter, nr("personality"), {8}) == kAllow);
+    // Allowing by default, the profile lets newer calls through too.
+    CHECK(answer(filter, 1000) == kAllow);
+    // The architectures it lists are not honoured: x32 still dies.
+    CHECK(answer(filter, 0x40000000L | 3) == kKillProcess);
+}
+
+TEST_CASE("Docker's older single-name form is read", "[seccomp][oci]") {
+    const SeccompPolicy policy = mustLoad("legacy_name.json");
+    REQUIRE(policy.rules.size() == 3);
+    CHECK(policy.rules[0].names == std::vector<std::string>{"read"});
+    CHECK(policy.rules[2].names == std::vector<std::string>{"exit_group"});
+    mustCompile(policy);
+}
+
+TEST_CASE("each malformed profile is refused with the JSON path of the fault", "[seccomp][oci]") {
+    // malformed/expected_errors.tsv: one line per fixture, its name, a tab,
+    // and text the error must contain.
+    const std::filesystem::path dir = fixtures() / "malformed";
+    std::ifstream table(dir / "expected_errors.tsv");
+    REQUIRE(table.good());
+    std::set<std::string> covered;
+    std::string line;
+    while (std::getline(table, line)) {
+        if (line.empty() || line[0] == '#') continue;
+        const std::size_t tab = line.find('\t');
+        REQUIRE(tab != std::string::npos);
+        const std::filesystem::path path = dir / line.substr(0, tab);
+        INFO(path.string());
+        Result<SeccompPolicy> policy = loadOciSeccompFile(path);
+        REQUIRE(!policy.ok());
+        const std::string message = policy.error().describe();
+        CHECK_THAT(message, Catch::StartsWith(path.string() + ": "));
+        CHECK_THAT(message, Catch::Contains(line.substr(tab + 1)));
+        covered.insert(path.filename().string());
+    }
+    CHECK(covered.size() >= 39);
+    for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+        if (entry.path().extension() != ".json") continue;
+        INFO(entry.path().string() << " has no line in expected_errors.tsv");
+        CHECK(covered.count(entry.path().filename().string()) == 1);
+    }
+}
+
+TEST_CASE("a missing profile file names the file and the errno", "[seccomp][oci]") {
+    Result<SeccompPolicy> policy = loadOciSeccompFile("/nonexistent/stockade-seccomp.json");
+    REQUIRE(!policy.ok());
+    CHECK(policy.error().errnum() == ENOENT);
+    CHECK_THAT(policy.error().describe(), Catch::Contains("/nonexistent/stockade-seccomp.json"));
+}
+
+// ---------------------------------------------- installed, the kernel answers
+
+TEST_CASE("installed in a child, the default filter refuses and allows as promised",
+          "[seccomp][kernel]") {
+    const CompiledFilter filter = mustCompile(defaultPolicy());
+    const long above_table = filter.highest_known_nr + 1;
+    char c = 'x';
+    // Arguments are real where a real call would be harmless in this child
+    // (unshare, keyctl, socket), so that "refused" is the filter's doing;
+    // elsewhere they are bad, and the unfiltered kernel would not say EPERM.
+    const ChildOutcome out = runFiltered(filter, [&](auto expect) {
+        expect(EPERM, syscall(SYS_keyctl, KEYCTL_GET_KEYRING_ID, KEY_SPEC_SESSION_KEYRING, 0L));
+        expect(EPERM, syscall(SYS_unshare, CLONE_NEWUSER));
+        expect(EPERM, syscall(SYS_setns, -1L, CLONE_NEWNET));
+        expect(EPERM, syscall(SYS_clone, CLONE_NEWUSER | CLONE_FS, 0L, 0L, 0L, 0L));
+        expect(EPERM, syscall(SYS_mount, kBadPointer, kBadPointer, kBadPointer, 0L, 0L));
+        expect(EPERM, syscall(SYS_bpf, 0L, kBadPointer, 72L));
+        expect(EPERM, syscall(SYS_ptrace, 0x7fffffffL, -1L, 0L, 0L));
+        expect(ENOSYS, syscall(SYS_clone3, kBadPointer, 88L));
+        expect(ENOSYS, syscall(above_table, -1L, kBadPointer, 0L));
+        expect(EPERM, syscall(SYS_socket, AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0));
+        expect(EPERM, syscall(SYS_socket, AF_VSOCK, SOCK_STREAM | SOCK_CLOEXEC, 0));
+        expect(EPERM, syscall(SYS_ioctl, 0, TIOCSTI | kHigh, &c));
+        expect(EPERM, syscall(SYS_ioctl, 0, TIOCSTI, &c));
+        expect(EPERM, syscall(SYS_ioctl, 0, TIOCLINUX | kHigh, &c));
+        expect(EPERM, syscall(SYS_personality, 0xffffL));
+        // Allowed: these reach the kernel.
+        expect(0, syscall(SYS_socket, AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+        expect(EFAULT, syscall(SYS_socketpair, AF_UNIX, SOCK_STREAM, 0, kBadPointer));
+        expect(0, syscall(SYS_getpid));
+        expect(ENOTTY, syscall(SYS_ioctl, 0, TCGETS, kBadPointer));
+        expect(0, syscall(SYS_personality, 0xffffffffL));
+    });
+    REQUIRE(out.exited);
+    CHECK(out.exit_code == 0);
+    checkAnswers(out, 20);
+}
+
+TEST_CASE("installed in a child, ENOSYS above the table comes from the filter",
+          "[seccomp][kernel]") {
+    // The default table reaches past every call this kernel has, so its ENOSYS
+    // could be the kernel's own. A short table makes the difference visible:
+    // getrandom exists (and would say EFAULT) but lies above exit_group.
+    SeccompPolicy policy;
+    // sigaltstack: AddressSanitizer calls it on the way into _exit.
+    policy.rules = {{{"write", "exit_group", "getpid", "sigaltstack"}, Action::Allow, 0, {}}};
+    const CompiledFilter filter = mustCompile(policy);
+    REQUIRE(filter.highest_known_nr == nr("exit_group"));
+    REQUIRE(nr("getrandom") > filter.highest_known_nr);
+    const ChildOutcome out = runFiltered(filter, [](auto expect) {
+        expect(ENOSYS, syscall(SYS_getrandom, kBadPointer, 1L, 0L));
+        expect(EPERM, syscall(SYS_ioctl, -1L, TCGETS, 0L));
+        expect(0, syscall(SYS_getpid));
+    });
+    REQUIRE(out.exited);
+    CHECK(out.exit_code == 0);
+    checkAnswers(out, 3);
+}
+
+TEST_CASE("installed in a child, an x32 call kills the process", "[seccomp][kernel]") {
+    const CompiledFilter filter = mustCompile(defaultPolicy());
+    const ChildOutcome out = runFiltered(filter, [](auto expect) {
+        expect(0, syscall(SYS_getpid));
+        expect(0, syscall(0x40000000L | SYS_getpid));
+    });
+    checkAnswers(out, 1);
+    CHECK(!out.exited);
+    CHECK(out.signal == SIGSYS);
+}
+
+TEST_CASE("installed in a child, a 32-bit (int 0x80) call kills the process", "[seccomp][kernel]") {
+    const CompiledFilter filter = mustCompile(defaultPolicy());
+    const ChildOutcome out = runFiltered(filter, [](auto expect) {
+        long result = 20;  // i386 getpid
+        asm volatile("int $0x80" : "+a"(result) : : "memory", "r8", "r9", "r10", "r11");
+        expect(0, result);
+    });
+    CHECK(out.answers.empty());
+    CHECK(!out.exited);
+    CHECK(out.signal == SIGSYS);
+}
+
+TEST_CASE("installed in a child, ordinary programs run under the default filter",
+          "[seccomp][kernel]") {
+    const CompiledFilter filter = mustCompile(defaultPolicy());
+    const ChildOutcome out = runFiltered(filter, [](auto) {
+        const char* argv[] = {"/bin/sh", "-c",
+                              "echo hi | cat >/dev/null && ls / >/dev/null && exit 7", nullptr};
+        execv(argv[0], const_cast<char* const*>(argv));
+        _exit(127);
+    });
+    CHECK(out.exited);
+    CHECK(out.exit_code == 7);
+}
+
+TEST_CASE("installed in a child, a Docker-style profile runs /bin/true and refuses unshare",
+          "[seccomp][kernel][oci]") {
+    const CompiledFilter filter = mustCompile(mustLoad("docker_style.json"));
+    const ChildOutcome refused = runFiltered(filter, [](auto expect) {
+        expect(EPERM, syscall(SYS_unshare, CLONE_NEWUSER));
+        expect(ENOSYS, syscall(SYS_clone3, kBadPointer, 88L));
+    });
+    checkAnswers(refused, 2);
+    const ChildOutcome ran = runFiltered(filter, [](auto) {
+        const char* argv[] = {"/bin/true", nullptr};
+        execv(argv[0], const_cast<char* const*>(argv));
+        _exit(127);
+    });
+    CHECK(ran.exited);
+    CHECK(ran.exit_code == 0);
+}
+
+TEST_CASE("installed with a listener, notified calls need the supervisor", "[seccomp][kernel]") {
+    SeccompPolicy policy;
+    policy.default_action = Action::Allow;
+    policy.rules = {{{"getppid"}, Action::Notify, 0, {}}};
+    const CompiledFilter filter = mustCompile(policy);
+    int fds[2];
+    REQUIRE(pipe2(fds, O_CLOEXEC) == 0);
+    const pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        if (prctl(PR_SET_NO_NEW_PRIVS, 1UL, 0UL, 0UL, 0UL) != 0) _exit(121);
+        int listener = -1;
+        const sock_fprog prog = filter.fprog();
+        if (installFilterWithListenerInChild(prog, &listener) != 0) _exit(122);
+        const int fd_flags = fcntl(listener, F_GETFD);
+        close(listener);
+        // With the listener gone, the kernel fails notified calls with ENOSYS.
+        const long result = syscall(SYS_getppid);
+        const int answers[] = {listener >= 0, (fd_flags & FD_CLOEXEC) != 0, result < 0 ? errno : 0};
+        if (write(fds[1], answers, sizeof answers) != sizeof answers) _exit(123);
+        _exit(0);
+    }
+    close(fds[1]);
+    int answers[3] = {-1, -1, -1};
+    CHECK(read(fds[0], answers, sizeof answers) == sizeof answers);
+    close(fds[0]);
+    int status = 0;
+    REQUIRE(waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+    CHECK(answers[0] == 1);
+    CHECK(answers[1] == 1);
+    CHECK(answers[2] == ENOSYS);
+}

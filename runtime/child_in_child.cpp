@@ -4,6 +4,7 @@
 // message; it never allocates, throws, locks or logs.
 #include <errno.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -67,7 +68,7 @@ bool supervisorGoneInChild(int sync_fd) noexcept {
 [[noreturn]] void superviseCommandInChild(const ChildPlan& plan, pid_t command) noexcept {
     sigset_t set;
     sigemptyset(&set);
-    for (int sig : {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2})
+    for (int sig : {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGRTMIN})
         sigaddset(&set, sig);
     int command_status = 0;
     bool command_done = false;
@@ -75,6 +76,10 @@ bool supervisorGoneInChild(int sync_fd) noexcept {
         siginfo_t info;
         int sig = sigwaitinfo(&set, &info);
         if (sig < 0) continue;
+        // SIGRTMIN from outside the namespace (si_pid 0: the sender has no
+        // pid here) is the supervisor's "end it now" (timeout, output
+        // limit, cancellation). From inside, it is just forwarded.
+        if (sig == SIGRTMIN && info.si_pid == 0) break;
         if (sig != SIGCHLD) {
             kill(command, sig);
             continue;
@@ -93,8 +98,14 @@ bool supervisorGoneInChild(int sync_fd) noexcept {
     uint32_t stragglers = 0;
     kill(-1, SIGKILL);
     int status;
-    while (waitpid(-1, &status, __WALL) > 0)
+    pid_t pid;
+    while ((pid = waitpid(-1, &status, __WALL)) > 0) {
+        if (pid == command) {
+            command_status = status;
+            continue;
+        }
         if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) ++stragglers;
+    }
     ChildMessage msg{
         ChildMessageKind::Finished, ChildStage::Exec, 0, -1, command_status, stragglers};
     while (send(plan.sync_fd, &msg, sizeof(msg), MSG_NOSIGNAL) < 0 && errno == EINTR) {
@@ -121,6 +132,10 @@ bool supervisorGoneInChild(int sync_fd) noexcept {
     if (setresgid(plan.ids.inside_gid, plan.ids.inside_gid, plan.ids.inside_gid) < 0 ||
         setresuid(plan.ids.inside_uid, plan.ids.inside_uid, plan.ids.inside_uid) < 0)
         failSetupInChild(plan, ChildStage::SetIds, errno);
+
+    // 2b. The cgroup namespace, now that the supervisor has put us in the
+    //     sandbox's cgroups (v1 needs the pid first), so its root is them.
+    if (unshare(CLONE_NEWCGROUP) < 0) failSetupInChild(plan, ChildStage::CgroupNamespace, errno);
 
     // 3. Die with the supervisor. Set after the uid change, which clears it
     //    (prctl(2)); then check the supervisor did not die before it was set.

@@ -8,6 +8,8 @@ const char* describeStage(ChildStage stage) {
             return "wait for the supervisor";
         case ChildStage::SetIds:
             return "switch to the sandbox's uid and gid";
+        case ChildStage::CgroupNamespace:
+            return "create the cgroup namespace";
         case ChildStage::ParentDeath:
             return "tie the sandbox's life to stockade's";
         case ChildStage::PrivateMounts:

@@ -13,6 +13,7 @@ namespace stockade {
 enum class ChildStage : uint32_t {
     WaitForGo,
     SetIds,
+    CgroupNamespace,
     ParentDeath,
     PrivateMounts,
     OpenSources,

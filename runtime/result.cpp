@@ -22,14 +22,14 @@ json nullable(const std::optional<std::string>& v) {
     return v ? json(*v) : json(nullptr);
 }
 
-json enforcedJson(const Enforcement& e) {
+json enforcedJson(const std::map<std::string, std::string>& enforced) {
     json out = json::object();
     for (const char* ns : {"user_ns", "mount_ns", "pid_ns", "net_ns", "ipc_ns", "uts_ns",
                            "cgroup_ns", "no_new_privs"})
-        out[ns] = e.mechanism.count(ns) > 0;
+        out[ns] = enforced.count(ns) > 0;
     for (const char* key : {"seccomp", "capabilities", "memory", "pids", "cpu_time", "landlock"}) {
-        auto it = e.mechanism.find(key);
-        out[key] = it == e.mechanism.end() ? json(nullptr) : json(it->second);
+        auto it = enforced.find(key);
+        out[key] = it == enforced.end() ? json(nullptr) : json(it->second);
     }
     return out;
 }
@@ -59,33 +59,23 @@ std::string validUtf8(const std::string& in) {
 
 }  // namespace
 
-Enforcement enforcementFor(const Policy& policy) {
-    Enforcement e;
-    for (const char* ns : {"user_ns", "mount_ns", "pid_ns", "net_ns", "ipc_ns", "uts_ns",
-                           "cgroup_ns", "no_new_privs"})
-        e.mechanism[ns] = "true";
-    e.mechanism["capabilities"] = "none";
-    if (policy.seccomp != "none") e.mechanism["seccomp"] = policy.seccomp;
-    if (policy.limits.cpu_time_ms) e.mechanism["cpu_time"] = "rlimit";
-    // Memory and pids bounds need cgroups, which this build does not set up
-    // yet (issue 4); Landlock likewise (issue 3). Say so instead of pretending.
-    if (policy.limits.memory_bytes) e.degraded.push_back("memory");
-    if (policy.limits.pids) e.degraded.push_back("pids");
-    for (const std::string& r : policy.require) {
-        bool held = e.mechanism.count(r) > 0;
-        if (!held) e.missing_required.push_back(r);
-    }
-    return e;
-}
-
 SandboxResult classify(const SandboxOutcome& o) {
+    // A bound that stopped a command that did not succeed is the cause, read
+    // from the kernel's own accounting (cgroup events, the signal), not
+    // inferred from "it died of SIGKILL".
+    bool ran = o.ending == Ending::Exited || o.ending == Ending::Signaled;
+    if (ran && !(o.ending == Ending::Exited && o.exit_code == 0)) {
+        if (o.oom_killed) return {"blocked", "memory_limit", o.exit_code};
+        if (o.pids_limit_hit) return {"blocked", "pids_limit", o.exit_code};
+        if (o.ending == Ending::Signaled && o.signal == SIGXCPU)
+            return {"blocked", "cpu_time", o.exit_code};
+    }
     switch (o.ending) {
         case Ending::Exited:
             if (o.exit_code == 0) return {"passed", std::nullopt, 0};
             return {"failed", "nonzero_exit", o.exit_code};
         case Ending::Signaled:
             if (o.signal == SIGSYS) return {"failed", "seccomp", o.exit_code};
-            if (o.signal == SIGXCPU) return {"failed", "cpu_time", o.exit_code};
             return {"failed", "signal", o.exit_code};
         case Ending::NotFound:
             return {"error", "not_found", 127};
@@ -99,11 +89,13 @@ SandboxResult classify(const SandboxOutcome& o) {
             return {"cancelled", "aborted", 128 + (o.cancel_signal ? o.cancel_signal : SIGTERM)};
         case Ending::SetupFailed:
             return {"error", "sandbox_unavailable", 125};
+        case Ending::Refused:
+            return {"blocked", "sandbox_unavailable", 125};
     }
     return {"error", "sandbox_unavailable", 125};
 }
 
-std::string resultJson(const Policy& policy, const SandboxOutcome& o, const Enforcement& e) {
+std::string resultJson(const Policy& policy, const SandboxOutcome& o) {
     SandboxResult r = classify(o);
     StreamSummary out = o.stdout_summary, err = o.stderr_summary;
     out.tail = validUtf8(out.tail);
@@ -126,13 +118,15 @@ std::string resultJson(const Policy& policy, const SandboxOutcome& o, const Enfo
     doc["stdout"] = streamJson(out);
     doc["stderr"] = streamJson(err);
     doc["stragglers_killed"] = o.stragglers_killed;
-    doc["enforced"] = enforcedJson(e);
-    doc["degraded"] = e.degraded;
-    if (o.ending == Ending::SetupFailed || o.ending == Ending::NotFound ||
-        o.ending == Ending::NotExecutable)
-        doc["error"] = {{"stage", o.ending == Ending::SetupFailed ? o.error_stage : "exec"},
-                        {"message", o.error_message.empty() ? o.error_stage : o.error_message},
-                        {"errno", o.error_errno}};
+    doc["enforced"] = enforcedJson(o.enforced);
+    doc["degraded"] = o.degraded;
+    if (o.ending == Ending::SetupFailed || o.ending == Ending::Refused ||
+        o.ending == Ending::NotFound || o.ending == Ending::NotExecutable)
+        doc["error"] = {
+            {"stage", o.ending == Ending::SetupFailed || o.ending == Ending::Refused ? o.error_stage
+                                                                                     : "exec"},
+            {"message", o.error_message.empty() ? o.error_stage : o.error_message},
+            {"errno", o.error_errno}};
     else
         doc["error"] = nullptr;
     return doc.dump(2) + "\n";
@@ -158,7 +152,7 @@ std::string refusalJson(const std::string& name, const std::string& profile,
     doc["stdout"] = streamJson(empty);
     doc["stderr"] = streamJson(empty);
     doc["stragglers_killed"] = 0;
-    doc["enforced"] = enforcedJson(Enforcement{});
+    doc["enforced"] = enforcedJson({});
     doc["degraded"] = json::array();
     doc["error"] = {{"stage", stage}, {"message", message}, {"errno", 0}};
     return doc.dump(2) + "\n";

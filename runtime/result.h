@@ -13,16 +13,6 @@
 
 namespace stockade {
 
-// What held each guarantee in this run ("true", "cgroup1", "rlimit"…), or
-// nothing when it did not hold. Also lists requirements that cannot hold.
-struct Enforcement {
-    std::map<std::string, std::string> mechanism;  // key -> mechanism; absent = not enforced
-    std::vector<std::string> degraded;             // wanted by the policy, not enforced
-    std::vector<std::string> missing_required;     // required, not enforceable: refuse
-};
-
-Enforcement enforcementFor(const Policy& policy);
-
 struct SandboxResult {
     std::string status;  // passed | failed | timed_out | blocked | cancelled | error
     std::optional<std::string> reason;
@@ -32,8 +22,7 @@ struct SandboxResult {
 SandboxResult classify(const SandboxOutcome& outcome);
 
 // The whole record as JSON text.
-std::string resultJson(const Policy& policy, const SandboxOutcome& outcome,
-                       const Enforcement& enforcement);
+std::string resultJson(const Policy& policy, const SandboxOutcome& outcome);
 // A record for a run refused before anything started (bad input, missing
 // requirement): status blocked or error, exit 125.
 std::string refusalJson(const std::string& name, const std::string& profile,

@@ -48,18 +48,9 @@ int runCommand(const RunOptions& options) {
         return refuse(options, profile->name, bounds ? "invalid_bounds" : "sandbox_unavailable",
                       bounds ? "blocked" : "error", "arguments", policy.error().describe());
     }
-    Enforcement enforcement = enforcementFor(*policy);
-    if (!enforcement.missing_required.empty()) {
-        std::string list;
-        for (const auto& r : enforcement.missing_required) list += (list.empty() ? "" : ", ") + r;
-        return refuse(options, profile->name, "sandbox_unavailable", "blocked", "require",
-                      "required guarantee cannot be enforced on this host: " + list +
-                          " (see `stockade check`)");
-    }
-
     SandboxOutcome outcome = runSandbox(*policy);
     SandboxResult result = classify(outcome);
-    if (outcome.ending == Ending::SetupFailed)
+    if (outcome.ending == Ending::SetupFailed || outcome.ending == Ending::Refused)
         say(outcome.error_message +
             (outcome.error_errno ? ": " + errnoName(outcome.error_errno) : std::string()));
     else if (outcome.ending == Ending::NotFound)
@@ -67,8 +58,7 @@ int runCommand(const RunOptions& options) {
     else if (outcome.ending == Ending::NotExecutable)
         say(policy->command[0] + ": cannot execute: " + errnoName(outcome.error_errno));
     if (policy->result_path) {
-        auto s =
-            writeFileAtomically(*policy->result_path, resultJson(*policy, outcome, enforcement));
+        auto s = writeFileAtomically(*policy->result_path, resultJson(*policy, outcome));
         if (!s) say("cannot write the result: " + s.error().describe());
     }
     return result.exit_code;

@@ -14,12 +14,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <sstream>
 
 #include "base/unique_fd.h"
 #include "namespaces/user.h"
+#include "runtime/cgroup_limits.h"
 #include "runtime/child_plan_builder.h"
 #include "runtime/child_protocol.h"
 #include "runtime/sandbox_seccomp.h"
@@ -60,6 +62,52 @@ void findWipeRanges(ChildPlan& plan) {
     plan.wipe_ranges = {{values[0], values[1]}, {values[2], values[3]}};
 }
 
+// What will hold each guarantee in this run; limits that no cgroup can hold
+// fall back to rlimits on the command, which are weaker (per process, or per
+// user for RLIMIT_NPROC) and so are listed as degraded.
+SandboxOutcome enforcementFor(const Policy& policy, const SandboxCgroups& cgroups,
+                              ChildPlan& plan) {
+    SandboxOutcome out;
+    for (const char* ns : {"user_ns", "mount_ns", "pid_ns", "net_ns", "ipc_ns", "uts_ns",
+                           "cgroup_ns", "no_new_privs"})
+        out.enforced[ns] = "true";
+    out.enforced["capabilities"] = "none";
+    if (!plan.seccomp_program.empty())
+        out.enforced["seccomp"] = policy.seccomp == "default" ? "default" : "custom";
+    if (policy.limits.cpu_time_ms) out.enforced["cpu_time"] = "rlimit";
+    if (policy.limits.memory_bytes) {
+        if (const char* m = mechanismName(cgroups.memory())) {
+            out.enforced["memory"] = m;
+        } else {
+            plan.rlimits.push_back(
+                {RLIMIT_AS, {*policy.limits.memory_bytes, *policy.limits.memory_bytes}});
+            out.enforced["memory"] = "rlimit";
+            out.degraded.push_back("memory");
+        }
+    }
+    if (policy.limits.pids) {
+        if (const char* m = mechanismName(cgroups.pids())) {
+            out.enforced["pids"] = m;
+        } else {
+            plan.rlimits.push_back({RLIMIT_NPROC, {*policy.limits.pids, *policy.limits.pids}});
+            out.enforced["pids"] = "rlimit";
+            out.degraded.push_back("pids");
+        }
+    }
+    return out;
+}
+
+// A required guarantee holds when something enforces it at full strength.
+std::string missingRequirements(const Policy& policy, const SandboxOutcome& e) {
+    std::string missing;
+    for (const std::string& r : policy.require) {
+        bool held = e.enforced.count(r) > 0 &&
+                    std::find(e.degraded.begin(), e.degraded.end(), r) == e.degraded.end();
+        if (!held) missing += (missing.empty() ? "" : ", ") + r;
+    }
+    return missing;
+}
+
 struct Streams {
     UniqueFd out_read, err_read;
     UniqueFd out_write, err_write;
@@ -96,9 +144,16 @@ class Supervision {
     int failedOp() const { return failure_ ? failure_->op_index : -1; }
 
   private:
+    // Asks init to kill everything and report (so stragglers are counted
+    // and the command's status is known); if init has not finished within a
+    // second, the kernel does it: SIGKILL to init ends the whole namespace.
     void kill(Ending why) {
-        if (!kill_reason_) kill_reason_ = why;
-        syscall(SYS_pidfd_send_signal, pidfd_, SIGKILL, nullptr, 0);
+        if (kill_reason_) return;
+        kill_reason_ = why;
+        syscall(SYS_pidfd_send_signal, pidfd_, SIGRTMIN, nullptr, 0);
+        itimerspec grace{};
+        grace.it_value.tv_sec = 1;
+        timerfd_settime(timer_fd_, 0, &grace, nullptr);
     }
     // Returns false at EOF.
     bool pump(int fd, OutputCapture& capture, int echo_fd, bool& echo_ok);
@@ -196,7 +251,10 @@ void Supervision::run(SandboxOutcome& out) {
         if (ready(i_timer)) {
             uint64_t expirations;
             (void)!read(timer_fd_, &expirations, sizeof(expirations));
-            kill(Ending::TimedOut);
+            if (kill_reason_)
+                syscall(SYS_pidfd_send_signal, pidfd_, SIGKILL, nullptr, 0);
+            else
+                kill(Ending::TimedOut);
         }
         if (ready(i_pid)) {
             // init is gone, and the kernel reaped every other process of the
@@ -226,7 +284,12 @@ void Supervision::run(SandboxOutcome& out) {
     }
     if (kill_reason_) {
         out.ending = *kill_reason_;
-        if (finished_) out.stragglers_killed = finished_->stragglers;
+        if (finished_) {
+            out.stragglers_killed = finished_->stragglers;
+            int status = finished_->wait_status;
+            if (WIFSIGNALED(status)) out.signal = WTERMSIG(status);
+            out.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        }
         return;
     }
     if (failure_ && failure_->kind == ChildMessageKind::ExecFailed) {
@@ -281,9 +344,22 @@ SandboxOutcome runSandbox(const Policy& policy) {
     }
     auto plan = buildChildPlan(policy, *identity, idmapped);
     if (!plan) return setupFailure("plan the sandbox", plan.error());
+
     if (auto s = compileSeccompInto(policy, *plan); !s)
         return setupFailure("compile the seccomp filter", s.error());
 
+    removeStaleCgroups();
+    auto cgroups = SandboxCgroups::create({policy.limits.memory_bytes, policy.limits.pids});
+    if (!cgroups) return setupFailure("set up the sandbox's cgroups", cgroups.error());
+    SandboxOutcome enforcement = enforcementFor(policy, *cgroups, *plan);
+    if (auto missing = missingRequirements(policy, enforcement); !missing.empty()) {
+        SandboxOutcome out = std::move(enforcement);
+        out.ending = Ending::Refused;
+        out.error_stage = "require";
+        out.error_message = "required guarantee cannot be enforced on this host: " + missing +
+                            " (see `stockade check`)";
+        return out;
+    }
     auto streams = makeStreams();
     if (!streams) return setupFailure("create the output pipes", streams.error());
     int sv[2];
@@ -299,7 +375,7 @@ SandboxOutcome runSandbox(const Policy& policy) {
     // blocked in the clone, whose init takes them with sigwaitinfo.
     sigset_t mask, old_mask;
     sigemptyset(&mask);
-    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD, SIGUSR1, SIGUSR2})
+    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD, SIGUSR1, SIGUSR2, SIGRTMIN})
         sigaddset(&mask, sig);
     sigprocmask(SIG_BLOCK, &mask, &old_mask);
     signal(SIGPIPE, SIG_IGN);
@@ -307,9 +383,8 @@ SandboxOutcome runSandbox(const Policy& policy) {
     sigemptyset(&cancel);
     for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&cancel, sig);
     UniqueFd signal_fd(signalfd(-1, &cancel, SFD_CLOEXEC | SFD_NONBLOCK));
-    UniqueFd timer_fd;
+    UniqueFd timer_fd(timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK));
     if (policy.limits.timeout_ms) {
-        timer_fd.reset(timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK));
         itimerspec when{};
         when.it_value.tv_sec = static_cast<time_t>(*policy.limits.timeout_ms / 1000);
         when.it_value.tv_nsec = static_cast<long>(*policy.limits.timeout_ms % 1000) * 1000000;
@@ -318,8 +393,14 @@ SandboxOutcome runSandbox(const Policy& policy) {
 
     int pidfd = -1;
     clone_args args{};
+    // CLONE_NEWCGROUP is left to the child, after the supervisor has moved
+    // it into its v1 cgroups, so the namespace's root is the sandbox's own.
     args.flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC |
-                 CLONE_NEWUTS | CLONE_NEWCGROUP | CLONE_PIDFD;
+                 CLONE_NEWUTS | CLONE_PIDFD;
+    if (cgroups->cloneIntoFd() >= 0) {
+        args.flags |= CLONE_INTO_CGROUP;
+        args.cgroup = static_cast<uint64_t>(cgroups->cloneIntoFd());
+    }
     args.pidfd = reinterpret_cast<uintptr_t>(&pidfd);
     args.exit_signal = SIGCHLD;
     long pid = syscall(SYS_clone3, &args, sizeof(args));
@@ -334,20 +415,22 @@ SandboxOutcome runSandbox(const Policy& policy) {
         restore();
         return setupFailure("create the namespaces",
                             Error::fromErrno("clone3(CLONE_NEWUSER|CLONE_NEWNS|CLONE_NEWPID|"
-                                             "CLONE_NEWNET|CLONE_NEWIPC|CLONE_NEWUTS|"
-                                             "CLONE_NEWCGROUP)",
+                                             "CLONE_NEWNET|CLONE_NEWIPC|CLONE_NEWUTS)",
                                              clone_errno));
     }
 
-    SandboxOutcome out;
+    SandboxOutcome out = std::move(enforcement);
     out.sandbox_pid = static_cast<pid_t>(pid);
-    auto maps = ns::writeIdMaps(static_cast<pid_t>(pid), identity->ids);
+    Status placed = cgroups->attach(static_cast<pid_t>(pid));
+    auto maps = placed ? ns::writeIdMaps(static_cast<pid_t>(pid), identity->ids) : placed;
     if (!maps) {
         syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, nullptr, 0);
         siginfo_t info;
         syscall(SYS_waitid, P_PIDFD, pidfd, &info, WEXITED, nullptr);
         restore();
-        return setupFailure("write the user namespace's id maps", maps.error());
+        return setupFailure(
+            placed ? "write the user namespace's id maps" : "move the sandbox into its cgroups",
+            maps.error());
     }
     char go = 1;
     send(sync_parent.get(), &go, 1, MSG_NOSIGNAL);
@@ -356,6 +439,10 @@ SandboxOutcome runSandbox(const Policy& policy) {
                             timer_fd.get());
     supervision.run(out);
     restore();
+    CgroupEvents events = cgroups->events();
+    out.oom_killed = events.oom_killed;
+    out.pids_limit_hit = events.pids_limit_hit;
+    if (events.peak_memory) out.peak_memory_bytes = events.peak_memory;
     int op = supervision.failedOp();
     if (out.ending == Ending::SetupFailed && op >= 0 &&
         static_cast<size_t>(op) < plan->mounts.ops.size())

@@ -3,8 +3,10 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "base/error.h"
 #include "runtime/output_capture.h"
@@ -21,6 +23,7 @@ enum class Ending {
     OutputLimit,
     Cancelled,    // SIGINT/SIGTERM reached stockade
     SetupFailed,  // the sandbox could not be built; nothing ran
+    Refused,      // a required guarantee cannot be enforced here; nothing ran
 };
 
 struct SandboxOutcome {
@@ -39,6 +42,14 @@ struct SandboxOutcome {
     std::string error_message;
     int error_errno = 0;
     pid_t sandbox_pid = 0;  // the host pid of the sandbox's init
+    // Causes read from the cgroups after the run, not guessed from signals.
+    bool oom_killed = false;
+    bool pids_limit_hit = false;
+    // What held each guarantee ("true", "cgroup1", "rlimit", "default"…);
+    // a guarantee missing here did not hold. `degraded` lists what the
+    // policy asked for and got only in a weaker form, or not at all.
+    std::map<std::string, std::string> enforced;
+    std::vector<std::string> degraded;
 };
 
 // Builds the sandbox the policy describes, runs the command in it, and

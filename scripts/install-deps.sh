@@ -4,7 +4,8 @@
 set -eu
 
 PACKAGES="cmake ninja-build g++ make libseccomp-dev libcap-dev libboost-program-options-dev \
-nlohmann-json3-dev catch2 nettle-dev bubblewrap python3 git util-linux iproute2"
+nlohmann-json3-dev catch2 nettle-dev bubblewrap python3 python3-jsonschema git util-linux \
+iproute2"
 
 missing=""
 for pkg in $PACKAGES; do

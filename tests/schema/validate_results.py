@@ -1,0 +1,69 @@
+#!/usr/bin/python3
+"""Runs stockade through endings of every kind, as root and as uid 65534, and
+validates each real result record against docs/result.schema.json."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import jsonschema
+
+STOCKADE, SCHEMA = sys.argv[1], sys.argv[2]
+schema = json.load(open(SCHEMA))
+validator = jsonschema.Draft202012Validator(schema)
+
+CASES = [
+    # (name, args before --, command, expected status, expected reason, expected exit)
+    ("passed", [], ["true"], "passed", None, 0),
+    ("failed", [], ["sh", "-c", "exit 3"], "failed", "nonzero_exit", 3),
+    ("signal", [], ["sh", "-c", "kill -TERM $$"], "failed", "signal", 143),
+    ("timeout", ["--timeout", "0.3"], ["sleep", "30"], "timed_out", "timeout", 124),
+    ("not_found", [], ["/no/such/program"], "error", "not_found", 127),
+    ("output_limit", ["--output-limit", "64k"], ["yes"], "blocked", "output_limit", 137),
+    ("memory", ["--memory", "48m"],
+     ["python3", "-c", "b = bytearray(256 << 20)"], "blocked", "memory_limit", 137),
+    ("refused", ["--memory", "-1"], ["true"], "blocked", "invalid_bounds", 125),
+    ("binary_tail", [], ["sh", "-c", "printf '\\377\\376ok'"], "passed", None, 0),
+]
+
+
+def demote():
+    os.setgroups([])
+    os.setresgid(65534, 65534, 65534)
+    os.setresuid(65534, 65534, 65534)
+
+
+failures = 0
+for mode in ("root", "rootless"):
+    for name, args, command, status, reason, code in CASES:
+        if mode == "rootless" and name == "memory":
+            continue  # rootless here has no writable cgroup: RLIMIT_AS, a different ending
+        with tempfile.TemporaryDirectory() as tmp:
+            os.chmod(tmp, 0o777)
+            result = os.path.join(tmp, "result.json")
+            proc = subprocess.run([STOCKADE, "run", "--quiet", "--result", result, *args, "--", *command],
+                                  preexec_fn=demote if mode == "rootless" else None,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=60)
+            label = f"{mode}/{name}"
+            try:
+                record = json.load(open(result))
+            except (OSError, ValueError) as e:
+                print(f"FAIL {label}: no readable result ({e}); stderr={proc.stderr!r}")
+                failures += 1
+                continue
+            errors = sorted(validator.iter_errors(record), key=lambda e: list(e.path))
+            problems = [f"{'/'.join(map(str, e.path))}: {e.message}" for e in errors]
+            if record.get("status") != status:
+                problems.append(f"status {record.get('status')!r}, expected {status!r}")
+            if record.get("reason") != reason:
+                problems.append(f"reason {record.get('reason')!r}, expected {reason!r}")
+            if proc.returncode != code:
+                problems.append(f"exit {proc.returncode}, expected {code}")
+            if problems:
+                failures += 1
+                print(f"FAIL {label}: " + "; ".join(problems))
+            else:
+                print(f"ok   {label}")
+print(f"{failures} failed")
+sys.exit(1 if failures else 0)

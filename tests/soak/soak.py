@@ -1,0 +1,96 @@
+#!/usr/bin/python3
+"""A few hundred runs of every kind of ending, as root and as uid 65534; then
+nothing may be left on the host: no process, no cgroup leaf, no mount, no
+temporary file, and stockade's own fd count flat."""
+import glob
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+STOCKADE = sys.argv[1]
+RUNS = int(sys.argv[2]) if len(sys.argv) > 2 else 240
+TOKEN = "stockade-soak-%d" % os.getpid()
+
+ENDINGS = [
+    ["--", "true"],
+    ["--", "sh", "-c", "exit 7"],
+    ["--timeout", "0.2", "--", "sh", "-c", "trap '' TERM; sleep 30 & sleep 30 # " + TOKEN],
+    ["--output-limit", "16k", "--", "yes", TOKEN],
+    ["--", "sh", "-c", "(setsid sh -c 'sleep 60 # %s' &) ; exit 0" % TOKEN],
+    ["--memory", "32m", "--", "python3", "-c", "b = bytearray(128 << 20)"],
+    ["--pids", "8", "--", "sh", "-c", "for i in 1 2 3 4 5 6 7 8 9 10; do sleep 5 & done; wait"],
+    ["--", "/no/such/program"],
+]
+
+
+def demote():
+    os.setgroups([])
+    os.setresgid(65534, 65534, 65534)
+    os.setresuid(65534, 65534, 65534)
+
+
+def host_state():
+    mounts = open("/proc/self/mountinfo").read().count("\n")
+    leaves = []
+    for pattern in ("/sys/fs/cgroup/*/stockade/*-*", "/sys/fs/cgroup/*/*/stockade/*-*",
+                    "/sys/fs/cgroup/*/*/*/stockade/*-*", "/sys/fs/cgroup/stockade/*-*"):
+        leaves += [p for p in glob.glob(pattern) if os.path.isdir(p)]
+    procs = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            if TOKEN.encode() in open("/proc/%s/cmdline" % pid, "rb").read():
+                procs.append(pid)
+        except OSError:
+            pass
+    temps = glob.glob("/tmp/*.tmp.*")
+    return mounts, sorted(leaves), procs, temps
+
+
+before = host_state()
+workdir = tempfile.mkdtemp()
+os.chmod(workdir, 0o777)
+fd_counts = set()
+for i in range(RUNS):
+    args = ENDINGS[i % len(ENDINGS)]
+    rootless = (i // len(ENDINGS)) % 2 == 1
+    if rootless and "--memory" in args:
+        continue
+    result = os.path.join(workdir, "r%d.json" % i)
+    subprocess.run([STOCKADE, "run", "--quiet", "--result", result, *args],
+                   preexec_fn=demote if rootless else None,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
+    if not os.path.exists(result):
+        print("FAIL run %d (%s): no result" % (i, args))
+        sys.exit(1)
+    os.unlink(result)
+
+# stockade's own fds while a sandbox runs: the same on the first and the
+# hundredth run (nothing accumulates within a supervisor either).
+for _ in range(3):
+    p = subprocess.Popen([STOCKADE, "run", "--quiet", "--", "sleep", "0.5"])
+    time.sleep(0.25)
+    fd_counts.add(len(os.listdir("/proc/%d/fd" % p.pid)))
+    p.wait()
+
+after = host_state()
+os.rmdir(workdir)
+problems = []
+if after[0] != before[0]:
+    problems.append("host mounts: %d before, %d after" % (before[0], after[0]))
+if after[1]:
+    problems.append("cgroup leaves left: %s" % after[1])
+if after[2]:
+    problems.append("processes left: %s" % after[2])
+if set(after[3]) - set(before[3]):
+    problems.append("temporary files left: %s" % (set(after[3]) - set(before[3])))
+if len(fd_counts) != 1:
+    problems.append("supervisor fd counts differ between runs: %s" % sorted(fd_counts))
+for p in problems:
+    print("FAIL " + p)
+print("%d runs; supervisor holds %s fds while running; %d passed, %d failed"
+      % (RUNS, sorted(fd_counts), 0 if problems else 1, len(problems)))
+sys.exit(1 if problems else 0)

@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "namespaces/landlock_in_child.h"
 #include "namespaces/mount_in_child.h"
 #include "namespaces/net_in_child.h"
 #include "namespaces/uts_in_child.h"
@@ -159,8 +160,15 @@ bool supervisorGoneInChild(int sync_fd) noexcept {
     if (int err = ns::pivotRootInChild(plan.mounts))
         failSetupInChild(plan, ChildStage::PivotRoot, err);
 
-    int keep[] = {plan.sync_fd, plan.stdout_fd, plan.stderr_fd, plan.stdin_null ? -1 : 0};
-    closeInheritedFdsInChild(keep, 4);
+    // Landlock rules for paths that exist only in the new root (its tmpfs
+    // mounts, /proc) can be added only now, by path inside it.
+    size_t failed_rule = 0;
+    if (int err = ns::addSandboxRulesInChild(plan.landlock, &failed_rule))
+        failSetupInChild(plan, ChildStage::LandlockRules, err, -1);
+
+    int keep[] = {plan.sync_fd, plan.stdout_fd, plan.stderr_fd, plan.stdin_null ? -1 : 0,
+                  plan.landlock.ruleset.get()};
+    closeInheritedFdsInChild(keep, 5);
 
     // 5. The other namespaces' contents.
     if (int err = ns::setHostnameInChild(plan.hostname.c_str(), plan.hostname.size()))

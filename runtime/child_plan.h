@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "namespaces/landlock.h"
 #include "namespaces/mount_plan.h"
 #include "namespaces/user.h"
 
@@ -39,6 +40,7 @@ struct ChildPlan {
     int last_cap = 40;
     std::vector<RlimitSetting> rlimits;
     std::vector<sock_filter> seccomp_program;  // empty: no filter
+    ns::LandlockPlan landlock;                 // inactive: no Landlock
 
     // The supervisor's own argv and environment strings, which the clone
     // inherits in its copy of the stack: wiped so /proc/1/cmdline and

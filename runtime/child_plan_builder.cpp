@@ -330,6 +330,7 @@ Result<ChildPlan> buildChildPlan(const Policy& policy, const Identity& identity,
         if (idmapped_worktree)
             ns::addOp(mounts, {.kind = MountKind::AttachPrepared,
                                .target = "repo",
+                               .writable = true,
                                .prepared_fd = idmapped_worktree.get(),
                                .description = "mount the worktree at /repo (idmapped)"});
         else
@@ -387,6 +388,19 @@ Result<ChildPlan> buildChildPlan(const Policy& policy, const Identity& identity,
     plan.workdir = policy.workdir;
     plan.stdin_null = policy.stdin_mode == StdinMode::Null;
     plan.last_cap = lastCapability();
+
+    // Landlock mirrors the mount plan just built (G10): a second wall with
+    // the same shape, raised by the command itself before exec. One-shot
+    // runs leave TCP to the network namespace (test suites start loopback
+    // servers of their own); dev servers get only their port (issue 5).
+    if (policy.landlock != LandlockMode::Off) {
+        ns::LandlockRequest request;
+        ns::mirrorMountPlan(plan.mounts, request);
+        request.network = ns::LandlockNetwork::Unrestricted;
+        auto landlock = ns::buildLandlockPlan(request);
+        if (!landlock) return landlock.error().withContext("plan the Landlock ruleset");
+        plan.landlock = std::move(*landlock);
+    }
 
     auto hard = [&](int resource, uint64_t value) {
         plan.rlimits.push_back({resource, {value, value}});

@@ -22,6 +22,10 @@ const char* describeStage(ChildStage stage) {
             return "make the root read-only";
         case ChildStage::PivotRoot:
             return "pivot_root into the sandbox's root";
+        case ChildStage::LandlockRules:
+            return "add the sandbox's paths to the Landlock ruleset";
+        case ChildStage::LandlockRestrict:
+            return "enforce the Landlock ruleset";
         case ChildStage::Hostname:
             return "set the hostname";
         case ChildStage::Loopback:

@@ -20,6 +20,7 @@ enum class ChildStage : uint32_t {
     BuildRoot,
     SealRoot,
     PivotRoot,
+    LandlockRules,
     Hostname,
     Loopback,
     Dumpable,
@@ -32,6 +33,7 @@ enum class ChildStage : uint32_t {
     Securebits,
     DropCapabilities,
     NoNewPrivs,
+    LandlockRestrict,
     Seccomp,
     Exec,
 };

@@ -11,6 +11,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "namespaces/landlock_in_child.h"
 #include "runtime/privileges_in_child.h"
 #include "seccomp/install_in_child.h"
 
@@ -121,6 +122,9 @@ int execSearchInChild(const ChildPlan& plan) noexcept {
         failInChild(plan, failed_step == 0 ? ChildStage::Securebits : ChildStage::DropCapabilities,
                     err);
     if (int err = setNoNewPrivsInChild()) failInChild(plan, ChildStage::NoNewPrivs, err);
+    // landlock_restrict_self needs no_new_privs (or CAP_SYS_ADMIN, gone by now).
+    if (int err = ns::restrictSelfInChild(plan.landlock))
+        failInChild(plan, ChildStage::LandlockRestrict, err);
     // The filter goes last: every call above would otherwise have to be on
     // its allowlist, and nothing between here and execve may be denied.
     if (!plan.seccomp_program.empty()) {

@@ -19,6 +19,7 @@ struct ExtraMount {
 };
 
 enum class StdinMode { Null, Inherit };
+enum class LandlockMode { Off, BestEffort, Required };
 enum class NetworkMode { None, Loopback };
 
 struct Limits {
@@ -58,6 +59,7 @@ struct Policy {
     Limits limits;
     std::vector<std::string> require;  // guarantees that must hold
     std::string seccomp = "default";   // "default", "none", or a file path
+    LandlockMode landlock = LandlockMode::BestEffort;
 };
 
 }  // namespace stockade

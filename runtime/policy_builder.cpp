@@ -50,20 +50,6 @@ Status applyLimit(const std::optional<std::string>& value, const char* flag,
 
 }  // namespace
 
-Result<std::string> normalizeSandboxPath(const std::string& path) {
-    if (path.empty() || path[0] != '/')
-        return Error::message("\"" + path + "\" is not an absolute path");
-    std::string out;
-    std::istringstream parts(path);
-    std::string part;
-    while (std::getline(parts, part, '/')) {
-        if (part.empty() || part == ".") continue;
-        if (part == "..") return Error::message("\"" + path + "\" contains \"..\"");
-        out += "/" + part;
-    }
-    return out.empty() ? std::string("/") : out;
-}
-
 Result<ExtraMount> parseMountSpec(const std::string& spec) {
     ExtraMount m;
     std::string rest = spec;
@@ -207,6 +193,8 @@ Result<Policy> buildPolicy(const Profile& profile, const RunOptions& options) {
         }
     }
     p.seccomp = profile.seccomp;
+    p.landlock = profile.landlock;
+    if (p.landlock == LandlockMode::Required) p.require.push_back("landlock");
     return p;
 }
 

@@ -7,6 +7,7 @@
 #include "runtime/policy.h"
 #include "runtime/profile.h"
 #include "runtime/run_options.h"
+#include "runtime/sandbox_path.h"
 
 namespace stockade {
 
@@ -16,9 +17,5 @@ Result<Policy> buildPolicy(const Profile& profile, const RunOptions& options);
 // Parses one --mount value ("SRC:DST[:rw]") and checks DST is not a hole
 // over /, /proc, /dev, /sys, or inside /repo/.git.
 Result<ExtraMount> parseMountSpec(const std::string& spec);
-
-// Normalizes an absolute path lexically ("/a/./b//c/" -> "/a/b/c"); ".." is
-// an error, not something to resolve.
-Result<std::string> normalizeSandboxPath(const std::string& path);
 
 }  // namespace stockade

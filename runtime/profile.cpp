@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "runtime/embedded_profiles.h"
+#include "runtime/sandbox_path.h"
 #include "runtime/units.h"
 
 namespace stockade {
@@ -107,12 +108,13 @@ uint64_t countAt(const json& value, const std::string& path) {
     return value.get<uint64_t>();
 }
 
+// Absolute and lexically normalized ("//home/" -> "/home"), so a forbidden
+// directory cannot be smuggled in by its spelling.
 std::string absolutePathAt(const json& value, const std::string& path) {
     std::string text = stringAt(value, path);
-    if (text.empty() || text[0] != '/' || text.find("/../") != std::string::npos ||
-        text.ends_with("/.."))
-        fail(path, "expected an absolute path without \"..\", got " + shown(value));
-    return text;
+    auto normal = normalizeSandboxPath(text);
+    if (!normal) fail(path, "expected an absolute path without \"..\", got " + shown(value));
+    return *normal;
 }
 
 void parseFilesystem(const json& fs, const std::string& path, Profile& out) {
@@ -123,9 +125,11 @@ void parseFilesystem(const json& fs, const std::string& path, Profile& out) {
     for (size_t i = 0; i < dirs.size(); ++i) {
         std::string p = path + "/system_dirs/" + std::to_string(i);
         std::string dir = absolutePathAt(dirs[i], p);
-        for (const char* forbidden :
-             {"/", "/proc", "/dev", "/sys", "/tmp", "/repo", "/etc", "/home", "/root", "/run"})
-            if (dir == forbidden)
+        // Exactly "/", or any of these or a directory beneath them.
+        for (const char* forbidden : {"/", "/proc", "/dev", "/sys", "/tmp", "/repo", "/etc",
+                                      "/home", "/root", "/run", "/var/tmp"})
+            if (dir == forbidden ||
+                (std::string(forbidden) != "/" && dir.starts_with(std::string(forbidden) + "/")))
                 fail(p, "\"" + dir +
                             "\" cannot be a system directory (it is built by stockade "
                             "or must stay absent)");
@@ -187,15 +191,20 @@ void parseLimits(const json& limits, const std::string& path, Limits& out) {
         limits, path,
         {"memory", "pids", "cpu_time", "timeout", "output", "file_size", "open_files"});
     auto p = [&](const char* key) { return path + "/" + key; };
-    if (limits.contains("memory")) out.memory_bytes = sizeAt(limits["memory"], p("memory"));
-    if (limits.contains("pids")) out.pids = countAt(limits["pids"], p("pids"));
-    if (limits.contains("cpu_time")) out.cpu_time_ms = secondsAt(limits["cpu_time"], p("cpu_time"));
-    if (limits.contains("timeout")) out.timeout_ms = secondsAt(limits["timeout"], p("timeout"));
-    if (limits.contains("output")) out.output_bytes = sizeAt(limits["output"], p("output"));
-    if (limits.contains("file_size"))
-        out.file_size_bytes = sizeAt(limits["file_size"], p("file_size"));
-    if (limits.contains("open_files"))
-        out.open_files = countAt(limits["open_files"], p("open_files"));
+    // null says "no limit", as `stockade profile show` prints an unset one.
+    json present = json::object();
+    for (auto it = limits.begin(); it != limits.end(); ++it)
+        if (!it.value().is_null()) present[it.key()] = it.value();
+    if (present.contains("memory")) out.memory_bytes = sizeAt(present["memory"], p("memory"));
+    if (present.contains("pids")) out.pids = countAt(present["pids"], p("pids"));
+    if (present.contains("cpu_time"))
+        out.cpu_time_ms = secondsAt(present["cpu_time"], p("cpu_time"));
+    if (present.contains("timeout")) out.timeout_ms = secondsAt(present["timeout"], p("timeout"));
+    if (present.contains("output")) out.output_bytes = sizeAt(present["output"], p("output"));
+    if (present.contains("file_size"))
+        out.file_size_bytes = sizeAt(present["file_size"], p("file_size"));
+    if (present.contains("open_files"))
+        out.open_files = countAt(present["open_files"], p("open_files"));
 }
 
 Profile parseDocument(const std::string& name, const json& doc) {

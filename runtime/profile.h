@@ -12,7 +12,6 @@
 
 namespace stockade {
 
-enum class LandlockMode { Off, BestEffort, Required };
 enum class Lifetime { Oneshot, Service };
 enum class OutputMode { Capture, Log };
 

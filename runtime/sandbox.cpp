@@ -75,6 +75,10 @@ SandboxOutcome enforcementFor(const Policy& policy, const SandboxCgroups& cgroup
     if (!plan.seccomp_program.empty())
         out.enforced["seccomp"] = policy.seccomp == "default" ? "default" : "custom";
     if (policy.limits.cpu_time_ms) out.enforced["cpu_time"] = "rlimit";
+    if (plan.landlock.active())
+        out.enforced["landlock"] = plan.landlock.enforcedName();
+    else if (policy.landlock == LandlockMode::BestEffort)
+        out.degraded.push_back("landlock");
     if (policy.limits.memory_bytes) {
         if (const char* m = mechanismName(cgroups.memory())) {
             out.enforced["memory"] = m;

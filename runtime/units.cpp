@@ -64,7 +64,10 @@ Result<uint64_t> parseSecondsAsMs(std::string_view text) {
     if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(seconds) ||
         seconds <= 0 || seconds > 1e9)
         return expected(what, text);
-    auto ms = static_cast<uint64_t>(std::ceil(seconds * 1000.0));
+    // Through whole microseconds first: 2.007 * 1000 is 2007.0000000000002
+    // in binary floating point, which a plain ceil would make 2008.
+    auto us = static_cast<uint64_t>(std::llround(seconds * 1e6));
+    uint64_t ms = (us + 999) / 1000;
     return ms == 0 ? 1 : ms;
 }
 

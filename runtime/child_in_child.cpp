@@ -166,9 +166,13 @@ bool supervisorGoneInChild(int sync_fd) noexcept {
     if (int err = ns::addSandboxRulesInChild(plan.landlock, &failed_rule))
         failSetupInChild(plan, ChildStage::LandlockRules, err, -1);
 
-    int keep[] = {plan.sync_fd, plan.stdout_fd, plan.stderr_fd, plan.stdin_null ? -1 : 0,
-                  plan.landlock.ruleset.get()};
-    closeInheritedFdsInChild(keep, 5);
+    int keep[] = {plan.sync_fd,
+                  plan.stdout_fd,
+                  plan.stderr_fd,
+                  plan.stdin_null ? -1 : 0,
+                  plan.landlock.ruleset.get(),
+                  plan.listener_socket_fd};
+    closeInheritedFdsInChild(keep, 6);
 
     // 5. The other namespaces' contents.
     if (int err = ns::setHostnameInChild(plan.hostname.c_str(), plan.hostname.size()))

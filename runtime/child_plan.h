@@ -40,7 +40,12 @@ struct ChildPlan {
     int last_cap = 40;
     std::vector<RlimitSetting> rlimits;
     std::vector<sock_filter> seccomp_program;  // empty: no filter
-    ns::LandlockPlan landlock;                 // inactive: no Landlock
+    // The same filter with refusals sent to a listener the command hands to
+    // the supervisor over `listener_socket_fd`; empty when denials are not
+    // reported (then seccomp_program is installed).
+    std::vector<sock_filter> seccomp_notified_program;
+    int listener_socket_fd = -1;
+    ns::LandlockPlan landlock;  // inactive: no Landlock
 
     // The supervisor's own argv and environment strings, which the clone
     // inherits in its copy of the stack: wiped so /proc/1/cmdline and

@@ -14,6 +14,7 @@
 #include "namespaces/landlock_in_child.h"
 #include "runtime/privileges_in_child.h"
 #include "seccomp/install_in_child.h"
+#include "seccomp/listener_in_child.h"
 
 namespace stockade {
 
@@ -101,6 +102,26 @@ int execSearchInChild(const ChildPlan& plan) noexcept {
     return saw_eacces ? EACCES : ENOENT;
 }
 
+// With a listener, refusals reach the supervisor, which answers and counts
+// them; the listener fd goes to it and is closed here before execve. Where
+// the kernel cannot give a listener (EBUSY: stockade itself runs under a
+// filter with one; EINVAL: before 5.0), the plain filter goes in instead.
+int installSeccompInChild(const ChildPlan& plan) noexcept {
+    auto fprog = [](const std::vector<sock_filter>& program) {
+        return sock_fprog{static_cast<unsigned short>(program.size()),
+                          const_cast<sock_filter*>(program.data())};
+    };
+    if (!plan.seccomp_notified_program.empty() && plan.listener_socket_fd >= 0) {
+        int listener = -1;
+        int err = seccomp::installFilterWithListenerInChild(fprog(plan.seccomp_notified_program),
+                                                            &listener);
+        if (err == 0) return seccomp::sendListenerInChild(plan.listener_socket_fd, listener);
+        if (err != EBUSY && err != EINVAL) return err;
+    }
+    if (plan.seccomp_program.empty()) return 0;
+    return seccomp::installFilterInChild(fprog(plan.seccomp_program));
+}
+
 }  // namespace
 
 [[noreturn]] void execCommandInChild(const ChildPlan& plan) noexcept {
@@ -127,12 +148,7 @@ int execSearchInChild(const ChildPlan& plan) noexcept {
         failInChild(plan, ChildStage::LandlockRestrict, err);
     // The filter goes last: every call above would otherwise have to be on
     // its allowlist, and nothing between here and execve may be denied.
-    if (!plan.seccomp_program.empty()) {
-        sock_fprog prog{static_cast<unsigned short>(plan.seccomp_program.size()),
-                        const_cast<sock_filter*>(plan.seccomp_program.data())};
-        if (int err = seccomp::installFilterInChild(prog))
-            failInChild(plan, ChildStage::Seccomp, err);
-    }
+    if (int err = installSeccompInChild(plan)) failInChild(plan, ChildStage::Seccomp, err);
     int err = execSearchInChild(plan);
     reportInChild(plan, ChildMessageKind::ExecFailed, ChildStage::Exec, err, -1);
     _exit(err == ENOENT || err == ENOTDIR ? 127 : 126);

@@ -118,6 +118,12 @@ std::string resultJson(const Policy& policy, const SandboxOutcome& o) {
     doc["stdout"] = streamJson(out);
     doc["stderr"] = streamJson(err);
     doc["stragglers_killed"] = o.stragglers_killed;
+    if (o.denials_reported) {
+        json denials = json::array();
+        for (const auto& [name, count] : o.denials)
+            denials.push_back({{"syscall", name}, {"count", count}});
+        doc["denials"] = denials;
+    }
     doc["enforced"] = enforcedJson(o.enforced);
     doc["degraded"] = o.degraded;
     if (o.ending == Ending::SetupFailed || o.ending == Ending::Refused ||

@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "base/unique_fd.h"
@@ -25,6 +26,7 @@
 #include "runtime/child_plan_builder.h"
 #include "runtime/child_protocol.h"
 #include "runtime/sandbox_seccomp.h"
+#include "seccomp/denials.h"
 
 namespace stockade {
 
@@ -136,13 +138,14 @@ Result<Streams> makeStreams() {
 class Supervision {
   public:
     Supervision(const Policy& policy, int pidfd, Streams& streams, int sync_fd, int signal_fd,
-                int timer_fd)
+                int timer_fd, int listener_socket)
         : policy_(policy),
           pidfd_(pidfd),
           streams_(streams),
           sync_fd_(sync_fd),
           signal_fd_(signal_fd),
-          timer_fd_(timer_fd) {}
+          timer_fd_(timer_fd),
+          listener_socket_(listener_socket) {}
 
     void run(SandboxOutcome& out);
     int failedOp() const { return failure_ ? failure_->op_index : -1; }
@@ -166,7 +169,12 @@ class Supervision {
     const Policy& policy_;
     int pidfd_;
     Streams& streams_;
+    void answerDenial();
+
     int sync_fd_, signal_fd_, timer_fd_;
+    int listener_socket_;
+    UniqueFd listener_;
+    std::optional<seccomp::DenialCollector> collector_;
     OutputCapture out_capture_, err_capture_;
     std::optional<Ending> kill_reason_;
     int cancel_signal_ = 0;
@@ -208,6 +216,14 @@ bool Supervision::pump(int fd, OutputCapture& capture, int echo_fd, bool& echo_o
     return true;
 }
 
+// A refused syscall waits in the kernel until answered: answer it now. The
+// collector (and the policy it answers from) is built on the first refusal,
+// so runs without one pay nothing.
+void Supervision::answerDenial() {
+    if (!collector_) collector_.emplace(seccomp::DenialAnswers(seccompPolicyFor(policy_)));
+    if (!collector_->handleOne(listener_.get())) listener_.reset();
+}
+
 void Supervision::readMessages() {
     ChildMessage msg;
     while (recv(sync_fd_, &msg, sizeof(msg), MSG_DONTWAIT) == sizeof(msg)) {
@@ -222,7 +238,7 @@ void Supervision::run(SandboxOutcome& out) {
     bool out_open = true, err_open = true, alive = true;
     bool echo_out = true, echo_err = true;
     while (alive || out_open || err_open) {
-        pollfd fds[6];
+        pollfd fds[8];
         nfds_t n = 0;
         auto add = [&](int fd, bool want) -> int {
             if (!want || fd < 0) return -1;
@@ -235,6 +251,8 @@ void Supervision::run(SandboxOutcome& out) {
         int i_sync = add(sync_fd_, alive);
         int i_sig = add(signal_fd_, alive);
         int i_timer = add(timer_fd_, alive);
+        int i_lsock = add(listener_socket_, alive && !listener_);
+        int i_listener = add(listener_.get(), alive && listener_);
         if (poll(fds, n, -1) < 0) {
             if (errno == EINTR) continue;
             break;
@@ -245,6 +263,13 @@ void Supervision::run(SandboxOutcome& out) {
         if (ready(i_out)) out_open = pump(streams_.out_read.get(), out_capture_, 1, echo_out);
         if (ready(i_err)) err_open = pump(streams_.err_read.get(), err_capture_, 2, echo_err);
         if (ready(i_sync)) readMessages();
+        if (i_listener >= 0 && (fds[i_listener].revents & POLLIN)) answerDenial();
+        if (ready(i_lsock)) {
+            if (auto listener = seccomp::receiveListener(listener_socket_))
+                listener_ = std::move(*listener);
+            else
+                listener_socket_ = -1;  // hung up without a listener: nothing to report
+        }
         if (ready(i_sig)) {
             signalfd_siginfo info;
             if (read(signal_fd_, &info, sizeof(info)) == sizeof(info)) {
@@ -278,6 +303,10 @@ void Supervision::run(SandboxOutcome& out) {
     out.stdout_summary = out_capture_.finish();
     out.stderr_summary = err_capture_.finish();
     out.cancel_signal = cancel_signal_;
+    out.denials_reported = listener_.valid() || collector_.has_value();
+    if (collector_)
+        for (const auto& d : collector_->denials()) out.denials.emplace_back(d.syscall, d.count);
+    listener_.reset();
 
     if (failure_ && failure_->kind == ChildMessageKind::SetupFailed) {
         out.ending = Ending::SetupFailed;
@@ -370,6 +399,17 @@ SandboxOutcome runSandbox(const Policy& policy) {
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
         return setupFailure("create the sync socket", Error::fromErrno("socketpair()"));
     UniqueFd sync_parent(sv[0]), sync_child(sv[1]);
+    // A socket of its own for the seccomp listener: the sync socket carries
+    // only fixed-size messages, and an fd riding on one would be lost.
+    UniqueFd listener_parent, listener_child;
+    if (!plan->seccomp_notified_program.empty()) {
+        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+            return setupFailure("create the seccomp listener socket",
+                                Error::fromErrno("socketpair()"));
+        listener_parent.reset(sv[0]);
+        listener_child.reset(sv[1]);
+        plan->listener_socket_fd = listener_child.get();
+    }
     plan->stdout_fd = streams->out_write.get();
     plan->stderr_fd = streams->err_write.get();
     plan->sync_fd = sync_child.get();
@@ -412,6 +452,7 @@ SandboxOutcome runSandbox(const Policy& policy) {
     int clone_errno = errno;
     UniqueFd pidfd_owner(pidfd);
     sync_child.reset();
+    listener_child.reset();
     streams->out_write.reset();
     streams->err_write.reset();
     auto restore = [&] { sigprocmask(SIG_SETMASK, &old_mask, nullptr); };
@@ -440,7 +481,7 @@ SandboxOutcome runSandbox(const Policy& policy) {
     send(sync_parent.get(), &go, 1, MSG_NOSIGNAL);
 
     Supervision supervision(policy, pidfd, *streams, sync_parent.get(), signal_fd.get(),
-                            timer_fd.get());
+                            timer_fd.get(), listener_parent.get());
     supervision.run(out);
     restore();
     CgroupEvents events = cgroups->events();

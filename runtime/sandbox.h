@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/error.h"
@@ -50,6 +51,10 @@ struct SandboxOutcome {
     // policy asked for and got only in a weaker form, or not at all.
     std::map<std::string, std::string> enforced;
     std::vector<std::string> degraded;
+    // Each refused syscall by name, with a count, when refusals were
+    // reported to the supervisor (seccomp user notification).
+    bool denials_reported = false;
+    std::vector<std::pair<std::string, uint64_t>> denials;
 };
 
 // Builds the sandbox the policy describes, runs the command in it, and

@@ -9,6 +9,11 @@
 
 namespace stockade::seccomp {
 
+// Refusals answered by the kernel with EPERM.
 std::span<const sock_filter> defaultProgram();
+// The same policy with every refusal sent to the supervisor's listener
+// (seccomp/denials.h), which answers EPERM and counts it. Never installed
+// without a listener: unanswered, a refusal would read as ENOSYS.
+std::span<const sock_filter> defaultNotifiedProgram();
 
 }  // namespace stockade::seccomp

@@ -180,7 +180,7 @@ class Supervision {
     int cancel_signal_ = 0;
     std::optional<ChildMessage> failure_;
     std::optional<ChildMessage> finished_;
-    char buffer_[1 << 16];
+    char buffer_[1 << 18];  // 256 KiB: fewer reads per byte when a command floods its output
 };
 
 bool Supervision::pump(int fd, OutputCapture& capture, int echo_fd, bool& echo_ok) {

@@ -1,13 +1,14 @@
 # The two commands of the README, and what they stand on.
 #   make demo   install what is missing, build, run a real job in the sandbox
-#   make check  install what is missing, build, run every test (normal + ASan/UBSan)
+#   make check  install what is missing, build, run every test (normal + ASan/UBSan),
+#               then fuzz the parsers for a bounded time
 
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
 JOBS       ?= $(shell nproc)
 CMAKE_GEN  := -G Ninja
 
-.PHONY: all deps build build-asan check check-normal check-asan demo clean format
+.PHONY: all deps build build-asan check check-normal check-asan fuzz demo clean format
 
 all: build
 
@@ -29,7 +30,14 @@ check-asan: build-asan
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j $(JOBS)
 
-check: check-normal check-asan
+# The parsers of outside input (profiles, OCI seccomp files) under libFuzzer,
+# for a bounded time each.
+fuzz: deps
+	@sh scripts/fuzz.sh $(FUZZ_SECONDS)
+
+FUZZ_SECONDS ?= 30
+
+check: check-normal check-asan fuzz
 
 demo: deps
 	@cmake -S . -B $(BUILD) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null

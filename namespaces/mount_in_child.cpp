@@ -158,9 +158,13 @@ int applyOpInChild(MountPlan& plan, size_t index) noexcept {
                 return op.optional && errno == ENOENT ? 0 : errno;
             return 0;
         case MountKind::MaskWithEmptyDir:
+            // The bind is a mount of its own: sealing the root later does
+            // not reach it, so it is made read-only here.
             if (mount(op.data.c_str(), staged, nullptr, MS_BIND, nullptr) < 0)
                 return op.optional && errno == ENOENT ? 0 : errno;
-            return 0;
+            return errnoOr(mount(
+                nullptr, staged, nullptr,
+                MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr));
         case MountKind::CopyFromHost:
             return copyFileInChild(op, plan.source_fds[index]);
         case MountKind::ReadOnlyInPlace:

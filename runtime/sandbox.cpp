@@ -155,13 +155,51 @@ class Supervision {
     // and the command's status is known); if init has not finished within a
     // second, the kernel does it: SIGKILL to init ends the whole namespace.
     void kill(Ending why) {
-        if (kill_reason_) return;
-        kill_reason_ = why;
+        if (!kill_reason_) kill_reason_ = why;
+        if (phase_ >= Phase::KillRequested) return;
+        phase_ = Phase::KillRequested;
         syscall(SYS_pidfd_send_signal, pidfd_, SIGRTMIN, nullptr, 0);
-        itimerspec grace{};
-        grace.it_value.tv_sec = 1;
-        timerfd_settime(timer_fd_, 0, &grace, nullptr);
+        arm(1000);
     }
+    // SIGINT/SIGTERM/SIGHUP to stockade: passed on to the command (through
+    // init), as a shell would; whatever is still running after the grace
+    // period is killed. A second signal kills at once.
+    void cancel(int sig) {
+        if (kill_reason_) {
+            kill(*kill_reason_);
+            return;
+        }
+        kill_reason_ = Ending::Cancelled;
+        cancel_signal_ = sig;
+        phase_ = Phase::Forwarded;
+        syscall(SYS_pidfd_send_signal, pidfd_, sig, nullptr, 0);
+        arm(kCancelGraceMs);
+    }
+    void onTimer() {
+        switch (phase_) {
+            case Phase::Running:
+                kill(Ending::TimedOut);
+                break;
+            case Phase::Forwarded:
+                kill(Ending::Cancelled);
+                break;
+            case Phase::KillRequested:
+                phase_ = Phase::Forced;
+                syscall(SYS_pidfd_send_signal, pidfd_, SIGKILL, nullptr, 0);
+                break;
+            case Phase::Forced:
+                break;
+        }
+    }
+    void arm(long ms) {
+        itimerspec when{};
+        when.it_value.tv_sec = ms / 1000;
+        when.it_value.tv_nsec = (ms % 1000) * 1000000;
+        timerfd_settime(timer_fd_, 0, &when, nullptr);
+    }
+    static constexpr long kCancelGraceMs = 2000;
+    enum class Phase { Running, Forwarded, KillRequested, Forced };
+    Phase phase_ = Phase::Running;
     // Returns false at EOF.
     bool pump(int fd, OutputCapture& capture, int echo_fd, bool& echo_ok);
     void readMessages();
@@ -272,18 +310,13 @@ void Supervision::run(SandboxOutcome& out) {
         }
         if (ready(i_sig)) {
             signalfd_siginfo info;
-            if (read(signal_fd_, &info, sizeof(info)) == sizeof(info)) {
-                if (!cancel_signal_) cancel_signal_ = static_cast<int>(info.ssi_signo);
-                kill(Ending::Cancelled);
-            }
+            if (read(signal_fd_, &info, sizeof(info)) == sizeof(info))
+                cancel(static_cast<int>(info.ssi_signo));
         }
         if (ready(i_timer)) {
             uint64_t expirations;
             (void)!read(timer_fd_, &expirations, sizeof(expirations));
-            if (kill_reason_)
-                syscall(SYS_pidfd_send_signal, pidfd_, SIGKILL, nullptr, 0);
-            else
-                kill(Ending::TimedOut);
+            onTimer();
         }
         if (ready(i_pid)) {
             // init is gone, and the kernel reaped every other process of the

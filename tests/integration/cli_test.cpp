@@ -1,0 +1,146 @@
+// The command line's contract (SPEC §2, §6): exit codes, the result JSON, and
+// refusals of bad input that leave nothing behind.
+#include <algorithm>
+
+#include "harness.h"
+
+using namespace stockade::itest;
+
+namespace {
+
+struct BadInput {
+    std::string what;
+    std::vector<std::string> args;  // after `run --mount PROBE:/probe`
+    std::string named;              // what the message must mention
+};
+
+std::vector<BadInput> badInputs(const Sandbox& sandbox, const std::vector<std::string>& command) {
+    const std::string wt = sandbox.worktree();
+    const std::string file = sandbox.worktree() + "/README";
+    const std::string missing = sandbox.worktree() + "-missing";
+    auto withCommand = [&](std::vector<std::string> args) {
+        args.push_back("--");
+        args.insert(args.end(), command.begin(), command.end());
+        return args;
+    };
+    std::vector<BadInput> cases = {
+        {"--worktree without its value", {"--worktree"}, "--worktree"},
+        {"--mount without its value", {"--mount"}, "--mount"},
+        {"--env without its value", {"--env"}, "--env"},
+        {"an unknown flag", withCommand({"--no-such-flag"}), "--no-such-flag"},
+        {"no command", {}, ""},
+        {"-- and no command", {"--"}, ""},
+        {"a command without --", command, ""},
+        {"a worktree that does not exist", withCommand({"--worktree", missing}), missing},
+        {"a worktree that is a file", withCommand({"--worktree", file}), file},
+        {"a --mount source that does not exist",
+         withCommand({"--worktree", wt, "--mount", missing + ":/data"}), missing},
+        {"--stdin with a bad value", withCommand({"--stdin", "sideways"}), "stdin"},
+        {"--user that is not a number", withCommand({"--user", "somebody"}), "user"},
+        {"a profile that does not exist", withCommand({"--profile", "no-such-profile-anywhere"}),
+         "no-such-profile-anywhere"},
+    };
+    // Each --mount is a hole: none may go over these, however spelled.
+    for (const std::string target :
+         {"/", "/proc", "/dev", "/sys", "/repo/.git", "/repo/.git/hooks", "//", "/proc/", "/dev/",
+          "/repo/../proc", "/repo/./.git/x", "/repo//.git"}) {
+        cases.push_back({"--mount over " + target,
+                         withCommand({"--worktree", wt, "--mount", wt + ":" + target}), "mount"});
+    }
+    return cases;
+}
+
+}  // namespace
+
+TEST_CASE("CLI: exit codes follow the command", "[cli][exit]") {
+    STOCKADE_EACH_MODE(mode);
+    Sandbox sandbox(mode);
+    sandbox.scratch().writeFile("worktree/not-executable.sh", "#!/bin/sh\nexit 0\n", 0644);
+
+    SECTION("its own exit code") {
+        const Completed done = sandbox.run(probeCommand({"exit", "3"}));
+        INFO(done.describe());
+        CHECK(done.exitCode == 3);
+        const nlohmann::json result = sandbox.result();
+        INFO(result.dump(2));
+        CHECK(result["status"] == "failed");
+        CHECK(result["reason"] == "nonzero_exit");
+        CHECK(result["exit_code"] == 3);
+        CHECK(result["signal"].is_null());
+    }
+    SECTION("128+N when it dies of signal N") {
+        const Completed done = sandbox.run(probeCommand({"raise", "15"}));
+        INFO(done.describe());
+        CHECK(done.exitCode == 143);
+        const nlohmann::json result = sandbox.result();
+        INFO(result.dump(2));
+        CHECK(result["reason"] == "signal");
+        CHECK(result["signal"] == 15);
+    }
+    SECTION("127 when it is not found") {
+        for (const std::string command : {"/no/such/command", "no-such-command-on-the-path"}) {
+            const Completed done = sandbox.run({command});
+            INFO(command << "\n" << done.describe());
+            CHECK(done.exitCode == 127);
+            CHECK(sandbox.result()["reason"] == "not_found");
+        }
+    }
+    SECTION("126 when it is not executable") {
+        const Completed done = sandbox.run({"/repo/not-executable.sh"});
+        INFO(done.describe());
+        CHECK(done.exitCode == 126);
+        CHECK(sandbox.result()["reason"] == "not_executable");
+    }
+}
+
+TEST_CASE("CLI: the result JSON records the run and what was enforced", "[cli][result]") {
+    STOCKADE_EACH_MODE(mode);
+    Sandbox sandbox(mode);
+    const Completed done = sandbox.run(probeCommand({"exit", "0"}));
+    INFO(done.describe());
+    REQUIRE(done.exitCode == 0);
+    const nlohmann::json result = sandbox.result();
+    INFO(result.dump(2));
+    CHECK(result["schema"] == "stockade.result/v1");
+    CHECK(result["status"] == "passed");
+    CHECK(result["reason"].is_null());
+    CHECK(result["exit_code"] == 0);
+    CHECK(result["signal"].is_null());
+    CHECK(result["duration_ms"].is_number());
+    CHECK(result["stragglers_killed"] == 0);
+    const nlohmann::json& enforced = result["enforced"];
+    for (const char* ns :
+         {"user_ns", "mount_ns", "pid_ns", "net_ns", "ipc_ns", "uts_ns", "cgroup_ns"}) {
+        INFO(ns);
+        CHECK(enforced[ns] == true);
+    }
+    CHECK(enforced["capabilities"] == "none");
+    CHECK(enforced["no_new_privs"] == true);
+}
+
+TEST_CASE("CLI: bad input is refused with 125 and one line, leaving nothing behind",
+          "[cli][refusal]") {
+    STOCKADE_EACH_MODE(mode);
+    Sandbox sandbox(mode);
+    TokenReaper reaper(randomToken("refused"));
+    const std::vector<std::string> command =
+        probeCommand({"sleep-with-token", reaper.token(), "5"});
+    for (const BadInput& bad : badInputs(sandbox, command)) {
+        INFO("case: " << bad.what);
+        const HostSnapshot before = HostSnapshot::take();
+        Launch launch = sandbox.launch({});
+        launch.args = {"run", "--mount", std::string(STOCKADE_PROBE_DIR) + ":/probe"};
+        launch.args.insert(launch.args.end(), bad.args.begin(), bad.args.end());
+        const Completed done = runStockade(launch);
+        INFO(done.describe());
+        CHECK(done.exitCode == 125);
+        CHECK(done.err.rfind("stockade: ", 0) == 0);
+        CHECK(std::count(done.err.begin(), done.err.end(), '\n') == 1);
+        if (!bad.named.empty()) CHECK(done.err.find(bad.named) != std::string::npos);
+        CHECK(done.out.empty());
+        CHECK(findProcessesWithToken(reaper.token(), false).empty());
+        const HostSnapshot after = HostSnapshot::take();
+        CHECK(after.stockadeEntries == before.stockadeEntries);
+        CHECK(after.mounts == before.mounts);
+    }
+}

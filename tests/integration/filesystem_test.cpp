@@ -1,0 +1,318 @@
+// G2: what the sandbox can see and write of the host's filesystem.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "harness.h"
+
+using namespace stockade::itest;
+
+namespace {
+
+const std::vector<std::string> kRefusedWrite = {"EROFS", "EACCES"};
+
+struct FileStamp {
+    std::string content;
+    timespec mtime{};
+    bool operator==(const FileStamp& o) const {
+        return content == o.content && mtime.tv_sec == o.mtime.tv_sec &&
+               mtime.tv_nsec == o.mtime.tv_nsec;
+    }
+};
+
+FileStamp stampOf(const std::string& path) {
+    FileStamp stamp{readFileOrEmpty(path)};
+    struct stat st {};
+    if (::stat(path.c_str(), &st) == 0) stamp.mtime = st.st_mtim;
+    return stamp;
+}
+
+std::set<std::string> entriesOf(const std::string& dir) {
+    std::set<std::string> names;
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(dir, ec))
+        names.insert(e.path().filename().string());
+    return names;
+}
+
+}  // namespace
+
+TEST_CASE("G2: the invoking user's home and a canary planted in it are out of sight",
+          "[G2][filesystem]") {
+    STOCKADE_EACH_MODE(mode);
+    Sandbox sandbox(mode);
+    // Root's home is the real one; the rootless user gets a home of its own
+    // under /home, as a login user would.
+    std::string parent = pathExists("/home") ? "/home" : scratchRoot();
+    if (mode == Mode::Root) parent = std::getenv("HOME") != nullptr ? std::getenv("HOME") : "/root";
+    ScratchDir home(parent, ".stockade-itest-home", invokingUid(mode), invokingGid(mode));
+    const std::string canary = home.writeFile(".ssh/id_canary", sandbox.secretCanary(), 0600);
+    if (mode == Mode::Rootless) sandbox.callerEnv("HOME=" + home.path());
+
+    const ProbeRun read = sandbox.probe({"read-file", canary});
+    INFO(read.describe());
+    REQUIRE(read.exitCode() == 0);
+    CHECK(read.result() == "ENOENT");
+    CHECK(read.completed.out.find(sandbox.secretCanary()) == std::string::npos);
+
+    const ProbeRun list = sandbox.probe({"list-dir", home.path()});
+    INFO(list.describe());
+    CHECK(list.result() == "ENOENT");
+}
+
+TEST_CASE("G2: /home, /root, /run, /sys and the docker socket are absent", "[G2][filesystem]") {
+    STOCKADE_EACH_MODE(mode);
+    Sandbox sandbox(mode);
+    for (const std::string path : {"/home", "/root", "/run", "/sys", "/var/run/docker.sock",
+                                   "/run/docker.sock", "/var/run", "/boot", "/media", "/mnt"}) {
+        // /var/run is a symlink to /run on most hosts: absent or dangling.
+        const ProbeRun run = sandbox.probe({"stat", path});
+        INFO(path << "\n" << run.describe());
+        REQUIRE(run.exitCode() == 0);
+        if (path == "/var/run" && run.result() == "ok") {
+            CHECK(run.report.get("type") == "symlink");
+            CHECK(sandbox.probe({"list-dir", "/var/run/"}).result() == "ENOENT");
+        } else if (path == "/boot" || path == "/media" || path == "/mnt") {
+            // Not required absent, but nothing of the host's may show there.
+            const ProbeRun list = sandbox.probe({"list-dir", path});
+            if (list.result() == "ok") CHECK(list.report.all("entry").empty());
+        } else {
+            CHECK(run.result() == "ENOENT");
+        }
+    }
+    const ProbeRun root = sandbox.probe({"list-dir", "/"});
+    INFO(root.describe());
+    for (const std::string& entry : root.report.all("entry")) {
+        CHECK(entry != "home");
+        CHECK(entry != "root");
+        CHECK(entry != "run");
+        CHECK(entry != "sys");
+    }
+}
+
+TEST_CASE("G2: the root, system directories and /etc are read-only", "[G2][filesystem]") {
+    STOCKADE_EACH_MODE(mode);
+    Sandbox sandbox(mode);
+    for (const std::string dir :
+         {"/", "/usr", "/usr/bin", "/usr/lib", "/bin", "/sbin", "/lib", "/etc", "/var"}) {
+        const ProbeRun stat = sandbox.probe({"stat", dir});
+        if (stat.result() == "ENOENT") continue;  // e.g. no /lib64 on this host
+        const ProbeRun create = sandbox.probe({"create-in", dir});
+        INFO(dir << "\n" << create.describe() << "\n" << stat.describe());
+        REQUIRE(create.exitCode() == 0);
+        CHECK_THAT(create.result(), IsOneOf(kRefusedWrite));
+        if (dir != "/var") CHECK(stat.report.get("readonly") == "1");
+    }
+    for (const std::string file : {"/etc/passwd", "/etc/hosts", "/bin/sh", "/usr/bin/env"}) {
+        const ProbeRun run = sandbox.probe({"open-write", file});
+        INFO(file << "\n" << run.describe());
+        if (run.result() == "ENOENT") continue;
+        CHECK_THAT(run.result(), IsOneOf(kRefusedWrite));
+    }
+}
+
+TEST_CASE("G2: /tmp, /var/tmp and /dev/shm are fresh, not the host's", "[G2][filesystem]") {
+    STOCKADE_EACH_MODE(mode);
+    Sandbox sandbox(mode);
+    // A marker in the host's /tmp the sandbox must not see, and a file the
+    // sandbox writes that the host must not get.
+    const std::string marker = "/tmp/" + randomToken("itest-host-marker");
+    { std::ofstream(marker) << "host\n"; }
+    const std::string shmMarker = "/dev/shm/" + randomToken("itest-host-marker");
+    { std::ofstream(shmMarker) << "host\n"; }
+    const std::string written = randomToken("itest-sandbox-file");
+
+    for (const std::string dir : {"/tmp", "/var/tmp"}) {
+        const ProbeRun stat = sandbox.probe({"stat", dir});
+        INFO(dir << "\n" << stat.describe());
+        REQUIRE(stat.result() == "ok");
+        CHECK(stat.report.get("fsmagic") == "0x1021994");  // TMPFS_MAGIC
+        CHECK(stat.report.get("readonly") == "0");
+        const ProbeRun create = sandbox.probe({"create-file", dir + "/" + written, "x"});
+        INFO(create.describe());
+        CHECK(create.result() == "ok");
+        CHECK_FALSE(pathExists(dir + "/" + written));
+        ::unlink((dir + "/" + written).c_str());  // in case it leaked out
+    }
+    for (const std::string& path : {marker, shmMarker}) {
+        const ProbeRun seen = sandbox.probe({"stat", path});
+        INFO(path << "\n" << seen.describe());
+        CHECK(seen.result() == "ENOENT");
+        ::unlink(path.c_str());
+    }
+}
+
+TEST_CASE("G2: a write into /repo lands in the host's worktree", "[G2][filesystem]") {
+    STOCKADE_EACH_MODE(mode);
+    Sandbox sandbox(mode);
+    const std::string name = randomToken("written");
+    const ProbeRun run = sandbox.probe({"create-file", "/repo/" + name, "from the sandbox\n"});
+    INFO(run.describe());
+    REQUIRE(run.exitCode() == 0);
+    CHECK(run.result() == "ok");
+    CHECK(readFileOrEmpty(sandbox.worktree() + "/" + name) == "from the sandbox\n");
+    const ProbeRun stat = sandbox.probe({"stat", "/repo"});
+    CHECK(stat.report.get("readonly") == "0");
+}
+
+TEST_CASE("G2: /repo/.git is read-only and the host's .git is left unchanged",
+          "[G2][filesystem][git]") {
+    STOCKADE_EACH_MODE(mode);
+    Sandbox sandbox(mode);
+    const std::string config = sandbox.worktree() + "/.git/config";
+    const FileStamp before = stampOf(config);
+    const std::set<std::string> gitBefore = entriesOf(sandbox.worktree() + "/.git");
+
+    const ProbeRun stat = sandbox.probe({"stat", "/repo/.git"});
+    INFO(stat.describe());
+    REQUIRE(stat.result() == "ok");
+    CHECK(stat.report.get("readonly") == "1");
+
+    const ProbeRun rewrite = sandbox.probe({"rewrite-same", "/repo/.git/config"});
+    INFO(rewrite.describe());
+    CHECK(rewrite.report.get("stage") == "open");
+    CHECK_THAT(rewrite.result(), IsOneOf(kRefusedWrite));
+    for (const std::string dir : {"/repo/.git", "/repo/.git/hooks"}) {
+        const ProbeRun create = sandbox.probe({"create-in", dir});
+        INFO(dir << "\n" << create.describe());
+        CHECK_THAT(create.result(), IsOneOf(kRefusedWrite));
+    }
+    // Around the read-only mount: a hard link from the writable worktree, and
+    // moving .git aside to put a writable one in its place.
+    const ProbeRun link = sandbox.probe({"link", "/repo/.git/config", "/repo/config-link"});
+    INFO(link.describe());
+    CHECK_THAT(link.result(), IsOneOf({"EXDEV", "EROFS", "EPERM"}));
+    const ProbeRun rename = sandbox.probe({"rename", "/repo/.git", "/repo/moved-git"});
+    INFO(rename.describe());
+    CHECK_THAT(rename.result(), IsOneOf({"EBUSY", "EXDEV", "EROFS", "EPERM"}));
+
+    CHECK(stampOf(config) == before);
+    CHECK(entriesOf(sandbox.worktree() + "/.git") == gitBefore);
+}
+
+TEST_CASE("G2: the gitdir named by a .git file is read-only, at its own path",
+          "[G2][filesystem][git]") {
+    STOCKADE_EACH_MODE(mode);
+    Sandbox sandbox(mode);
+    // `git worktree add` leaves a .git file pointing into the main repo.
+    const std::string gitdir = sandbox.scratch().makeDir("main-repo/.git/worktrees/wt");
+    sandbox.scratch().writeFile("main-repo/.git/worktrees/wt/HEAD", "ref: refs/heads/wt\n");
+    const std::string config =
+        sandbox.scratch().writeFile("main-repo/.git/worktrees/wt/config", "[core]\n", 0666);
+    std::filesystem::remove_all(sandbox.worktree() + "/.git");
+    sandbox.scratch().writeFile("worktree/.git", "gitdir: " + gitdir + "\n");
+    const FileStamp before = stampOf(config);
+
+    const ProbeRun stat = sandbox.probe({"stat", gitdir});
+    INFO(stat.describe());
+    REQUIRE(stat.result() == "ok");
+    CHECK(stat.report.get("type") == "dir");
+    CHECK(stat.report.get("readonly") == "1");
+
+    // The file is world-writable: only a read-only mount can refuse this.
+    const ProbeRun rewrite = sandbox.probe({"rewrite-same", gitdir + "/config"});
+    INFO(rewrite.describe());
+    CHECK(rewrite.report.get("stage") == "open");
+    CHECK(rewrite.result() == "EROFS");
+    const ProbeRun create = sandbox.probe({"create-in", gitdir});
+    INFO(create.describe());
+    CHECK_THAT(create.result(), IsOneOf(kRefusedWrite));
+    const ProbeRun dotGit = sandbox.probe({"open-write", "/repo/.git"});
+    INFO(dotGit.describe());
+    CHECK_THAT(dotGit.result(), IsOneOf(kRefusedWrite));
+    CHECK(stampOf(config) == before);
+}
+
+TEST_CASE("G2: a symlink in the worktree that leads out does not expose its target",
+          "[G2][filesystem][symlink]") {
+    STOCKADE_EACH_MODE(mode);
+    Sandbox sandbox(mode);
+    const std::string outside = sandbox.scratch().makeDir("outside");
+    sandbox.scratch().writeFile("outside/secret", sandbox.secretCanary(), 0644);
+    sandbox.scratch().makeSymlink("worktree/link", outside);
+
+    const ProbeRun link = sandbox.probe({"readlink", "/repo/link"});
+    INFO(link.describe());
+    REQUIRE(link.result() == "ok");  // the worktree is there, link and all
+    for (const std::string& path : {std::string("/repo/link/secret"), outside + "/secret"}) {
+        const ProbeRun run = sandbox.probe({"read-file", path});
+        INFO(path << "\n" << run.describe());
+        REQUIRE(run.exitCode() == 0);
+        CHECK(run.result() == "ENOENT");
+        CHECK(run.completed.out.find(sandbox.secretCanary()) == std::string::npos);
+    }
+}
+
+TEST_CASE("G2: a .git symlink that leads out of the worktree does not mount its target",
+          "[G2][filesystem][symlink][git]") {
+    STOCKADE_EACH_MODE(mode);
+    Sandbox sandbox(mode);
+    const std::string outside = sandbox.scratch().makeDir("outside");
+    sandbox.scratch().writeFile("outside/secret", sandbox.secretCanary(), 0644);
+    std::filesystem::remove_all(sandbox.worktree() + "/.git");
+    sandbox.scratch().makeSymlink("worktree/.git", outside);
+    const std::set<std::string> outsideBefore = entriesOf(outside);
+
+    // Refusing the worktree is as good as resolving the link inside.
+    for (const std::string& path : {std::string("/repo/.git/secret"), outside + "/secret"}) {
+        const ProbeRun run = sandbox.probe({"read-file", path});
+        INFO(path << "\n" << run.describe());
+        if (run.exitCode() == 125) continue;
+        REQUIRE(run.exitCode() == 0);
+        CHECK(run.result() != "ok");
+        CHECK(run.completed.out.find(sandbox.secretCanary()) == std::string::npos);
+    }
+    CHECK(entriesOf(outside) == outsideBefore);
+}
+
+TEST_CASE("G2: a --mount target reached through a symlink does not land outside",
+          "[G2][filesystem][symlink][mount]") {
+    STOCKADE_EACH_MODE(mode);
+    // One through an absolute link that leads out of the worktree, one through
+    // a relative link into .git (a way to get a mount inside /repo/.git).
+    for (const std::string target : {"/repo/escape/inner", "/repo/gitlink/hooks/inner"}) {
+        Sandbox sandbox(mode);
+        const std::string payload = sandbox.scratch().makeDir("payload");
+        sandbox.scratch().writeFile("payload/marker", "payload\n");
+        const std::string outside = sandbox.scratch().makeDir("outside");
+        sandbox.scratch().makeSymlink("worktree/escape", outside);
+        sandbox.scratch().makeSymlink("worktree/gitlink", ".git");
+        const std::string gitHooks = sandbox.worktree() + "/.git/hooks";
+        const std::set<std::string> outsideBefore = entriesOf(outside);
+        const std::set<std::string> hooksBefore = entriesOf(gitHooks);
+
+        sandbox.option("--mount", payload + ":" + target);
+        const ProbeRun run = sandbox.probe({"list-dir", "/repo/.git/hooks/inner"});
+        INFO(target << "\n" << run.describe());
+        // Either refused, or mounted where the link leads inside the sandbox;
+        // never on the host's side of the link and never inside .git.
+        CHECK_THAT(std::to_string(run.exitCode()), IsOneOf({"0", "125"}));
+        if (run.exitCode() == 0) {
+            CHECK(run.result() == "ENOENT");
+            // And it did run in the sandbox, with the worktree at /repo.
+            const ProbeRun repo = sandbox.probe({"readlink", "/repo/escape"});
+            INFO(repo.describe());
+            CHECK(repo.report.get("target") == outside);
+        }
+        CHECK(entriesOf(outside) == outsideBefore);
+        CHECK(entriesOf(gitHooks) == hooksBefore);
+    }
+}
+
+TEST_CASE("G2: a worktree given through a symlink is resolved on the host", "[G2][filesystem]") {
+    STOCKADE_EACH_MODE(mode);
+    Sandbox sandbox(mode);
+    const std::string link = sandbox.scratch().makeSymlink("worktree-link", sandbox.worktree());
+    const std::string real = sandbox.worktree();
+    sandbox.worktreeAt(link);
+    const std::string name = randomToken("through-link");
+    const ProbeRun run = sandbox.probe({"create-file", "/repo/" + name, "ok\n"});
+    INFO(run.describe());
+    CHECK(run.result() == "ok");
+    CHECK(readFileOrEmpty(real + "/" + name) == "ok\n");
+    const ProbeRun git = sandbox.probe({"stat", "/repo/.git"});
+    CHECK(git.report.get("readonly") == "1");
+}

@@ -1,0 +1,156 @@
+// G6: the PID namespace, stockade's init, and teardown.
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "harness.h"
+
+using namespace stockade::itest;
+using namespace std::chrono_literals;
+
+namespace {
+
+std::vector<std::string> sleepWithToken(const std::string& token, int seconds = 60) {
+    return probeCommand({"sleep-with-token", token, std::to_string(seconds)});
+}
+
+}  // namespace
+
+TEST_CASE("G6: host processes are invisible and cannot be signalled", "[G6][pid]") {
+    STOCKADE_EACH_MODE(mode);
+    Sandbox sandbox(mode);
+    // Runs as 65534, the sandbox's own uid in most set-ups, so that only the
+    // PID namespace stands between the sandbox and it.
+    HostProcess sleeper({"/bin/sleep", "300"}, kNobody, kNobody);
+    const std::string hostPid = std::to_string(sleeper.pid());
+
+    const ProbeRun killRun = sandbox.probe({"kill", hostPid, std::to_string(SIGTERM)});
+    INFO(killRun.describe());
+    REQUIRE(killRun.exitCode() == 0);
+    CHECK(killRun.result() == "ESRCH");
+    const ProbeRun ptraceRun = sandbox.probe({"ptrace", hostPid});
+    INFO(ptraceRun.describe());
+    CHECK_THAT(ptraceRun.result(), IsOneOf({"ESRCH", "EPERM"}));
+    CHECK(sleeper.alive());
+
+    const ProbeRun pids = sandbox.probe({"pids"});
+    INFO(pids.describe());
+    REQUIRE(pids.result() == "ok");
+    const std::vector<std::string> seen = pids.report.all("pid");
+    const std::string self = pids.report.get("self");
+    CHECK(std::count(seen.begin(), seen.end(), hostPid) == 0);
+    CHECK(std::count(seen.begin(), seen.end(), std::to_string(::getpid())) == 0);
+    // Nothing but stockade's init and the probe itself.
+    std::vector<std::string> sorted = seen;
+    std::sort(sorted.begin(), sorted.end());
+    std::vector<std::string> expected = {"1", self};
+    std::sort(expected.begin(), expected.end());
+    CHECK(sorted == expected);
+}
+
+TEST_CASE("G6: the command is not PID 1 but a child of stockade's init, which is",
+          "[G6][pid][init]") {
+    STOCKADE_EACH_MODE(mode);
+    Sandbox sandbox(mode);
+    const ProbeRun session = sandbox.probe({"session"});
+    INFO(session.describe());
+    REQUIRE(session.exitCode() == 0);
+    CHECK(session.report.get("pid") != "1");
+    CHECK(session.report.get("ppid") == "1");
+    const ProbeRun comm = sandbox.probe({"read-file", "/proc/1/comm"});
+    INFO(comm.describe());
+    CHECK(comm.result() == "ok");
+    CHECK(comm.report.get("content").find("stockade-probe") == std::string::npos);
+    // Init is non-dumpable: its environment, memory and fds are closed to
+    // the command even though they share a uid.
+    const ProbeRun environ = sandbox.probe({"read-file", "/proc/1/environ"});
+    INFO(environ.describe());
+    CHECK(environ.result() == "EACCES");
+    const ProbeRun fds = sandbox.probe({"list-dir", "/proc/1/fd"});
+    INFO(fds.describe());
+    CHECK(fds.result() == "EACCES");
+}
+
+TEST_CASE("G6: a setsid double-forked daemon does not outlive the run", "[G6][teardown]") {
+    STOCKADE_EACH_MODE(mode);
+    Sandbox sandbox(mode);
+    TokenReaper reaper(randomToken("daemon"));
+    const ProbeRun run = sandbox.probe({"daemonize", reaper.token()});
+    INFO(run.describe());
+    REQUIRE(run.result() == "ok");
+    CHECK(run.exitCode() == 0);
+    // stockade returns only once nothing is left: no waiting here.
+    const std::vector<pid_t> left = findProcessesWithToken(reaper.token(), false);
+    CHECK(left.empty());
+    const nlohmann::json result = sandbox.result();
+    INFO(result.dump(2));
+    REQUIRE(result.contains("stragglers_killed"));
+    CHECK(result["stragglers_killed"].get<int>() >= 1);
+    CHECK(result["status"] == "passed");
+}
+
+TEST_CASE("G6: SIGKILL to stockade takes the whole sandbox down", "[G6][teardown]") {
+    STOCKADE_EACH_MODE(mode);
+    Sandbox sandbox(mode);
+    TokenReaper reaper(randomToken("orphan"));
+    StockadeProcess stockade(sandbox.launch(sleepWithToken(reaper.token())));
+    REQUIRE(stockade.waitForStdout("ready=" + reaper.token(), 20s));
+    const std::vector<pid_t> probes = findProcessesWithToken(reaper.token(), true);
+    REQUIRE(probes.size() == 1);
+    // A process of its own, not stockade having exec'd the command.
+    REQUIRE(probes.front() != stockade.pid());
+
+    stockade.signal(SIGKILL);
+    const Completed done = stockade.finish(10s);
+    INFO(done.describe());
+    CHECK(done.signal == SIGKILL);
+    CHECK(waitUntilNoProcessHas(reaper.token(), 5s));
+}
+
+TEST_CASE("G6: SIGINT, SIGTERM and SIGHUP to stockade reach the command and nothing is left",
+          "[G6][init]") {
+    STOCKADE_EACH_MODE(mode);
+    const int sig = GENERATE(SIGTERM, SIGINT, SIGHUP);
+    INFO("signal " << sig);
+    Sandbox sandbox(mode);
+    TokenReaper reaper(randomToken("cancelled"));
+    StockadeProcess stockade(sandbox.launch(sleepWithToken(reaper.token())));
+    REQUIRE(stockade.waitForStdout("ready=" + reaper.token(), 20s));
+
+    stockade.signal(sig);
+    const Completed done = stockade.finish(20s);
+    INFO(done.describe());
+    CHECK(done.exitCode == 128 + sig);
+    CHECK(findProcessesWithToken(reaper.token(), false).empty());
+    const nlohmann::json result = sandbox.result();
+    INFO(result.dump(2));
+    CHECK(result["signal"] == sig);
+    CHECK(result["status"] == "cancelled");
+}
+
+TEST_CASE("G6: a daemon that keeps the output pipes open does not hold the run up",
+          "[G6][teardown]") {
+    STOCKADE_EACH_MODE(mode);
+    Sandbox sandbox(mode);
+    TokenReaper reaper(randomToken("clinging"));
+    const auto start = std::chrono::steady_clock::now();
+    const ProbeRun run = sandbox.probe({"daemonize-keep-stdio", reaper.token()});
+    const auto took = std::chrono::steady_clock::now() - start;
+    INFO(run.describe());
+    REQUIRE(run.result() == "ok");
+    CHECK(run.exitCode() == 0);
+    CHECK(took < 5s);
+    CHECK(findProcessesWithToken(reaper.token(), false).empty());
+    CHECK(sandbox.result()["stragglers_killed"].get<int>() >= 1);
+}
+
+TEST_CASE("G6: stockade's init reaps orphaned zombies", "[G6][init]") {
+    STOCKADE_EACH_MODE(mode);
+    Sandbox sandbox(mode);
+    const ProbeRun run = sandbox.probe({"orphan-zombies", "5"});
+    INFO(run.describe());
+    REQUIRE(run.result() == "ok");
+    CHECK(run.report.get("zombies") == "0");
+}

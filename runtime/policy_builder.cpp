@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdio>
 #include <cstdlib>
 #include <sstream>
 
@@ -45,6 +46,35 @@ Status applyLimit(const std::optional<std::string>& value, const char* flag,
     auto parsed = parse(*value);
     if (!parsed) return parsed.error().withContext(flag);
     out = *parsed;
+    return okStatus();
+}
+
+uint64_t readNumber(const char* path) {
+    FILE* f = fopen(path, "re");
+    if (!f) return 0;
+    unsigned long long value = 0;
+    if (fscanf(f, "%llu", &value) != 1) value = 0;
+    fclose(f);
+    return value;
+}
+
+// A bound the host cannot honour is refused, not silently clipped: more
+// memory than the machine has, more processes than pid_max allows.
+Status checkBoundsFitHost(const Limits& limits) {
+    uint64_t ram = static_cast<uint64_t>(sysconf(_SC_PHYS_PAGES)) *
+                   static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+    if (limits.memory_bytes && ram && *limits.memory_bytes > ram)
+        return Error::message("--memory: " + std::to_string(*limits.memory_bytes) +
+                              " bytes is more than this host has (" + std::to_string(ram) + ")");
+    uint64_t pid_max = readNumber("/proc/sys/kernel/pid_max");
+    if (limits.pids && pid_max && *limits.pids > pid_max)
+        return Error::message("--pids: " + std::to_string(*limits.pids) +
+                              " is more than this host's pid_max (" + std::to_string(pid_max) +
+                              ")");
+    if (limits.tmp_bytes > ram && ram)
+        return Error::message("--tmp-size: " + std::to_string(limits.tmp_bytes) +
+                              " bytes is more than this host's memory (" + std::to_string(ram) +
+                              ")");
     return okStatus();
 }
 
@@ -180,6 +210,7 @@ Result<Policy> buildPolicy(const Profile& profile, const RunOptions& options) {
         if (!size) return size.error().withContext("--tmp-size");
         p.limits.tmp_bytes = *size;
     }
+    if (auto s = checkBoundsFitHost(p.limits); !s) return s.error();
     p.require = profile.require;
     const auto& known = knownRequirements();
     for (const std::string& list : options.require) {

@@ -67,7 +67,12 @@ SandboxResult classify(const SandboxOutcome& o) {
     if (ran && !(o.ending == Ending::Exited && o.exit_code == 0)) {
         if (o.oom_killed) return {"blocked", "memory_limit", o.exit_code};
         if (o.pids_limit_hit) return {"blocked", "pids_limit", o.exit_code};
-        if (o.ending == Ending::Signaled && o.signal == SIGXCPU)
+        // RLIMIT_CPU: SIGXCPU at the soft limit, SIGKILL from the kernel a
+        // second later for a command that ignores it; the CPU time used
+        // tells the second case from any other SIGKILL.
+        if (o.ending == Ending::Signaled &&
+            (o.signal == SIGXCPU ||
+             (o.signal == SIGKILL && o.cpu_limit_ms && o.cpu_ms >= o.cpu_limit_ms)))
             return {"blocked", "cpu_time", o.exit_code};
     }
     switch (o.ending) {

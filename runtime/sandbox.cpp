@@ -517,6 +517,8 @@ SandboxOutcome runSandbox(const Policy& policy) {
                             timer_fd.get(), listener_parent.get());
     supervision.run(out);
     restore();
+    if (policy.limits.cpu_time_ms)
+        out.cpu_limit_ms = (*policy.limits.cpu_time_ms + 999) / 1000 * 1000;
     CgroupEvents events = cgroups->events();
     out.oom_killed = events.oom_killed;
     out.pids_limit_hit = events.pids_limit_hit;

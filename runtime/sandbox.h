@@ -46,6 +46,7 @@ struct SandboxOutcome {
     // Causes read from the cgroups after the run, not guessed from signals.
     bool oom_killed = false;
     bool pids_limit_hit = false;
+    uint64_t cpu_limit_ms = 0;  // RLIMIT_CPU as set, whole seconds
     // What held each guarantee ("true", "cgroup1", "rlimit", "default"…);
     // a guarantee missing here did not hold. `degraded` lists what the
     // policy asked for and got only in a weaker form, or not at all.

@@ -1,0 +1,210 @@
+// G8 and SPEC §4 through the real binary, in both modes: each bound stops
+// what it should, the result names the cause (read from the kernel's own
+// accounting), and nothing is left behind.
+#include <signal.h>
+
+#include <fstream>
+
+#include "tests/integration/harness.h"
+
+namespace stockade::itest {
+namespace {
+
+// A copy of held-test with `edit` applied to its JSON text.
+std::string profileWith(Sandbox& sandbox, const std::string& from, const std::string& to) {
+    std::ifstream in(std::string(STOCKADE_SOURCE_DIR) + "/profiles/held-test.json");
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    auto at = text.find(from);
+    REQUIRE(at != std::string::npos);
+    text.replace(at, from.size(), to);
+    return sandbox.scratch().writeFile("profile.json", text);
+}
+
+}  // namespace
+
+TEST_CASE("G8: a CPU spin that ignores SIGXCPU and SIGTERM ends at its CPU bound", "[G8][limits]") {
+    STOCKADE_EACH_MODE(mode);
+    TokenReaper reaper(randomToken("spin"));
+    Sandbox sandbox(mode);
+    sandbox.option("--cpu-time", "1");
+    const Completed run =
+        sandbox.run({"sh", "-c", "trap '' XCPU TERM; while :; do :; done # " + reaper.token()});
+    INFO(run.describe());
+    CHECK(run.exitCode == 128 + SIGKILL);
+    const nlohmann::json result = sandbox.result();
+    INFO(result.dump(2));
+    CHECK(result["status"] == "blocked");
+    CHECK(result["reason"] == "cpu_time");
+    CHECK(result["enforced"]["cpu_time"] == "rlimit");
+    CHECK(findProcessesWithToken(reaper.token(), false).empty());
+}
+
+TEST_CASE("G8: a command that stops itself still ends at the wall-clock timeout", "[G8][limits]") {
+    STOCKADE_EACH_MODE(mode);
+    TokenReaper reaper(randomToken("stopped"));
+    Sandbox sandbox(mode);
+    sandbox.option("--timeout", "1");
+    const Completed run =
+        sandbox.run({"sh", "-c", "sleep 60 & # " + reaper.token() + "\nkill -STOP $$; sleep 60"});
+    INFO(run.describe());
+    CHECK(run.exitCode == 124);
+    const nlohmann::json result = sandbox.result();
+    INFO(result.dump(2));
+    CHECK(result["status"] == "timed_out");
+    CHECK(result["reason"] == "timeout");
+    CHECK(result["stragglers_killed"] >= 1);
+    CHECK(findProcessesWithToken(reaper.token(), false).empty());
+}
+
+TEST_CASE("G8: an output flood on stderr is cut at the output limit", "[G8][output]") {
+    STOCKADE_EACH_MODE(mode);
+    Sandbox sandbox(mode);
+    sandbox.option("--output-limit", "256k").option("--quiet");
+    const Completed run = sandbox.run({"sh", "-c", "yes flood >&2"});
+    INFO(run.describe());
+    CHECK(run.exitCode == 128 + SIGKILL);
+    const nlohmann::json result = sandbox.result();
+    INFO(result.dump(2));
+    CHECK(result["status"] == "blocked");
+    CHECK(result["reason"] == "output_limit");
+    CHECK(result["stderr"]["bytes"] == 256 * 1024);
+    CHECK(result["stderr"]["truncated"] == true);
+    CHECK(result["stderr"]["tail"].get<std::string>().size() == 4096);
+    CHECK(result["stdout"]["truncated"] == false);
+    // --quiet: captured, counted and hashed, but not echoed.
+    CHECK(run.err.find("flood") == std::string::npos);
+}
+
+TEST_CASE("G8: a full /tmp answers ENOSPC inside and touches nothing outside", "[G8][tmpfs]") {
+    STOCKADE_EACH_MODE(mode);
+    Sandbox sandbox(mode);
+    sandbox.option("--tmp-size", "1m");
+    const Completed run =
+        sandbox.run({"sh", "-c", "dd if=/dev/zero of=/tmp/fill bs=64k count=64 2>&1; echo dd=$?"});
+    INFO(run.describe());
+    CHECK(run.out.find("No space left on device") != std::string::npos);
+    CHECK(run.out.find("dd=1") != std::string::npos);
+    CHECK(run.exitCode == 0);
+}
+
+TEST_CASE("G8: a file beyond RLIMIT_FSIZE stops the writer with SIGXFSZ", "[G8][limits]") {
+    STOCKADE_EACH_MODE(mode);
+    Sandbox sandbox(mode);
+    sandbox.option("--profile",
+                   profileWith(sandbox, "\"file_size\": \"1g\"", "\"file_size\": \"1m\""));
+    const Completed run = sandbox.run({"dd", "if=/dev/zero", "of=/tmp/big", "bs=64k", "count=64"});
+    INFO(run.describe());
+    CHECK(run.exitCode == 128 + SIGXFSZ);
+    const nlohmann::json result = sandbox.result();
+    INFO(result.dump(2));
+    CHECK(result["signal"] == SIGXFSZ);
+}
+
+TEST_CASE("G8: hard limits cannot be raised from inside", "[G8][limits]") {
+    STOCKADE_EACH_MODE(mode);
+    Sandbox sandbox(mode);
+    const Completed run =
+        sandbox.run({"python3", "-c",
+                     "import resource\n"
+                     "for name in ('RLIMIT_NOFILE', 'RLIMIT_CORE', 'RLIMIT_FSIZE', 'RLIMIT_CPU'):\n"
+                     "    r = getattr(resource, name)\n"
+                     "    soft, hard = resource.getrlimit(r)\n"
+                     "    try:\n"
+                     "        resource.setrlimit(r, (hard + 1, hard + 1))\n"
+                     "        print(name, 'raised')\n"
+                     "    except (ValueError, OSError) as e:\n"
+                     "        print(name, 'refused', hard)\n"});
+    INFO(run.describe());
+    for (const char* name : {"RLIMIT_NOFILE", "RLIMIT_CORE", "RLIMIT_FSIZE", "RLIMIT_CPU"}) {
+        INFO(name);
+        CHECK(run.out.find(std::string(name) + " refused") != std::string::npos);
+    }
+    CHECK(run.out.find("RLIMIT_CORE refused 0") != std::string::npos);
+}
+
+TEST_CASE("G8: a memory bomb is stopped, named from the cgroup's own events where there is one",
+          "[G8][limits]") {
+    STOCKADE_EACH_MODE(mode);
+    Sandbox sandbox(mode);
+    sandbox.option("--memory", "64m");
+    const Completed run = sandbox.run({"python3", "-c", "b = bytearray(512 << 20)"});
+    INFO(run.describe());
+    const nlohmann::json result = sandbox.result();
+    INFO(result.dump(2));
+    CHECK(result["status"] != "passed");
+    if (result["enforced"]["memory"] == "rlimit") {
+        // No writable cgroup (rootless on this host): the bound is
+        // RLIMIT_AS, the allocation fails, and the result says degraded.
+        CHECK(result["degraded"].dump().find("memory") != std::string::npos);
+        CHECK(run.err.find("MemoryError") != std::string::npos);
+    } else {
+        CHECK(result["reason"] == "memory_limit");
+        CHECK(run.exitCode == 128 + SIGKILL);
+        CHECK(result["peak_memory_bytes"] <= 64 << 20);
+    }
+    if (mode == Mode::Root) CHECK(result["enforced"]["memory"] != "rlimit");
+}
+
+TEST_CASE("G8: a fork bomb is stopped at the pids bound", "[G8][limits]") {
+    STOCKADE_EACH_MODE(mode);
+    TokenReaper reaper(randomToken("forkbomb"));
+    Sandbox sandbox(mode);
+    sandbox.option("--pids", "32");
+    const Completed run = sandbox.run(
+        {"sh", "-c", "for i in $(seq 100); do sleep 30 & done; wait # " + reaper.token()});
+    INFO(run.describe());
+    const nlohmann::json result = sandbox.result();
+    INFO(result.dump(2));
+    CHECK(result["status"] != "passed");
+    if (result["enforced"]["pids"] != "rlimit") CHECK(result["reason"] == "pids_limit");
+    if (mode == Mode::Root) CHECK(result["enforced"]["pids"] != "rlimit");
+    CHECK(findProcessesWithToken(reaper.token(), false).empty());
+}
+
+TEST_CASE("G8: --require refuses a host that cannot hold the bound, before anything runs",
+          "[G8][require]") {
+    STOCKADE_EACH_MODE(mode);
+    Sandbox sandbox(mode);
+    sandbox.option("--require", "memory,pids");
+    const Completed run = sandbox.run({"sh", "-c", "echo ran"});
+    INFO(run.describe());
+    const nlohmann::json result = sandbox.result();
+    INFO(result.dump(2));
+    if (mode == Mode::Root) {
+        // This host gives root the v1 memory and pids hierarchies.
+        CHECK(run.exitCode == 0);
+        CHECK(result["status"] == "passed");
+    } else {
+        CHECK(run.exitCode == 125);
+        CHECK(run.out.find("ran") == std::string::npos);
+        CHECK(result["status"] == "blocked");
+        CHECK(result["reason"] == "sandbox_unavailable");
+        CHECK(run.err.find("memory") != std::string::npos);
+    }
+}
+
+TEST_CASE("G8: bounds that make no sense are refused with invalid_bounds", "[G8][bounds]") {
+    STOCKADE_EACH_MODE(mode);
+    const auto [flag, value] =
+        GENERATE(std::pair<std::string, std::string>{"--memory", "-1"},
+                 std::pair<std::string, std::string>{"--memory", "0"},
+                 std::pair<std::string, std::string>{"--memory", "100t"},
+                 std::pair<std::string, std::string>{"--pids", "0"},
+                 std::pair<std::string, std::string>{"--pids", "99999999"},
+                 std::pair<std::string, std::string>{"--timeout", "abc"},
+                 std::pair<std::string, std::string>{"--cpu-time", "-3"},
+                 std::pair<std::string, std::string>{"--output-limit", "1x"});
+    INFO(flag << " " << value);
+    Sandbox sandbox(mode);
+    sandbox.option(flag, value);
+    const Completed run = sandbox.run({"sh", "-c", "echo ran"});
+    INFO(run.describe());
+    CHECK(run.exitCode == 125);
+    CHECK(run.out.find("ran") == std::string::npos);
+    CHECK(run.err.find(flag) != std::string::npos);
+    const nlohmann::json result = sandbox.result();
+    CHECK(result["status"] == "blocked");
+    CHECK(result["reason"] == "invalid_bounds");
+}
+
+}  // namespace stockade::itest

@@ -208,7 +208,7 @@ Status addGitProtection(const std::string& worktree, ns::MountPlan& plan) {
                          .description = "mount the gitdir " + exposed + " read-only"});
         return okStatus();
     }
-    for (const char* reserved : {"/proc", "/dev", "/sys", "/tmp", "/repo", "/etc"})
+    for (const char* reserved : {"/proc", "/dev", "/sys", "/repo", "/etc"})
         if (isUnder(exposed, reserved) || exposed == "/")
             return Error::message("the gitdir " + exposed + " named by " + dotgit +
                                   " cannot be exposed at its own path in the sandbox");
@@ -325,6 +325,17 @@ Result<ChildPlan> buildChildPlan(const Policy& policy, const Identity& identity,
 
     if (auto s = addSystemDirs(policy, mounts); !s) return s.error();
     if (auto s = addEtc(policy, identity.ids, mounts); !s) return s.error();
+    // /tmp and /var/tmp before the worktree's gitdir and the extra mounts, so
+    // that one of those placed under /tmp lands on the tmpfs, not beneath it.
+    std::string tmp_options = "mode=1777,size=" + std::to_string(policy.limits.tmp_bytes);
+    ns::addOp(mounts, {.kind = MountKind::Tmpfs,
+                       .target = "tmp",
+                       .data = tmp_options,
+                       .description = "mount /tmp"});
+    ns::addOp(mounts, {.kind = MountKind::Tmpfs,
+                       .target = "var/tmp",
+                       .data = tmp_options,
+                       .description = "mount /var/tmp"});
     if (policy.fs.worktree) {
         const std::string& worktree = *policy.fs.worktree;
         if (idmapped_worktree)
@@ -360,15 +371,6 @@ Result<ChildPlan> buildChildPlan(const Policy& policy, const Identity& identity,
                            .description = "mount " + m.source + " at " + m.target +
                                           (m.writable ? "" : " read-only")});
     }
-    std::string tmp_options = "mode=1777,size=" + std::to_string(policy.limits.tmp_bytes);
-    ns::addOp(mounts, {.kind = MountKind::Tmpfs,
-                       .target = "tmp",
-                       .data = tmp_options,
-                       .description = "mount /tmp"});
-    ns::addOp(mounts, {.kind = MountKind::Tmpfs,
-                       .target = "var/tmp",
-                       .data = tmp_options,
-                       .description = "mount /var/tmp"});
     addProcAndDev(mounts);
     ns::addOp(mounts, {.kind = MountKind::Tmpfs,
                        .target = "dev/shm",

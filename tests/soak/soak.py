@@ -33,10 +33,15 @@ def demote():
 
 def host_state():
     mounts = open("/proc/self/mountinfo").read().count("\n")
+    # A leaf is named after the stockade that made it; one whose stockade is
+    # gone is a leak (a live one belongs to a run still going elsewhere).
     leaves = []
     for pattern in ("/sys/fs/cgroup/*/stockade/*-*", "/sys/fs/cgroup/*/*/stockade/*-*",
                     "/sys/fs/cgroup/*/*/*/stockade/*-*", "/sys/fs/cgroup/stockade/*-*"):
-        leaves += [p for p in glob.glob(pattern) if os.path.isdir(p)]
+        for p in glob.glob(pattern):
+            owner = os.path.basename(p).split("-")[0]
+            if os.path.isdir(p) and owner.isdigit() and not os.path.exists("/proc/" + owner):
+                leaves.append(p)
     procs = []
     for pid in os.listdir("/proc"):
         if not pid.isdigit():

@@ -623,7 +623,7 @@ TEST_CASE("sandbox paths are normalized lexically and \"..\" is refused", "[poli
     }
 }
 
-TEST_CASE("--mount SRC:DST reads the mode suffix and resolves the source", "[policy][mount]") {
+TEST_CASE("mount spec SRC:DST reads the mode suffix and resolves the source", "[policy][mount]") {
     char cwd[4096];
     REQUIRE(::getcwd(cwd, sizeof cwd) != nullptr);
     struct Case {
@@ -656,7 +656,7 @@ TEST_CASE("--mount SRC:DST reads the mode suffix and resolves the source", "[pol
     }
 }
 
-TEST_CASE("--mount refuses holes over /, /proc, /dev, /sys and inside /repo/.git",
+TEST_CASE("mount spec refuses holes over /, /proc, /dev, /sys and inside /repo/.git",
           "[policy][mount]") {
     const std::vector<std::pair<std::string, std::string>> holes = {
         {"/usr:/", "refusing to mount over /"},
@@ -685,7 +685,7 @@ TEST_CASE("--mount refuses holes over /, /proc, /dev, /sys and inside /repo/.git
     }
 }
 
-TEST_CASE("--mount refuses a malformed spec, naming the whole value", "[policy][mount]") {
+TEST_CASE("mount spec refuses a malformed spec, naming the whole value", "[policy][mount]") {
     const std::vector<std::pair<std::string, std::string>> bad = {
         {"/usr", "expected SRC:DST[:rw]"},
         {"/usr:", "expected SRC:DST[:rw]"},

@@ -8,7 +8,9 @@ ASAN_BUILD ?= build-asan
 JOBS       ?= $(shell nproc)
 CMAKE_GEN  := -G Ninja
 
-.PHONY: all deps build build-asan check check-normal check-asan fuzz demo clean format
+.PHONY: all deps build build-asan check check-normal check-asan fuzz demo clean format install uninstall deb
+
+PREFIX ?= /usr/local
 
 all: build
 
@@ -43,6 +45,17 @@ demo: deps
 	@cmake -S . -B $(BUILD) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 	@cmake --build $(BUILD) -j $(JOBS) --target stockade
 	@sh scripts/demo.sh $(BUILD)/stockade
+
+# Installs under PREFIX and records what went where, for `make uninstall`.
+install: build
+	cmake --install $(BUILD) --prefix $(PREFIX)
+
+uninstall:
+	@test -f $(BUILD)/install_manifest.txt || { echo "nothing installed from $(BUILD)"; exit 0; }
+	xargs -r rm -f < $(BUILD)/install_manifest.txt
+
+deb: build
+	cd $(BUILD) && cpack -G DEB
 
 format:
 	@git ls-files '*.cpp' '*.h' | xargs clang-format -i

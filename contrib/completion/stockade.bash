@@ -1,0 +1,38 @@
+# bash completion for stockade(1)
+_stockade() {
+    local cur prev words cword
+    _init_completion || return
+    local commands="run profile check bench oracle serve stop ps logs --help --version"
+    local run_opts="--profile --worktree --mount --rootfs --env --allow-secret --workdir --user
+        --name --stdin --quiet --result --memory --pids --cpu-time --timeout --output-limit
+        --tmp-size --require --help"
+    if [[ $cword -eq 1 ]]; then
+        COMPREPLY=($(compgen -W "$commands" -- "$cur"))
+        return
+    fi
+    local i
+    for ((i = 2; i < cword; i++)); do
+        [[ ${words[i]} == -- ]] && { _command_offset $((i + 1)); return; }
+    done
+    case ${words[1]} in
+        profile)
+            if [[ $cword -eq 2 ]]; then
+                COMPREPLY=($(compgen -W "show check" -- "$cur"))
+            else
+                COMPREPLY=($(compgen -W "held-test build dev-server" -- "$cur"))
+                _filedir json
+            fi
+            return ;;
+    esac
+    case $prev in
+        --worktree|--rootfs|--workdir) _filedir -d; return ;;
+        --result|--mount) _filedir; return ;;
+        --profile) COMPREPLY=($(compgen -W "held-test build dev-server" -- "$cur")); _filedir json; return ;;
+        --stdin) COMPREPLY=($(compgen -W "null inherit" -- "$cur")); return ;;
+        --require) COMPREPLY=($(compgen -W "memory pids cpu_time landlock seccomp user_ns net_ns" -- "$cur")); return ;;
+        --env) COMPREPLY=($(compgen -e -- "$cur")); return ;;
+        --memory|--pids|--cpu-time|--timeout|--output-limit|--tmp-size|--user|--name|--allow-secret) return ;;
+    esac
+    COMPREPLY=($(compgen -W "$run_opts --" -- "$cur"))
+}
+complete -F _stockade stockade

@@ -30,6 +30,20 @@ FileStamp stampOf(const std::string& path) {
     return stamp;
 }
 
+// Files in the host's shared directories, removed however the test ends.
+class HostFiles {
+  public:
+    explicit HostFiles(std::vector<std::string> paths) : paths_(std::move(paths)) {}
+    ~HostFiles() {
+        for (const std::string& path : paths_) ::unlink(path.c_str());
+    }
+    HostFiles(const HostFiles&) = delete;
+    HostFiles& operator=(const HostFiles&) = delete;
+
+  private:
+    std::vector<std::string> paths_;
+};
+
 std::set<std::string> entriesOf(const std::string& dir) {
     std::set<std::string> names;
     std::error_code ec;
@@ -117,13 +131,13 @@ TEST_CASE("G2: the root, system directories and /etc are read-only", "[G2][files
 TEST_CASE("G2: /tmp, /var/tmp and /dev/shm are fresh, not the host's", "[G2][filesystem]") {
     STOCKADE_EACH_MODE(mode);
     Sandbox sandbox(mode);
-    // A marker in the host's /tmp the sandbox must not see, and a file the
-    // sandbox writes that the host must not get.
-    const std::string marker = "/tmp/" + randomToken("itest-host-marker");
-    { std::ofstream(marker) << "host\n"; }
-    const std::string shmMarker = "/dev/shm/" + randomToken("itest-host-marker");
-    { std::ofstream(shmMarker) << "host\n"; }
-    const std::string written = randomToken("itest-sandbox-file");
+    // Markers in the host's /tmp and /dev/shm the sandbox must not see, and
+    // files the sandbox writes that the host must not get.
+    const std::string token = randomToken("itest-host-marker");
+    const HostFiles host({"/tmp/" + token, "/dev/shm/" + token, "/tmp/" + token + "-written",
+                          "/var/tmp/" + token + "-written"});
+    for (const std::string& path : {"/tmp/" + token, "/dev/shm/" + token})
+        std::ofstream(path) << "host\n";
 
     for (const std::string dir : {"/tmp", "/var/tmp"}) {
         const ProbeRun stat = sandbox.probe({"stat", dir});
@@ -131,17 +145,16 @@ TEST_CASE("G2: /tmp, /var/tmp and /dev/shm are fresh, not the host's", "[G2][fil
         REQUIRE(stat.result() == "ok");
         CHECK(stat.report.get("fsmagic") == "0x1021994");  // TMPFS_MAGIC
         CHECK(stat.report.get("readonly") == "0");
-        const ProbeRun create = sandbox.probe({"create-file", dir + "/" + written, "x"});
+        const std::string written = dir + "/" + token + "-written";
+        const ProbeRun create = sandbox.probe({"create-file", written, "x"});
         INFO(create.describe());
         CHECK(create.result() == "ok");
-        CHECK_FALSE(pathExists(dir + "/" + written));
-        ::unlink((dir + "/" + written).c_str());  // in case it leaked out
+        CHECK_FALSE(pathExists(written));
     }
-    for (const std::string& path : {marker, shmMarker}) {
+    for (const std::string& path : {"/tmp/" + token, "/dev/shm/" + token}) {
         const ProbeRun seen = sandbox.probe({"stat", path});
         INFO(path << "\n" << seen.describe());
         CHECK(seen.result() == "ENOENT");
-        ::unlink(path.c_str());
     }
 }
 

@@ -988,16 +988,6 @@ int usage() {
 
 }  // namespace
 
-// In the sanitizer build the probe is instrumented too. LeakSanitizer's exit
-// check needs ptrace, which the sandbox's seccomp filter refuses; it would
-// turn every clean exit into a failure that says nothing about the sandbox.
-extern "C" const char* __asan_default_options() {
-    return "detect_leaks=0";
-}
-extern "C" const char* __lsan_default_options() {
-    return "detect_leaks=0";
-}
-
 int main(int argc, char** argv) {
     if (argc < 2) return usage();
     const auto it = actions().find(argv[1]);

@@ -23,6 +23,7 @@ Usage:
   stockade run     [OPTIONS] -- COMMAND [ARG...]   run a command once, with no network
   stockade profile show NAME|FILE                 print a profile with defaults filled in
   stockade profile check FILE                     validate a profile
+  stockade check   [--json] [--profile P]         what this host can enforce, and why not
   stockade --version
 
 Example:
@@ -126,6 +127,34 @@ int runSubcommand(const std::vector<std::string>& args) {
     return runCommand(run);
 }
 
+int checkSubcommand(const std::vector<std::string>& args) {
+    std::string profile = "held-test";
+    bool json = false;
+    po::options_description desc(
+        "Usage: stockade check [--json] [--profile P]\n\n"
+        "Says, for this host and this user, which guarantees (G1-G10) and limit\n"
+        "mechanisms can be enforced, found by trying each in a throwaway child, and\n"
+        "for each that cannot, the exact reason and the fix. Exit 0 when the profile\n"
+        "can run as required, 1 when it cannot.\n\nOptions");
+    desc.add_options()("profile", po::value<std::string>(&profile)->default_value("held-test"),
+                       "profile NAME or FILE whose needs are checked")(
+        "json", po::bool_switch(&json), "print stockade.check/v1 JSON")("help,h", "show this help");
+    try {
+        po::variables_map vm;
+        auto style =
+            po::command_line_style::default_style & ~po::command_line_style::allow_guessing;
+        po::store(po::command_line_parser(args).options(desc).style(style).run(), vm);
+        if (vm.count("help")) {
+            std::cout << desc << "\n";
+            return 0;
+        }
+        po::notify(vm);
+    } catch (const po::error& e) {
+        return usageError(describe(e));
+    }
+    return checkCommand(profile, json);
+}
+
 int profileSubcommand(const std::vector<std::string>& args) {
     if (args.size() == 1 && (args[0] == "--help" || args[0] == "-h")) {
         std::cout << "Usage: stockade profile show NAME|FILE | check FILE\n";
@@ -156,6 +185,7 @@ int runCli(int argc, char** argv) {
     }
     if (command == "run") return runSubcommand(rest);
     if (command == "profile") return profileSubcommand(rest);
+    if (command == "check") return checkSubcommand(rest);
     return usageError("unknown command \"" + command + "\" (try stockade --help)");
 }
 

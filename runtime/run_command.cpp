@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <string>
 
+#include "runtime/host_check.h"
 #include "runtime/policy_builder.h"
 #include "runtime/profile.h"
 #include "runtime/result.h"
@@ -72,6 +73,17 @@ int profileShowCommand(const std::string& name_or_file) {
     }
     std::fputs(profileToJson(*profile).c_str(), stdout);
     return 0;
+}
+
+int checkCommand(const std::string& profile_name, bool json) {
+    auto profile = loadProfile(profile_name);
+    if (!profile) {
+        say(profile.error().describe());
+        return kRefused;
+    }
+    HostReport report = checkHost(hostCheckRequestFor(*profile));
+    std::fputs((json ? reportJson(report) : formatReport(report)).c_str(), stdout);
+    return report.can_run ? 0 : 1;
 }
 
 int profileCheckCommand(const std::string& file) {

@@ -11,5 +11,7 @@ namespace stockade {
 int runCommand(const RunOptions& options);
 int profileShowCommand(const std::string& name_or_file);
 int profileCheckCommand(const std::string& file);
+// `stockade check`: exit 0 when the profile can run here as required, 1 when not.
+int checkCommand(const std::string& profile, bool json);
 
 }  // namespace stockade

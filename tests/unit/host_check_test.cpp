@@ -1,0 +1,661 @@
+// runtime/host_check: `stockade check` against states this machine can be put
+// in (as root; as uid 65534, which no cgroup lets write; inside a user
+// namespace whose user.max_user_namespaces is 0; under a seccomp filter that
+// hides Landlock), and, as plain data, against hosts it cannot become
+// (Debian's userns switch, Ubuntu's AppArmor restriction, a container's
+// seccomp profile, a masked /proc, a pure cgroup v2 host).
+//
+// Each produced state is made in a forked child, which runs checkHost and
+// sends the report back as JSON. A state that cannot be produced here WARNs
+// and returns; with CI=true it FAILs instead (STYLE.md, habit 7).
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sched.h>
+#include <stddef.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <string>
+#include <string_view>
+
+#include "base/error.h"
+#include "namespaces/landlock.h"
+#include "runtime/cgroup_limits.h"
+#include "runtime/host_check.h"
+
+using namespace stockade;
+using nlohmann::json;
+
+namespace {
+
+bool ciMode() {
+    const char* ci = std::getenv("CI");
+    return ci != nullptr && std::string_view(ci) == "true";
+}
+
+// A state the test could not produce: a FAIL under CI=true, a loud WARN
+// otherwise. Returns false so the caller can `return`.
+bool cannotProduce(const std::string& what) {
+    std::string text = "SKIPPED, NOT TESTED: " + what;
+    if (ciMode()) FAIL(text + " (CI=true turns this skip into a failure)");
+    WARN(text);
+    return false;
+}
+#define REQUIRE_STATE(cond, what) \
+    if (!(cond) && !cannotProduce(what)) return
+
+std::string readFile(const std::string& path) {
+    std::string out;
+    int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return out;
+    char buf[4096];
+    ssize_t n;
+    while ((n = read(fd, buf, sizeof(buf))) > 0) out.append(buf, static_cast<size_t>(n));
+    close(fd);
+    return out;
+}
+
+bool contains(const std::string& text, const std::string& part) {
+    return text.find(part) != std::string::npos;
+}
+
+// Runs `body` in a forked child and returns what it printed. The body
+// returns the text to send: a report's JSON, or "SKIP: why" when the state
+// could not be made.
+std::string inChild(const std::function<std::string()>& body) {
+    int p[2];
+    REQUIRE(pipe2(p, O_CLOEXEC) == 0);
+    pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        close(p[0]);
+        std::string text = body();
+        const char* at = text.data();
+        size_t left = text.size();
+        while (left > 0) {
+            ssize_t n = write(p[1], at, left);
+            if (n <= 0) _exit(2);
+            at += n;
+            left -= static_cast<size_t>(n);
+        }
+        _exit(0);
+    }
+    close(p[1]);
+    std::string out;
+    char buf[4096];
+    ssize_t n;
+    while ((n = read(p[0], buf, sizeof(buf))) > 0) out.append(buf, static_cast<size_t>(n));
+    close(p[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    INFO("child output: " << out);
+    REQUIRE(WIFEXITED(status));
+    REQUIRE(WEXITSTATUS(status) == 0);
+    return out;
+}
+
+const json& check(const json& report, const std::string& id) {
+    for (const json& c : report["checks"])
+        if (c["id"] == id) return c;
+    FAIL("no check named " << id);
+    static json none;
+    return none;
+}
+
+std::string text(const json& value) {
+    return value.is_string() ? value.get<std::string>() : std::string();
+}
+
+// A host where every probe worked: the base the pure cases change one fact of.
+HostFacts healthyFacts(uid_t euid) {
+    HostFacts f;
+    f.euid = euid;
+    f.kernel = "6.12.0";
+    f.sandbox_uid = f.sandbox_host_uid = euid == 0 ? 65534 : euid;
+    f.sandbox_gid = f.sandbox_host_gid = euid == 0 ? 65534 : 100;
+    for (SandboxStep s :
+         {SandboxStep::Clone3, SandboxStep::PidfdSignal, SandboxStep::IdMaps, SandboxStep::SetIds,
+          SandboxStep::CgroupNs, SandboxStep::PrivateMounts, SandboxStep::RootTmpfs,
+          SandboxStep::BindReadOnly, SandboxStep::TmpTmpfs, SandboxStep::Proc,
+          SandboxStep::SealRoot, SandboxStep::PivotRoot, SandboxStep::Hostname,
+          SandboxStep::Loopback, SandboxStep::Dumpable, SandboxStep::DropCapabilities,
+          SandboxStep::NoNewPrivs, SandboxStep::PidfdWait})
+        f.sandbox[s] = 0;
+    for (SeccompStep s : {SeccompStep::NoNewPrivs, SeccompStep::AllowAll, SeccompStep::Listener,
+                          SeccompStep::DefaultFilter})
+        f.seccomp[s] = 0;
+    f.default_filter_instructions = 400;
+    f.landlock.abi = 7;
+    f.landlock_restrict = 0;
+    f.idmap_probed = euid == 0;
+    f.idmap_path = "/tmp";
+    f.idmap_fs = "ext4";
+    f.cgroup2 = {"/sys/fs/cgroup",
+                 "/sys/fs/cgroup/user.slice/stockade.scope",
+                 "cpu memory pids",
+                 "memory pids",
+                 0,
+                 0,
+                 0};
+    f.rlimits = {{"RLIMIT_AS", 0}, {"RLIMIT_NPROC", 0}, {"RLIMIT_CPU", 0}};
+    f.close_range = 0;
+    for (const char* kind : {"user", "mnt", "pid", "net", "ipc", "uts", "cgroup"})
+        f.max_namespaces[kind] = "15000";
+    f.exe = "/usr/local/bin/stockade";
+    return f;
+}
+
+// What the sandbox's clone3 leaves when it fails: none of the later steps.
+void cloneFails(HostFacts& f, int err) {
+    f.sandbox.clear();
+    f.sandbox[SandboxStep::Clone3] = err;
+    f.plain_clone3 = 0;
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------ pure
+
+TEST_CASE("a healthy host: every guarantee ok, the profile can run", "[host_check]") {
+    HostReport r = reportFromFacts(healthyFacts(1000), {});
+    for (const CheckEntry& e : r.entries) {
+        INFO(e.id << ": " << e.reason);
+        if (e.id.starts_with("cgroup1.")) {
+            // A pure cgroup v2 host has no v1 hierarchy: true, and harmless.
+            CHECK(contains(e.reason, "no cgroup v1 hierarchy holds"));
+            continue;
+        }
+        CHECK(e.state == CheckState::Ok);
+        CHECK(e.reason.empty());
+        CHECK(e.fix.empty());
+    }
+    CHECK(r.can_run);
+    CHECK(r.blockers.empty());
+    for (const char* id : {"G1",           "G2",
+                           "G3",           "G4",
+                           "G5",           "G6",
+                           "G7",           "G8",
+                           "G9",           "G10",
+                           "user_ns",      "mount_ns",
+                           "pid_ns",       "net_ns",
+                           "ipc_ns",       "uts_ns",
+                           "cgroup_ns",    "seccomp",
+                           "no_new_privs", "capabilities",
+                           "landlock",     "cgroup2.memory",
+                           "cgroup2.pids", "cgroup1.memory",
+                           "cgroup1.pids", "rlimit",
+                           "memory",       "pids",
+                           "cpu_time"})
+        CHECK(r.find(id) != nullptr);
+    CHECK(r.find("memory")->mechanism == "cgroup2");
+    CHECK(r.find("landlock")->mechanism == "abi-7");
+}
+
+TEST_CASE("Debian's kernel.unprivileged_userns_clone=0 is named, with its sysctl", "[host_check]") {
+    HostFacts f = healthyFacts(1000);
+    cloneFails(f, EPERM);
+    f.unshare = {{"user", EPERM}};
+    f.unprivileged_userns_clone = "0";
+    HostReport r = reportFromFacts(f, {});
+    const CheckEntry* user = r.find("user_ns");
+    CHECK(user->state == CheckState::Unavailable);
+    CHECK(contains(user->reason, "kernel.unprivileged_userns_clone is 0"));
+    CHECK(contains(user->reason, "unshare(CLONE_NEWUSER): EPERM"));
+    CHECK(contains(user->fix, "sysctl -w kernel.unprivileged_userns_clone=1"));
+    CHECK_FALSE(r.can_run);
+    // The first cause is named once; what it kept from being probed is not.
+    REQUIRE_FALSE(r.blockers.empty());
+    CHECK(r.blockers.front().starts_with("user_ns: "));
+    for (size_t i = 1; i < r.blockers.size(); ++i)
+        CHECK_FALSE(contains(r.blockers[i], "not probed"));
+    CHECK(r.find("G1")->state == CheckState::Unavailable);
+    CHECK(r.find("G3")->state == CheckState::Unavailable);
+    // Root is not bound by the switch: the same EPERM has another cause.
+    HostFacts as_root = f;
+    as_root.euid = 0;
+    CHECK_FALSE(contains(reportFromFacts(as_root, {}).find("user_ns")->reason,
+                         "unprivileged_userns_clone is 0"));
+}
+
+TEST_CASE("Ubuntu's AppArmor restriction: a user namespace without capabilities", "[host_check]") {
+    HostFacts f = healthyFacts(1000);
+    // clone3 of every namespace at once needs CAP_SYS_ADMIN in the new user
+    // namespace, which AppArmor's unprivileged_userns profile denies.
+    cloneFails(f, EPERM);
+    f.unshare = {{"user", 0},    {"mnt", EPERM}, {"pid", EPERM},   {"net", EPERM},
+                 {"ipc", EPERM}, {"uts", EPERM}, {"cgroup", EPERM}};
+    f.apparmor_restrict_userns = "1";
+    HostReport r = reportFromFacts(f, {});
+    const CheckEntry* user = r.find("user_ns");
+    CHECK(user->state == CheckState::Unavailable);
+    CHECK(contains(user->reason, "AppArmor restricts unprivileged user namespaces"));
+    CHECK(contains(user->fix, "sysctl -w kernel.apparmor_restrict_unprivileged_userns=0"));
+    CHECK(contains(user->fix, "profile stockade /usr/local/bin/stockade"));
+    CHECK(contains(user->fix, "userns,"));
+    CHECK(contains(r.find("mount_ns")->reason, "AppArmor"));
+    CHECK_FALSE(r.can_run);
+}
+
+TEST_CASE("user.max_user_namespaces: zero, and a limit reached", "[host_check]") {
+    HostFacts f = healthyFacts(1000);
+    cloneFails(f, ENOSPC);
+    f.unshare = {{"user", ENOSPC}};
+    f.max_namespaces["user"] = "0";
+    const CheckEntry* user = nullptr;
+    HostReport zero = reportFromFacts(f, {});
+    user = zero.find("user_ns");
+    CHECK(contains(user->reason, "user.max_user_namespaces is 0"));
+    CHECK(user->fix == "sysctl -w user.max_user_namespaces=15000");
+
+    f.max_namespaces["user"] = "12";
+    HostReport reached = reportFromFacts(f, {});
+    user = reached.find("user_ns");
+    CHECK(contains(user->reason, "limit on user namespaces is reached"));
+    CHECK(contains(user->reason, "= 12"));
+
+    // Another kind's limit is named by its own knob.
+    HostFacts net = healthyFacts(1000);
+    cloneFails(net, ENOSPC);
+    net.unshare = {{"user", 0}, {"mnt", 0}, {"pid", 0},   {"net", ENOSPC},
+                   {"ipc", 0},  {"uts", 0}, {"cgroup", 0}};
+    net.max_namespaces["net"] = "0";
+    HostReport r = reportFromFacts(net, {});
+    CHECK(r.find("user_ns")->state == CheckState::Ok);
+    CHECK(r.find("net_ns")->state == CheckState::Unavailable);
+    CHECK(r.find("net_ns")->fix == "sysctl -w user.max_net_namespaces=15000");
+    CHECK(r.find("G1")->state == CheckState::Unavailable);
+    CHECK(r.find("clone3")->state == CheckState::Ok);
+}
+
+TEST_CASE("a container's seccomp profile: clone3 answered ENOSYS", "[host_check]") {
+    HostFacts f = healthyFacts(1000);
+    cloneFails(f, ENOSYS);
+    f.plain_clone3 = ENOSYS;
+    f.unshare = {{"user", 0}, {"mnt", 0}, {"pid", 0},   {"net", 0},
+                 {"ipc", 0},  {"uts", 0}, {"cgroup", 0}};
+    f.seccomp_mode = 2;
+    f.seccomp_filters = 1;
+    HostReport r = reportFromFacts(f, {});
+    const CheckEntry* clone = r.find("clone3");
+    CHECK(clone->state == CheckState::Unavailable);
+    CHECK(contains(clone->reason, "seccomp filter"));
+    CHECK(contains(clone->reason, "clone3(CLONE_PIDFD): ENOSYS"));
+    CHECK(contains(clone->fix, "seccomp"));
+    CHECK_FALSE(r.can_run);
+    CHECK(r.blockers.front().starts_with("clone3: "));
+
+    f.seccomp_mode = 0;
+    CHECK(contains(reportFromFacts(f, {}).find("clone3")->fix, "Linux 5.3"));
+}
+
+TEST_CASE("a masked /proc refuses a fresh procfs, and the masks are listed", "[host_check]") {
+    HostFacts f = healthyFacts(1000);
+    for (SandboxStep s : {SandboxStep::SealRoot, SandboxStep::PivotRoot, SandboxStep::Hostname,
+                          SandboxStep::Loopback, SandboxStep::Dumpable,
+                          SandboxStep::DropCapabilities, SandboxStep::NoNewPrivs})
+        f.sandbox.erase(s);
+    f.sandbox[SandboxStep::Proc] = EPERM;
+    f.proc_overmounts = {"/proc/kcore", "/proc/sys"};
+    HostReport r = reportFromFacts(f, {});
+    const CheckEntry* proc = r.find("proc");
+    CHECK(proc->state == CheckState::Unavailable);
+    CHECK(contains(proc->reason, "mount_too_revealing"));
+    CHECK(contains(proc->reason, "/proc/kcore, /proc/sys"));
+    CHECK(contains(proc->fix, "systempaths=unconfined"));
+    CHECK(r.find("G2")->state == CheckState::Unavailable);
+    // Steps after it were never reached: said so, and not blamed.
+    CHECK(r.find("net_ns")->reason.starts_with("not probed"));
+    CHECK(r.blockers.front().starts_with("proc: "));
+    for (size_t i = 1; i < r.blockers.size(); ++i)
+        CHECK_FALSE(contains(r.blockers[i], "not probed"));
+}
+
+TEST_CASE("cgroup v2: delegated, not delegated, not writable", "[host_check]") {
+    HostFacts f = healthyFacts(1000);
+    CHECK(reportFromFacts(f, {}).find("pids")->mechanism == "cgroup2");
+
+    f.cgroup2.controllers = "cpu";
+    HostReport r = reportFromFacts(f, {});
+    CHECK(contains(r.find("cgroup2.memory")->reason, "not delegated"));
+    CHECK(contains(r.find("cgroup2.memory")->reason,
+                   "/sys/fs/cgroup/user.slice/cgroup.subtree_control"));
+    CHECK(contains(r.find("cgroup2.memory")->fix, "systemd-run --user --scope -p Delegate=yes"));
+    const CheckEntry* memory = r.find("memory");
+    CHECK(memory->state == CheckState::Degraded);
+    CHECK(memory->mechanism == "rlimit (RLIMIT_AS)");
+    CHECK(r.find("G8")->state == CheckState::Degraded);
+    CHECK(r.can_run);  // nothing required it
+
+    HostCheckRequest strict;
+    strict.require = {"memory"};
+    HostReport refused = reportFromFacts(f, strict);
+    CHECK_FALSE(refused.can_run);
+    REQUIRE(refused.blockers.size() == 1);
+    CHECK(refused.blockers[0].starts_with("memory: "));
+
+    HostFacts root = healthyFacts(0);
+    root.cgroup2.controllers = "cpu";
+    CHECK(contains(reportFromFacts(root, {}).find("cgroup2.pids")->fix,
+                   "echo +pids > /sys/fs/cgroup/user.slice/cgroup.subtree_control"));
+
+    HostFacts locked = healthyFacts(1000);
+    locked.cgroup2.subtree_control_errno = EACCES;
+    CHECK(contains(reportFromFacts(locked, {}).find("cgroup2.memory")->reason,
+                   "cgroup.subtree_control is not writable by uid 1000 (EACCES)"));
+}
+
+TEST_CASE("Landlock: absent, older ABIs degrade, required refuses", "[host_check]") {
+    HostFacts f = healthyFacts(1000);
+    f.landlock = {3, ""};
+    HostReport old = reportFromFacts(f, {});
+    CHECK(old.find("landlock")->state == CheckState::Degraded);
+    CHECK(contains(old.find("landlock")->reason, "no TCP rules"));
+    CHECK(old.can_run);
+
+    f.landlock = {0, "Landlock is built into the kernel but not enabled (EOPNOTSUPP)"};
+    f.landlock_restrict.reset();
+    f.lsm = "lockdown,capability,yama,apparmor";
+    HostCheckRequest required;
+    required.landlock = LandlockMode::Required;
+    HostReport r = reportFromFacts(f, required);
+    CHECK(r.find("landlock")->state == CheckState::Unavailable);
+    CHECK(contains(r.find("landlock")->fix, "lsm=landlock,lockdown,capability,yama,apparmor"));
+    CHECK_FALSE(r.can_run);
+    CHECK(reportFromFacts(f, {}).can_run);  // best-effort runs without it
+}
+
+TEST_CASE("idmapped mounts: degraded, and blocking only for a root-owned worktree",
+          "[host_check]") {
+    HostFacts f = healthyFacts(0);
+    f.idmap_error = "mount_setattr(\"/tmp\", MOUNT_ATTR_IDMAP): EINVAL";
+    f.idmap_fs = "tmpfs";
+    HostReport r = reportFromFacts(f, {});
+    const CheckEntry* idmap = r.find("idmapped_mounts");
+    CHECK(idmap->state == CheckState::Degraded);
+    CHECK(contains(idmap->reason, "a root-owned worktree would not be writable"));
+    CHECK(contains(idmap->reason, "/tmp (tmpfs)"));
+    CHECK(r.can_run);
+    f.worktree_root_owned = true;
+    HostReport refused = reportFromFacts(f, {});
+    CHECK_FALSE(refused.can_run);
+    CHECK(refused.blockers.front().starts_with("idmapped_mounts: "));
+}
+
+TEST_CASE("the report's text is aligned and its JSON complete", "[host_check]") {
+    HostFacts f = healthyFacts(1000);
+    f.cgroup2.controllers = "cpu";
+    HostReport r = reportFromFacts(f, {});
+    std::string out = formatReport(r);
+    std::istringstream lines(out);
+    std::string line;
+    std::set<size_t> state_columns;
+    while (std::getline(lines, line)) {
+        if (!line.starts_with("  ")) continue;
+        for (const char* state : {" ok ", " degraded ", " unavailable "}) {
+            auto at = line.find(state);
+            if (at != std::string::npos) {
+                state_columns.insert(at);
+                break;
+            }
+        }
+    }
+    CHECK(state_columns.size() == 1);
+    CHECK(contains(out, "  G1  network "));
+    CHECK(contains(out, "  G10 landlock "));
+    CHECK(contains(out,
+                   "rlimit (RLIMIT_AS): no writable cgroup (cgroup2.memory: controller not "
+                   "delegated to /sys/fs/cgroup/user.slice/stockade.scope;"));
+    CHECK(contains(out, "; fix: run stockade in a delegated cgroup"));
+    CHECK(contains(out, "The profile can run as required."));
+
+    json doc = json::parse(reportJson(r));
+    CHECK(doc["schema"] == "stockade.check/v1");
+    CHECK(doc["can_run"] == true);
+    CHECK(doc["checks"].size() == r.entries.size());
+    CHECK(check(doc, "G1")["kind"] == "guarantee");
+    CHECK(check(doc, "G1")["reason"].is_null());
+    CHECK(check(doc, "memory")["state"] == "degraded");
+    CHECK(check(doc, "memory")["fix"].is_string());
+    CHECK(check(doc, "user_ns")["required"] == true);
+}
+
+// ------------------------------------------------------------------ produced
+
+TEST_CASE("as root on this host: the probes' own answers", "[host_check][root]") {
+    REQUIRE_STATE(geteuid() == 0, "the root report needs root");
+    HostReport r = checkHost({});
+    INFO(formatReport(r));
+    CHECK(r.euid == 0);
+    CHECK(r.find("user_ns")->state == CheckState::Ok);
+    CHECK(contains(r.find("user_ns")->mechanism, "host uid 65534"));
+    for (const char* id :
+         {"G1",           "G2",          "G3",        "G4",     "G5",      "G6",
+          "G7",           "G9",          "mount_ns",  "proc",   "pid_ns",  "net_ns",
+          "ipc_ns",       "uts_ns",      "cgroup_ns", "clone3", "seccomp", "no_new_privs",
+          "capabilities", "close_range", "rlimit"}) {
+        INFO(id << ": " << r.find(id)->reason);
+        CHECK(r.find(id)->state == CheckState::Ok);
+    }
+    CHECK(r.can_run);
+
+    ns::LandlockSupport landlock = ns::probeLandlock();
+    if (landlock.abi >= 6) {
+        CHECK(r.find("landlock")->state == CheckState::Ok);
+        CHECK(r.find("landlock")->mechanism == "abi-" + std::to_string(landlock.abi));
+    }
+
+    // This host's cgroup layout, read independently of the code under test.
+    std::string self = readFile("/proc/self/cgroup");
+    std::string v2_mount = findCgroup2Mount(readFile("/proc/self/mountinfo"));
+    std::string v2_root = readFile(v2_mount + "/cgroup.controllers");
+    for (const char* controller : {"memory", "pids"}) {
+        std::string c = controller;
+        bool on_v1 = cgroupPathOf(self, c).has_value() &&
+                     access(("/sys/fs/cgroup/" + c + "/cgroup.procs").c_str(), F_OK) == 0;
+        if (on_v1) {
+            INFO(r.find("cgroup1." + c)->reason);
+            CHECK(r.find("cgroup1." + c)->state == CheckState::Ok);
+        }
+        if (!v2_mount.empty() && !contains(" " + v2_root + " ", " " + c + " ") &&
+            !contains(" " + v2_root, " " + c + "\n")) {
+            const CheckEntry* v2 = r.find("cgroup2." + c);
+            CHECK(v2->state == CheckState::Unavailable);
+            CHECK(contains(v2->reason, "controller not available in the unified hierarchy"));
+            if (on_v1) CHECK(r.find(c)->mechanism == "cgroup1");
+        }
+    }
+    CHECK(r.find("memory")->state == CheckState::Ok);
+    CHECK(r.find("pids")->state == CheckState::Ok);
+    CHECK(r.elapsed_us > 0);
+    CHECK_FALSE(r.probe_us.empty());
+}
+
+TEST_CASE("the probes leave no mount, cgroup, process or fd behind", "[host_check]") {
+    auto listDir = [](const std::string& path) {
+        std::set<std::string> names;
+        if (DIR* d = opendir(path.c_str())) {
+            while (dirent* e = readdir(d))
+                if (!std::string_view(e->d_name).starts_with("stockade")) names.insert(e->d_name);
+            closedir(d);
+        }
+        return names;
+    };
+    auto fds = [&] { return listDir("/proc/self/fd").size(); };
+    std::string self = readFile("/proc/self/cgroup");
+    std::vector<std::string> cgroup_dirs;
+    if (auto v2 = cgroupPathOf(self, ""))
+        cgroup_dirs.push_back(findCgroup2Mount(readFile("/proc/self/mountinfo")) + *v2);
+    for (const char* c : {"memory", "pids"})
+        if (auto p = cgroupPathOf(self, c))
+            cgroup_dirs.push_back("/sys/fs/cgroup/" + std::string(c) + *p);
+    std::vector<std::set<std::string>> before;
+    for (const std::string& d : cgroup_dirs) before.push_back(listDir(d));
+    std::string mounts_before = readFile("/proc/self/mountinfo");
+    size_t fds_before = fds();
+
+    HostReport r = checkHost({});
+
+    CHECK(readFile("/proc/self/mountinfo") == mounts_before);
+    for (size_t i = 0; i < cgroup_dirs.size(); ++i) {
+        INFO(cgroup_dirs[i]);
+        CHECK(listDir(cgroup_dirs[i]) == before[i]);
+    }
+    CHECK(fds() == fds_before);
+    errno = 0;
+    CHECK(waitpid(-1, nullptr, WNOHANG) == -1);
+    CHECK(errno == ECHILD);
+}
+
+TEST_CASE("as uid 65534: no writable cgroup, memory and pids fall back to rlimits",
+          "[host_check][root]") {
+    REQUIRE_STATE(geteuid() == 0, "becoming uid 65534 needs root");
+    std::string out = inChild([] {
+        if (setgroups(0, nullptr) < 0 || setresgid(65534, 65534, 65534) < 0 ||
+            setresuid(65534, 65534, 65534) < 0)
+            return "SKIP: " + Error::fromErrno("setresuid(65534)").describe();
+        // Dropping root without exec leaves a process non-dumpable, its
+        // children's /proc files root's (the report says so); a user's
+        // stockade was exec'd, which makes it dumpable again.
+        prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+        HostCheckRequest request;
+        request.require = {"memory", "pids"};
+        return reportJson(checkHost(request));
+    });
+    REQUIRE_STATE(!out.starts_with("SKIP"), "uid 65534: " + out);
+    json r = json::parse(out);
+    INFO(r.dump(2));
+    CHECK(r["uid"] == 65534);
+    REQUIRE_STATE(
+        check(r, "cgroup1.memory")["state"] != "ok" && check(r, "cgroup2.memory")["state"] != "ok",
+        "a cgroup on this host is writable by uid 65534");
+    for (const char* v1 : {"cgroup1.memory", "cgroup1.pids"}) {
+        const json& c = check(r, v1);
+        if (c["state"] == "ok") continue;
+        CHECK(c["state"] == "unavailable");
+        CHECK(contains(text(c["reason"]), "not writable by uid 65534"));
+        CHECK(contains(text(c["fix"]), "systemd-run --user --scope -p Delegate=yes"));
+    }
+    for (auto [limit, rlimit] : {std::pair{"memory", "RLIMIT_AS"}, {"pids", "RLIMIT_NPROC"}}) {
+        const json& c = check(r, limit);
+        CHECK(c["state"] == "degraded");
+        CHECK(c["mechanism"] == "rlimit (" + std::string(rlimit) + ")");
+        CHECK(contains(text(c["reason"]), "no writable cgroup"));
+        CHECK(contains(text(c["fix"]), "systemd-run --user --scope -p Delegate=yes stockade"));
+        CHECK(c["required"] == true);
+    }
+    CHECK(check(r, "G8")["state"] == "degraded");
+    // Rootless: the user namespace maps only ourselves, and needs no idmap.
+    CHECK(check(r, "user_ns")["state"] == "ok");
+    CHECK(contains(text(check(r, "user_ns")["mechanism"]), "host uid 65534"));
+    CHECK(check(r, "idmapped_mounts")["state"] == "ok");
+    // Required and degraded: the profile cannot run as required.
+    CHECK(r["can_run"] == false);
+    CHECK(r["blockers"].size() == 2);
+}
+
+TEST_CASE("user namespaces forbidden: user.max_user_namespaces=0 in a throwaway namespace",
+          "[host_check]") {
+    std::string out = inChild([] {
+        // The limit is per user namespace and writable by its owner; set to
+        // 0 here, it forbids every namespace nested below.
+        if (unshare(CLONE_NEWUSER) < 0)
+            return "SKIP: " + Error::fromErrno("unshare(CLONE_NEWUSER)").describe();
+        int fd = open("/proc/sys/user/max_user_namespaces", O_WRONLY | O_CLOEXEC);
+        if (fd < 0 || write(fd, "0\n", 2) != 2)
+            return "SKIP: " +
+                   Error::fromErrno("write(\"/proc/sys/user/max_user_namespaces\", 0)").describe();
+        close(fd);
+        return reportJson(checkHost({}));
+    });
+    REQUIRE_STATE(!out.starts_with("SKIP"), "user namespaces forbidden: " + out);
+    json r = json::parse(out);
+    INFO(r.dump(2));
+    const json& user = check(r, "user_ns");
+    CHECK(user["state"] == "unavailable");
+    CHECK(contains(text(user["reason"]), "user.max_user_namespaces is 0"));
+    CHECK(contains(text(user["reason"]), "ENOSPC"));
+    CHECK(user["fix"] == "sysctl -w user.max_user_namespaces=15000");
+    CHECK(r["can_run"] == false);
+    REQUIRE(!r["blockers"].empty());
+    CHECK(text(r["blockers"][0]).starts_with("user_ns: "));
+    for (const char* g : {"G1", "G2", "G3", "G6", "G9"}) {
+        INFO(g);
+        CHECK(check(r, g)["state"] == "unavailable");
+    }
+    // What needs no namespace is still found.
+    CHECK(check(r, "seccomp")["state"] == "ok");
+    CHECK(check(r, "clone3")["state"] == "ok");
+}
+
+TEST_CASE("Landlock unavailable: a seccomp filter answers landlock_create_ruleset ENOSYS",
+          "[host_check]") {
+    std::string out = inChild([] {
+        sock_filter filter[] = {
+            BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
+            BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_landlock_create_ruleset, 0, 1),
+            BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+            BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+        };
+        sock_fprog prog{sizeof(filter) / sizeof(filter[0]), filter};
+        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
+            syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
+            return "SKIP: " + Error::fromErrno("seccomp(SECCOMP_SET_MODE_FILTER)").describe();
+        if (ns::probeLandlock().abi != 0)
+            return std::string("SKIP: the filter did not hide Landlock");
+        HostCheckRequest request;
+        request.landlock = LandlockMode::Required;
+        return reportJson(checkHost(request));
+    });
+    REQUIRE_STATE(!out.starts_with("SKIP"), "Landlock hidden by seccomp: " + out);
+    json r = json::parse(out);
+    INFO(r.dump(2));
+    const json& landlock = check(r, "landlock");
+    CHECK(landlock["state"] == "unavailable");
+    CHECK(contains(text(landlock["reason"]), "landlock_create_ruleset: ENOSYS"));
+    // The filter is the real cause, and the report says one is there.
+    CHECK(contains(text(landlock["reason"]), "seccomp filter"));
+    CHECK(contains(text(landlock["fix"]), "lsm=landlock"));
+    CHECK(check(r, "G10")["state"] == "unavailable");
+    CHECK(landlock["required"] == true);
+    CHECK(r["can_run"] == false);
+    REQUIRE(r["blockers"].size() == 1);
+    CHECK(text(r["blockers"][0]).starts_with("landlock: "));
+    CHECK(check(r, "seccomp")["state"] == "ok");
+    CHECK(check(r, "user_ns")["state"] == "ok");
+}
+
+TEST_CASE("dropped from root without exec: the id maps' EACCES is explained",
+          "[host_check][root]") {
+    REQUIRE_STATE(geteuid() == 0, "dropping root needs root");
+    std::string out = inChild([] {
+        if (setgroups(0, nullptr) < 0 || setresgid(65534, 65534, 65534) < 0 ||
+            setresuid(65534, 65534, 65534) < 0)
+            return "SKIP: " + Error::fromErrno("setresuid(65534)").describe();
+        if (prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) != 0)
+            return std::string("SKIP: still dumpable after the uid change (fs.suid_dumpable?)");
+        return reportJson(checkHost({}));
+    });
+    REQUIRE_STATE(!out.starts_with("SKIP"), "a non-dumpable stockade: " + out);
+    json r = json::parse(out);
+    const json& user = check(r, "user_ns");
+    INFO(user.dump(2));
+    CHECK(user["state"] == "unavailable");
+    CHECK(contains(text(user["reason"]), "not dumpable"));
+    CHECK(contains(text(user["reason"]), "EACCES"));
+    CHECK(contains(text(user["fix"]), "exec"));
+    CHECK(r["can_run"] == false);
+}

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "oracle/oracle_run.h"
 #include "runtime/run_command.h"
 
 namespace stockade {
@@ -24,6 +25,9 @@ Usage:
   stockade profile show NAME|FILE                 print a profile with defaults filled in
   stockade profile check FILE                     validate a profile
   stockade check   [--json] [--profile P]         what this host can enforce, and why not
+  stockade oracle  [OPTIONS] --worktree DIR --held DIR [--report junit|tap]
+                   [--expect FILE] [--verdict FILE] -- COMMAND [ARG...]
+                                                  a verdict the code under test cannot forge
   stockade --version
 
 Example:
@@ -127,6 +131,65 @@ int runSubcommand(const std::vector<std::string>& args) {
     return runCommand(run);
 }
 
+int oracleSubcommand(const std::vector<std::string>& args) {
+    std::vector<std::string> options(args.begin(), args.end());
+    oracle::OracleOptions oracle_options;
+    RunOptions& run = oracle_options.run;
+    auto dashdash = std::find(options.begin(), options.end(), "--");
+    bool has_command = dashdash != options.end();
+    if (has_command) {
+        run.command.assign(dashdash + 1, options.end());
+        options.erase(dashdash, options.end());
+    }
+    po::options_description desc = runOptionsDescription(run);
+    po::options_description extra(
+        "Usage: stockade oracle [OPTIONS] --worktree DIR --held DIR [--report junit|tap]\n"
+        "                       [--expect FILE] [--verdict FILE] -- COMMAND [ARG...]\n\n"
+        "Runs a held test (mounted read-only at /held) against the worktree in the\n"
+        "held-test sandbox; the test writes its report into $STOCKADE_REPORT_DIR\n"
+        "(/report). The verdict (stockade.verdict/v1) needs exit code 0, a parsable\n"
+        "report with at least one executed test, no failure, agreeing counts, every\n"
+        "expected test passed, and the held files, HEAD and .git unchanged.\n"
+        "Exit 0 pass, 1 fail, 2 error, 124 timeout, 125 refused.\n\nOracle options");
+    extra.add_options()("held", po::value<std::string>(&oracle_options.held)->required(),
+                        "DIR of the held test, mounted read-only at /held")(
+        "report", po::value<std::string>(&oracle_options.report_format)->default_value("junit"),
+        "junit|tap: the format of the report files (*.xml, *.tap) in /report")(
+        "expect", po::value<std::string>()->notifier([&](const std::string& v) {
+            oracle_options.expect = v;
+        }),
+        "FILE listing the test names the author declared, one per line")(
+        "verdict", po::value<std::string>()->notifier([&](const std::string& v) {
+            oracle_options.verdict = v;
+        }),
+        "FILE to write the verdict to (default: stdout)");
+    desc.add(extra);
+    try {
+        po::variables_map vm;
+        auto style =
+            po::command_line_style::default_style & ~po::command_line_style::allow_guessing;
+        po::parsed_options parsed =
+            po::command_line_parser(options).options(desc).style(style).run();
+        for (const auto& opt : parsed.options)
+            if (opt.position_key >= 0)
+                return usageError("unexpected argument \"" + opt.value.front() +
+                                  "\" (the command goes after --)");
+        po::store(parsed, vm);
+        if (vm.count("help")) {
+            std::cout << extra << "\n" << desc << "\n";
+            return 0;
+        }
+        po::notify(vm);
+    } catch (const po::required_option& e) {
+        return usageError(e.get_option_name() + " is required");
+    } catch (const po::error& e) {
+        return usageError(describe(e));
+    }
+    if (!has_command || run.command.empty())
+        return usageError("missing -- and the test command (stockade oracle ... -- COMMAND)");
+    return oracle::runOracle(oracle_options);
+}
+
 int checkSubcommand(const std::vector<std::string>& args) {
     std::string profile = "held-test";
     bool json = false;
@@ -186,6 +249,7 @@ int runCli(int argc, char** argv) {
     if (command == "run") return runSubcommand(rest);
     if (command == "profile") return profileSubcommand(rest);
     if (command == "check") return checkSubcommand(rest);
+    if (command == "oracle") return oracleSubcommand(rest);
     return usageError("unknown command \"" + command + "\" (try stockade --help)");
 }
 

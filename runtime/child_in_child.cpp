@@ -125,7 +125,17 @@ bool supervisorGoneInChild(int sync_fd) noexcept {
     }
     if (n != 1) _exit(125);
 
-    // 2. Become the sandbox's uid/gid at once, keeping capabilities (within
+    // 2. Open every mount source while still the caller's identity: a root
+    //    caller's sources may sit in directories only root can traverse
+    //    (the sandbox's uid could not open them), and nothing of the sandbox
+    //    runs yet. Mounts made private first, so nothing propagates back.
+    if (int err = ns::makeMountsPrivateInChild())
+        failSetupInChild(plan, ChildStage::PrivateMounts, err);
+    size_t failed_source = 0;
+    if (int err = ns::openSourcesInChild(plan.mounts, &failed_source))
+        failSetupInChild(plan, ChildStage::OpenSources, err, static_cast<int>(failed_source));
+
+    // 3. Become the sandbox's uid/gid at once, keeping capabilities (within
     //    this user namespace only), so that even in the window before the
     //    command starts no process of the sandbox is host root.
     if (int err = keepCapabilitiesAcrossSetuidInChild())
@@ -134,24 +144,20 @@ bool supervisorGoneInChild(int sync_fd) noexcept {
         setresuid(plan.ids.inside_uid, plan.ids.inside_uid, plan.ids.inside_uid) < 0)
         failSetupInChild(plan, ChildStage::SetIds, errno);
 
-    // 2b. The cgroup namespace, now that the supervisor has put us in the
+    // 4. The cgroup namespace, now that the supervisor has put us in the
     //     sandbox's cgroups (v1 needs the pid first), so its root is them.
     if (unshare(CLONE_NEWCGROUP) < 0) failSetupInChild(plan, ChildStage::CgroupNamespace, errno);
 
-    // 3. Die with the supervisor. Set after the uid change, which clears it
+    // 5. Die with the supervisor. Set after the uid change, which clears it
     //    (prctl(2)); then check the supervisor did not die before it was set.
     if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
         failSetupInChild(plan, ChildStage::ParentDeath, errno);
     if (supervisorGoneInChild(plan.sync_fd)) _exit(125);
 
-    // 4. The filesystem view. Sources are opened before the staging tmpfs
+    // 6. The filesystem view. Sources were opened before the staging tmpfs
     //    covers anything; /proc is mounted inside the new root before the old
     //    root goes (see MountKind::Proc); the root is sealed read-only last.
-    if (int err = ns::makeMountsPrivateInChild())
-        failSetupInChild(plan, ChildStage::PrivateMounts, err);
     size_t failed_op = 0;
-    if (int err = ns::openSourcesInChild(plan.mounts, &failed_op))
-        failSetupInChild(plan, ChildStage::OpenSources, err, static_cast<int>(failed_op));
     if (int err = ns::buildRootInChild(plan.mounts, &failed_op))
         failSetupInChild(plan, ChildStage::BuildRoot, err, static_cast<int>(failed_op));
     ns::closeSourcesInChild(plan.mounts);
@@ -174,24 +180,24 @@ bool supervisorGoneInChild(int sync_fd) noexcept {
                   plan.listener_socket_fd};
     closeInheritedFdsInChild(keep, 6);
 
-    // 5. The other namespaces' contents.
+    // 7. The other namespaces' contents.
     if (int err = ns::setHostnameInChild(plan.hostname.c_str(), plan.hostname.size()))
         failSetupInChild(plan, ChildStage::Hostname, err);
     if (int err = ns::bringLoopbackUpInChild()) failSetupInChild(plan, ChildStage::Loopback, err);
 
-    // 6. init may not be read or traced by the command: non-dumpable, and the
+    // 8. init may not be read or traced by the command: non-dumpable, and the
     //    caller's argv and environment (inherited in this copy of the
     //    supervisor's memory) wiped.
     if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) failSetupInChild(plan, ChildStage::Dumpable, errno);
     wipeMemoryInChild(plan);
 
-    // 7. The command. A raw clone rather than fork(3): glibc's fork runs
+    // 9. The command. A raw clone rather than fork(3): glibc's fork runs
     //    atfork handlers and takes the malloc locks.
     pid_t command = static_cast<pid_t>(syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0));
     if (command < 0) failSetupInChild(plan, ChildStage::ForkCommand, errno);
     if (command == 0) execCommandInChild(plan);
 
-    // 8. init keeps only the sync socket: no host fd, not even the output
+    // 10. init keeps only the sync socket: no host fd, not even the output
     //    pipes, whose EOF must mean the command's whole tree is done.
     int keep_sync[] = {plan.sync_fd};
     closeInheritedFdsInChild(keep_sync, 1);

@@ -1,0 +1,133 @@
+#!/usr/bin/python3
+"""stockade oracle end to end, as root and as uid 65534, with real test runners
+(node --test with its JUnit and TAP reporters, pytest --junitxml): honest and
+adversarial held tests, each checked for its exit code and verdict."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+STOCKADE = sys.argv[1]
+ADD_JS = "exports.add = (a, b) => a + b;\n"
+NODE_TEST = """const test = require('node:test'); const assert = require('node:assert');
+const { add } = require('/repo/add.js');
+test('adds', () => assert.strictEqual(add(2, 3), 5));
+test('adds negatives', () => assert.strictEqual(add(-1, 1), 0));
+"""
+NODE_FAILING = NODE_TEST + "test('is wrong', () => assert.strictEqual(add(1, 1), 3));\n"
+PYTEST = """import sys
+sys.path.insert(0, '/repo')
+from calc import add
+def test_add(): assert add(2, 3) == 5
+def test_neg(): assert add(-1, 1) == 0
+"""
+JUNIT = "node --test --test-reporter=junit --test-reporter-destination=$STOCKADE_REPORT_DIR/report.xml /held/"
+TAP = "node --test --test-reporter=tap /held/ > $STOCKADE_REPORT_DIR/report.tap"
+FORGED = ('<testsuites tests="2" failures="0"><testsuite name="s" tests="2" failures="0">'
+          '<testcase name="adds"/><testcase name="adds negatives"/></testsuite></testsuites>')
+
+# name, held test file, command, extra args, expected exit, expected verdict, extra check
+CASES = [
+    ("node junit, all pass", NODE_TEST, JUNIT, [], 0, "pass", None),
+    ("node junit, one fails", NODE_FAILING, JUNIT, [], 1, "fail", None),
+    ("node tap, all pass", NODE_TEST, TAP, ["--report", "tap"], 0, "pass", None),
+    ("pytest junit, all pass", None, "cd /held && python3 -m pytest -q -p no:cacheprovider "
+     "--junitxml=$STOCKADE_REPORT_DIR/report.xml", [], 0, "pass", None),
+    ("runner crashes", NODE_TEST, "kill -SEGV $$", [], 2, "error", None),
+    ("runner hangs", NODE_TEST, "sleep 60", ["--timeout", "2"], 124, "timeout", None),
+    ("zero tests", "", JUNIT, [], 2, "error", "no executed test"),
+    ("forged green report, nonzero exit", NODE_FAILING,
+     "echo '%s' > $STOCKADE_REPORT_DIR/report.xml; exit 1" % FORGED, [], 2, "error",
+     "all-green report"),
+    ("report is a symlink to a host file", NODE_TEST,
+     "ln -s /etc/passwd $STOCKADE_REPORT_DIR/report.xml", [], 2, "error", "report"),
+    ("report is a FIFO", NODE_TEST, "mkfifo $STOCKADE_REPORT_DIR/report.xml", [], 2, "error",
+     "report"),
+    ("report of 100 MiB", NODE_TEST,
+     "head -c 104857600 /dev/zero > $STOCKADE_REPORT_DIR/report.xml", [], 2, "error", "report"),
+    ("expected test missing", NODE_TEST, JUNIT, ["--expect", "EXPECT"], 2, "error",
+     "expected test missing"),
+    ("held files and HEAD attacked", NODE_TEST,
+     "echo x > /held/add.test.js; echo 0000 > /repo/.git/HEAD; rm -rf /repo/.git/refs; " + JUNIT,
+     [], 0, "pass", "integrity"),
+    ("worktree changed by the run", NODE_TEST, "echo new > /repo/created.txt; " + JUNIT, [], 0,
+     "pass", "created.txt"),
+]
+
+
+def demote():
+    os.setgroups([])
+    os.setresgid(65534, 65534, 65534)
+    os.setresuid(65534, 65534, 65534)
+
+
+def make_worktree(root, owner):
+    wt = os.path.join(root, "wt")
+    os.makedirs(wt)
+    open(os.path.join(wt, "add.js"), "w").write(ADD_JS)
+    open(os.path.join(wt, "calc.py"), "w").write("def add(a, b):\n    return a + b\n")
+    env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t", GIT_COMMITTER_NAME="t",
+               GIT_COMMITTER_EMAIL="t@t")
+    for cmd in (["git", "init", "-q"], ["git", "add", "-A"], ["git", "commit", "-qm", "init"]):
+        subprocess.run(cmd, cwd=wt, env=env, check=True, stdout=subprocess.DEVNULL)
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames + filenames:
+            os.lchown(os.path.join(dirpath, name), owner, owner)
+    os.chown(root, owner, owner)
+    return wt
+
+
+failures = 0
+for mode in ("root", "rootless"):
+    owner = 0 if mode == "root" else 65534
+    for name, held_test, command, extra, code, verdict, check in CASES:
+        root = tempfile.mkdtemp(dir="/var/tmp")
+        try:
+            wt = make_worktree(root, owner)
+            held = os.path.join(root, "held")
+            os.makedirs(held)
+            if held_test is None:
+                open(os.path.join(held, "test_calc.py"), "w").write(PYTEST)
+            elif held_test:
+                open(os.path.join(held, "add.test.js"), "w").write(held_test)
+            expect = os.path.join(root, "expect.txt")
+            open(expect, "w").write("adds\nadds negatives\nmultiplies\n")
+            for dirpath, dirnames, filenames in os.walk(root):
+                for n in dirnames + filenames:
+                    os.lchown(os.path.join(dirpath, n), owner, owner)
+            args = [a if a != "EXPECT" else expect for a in extra]
+            verdict_path = os.path.join(root, "verdict.json")
+            proc = subprocess.run([STOCKADE, "oracle", "--worktree", wt, "--held", held,
+                                   "--verdict", verdict_path, *args, "--", "sh", "-c", command],
+                                  preexec_fn=demote if mode == "rootless" else None,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+            problems = []
+            try:
+                v = json.load(open(verdict_path))
+            except (OSError, ValueError) as e:
+                v = {}
+                problems.append("no verdict (%s): %s" % (e, proc.stderr.decode()[-300:]))
+            if proc.returncode != code:
+                problems.append("exit %d, expected %d" % (proc.returncode, code))
+            if v and v.get("verdict") != verdict:
+                problems.append("verdict %r, expected %r (%s)" % (v.get("verdict"), verdict,
+                                                                 v.get("contradictions")))
+            text = json.dumps(v)
+            if check == "integrity":
+                if not (v["integrity"]["held_unchanged"] and v["integrity"]["head_unchanged"]
+                        and v["integrity"]["git_unchanged"]):
+                    problems.append("integrity: %s" % v["integrity"])
+            elif check and check not in text:
+                problems.append("%r not in the verdict" % check)
+            label = "%s/%s" % (mode, name)
+            if problems:
+                failures += 1
+                print("FAIL %s: %s" % (label, "; ".join(problems)))
+            else:
+                print("ok   %s" % label)
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
+print("%d passed, %d failed" % (2 * len(CASES) - failures, failures))
+sys.exit(1 if failures else 0)

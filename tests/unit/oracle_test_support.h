@@ -33,7 +33,7 @@ inline void skipLoudly(const std::string& why) {
 class TempDir {
   public:
     TempDir() {
-        std::string tmpl = std::filesystem::temp_directory_path() / "stockade-oracle-XXXXXX";
+        std::string tmpl = std::filesystem::temp_directory_path() / "oracle-test-XXXXXX";
         REQUIRE(mkdtemp(tmpl.data()) != nullptr);
         path_ = tmpl;
     }

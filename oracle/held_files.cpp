@@ -43,15 +43,17 @@ Result<std::map<std::string, std::string>> hashTree(const std::string& dir,
     for (const Entry& entry : *entries) {
         switch (entry.type) {
             case FileType::Regular: {
-                if (total + entry.size > limits.max_total_bytes)
-                    return Error::message(quotePath(dir) + " holds more than " +
-                                          std::to_string(limits.max_total_bytes) +
-                                          " bytes; stopped at " + quotePath(entry.path));
                 Result<OpenedFile> file =
                     openRegularBeneath(root->get(), entry.path, limits.max_file_bytes);
                 if (!file.ok()) return file.error().withContext("hashing held files");
+                // Judged by the size fstat gives the opened file, which is
+                // then read to that size and no further.
+                if (file->size > limits.max_total_bytes - total)
+                    return Error::message(quotePath(dir) + " holds more than " +
+                                          std::to_string(limits.max_total_bytes) +
+                                          " bytes; stopped at " + quotePath(entry.path));
                 Sha256 sha;
-                Status read = readChunks(*file, limits.max_file_bytes, [&](std::string_view chunk) {
+                Status read = readChunks(*file, file->size, [&](std::string_view chunk) {
                     sha.update(chunk);
                     total += chunk.size();
                 });

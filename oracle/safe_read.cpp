@@ -231,8 +231,10 @@ Status readChunks(const OpenedFile& file, uint64_t max_bytes,
     std::string buffer(64 * 1024, '\0');
     uint64_t total = 0;
     for (;;) {
-        // One byte past the bound is enough to know the file grew past it.
-        uint64_t want = std::min<uint64_t>(buffer.size(), max_bytes - total + 1);
+        // One byte past the bound is enough to know the file grew past it
+        // (written so that a bound of UINT64_MAX cannot wrap to zero).
+        uint64_t remaining = max_bytes - total;
+        uint64_t want = remaining >= buffer.size() ? buffer.size() : remaining + 1;
         ssize_t got = ::pread(file.fd.get(), buffer.data(), want, static_cast<off_t>(total));
         if (got < 0) {
             if (errno == EINTR) continue;

@@ -119,7 +119,9 @@ std::string absolutePathAt(const json& value, const std::string& path) {
 
 void parseFilesystem(const json& fs, const std::string& path, Profile& out) {
     rejectUnknownKeys(fs, path, {"system_dirs", "etc", "tmp_size", "sys"});
-    if (!fs.contains("system_dirs")) fail(path + "/system_dirs", "missing");
+    if (!fs.contains("system_dirs"))
+        fail(path + "/system_dirs",
+             "missing (expected an array of absolute paths like [\"/usr\"])");
     const json& dirs = fs["system_dirs"];
     if (!dirs.is_array()) fail(path + "/system_dirs", "expected an array of absolute paths");
     for (size_t i = 0; i < dirs.size(); ++i) {
@@ -207,6 +209,12 @@ void parseLimits(const json& limits, const std::string& path, Limits& out) {
         out.open_files = countAt(present["open_files"], p("open_files"));
 }
 
+std::string knownList() {
+    std::string list;
+    for (const std::string& k : knownRequirements()) list += (list.empty() ? "" : ", ") + k;
+    return list;
+}
+
 Profile parseDocument(const std::string& name, const json& doc) {
     if (!doc.is_object()) fail("", "expected a JSON object");
     rejectUnknownKeys(doc, "",
@@ -218,7 +226,8 @@ Profile parseDocument(const std::string& name, const json& doc) {
     Profile out;
     out.name = name;
     if (doc.contains("description")) out.description = stringAt(doc["description"], "/description");
-    if (!doc.contains("filesystem")) fail("/filesystem", "missing");
+    if (!doc.contains("filesystem"))
+        fail("/filesystem", "missing (expected an object with at least \"system_dirs\")");
     parseFilesystem(objectAt(doc, "", "filesystem"), "/filesystem", out);
     if (doc.contains("environment"))
         parseEnvironment(objectAt(doc, "", "environment"), "/environment", out);
@@ -234,8 +243,9 @@ Profile parseDocument(const std::string& name, const json& doc) {
         const auto& known = knownRequirements();
         for (size_t i = 0; i < out.require.size(); ++i)
             if (std::find(known.begin(), known.end(), out.require[i]) == known.end())
-                fail("/require/" + std::to_string(i),
-                     "unknown guarantee \"" + out.require[i] + "\"");
+                fail("/require/" + std::to_string(i), "unknown guarantee \"" + out.require[i] +
+                                                          "\" (expected one of: " + knownList() +
+                                                          ")");
     }
     out.seccomp = "default";
     if (doc.contains("seccomp")) {

@@ -109,9 +109,11 @@ const std::map<std::string, std::string> kMalformed = {
     {"schema_missing", R"(/schema: expected "stockade.profile/v1", got nothing)"},
     {"schema_not_string", R"(/schema: expected "stockade.profile/v1", got 1)"},
     {"description_not_string", "/description: expected a string, got 5"},
-    {"filesystem_missing", "/filesystem: missing"},
+    {"filesystem_missing",
+     R"(/filesystem: missing (expected an object with at least "system_dirs"))"},
     {"filesystem_not_object", R"(/filesystem: expected an object, got ["/usr"])"},
-    {"system_dirs_missing", "/filesystem/system_dirs: missing"},
+    {"system_dirs_missing",
+     R"(/filesystem/system_dirs: missing (expected an array of absolute paths like ["/usr"]))"},
     {"system_dirs_not_array", "/filesystem/system_dirs: expected an array of absolute paths"},
     {"system_dir_relative",
      R"(/filesystem/system_dirs/1: expected an absolute path without "..", got "lib")"},
@@ -164,7 +166,8 @@ const std::map<std::string, std::string> kMalformed = {
     {"limits_file_size_fraction", R"(/limits/file_size: expected a size like "512m", got 1.5)"},
     {"limits_open_files_zero", "/limits/open_files: expected a positive integer, got 0"},
     {"require_not_array", R"(/require: expected an array of strings, got "memory")"},
-    {"require_unknown", R"(/require/1: unknown guarantee "gpu")"},
+    {"require_unknown",
+     R"(/require/1: unknown guarantee "gpu" (expected one of: user_ns, mount_ns, pid_ns, net_ns, ipc_ns, uts_ns, cgroup_ns, seccomp, no_new_privs, capabilities, memory, pids, cpu_time, landlock))"},
     {"seccomp_empty", R"(/seccomp: expected "default", "none" or a file path)"},
     {"seccomp_not_string", "/seccomp: expected a string, got {}"},
 };
@@ -383,7 +386,10 @@ TEST_CASE("require accepts every known guarantee and refuses anything else",
         INFO("require \"" << bad << "\"");
         CHECK(refusal("p", minimalWith(R"({"system_dirs": ["/usr"]})",
                                        std::string(R"("require": [")") + bad + "\"]")) ==
-              std::string("profile p: /require/0: unknown guarantee \"") + bad + "\"");
+              std::string("profile p: /require/0: unknown guarantee \"") + bad +
+                  "\" (expected one of: user_ns, mount_ns, pid_ns, net_ns, ipc_ns, uts_ns, "
+                  "cgroup_ns, seccomp, no_new_privs, capabilities, memory, pids, cpu_time, "
+                  "landlock)");
     }
 }
 

@@ -9,7 +9,14 @@ import subprocess
 import sys
 import tempfile
 
+import jsonschema
+
 STOCKADE = sys.argv[1]
+SCHEMA_DIR = sys.argv[2]
+verdict_schema = jsonschema.Draft202012Validator(
+    json.load(open(os.path.join(SCHEMA_DIR, "verdict.schema.json"))))
+result_schema = jsonschema.Draft202012Validator(
+    json.load(open(os.path.join(SCHEMA_DIR, "result.schema.json"))))
 ADD_JS = "exports.add = (a, b) => a + b;\n"
 NODE_TEST = """const test = require('node:test'); const assert = require('node:assert');
 const { add } = require('/repo/add.js');
@@ -114,6 +121,12 @@ for mode in ("root", "rootless"):
             if v and v.get("verdict") != verdict:
                 problems.append("verdict %r, expected %r (%s)" % (v.get("verdict"), verdict,
                                                                  v.get("contradictions")))
+            if v:
+                for err in verdict_schema.iter_errors(v):
+                    problems.append("verdict schema: %s: %s" % ("/".join(map(str, err.path)), err.message))
+                if v.get("result"):
+                    for err in result_schema.iter_errors(v["result"]):
+                        problems.append("result schema: %s: %s" % ("/".join(map(str, err.path)), err.message))
             text = json.dumps(v)
             if check == "integrity":
                 if not (v["integrity"]["held_unchanged"] and v["integrity"]["head_unchanged"]

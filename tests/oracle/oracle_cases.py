@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """stockade oracle end to end, as root and as uid 65534, with real test runners
-(node --test with its JUnit and TAP reporters, pytest --junitxml): honest and
+(node --test with its JUnit and TAP reporters, pytest --junitxml, GoogleTest
+--gtest_output=xml, Catch2 -r junit): honest and
 adversarial held tests, each checked for its exit code and verdict."""
 import json
 import os
@@ -30,6 +31,21 @@ from calc import add
 def test_add(): assert add(2, 3) == 5
 def test_neg(): assert add(-1, 1) == 0
 """
+GTEST = """#include <gtest/gtest.h>
+extern "C" int add(int, int);
+TEST(Add, Small) { EXPECT_EQ(add(2, 3), 5); }
+TEST(Add, Negatives) { EXPECT_EQ(add(-1, 1), 0); }
+"""
+CATCH2 = """#define CATCH_CONFIG_MAIN
+#include <catch2/catch.hpp>
+extern "C" int add(int, int);
+TEST_CASE("adds") { CHECK(add(2, 3) == 5); }
+TEST_CASE("adds negatives") { CHECK(add(-1, 1) == 0); }
+"""
+GTEST_RUN = ("cc -c -o /tmp/add.o /repo/add.c && g++ -o /tmp/t /held/t.cpp /tmp/add.o -lgtest "
+             "-lgtest_main -pthread && /tmp/t --gtest_output=xml:$STOCKADE_REPORT_DIR/report.xml")
+CATCH2_RUN = ("cc -c -o /tmp/add.o /repo/add.c && g++ -O0 -o /tmp/t /held/t.cpp /tmp/add.o && "
+              "/tmp/t -r junit -o $STOCKADE_REPORT_DIR/report.xml")
 JUNIT = "node --test --test-reporter=junit --test-reporter-destination=$STOCKADE_REPORT_DIR/report.xml /held/"
 TAP = "node --test --test-reporter=tap /held/ > $STOCKADE_REPORT_DIR/report.tap"
 FORGED = ('<testsuites tests="2" failures="0"><testsuite name="s" tests="2" failures="0">'
@@ -42,6 +58,8 @@ CASES = [
     ("node tap, all pass", NODE_TEST, TAP, ["--report", "tap"], 0, "pass", None),
     ("pytest junit, all pass", None, "cd /held && python3 -m pytest -q -p no:cacheprovider "
      "--junitxml=$STOCKADE_REPORT_DIR/report.xml", [], 0, "pass", None),
+    ("googletest xml, all pass", ("t.cpp", GTEST), GTEST_RUN, [], 0, "pass", "googletest"),
+    ("catch2 junit, all pass", ("t.cpp", CATCH2), CATCH2_RUN, [], 0, "pass", "catch2"),
     ("runner crashes", NODE_TEST, "kill -SEGV $$", [], 2, "error", None),
     ("runner hangs", NODE_TEST, "sleep 60", ["--timeout", "2"], 124, "timeout", None),
     ("zero tests", "", JUNIT, [], 2, "error", "no executed test"),
@@ -75,6 +93,7 @@ def make_worktree(root, owner):
     os.makedirs(wt)
     open(os.path.join(wt, "add.js"), "w").write(ADD_JS)
     open(os.path.join(wt, "calc.py"), "w").write("def add(a, b):\n    return a + b\n")
+    open(os.path.join(wt, "add.c"), "w").write("int add(int a, int b) { return a + b; }\n")
     env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t", GIT_COMMITTER_NAME="t",
                GIT_COMMITTER_EMAIL="t@t")
     for cmd in (["git", "init", "-q"], ["git", "add", "-A"], ["git", "commit", "-qm", "init"]):
@@ -97,6 +116,8 @@ for mode in ("root", "rootless"):
             os.makedirs(held)
             if held_test is None:
                 open(os.path.join(held, "test_calc.py"), "w").write(PYTEST)
+            elif isinstance(held_test, tuple):
+                open(os.path.join(held, held_test[0]), "w").write(held_test[1])
             elif held_test:
                 open(os.path.join(held, "add.test.js"), "w").write(held_test)
             expect = os.path.join(root, "expect.txt")

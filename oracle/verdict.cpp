@@ -9,20 +9,6 @@ namespace {
 
 using nlohmann::json;
 
-const char* statusName(TestCase::Status s) {
-    switch (s) {
-        case TestCase::Status::Passed:
-            return "passed";
-        case TestCase::Status::Failed:
-            return "failed";
-        case TestCase::Status::Errored:
-            return "errored";
-        case TestCase::Status::Skipped:
-            return "skipped";
-    }
-    return "unknown";
-}
-
 // A declared name matches a case by its name, or by "classname.name" /
 // "classname::name" (pytest, GoogleTest and Catch2 spell them so).
 const TestCase* findCase(const TestReport& report, const std::string& wanted) {
@@ -123,7 +109,7 @@ std::string verdictJson(const Evidence& e, const Verdict& v, const std::string& 
         for (const TestCase& t : e.report->cases)
             cases.push_back({{"name", t.name},
                              {"classname", t.classname},
-                             {"status", statusName(t.status)},
+                             {"status", testStatusName(t.status)},
                              {"duration_s", t.duration_s},
                              {"message", t.message}});
         report = {{"format", e.report->format},

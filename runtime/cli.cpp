@@ -4,6 +4,8 @@
 #include <boost/program_options.hpp>
 #include <cstdio>
 #include <iostream>
+#include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -96,16 +98,26 @@ std::string describe(const po::error& e) {
     return e.what();
 }
 
-int runSubcommand(const std::vector<std::string>& args) {
-    std::vector<std::string> options(args.begin(), args.end());
-    RunOptions run;
-    auto dashdash = std::find(options.begin(), options.end(), "--");
-    bool has_command = dashdash != options.end();
-    if (has_command) {
-        run.command.assign(dashdash + 1, options.end());
-        options.erase(dashdash, options.end());
-    }
-    po::options_description desc = runOptionsDescription(run);
+// "OPTIONS -- COMMAND...", split at the first "--".
+struct SplitArgs {
+    std::vector<std::string> options;
+    std::vector<std::string> command;
+    bool has_command = false;
+};
+
+SplitArgs splitAtDashDash(const std::vector<std::string>& args) {
+    SplitArgs out;
+    auto dashdash = std::find(args.begin(), args.end(), "--");
+    out.options.assign(args.begin(), dashdash);
+    out.has_command = dashdash != args.end();
+    if (out.has_command) out.command.assign(dashdash + 1, args.end());
+    return out;
+}
+
+// Parses the options before "--". Returns an exit code when that ends the
+// program (help printed, or a usage error), nothing when the caller goes on.
+std::optional<int> parseOrExit(const std::vector<std::string>& options,
+                               const po::options_description& desc, const std::string& help) {
     try {
         po::variables_map vm;
         auto style =
@@ -118,29 +130,37 @@ int runSubcommand(const std::vector<std::string>& args) {
                                   "\" (the command goes after --)");
         po::store(parsed, vm);
         if (vm.count("help")) {
-            std::cout << desc << "\n";
+            std::cout << help << "\n";
             return 0;
         }
         po::notify(vm);
+    } catch (const po::required_option& e) {
+        return usageError(e.get_option_name() + " is required");
     } catch (const po::error& e) {
         return usageError(describe(e));
     }
-    if (!has_command)
+    return std::nullopt;
+}
+
+int runSubcommand(const std::vector<std::string>& args) {
+    RunOptions run;
+    SplitArgs split = splitAtDashDash(args);
+    run.command = split.command;
+    po::options_description desc = runOptionsDescription(run);
+    std::ostringstream help;
+    help << desc;
+    if (auto code = parseOrExit(split.options, desc, help.str())) return *code;
+    if (!split.has_command)
         return usageError("missing -- before the command (stockade run [OPTIONS] -- COMMAND)");
     if (run.command.empty()) return usageError("missing command after --");
     return runCommand(run);
 }
 
 int oracleSubcommand(const std::vector<std::string>& args) {
-    std::vector<std::string> options(args.begin(), args.end());
     oracle::OracleOptions oracle_options;
     RunOptions& run = oracle_options.run;
-    auto dashdash = std::find(options.begin(), options.end(), "--");
-    bool has_command = dashdash != options.end();
-    if (has_command) {
-        run.command.assign(dashdash + 1, options.end());
-        options.erase(dashdash, options.end());
-    }
+    SplitArgs split = splitAtDashDash(args);
+    run.command = split.command;
     po::options_description desc = runOptionsDescription(run);
     po::options_description extra(
         "Usage: stockade oracle [OPTIONS] --worktree DIR --held DIR [--report junit|tap]\n"
@@ -164,28 +184,10 @@ int oracleSubcommand(const std::vector<std::string>& args) {
         }),
         "FILE to write the verdict to (default: stdout)");
     desc.add(extra);
-    try {
-        po::variables_map vm;
-        auto style =
-            po::command_line_style::default_style & ~po::command_line_style::allow_guessing;
-        po::parsed_options parsed =
-            po::command_line_parser(options).options(desc).style(style).run();
-        for (const auto& opt : parsed.options)
-            if (opt.position_key >= 0)
-                return usageError("unexpected argument \"" + opt.value.front() +
-                                  "\" (the command goes after --)");
-        po::store(parsed, vm);
-        if (vm.count("help")) {
-            std::cout << extra << "\n" << desc << "\n";
-            return 0;
-        }
-        po::notify(vm);
-    } catch (const po::required_option& e) {
-        return usageError(e.get_option_name() + " is required");
-    } catch (const po::error& e) {
-        return usageError(describe(e));
-    }
-    if (!has_command || run.command.empty())
+    std::ostringstream help;
+    help << extra << "\n" << desc;
+    if (auto code = parseOrExit(split.options, desc, help.str())) return *code;
+    if (!split.has_command || run.command.empty())
         return usageError("missing -- and the test command (stockade oracle ... -- COMMAND)");
     return oracle::runOracle(oracle_options);
 }

@@ -3,6 +3,7 @@
 // allocated, makes system calls, and reports a failure as a fixed-size
 // message; it never allocates, throws, locks or logs.
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -62,6 +63,35 @@ bool supervisorGoneInChild(int sync_fd) noexcept {
     return poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLHUP | POLLERR));
 }
 
+// A dev server's socket factory (runtime/service_hooks.h): each request byte
+// ('4' or '6') is answered with an errno and, on success, a fresh TCP socket
+// of this network namespace. init never connects, binds or reads them.
+void answerSocketRequestsInChild(int channel) noexcept {
+    char family;
+    while (recv(channel, &family, 1, MSG_DONTWAIT) == 1) {
+        int fd = socket(family == '6' ? AF_INET6 : AF_INET,
+                        SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        int32_t err = fd < 0 ? errno : 0;
+        iovec iov{&err, sizeof(err)};
+        alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+        msghdr msg{};
+        msg.msg_iov = &iov;
+        msg.msg_iovlen = 1;
+        if (fd >= 0) {
+            msg.msg_control = control;
+            msg.msg_controllen = sizeof(control);
+            cmsghdr* c = CMSG_FIRSTHDR(&msg);
+            c->cmsg_level = SOL_SOCKET;
+            c->cmsg_type = SCM_RIGHTS;
+            c->cmsg_len = CMSG_LEN(sizeof(int));
+            memcpy(CMSG_DATA(c), &fd, sizeof(fd));
+        }
+        while (sendmsg(channel, &msg, MSG_NOSIGNAL) < 0 && errno == EINTR) {
+        }
+        if (fd >= 0) close(fd);
+    }
+}
+
 // Forwards the signals a shell's job control would send, reaps every orphan
 // that reparents to PID 1, and once the command has ended kills everything
 // left in the namespace. Returns the command's wait status and the number of
@@ -69,8 +99,17 @@ bool supervisorGoneInChild(int sync_fd) noexcept {
 [[noreturn]] void superviseCommandInChild(const ChildPlan& plan, pid_t command) noexcept {
     sigset_t set;
     sigemptyset(&set);
-    for (int sig : {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGRTMIN})
+    for (int sig : {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGRTMIN, SIGIO})
         sigaddset(&set, sig);
+    // A socket request raises SIGIO (O_ASYNC), taken here like the others;
+    // blocked first, since its default action would end init.
+    int factory = plan.socket_factory_fd;
+    if (factory >= 0) {
+        sigprocmask(SIG_BLOCK, &set, nullptr);
+        fcntl(factory, F_SETOWN, getpid());
+        fcntl(factory, F_SETFL, O_ASYNC | O_NONBLOCK);
+        answerSocketRequestsInChild(factory);  // any sent before O_ASYNC
+    }
     int command_status = 0;
     bool command_done = false;
     while (!command_done) {
@@ -81,6 +120,10 @@ bool supervisorGoneInChild(int sync_fd) noexcept {
         // pid here) is the supervisor's "end it now" (timeout, output
         // limit, cancellation). From inside, it is just forwarded.
         if (sig == SIGRTMIN && info.si_pid == 0) break;
+        if (sig == SIGIO) {
+            if (factory >= 0) answerSocketRequestsInChild(factory);
+            continue;
+        }
         if (sig != SIGCHLD) {
             kill(command, sig);
             continue;
@@ -177,8 +220,9 @@ bool supervisorGoneInChild(int sync_fd) noexcept {
                   plan.stderr_fd,
                   plan.stdin_null ? -1 : 0,
                   plan.landlock.ruleset.get(),
-                  plan.listener_socket_fd};
-    closeInheritedFdsInChild(keep, 6);
+                  plan.listener_socket_fd,
+                  plan.socket_factory_fd};
+    closeInheritedFdsInChild(keep, 7);
 
     // 7. The other namespaces' contents.
     if (int err = ns::setHostnameInChild(plan.hostname.c_str(), plan.hostname.size()))
@@ -197,10 +241,11 @@ bool supervisorGoneInChild(int sync_fd) noexcept {
     if (command < 0) failSetupInChild(plan, ChildStage::ForkCommand, errno);
     if (command == 0) execCommandInChild(plan);
 
-    // 10. init keeps only the sync socket: no host fd, not even the output
-    //    pipes, whose EOF must mean the command's whole tree is done.
-    int keep_sync[] = {plan.sync_fd};
-    closeInheritedFdsInChild(keep_sync, 1);
+    // 10. init keeps only the sync socket (and a dev server's socket
+    //    factory): no host fd, not even the output pipes, whose EOF must
+    //    mean the command's whole tree is done.
+    int keep_sync[] = {plan.sync_fd, plan.socket_factory_fd};
+    closeInheritedFdsInChild(keep_sync, 2);
     int failed_step = 0;
     dropAllPrivilegesInChild(plan.last_cap, &failed_step);
     setNoNewPrivsInChild();

@@ -45,6 +45,8 @@ struct ChildPlan {
     // reported (then seccomp_program is installed).
     std::vector<sock_filter> seccomp_notified_program;
     int listener_socket_fd = -1;
+    // A dev server's: init's end of the socket factory (service_hooks.h).
+    int socket_factory_fd = -1;
     ns::LandlockPlan landlock;  // inactive: no Landlock
 
     // The supervisor's own argv and environment strings, which the clone

@@ -394,11 +394,16 @@ Result<ChildPlan> buildChildPlan(const Policy& policy, const Identity& identity,
     // Landlock mirrors the mount plan just built (G10): a second wall with
     // the same shape, raised by the command itself before exec. One-shot
     // runs leave TCP to the network namespace (test suites start loopback
-    // servers of their own); dev servers get only their port (issue 5).
+    // servers of their own); a dev server may bind its published port and
+    // connect nowhere.
     if (policy.landlock != LandlockMode::Off) {
         ns::LandlockRequest request;
         ns::mirrorMountPlan(plan.mounts, request);
         request.network = ns::LandlockNetwork::Unrestricted;
+        if (policy.publish_port) {
+            request.network = ns::LandlockNetwork::BindPortOnly;
+            request.bind_port = *policy.publish_port;
+        }
         auto landlock = ns::buildLandlockPlan(request);
         if (!landlock) return landlock.error().withContext("plan the Landlock ruleset");
         plan.landlock = std::move(*landlock);
@@ -408,7 +413,15 @@ Result<ChildPlan> buildChildPlan(const Policy& policy, const Identity& identity,
         plan.rlimits.push_back({resource, {value, value}});
     };
     hard(RLIMIT_CORE, 0);
-    if (policy.limits.open_files) hard(RLIMIT_NOFILE, *policy.limits.open_files);
+    if (policy.limits.open_files) {
+        // A profile's open-file count is a ceiling: no higher than the
+        // caller's own hard limit, which the sandbox could not raise either.
+        rlimit own{};
+        uint64_t files = *policy.limits.open_files;
+        if (getrlimit(RLIMIT_NOFILE, &own) == 0 && own.rlim_max != RLIM_INFINITY)
+            files = std::min<uint64_t>(files, own.rlim_max);
+        hard(RLIMIT_NOFILE, files);
+    }
     if (policy.limits.file_size_bytes) hard(RLIMIT_FSIZE, *policy.limits.file_size_bytes);
     if (policy.limits.cpu_time_ms) {
         // SIGXCPU at the soft limit names the cause; the hard limit one second

@@ -11,6 +11,7 @@
 
 #include "oracle/oracle_run.h"
 #include "runtime/run_command.h"
+#include "runtime/serve_command.h"
 
 namespace stockade {
 
@@ -24,6 +25,12 @@ const char* kTopHelp = R"(stockade: run untrusted commands in a sandbox, with no
 
 Usage:
   stockade run     [OPTIONS] -- COMMAND [ARG...]   run a command once, with no network
+  stockade serve   [OPTIONS] --port N [--detach] -- COMMAND [ARG...]
+                                                  a dev server on the host's 127.0.0.1:N only,
+                                                  with no way out
+  stockade stop    NAME | --port N                stop a dev server (exit 0 if already gone)
+  stockade ps      [--json]                       list your running dev servers
+  stockade logs    NAME [--follow]                a dev server's output
   stockade profile show NAME|FILE                 print a profile with defaults filled in
   stockade profile check FILE                     validate a profile
   stockade check   [--json] [--profile P]         what this host can enforce, and why not
@@ -54,12 +61,13 @@ int usageError(const std::string& message) {
     return kUsageError;
 }
 
-po::options_description runOptionsDescription(RunOptions& o) {
-    po::options_description d(kRunUsage);
+po::options_description runOptionsDescription(RunOptions& o, const char* usage = kRunUsage,
+                                              const char* default_profile = "held-test") {
+    po::options_description d(usage);
     auto text = [](std::optional<std::string>& target) {
         return po::value<std::string>()->notifier([&target](const std::string& v) { target = v; });
     };
-    d.add_options()("profile", po::value<std::string>(&o.profile)->default_value("held-test"),
+    d.add_options()("profile", po::value<std::string>(&o.profile)->default_value(default_profile),
                     "profile NAME (installed or built in) or FILE (contains '/' or ends in .json)")(
         "worktree", text(o.worktree), "DIR bound at /repo, writable; /repo/.git read-only")(
         "mount", po::value<std::vector<std::string>>(&o.mounts)->composing(),
@@ -142,6 +150,34 @@ std::optional<int> parseOrExit(const std::vector<std::string>& options,
     return std::nullopt;
 }
 
+// Options plus at most one positional NAME (bound to "name" in `hidden`).
+template <class Then>
+int parseNamed(const std::vector<std::string>& args, const po::options_description& desc,
+               const po::options_description& hidden, const char* command, Then then) {
+    po::options_description all;
+    all.add(desc).add(hidden);
+    po::positional_options_description positional;
+    if (hidden.find_nothrow("name", false)) positional.add("name", 1);
+    try {
+        po::variables_map vm;
+        auto style =
+            po::command_line_style::default_style & ~po::command_line_style::allow_guessing;
+        po::store(
+            po::command_line_parser(args).options(all).positional(positional).style(style).run(),
+            vm);
+        if (vm.count("help")) {
+            std::cout << desc << "\n";
+            return 0;
+        }
+        po::notify(vm);
+        return then(vm.count("name") > 0);
+    } catch (const po::too_many_positional_options_error&) {
+        return usageError(std::string(command) + ": too many arguments");
+    } catch (const po::error& e) {
+        return usageError(describe(e));
+    }
+}
+
 int runSubcommand(const std::vector<std::string>& args) {
     RunOptions run;
     SplitArgs split = splitAtDashDash(args);
@@ -190,6 +226,105 @@ int oracleSubcommand(const std::vector<std::string>& args) {
     if (!split.has_command || run.command.empty())
         return usageError("missing -- and the test command (stockade oracle ... -- COMMAND)");
     return oracle::runOracle(oracle_options);
+}
+
+const char* kServeUsage = R"(Usage: stockade serve [OPTIONS] --port N [--ready-pattern RE]
+                      [--ready-timeout SEC] [--detach] -- COMMAND [ARG...]
+
+Runs a dev server in the same sandbox as `run` (profile dev-server): its
+network namespace holds only lo, and stockade publishes one port, on the
+host's 127.0.0.1:N (and [::1]:N), carrying each connection to the sandbox's
+own 127.0.0.1:N (then [::1]:N). So a server that binds localhost, 0.0.0.0
+or :: works, and nothing else crosses: no other port, nothing outward.
+
+Ready when a connection to the port inside succeeds and, with --ready-pattern,
+the pattern has matched a word-bounded run of the output; then one JSON line
+on stdout: {"event":"ready","name":...,"port":...,"pid":...,"elapsed_ms":...}.
+The output goes to a bounded log (stockade logs NAME), and to stderr too in
+the foreground unless --quiet. Serving a NAME that runs stops it first.
+
+Examples:
+  stockade serve --worktree . --port 5173 --detach -- npm run dev
+  stockade serve --port 8000 -- python3 -m http.server --bind 127.0.0.1 8000
+  stockade stop dev-5173
+
+Options)";
+
+int serveSubcommand(const std::vector<std::string>& args) {
+    ServeOptions serve;
+    RunOptions& run = serve.run;
+    SplitArgs split = splitAtDashDash(args);
+    run.command = split.command;
+    po::options_description desc = runOptionsDescription(run, kServeUsage, "dev-server");
+    po::options_description extra("Serve options");
+    extra.add_options()("port", po::value<std::string>(&serve.port)->required(),
+                        "N: the TCP port published on the host's loopback and used inside")(
+        "ready-pattern",
+        po::value<std::string>()->notifier([&](const std::string& v) { serve.ready_pattern = v; }),
+        "RE (ECMAScript) that must match a word-bounded run of the output")(
+        "ready-timeout", po::value<std::string>(&serve.ready_timeout)->default_value("60"),
+        "SEC to become ready before the server is torn down (not_ready)")(
+        "detach", po::bool_switch(&serve.detach), "return once ready; the server runs on");
+    desc.add(extra);
+    std::ostringstream help;
+    help << desc;
+    if (auto code = parseOrExit(split.options, desc, help.str())) return *code;
+    if (!split.has_command || run.command.empty())
+        return usageError("missing -- and the server command (stockade serve ... -- COMMAND)");
+    return serveCommand(serve);
+}
+
+// stop, ps and logs take a name or a switch or two: NAME is positional.
+int stopSubcommand(const std::vector<std::string>& args) {
+    std::string name;
+    std::optional<std::string> port;
+    po::options_description desc(
+        "Usage: stockade stop NAME | --port N\n\n"
+        "Stops a dev server: SIGTERM to its command, SIGKILL to whatever is left in\n"
+        "the sandbox 2 s later; returns once it is gone and its port is free. Exit 0\n"
+        "when it was not running.\n\nOptions");
+    desc.add_options()("port",
+                       po::value<std::string>()->notifier([&](const std::string& v) { port = v; }),
+                       "N: stop the server publishing this port")("help,h", "show this help");
+    po::options_description hidden;
+    hidden.add_options()("name", po::value<std::string>(&name));
+    return parseNamed(args, desc, hidden, "stop", [&](bool has_name) {
+        if (has_name == port.has_value())
+            return usageError("stop: give a NAME or --port N (one of them)");
+        return stopCommand(name, port);
+    });
+}
+
+int psSubcommand(const std::vector<std::string>& args) {
+    bool as_json = false;
+    po::options_description desc(
+        "Usage: stockade ps [--json]\n\n"
+        "Lists your running dev servers: name, port, supervisor pid, uptime, whether\n"
+        "ready, command. Stale records of a dead supervisor are removed.\n\nOptions");
+    desc.add_options()("json", po::bool_switch(&as_json), "print a JSON array")("help,h",
+                                                                                "show this help");
+    po::options_description hidden;
+    return parseNamed(args, desc, hidden, "ps", [&](bool has_name) {
+        if (has_name) return usageError("ps takes no NAME");
+        return psCommand(as_json);
+    });
+}
+
+int logsSubcommand(const std::vector<std::string>& args) {
+    std::string name;
+    bool follow = false;
+    po::options_description desc(
+        "Usage: stockade logs NAME [--follow]\n\n"
+        "Prints a dev server's output (stdout and stderr as they came, the last\n"
+        "--output-limit bytes or more); kept after the server stops.\n\nOptions");
+    desc.add_options()("follow,f", po::bool_switch(&follow),
+                       "keep printing until the server stops")("help,h", "show this help");
+    po::options_description hidden;
+    hidden.add_options()("name", po::value<std::string>(&name));
+    return parseNamed(args, desc, hidden, "logs", [&](bool has_name) {
+        if (!has_name) return usageError("logs: missing NAME (stockade ps lists them)");
+        return logsCommand(name, follow);
+    });
 }
 
 int checkSubcommand(const std::vector<std::string>& args) {
@@ -252,6 +387,10 @@ int runCli(int argc, char** argv) {
     if (command == "profile") return profileSubcommand(rest);
     if (command == "check") return checkSubcommand(rest);
     if (command == "oracle") return oracleSubcommand(rest);
+    if (command == "serve") return serveSubcommand(rest);
+    if (command == "stop") return stopSubcommand(rest);
+    if (command == "ps") return psSubcommand(rest);
+    if (command == "logs") return logsSubcommand(rest);
     return usageError("unknown command \"" + command + "\" (try stockade --help)");
 }
 

@@ -53,6 +53,9 @@ struct Policy {
     std::optional<gid_t> gid;
     std::string hostname = "stockade";
     NetworkMode network = NetworkMode::None;
+    // serve: the port published on the host's loopback and forwarded into
+    // the sandbox's; the server may bind only it (Landlock ABI 4).
+    std::optional<uint16_t> publish_port;
     StdinMode stdin_mode = StdinMode::Null;
     bool quiet = false;
     std::optional<std::string> result_path;

@@ -96,6 +96,8 @@ SandboxResult classify(const SandboxOutcome& o) {
             return {"error", "sandbox_unavailable", 125};
         case Ending::Refused:
             return {"blocked", "sandbox_unavailable", 125};
+        case Ending::NotReady:
+            return {"blocked", "not_ready", 124};
     }
     return {"error", "sandbox_unavailable", 125};
 }

@@ -19,10 +19,12 @@ void say(const std::string& line) {
     std::fprintf(stderr, "stockade: %s\n", line.c_str());
 }
 
+}  // namespace
+
 // A run refused before anything started still leaves its record, if one was
 // asked for, so a harness never has to guess why there is no result.
-int refuse(const RunOptions& options, const std::string& profile, const std::string& reason,
-           const std::string& status, const std::string& stage, const std::string& message) {
+int refuseRun(const RunOptions& options, const std::string& profile, const std::string& reason,
+              const std::string& status, const std::string& stage, const std::string& message) {
     say(message);
     if (options.result && !options.result->empty()) {
         auto s = writeFileAtomically(
@@ -33,36 +35,47 @@ int refuse(const RunOptions& options, const std::string& profile, const std::str
     return kRefused;
 }
 
-}  // namespace
-
-int runCommand(const RunOptions& options) {
+Result<Policy> policyForRun(const RunOptions& options, int& exit_code) {
     auto profile = loadProfile(options.profile);
-    if (!profile)
-        return refuse(options, options.profile, "invalid_bounds", "blocked", "profile",
-                      profile.error().describe());
+    if (!profile) {
+        exit_code = refuseRun(options, options.profile, "invalid_bounds", "blocked", "profile",
+                              profile.error().describe());
+        return profile.error();
+    }
     auto policy = buildPolicy(*profile, options);
     if (!policy) {
         const std::string& text = policy.error().text();
         bool bounds = text.starts_with("--memory") || text.starts_with("--pids") ||
                       text.starts_with("--cpu-time") || text.starts_with("--timeout") ||
                       text.starts_with("--output-limit") || text.starts_with("--tmp-size");
-        return refuse(options, profile->name, bounds ? "invalid_bounds" : "sandbox_unavailable",
+        exit_code =
+            refuseRun(options, profile->name, bounds ? "invalid_bounds" : "sandbox_unavailable",
                       bounds ? "blocked" : "error", "arguments", policy.error().describe());
     }
-    SandboxOutcome outcome = runSandbox(*policy);
+    return policy;
+}
+
+int finishRun(const Policy& policy, const SandboxOutcome& outcome) {
     SandboxResult result = classify(outcome);
     if (outcome.ending == Ending::SetupFailed || outcome.ending == Ending::Refused)
         say(outcome.error_message +
             (outcome.error_errno ? ": " + errnoName(outcome.error_errno) : std::string()));
     else if (outcome.ending == Ending::NotFound)
-        say(policy->command[0] + ": command not found in the sandbox");
+        say(policy.command[0] + ": command not found in the sandbox");
     else if (outcome.ending == Ending::NotExecutable)
-        say(policy->command[0] + ": cannot execute: " + errnoName(outcome.error_errno));
-    if (policy->result_path) {
-        auto s = writeFileAtomically(*policy->result_path, resultJson(*policy, outcome));
+        say(policy.command[0] + ": cannot execute: " + errnoName(outcome.error_errno));
+    if (policy.result_path) {
+        auto s = writeFileAtomically(*policy.result_path, resultJson(policy, outcome));
         if (!s) say("cannot write the result: " + s.error().describe());
     }
     return result.exit_code;
+}
+
+int runCommand(const RunOptions& options) {
+    int refused = kRefused;
+    auto policy = policyForRun(options, refused);
+    if (!policy) return refused;
+    return finishRun(*policy, runSandbox(*policy));
 }
 
 int profileShowCommand(const std::string& name_or_file) {

@@ -138,14 +138,15 @@ Result<Streams> makeStreams() {
 class Supervision {
   public:
     Supervision(const Policy& policy, int pidfd, Streams& streams, int sync_fd, int signal_fd,
-                int timer_fd, int listener_socket)
+                int timer_fd, int listener_socket, ServiceHooks* hooks)
         : policy_(policy),
           pidfd_(pidfd),
           streams_(streams),
           sync_fd_(sync_fd),
           signal_fd_(signal_fd),
           timer_fd_(timer_fd),
-          listener_socket_(listener_socket) {}
+          listener_socket_(listener_socket),
+          hooks_(hooks) {}
 
     void run(SandboxOutcome& out);
     int failedOp() const { return failure_ ? failure_->op_index : -1; }
@@ -202,6 +203,9 @@ class Supervision {
     Phase phase_ = Phase::Running;
     // Returns false at EOF.
     bool pump(int fd, OutputCapture& capture, int echo_fd, bool& echo_ok);
+    void onHooks() {
+        if (auto ending = hooks_->onReadable()) kill(*ending);
+    }
     void readMessages();
 
     const Policy& policy_;
@@ -211,6 +215,7 @@ class Supervision {
 
     int sync_fd_, signal_fd_, timer_fd_;
     int listener_socket_;
+    ServiceHooks* hooks_;
     UniqueFd listener_;
     std::optional<seccomp::DenialCollector> collector_;
     OutputCapture out_capture_, err_capture_;
@@ -226,6 +231,11 @@ bool Supervision::pump(int fd, OutputCapture& capture, int echo_fd, bool& echo_o
     if (n < 0) return errno == EINTR || errno == EAGAIN;
     if (n == 0) return false;
     size_t size = static_cast<size_t>(n);
+    if (hooks_) {  // a service's output goes to its log, with no limit that kills
+        capture.feed(buffer_, size);
+        hooks_->output(echo_fd, buffer_, size);
+        return true;
+    }
     if (kill_reason_ == Ending::OutputLimit) return true;  // discard past the limit
     if (policy_.limits.output_bytes) {
         uint64_t used = out_capture_.bytes() + err_capture_.bytes();
@@ -276,7 +286,7 @@ void Supervision::run(SandboxOutcome& out) {
     bool out_open = true, err_open = true, alive = true;
     bool echo_out = true, echo_err = true;
     while (alive || out_open || err_open) {
-        pollfd fds[8];
+        pollfd fds[9];
         nfds_t n = 0;
         auto add = [&](int fd, bool want) -> int {
             if (!want || fd < 0) return -1;
@@ -291,6 +301,7 @@ void Supervision::run(SandboxOutcome& out) {
         int i_timer = add(timer_fd_, alive);
         int i_lsock = add(listener_socket_, alive && !listener_);
         int i_listener = add(listener_.get(), alive && listener_);
+        int i_hooks = add(hooks_ ? hooks_->pollFd() : -1, alive);
         if (poll(fds, n, -1) < 0) {
             if (errno == EINTR) continue;
             break;
@@ -301,6 +312,7 @@ void Supervision::run(SandboxOutcome& out) {
         if (ready(i_out)) out_open = pump(streams_.out_read.get(), out_capture_, 1, echo_out);
         if (ready(i_err)) err_open = pump(streams_.err_read.get(), err_capture_, 2, echo_err);
         if (ready(i_sync)) readMessages();
+        if (ready(i_hooks)) onHooks();
         if (i_listener >= 0 && (fds[i_listener].revents & POLLIN)) answerDenial();
         if (ready(i_lsock)) {
             if (auto listener = seccomp::receiveListener(listener_socket_))
@@ -387,7 +399,7 @@ void Supervision::run(SandboxOutcome& out) {
 
 }  // namespace
 
-SandboxOutcome runSandbox(const Policy& policy) {
+SandboxOutcome runSandbox(const Policy& policy, ServiceHooks* hooks) {
     auto start = Clock::now();
     auto identity = chooseIdentity(policy);
     if (!identity) return setupFailure("choose the sandbox's identity", identity.error());
@@ -443,6 +455,16 @@ SandboxOutcome runSandbox(const Policy& policy) {
         listener_child.reset(sv[1]);
         plan->listener_socket_fd = listener_child.get();
     }
+    // A service's socket factory: init makes TCP sockets in the sandbox's
+    // network namespace on request (service_hooks.h).
+    UniqueFd factory_parent, factory_child;
+    if (hooks) {
+        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+            return setupFailure("create the socket factory", Error::fromErrno("socketpair()"));
+        factory_parent.reset(sv[0]);
+        factory_child.reset(sv[1]);
+        plan->socket_factory_fd = factory_child.get();
+    }
     plan->stdout_fd = streams->out_write.get();
     plan->stderr_fd = streams->err_write.get();
     plan->sync_fd = sync_child.get();
@@ -486,6 +508,7 @@ SandboxOutcome runSandbox(const Policy& policy) {
     UniqueFd pidfd_owner(pidfd);
     sync_child.reset();
     listener_child.reset();
+    factory_child.reset();
     streams->out_write.reset();
     streams->err_write.reset();
     auto restore = [&] { sigprocmask(SIG_SETMASK, &old_mask, nullptr); };
@@ -514,7 +537,9 @@ SandboxOutcome runSandbox(const Policy& policy) {
     send(sync_parent.get(), &go, 1, MSG_NOSIGNAL);
 
     Supervision supervision(policy, pidfd, *streams, sync_parent.get(), signal_fd.get(),
-                            timer_fd.get(), listener_parent.get());
+                            timer_fd.get(), listener_parent.get(), hooks);
+    InsideSockets inside(factory_parent.get());
+    if (hooks) hooks->started(static_cast<pid_t>(pid), inside);
     supervision.run(out);
     restore();
     if (policy.limits.cpu_time_ms)

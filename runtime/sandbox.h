@@ -12,6 +12,7 @@
 #include "base/error.h"
 #include "runtime/output_capture.h"
 #include "runtime/policy.h"
+#include "runtime/service_hooks.h"
 
 namespace stockade {
 
@@ -25,6 +26,7 @@ enum class Ending {
     Cancelled,    // SIGINT/SIGTERM reached stockade
     SetupFailed,  // the sandbox could not be built; nothing ran
     Refused,      // a required guarantee cannot be enforced here; nothing ran
+    NotReady,     // a service did not become ready in time (serve)
 };
 
 struct SandboxOutcome {
@@ -60,7 +62,8 @@ struct SandboxOutcome {
 
 // Builds the sandbox the policy describes, runs the command in it, and
 // returns once nothing of the sandbox is left. A sandbox that cannot be built
-// is an outcome (SetupFailed), never a weaker run.
-SandboxOutcome runSandbox(const Policy& policy);
+// is an outcome (SetupFailed), never a weaker run. A service (serve) passes
+// hooks: its output goes to them, and they publish its port.
+SandboxOutcome runSandbox(const Policy& policy, ServiceHooks* hooks = nullptr);
 
 }  // namespace stockade

@@ -1,0 +1,176 @@
+#include "runtime/dev_server.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include "runtime/sandbox.h"
+
+namespace stockade {
+
+namespace {
+
+constexpr long kProbeIntervalMs = 25;
+
+void writeAll(int fd, const char* data, size_t size) {
+    while (size > 0) {
+        ssize_t n = ::write(fd, data, size);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return;
+        data += n;
+        size -= static_cast<size_t>(n);
+    }
+}
+
+}  // namespace
+
+Result<BoundedLog> BoundedLog::create(std::string path, uint64_t limit) {
+    unlink((path + ".1").c_str());
+    UniqueFd fd(open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600));
+    if (!fd) return Error::fromErrno("open(\"" + path + "\") for the server's log");
+    return BoundedLog(std::move(path), limit, std::move(fd));
+}
+
+void BoundedLog::write(const char* data, size_t size) {
+    if (!fd_) return;
+    if (size_ + size > limit_ && size_ > 0) {
+        rename(path_.c_str(), (path_ + ".1").c_str());
+        fd_.reset(open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600));
+        size_ = 0;
+        if (!fd_) return;
+    }
+    writeAll(fd_.get(), data, size);
+    size_ += size;
+}
+
+class DevServer::ProbeTimer : public EventHandler {
+  public:
+    explicit ProbeTimer(DevServer& owner) : owner_(owner) {}
+    void onEvent(uint32_t) override {
+        uint64_t expirations;
+        (void)!read(owner_.timer_.get(), &expirations, sizeof(expirations));
+        owner_.tick();
+    }
+
+  private:
+    DevServer& owner_;
+};
+
+Result<std::unique_ptr<DevServer>> DevServer::create(const DevServerOptions& options,
+                                                     std::vector<UniqueFd> listeners,
+                                                     BoundedLog log) {
+    UniqueFd epoll(epoll_create1(EPOLL_CLOEXEC));
+    if (!epoll) return Error::fromErrno("epoll_create1()");
+    std::unique_ptr<DevServer> server(
+        new DevServer(options, std::move(listeners), std::move(log), std::move(epoll)));
+    if (options.ready_pattern) {
+        auto pattern = ReadyPattern::compile(*options.ready_pattern);
+        if (!pattern) return pattern.error();
+        server->pattern_ = std::move(*pattern);
+    }
+    server->timer_.reset(timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK));
+    if (!server->timer_) return Error::fromErrno("timerfd_create()");
+    server->timer_handler_ = std::make_unique<ProbeTimer>(*server);
+    epoll_event ev{EPOLLIN, {.ptr = static_cast<EventHandler*>(server->timer_handler_.get())}};
+    if (epoll_ctl(server->epoll_.get(), EPOLL_CTL_ADD, server->timer_.get(), &ev) < 0)
+        return Error::fromErrno("epoll_ctl(ADD, the readiness timer)");
+    return server;
+}
+
+DevServer::DevServer(const DevServerOptions& options, std::vector<UniqueFd> listeners,
+                     BoundedLog log, UniqueFd epoll)
+    : options_(options),
+      listeners_(std::move(listeners)),
+      log_(std::move(log)),
+      epoll_(std::move(epoll)),
+      start_(std::chrono::steady_clock::now()) {}
+
+DevServer::~DevServer() = default;
+
+void DevServer::started(pid_t sandbox_pid, InsideSockets& sockets) {
+    sandbox_pid_ = sandbox_pid;
+    sockets_ = &sockets;
+    forwarder_ = std::make_unique<Forwarder>(
+        epoll_.get(), options_.port, [&sockets](int family) { return sockets.open(family); });
+    itimerspec every{};
+    every.it_interval.tv_nsec = kProbeIntervalMs * 1000000;
+    every.it_value = every.it_interval;
+    timerfd_settime(timer_.get(), 0, &every, nullptr);
+    if (on_started) on_started(sandbox_pid);
+}
+
+void DevServer::output(int stream, const char* data, size_t size) {
+    log_.write(data, size);
+    if (options_.echo) writeAll(2, data, size);
+    (void)stream;
+    if (pattern_ && !ready_) {
+        pattern_->feed(data, size);
+        if (probe_ok_) tick();  // the pattern was the last condition
+    }
+}
+
+// A connection to the server's own loopback from inside its namespace: the
+// server accepts connections on the port. 127.0.0.1 first, then [::1], as
+// the forwarder does.
+bool DevServer::probe(int family) {
+    auto socket = sockets_->open(family);
+    if (!socket) return false;
+    sockaddr_storage address{};
+    socklen_t length;
+    if (family == AF_INET6) {
+        auto* a = reinterpret_cast<sockaddr_in6*>(&address);
+        a->sin6_family = AF_INET6;
+        a->sin6_port = htons(options_.port);
+        a->sin6_addr = in6addr_loopback;
+        length = sizeof(*a);
+    } else {
+        auto* a = reinterpret_cast<sockaddr_in*>(&address);
+        a->sin_family = AF_INET;
+        a->sin_port = htons(options_.port);
+        a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        length = sizeof(*a);
+    }
+    if (connect(socket->get(), reinterpret_cast<sockaddr*>(&address), length) == 0) return true;
+    if (errno != EINPROGRESS) return false;
+    pollfd pfd{socket->get(), POLLOUT, 0};
+    if (poll(&pfd, 1, 200) <= 0) return false;
+    int err = 0;
+    socklen_t len = sizeof(err);
+    getsockopt(socket->get(), SOL_SOCKET, SO_ERROR, &err, &len);
+    return err == 0;
+}
+
+void DevServer::tick() {
+    if (ready_ || ending_) return;
+    uint64_t elapsed = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                 std::chrono::steady_clock::now() - start_)
+                                                 .count());
+    if (!probe_ok_) probe_ok_ = probe(AF_INET) || probe(AF_INET6);
+    if (probe_ok_ && (!pattern_ || pattern_->matched())) {
+        ready_ = true;
+        itimerspec off{};
+        timerfd_settime(timer_.get(), 0, &off, nullptr);
+        if (auto s = forwarder_->start(std::move(listeners_)); !s) {
+            ending_ = Ending::SetupFailed;
+            return;
+        }
+        if (on_ready) on_ready({sandbox_pid_, elapsed});
+        return;
+    }
+    if (elapsed >= options_.ready_timeout_ms) ending_ = Ending::NotReady;
+}
+
+std::optional<Ending> DevServer::onReadable() {
+    epoll_event events[64];
+    int n = epoll_wait(epoll_.get(), events, 64, 0);
+    for (int i = 0; i < n; ++i)
+        static_cast<EventHandler*>(events[i].data.ptr)->onEvent(events[i].events);
+    if (forwarder_) forwarder_->collect();
+    return ending_;
+}
+
+}  // namespace stockade

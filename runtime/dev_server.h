@@ -1,0 +1,94 @@
+// A dev server's supervisor side (SPEC §7), plugged into runSandbox as its
+// ServiceHooks: the readiness check, the bounded log, and the published
+// port's forwarder, all on one epoll set the supervisor's loop polls.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+#include "base/unique_fd.h"
+#include "runtime/forwarder.h"
+#include "runtime/ready_pattern.h"
+#include "runtime/service_hooks.h"
+
+namespace stockade {
+
+// The server's output in NAME.log, at most `limit` bytes; when full it
+// becomes NAME.log.1 (replacing the one before) and a new NAME.log starts.
+class BoundedLog {
+  public:
+    static Result<BoundedLog> create(std::string path, uint64_t limit);
+    void write(const char* data, size_t size);
+
+  private:
+    BoundedLog(std::string path, uint64_t limit, UniqueFd fd)
+        : path_(std::move(path)), limit_(limit), fd_(std::move(fd)) {}
+    std::string path_;
+    uint64_t limit_;
+    UniqueFd fd_;
+    uint64_t size_ = 0;
+};
+
+struct DevServerOptions {
+    uint16_t port = 0;
+    std::optional<std::string> ready_pattern;
+    uint64_t ready_timeout_ms = 60000;
+    bool echo = false;  // the output also goes to stderr (foreground serve)
+};
+
+struct ReadyEvent {
+    pid_t sandbox_pid = 0;
+    uint64_t elapsed_ms = 0;
+};
+
+class DevServer : public ServiceHooks {
+  public:
+    // Listeners are bound already (errors come before anything starts); they
+    // accept only once the server is ready.
+    static Result<std::unique_ptr<DevServer>> create(const DevServerOptions& options,
+                                                     std::vector<UniqueFd> listeners,
+                                                     BoundedLog log);
+
+    ~DevServer() override;
+
+    std::function<void(pid_t sandbox_pid)> on_started;
+    std::function<void(const ReadyEvent&)> on_ready;
+
+    void started(pid_t sandbox_pid, InsideSockets& sockets) override;
+    void output(int stream, const char* data, size_t size) override;
+    int pollFd() const override { return epoll_.get(); }
+    std::optional<Ending> onReadable() override;
+    bool ready() const { return ready_; }
+
+  private:
+    class ProbeTimer;
+    DevServer(const DevServerOptions& options, std::vector<UniqueFd> listeners, BoundedLog log,
+              UniqueFd epoll);
+    void tick();
+    bool probe(int family);
+
+    DevServerOptions options_;
+    std::vector<UniqueFd> listeners_;
+    BoundedLog log_;
+    UniqueFd epoll_;
+    UniqueFd timer_;
+    std::unique_ptr<ProbeTimer> timer_handler_;
+    std::optional<ReadyPattern> pattern_;
+    std::unique_ptr<Forwarder> forwarder_;
+    InsideSockets* sockets_ = nullptr;
+    pid_t sandbox_pid_ = 0;
+    std::chrono::steady_clock::time_point start_;
+    bool probe_ok_ = false;
+    bool ready_ = false;
+    std::optional<Ending> ending_;
+};
+
+}  // namespace stockade

@@ -1,0 +1,77 @@
+// The published port of a dev server (SPEC §7): a userspace TCP forwarder
+// from listening sockets on the host's loopback into the sandbox's own
+// loopback, the same in every mode (it needs no privilege). One thread, the
+// supervisor's, driven by epoll; each connection moves its bytes through a
+// pipe per direction with splice(2), so they are never copied to user space.
+// A side is read only while its pipe is empty, so a slow reader slows its
+// writer (backpressure); an EOF is passed on as shutdown(SHUT_WR) once the
+// pipe has drained (half-close); a connection refused inside closes the
+// client with a FIN.
+#pragma once
+
+#include <sys/epoll.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "base/error.h"
+#include "base/unique_fd.h"
+
+namespace stockade {
+
+// What an epoll set in stockade wakes: each registered fd's data.ptr names
+// one of these.
+class EventHandler {
+  public:
+    virtual ~EventHandler() = default;
+    virtual void onEvent(uint32_t events) = 0;
+};
+
+// An unconnected, non-blocking TCP socket of the family (AF_INET, AF_INET6)
+// in the sandbox's network namespace.
+using SocketSource = std::function<Result<UniqueFd>(int family)>;
+
+// Binds 127.0.0.1:port and, where IPv6 is up, [::1]:port on the host. An
+// address that is in use is an error; IPv6 missing is not.
+Result<std::vector<UniqueFd>> listenOnLoopback(uint16_t port);
+
+class Forwarder {
+  public:
+    // Registers in `epoll_fd` (owned by the caller, which dispatches its
+    // events to the EventHandlers and then calls collect()).
+    Forwarder(int epoll_fd, uint16_t inside_port, SocketSource source);
+    ~Forwarder();
+    Forwarder(const Forwarder&) = delete;
+    Forwarder& operator=(const Forwarder&) = delete;
+
+    // Starts accepting on the listening sockets.
+    Status start(std::vector<UniqueFd> listeners);
+    // Frees the connections that ended during the last batch of events (an
+    // event later in the same batch may still name them).
+    void collect();
+    size_t connections() const { return open_; }
+
+  private:
+    class Listener;
+    class Connection;
+    friend class Listener;
+    friend class Connection;
+
+    void accept(Listener& listener);
+    void finished(Connection* connection);
+    void pauseListeners(bool paused);
+
+    int epoll_fd_;
+    uint16_t port_;
+    SocketSource source_;
+    std::vector<std::unique_ptr<Listener>> listeners_;
+    std::vector<std::unique_ptr<Connection>> live_;
+    std::vector<std::unique_ptr<Connection>> ended_;
+    size_t open_ = 0;
+    bool paused_ = false;
+};
+
+}  // namespace stockade

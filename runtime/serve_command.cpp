@@ -1,0 +1,363 @@
+#include "runtime/serve_command.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "runtime/dev_server.h"
+#include "runtime/forwarder.h"
+#include "runtime/result.h"
+#include "runtime/run_command.h"
+#include "runtime/sandbox.h"
+#include "runtime/serve_state.h"
+#include "runtime/units.h"
+
+namespace stockade {
+
+namespace {
+
+using nlohmann::json;
+constexpr int kRefused = 125;
+constexpr uint64_t kDefaultLogBytes = 64ull << 20;
+// SIGTERM reaches the command at once; the supervisor kills what is left
+// after its own grace period (2 s) and a second more: stop waits this long
+// before it SIGKILLs the supervisor itself.
+constexpr uint64_t kStopWaitMs = 10000;
+
+void say(const std::string& line) {
+    std::fprintf(stderr, "stockade: %s\n", line.c_str());
+}
+
+int64_t unixMs() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+Result<uint16_t> parsePort(const std::string& text) {
+    auto n = parseCount(text);
+    if (!n || *n == 0 || *n > 65535)
+        return Error::message("--port: expected a TCP port from 1 to 65535, got \"" + text + "\"");
+    return static_cast<uint16_t>(*n);
+}
+
+// Binds the published port, waiting up to 5 s for a server just stopped to
+// let go of it.
+Result<std::vector<UniqueFd>> bindPublished(const StateDir& dir, uint16_t port) {
+    for (int attempt = 0;; ++attempt) {
+        auto listeners = listenOnLoopback(port);
+        if (listeners || listeners.error().errnum() != EADDRINUSE || attempt == 100) {
+            if (!listeners && listeners.error().errnum() == EADDRINUSE)
+                if (auto holder = dir.findByPort(port))
+                    return Error::message("port " + std::to_string(port) +
+                                          " is published by the dev server \"" + holder->name +
+                                          "\" (stockade stop " + holder->name + ")");
+            return listeners;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+}
+
+// `--detach`: the supervisor goes on in a new session; the caller waits for
+// one line from it ("ready JSON" or "failed CODE") and exits.
+struct Detached {
+    UniqueFd channel;  // the supervisor's write end
+};
+
+int waitForDetached(UniqueFd from_supervisor) {
+    std::string text;
+    char buf[512];
+    ssize_t n;
+    while ((n = read(from_supervisor.get(), buf, sizeof(buf))) != 0) {
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) break;
+        text.append(buf, static_cast<size_t>(n));
+    }
+    if (text.starts_with("ready ")) {
+        std::fputs(text.substr(6).c_str(), stdout);
+        return 0;
+    }
+    if (text.starts_with("failed ")) return std::atoi(text.c_str() + 7);
+    say("the detached supervisor ended without a word");
+    return kRefused;
+}
+
+void sendLine(int fd, const std::string& line) {
+    const char* p = line.data();
+    size_t left = line.size();
+    while (left > 0) {
+        ssize_t n = write(fd, p, left);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return;
+        p += n;
+        left -= static_cast<size_t>(n);
+    }
+}
+
+}  // namespace
+
+int serveCommand(const ServeOptions& options) {
+    RunOptions run = options.run;
+    auto port = parsePort(options.port);
+    if (!port)
+        return refuseRun(run, run.profile, "sandbox_unavailable", "error", "arguments",
+                         port.error().describe());
+    if (!run.name) run.name = "dev-" + std::to_string(*port);
+    if (auto s = validateServiceName(*run.name); !s)
+        return refuseRun(run, run.profile, "sandbox_unavailable", "error", "arguments",
+                         s.error().describe());
+    auto timeout = parseSecondsAsMs(options.ready_timeout);
+    if (!timeout || *timeout == 0)
+        return refuseRun(run, run.profile, "invalid_bounds", "blocked", "arguments",
+                         "--ready-timeout: expected a positive number of seconds, got \"" +
+                             options.ready_timeout + "\"");
+    int refused = kRefused;
+    auto built = policyForRun(run, refused);
+    if (!built) return refused;
+    Policy policy = std::move(*built);
+    if (policy.network != NetworkMode::Loopback)
+        return refuseRun(run, policy.profile_name, "sandbox_unavailable", "error", "arguments",
+                         "profile \"" + policy.profile_name +
+                             "\" has \"network\": \"none\"; serve needs a profile with "
+                             "\"network\": \"loopback-publish\" (such as dev-server)");
+    policy.publish_port = *port;
+
+    DevServerOptions server_options;
+    server_options.port = *port;
+    server_options.ready_pattern = options.ready_pattern;
+    server_options.ready_timeout_ms = *timeout;
+    server_options.echo = !options.detach && !policy.quiet;
+    if (options.ready_pattern) {
+        if (auto p = ReadyPattern::compile(*options.ready_pattern); !p)
+            return refuseRun(run, policy.profile_name, "sandbox_unavailable", "error", "arguments",
+                             p.error().describe());
+    }
+
+    auto dir = StateDir::open();
+    if (!dir)
+        return refuseRun(run, policy.profile_name, "sandbox_unavailable", "error", "state",
+                         dir.error().describe());
+    const std::string& name = policy.name;
+    auto stopped = stopService(*dir, name, kStopWaitMs);
+    if (!stopped)
+        return refuseRun(run, policy.profile_name, "sandbox_unavailable", "error", "state",
+                         "cannot stop the running \"" + name + "\": " + stopped.error().describe());
+    if (*stopped) say("stopped the running \"" + name + "\" first");
+    auto lock = dir->lock(name);
+    if (!lock)
+        return refuseRun(run, policy.profile_name, "sandbox_unavailable", "error", "state",
+                         lock.error().describe());
+    auto listeners = bindPublished(*dir, *port);
+    if (!listeners) {
+        dir->release(name, std::move(*lock));
+        return refuseRun(
+            run, policy.profile_name, "sandbox_unavailable", "error", "publish",
+            "cannot publish port " + std::to_string(*port) + ": " + listeners.error().describe());
+    }
+    auto log = BoundedLog::create(dir->logPath(name),
+                                  policy.limits.output_bytes.value_or(kDefaultLogBytes));
+    if (!log) {
+        dir->release(name, std::move(*lock));
+        return refuseRun(run, policy.profile_name, "sandbox_unavailable", "error", "state",
+                         log.error().describe());
+    }
+    auto server = DevServer::create(server_options, std::move(*listeners), std::move(*log));
+    if (!server) {
+        dir->release(name, std::move(*lock));
+        return refuseRun(run, policy.profile_name, "sandbox_unavailable", "error", "publish",
+                         server.error().describe());
+    }
+
+    // Where the ready line goes: stdout, or the caller waiting on a pipe.
+    int ready_fd = 1;
+    UniqueFd to_caller;
+    if (options.detach) {
+        int p[2];
+        if (pipe2(p, O_CLOEXEC) < 0) {
+            dir->release(name, std::move(*lock));
+            return refuseRun(run, policy.profile_name, "sandbox_unavailable", "error", "detach",
+                             Error::fromErrno("pipe2()").describe());
+        }
+        UniqueFd read_end(p[0]);
+        to_caller.reset(p[1]);
+        pid_t child = fork();
+        if (child < 0) {
+            dir->release(name, std::move(*lock));
+            return refuseRun(run, policy.profile_name, "sandbox_unavailable", "error", "detach",
+                             Error::fromErrno("fork()").describe());
+        }
+        if (child > 0) {
+            to_caller.reset();
+            lock->reset();  // the supervisor holds it now
+            return waitForDetached(std::move(read_end));
+        }
+        read_end.reset();
+        setsid();
+        int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+        int log_fd = open(dir->logPath(name).c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+        dup2(null, 0);
+        dup2(null, 1);
+        dup2(log_fd >= 0 ? log_fd : null, 2);  // the supervisor's own messages
+        if (null > 2) close(null);
+        if (log_fd > 2) close(log_fd);
+        ready_fd = to_caller.get();
+    }
+
+    ServiceRecord record;
+    record.name = name;
+    record.port = *port;
+    record.pid = getpid();
+    record.started_ms = unixMs();
+    record.profile = policy.profile_name;
+    record.command = policy.command;
+    auto start = std::chrono::steady_clock::now();
+    (*server)->on_started = [&](pid_t sandbox_pid) {
+        record.sandbox_pid = sandbox_pid;
+        if (auto s = dir->write(record); !s)
+            say("cannot record the server: " + s.error().describe());
+    };
+    (*server)->on_ready = [&](const ReadyEvent& event) {
+        record.ready = true;
+        (void)dir->write(record);
+        nlohmann::ordered_json line{
+            {"event", "ready"},
+            {"name", name},
+            {"port", *port},
+            {"pid", record.pid},
+            {"elapsed_ms", std::chrono::duration_cast<std::chrono::milliseconds>(
+                               std::chrono::steady_clock::now() - start)
+                               .count()}};
+        (void)event;
+        sendLine(ready_fd, (options.detach ? "ready " : "") + line.dump() + "\n");
+        if (options.detach) to_caller.reset();
+    };
+    SandboxOutcome outcome = runSandbox(policy, server->get());
+    int code = finishRun(policy, outcome);
+    if (to_caller) sendLine(to_caller.get(), "failed " + std::to_string(code) + "\n");
+    if (outcome.ending == Ending::NotReady)
+        say("\"" + name + "\" was not ready within " + options.ready_timeout +
+            " s (see stockade logs " + name + ")");
+    dir->release(name, std::move(*lock));
+    return code;
+}
+
+int stopCommand(const std::string& name_given, const std::optional<std::string>& port_given) {
+    auto dir = StateDir::open();
+    if (!dir) {
+        say(dir.error().describe());
+        return kRefused;
+    }
+    std::string name = name_given;
+    if (port_given) {
+        auto port = parsePort(*port_given);
+        if (!port) {
+            say(port.error().describe());
+            return kRefused;
+        }
+        auto record = dir->findByPort(*port);
+        if (!record) {
+            std::printf("nothing of yours serves port %u\n", static_cast<unsigned>(*port));
+            return 0;
+        }
+        name = record->name;
+    } else if (auto s = validateServiceName(name); !s) {
+        say(s.error().describe());
+        return kRefused;
+    }
+    auto stopped = stopService(*dir, name, kStopWaitMs);
+    if (!stopped) {
+        say("cannot stop \"" + name + "\": " + stopped.error().describe());
+        return 1;
+    }
+    std::printf(*stopped ? "stopped %s\n" : "%s is not running\n", name.c_str());
+    return 0;
+}
+
+int psCommand(bool as_json) {
+    auto dir = StateDir::open();
+    if (!dir) {
+        say(dir.error().describe());
+        return kRefused;
+    }
+    int64_t now = unixMs();
+    auto records = dir->list();
+    if (as_json) {
+        json out = json::array();
+        for (const ServiceRecord& r : records)
+            out.push_back({{"name", r.name},
+                           {"port", r.port},
+                           {"pid", r.pid},
+                           {"sandbox_pid", r.sandbox_pid},
+                           {"ready", r.ready},
+                           {"uptime_s", (now - r.started_ms) / 1000},
+                           {"profile", r.profile},
+                           {"command", r.command},
+                           {"log", dir->logPath(r.name)}});
+        std::printf("%s\n", out.dump(2).c_str());
+        return 0;
+    }
+    std::printf("%-20s %-6s %-8s %-8s %-6s %s\n", "NAME", "PORT", "PID", "UPTIME", "READY",
+                "COMMAND");
+    for (const ServiceRecord& r : records) {
+        std::string command;
+        for (const std::string& arg : r.command) command += (command.empty() ? "" : " ") + arg;
+        int64_t up = (now - r.started_ms) / 1000;
+        std::string uptime = up < 120    ? std::to_string(up) + "s"
+                             : up < 7200 ? std::to_string(up / 60) + "m"
+                                         : std::to_string(up / 3600) + "h";
+        std::printf("%-20s %-6u %-8d %-8s %-6s %s\n", r.name.c_str(), static_cast<unsigned>(r.port),
+                    r.pid, uptime.c_str(), r.ready ? "yes" : "no", command.c_str());
+    }
+    return 0;
+}
+
+int logsCommand(const std::string& name, bool follow) {
+    if (auto s = validateServiceName(name); !s) {
+        say(s.error().describe());
+        return kRefused;
+    }
+    auto dir = StateDir::open();
+    if (!dir) {
+        say(dir.error().describe());
+        return kRefused;
+    }
+    std::string path = dir->logPath(name);
+    auto copy = [](int fd) {
+        char buf[65536];
+        ssize_t n;
+        while ((n = read(fd, buf, sizeof(buf))) > 0) fwrite(buf, 1, static_cast<size_t>(n), stdout);
+        fflush(stdout);
+    };
+    UniqueFd older(open((path + ".1").c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+    UniqueFd current(open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+    if (!current) {
+        say("no log for \"" + name + "\" (stockade ps lists the running servers)");
+        return 1;
+    }
+    if (older) copy(older.get());
+    copy(current.get());
+    // Following ends once the server is gone and its last words are read;
+    // a rotation (a new inode at the path) is followed into the new file.
+    while (follow) {
+        bool running = dir->live(name);
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        copy(current.get());
+        struct stat held, named;
+        if (fstat(current.get(), &held) == 0 && stat(path.c_str(), &named) == 0 &&
+            held.st_ino != named.st_ino) {
+            current.reset(open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+            if (!current) break;
+            copy(current.get());
+        }
+        if (!running) break;
+    }
+    return 0;
+}
+
+}  // namespace stockade

@@ -1,0 +1,216 @@
+#include "runtime/serve_state.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+
+#include "runtime/result.h"
+
+namespace stockade {
+
+namespace {
+
+using nlohmann::json;
+constexpr const char* kRecordSchema = "stockade.service/v1";
+
+// Opens and flocks `path` without waiting. The lock file may be unlinked by
+// whoever held it last; a lock on an unlinked inode proves nothing, so the
+// path must still name the inode locked.
+Result<UniqueFd> tryLock(const std::string& path, bool create) {
+    for (int attempt = 0; attempt < 8; ++attempt) {
+        UniqueFd fd(
+            ::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW | (create ? O_CREAT : 0), 0600));
+        if (!fd) return Error::fromErrno("open(\"" + path + "\")");
+        if (flock(fd.get(), LOCK_EX | LOCK_NB) < 0)
+            return Error::fromErrno("flock(\"" + path + "\")");
+        struct stat held, named;
+        if (fstat(fd.get(), &held) == 0 && stat(path.c_str(), &named) == 0 &&
+            held.st_ino == named.st_ino && held.st_dev == named.st_dev)
+            return fd;
+    }
+    return Error::message("the lock " + path + " keeps changing");
+}
+
+bool waitReadable(int fd, int timeout_ms) {
+    pollfd pfd{fd, POLLIN, 0};
+    int n;
+    while ((n = poll(&pfd, 1, timeout_ms)) < 0 && errno == EINTR) {
+    }
+    return n > 0;
+}
+
+}  // namespace
+
+Status validateServiceName(const std::string& name) {
+    auto ok = [](char c, bool first) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+               (!first && (c == '_' || c == '.' || c == '-'));
+    };
+    bool valid = !name.empty() && name.size() <= 64;
+    for (size_t i = 0; valid && i < name.size(); ++i) valid = ok(name[i], i == 0);
+    if (!valid)
+        return Error::message("--name: \"" + name +
+                              "\" is not a valid name (a letter or digit, then up to 63 letters, "
+                              "digits, '_', '.' or '-')");
+    return okStatus();
+}
+
+Result<StateDir> StateDir::open() {
+    std::string path;
+    uid_t uid = geteuid();
+    const char* runtime_dir = std::getenv("XDG_RUNTIME_DIR");
+    struct stat st;
+    if (uid == 0) {
+        path = "/run/stockade";
+    } else if (runtime_dir && runtime_dir[0] == '/' && stat(runtime_dir, &st) == 0 &&
+               st.st_uid == uid) {
+        path = std::string(runtime_dir) + "/stockade";
+    } else {
+        path = "/tmp/stockade-" + std::to_string(uid);
+    }
+    if (mkdir(path.c_str(), 0700) < 0 && errno != EEXIST)
+        return Error::fromErrno("mkdir(\"" + path + "\") for the dev servers' state");
+    if (lstat(path.c_str(), &st) < 0) return Error::fromErrno("lstat(\"" + path + "\")");
+    if (!S_ISDIR(st.st_mode) || st.st_uid != uid || (st.st_mode & 077) != 0) {
+        std::ostringstream why;
+        why << "the state directory " << path << " is not private to uid " << uid << " (owner "
+            << st.st_uid << ", mode " << std::oct << (st.st_mode & 07777)
+            << "); remove it and retry";
+        return Error::message(why.str());
+    }
+    return StateDir(path);
+}
+
+Result<UniqueFd> StateDir::lock(const std::string& name) const {
+    auto fd = tryLock(lockPath(name), true);
+    if (!fd && fd.error().errnum() == EWOULDBLOCK)
+        return Error::message("a dev server named \"" + name + "\" is already running");
+    return fd;
+}
+
+bool StateDir::live(const std::string& name) const {
+    auto fd = tryLock(lockPath(name), false);
+    if (fd) {
+        release(name, std::move(*fd));
+        return false;
+    }
+    if (fd.error().errnum() == ENOENT) {
+        unlink(recordPath(name).c_str());  // a record without a lock is stale
+        return false;
+    }
+    return true;
+}
+
+void StateDir::release(const std::string& name, UniqueFd lock) const {
+    unlink(recordPath(name).c_str());
+    unlink(lockPath(name).c_str());
+    lock.reset();
+}
+
+Status StateDir::write(const ServiceRecord& r) const {
+    json doc{{"schema", kRecordSchema},
+             {"name", r.name},
+             {"port", r.port},
+             {"pid", r.pid},
+             {"sandbox_pid", r.sandbox_pid},
+             {"started_ms", r.started_ms},
+             {"ready", r.ready},
+             {"profile", r.profile},
+             {"command", r.command},
+             {"log", logPath(r.name)}};
+    return writeFileAtomically(recordPath(r.name), doc.dump() + "\n");
+}
+
+std::optional<ServiceRecord> StateDir::read(const std::string& name) const {
+    std::ifstream in(recordPath(name));
+    if (!in) return std::nullopt;
+    try {
+        json doc = json::parse(in);
+        if (doc.value("schema", "") != kRecordSchema) return std::nullopt;
+        ServiceRecord r;
+        r.name = doc.at("name").get<std::string>();
+        r.port = doc.at("port").get<uint16_t>();
+        r.pid = doc.at("pid").get<pid_t>();
+        r.sandbox_pid = doc.at("sandbox_pid").get<pid_t>();
+        r.started_ms = doc.at("started_ms").get<int64_t>();
+        r.ready = doc.at("ready").get<bool>();
+        r.profile = doc.at("profile").get<std::string>();
+        r.command = doc.at("command").get<std::vector<std::string>>();
+        return r;
+    } catch (const json::exception&) {
+        return std::nullopt;
+    }
+}
+
+std::vector<ServiceRecord> StateDir::list() const {
+    std::vector<std::string> names;
+    if (DIR* d = opendir(path_.c_str())) {
+        while (dirent* e = readdir(d)) {
+            std::string file = e->d_name;
+            for (const char* suffix : {".json", ".lock"})
+                if (file.size() > 5 && file.ends_with(suffix))
+                    names.push_back(file.substr(0, file.size() - 5));
+        }
+        closedir(d);
+    }
+    std::sort(names.begin(), names.end());
+    names.erase(std::unique(names.begin(), names.end()), names.end());
+    std::vector<ServiceRecord> out;
+    for (const std::string& name : names) {
+        if (!validateServiceName(name) || !live(name)) continue;
+        if (auto record = read(name)) out.push_back(std::move(*record));
+    }
+    return out;
+}
+
+std::optional<ServiceRecord> StateDir::findByPort(uint16_t port) const {
+    for (ServiceRecord& r : list())
+        if (r.port == port) return r;
+    return std::nullopt;
+}
+
+Result<bool> stopService(const StateDir& dir, const std::string& name, uint64_t wait_ms) {
+    if (!dir.live(name)) return false;
+    // A supervisor still starting has its lock but not yet its record.
+    std::optional<ServiceRecord> record;
+    for (int i = 0; i < 100 && !(record = dir.read(name)); ++i) {
+        if (!dir.live(name)) return false;
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    if (!record) return Error::message("\"" + name + "\" holds its lock but has no record");
+    // The pidfd first, then the lock: while the lock is held its holder is
+    // alive, so the pid cannot have been reused for another process.
+    UniqueFd pidfd(static_cast<int>(syscall(SYS_pidfd_open, record->pid, 0)));
+    if (!pidfd) {
+        if (errno != ESRCH)
+            return Error::fromErrno("pidfd_open(" + std::to_string(record->pid) + ")");
+    } else if (dir.live(name)) {
+        if (syscall(SYS_pidfd_send_signal, pidfd.get(), SIGTERM, nullptr, 0) < 0 && errno != ESRCH)
+            return Error::fromErrno("send SIGTERM to the supervisor of \"" + name + "\" (pid " +
+                                    std::to_string(record->pid) + ")");
+        if (!waitReadable(pidfd.get(), static_cast<int>(wait_ms))) {
+            syscall(SYS_pidfd_send_signal, pidfd.get(), SIGKILL, nullptr, 0);
+            waitReadable(pidfd.get(), 5000);
+        }
+    }
+    // Its lock and its port go when its last fd closes.
+    for (int i = 0; i < 250 && dir.live(name); ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    if (dir.live(name)) return Error::message("\"" + name + "\" is still running after SIGKILL");
+    return true;
+}
+
+}  // namespace stockade

@@ -1,0 +1,72 @@
+// Where running dev servers are recorded (SPEC §7): one directory per user,
+// $XDG_RUNTIME_DIR/stockade (/run/stockade for root), mode 0700, so one
+// user's servers are invisible to another. For each NAME:
+//   NAME.lock  flock'ed by the supervisor for its whole life: the proof that
+//              it runs (a record whose lock is free is stale);
+//   NAME.json  the record (stockade.service/v1), written atomically;
+//   NAME.log   the server's output, bounded (NAME.log.1 holds the previous
+//              part); kept after the server stops, for `stockade logs`.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+#include "base/unique_fd.h"
+
+namespace stockade {
+
+struct ServiceRecord {
+    std::string name;
+    uint16_t port = 0;
+    pid_t pid = 0;           // the supervisor: what `stop` signals
+    pid_t sandbox_pid = 0;   // the sandbox's init
+    int64_t started_ms = 0;  // Unix time
+    bool ready = false;
+    std::string profile;
+    std::vector<std::string> command;
+};
+
+// A name must be usable as a file name: [A-Za-z0-9][A-Za-z0-9_.-]{0,63}.
+Status validateServiceName(const std::string& name);
+
+class StateDir {
+  public:
+    // The user's directory, created 0700 when missing; refused when it is
+    // not a directory owned by the caller with no access for others.
+    static Result<StateDir> open();
+    const std::string& path() const { return path_; }
+    std::string recordPath(const std::string& name) const { return path_ + "/" + name + ".json"; }
+    std::string logPath(const std::string& name) const { return path_ + "/" + name + ".log"; }
+    std::string lockPath(const std::string& name) const { return path_ + "/" + name + ".lock"; }
+
+    // Takes NAME's lock; an error when a live supervisor holds it.
+    Result<UniqueFd> lock(const std::string& name) const;
+    // True when a supervisor holds NAME's lock. A free lock and its record
+    // are stale and removed.
+    bool live(const std::string& name) const;
+    // Removes NAME's record and lock; the caller holds the lock.
+    void release(const std::string& name, UniqueFd lock) const;
+
+    Status write(const ServiceRecord& record) const;
+    std::optional<ServiceRecord> read(const std::string& name) const;
+    // The records of live servers, by name; stale ones are removed.
+    std::vector<ServiceRecord> list() const;
+    std::optional<ServiceRecord> findByPort(uint16_t port) const;
+
+  private:
+    explicit StateDir(std::string path) : path_(std::move(path)) {}
+    std::string path_;
+};
+
+// Stops NAME: SIGTERM to its supervisor (which passes it to the command and
+// kills the sandbox after its grace period), SIGKILL if it is still there
+// after `wait_ms`; returns once the supervisor is gone and its port free.
+// Returns false when nothing was running (not an error: stop is idempotent).
+Result<bool> stopService(const StateDir& dir, const std::string& name, uint64_t wait_ms);
+
+}  // namespace stockade

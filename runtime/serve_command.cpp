@@ -1,5 +1,6 @@
 #include "runtime/serve_command.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -100,6 +101,23 @@ void sendLine(int fd, const std::string& line) {
     }
 }
 
+// A daemon keeps no fd its caller leaked to it (one without FD_CLOEXEC):
+// every fd stockade opens itself is close-on-exec.
+void closeLeakedFds() {
+    std::vector<int> leaked;
+    if (DIR* d = opendir("/proc/self/fd")) {
+        while (dirent* e = readdir(d)) {
+            int fd = std::atoi(e->d_name);
+            if (fd > 2 && fd != dirfd(d)) {
+                int flags = fcntl(fd, F_GETFD);
+                if (flags >= 0 && !(flags & FD_CLOEXEC)) leaked.push_back(fd);
+            }
+        }
+        closedir(d);
+    }
+    for (int fd : leaked) close(fd);
+}
+
 }  // namespace
 
 int serveCommand(const ServeOptions& options) {
@@ -198,6 +216,7 @@ int serveCommand(const ServeOptions& options) {
             return waitForDetached(std::move(read_end));
         }
         read_end.reset();
+        closeLeakedFds();
         setsid();
         int null = open("/dev/null", O_RDWR | O_CLOEXEC);
         int log_fd = open(dir->logPath(name).c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);

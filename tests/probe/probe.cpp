@@ -424,6 +424,27 @@ int connectTcp(const Args& a) {
     return 0;
 }
 
+// Binds and listens on HOST PORT, says whether it could, and holds the
+// listener for SECONDS: a second port a dev server opens beside its own.
+int listenTcp(const Args& a) {
+    sockaddr_storage addr;
+    socklen_t len = 0;
+    if (!parseAddress(a[0], a[1], addr, len)) {
+        emit("error", "bad address");
+        return 2;
+    }
+    const int fd = ::socket(addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    const int one = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    long rc = fd < 0 ? -1 : ::bind(fd, reinterpret_cast<sockaddr*>(&addr), len);
+    if (rc == 0) rc = ::listen(fd, 16);
+    emitResult(rc, errno);
+    timespec left{std::atoi(a[2].c_str()), 0};
+    while (rc == 0 && ::nanosleep(&left, &left) < 0 && errno == EINTR) {
+    }
+    return 0;
+}
+
 // connect(2) on a UDP socket only looks up a route and sends nothing, so this
 // asks "is there a way out to HOST?" without putting a packet on any wire.
 int routeUdp(const Args& a) {
@@ -942,6 +963,7 @@ const std::map<std::string, ActionSpec>& actions() {
         {"shmget", {1, "KEY", shmLookup}},
         {"connect-tcp", {2, "HOST PORT", connectTcp}},
         {"route-udp", {2, "HOST PORT", routeUdp}},
+        {"listen-tcp", {3, "HOST PORT SECONDS", listenTcp}},
         {"connect-abstract", {1, "NAME", connectAbstract}},
         {"connect-unix", {1, "PATH", connectUnix}},
         {"ifaces", {0, "", ifaces}},

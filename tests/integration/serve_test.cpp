@@ -1,0 +1,446 @@
+// SPEC §7: dev servers. `stockade serve` publishes one port on the host's
+// loopback and nothing else; the server reaches nothing; stop, ps and logs;
+// readiness; replacement; a killed supervisor. Every case in both modes.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <thread>
+
+#include "harness.h"
+#include "host_listener.h"
+
+using namespace stockade::itest;
+using nlohmann::json;
+using stockade::UniqueFd;
+using namespace std::chrono_literals;
+
+namespace {
+
+// A port nothing on the host listens on now (bound to 0, then released).
+uint16_t freePort() {
+    UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    ::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), len);
+    ::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&addr), &len);
+    return ntohs(addr.sin_port);
+}
+
+// A blocking TCP connection from the host; errno on failure.
+UniqueFd connectFromHost(int family, uint16_t port, int& err) {
+    UniqueFd fd(::socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    sockaddr_storage addr{};
+    socklen_t len;
+    if (family == AF_INET6) {
+        auto* v6 = reinterpret_cast<sockaddr_in6*>(&addr);
+        v6->sin6_family = AF_INET6;
+        v6->sin6_port = htons(port);
+        v6->sin6_addr = in6addr_loopback;
+        len = sizeof *v6;
+    } else {
+        auto* v4 = reinterpret_cast<sockaddr_in*>(&addr);
+        v4->sin_family = AF_INET;
+        v4->sin_port = htons(port);
+        v4->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        len = sizeof *v4;
+    }
+    timeval five{5, 0};
+    ::setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &five, sizeof five);
+    err = ::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), len) == 0 ? 0 : errno;
+    if (err) fd.reset();
+    return fd;
+}
+
+std::string connectResult(int family, uint16_t port) {
+    int err = 0;
+    UniqueFd fd = connectFromHost(family, port, err);
+    return err == 0 ? "ok" : std::strerror(err);
+}
+
+void sendAll(int fd, std::string_view data) {
+    while (!data.empty()) {
+        const ssize_t n = ::send(fd, data.data(), data.size(), MSG_NOSIGNAL);
+        if (n <= 0) return;
+        data.remove_prefix(static_cast<size_t>(n));
+    }
+}
+
+std::string readToEof(int fd) {
+    std::string out;
+    char buf[65536];
+    ssize_t n;
+    while ((n = ::recv(fd, buf, sizeof buf, 0)) > 0) out.append(buf, static_cast<size_t>(n));
+    return out;
+}
+
+// GET PATH over HTTP/1.0 through the published port: the whole response.
+std::string httpGet(int family, uint16_t port, const std::string& path) {
+    int err = 0;
+    UniqueFd fd = connectFromHost(family, port, err);
+    if (!fd) return std::string("connect: ") + std::strerror(err);
+    sendAll(fd.get(), "GET " + path + " HTTP/1.0\r\nHost: localhost\r\n\r\n");
+    return readToEof(fd.get());
+}
+
+// Gone, or a zombie waiting for a parent that is not stockade (a detached
+// supervisor's parent is whoever reaps orphans here).
+bool processGone(pid_t pid) {
+    if (::kill(pid, 0) < 0 && errno == ESRCH) return true;
+    const std::string stat = readFileOrEmpty("/proc/" + std::to_string(pid) + "/stat");
+    const size_t paren = stat.rfind(')');
+    return paren != std::string::npos && paren + 2 < stat.size() &&
+           (stat[paren + 2] == 'Z' || stat[paren + 2] == 'X');
+}
+
+bool waitUntil(const std::function<bool()>& done, std::chrono::milliseconds timeout) {
+    const auto end = std::chrono::steady_clock::now() + timeout;
+    while (!done()) {
+        if (std::chrono::steady_clock::now() > end) return false;
+        std::this_thread::sleep_for(20ms);
+    }
+    return true;
+}
+
+// `stockade serve --detach` of a command in a Sandbox's set-up (the probe at
+// /probe, the worktree at /repo, the result file), stopped at the end.
+class Served {
+  public:
+    Served(const Sandbox& sandbox, std::string name, uint16_t port,
+           const std::vector<std::string>& command, std::vector<std::string> options = {})
+        : sandbox_(sandbox), name_(std::move(name)), port_(port) {
+        Launch launch = sandbox.launch(command);
+        launch.args[0] = "serve";
+        options.insert(options.end(),
+                       {"--detach", "--name", name_, "--port", std::to_string(port_)});
+        launch.args.insert(launch.args.begin() + 1, options.begin(), options.end());
+        started_ = runStockade(launch, 60s);
+        const std::string line = started_.out.substr(0, started_.out.find('\n'));
+        ready_ = json::parse(line, nullptr, false);
+    }
+    ~Served() { stockade({"stop", name_}); }
+
+    Completed stockade(std::vector<std::string> args) const {
+        Launch launch;
+        launch.mode = sandbox_.mode();
+        launch.args = std::move(args);
+        launch.environment = {"PATH=/usr/bin:/bin"};
+        return runStockade(launch, 30s);
+    }
+    const Completed& started() const { return started_; }
+    bool ready() const { return started_.exitCode == 0 && ready_.is_object(); }
+    const json& readyEvent() const { return ready_; }
+    pid_t supervisor() const { return ready_.value("pid", 0); }
+    // This server's entry in `stockade ps --json`, or null.
+    json psEntry() const {
+        const Completed ps = stockade({"ps", "--json"});
+        const json all = json::parse(ps.out, nullptr, false);
+        if (all.is_array())
+            for (const json& entry : all)
+                if (entry.value("name", "") == name_) return entry;
+        return nullptr;
+    }
+    const std::string& name() const { return name_; }
+    uint16_t port() const { return port_; }
+
+  private:
+    const Sandbox& sandbox_;
+    std::string name_;
+    uint16_t port_;
+    Completed started_;
+    json ready_;
+};
+
+std::string serviceName() {
+    return randomToken("itest");
+}
+
+std::vector<std::string> httpServer(uint16_t port) {
+    return {"python3",     "-m",   "http.server", "--bind", "127.0.0.1", std::to_string(port),
+            "--directory", "/repo"};
+}
+
+std::string readFile(const std::string& path) {
+    std::ifstream in(path);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+}  // namespace
+
+TEST_CASE("serve: a python http.server answers on the host's loopback; stop frees the port",
+          "[serve]") {
+    STOCKADE_EACH_MODE(mode);
+    Sandbox sandbox(mode);
+    const uint16_t port = freePort();
+    Served served(sandbox, serviceName(), port, httpServer(port));
+    INFO(served.started().describe());
+    REQUIRE(served.ready());
+    CHECK(served.readyEvent().value("event", "") == "ready");
+    CHECK(served.readyEvent().value("name", "") == served.name());
+    CHECK(served.readyEvent().value("port", 0) == port);
+    CHECK(served.readyEvent().contains("elapsed_ms"));
+
+    const std::string page = httpGet(AF_INET, port, "/");
+    CHECK(page.rfind("HTTP/1.0 200", 0) == 0);
+    CHECK(page.find("README") != std::string::npos);  // the worktree's listing
+    // [::1] reaches the server, which bound 127.0.0.1 only, where IPv6 is up.
+    if (connectResult(AF_INET6, port) == "ok")
+        CHECK(httpGet(AF_INET6, port, "/README").find("integration tests") != std::string::npos);
+
+    const json entry = served.psEntry();
+    REQUIRE(entry.is_object());
+    CHECK(entry.value("port", 0) == port);
+    CHECK(entry.value("pid", 0) == served.supervisor());
+    CHECK(entry.value("ready", false));
+    const pid_t sandbox_pid = entry.value("sandbox_pid", 0);
+    REQUIRE(sandbox_pid > 0);
+    CHECK(procStatusField(sandbox_pid, "Uid").value_or("") != "0\t0\t0\t0");
+
+    const Completed stop = served.stockade({"stop", served.name()});
+    CHECK(stop.exitCode == 0);
+    CHECK(stop.out.find("stopped") != std::string::npos);
+    // stop returns once the supervisor, the sandbox and the port are gone.
+    CHECK(processGone(served.supervisor()));
+    CHECK(processGone(sandbox_pid));
+    CHECK(connectResult(AF_INET, port) == std::strerror(ECONNREFUSED));
+    CHECK(served.psEntry().is_null());
+    // Idempotent: stopping what is gone succeeds.
+    const Completed again = served.stockade({"stop", served.name()});
+    CHECK(again.exitCode == 0);
+    CHECK(served.stockade({"stop", "--port", std::to_string(port)}).exitCode == 0);
+    // The log outlives the server.
+    const Completed logs = served.stockade({"logs", served.name()});
+    CHECK(logs.exitCode == 0);
+    CHECK(logs.out.find("GET / HTTP") != std::string::npos);
+}
+
+TEST_CASE("serve: a node server on localhost; a long-lived stream and a half-close pass through",
+          "[serve]") {
+    STOCKADE_EACH_MODE(mode);
+    Sandbox sandbox(mode);
+    const uint16_t port = freePort();
+    // Echoes what it gets; answers "bye" only once the client has finished
+    // sending (half-close), then ends.
+    const std::string script =
+        "require('net').createServer(s => { s.on('data', d => s.write(d));"
+        " s.on('end', () => s.end('bye\\n')); }).listen(" +
+        std::to_string(port) + ", 'localhost')";
+    Served served(sandbox, serviceName(), port, {"node", "-e", script});
+    INFO(served.started().describe());
+    REQUIRE(served.ready());
+
+    int err = 0;
+    UniqueFd conn = connectFromHost(AF_INET, port, err);
+    REQUIRE(err == 0);
+    std::string sent, echoed;
+    std::thread reader([&] { echoed = readToEof(conn.get()); });
+    for (int i = 0; i < 20; ++i) {  // about a second, in pieces, with pauses
+        const std::string chunk(64 * 1024, static_cast<char>('a' + i));
+        sendAll(conn.get(), chunk);
+        sent += chunk;
+        std::this_thread::sleep_for(50ms);
+    }
+    ::shutdown(conn.get(), SHUT_WR);
+    reader.join();
+    CHECK(echoed.size() == sent.size() + 4);
+    CHECK(echoed == sent + "bye\n");
+}
+
+TEST_CASE("serve: the server reaches nothing outside its sandbox", "[serve][G1]") {
+    STOCKADE_EACH_MODE(mode);
+    Sandbox sandbox(mode);
+    const uint16_t port = freePort();
+    HostListener host_lo = HostListener::tcp(AF_INET, "127.0.0.1");
+    REQUIRE(host_lo.ok());
+    const std::string outside = hostExternalAddress();
+    HostListener host_out =
+        HostListener::tcp(AF_INET, outside.empty() ? "127.0.0.1" : outside.c_str());
+    const std::string abstract = randomToken("stockade-itest-serve");
+    HostListener host_abstract = HostListener::abstractUnix(abstract);
+    REQUIRE(host_abstract.ok());
+    // Each attempt's answer goes to /repo/out; the TCP connects to the
+    // documentation addresses run only where a route lookup (which sends
+    // nothing) already found no way out, so even a broken sandbox sends no
+    // packet off this machine.
+    const std::string p = "/probe/stockade-probe";
+    const std::string script =
+        "mkdir -p /repo/out && cd /repo/out && " + p + " route-udp 192.0.2.1 80 > route4; " +
+        "grep -qx result=ENETUNREACH route4 && " + p + " connect-tcp 192.0.2.1 80 > tcp4; " + p +
+        " route-udp 2001:db8::1 80 > route6; " + "grep -qx result=ENETUNREACH route6 && " + p +
+        " connect-tcp 2001:db8::1 80 > tcp6; " + p + " connect-tcp 127.0.0.1 " + host_lo.port() +
+        " > host_lo; " + p + " connect-tcp " + (outside.empty() ? "127.0.0.1" : outside) + " " +
+        host_out.port() + " > host_out; " + p + " connect-abstract " + abstract +
+        " > abstract; exec python3 -m http.server --bind 127.0.0.1 " + std::to_string(port);
+    Served served(sandbox, serviceName(), port, {"sh", "-c", script});
+    INFO(served.started().describe());
+    REQUIRE(served.ready());
+    CHECK(httpGet(AF_INET, port, "/").rfind("HTTP/1.0 200", 0) == 0);
+
+    auto answer = [&](const char* file) {
+        return ProbeReport(readFile(sandbox.worktree() + "/out/" + file)).result();
+    };
+    CHECK(answer("route4") == "ENETUNREACH");
+    CHECK_THAT(answer("tcp4"), IsOneOf({"ENETUNREACH", "EACCES"}));
+    CHECK_THAT(answer("route6"), IsOneOf({"ENETUNREACH", "EAFNOSUPPORT", "EADDRNOTAVAIL"}));
+    if (answer("route6") == "ENETUNREACH")
+        CHECK_THAT(answer("tcp6"), IsOneOf({"ENETUNREACH", "EACCES"}));
+    CHECK_THAT(answer("host_lo"), IsOneOf({"ECONNREFUSED", "EACCES"}));
+    CHECK_THAT(answer("host_out"), IsOneOf({"ENETUNREACH", "EACCES"}));
+    CHECK_THAT(answer("abstract"), IsOneOf({"ECONNREFUSED", "EPERM"}));
+    // And from the host's side: nobody came.
+    CHECK_FALSE(host_lo.sawConnection());
+    CHECK_FALSE(host_out.sawConnection());
+    CHECK_FALSE(host_abstract.sawConnection());
+}
+
+TEST_CASE("serve: a second port opened inside is not published", "[serve]") {
+    STOCKADE_EACH_MODE(mode);
+    Sandbox sandbox(mode);
+    const uint16_t port = freePort();
+    uint16_t second = freePort();
+    while (second == port) second = freePort();
+    const std::string script = "/probe/stockade-probe listen-tcp 127.0.0.1 " +
+                               std::to_string(second) + " 60 > /repo/second & exec python3 -m " +
+                               "http.server --bind 127.0.0.1 " + std::to_string(port);
+    Served served(sandbox, serviceName(), port, {"sh", "-c", script});
+    INFO(served.started().describe());
+    REQUIRE(served.ready());
+    REQUIRE(waitUntil([&] { return !readFile(sandbox.worktree() + "/second").empty(); }, 5s));
+    // Landlock (ABI 4) lets the server bind its own port only; without
+    // Landlock the bind succeeds, and the port is still unreachable.
+    const std::string bound = ProbeReport(readFile(sandbox.worktree() + "/second")).result();
+    CHECK_THAT(bound, IsOneOf({"EACCES", "ok"}));
+    CHECK(connectResult(AF_INET, second) == std::strerror(ECONNREFUSED));
+    CHECK(httpGet(AF_INET, port, "/").rfind("HTTP/1.0 200", 0) == 0);
+}
+
+TEST_CASE("serve: not ready in time is torn down: blocked, not_ready, exit 124", "[serve]") {
+    STOCKADE_EACH_MODE(mode);
+    Sandbox sandbox(mode);
+    TokenReaper reaper(randomToken("notready"));
+    const uint16_t port = freePort();
+    Served served(sandbox, serviceName(), port,
+                  probeCommand({"sleep-with-token", reaper.token(), "60"}),
+                  {"--ready-timeout", "1"});
+    INFO(served.started().describe());
+    CHECK(served.started().exitCode == 124);
+    CHECK_FALSE(served.ready());
+    const json result = sandbox.result();
+    CHECK(result.value("status", "") == "blocked");
+    CHECK(result.value("reason", "") == "not_ready");
+    CHECK(waitUntilNoProcessHas(reaper.token(), 5s));
+    CHECK(served.psEntry().is_null());
+    CHECK(connectResult(AF_INET, port) == std::strerror(ECONNREFUSED));
+}
+
+TEST_CASE("serve: --ready-pattern needs a word-bounded match", "[serve]") {
+    STOCKADE_EACH_MODE(mode);
+    Sandbox sandbox(mode);
+    const uint16_t port = freePort();
+    // "ready" inside "Already" is no match: the server listens, but it is
+    // never ready.
+    const std::string script =
+        "echo 'Already exists'; exec python3 -m http.server --bind "
+        "127.0.0.1 " +
+        std::to_string(port);
+    {
+        Served served(sandbox, serviceName(), port, {"sh", "-c", script},
+                      {"--ready-pattern", "ready", "--ready-timeout", "2"});
+        INFO(served.started().describe());
+        CHECK(served.started().exitCode == 124);
+        CHECK(sandbox.result().value("reason", "") == "not_ready");
+    }
+    // Coloured, as dev servers print it: the escapes do not glue to the word.
+    const std::string coloured =
+        "printf '\\033[32mready\\033[0m in 5 ms\\n'; " + script.substr(script.find("exec"));
+    Served served(sandbox, serviceName(), port, {"sh", "-c", coloured},
+                  {"--ready-pattern", "ready", "--ready-timeout", "10"});
+    INFO(served.started().describe());
+    CHECK(served.ready());
+}
+
+TEST_CASE("serve: serving a running name again replaces it", "[serve]") {
+    STOCKADE_EACH_MODE(mode);
+    Sandbox sandbox(mode);
+    const uint16_t port = freePort();
+    const std::string name = serviceName();
+    Served first(sandbox, name, port, httpServer(port));
+    INFO(first.started().describe());
+    REQUIRE(first.ready());
+    Served second(sandbox, name, port, httpServer(port));
+    INFO(second.started().describe());
+    REQUIRE(second.ready());
+    CHECK(second.started().err.find("stopped the running") != std::string::npos);
+    CHECK(processGone(first.supervisor()));
+    CHECK(second.psEntry().value("pid", 0) == second.supervisor());
+    CHECK(httpGet(AF_INET, port, "/").rfind("HTTP/1.0 200", 0) == 0);
+}
+
+TEST_CASE("serve: a supervisor killed with SIGKILL takes its sandbox down and frees the port",
+          "[serve][G6]") {
+    STOCKADE_EACH_MODE(mode);
+    Sandbox sandbox(mode);
+    const uint16_t port = freePort();
+    Served served(sandbox, serviceName(), port, httpServer(port));
+    INFO(served.started().describe());
+    REQUIRE(served.ready());
+    const pid_t sandbox_pid = served.psEntry().value("sandbox_pid", 0);
+    REQUIRE(sandbox_pid > 0);
+    REQUIRE(::kill(served.supervisor(), SIGKILL) == 0);
+    CHECK(waitUntil([&] { return processGone(served.supervisor()); }, 5s));
+    CHECK(waitUntil([&] { return processGone(sandbox_pid); }, 5s));
+    CHECK(connectResult(AF_INET, port) == std::strerror(ECONNREFUSED));
+    // The stale record goes at the next look.
+    CHECK(served.psEntry().is_null());
+}
+
+TEST_CASE("serve: another user can neither see nor stop a dev server", "[serve]") {
+    if (!modeUsable(Mode::Root) || !modeUsable(Mode::Rootless)) return;
+    Sandbox sandbox(Mode::Root);
+    Sandbox other(Mode::Rootless);
+    const uint16_t port = freePort();
+    Served served(sandbox, serviceName(), port, httpServer(port));
+    INFO(served.started().describe());
+    REQUIRE(served.ready());
+    Served peek(other, served.name(), 0, {"true"});  // --port 0: refused, nothing started
+    CHECK(peek.started().exitCode == 125);
+    CHECK(peek.psEntry().is_null());
+    CHECK(peek.stockade({"stop", served.name()}).exitCode == 0);  // not theirs: "not running"
+    CHECK(peek.stockade({"stop", "--port", std::to_string(port)}).exitCode == 0);
+    CHECK_FALSE(processGone(served.supervisor()));
+    CHECK(httpGet(AF_INET, port, "/").rfind("HTTP/1.0 200", 0) == 0);
+}
+
+TEST_CASE("serve: bad input is refused with exit 125 and leaves no record", "[serve][cli]") {
+    STOCKADE_EACH_MODE(mode);
+    Sandbox sandbox(mode);
+    const std::string name = serviceName();
+    const std::vector<std::vector<std::string>> cases = {
+        {"--port", "0"},
+        {"--port", "65536"},
+        {"--port", "http"},
+        {"--port", "8000", "--name", "../escape"},
+        {"--port", "8000", "--ready-pattern", "("},
+        {"--port", "8000", "--ready-timeout", "0"},
+        {"--port", "8000", "--profile", "held-test"},
+    };
+    for (const auto& options : cases) {
+        Launch launch = sandbox.launch({"true"});
+        launch.args[0] = "serve";
+        launch.args.insert(launch.args.begin() + 1, options.begin(), options.end());
+        const Completed c = runStockade(launch);
+        INFO(c.describe());
+        CHECK(c.exitCode == 125);
+        CHECK(c.err.find("stockade: ") != std::string::npos);
+    }
+    Served probe(sandbox, name, 0, {"true"});
+    CHECK(probe.psEntry().is_null());
+}

@@ -444,3 +444,39 @@ TEST_CASE("serve: bad input is refused with exit 125 and leaves no record", "[se
     Served probe(sandbox, name, 0, {"true"});
     CHECK(probe.psEntry().is_null());
 }
+
+TEST_CASE("serve: the sandbox is run's, but for the published port", "[serve]") {
+    STOCKADE_EACH_MODE(mode);
+    Sandbox sandbox(mode);
+    sandbox.option("--profile", "dev-server");
+    // What the command sees of its own confinement, written to the worktree.
+    auto report = [](const std::string& file) {
+        const std::string p = "/probe/stockade-probe";
+        return p + " ids > " + file + "; " + p + " caps >> " + file + "; " + p + " mounts >> " +
+               file + "; " + p + " ifaces >> " + file + "; " + p + " env >> " + file +
+               "; cat /proc/self/limits >> " + file +
+               "; grep -E '^(Seccomp|NoNewPrivs|Cap)' /proc/self/status >> " + file +
+               "; hostname >> " + file;
+    };
+    const Completed run = sandbox.run({"sh", "-c", report("/repo/run.txt")});
+    INFO(run.describe());
+    REQUIRE(run.exitCode == 0);
+    const json run_result = sandbox.result();
+
+    const uint16_t port = freePort();
+    {
+        Served served(sandbox, serviceName(), port,
+                      {"sh", "-c",
+                       report("/repo/serve.txt") + "; exec python3 -m http.server --bind " +
+                           "127.0.0.1 " + std::to_string(port)});
+        INFO(served.started().describe());
+        REQUIRE(served.ready());
+    }  // stopped here; its result is written as it ends
+    const json serve_result = sandbox.result();
+    const std::string seen_by_run = readFile(sandbox.worktree() + "/run.txt");
+    REQUIRE(!seen_by_run.empty());
+    CHECK(seen_by_run == readFile(sandbox.worktree() + "/serve.txt"));
+    CHECK(run_result.at("enforced") == serve_result.at("enforced"));
+    CHECK(run_result.at("degraded") == serve_result.at("degraded"));
+    CHECK(serve_result.value("status", "") == "cancelled");  // ended by stop
+}

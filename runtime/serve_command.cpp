@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -135,6 +136,13 @@ int serveCommand(const ServeOptions& options) {
         return refuseRun(run, run.profile, "invalid_bounds", "blocked", "arguments",
                          "--ready-timeout: expected a positive number of seconds, got \"" +
                              options.ready_timeout + "\"");
+    // Each forwarded connection holds two sockets and two pipes: take the
+    // whole open-file allowance (the sandbox's own limit is set apart).
+    rlimit files{};
+    if (getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
+        files.rlim_cur = files.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &files);
+    }
     int refused = kRefused;
     auto built = policyForRun(run, refused);
     if (!built) return refused;

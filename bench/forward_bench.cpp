@@ -1,0 +1,300 @@
+// The published port's cost (SPEC §9, issue 5): the same small server run
+// twice, once straight on the host's loopback and once under `stockade
+// serve`, measured side by side, interleaved:
+//   - throughput: the server streams BYTES to the client;
+//   - latency: one-byte ping-pongs, median and p99, and the added median;
+//   - concurrency: CONNS connections opened, each echoing once, all held.
+//
+//   stockade_forward_bench STOCKADE [--bytes N] [--pings N] [--conns N] [--rounds N]
+//   stockade_forward_bench server PORT      (what runs on both sides)
+//
+// Prints one JSON document. Targets: >= 90% of direct throughput, < 50 us
+// added median latency, 1,000 concurrent connections held.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+extern char** environ;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+bool readFull(int fd, void* data, size_t size) {
+    auto* p = static_cast<char*>(data);
+    while (size > 0) {
+        ssize_t n = recv(fd, p, size, 0);
+        if (n <= 0) return false;
+        p += n;
+        size -= static_cast<size_t>(n);
+    }
+    return true;
+}
+
+bool writeFull(int fd, const void* data, size_t size) {
+    const auto* p = static_cast<const char*>(data);
+    while (size > 0) {
+        ssize_t n = send(fd, p, size, MSG_NOSIGNAL);
+        if (n <= 0) return false;
+        p += n;
+        size -= static_cast<size_t>(n);
+    }
+    return true;
+}
+
+// One thread per connection. The first byte picks the job: 'T' + 8 bytes
+// of count: stream that many bytes; 'E': echo until EOF.
+void serveConnection(int fd) {
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    char job;
+    if (readFull(fd, &job, 1)) {
+        if (job == 'T') {
+            uint64_t left;
+            if (readFull(fd, &left, sizeof(left))) {
+                static char block[1 << 16];
+                while (left > 0) {
+                    size_t n = std::min<uint64_t>(left, sizeof(block));
+                    if (!writeFull(fd, block, n)) break;
+                    left -= n;
+                }
+            }
+        } else {
+            char buf[4096];
+            ssize_t n;
+            while ((n = recv(fd, buf, sizeof(buf), 0)) > 0)
+                if (!writeFull(fd, buf, static_cast<size_t>(n))) break;
+        }
+    }
+    close(fd);
+}
+
+int runServer(uint16_t port) {
+    rlimit files{};
+    getrlimit(RLIMIT_NOFILE, &files);
+    files.rlim_cur = files.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &files);
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(port);
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) < 0 || listen(fd, 4096) < 0) {
+        std::perror("bind/listen");
+        return 1;
+    }
+    std::printf("listening on %u\n", port);
+    std::fflush(stdout);
+    for (;;) {
+        int conn = accept4(fd, nullptr, nullptr, SOCK_CLOEXEC);
+        if (conn >= 0) std::thread(serveConnection, conn).detach();
+    }
+}
+
+int connectTo(uint16_t port) {
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(port);
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) < 0) {
+        close(fd);
+        return -1;
+    }
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    return fd;
+}
+
+// Bytes per second streamed from the server.
+double throughput(uint16_t port, uint64_t bytes) {
+    int fd = connectTo(port);
+    if (fd < 0) return 0;
+    char request[9] = {'T'};
+    std::memcpy(request + 1, &bytes, sizeof(bytes));
+    auto start = Clock::now();
+    writeFull(fd, request, sizeof(request));
+    static char buf[1 << 18];
+    uint64_t got = 0;
+    ssize_t n;
+    while (got < bytes && (n = recv(fd, buf, sizeof(buf), 0)) > 0) got += static_cast<uint64_t>(n);
+    double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    close(fd);
+    return got == bytes ? static_cast<double>(bytes) / seconds : 0;
+}
+
+// Round trips of one byte, in microseconds.
+std::vector<double> pings(uint16_t port, int count) {
+    std::vector<double> out;
+    int fd = connectTo(port);
+    if (fd < 0) return out;
+    char job = 'E';
+    writeFull(fd, &job, 1);
+    for (int i = 0; i < count; ++i) {
+        char b = 'x';
+        auto start = Clock::now();
+        if (!writeFull(fd, &b, 1) || !readFull(fd, &b, 1)) break;
+        out.push_back(std::chrono::duration<double, std::micro>(Clock::now() - start).count());
+    }
+    close(fd);
+    return out;
+}
+
+// Opens `count` connections, makes each echo a byte, holds them all, then
+// checks each still echoes. Returns how many did both.
+int concurrent(uint16_t port, int count) {
+    std::vector<int> fds;
+    for (int i = 0; i < count; ++i) {
+        int fd = connectTo(port);
+        if (fd < 0) break;
+        char hello[2] = {'E', 'x'};
+        writeFull(fd, hello, 2);
+        fds.push_back(fd);
+    }
+    int ok = 0;
+    for (int fd : fds) {
+        char b;
+        if (readFull(fd, &b, 1) && writeFull(fd, &b, 1) && readFull(fd, &b, 1)) ++ok;
+    }
+    for (int fd : fds) close(fd);
+    return ok;
+}
+
+double percentile(std::vector<double> v, double p) {
+    if (v.empty()) return 0;
+    std::sort(v.begin(), v.end());
+    return v[static_cast<size_t>(p * static_cast<double>(v.size() - 1))];
+}
+
+uint16_t freePort() {
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(addr);
+    bind(fd, reinterpret_cast<sockaddr*>(&addr), len);
+    getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+    close(fd);
+    return ntohs(addr.sin_port);
+}
+
+pid_t spawn(const std::vector<std::string>& argv) {
+    std::vector<char*> args;
+    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    pid_t pid;
+    if (posix_spawnp(&pid, args[0], nullptr, nullptr, args.data(), environ) != 0) return -1;
+    return pid;
+}
+
+bool waitForPort(uint16_t port) {
+    for (int i = 0; i < 500; ++i) {
+        int fd = connectTo(port);
+        if (fd >= 0) {
+            close(fd);
+            return true;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return false;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    if (argc == 3 && std::string(argv[1]) == "server")
+        return runServer(static_cast<uint16_t>(std::atoi(argv[2])));
+    if (argc < 2) {
+        std::fprintf(stderr,
+                     "usage: stockade_forward_bench STOCKADE [--bytes N] [--pings N] [--conns N] "
+                     "[--rounds N]\n");
+        return 2;
+    }
+    std::string stockade = argv[1];
+    uint64_t bytes = 1ull << 30;
+    int ping_count = 20000, conns = 1000, rounds = 5;
+    for (int i = 2; i + 1 < argc; i += 2) {
+        std::string flag = argv[i];
+        long long value = std::atoll(argv[i + 1]);
+        if (flag == "--bytes") bytes = static_cast<uint64_t>(value);
+        if (flag == "--pings") ping_count = static_cast<int>(value);
+        if (flag == "--conns") conns = static_cast<int>(value);
+        if (flag == "--rounds") rounds = static_cast<int>(value);
+    }
+    rlimit files{};
+    getrlimit(RLIMIT_NOFILE, &files);
+    files.rlim_cur = files.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &files);
+
+    char self[4096];
+    ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    if (len <= 0) return 2;
+    self[len] = 0;
+    std::string exe = self, dir = exe.substr(0, exe.rfind('/'));
+
+    uint16_t direct_port = freePort(), served_port = freePort();
+    pid_t direct = spawn({exe, "server", std::to_string(direct_port)});
+    std::string name = "forward-bench-" + std::to_string(getpid());
+    pid_t served =
+        spawn({stockade, "serve", "--quiet", "--name", name, "--port", std::to_string(served_port),
+               "--mount", dir + ":/bench", "--", "/bench/" + exe.substr(exe.rfind('/') + 1),
+               "server", std::to_string(served_port)});
+    if (direct < 0 || served < 0 || !waitForPort(direct_port) || !waitForPort(served_port)) {
+        std::fprintf(stderr, "the servers did not come up\n");
+        return 1;
+    }
+
+    std::vector<double> tput_direct, tput_served, ping_direct, ping_served;
+    for (int r = 0; r < rounds; ++r) {  // interleaved, so drift hits both alike
+        tput_direct.push_back(throughput(direct_port, bytes));
+        tput_served.push_back(throughput(served_port, bytes));
+        auto a = pings(direct_port, ping_count / rounds);
+        auto b = pings(served_port, ping_count / rounds);
+        ping_direct.insert(ping_direct.end(), a.begin(), a.end());
+        ping_served.insert(ping_served.end(), b.begin(), b.end());
+    }
+    int held_direct = concurrent(direct_port, conns);
+    int held_served = concurrent(served_port, conns);
+
+    kill(served, SIGTERM);
+    kill(direct, SIGKILL);
+    waitpid(served, nullptr, 0);
+    waitpid(direct, nullptr, 0);
+
+    double md = percentile(tput_direct, 0.5), ms = percentile(tput_served, 0.5);
+    double ld = percentile(ping_direct, 0.5), ls = percentile(ping_served, 0.5);
+    nlohmann::ordered_json out{
+        {"schema", "stockade.forward-bench/v1"},
+        {"uid", geteuid()},
+        {"throughput_bytes", bytes},
+        {"throughput_direct_mib_s", md / (1 << 20)},
+        {"throughput_forwarded_mib_s", ms / (1 << 20)},
+        {"throughput_ratio", md > 0 ? ms / md : 0},
+        {"latency_direct_us", {{"median", ld}, {"p99", percentile(ping_direct, 0.99)}}},
+        {"latency_forwarded_us", {{"median", ls}, {"p99", percentile(ping_served, 0.99)}}},
+        {"latency_added_median_us", ls - ld},
+        {"concurrent_requested", conns},
+        {"concurrent_direct_ok", held_direct},
+        {"concurrent_forwarded_ok", held_served},
+    };
+    std::printf("%s\n", out.dump(2).c_str());
+    return 0;
+}

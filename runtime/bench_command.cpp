@@ -111,10 +111,11 @@ std::string selfExecutable() {
     return ec ? std::string("/proc/self/exe") : path.string();
 }
 
+// Where $PATH finds bwrap (the default PATH when it is unset), as a user's
+// shell would.
 std::optional<std::string> findBwrap() {
     const char* path = getenv("PATH");
-    std::string dirs = path && *path ? path : "/usr/local/bin:/usr/bin:/bin";
-    dirs += ":/usr/bin";
+    std::string dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
     size_t start = 0;
     while (start <= dirs.size()) {
         size_t end = dirs.find(':', start);

@@ -105,6 +105,16 @@ Result<double> spawnAndWait(const std::vector<std::string>& argv) {
     return Error::message(argv[0] + " " + argv[1] + " ... " + how);
 }
 
+// As spawnAndWait, with `result` removed first, outside the timing: each
+// run writes a new file, as a harness does. Replacing one would also time
+// the freeing of the old file's blocks, which on a filesystem mounted with
+// `discard` (ext4 without a journal) is a synchronous discard: 0.3 ms median
+// and 4 ms at p90 on the machine of docs/performance.md, the disk's cost.
+Result<double> spawnFresh(const std::vector<std::string>& argv, const std::string& result) {
+    unlink(result.c_str());
+    return spawnAndWait(argv);
+}
+
 std::string selfExecutable() {
     std::error_code ec;
     auto path = std::filesystem::read_symlink("/proc/self/exe", ec);
@@ -187,14 +197,12 @@ Result<double> throughput(const std::string& self, const Scratch& scratch, unsig
     std::vector<std::thread> threads;
     for (unsigned t = 0; t < runners; ++t) {
         threads.emplace_back([&, t] {
-            std::vector<std::string> argv = {self,
-                                             "run",
-                                             "--quiet",
-                                             "--result",
-                                             scratch.resultFile("throughput-" + std::to_string(t)),
-                                             "--",
-                                             "/bin/true"};
+            std::vector<std::string> argv = {self, "run", "--quiet",  "--result",
+                                             "",   "--",  "/bin/true"};
             for (size_t i = 0; i < runs_each; ++i) {
+                // A new file each time (see spawnFresh), all removed with the scratch.
+                argv[4] =
+                    scratch.resultFile("throughput-" + std::to_string(t) + "-" + std::to_string(i));
                 if (auto ms = spawnAndWait(argv); !ms) {
                     std::lock_guard<std::mutex> guard(lock);
                     if (!failure) failure = ms.error();
@@ -263,7 +271,7 @@ int benchCommand(const BenchOptions& options) {
         if (info.level == BenchLevel::FullProfile) {
             std::vector<std::string> argv = {
                 self, "run", "--quiet", "--result", scratch->resultFile("full"), "--", "/bin/true"};
-            subjects.push_back({[argv] { return spawnAndWait(argv); }, {}});
+            subjects.push_back({[argv] { return spawnFresh(argv, argv[4]); }, {}});
         } else {
             BenchLevel level = info.level;
             LayerBench* bench = &*layers;
@@ -303,7 +311,7 @@ int benchCommand(const BenchOptions& options) {
             } else {
                 comparison.available = true;
                 subjects.push_back(
-                    {[argv = comparison.stockade_args] { return spawnAndWait(argv); }, {}});
+                    {[argv = comparison.stockade_args] { return spawnFresh(argv, argv[6]); }, {}});
                 subjects.push_back(
                     {[argv = comparison.bwrap_args] { return spawnAndWait(argv); }, {}});
             }

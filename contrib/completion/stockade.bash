@@ -23,6 +23,13 @@ _stockade() {
                 _filedir json
             fi
             return ;;
+        bench)
+            case $prev in
+                --compare) COMPREPLY=($(compgen -W "bwrap" -- "$cur")) ;;
+                --runs|--warmup) ;;
+                *) COMPREPLY=($(compgen -W "--runs --warmup --json --compare --help" -- "$cur")) ;;
+            esac
+            return ;;
     esac
     case $prev in
         --worktree|--rootfs|--workdir) _filedir -d; return ;;

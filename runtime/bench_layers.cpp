@@ -1,0 +1,232 @@
+#include "runtime/bench_layers.h"
+
+#include <fcntl.h>
+#include <grp.h>
+#include <linux/sched.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <optional>
+
+#include "namespaces/landlock.h"
+#include "namespaces/user.h"
+#include "runtime/bench_layers_in_child.h"
+#include "runtime/child_plan_builder.h"
+#include "runtime/child_protocol.h"
+#include "runtime/sandbox_seccomp.h"
+#include "seccomp/denials.h"
+
+namespace stockade {
+
+namespace {
+
+bool at(BenchLevel have, BenchLevel level) {
+    return static_cast<int>(have) >= static_cast<int>(level);
+}
+
+// The namespaces each level's clone creates. CLONE_NEWCGROUP is the child's
+// own unshare, after it was moved into its cgroups, as in runSandbox.
+uint64_t cloneFlagsFor(BenchLevel level) {
+    uint64_t flags = CLONE_PIDFD;
+    if (at(level, BenchLevel::UserNs)) flags |= CLONE_NEWUSER;
+    if (at(level, BenchLevel::MountNs)) flags |= CLONE_NEWNS;
+    if (at(level, BenchLevel::PidNs)) flags |= CLONE_NEWPID;
+    if (at(level, BenchLevel::NetNs)) flags |= CLONE_NEWNET;
+    if (at(level, BenchLevel::OtherNs)) flags |= CLONE_NEWIPC | CLONE_NEWUTS;
+    return flags;
+}
+
+bool isProcOp(const ns::MountOp& op) {
+    return op.kind == ns::MountKind::Proc || op.target == "proc" || op.target.starts_with("proc/");
+}
+
+// The child's own account of a failed step, or what its exit says.
+Error childFailure(BenchLevel level, int sync_fd, const siginfo_t& info) {
+    std::string name = benchLevels()[static_cast<size_t>(level)].name;
+    ChildMessage msg{};
+    if (sync_fd >= 0 && recv(sync_fd, &msg, sizeof(msg), MSG_DONTWAIT) == sizeof(msg) &&
+        msg.kind != ChildMessageKind::Finished)
+        return Error::fromErrno("bench level " + name + ": " + describeStage(msg.stage), msg.err);
+    if (info.si_code == CLD_EXITED)
+        return Error::message("bench level " + name + ": /bin/true exited with " +
+                              std::to_string(info.si_status));
+    return Error::message("bench level " + name + ": killed by signal " +
+                          std::to_string(info.si_status));
+}
+
+std::string mechanismOr(CgroupMechanism m) {
+    const char* name = mechanismName(m);
+    return name ? name : "rlimit";
+}
+
+}  // namespace
+
+const std::array<BenchLevelInfo, kBenchLevelCount>& benchLevels() {
+    static const std::array<BenchLevelInfo, kBenchLevelCount> levels = {{
+        {BenchLevel::Bare, "bare", "bare fork+exec"},
+        {BenchLevel::UserNs, "user_ns", "+ user namespace"},
+        {BenchLevel::MountNs, "mount_ns", "+ mount namespace, fresh root"},
+        {BenchLevel::PidNs, "pid_ns", "+ PID namespace, init, /proc"},
+        {BenchLevel::NetNs, "net_ns", "+ network namespace (lo up)"},
+        {BenchLevel::OtherNs, "ipc_uts_cgroup_ns", "+ IPC, UTS, cgroup namespaces"},
+        {BenchLevel::Seccomp, "seccomp", "+ seccomp (default filter)"},
+        {BenchLevel::Capabilities, "capabilities", "+ capabilities dropped, no_new_privs"},
+        {BenchLevel::Landlock, "landlock", "+ Landlock ruleset"},
+        {BenchLevel::CgroupLimits, "cgroup_limits", "+ cgroup limits"},
+        {BenchLevel::FullProfile, "full_profile", "= stockade run (capture, result JSON)"},
+    }};
+    return levels;
+}
+
+Result<LayerBench> LayerBench::prepare(const Policy& policy) {
+    LayerBench out;
+    out.policy_ = policy;
+    auto identity = chooseIdentity(policy);
+    if (!identity) return identity.error().withContext("choose the sandbox's identity");
+    UniqueFd no_idmap;  // the bench's levels have no worktree
+    auto plan = buildChildPlan(policy, *identity, no_idmap);
+    if (!plan) return plan.error().withContext("plan the sandbox");
+    if (auto s = compileSeccompInto(policy, *plan); !s)
+        return s.error().withContext("compile the seccomp filter");
+    out.plan_ = std::move(*plan);
+    out.base_rlimits_ = out.plan_.rlimits;
+    out.plan_.landlock = ns::LandlockPlan{};  // built per run, from its level up
+
+    out.mounts_without_proc_.staging = out.plan_.mounts.staging;
+    out.mounts_without_proc_.root_options = out.plan_.mounts.root_options;
+    for (const ns::MountOp& op : out.plan_.mounts.ops)
+        if (!isProcOp(op)) ns::addOp(out.mounts_without_proc_, op);
+
+    out.dev_null_.reset(open("/dev/null", O_WRONLY | O_CLOEXEC));
+    if (!out.dev_null_) return Error::fromErrno("open(\"/dev/null\")");
+
+    // As runSandbox does before its clone: a root caller's supplementary
+    // groups would otherwise follow every sandbox.
+    if (geteuid() == 0 && setgroups(0, nullptr) < 0) return Error::fromErrno("setgroups(0)");
+
+    if (policy.landlock != LandlockMode::Off) {
+        ns::LandlockSupport support = ns::probeLandlock();
+        out.landlock_state_ = support.abi > 0 ? "abi-" + std::to_string(support.abi)
+                                              : "unavailable: " + support.reason;
+    } else {
+        out.landlock_state_ = "off in the profile";
+    }
+    // One throwaway round tells which mechanism holds the limits here.
+    removeStaleCgroups();
+    auto cgroups = SandboxCgroups::create({policy.limits.memory_bytes, policy.limits.pids});
+    if (!cgroups) return cgroups.error().withContext("set up the sandbox's cgroups");
+    std::string memory = mechanismOr(cgroups->memory()), pids = mechanismOr(cgroups->pids());
+    out.limit_mechanism_ = memory == pids ? memory : "memory: " + memory + ", pids: " + pids;
+    return out;
+}
+
+Result<double> LayerBench::runOnce(BenchLevel level) {
+    if (level == BenchLevel::FullProfile)
+        return Error::message("the full profile is measured through `stockade run`");
+    auto start = std::chrono::steady_clock::now();
+    auto status = runLevel(level);
+    if (!status) return status.error();
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+        .count();
+}
+
+Status LayerBench::runLevel(BenchLevel level) {
+    ChildPlan& plan = plan_;
+    plan.rlimits = base_rlimits_;
+    plan.landlock = ns::LandlockPlan{};
+    plan.sync_fd = plan.listener_socket_fd = -1;
+
+    // Parent-side work per run, as runSandbox and buildChildPlan do it: the
+    // Landlock ruleset (one per sandbox: the child adds to it) and the
+    // cgroup leaves, or the rlimits that stand in for them.
+    if (at(level, BenchLevel::Landlock) && policy_.landlock != LandlockMode::Off) {
+        ns::LandlockRequest request;
+        ns::mirrorMountPlan(plan.mounts, request);
+        request.network = ns::LandlockNetwork::Unrestricted;
+        auto landlock = ns::buildLandlockPlan(request);
+        if (!landlock) return landlock.error().withContext("plan the Landlock ruleset");
+        plan.landlock = std::move(*landlock);
+    }
+    std::optional<SandboxCgroups> cgroups;
+    if (at(level, BenchLevel::CgroupLimits)) {
+        removeStaleCgroups();
+        auto created = SandboxCgroups::create({policy_.limits.memory_bytes, policy_.limits.pids});
+        if (!created) return created.error().withContext("set up the sandbox's cgroups");
+        cgroups = std::move(*created);
+        const Limits& limits = policy_.limits;
+        if (limits.memory_bytes && cgroups->memory() == CgroupMechanism::None)
+            plan.rlimits.push_back({RLIMIT_AS, {*limits.memory_bytes, *limits.memory_bytes}});
+        if (limits.pids && cgroups->pids() == CgroupMechanism::None)
+            plan.rlimits.push_back({RLIMIT_NPROC, {*limits.pids, *limits.pids}});
+    }
+
+    UniqueFd sync_parent, sync_child, listener_parent, listener_child;
+    int sv[2];
+    if (at(level, BenchLevel::UserNs)) {
+        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+            return Error::fromErrno("socketpair()");
+        sync_parent.reset(sv[0]);
+        sync_child.reset(sv[1]);
+        plan.sync_fd = sync_child.get();
+    }
+    if (at(level, BenchLevel::Seccomp) && !plan.seccomp_notified_program.empty()) {
+        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+            return Error::fromErrno("socketpair()");
+        listener_parent.reset(sv[0]);
+        listener_child.reset(sv[1]);
+        plan.listener_socket_fd = listener_child.get();
+    }
+    LayeredChild child{static_cast<int>(level), &plan,
+                       level == BenchLevel::MountNs ? &mounts_without_proc_ : &plan.mounts,
+                       dev_null_.get()};
+
+    int pidfd = -1;
+    clone_args args{};
+    args.flags = cloneFlagsFor(level);
+    if (cgroups && cgroups->cloneIntoFd() >= 0) {
+        args.flags |= CLONE_INTO_CGROUP;
+        args.cgroup = static_cast<uint64_t>(cgroups->cloneIntoFd());
+    }
+    args.pidfd = reinterpret_cast<uintptr_t>(&pidfd);
+    args.exit_signal = SIGCHLD;
+    long pid = syscall(SYS_clone3, &args, sizeof(args));
+    if (pid == 0) runLayeredChildInChild(child);
+    if (pid < 0) return Error::fromErrno("clone3()");
+    UniqueFd pidfd_owner(pidfd);
+    sync_child.reset();
+    listener_child.reset();
+
+    auto abandon = [&](const Error& e) -> Status {
+        syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, nullptr, 0);
+        siginfo_t ignored;
+        syscall(SYS_waitid, P_PIDFD, pidfd, &ignored, WEXITED, nullptr);
+        return e;
+    };
+    if (cgroups)
+        if (Status s = cgroups->attach(static_cast<pid_t>(pid)); !s)
+            return abandon(s.error().withContext("move the sandbox into its cgroups"));
+    if (at(level, BenchLevel::UserNs)) {
+        if (Status s = ns::writeIdMaps(static_cast<pid_t>(pid), plan.ids); !s)
+            return abandon(s.error().withContext("write the id maps"));
+        char go = 1;
+        send(sync_parent.get(), &go, 1, MSG_NOSIGNAL);
+    }
+    siginfo_t info{};
+    rusage usage{};
+    while (syscall(SYS_waitid, P_PIDFD, pidfd, &info, WEXITED, &usage) < 0 && errno == EINTR) {
+    }
+    // The listener the command handed over, taken as the supervisor takes it.
+    if (listener_parent) (void)seccomp::receiveListener(listener_parent.get());
+    if (cgroups) (void)cgroups->events();
+    if (info.si_code != CLD_EXITED || info.si_status != 0)
+        return childFailure(level, sync_parent.get(), info);
+    return okStatus();
+}
+
+}  // namespace stockade

@@ -58,6 +58,15 @@ void closeInheritedFdsInChild(int* keep, int count) noexcept {
     syscall(SYS_close_range, next, ~0U, 0U);
 }
 
+// The supervisor's "go" and "placed" are one byte each on the sync socket.
+bool waitForByteInChild(int sync_fd) noexcept {
+    char byte = 0;
+    ssize_t n;
+    while ((n = recv(sync_fd, &byte, 1, 0)) < 0 && errno == EINTR) {
+    }
+    return n == 1;
+}
+
 bool supervisorGoneInChild(int sync_fd) noexcept {
     pollfd pfd{sync_fd, POLLIN, 0};
     return poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLHUP | POLLERR));
@@ -162,11 +171,7 @@ void answerSocketRequestsInChild(int channel) noexcept {
 [[noreturn]] void runChildInChild(ChildPlan& plan) noexcept {
     // 1. Wait until the supervisor has written our uid/gid maps: before that
     //    we have no identity in the namespace and nothing we create has an owner.
-    char go = 0;
-    ssize_t n;
-    while ((n = recv(plan.sync_fd, &go, 1, 0)) < 0 && errno == EINTR) {
-    }
-    if (n != 1) _exit(125);
+    if (!waitForByteInChild(plan.sync_fd)) _exit(125);
 
     // 2. Open every mount source while still the caller's identity: a root
     //    caller's sources may sit in directories only root can traverse
@@ -187,17 +192,13 @@ void answerSocketRequestsInChild(int channel) noexcept {
         setresuid(plan.ids.inside_uid, plan.ids.inside_uid, plan.ids.inside_uid) < 0)
         failSetupInChild(plan, ChildStage::SetIds, errno);
 
-    // 4. The cgroup namespace, now that the supervisor has put us in the
-    //     sandbox's cgroups (v1 needs the pid first), so its root is them.
-    if (unshare(CLONE_NEWCGROUP) < 0) failSetupInChild(plan, ChildStage::CgroupNamespace, errno);
-
-    // 5. Die with the supervisor. Set after the uid change, which clears it
+    // 4. Die with the supervisor. Set after the uid change, which clears it
     //    (prctl(2)); then check the supervisor did not die before it was set.
     if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
         failSetupInChild(plan, ChildStage::ParentDeath, errno);
     if (supervisorGoneInChild(plan.sync_fd)) _exit(125);
 
-    // 6. The filesystem view. Sources were opened before the staging tmpfs
+    // 5. The filesystem view. Sources were opened before the staging tmpfs
     //    covers anything; /proc is mounted inside the new root before the old
     //    root goes (see MountKind::Proc); the root is sealed read-only last.
     size_t failed_op = 0;
@@ -224,16 +225,22 @@ void answerSocketRequestsInChild(int channel) noexcept {
                   plan.socket_factory_fd};
     closeInheritedFdsInChild(keep, 7);
 
-    // 7. The other namespaces' contents.
+    // 6. The other namespaces' contents.
     if (int err = ns::setHostnameInChild(plan.hostname.c_str(), plan.hostname.size()))
         failSetupInChild(plan, ChildStage::Hostname, err);
     if (int err = ns::bringLoopbackUpInChild()) failSetupInChild(plan, ChildStage::Loopback, err);
 
-    // 8. init may not be read or traced by the command: non-dumpable, and the
+    // 7. init may not be read or traced by the command: non-dumpable, and the
     //    caller's argv and environment (inherited in this copy of the
     //    supervisor's memory) wiped.
     if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) failSetupInChild(plan, ChildStage::Dumpable, errno);
     wipeMemoryInChild(plan);
+
+    // 8. The cgroup namespace, once the supervisor has put us in the
+    //    sandbox's cgroups (it did so while we built the root), so its root
+    //    is them; nothing of the command runs before that.
+    if (!waitForByteInChild(plan.sync_fd)) _exit(125);
+    if (unshare(CLONE_NEWCGROUP) < 0) failSetupInChild(plan, ChildStage::CgroupNamespace, errno);
 
     // 9. The command. A raw clone rather than fork(3): glibc's fork runs
     //    atfork handlers and takes the malloc locks.

@@ -13,7 +13,6 @@ namespace stockade {
 enum class ChildStage : uint32_t {
     WaitForGo,
     SetIds,
-    CgroupNamespace,
     ParentDeath,
     PrivateMounts,
     OpenSources,
@@ -25,6 +24,7 @@ enum class ChildStage : uint32_t {
     Loopback,
     Dumpable,
     WipeMemory,
+    CgroupNamespace,
     ForkCommand,
     NewSession,
     Stdio,

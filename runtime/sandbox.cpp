@@ -522,18 +522,23 @@ SandboxOutcome runSandbox(const Policy& policy, ServiceHooks* hooks) {
 
     SandboxOutcome out = std::move(enforcement);
     out.sandbox_pid = static_cast<pid_t>(pid);
-    Status placed = cgroups->attach(static_cast<pid_t>(pid));
-    auto maps = placed ? ns::writeIdMaps(static_cast<pid_t>(pid), identity->ids) : placed;
-    if (!maps) {
+    // The id maps first, then "go": the child builds its root while the
+    // supervisor moves it into its cgroups (a cgroup v1 move can wait a
+    // whole RCU grace period). The second byte says it is placed; the child
+    // waits for it before anything of the command runs.
+    auto abandon = [&](const char* stage, const Error& error) {
         syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, nullptr, 0);
         siginfo_t info;
         syscall(SYS_waitid, P_PIDFD, pidfd, &info, WEXITED, nullptr);
         restore();
-        return setupFailure(
-            placed ? "write the user namespace's id maps" : "move the sandbox into its cgroups",
-            maps.error());
-    }
+        return setupFailure(stage, error);
+    };
+    if (auto maps = ns::writeIdMaps(static_cast<pid_t>(pid), identity->ids); !maps)
+        return abandon("write the user namespace's id maps", maps.error());
     char go = 1;
+    send(sync_parent.get(), &go, 1, MSG_NOSIGNAL);
+    if (Status placed = cgroups->attach(static_cast<pid_t>(pid)); !placed)
+        return abandon("move the sandbox into its cgroups", placed.error());
     send(sync_parent.get(), &go, 1, MSG_NOSIGNAL);
 
     Supervision supervision(policy, pidfd, *streams, sync_parent.get(), signal_fd.get(),

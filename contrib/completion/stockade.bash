@@ -23,6 +23,20 @@ _stockade() {
                 _filedir json
             fi
             return ;;
+        stop|logs)
+            case $prev in
+                --port) ;;
+                *) COMPREPLY=($(compgen -W "$(stockade ps 2>/dev/null | awk 'NR > 1 { print $1 }')
+                    $([[ ${words[1]} == stop ]] && echo --port || echo --follow) --help" -- "$cur")) ;;
+            esac
+            return ;;
+        ps) COMPREPLY=($(compgen -W "--json --help" -- "$cur")); return ;;
+        check)
+            case $prev in
+                --profile) COMPREPLY=($(compgen -W "held-test build dev-server" -- "$cur")); _filedir json ;;
+                *) COMPREPLY=($(compgen -W "--json --profile --help" -- "$cur")) ;;
+            esac
+            return ;;
         bench)
             case $prev in
                 --compare) COMPREPLY=($(compgen -W "bwrap" -- "$cur")) ;;
@@ -39,7 +53,16 @@ _stockade() {
         --require) COMPREPLY=($(compgen -W "memory pids cpu_time landlock seccomp user_ns net_ns" -- "$cur")); return ;;
         --env) COMPREPLY=($(compgen -e -- "$cur")); return ;;
         --memory|--pids|--cpu-time|--timeout|--output-limit|--tmp-size|--user|--name|--allow-secret) return ;;
+        --port|--ready-pattern|--ready-timeout) return ;;
+        --held) _filedir -d; return ;;
+        --expect|--verdict) _filedir; return ;;
+        --report) COMPREPLY=($(compgen -W "junit tap" -- "$cur")); return ;;
     esac
-    COMPREPLY=($(compgen -W "$run_opts --" -- "$cur"))
+    local extra=""
+    case ${words[1]} in
+        serve) extra="--port --ready-pattern --ready-timeout --detach" ;;
+        oracle) extra="--held --report --expect --verdict" ;;
+    esac
+    COMPREPLY=($(compgen -W "$run_opts $extra --" -- "$cur"))
 }
 complete -F _stockade stockade

@@ -262,6 +262,10 @@ Forwarder::~Forwarder() = default;
 
 Status Forwarder::start(std::vector<UniqueFd> listeners) {
     for (UniqueFd& fd : listeners) {
+        // accept() runs until EAGAIN: a blocking listener would stall the loop.
+        int flags = fcntl(fd.get(), F_GETFL);
+        if (flags < 0 || fcntl(fd.get(), F_SETFL, flags | O_NONBLOCK) < 0)
+            return Error::fromErrno("fcntl(O_NONBLOCK) on a published port");
         auto listener = std::make_unique<Listener>(*this, std::move(fd));
         epoll_event ev{EPOLLIN, {.ptr = static_cast<EventHandler*>(listener.get())}};
         if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, listener->fd(), &ev) < 0)

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "base/log.h"
 #include "oracle/oracle_run.h"
 #include "runtime/bench_command.h"
 #include "runtime/run_command.h"
@@ -91,7 +92,15 @@ po::options_description runOptionsDescription(RunOptions& o, const char* usage =
         "output-limit", text(o.output_limit), "SIZE of stdout+stderr before the sandbox is killed")(
         "tmp-size", text(o.tmp_size), "SIZE of /tmp and /var/tmp")(
         "require", po::value<std::vector<std::string>>(&o.require)->composing(),
-        "LIST of guarantees that must hold, e.g. memory,pids")("help,h", "show this help");
+        "LIST of guarantees that must hold, e.g. memory,pids")(
+        "log-level", po::value<std::string>()->notifier([](const std::string& v) {
+            LogLevel level;
+            if (!parseLogLevel(v, level))
+                throw po::error("--log-level: expected error, info or debug, got \"" + v + "\"");
+            setLogLevel(level);
+        }),
+        "error|info|debug: debug logs each setup step with its duration (default info)")(
+        "help,h", "show this help");
     return d;
 }
 

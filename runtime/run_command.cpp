@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <string>
 
+#include "base/log.h"
 #include "runtime/host_check.h"
 #include "runtime/policy_builder.h"
 #include "runtime/profile.h"
@@ -72,10 +73,16 @@ int finishRun(const Policy& policy, const SandboxOutcome& outcome) {
 }
 
 int runCommand(const RunOptions& options) {
+    StepLog steps;
     int refused = kRefused;
     auto policy = policyForRun(options, refused);
     if (!policy) return refused;
-    return finishRun(*policy, runSandbox(*policy));
+    steps.done("load the profile, build the policy");
+    SandboxOutcome outcome = runSandbox(*policy);
+    steps.done("remove the sandbox's cgroups: nothing of it is left");
+    int code = finishRun(*policy, outcome);
+    steps.done("write the result");
+    return code;
 }
 
 int profileShowCommand(const std::string& name_or_file) {

@@ -20,6 +20,7 @@
 #include <optional>
 #include <sstream>
 
+#include "base/log.h"
 #include "base/unique_fd.h"
 #include "namespaces/user.h"
 #include "runtime/cgroup_limits.h"
@@ -401,8 +402,10 @@ void Supervision::run(SandboxOutcome& out) {
 
 SandboxOutcome runSandbox(const Policy& policy, ServiceHooks* hooks) {
     auto start = Clock::now();
+    StepLog steps;
     auto identity = chooseIdentity(policy);
     if (!identity) return setupFailure("choose the sandbox's identity", identity.error());
+    steps.done("choose the sandbox's identity");
 
     // As root, shed supplementary groups first: the clone inherits them, and
     // a sandbox that kept host gid 0 as a supplementary group could use it
@@ -419,16 +422,20 @@ SandboxOutcome runSandbox(const Policy& policy, ServiceHooks* hooks) {
             return setupFailure("make the worktree writable through an idmapped mount",
                                 tree.error());
         idmapped = std::move(*tree);
+        steps.done("make the worktree writable through an idmapped mount");
     }
     auto plan = buildChildPlan(policy, *identity, idmapped);
     if (!plan) return setupFailure("plan the sandbox", plan.error());
+    steps.done("plan the sandbox (mounts, environment, Landlock rules)");
 
     if (auto s = compileSeccompInto(policy, *plan); !s)
         return setupFailure("compile the seccomp filter", s.error());
+    steps.done("choose the seccomp filter");
 
     removeStaleCgroups();
     auto cgroups = SandboxCgroups::create({policy.limits.memory_bytes, policy.limits.pids});
     if (!cgroups) return setupFailure("set up the sandbox's cgroups", cgroups.error());
+    steps.done("remove stale cgroups, create the sandbox's cgroups");
     SandboxOutcome enforcement = enforcementFor(policy, *cgroups, *plan);
     if (auto missing = missingRequirements(policy, enforcement); !missing.empty()) {
         SandboxOutcome out = std::move(enforcement);
@@ -490,6 +497,7 @@ SandboxOutcome runSandbox(const Policy& policy, ServiceHooks* hooks) {
         timerfd_settime(timer_fd.get(), 0, &when, nullptr);
     }
 
+    steps.done("pipes, sockets, signal and timer fds");
     int pidfd = -1;
     clone_args args{};
     // CLONE_NEWCGROUP is left to the child, after the supervisor has moved
@@ -520,6 +528,7 @@ SandboxOutcome runSandbox(const Policy& policy, ServiceHooks* hooks) {
                                              clone_errno));
     }
 
+    steps.done("clone3 with the new namespaces");
     SandboxOutcome out = std::move(enforcement);
     out.sandbox_pid = static_cast<pid_t>(pid);
     // The id maps first, then "go": the child builds its root while the
@@ -535,10 +544,12 @@ SandboxOutcome runSandbox(const Policy& policy, ServiceHooks* hooks) {
     };
     if (auto maps = ns::writeIdMaps(static_cast<pid_t>(pid), identity->ids); !maps)
         return abandon("write the user namespace's id maps", maps.error());
+    steps.done("write the id maps");
     char go = 1;
     send(sync_parent.get(), &go, 1, MSG_NOSIGNAL);
     if (Status placed = cgroups->attach(static_cast<pid_t>(pid)); !placed)
         return abandon("move the sandbox into its cgroups", placed.error());
+    steps.done("move the sandbox into its cgroups (the child builds its root meanwhile)");
     send(sync_parent.get(), &go, 1, MSG_NOSIGNAL);
 
     Supervision supervision(policy, pidfd, *streams, sync_parent.get(), signal_fd.get(),
@@ -546,10 +557,12 @@ SandboxOutcome runSandbox(const Policy& policy, ServiceHooks* hooks) {
     InsideSockets inside(factory_parent.get());
     if (hooks) hooks->started(static_cast<pid_t>(pid), inside);
     supervision.run(out);
+    steps.done("run: the child's setup, the command, the teardown of the namespace");
     restore();
     if (policy.limits.cpu_time_ms)
         out.cpu_limit_ms = (*policy.limits.cpu_time_ms + 999) / 1000 * 1000;
     CgroupEvents events = cgroups->events();
+    steps.done("read the cgroups' events");
     out.oom_killed = events.oom_killed;
     out.pids_limit_hit = events.pids_limit_hit;
     if (events.peak_memory) out.peak_memory_bytes = events.peak_memory;

@@ -53,8 +53,15 @@ class SandboxCgroups {
     CgroupMechanism pids() const { return pids_; }
     // The v2 leaf, for clone3's CLONE_INTO_CGROUP, or -1.
     int cloneIntoFd() const { return v2_leaf_ ? v2_leaf_->fd() : -1; }
-    // Moves `pid` into the v1 leaves (v2 needs nothing: the clone starts there).
-    Status attach(pid_t pid) const;
+    // Right before clone3: the calling thread steps into the v1 leaves, so
+    // the clone is born in them, as CLONE_INTO_CGROUP does on v2. A thread
+    // moving itself through `tasks` skips the global threadgroup lock whose
+    // RCU grace period made moving the child afterwards cost 5-20 ms a run
+    // (docs/performance.md). Only the clone itself happens in between.
+    Status enterForClone();
+    // Right after clone3: the caller steps back out of the v1 leaves; the
+    // leaves `pid` was not born in (no enterForClone) it is moved into.
+    Status attach(pid_t pid);
     // Processes in the sandbox right now, from pids.current (0 when unknown).
     uint64_t processCount() const;
     CgroupEvents events() const;
@@ -67,6 +74,12 @@ class SandboxCgroups {
     std::optional<CgroupV2Leaf> v2_leaf_;
     std::string v1_memory_leaf_;
     std::string v1_pids_leaf_;
+    // Where the caller returns to, and the leaves it stepped into.
+    std::string v1_memory_home_;
+    std::string v1_pids_home_;
+    std::vector<std::string> entered_;
+    uint64_t pids_limit_ = 0;
+    Status leave();
 };
 
 // Removes leaves (and v2 relocation dirs) left by stockade processes that no

@@ -1,119 +1,22 @@
 #include "runtime/cgroup_limits.h"
 
-#include <dirent.h>
-#include <fcntl.h>
-#include <signal.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
-#include <sstream>
+
+#include "runtime/cgroup_v1.h"
 
 namespace stockade {
 
 namespace {
 
-Result<std::string> readText(const std::string& path) {
-    UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
-    if (!fd) return Error::fromErrno("open(\"" + path + "\")");
-    std::string out;
-    char buf[4096];
-    ssize_t n;
-    while ((n = read(fd.get(), buf, sizeof(buf))) > 0) out.append(buf, static_cast<size_t>(n));
-    if (n < 0) return Error::fromErrno("read(\"" + path + "\")");
-    return out;
-}
-
-Status writeText(const std::string& path, const std::string& value) {
-    UniqueFd fd(open(path.c_str(), O_WRONLY | O_CLOEXEC));
-    if (!fd) return Error::fromErrno("open(\"" + path + "\")");
-    if (write(fd.get(), value.data(), value.size()) != static_cast<ssize_t>(value.size()))
-        return Error::fromErrno("write(\"" + path + "\", \"" + value + "\")");
-    return okStatus();
-}
-
-bool exists(const std::string& path) {
-    return access(path.c_str(), F_OK) == 0;
-}
 bool writableDir(const std::string& path) {
     return access(path.c_str(), W_OK | X_OK) == 0;
 }
 
-bool hasWord(const std::string& text, const std::string& word) {
-    std::istringstream in(text);
-    std::string w;
-    while (in >> w)
-        if (w == word) return true;
-    return false;
-}
-
-std::string leafName() {
-    static std::atomic<unsigned> counter{0};
-    return std::to_string(getpid()) + "-" + std::to_string(counter++);
-}
-
-// rmdir of a cgroup whose last process just died can see EBUSY for a moment,
-// while the kernel finishes releasing it.
-void removeLeaf(const std::string& path) {
-    if (path.empty()) return;
-    for (int attempt = 0; attempt < 100; ++attempt) {
-        if (rmdir(path.c_str()) == 0 || errno == ENOENT) return;
-        if (errno != EBUSY) return;
-        usleep(1000);
-    }
-}
-
-Result<std::string> makeLeaf(const std::string& parent) {
-    std::string dir = parent + "/stockade";
-    if (mkdir(dir.c_str(), 0755) < 0 && errno != EEXIST)
-        return Error::fromErrno("mkdir(\"" + dir + "\")");
-    std::string leaf = dir + "/" + leafName();
-    if (mkdir(leaf.c_str(), 0755) < 0) return Error::fromErrno("mkdir(\"" + leaf + "\")");
-    return leaf;
-}
-
-std::string readOr(const std::string& path) {
-    auto text = readText(path);
-    return text ? *text : std::string();
-}
-
-// Where the unified hierarchy lets this process create a leaf with the
-// controllers it needs, or "".
-struct V2Base {
-    std::string mount;
-    std::string path;  // our cgroup, absolute in the filesystem
-};
-
-std::optional<V2Base> findV2Base() {
-    std::string mount = findCgroup2Mount(readOr("/proc/self/mountinfo"));
-    if (mount.empty()) return std::nullopt;
-    auto rel = cgroupPathOf(readOr("/proc/self/cgroup"), "");
-    if (!rel) return std::nullopt;
-    std::string path = *rel == "/" ? mount : mount + *rel;
-    return V2Base{mount, path};
-}
-
-// v2 forbids controllers in a cgroup's subtree while that cgroup holds
-// processes (the "no internal processes" rule), except at the root. A
-// delegated scope holds stockade itself, so stockade first moves into a
-// leaf of its own, as crun and podman do for rootless containers.
-Status prepareV2Parent(const V2Base& base, bool memory, bool pids) {
-    std::string enable = std::string(memory ? " +memory" : "") + (pids ? " +pids" : "");
-    enable.erase(0, 1);
-    if (base.path != base.mount) {
-        std::string procs = readOr(base.path + "/cgroup.procs");
-        if (!procs.empty()) {
-            std::string self_leaf = base.path + "/stockade-supervisor-" + std::to_string(getpid());
-            if (mkdir(self_leaf.c_str(), 0755) < 0 && errno != EEXIST)
-                return Error::fromErrno("mkdir(\"" + self_leaf + "\")");
-            if (auto s = writeText(self_leaf + "/cgroup.procs", "0"); !s) return s;
-        }
-    }
-    if (auto s = writeText(base.path + "/cgroup.subtree_control", enable); !s) return s;
-    std::string dir = base.path + "/stockade";
-    if (mkdir(dir.c_str(), 0755) < 0 && errno != EEXIST)
-        return Error::fromErrno("mkdir(\"" + dir + "\")");
-    return writeText(dir + "/cgroup.subtree_control", enable);
+std::string under(const std::string& mount, const std::string& rel) {
+    return rel == "/" ? mount : mount + rel;
 }
 
 }  // namespace
@@ -130,202 +33,171 @@ const char* mechanismName(CgroupMechanism mechanism) {
     return nullptr;
 }
 
-std::string findCgroup2Mount(const std::string& mountinfo) {
-    std::istringstream lines(mountinfo);
-    std::string line;
-    while (std::getline(lines, line)) {
-        auto dash = line.find(" - ");
-        if (dash == std::string::npos) continue;
-        std::istringstream tail(line.substr(dash + 3));
-        std::string fstype;
-        tail >> fstype;
-        if (fstype != "cgroup2") continue;
-        std::istringstream head(line.substr(0, dash));
-        std::string id, parent, devno, root, mount_point;
-        head >> id >> parent >> devno >> root >> mount_point;
-        return mount_point;
-    }
-    return "";
+std::string nextLeafName() {
+    static std::atomic<unsigned> counter{0};
+    return std::to_string(getpid()) + "-" + std::to_string(counter++);
 }
 
-std::optional<std::string> cgroupPathOf(const std::string& proc_cgroup,
-                                        const std::string& controller) {
-    // Each line is "hierarchy-id:controller,list:path"; the v2 line is "0::path".
-    std::istringstream lines(proc_cgroup);
-    std::string line;
-    while (std::getline(lines, line)) {
-        auto first = line.find(':');
-        auto second = line.find(':', first + 1);
-        if (first == std::string::npos || second == std::string::npos) continue;
-        std::string controllers = line.substr(first + 1, second - first - 1);
-        std::string path = line.substr(second + 1);
-        if (controller.empty()) {
-            if (line.compare(0, first, "0") == 0 && controllers.empty()) return path;
-            continue;
+CgroupLayout CgroupLayout::ofThisProcess() {
+    CgroupLayout layout;
+    std::string self = readCgroupFileOr("/proc/self/cgroup");
+    std::string mount = findCgroup2Mount(readCgroupFileOr("/proc/self/mountinfo"));
+    if (auto rel = cgroupPathOf(self, ""); rel && !mount.empty()) {
+        std::string own = under(mount, *rel);
+        CgroupV2Site site;
+        if (geteuid() == 0) {
+            // The hierarchy's root may hold processes and enable controllers
+            // at once; a cgroup namespace's root may not (it has a
+            // cgroup.type, the real root has none).
+            site.base = mount;
+            site.holds_caller = own == mount && access((mount + "/cgroup.type").c_str(), F_OK) == 0;
+        } else {
+            site.base = own;
+            site.holds_caller = true;
         }
-        for (char& c : controllers)
-            if (c == ',') c = ' ';
-        if (hasWord(controllers, controller)) return path;
+        if (writableDir(site.base)) layout.v2 = site;
     }
-    return std::nullopt;
+    for (const char* controller : {"memory", "pids"}) {
+        std::string v1_mount = std::string("/sys/fs/cgroup/") + controller;
+        auto rel = cgroupPathOf(self, controller);
+        if (!rel || access((v1_mount + "/cgroup.procs").c_str(), F_OK) != 0) continue;
+        std::string parent = under(v1_mount, *rel);
+        if (!writableDir(parent)) continue;
+        (controller == std::string("memory") ? layout.v1_memory : layout.v1_pids) = parent;
+    }
+    return layout;
 }
 
-uint64_t keyedValue(const std::string& text, const std::string& key) {
-    std::istringstream lines(text);
-    std::string k;
-    uint64_t v;
-    while (lines >> k >> v)
-        if (k == key) return v;
-    return 0;
-}
-
-Result<SandboxCgroups> SandboxCgroups::create(const CgroupRequest& request) {
+Result<SandboxCgroups> SandboxCgroups::create(const CgroupRequest& request,
+                                              const CgroupLayout& layout) {
     SandboxCgroups out;
     bool want_memory = request.memory_bytes.has_value();
     bool want_pids = request.pids.has_value();
     if (!want_memory && !want_pids) return out;
+    std::string name = nextLeafName();
 
-    // cgroup v2 first: one leaf for both controllers, cgroup.kill, memory.peak.
-    if (auto base = findV2Base(); base && writableDir(base->path)) {
-        std::string controllers = readOr(base->path + "/cgroup.controllers");
-        bool v2_memory = want_memory && hasWord(controllers, "memory");
-        bool v2_pids = want_pids && hasWord(controllers, "pids");
-        if ((v2_memory || v2_pids) && prepareV2Parent(*base, v2_memory, v2_pids)) {
-            auto leaf = makeLeaf(base->path);
-            if (!leaf) return leaf.error().withContext("cgroup v2 leaf");
-            out.v2_leaf_ = *leaf;
-            if (v2_memory) {
-                if (auto s =
-                        writeText(*leaf + "/memory.max", std::to_string(*request.memory_bytes));
-                    !s)
-                    return s.error().withContext("cgroup v2 memory limit");
-                if (exists(*leaf + "/memory.swap.max"))
-                    (void)writeText(*leaf + "/memory.swap.max", "0");
-                out.memory_ = CgroupMechanism::V2;
+    // cgroup v2 first: one leaf for both controllers, cloned into, killed
+    // with cgroup.kill, memory.peak. A subtree that cannot be prepared
+    // leaves nothing behind and the controllers to v1 or rlimits.
+    if (layout.v2) {
+        std::string available = readCgroupFileOr(layout.v2->base + "/cgroup.controllers");
+        std::vector<std::string> controllers;
+        if (want_memory && hasWord(available, "memory")) controllers.push_back("memory");
+        if (want_pids && hasWord(available, "pids")) controllers.push_back("pids");
+        if (!controllers.empty()) {
+            if (auto subtree = CgroupV2Subtree::prepare(*layout.v2, controllers)) {
+                out.v2_subtree_ = std::move(*subtree);
+                auto leaf = CgroupV2Leaf::create(out.v2_subtree_->dir(), name);
+                if (!leaf) return leaf.error().withContext("cgroup v2 leaf");
+                out.v2_leaf_ = std::move(*leaf);
+                CgroupRequest held;
+                for (const std::string& c : controllers) {
+                    if (c == "memory") held.memory_bytes = request.memory_bytes;
+                    if (c == "pids") held.pids = request.pids;
+                }
+                if (auto s = writeV2Limits(out.v2_leaf_->path(), held); !s) return s.error();
+                if (held.memory_bytes) out.memory_ = CgroupMechanism::V2;
+                if (held.pids) out.pids_ = CgroupMechanism::V2;
             }
-            if (v2_pids) {
-                if (auto s = writeText(*leaf + "/pids.max", std::to_string(*request.pids)); !s)
-                    return s.error().withContext("cgroup v2 pids limit");
-                out.pids_ = CgroupMechanism::V2;
-            }
-            out.v2_leaf_fd_.reset(open(leaf->c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-            if (!out.v2_leaf_fd_) return Error::fromErrno("open(\"" + *leaf + "\")");
         }
     }
 
     // cgroup v1 for whatever v2 could not hold, each controller on its own
     // hierarchy, under stockade's own cgroup so outer limits still apply.
-    std::string self = readOr("/proc/self/cgroup");
-    auto v1Leaf = [&](const std::string& controller) -> Result<std::string> {
-        std::string mount = "/sys/fs/cgroup/" + controller;
-        auto rel = cgroupPathOf(self, controller);
-        if (!rel || !exists(mount + "/cgroup.procs")) return std::string();
-        std::string parent = *rel == "/" ? mount : mount + *rel;
-        if (!writableDir(parent)) return std::string();
-        return makeLeaf(parent);
-    };
-    if (want_memory && out.memory_ == CgroupMechanism::None) {
-        auto leaf = v1Leaf("memory");
+    if (want_memory && out.memory_ == CgroupMechanism::None && !layout.v1_memory.empty()) {
+        auto leaf = makeV1Leaf(layout.v1_memory, name);
         if (!leaf) return leaf.error().withContext("cgroup v1 memory leaf");
-        if (!leaf->empty()) {
-            out.v1_memory_leaf_ = *leaf;
-            std::string limit = std::to_string(*request.memory_bytes);
-            if (auto s = writeText(*leaf + "/memory.limit_in_bytes", limit); !s)
-                return s.error().withContext("cgroup v1 memory limit");
-            // With swap accounting, memory+swap gets the same bound, so swap
-            // cannot stretch it.
-            if (exists(*leaf + "/memory.memsw.limit_in_bytes"))
-                (void)writeText(*leaf + "/memory.memsw.limit_in_bytes", limit);
-            out.memory_ = CgroupMechanism::V1;
-        }
+        out.v1_memory_leaf_ = *leaf;
+        out.v1_memory_home_ = layout.v1_memory;
+        if (auto s = writeV1MemoryLimit(*leaf, *request.memory_bytes); !s) return s.error();
+        out.memory_ = CgroupMechanism::V1;
     }
-    if (want_pids && out.pids_ == CgroupMechanism::None) {
-        auto leaf = v1Leaf("pids");
+    if (want_pids && out.pids_ == CgroupMechanism::None && !layout.v1_pids.empty()) {
+        auto leaf = makeV1Leaf(layout.v1_pids, name);
         if (!leaf) return leaf.error().withContext("cgroup v1 pids leaf");
-        if (!leaf->empty()) {
-            out.v1_pids_leaf_ = *leaf;
-            if (auto s = writeText(*leaf + "/pids.max", std::to_string(*request.pids)); !s)
-                return s.error().withContext("cgroup v1 pids limit");
-            out.pids_ = CgroupMechanism::V1;
-        }
+        out.v1_pids_leaf_ = *leaf;
+        out.v1_pids_home_ = layout.v1_pids;
+        out.pids_limit_ = *request.pids;
+        if (auto s = writeV1PidsLimit(*leaf, *request.pids); !s) return s.error();
+        out.pids_ = CgroupMechanism::V1;
     }
     return out;
 }
 
 SandboxCgroups::~SandboxCgroups() {
-    if (!v2_leaf_.empty()) {
-        // Everything in it is dead already (the PID namespace is gone);
-        // cgroup.kill covers a process that escaped it some other way.
-        (void)writeText(v2_leaf_ + "/cgroup.kill", "1");
-        v2_leaf_fd_.reset();
-        removeLeaf(v2_leaf_);
-    }
-    removeLeaf(v1_memory_leaf_);
-    removeLeaf(v1_pids_leaf_);
+    (void)leave();  // a clone that failed never got to attach()
+    v2_leaf_.reset();
+    v2_subtree_.reset();
+    (void)removeV1Leaf(v1_memory_leaf_);
+    (void)removeV1Leaf(v1_pids_leaf_);
 }
 
-Status SandboxCgroups::attach(pid_t pid) const {
-    for (const std::string* leaf : {&v1_memory_leaf_, &v1_pids_leaf_})
-        if (!leaf->empty())
-            if (auto s = writeText(*leaf + "/cgroup.procs", std::to_string(pid)); !s) return s;
+Status SandboxCgroups::enterForClone() {
+    // The caller counts in pids.current while inside: a bound below two
+    // (the caller and the clone) would refuse the clone itself, so that
+    // leaf gets the clone moved in afterwards instead.
+    std::vector<std::string> leaves;
+    if (!v1_memory_leaf_.empty()) leaves.push_back(v1_memory_leaf_);
+    if (!v1_pids_leaf_.empty() && pids_limit_ >= 2) leaves.push_back(v1_pids_leaf_);
+    for (const std::string& leaf : leaves) {
+        // "0" is the writing thread; cgroup v1 moves one thread through
+        // `tasks` without cgroup_threadgroup_rwsem (cgroup_procs_write_start).
+        if (auto s = writeCgroupFile(leaf + "/tasks", "0"); !s) {
+            (void)leave();
+            return s;
+        }
+        entered_.push_back(leaf);
+    }
+    return okStatus();
+}
+
+Status SandboxCgroups::leave() {
+    Status result = okStatus();
+    for (const std::string& leaf : entered_) {
+        const std::string& home = leaf == v1_memory_leaf_ ? v1_memory_home_ : v1_pids_home_;
+        if (auto s = writeCgroupFile(home + "/tasks", "0"); !s && result) result = s;
+    }
+    entered_.clear();
+    return result;
+}
+
+Status SandboxCgroups::attach(pid_t pid) {
+    std::vector<std::string> born_in = entered_;
+    if (auto s = leave(); !s) return s.error().withContext("leave the sandbox's cgroups");
+    for (const std::string* leaf : {&v1_memory_leaf_, &v1_pids_leaf_}) {
+        if (leaf->empty() || std::find(born_in.begin(), born_in.end(), *leaf) != born_in.end())
+            continue;
+        if (auto s = writeCgroupFile(*leaf + "/cgroup.procs", std::to_string(pid)); !s) return s;
+    }
     return okStatus();
 }
 
 uint64_t SandboxCgroups::processCount() const {
-    std::string leaf = pids_ == CgroupMechanism::V2   ? v2_leaf_
+    std::string leaf = pids_ == CgroupMechanism::V2   ? v2_leaf_->path()
                        : pids_ == CgroupMechanism::V1 ? v1_pids_leaf_
                                                       : std::string();
     if (leaf.empty()) return 0;
-    std::string text = readOr(leaf + "/pids.current");
-    return text.empty() ? 0 : std::stoull(text);
+    return numberIn(readCgroupFileOr(leaf + "/pids.current")).value_or(0);
 }
 
 CgroupEvents SandboxCgroups::events() const {
+    CgroupEvents v2;
+    if (v2_leaf_)
+        v2 = readV2Events(v2_leaf_->path(), memory_ == CgroupMechanism::V2,
+                          pids_ == CgroupMechanism::V2);
+    CgroupEvents v1 = readV1Events(memory_ == CgroupMechanism::V1 ? v1_memory_leaf_ : "",
+                                   pids_ == CgroupMechanism::V1 ? v1_pids_leaf_ : "");
     CgroupEvents e;
-    if (memory_ == CgroupMechanism::V2) {
-        e.oom_killed = keyedValue(readOr(v2_leaf_ + "/memory.events"), "oom_kill") > 0;
-        std::string peak = readOr(v2_leaf_ + "/memory.peak");
-        if (!peak.empty()) e.peak_memory = std::stoull(peak);
-    } else if (memory_ == CgroupMechanism::V1) {
-        e.oom_killed = keyedValue(readOr(v1_memory_leaf_ + "/memory.oom_control"), "oom_kill") > 0;
-        std::string peak = readOr(v1_memory_leaf_ + "/memory.max_usage_in_bytes");
-        if (!peak.empty()) e.peak_memory = std::stoull(peak);
-    }
-    std::string pids_leaf = pids_ == CgroupMechanism::V2   ? v2_leaf_
-                            : pids_ == CgroupMechanism::V1 ? v1_pids_leaf_
-                                                           : std::string();
-    if (!pids_leaf.empty())
-        e.pids_limit_hit = keyedValue(readOr(pids_leaf + "/pids.events"), "max") > 0;
+    e.oom_killed = v2.oom_killed || v1.oom_killed;
+    e.pids_limit_hit = v2.pids_limit_hit || v1.pids_limit_hit;
+    e.peak_memory = memory_ == CgroupMechanism::V2 ? v2.peak_memory : v1.peak_memory;
     return e;
 }
 
-void removeStaleCgroups() {
-    std::vector<std::string> parents;
-    std::string self = readOr("/proc/self/cgroup");
-    if (auto base = findV2Base()) parents.push_back(base->path + "/stockade");
-    for (const char* controller : {"memory", "pids"}) {
-        auto rel = cgroupPathOf(self, controller);
-        if (!rel) continue;
-        std::string mount = std::string("/sys/fs/cgroup/") + controller;
-        parents.push_back((*rel == "/" ? mount : mount + *rel) + "/stockade");
-    }
-    for (const std::string& parent : parents) {
-        DIR* dir = opendir(parent.c_str());
-        if (!dir) continue;
-        while (dirent* entry = readdir(dir)) {
-            std::string name = entry->d_name;
-            auto dash = name.find('-');
-            if (dash == std::string::npos || dash == 0) continue;
-            pid_t owner =
-                static_cast<pid_t>(std::strtol(name.substr(0, dash).c_str(), nullptr, 10));
-            if (owner <= 0 || owner == getpid()) continue;
-            if (kill(owner, 0) == 0 || errno == EPERM) continue;  // its stockade still runs
-            std::string leaf = parent + "/" + name;
-            (void)writeText(leaf + "/cgroup.kill", "1");
-            rmdir(leaf.c_str());
-        }
-        closedir(dir);
-    }
+void removeStaleCgroups(const CgroupLayout& layout) {
+    if (layout.v2) removeStaleV2(*layout.v2);
+    if (!layout.v1_memory.empty()) removeStaleV1(layout.v1_memory);
+    if (!layout.v1_pids.empty()) removeStaleV1(layout.v1_pids);
 }
 
 }  // namespace stockade

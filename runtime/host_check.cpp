@@ -514,8 +514,14 @@ void probeCgroups(HostFacts& facts) {
     if (!v2.mount.empty()) {
         v2.root_controllers = trimmed(readFile(v2.mount + "/cgroup.controllers"));
         if (auto rel = cgroupPathOf(self, "")) {
-            v2.path = *rel == "/" ? v2.mount : v2.mount + *rel;
+            std::string own = *rel == "/" ? v2.mount : v2.mount + *rel;
+            // The same place runtime/cgroup_limits.cpp makes its subtree.
+            v2.path = facts.euid == 0 ? v2.mount : own;
             v2.controllers = trimmed(readFile(v2.path + "/cgroup.controllers"));
+            v2.subtree_control = trimmed(readFile(v2.path + "/cgroup.subtree_control"));
+            if (v2.path == own && access((own + "/cgroup.type").c_str(), F_OK) == 0)
+                for (pid_t pid : pidsIn(readFile(own + "/cgroup.procs")))
+                    if (pid != getpid()) ++v2.other_processes;
             v2.dir_errno = writableDirErrno(v2.path);
             v2.subtree_control_errno = openForWriteErrno(v2.path + "/cgroup.subtree_control");
             v2.procs_errno = openForWriteErrno(v2.path + "/cgroup.procs");
@@ -1123,6 +1129,12 @@ Verdict judgeCgroup2(const HostFacts& f, const std::string& controller) {
             f.euid == 0 ? "echo +" + controller + " > " + parent + "/cgroup.subtree_control"
                         : "run stockade in a delegated cgroup: " + std::string(kDelegateFix));
     }
+    if (v2.other_processes > 0 && !hasWord(v2.subtree_control, controller))
+        return unavailable(
+            v2.path + " holds " + std::to_string(v2.other_processes) +
+                " other process(es) besides stockade, and cgroup v2 enables no controller "
+                "below a cgroup that holds processes (stockade moves itself out, not others)",
+            "run stockade alone in a delegated cgroup: " + std::string(kDelegateFix));
     return ok("delegated and writable at " + v2.path);
 }
 

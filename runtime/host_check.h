@@ -137,13 +137,20 @@ const char* sandboxStepName(SandboxStep step);
 enum class SeccompStep { NoNewPrivs, AllowAll, Listener, DefaultFilter };
 
 struct Cgroup2Facts {
-    std::string mount;              // "" when no cgroup2 is mounted
-    std::string path;               // our cgroup, absolute; "" when unknown
+    std::string mount;  // "" when no cgroup2 is mounted
+    // Where stockade makes its subtree: the hierarchy's root as root, its
+    // own cgroup otherwise (runtime/cgroup_limits.h); "" when unknown.
+    std::string path;
     std::string root_controllers;   // <mount>/cgroup.controllers
     std::string controllers;        // <path>/cgroup.controllers
     int dir_errno = 0;              // faccessat(path, W_OK|X_OK, AT_EACCESS): mkdir of a leaf
     int subtree_control_errno = 0;  // open(cgroup.subtree_control, O_WRONLY)
     int procs_errno = 0;            // open(cgroup.procs, O_WRONLY)
+    std::string subtree_control;    // <path>/cgroup.subtree_control
+    // Processes other than this one in <path>/cgroup.procs when stockade
+    // would have to leave <path> to enable controllers below it (rootless):
+    // cgroup v2 enables none below a cgroup that holds processes.
+    int other_processes = 0;
 };
 
 struct Cgroup1Facts {

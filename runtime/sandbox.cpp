@@ -510,6 +510,10 @@ SandboxOutcome runSandbox(const Policy& policy, ServiceHooks* hooks) {
     }
     args.pidfd = reinterpret_cast<uintptr_t>(&pidfd);
     args.exit_signal = SIGCHLD;
+    if (auto s = cgroups->enterForClone(); !s) {
+        sigprocmask(SIG_SETMASK, &old_mask, nullptr);
+        return setupFailure("enter the sandbox's cgroups", s.error());
+    }
     long pid = syscall(SYS_clone3, &args, sizeof(args));
     if (pid == 0) runChildInChild(*plan);
     int clone_errno = errno;

@@ -42,6 +42,12 @@ def host_state():
             owner = os.path.basename(p).split("-")[0]
             if os.path.isdir(p) and owner.isdigit() and not os.path.exists("/proc/" + owner):
                 leaves.append(p)
+    # Where stockade had to leave its own cgroup v2 to enable controllers.
+    for pattern in ("/sys/fs/cgroup/**/stockade-supervisor-*",):
+        for p in glob.glob(pattern, recursive=True):
+            owner = os.path.basename(p).rsplit("-", 1)[-1]
+            if owner.isdigit() and not os.path.exists("/proc/" + owner):
+                leaves.append(p)
     procs = []
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
@@ -86,8 +92,10 @@ os.rmdir(workdir)
 problems = []
 if after[0] != before[0]:
     problems.append("host mounts: %d before, %d after" % (before[0], after[0]))
-if after[1]:
-    problems.append("cgroup leaves left: %s" % after[1])
+# Leaves that were there before the soak began belong to another stockade
+# (another session's run that was killed, whose next run removes them).
+if set(after[1]) - set(before[1]):
+    problems.append("cgroup leaves left: %s" % sorted(set(after[1]) - set(before[1])))
 if after[2]:
     problems.append("processes left: %s" % after[2])
 if set(after[3]) - set(before[3]):

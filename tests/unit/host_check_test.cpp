@@ -659,3 +659,20 @@ TEST_CASE("dropped from root without exec: the id maps' EACCES is explained",
     CHECK(contains(text(user["fix"]), "exec"));
     CHECK(r["can_run"] == false);
 }
+
+TEST_CASE("cgroup v2: a delegated cgroup shared with other processes cannot enable controllers",
+          "[host_check]") {
+    HostFacts f = healthyFacts(1000);
+    f.cgroup2.other_processes = 2;  // the shell that started stockade, and its terminal
+    HostReport r = reportFromFacts(f, {});
+    const CheckEntry* v2 = r.find("cgroup2.memory");
+    CHECK(v2->state == CheckState::Unavailable);
+    CHECK(contains(v2->reason, "holds 2 other process(es) besides stockade"));
+    CHECK(contains(v2->fix, "systemd-run --user --scope -p Delegate=yes"));
+    CHECK(r.find("memory")->mechanism == "rlimit (RLIMIT_AS)");
+
+    // Already enabled below it (stockade's own subtree from an earlier run
+    // of a stockade that moved out): nothing left to enable.
+    f.cgroup2.subtree_control = "memory pids";
+    CHECK(reportFromFacts(f, {}).find("cgroup2.memory")->state == CheckState::Ok);
+}

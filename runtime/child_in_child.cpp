@@ -148,6 +148,7 @@ void answerSocketRequestsInChild(int channel) noexcept {
     }
     // kill(-1) from PID 1 reaches every other process in the namespace; each
     // one still alive is a straggler, a zombie already dead is not.
+    markInChild(plan, ChildPlan::kCommandEndedSlot);
     uint32_t stragglers = 0;
     kill(-1, SIGKILL);
     int status;
@@ -159,6 +160,7 @@ void answerSocketRequestsInChild(int channel) noexcept {
         }
         if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) ++stragglers;
     }
+    markInChild(plan, ChildPlan::kInitDoneSlot);
     ChildMessage msg{
         ChildMessageKind::Finished, ChildStage::Exec, 0, -1, command_status, stragglers};
     while (send(plan.sync_fd, &msg, sizeof(msg), MSG_NOSIGNAL) < 0 && errno == EINTR) {
@@ -172,6 +174,7 @@ void answerSocketRequestsInChild(int channel) noexcept {
     // 1. Wait until the supervisor has written our uid/gid maps: before that
     //    we have no identity in the namespace and nothing we create has an owner.
     if (!waitForByteInChild(plan.sync_fd)) _exit(125);
+    markInChild(plan, static_cast<int>(ChildStage::WaitForGo));
 
     // 2. Open every mount source while still the caller's identity: a root
     //    caller's sources may sit in directories only root can traverse
@@ -182,6 +185,7 @@ void answerSocketRequestsInChild(int channel) noexcept {
     size_t failed_source = 0;
     if (int err = ns::openSourcesInChild(plan.mounts, &failed_source))
         failSetupInChild(plan, ChildStage::OpenSources, err, static_cast<int>(failed_source));
+    markInChild(plan, static_cast<int>(ChildStage::OpenSources));
 
     // 3. Become the sandbox's uid/gid at once, keeping capabilities (within
     //    this user namespace only), so that even in the window before the
@@ -191,12 +195,14 @@ void answerSocketRequestsInChild(int channel) noexcept {
     if (setresgid(plan.ids.inside_gid, plan.ids.inside_gid, plan.ids.inside_gid) < 0 ||
         setresuid(plan.ids.inside_uid, plan.ids.inside_uid, plan.ids.inside_uid) < 0)
         failSetupInChild(plan, ChildStage::SetIds, errno);
+    markInChild(plan, static_cast<int>(ChildStage::SetIds));
 
     // 4. Die with the supervisor. Set after the uid change, which clears it
     //    (prctl(2)); then check the supervisor did not die before it was set.
     if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
         failSetupInChild(plan, ChildStage::ParentDeath, errno);
     if (supervisorGoneInChild(plan.sync_fd)) _exit(125);
+    markInChild(plan, static_cast<int>(ChildStage::ParentDeath));
 
     // 5. The filesystem view. Sources were opened before the staging tmpfs
     //    covers anything; /proc is mounted inside the new root before the old
@@ -204,17 +210,21 @@ void answerSocketRequestsInChild(int channel) noexcept {
     size_t failed_op = 0;
     if (int err = ns::buildRootInChild(plan.mounts, &failed_op))
         failSetupInChild(plan, ChildStage::BuildRoot, err, static_cast<int>(failed_op));
+    markInChild(plan, static_cast<int>(ChildStage::BuildRoot));
     ns::closeSourcesInChild(plan.mounts);
     if (int err = ns::sealRootInChild(plan.mounts))
         failSetupInChild(plan, ChildStage::SealRoot, err);
+    markInChild(plan, static_cast<int>(ChildStage::SealRoot));
     if (int err = ns::pivotRootInChild(plan.mounts))
         failSetupInChild(plan, ChildStage::PivotRoot, err);
+    markInChild(plan, static_cast<int>(ChildStage::PivotRoot));
 
     // Landlock rules for paths that exist only in the new root (its tmpfs
     // mounts, /proc) can be added only now, by path inside it.
     size_t failed_rule = 0;
     if (int err = ns::addSandboxRulesInChild(plan.landlock, &failed_rule))
         failSetupInChild(plan, ChildStage::LandlockRules, err, -1);
+    markInChild(plan, static_cast<int>(ChildStage::LandlockRules));
 
     int keep[] = {plan.sync_fd,
                   plan.stdout_fd,
@@ -229,23 +239,27 @@ void answerSocketRequestsInChild(int channel) noexcept {
     if (int err = ns::setHostnameInChild(plan.hostname.c_str(), plan.hostname.size()))
         failSetupInChild(plan, ChildStage::Hostname, err);
     if (int err = ns::bringLoopbackUpInChild()) failSetupInChild(plan, ChildStage::Loopback, err);
+    markInChild(plan, static_cast<int>(ChildStage::Loopback));
 
     // 7. init may not be read or traced by the command: non-dumpable, and the
     //    caller's argv and environment (inherited in this copy of the
     //    supervisor's memory) wiped.
     if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) failSetupInChild(plan, ChildStage::Dumpable, errno);
     wipeMemoryInChild(plan);
+    markInChild(plan, static_cast<int>(ChildStage::WipeMemory));
 
     // 8. The cgroup namespace, once the supervisor has put us in the
     //    sandbox's cgroups (it did so while we built the root), so its root
     //    is them; nothing of the command runs before that.
     if (!waitForByteInChild(plan.sync_fd)) _exit(125);
     if (unshare(CLONE_NEWCGROUP) < 0) failSetupInChild(plan, ChildStage::CgroupNamespace, errno);
+    markInChild(plan, static_cast<int>(ChildStage::CgroupNamespace));
 
     // 9. The command. A raw clone rather than fork(3): glibc's fork runs
     //    atfork handlers and takes the malloc locks.
     pid_t command = static_cast<pid_t>(syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0));
     if (command < 0) failSetupInChild(plan, ChildStage::ForkCommand, errno);
+    markInChild(plan, static_cast<int>(ChildStage::ForkCommand));
     if (command == 0) execCommandInChild(plan);
 
     // 10. init keeps only the sync socket (and a dev server's socket

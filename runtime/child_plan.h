@@ -5,6 +5,7 @@
 
 #include <linux/filter.h>
 #include <sys/resource.h>
+#include <time.h>
 
 #include <cstdint>
 #include <string>
@@ -57,7 +58,24 @@ struct ChildPlan {
         uintptr_t end;
     };
     std::vector<MemoryRange> wipe_ranges;
+
+    // --log-level debug: a page shared with the supervisor, where the child
+    // side notes when each stage ended (CLOCK_MONOTONIC, ns), indexed by
+    // ChildStage; null otherwise.
+    static constexpr int kStageSlots = 64;
+    static constexpr int kCommandEndedSlot = kStageSlots - 2;  // init saw it end
+    static constexpr int kInitDoneSlot = kStageSlots - 1;      // stragglers killed
+    uint64_t* stage_times = nullptr;
 };
+
+// Notes that `slot` (a ChildStage, or one of the slots above) has ended.
+inline void markInChild(const ChildPlan& plan, int slot) noexcept {
+    if (!plan.stage_times) return;
+    timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    plan.stage_times[slot] =
+        static_cast<uint64_t>(now.tv_sec) * 1000000000ull + static_cast<uint64_t>(now.tv_nsec);
+}
 
 // The child's entry point: runs every setup step, becomes PID 1's init loop,
 // and never returns. Defined in runtime/child_in_child.cpp.

@@ -134,6 +134,7 @@ int installSeccompInChild(const ChildPlan& plan) noexcept {
     for (const RlimitSetting& limit : plan.rlimits)
         if (setrlimit(static_cast<__rlimit_resource>(limit.resource), &limit.value) < 0)
             failInChild(plan, ChildStage::Rlimits, errno);
+    markInChild(plan, static_cast<int>(ChildStage::Rlimits));
     // Every fd above 2 is marked close-on-exec rather than closed, so the sync
     // socket still carries an exec failure, and only 0-2 cross the execve.
     if (syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
@@ -143,12 +144,15 @@ int installSeccompInChild(const ChildPlan& plan) noexcept {
         failInChild(plan, failed_step == 0 ? ChildStage::Securebits : ChildStage::DropCapabilities,
                     err);
     if (int err = setNoNewPrivsInChild()) failInChild(plan, ChildStage::NoNewPrivs, err);
+    markInChild(plan, static_cast<int>(ChildStage::NoNewPrivs));
     // landlock_restrict_self needs no_new_privs (or CAP_SYS_ADMIN, gone by now).
     if (int err = ns::restrictSelfInChild(plan.landlock))
         failInChild(plan, ChildStage::LandlockRestrict, err);
+    markInChild(plan, static_cast<int>(ChildStage::LandlockRestrict));
     // The filter goes last: every call above would otherwise have to be on
     // its allowlist, and nothing between here and execve may be denied.
     if (int err = installSeccompInChild(plan)) failInChild(plan, ChildStage::Seccomp, err);
+    markInChild(plan, static_cast<int>(ChildStage::Seccomp));
     int err = execSearchInChild(plan);
     reportInChild(plan, ChildMessageKind::ExecFailed, ChildStage::Exec, err, -1);
     _exit(err == ENOENT || err == ENOTDIR ? 127 : 126);

@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -16,6 +17,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <fstream>
 #include <optional>
 #include <sstream>
@@ -48,6 +50,52 @@ SandboxOutcome setupFailure(const std::string& stage, const Error& error) {
     out.error_errno = error.errnum();
     return out;
 }
+
+// --log-level debug: where the child side notes the end of each stage
+// (ChildPlan::stage_times), in a shared page, and the log of them after the
+// run, in the order they happened.
+class ChildTimes {
+  public:
+    ChildTimes() {
+        if (!debugEnabled()) return;
+        void* page =
+            mmap(nullptr, kBytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        if (page != MAP_FAILED) slots_ = static_cast<uint64_t*>(page);
+        timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        start_ =
+            static_cast<uint64_t>(now.tv_sec) * 1000000000ull + static_cast<uint64_t>(now.tv_nsec);
+    }
+    ~ChildTimes() {
+        if (slots_) munmap(slots_, kBytes);
+    }
+    ChildTimes(const ChildTimes&) = delete;
+    ChildTimes& operator=(const ChildTimes&) = delete;
+    uint64_t* slots() { return slots_; }
+
+    void log() const {
+        if (!slots_) return;
+        std::vector<std::pair<uint64_t, int>> marks;
+        for (int i = 0; i < ChildPlan::kStageSlots; ++i)
+            if (slots_[i]) marks.emplace_back(slots_[i], i);
+        std::sort(marks.begin(), marks.end());
+        uint64_t last = start_;
+        for (const auto& [when, slot] : marks) {
+            const char* what = slot == ChildPlan::kCommandEndedSlot ? "init: the command ended"
+                               : slot == ChildPlan::kInitDoneSlot
+                                   ? "init: every straggler killed and reaped"
+                                   : describeStage(static_cast<ChildStage>(slot));
+            std::fprintf(stderr, "stockade: debug:   %8.3f ms    child: %s\n",
+                         static_cast<double>(when - last) / 1e6, what);
+            last = when;
+        }
+    }
+
+  private:
+    static constexpr size_t kBytes = ChildPlan::kStageSlots * sizeof(uint64_t);
+    uint64_t* slots_ = nullptr;
+    uint64_t start_ = 0;
+};
 
 // The supervisor's own argv and environment strings live in one range each of
 // its initial stack; /proc/self/stat names them (proc(5), fields 48-51).
@@ -476,6 +524,8 @@ SandboxOutcome runSandbox(const Policy& policy, ServiceHooks* hooks) {
     plan->stderr_fd = streams->err_write.get();
     plan->sync_fd = sync_child.get();
     findWipeRanges(*plan);
+    ChildTimes child_times;
+    plan->stage_times = child_times.slots();
 
     // Signals that end or steer the run arrive through a signalfd; they stay
     // blocked in the clone, whose init takes them with sigwaitinfo.
@@ -562,6 +612,7 @@ SandboxOutcome runSandbox(const Policy& policy, ServiceHooks* hooks) {
     if (hooks) hooks->started(static_cast<pid_t>(pid), inside);
     supervision.run(out);
     steps.done("run: the child's setup, the command, the teardown of the namespace");
+    child_times.log();
     restore();
     if (policy.limits.cpu_time_ms)
         out.cpu_limit_ms = (*policy.limits.cpu_time_ms + 999) / 1000 * 1000;

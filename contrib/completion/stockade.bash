@@ -5,7 +5,7 @@ _stockade() {
     local commands="run profile check bench oracle serve stop ps logs --help --version"
     local run_opts="--profile --worktree --mount --rootfs --env --allow-secret --workdir --user
         --name --stdin --quiet --result --memory --pids --cpu-time --timeout --output-limit
-        --tmp-size --require --help"
+        --tmp-size --require --log-level --help"
     if [[ $cword -eq 1 ]]; then
         COMPREPLY=($(compgen -W "$commands" -- "$cur"))
         return
@@ -57,6 +57,7 @@ _stockade() {
         --held) _filedir -d; return ;;
         --expect|--verdict) _filedir; return ;;
         --report) COMPREPLY=($(compgen -W "junit tap" -- "$cur")); return ;;
+        --log-level) COMPREPLY=($(compgen -W "error info debug" -- "$cur")); return ;;
     esac
     local extra=""
     case ${words[1]} in

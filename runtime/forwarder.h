@@ -71,6 +71,7 @@ class Forwarder {
     std::vector<std::unique_ptr<Connection>> live_;
     std::vector<std::unique_ptr<Connection>> ended_;
     size_t open_ = 0;
+    size_t big_pipes_ = 0;  // connections whose pipes were enlarged
     bool paused_ = false;
 };
 

@@ -1,6 +1,8 @@
 #include "oracle/oracle_run.h"
 
+#include <dirent.h>
 #include <ftw.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -144,6 +146,26 @@ void removeTree(const std::string& dir) {
     nftw(dir.c_str(), removeEntry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+// An oracle killed mid-run (SIGKILL) leaves its report directory; the next
+// one removes those of dead oracles: /tmp/stockade-report.PID.XXXXXX, a
+// directory (not a link) owned by the caller, whose PID is gone.
+void removeStaleReportDirs() {
+    DIR* tmp = opendir("/tmp");
+    if (!tmp) return;
+    const std::string prefix = "stockade-report.";
+    while (dirent* e = readdir(tmp)) {
+        std::string name = e->d_name;
+        if (!name.starts_with(prefix)) continue;
+        pid_t pid = static_cast<pid_t>(std::atoi(name.c_str() + prefix.size()));
+        if (pid <= 0 || (kill(pid, 0) == 0 || errno != ESRCH)) continue;
+        std::string path = "/tmp/" + name;
+        struct stat st;
+        if (lstat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid())
+            removeTree(path);
+    }
+    closedir(tmp);
+}
+
 }  // namespace
 
 int runOracle(const OracleOptions& options) {
@@ -174,8 +196,9 @@ int runOracle(const OracleOptions& options) {
     auto before = snapshot(worktree, held);
     if (!before) return refuse(before.error().describe());
 
-    char report_template[] = "/tmp/stockade-report.XXXXXX";
-    if (!mkdtemp(report_template)) return refuse("mkdtemp(/tmp/stockade-report.XXXXXX) failed");
+    removeStaleReportDirs();
+    std::string report_template = "/tmp/stockade-report." + std::to_string(getpid()) + ".XXXXXX";
+    if (!mkdtemp(report_template.data())) return refuse("mkdtemp(" + report_template + ") failed");
     const std::string report_dir = report_template;
     if (geteuid() == 0 &&
         chown(report_dir.c_str(), identity->ids.host_uid, identity->ids.host_gid) < 0) {

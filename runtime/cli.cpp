@@ -82,15 +82,19 @@ po::options_description runOptionsDescription(RunOptions& o, const char* usage =
         "KEY: allow --env KEY to copy a secret-shaped name (repeatable)")(
         "workdir", text(o.workdir), "DIR to start in (default /repo with a worktree, else /tmp)")(
         "user", text(o.user), "UID[:GID] inside the sandbox")(
-        "name", text(o.name), "NAME for the sandbox, recorded in the result")(
+        "name", text(o.name), "NAME recorded in the result (serve: default dev-PORT)")(
         "stdin", po::value<std::string>(&o.stdin_mode)->default_value("null"), "null|inherit")(
         "quiet", po::bool_switch(&o.quiet), "do not echo the command's output")(
-        "result", text(o.result), "FILE to write the result JSON to")(
-        "memory", text(o.memory), "SIZE memory limit (512m, 2g)")(
-        "pids", text(o.pids), "N process limit")("cpu-time", text(o.cpu_time), "SEC of CPU time")(
-        "timeout", text(o.timeout), "SEC of wall-clock time")(
-        "output-limit", text(o.output_limit), "SIZE of stdout+stderr before the sandbox is killed")(
-        "tmp-size", text(o.tmp_size), "SIZE of /tmp and /var/tmp")(
+        "result", text(o.result), "FILE to write the result JSON to (default: none)")(
+        "memory", text(o.memory), "SIZE memory limit, e.g. 512m, 2g (default: the profile's)")(
+        "pids", text(o.pids), "N process limit (default: the profile's)")(
+        "cpu-time", text(o.cpu_time), "SEC of CPU time (default: the profile's)")(
+        "timeout", text(o.timeout),
+        "SEC of wall-clock time (default: the profile's; none for serve)")(
+        "output-limit", text(o.output_limit),
+        "SIZE of stdout+stderr before the sandbox is killed; serve: the log's size (default: "
+        "the profile's)")("tmp-size", text(o.tmp_size),
+                          "SIZE of /tmp and /var/tmp (default: the profile's)")(
         "require", po::value<std::vector<std::string>>(&o.require)->composing(),
         "LIST of guarantees that must hold, e.g. memory,pids")(
         "log-level", po::value<std::string>()->notifier([](const std::string& v) {
@@ -293,7 +297,8 @@ int stopSubcommand(const std::vector<std::string>& args) {
         "Usage: stockade stop NAME | --port N\n\n"
         "Stops a dev server: SIGTERM to its command, SIGKILL to whatever is left in\n"
         "the sandbox 2 s later; returns once it is gone and its port is free. Exit 0\n"
-        "when it was not running.\n\nOptions");
+        "when it was not running.\n\n"
+        "Examples:\n  stockade stop dev-5173\n  stockade stop --port 5173\n\nOptions");
     desc.add_options()("port",
                        po::value<std::string>()->notifier([&](const std::string& v) { port = v; }),
                        "N: stop the server publishing this port")("help,h", "show this help");
@@ -311,7 +316,8 @@ int psSubcommand(const std::vector<std::string>& args) {
     po::options_description desc(
         "Usage: stockade ps [--json]\n\n"
         "Lists your running dev servers: name, port, supervisor pid, uptime, whether\n"
-        "ready, command. Stale records of a dead supervisor are removed.\n\nOptions");
+        "ready, command. Stale records of a dead supervisor are removed.\n\n"
+        "Example:\n  stockade ps --json | jq -r '.[] | \"\\(.name) \\(.port)\"'\n\nOptions");
     desc.add_options()("json", po::bool_switch(&as_json), "print a JSON array")("help,h",
                                                                                 "show this help");
     po::options_description hidden;
@@ -327,7 +333,8 @@ int logsSubcommand(const std::vector<std::string>& args) {
     po::options_description desc(
         "Usage: stockade logs NAME [--follow]\n\n"
         "Prints a dev server's output (stdout and stderr as they came, the last\n"
-        "--output-limit bytes or more); kept after the server stops.\n\nOptions");
+        "--output-limit bytes or more); kept after the server stops.\n\n"
+        "Example:\n  stockade logs dev-5173 --follow\n\nOptions");
     desc.add_options()("follow,f", po::bool_switch(&follow),
                        "keep printing until the server stops")("help,h", "show this help");
     po::options_description hidden;

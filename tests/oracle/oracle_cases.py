@@ -163,5 +163,52 @@ for mode in ("root", "rootless"):
                 print("ok   %s" % label)
         finally:
             shutil.rmtree(root, ignore_errors=True)
-print("%d passed, %d failed" % (2 * len(CASES) - failures, failures))
+
+# An oracle killed with SIGKILL mid-run leaves its report directory behind;
+# the next oracle of the same user removes it.
+import glob
+import signal
+import time
+stale_checks = 0
+for mode in ("root", "rootless"):
+    owner = 0 if mode == "root" else 65534
+    root = tempfile.mkdtemp(dir="/var/tmp")
+    try:
+        wt = make_worktree(root, owner)
+        held = os.path.join(root, "held")
+        os.makedirs(held)
+        open(os.path.join(held, "add.test.js"), "w").write(NODE_TEST)
+        os.chown(held, owner, owner)
+        os.chown(os.path.join(held, "add.test.js"), owner, owner)
+        base = [STOCKADE, "oracle", "--worktree", wt, "--held", held,
+                "--verdict", os.path.join(root, "v.json")]
+        killed = subprocess.Popen(base + ["--", "sleep", "60"],
+                                  preexec_fn=demote if mode == "rootless" else None,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        pattern = "/tmp/stockade-report.%d.*" % killed.pid
+        for _ in range(200):
+            if glob.glob(pattern):
+                break
+            time.sleep(0.05)
+        left = glob.glob(pattern)
+        killed.send_signal(signal.SIGKILL)
+        killed.wait()
+        problems = []
+        if not left:
+            problems.append("the killed oracle never made %s" % pattern)
+        subprocess.run(base + ["--", "sh", "-c", JUNIT],
+                       preexec_fn=demote if mode == "rootless" else None,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120)
+        if glob.glob(pattern):
+            problems.append("the next oracle left %s" % glob.glob(pattern))
+        stale_checks += 1
+        if problems:
+            failures += 1
+            print("FAIL %s/stale report directory removed: %s" % (mode, "; ".join(problems)))
+        else:
+            print("ok   %s/stale report directory removed" % mode)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+print("%d passed, %d failed" % (2 * len(CASES) + stale_checks - failures, failures))
 sys.exit(1 if failures else 0)

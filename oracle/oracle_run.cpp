@@ -25,6 +25,8 @@
 #include "runtime/profile.h"
 #include "runtime/result.h"
 #include "runtime/sandbox.h"
+#include "runtime/serve_state.h"
+#include "runtime/serve_state.h"
 
 namespace stockade::oracle {
 
@@ -147,23 +149,23 @@ void removeTree(const std::string& dir) {
 }
 
 // An oracle killed mid-run (SIGKILL) leaves its report directory; the next
-// one removes those of dead oracles: /tmp/stockade-report.PID.XXXXXX, a
-// directory (not a link) owned by the caller, whose PID is gone.
-void removeStaleReportDirs() {
-    DIR* tmp = opendir("/tmp");
-    if (!tmp) return;
-    const std::string prefix = "stockade-report.";
-    while (dirent* e = readdir(tmp)) {
+// one removes those of dead oracles. They live in the caller's private state
+// directory (0700, see runtime/serve_state.h), where no one else can plant
+// anything: report.PID.XXXXXX, whose PID is gone.
+void removeStaleReportDirs(const std::string& parent) {
+    DIR* d = opendir(parent.c_str());
+    if (!d) return;
+    const std::string prefix = "report.";
+    while (dirent* e = readdir(d)) {
         std::string name = e->d_name;
         if (!name.starts_with(prefix)) continue;
         pid_t pid = static_cast<pid_t>(std::atoi(name.c_str() + prefix.size()));
-        if (pid <= 0 || (kill(pid, 0) == 0 || errno != ESRCH)) continue;
-        std::string path = "/tmp/" + name;
+        if (pid <= 0 || kill(pid, 0) == 0 || errno != ESRCH) continue;
+        std::string path = parent + "/" + name;
         struct stat st;
-        if (lstat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid())
-            removeTree(path);
+        if (lstat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) removeTree(path);
     }
-    closedir(tmp);
+    closedir(d);
 }
 
 }  // namespace
@@ -196,8 +198,10 @@ int runOracle(const OracleOptions& options) {
     auto before = snapshot(worktree, held);
     if (!before) return refuse(before.error().describe());
 
-    removeStaleReportDirs();
-    std::string report_template = "/tmp/stockade-report." + std::to_string(getpid()) + ".XXXXXX";
+    auto state = StateDir::open();
+    if (!state) return refuse(state.error().describe());
+    removeStaleReportDirs(state->path());
+    std::string report_template = state->path() + "/report." + std::to_string(getpid()) + ".XXXXXX";
     if (!mkdtemp(report_template.data())) return refuse("mkdtemp(" + report_template + ") failed");
     const std::string report_dir = report_template;
     if (geteuid() == 0 &&

@@ -185,7 +185,8 @@ for mode in ("root", "rootless"):
         killed = subprocess.Popen(base + ["--", "sleep", "60"],
                                   preexec_fn=demote if mode == "rootless" else None,
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        pattern = "/tmp/stockade-report.%d.*" % killed.pid
+        state = "/run/stockade" if mode == "root" else "/tmp/stockade-65534"
+        pattern = "%s/report.%d.*" % (state, killed.pid)
         for _ in range(200):
             if glob.glob(pattern):
                 break

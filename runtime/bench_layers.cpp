@@ -195,6 +195,11 @@ Status LayerBench::runLevel(BenchLevel level) {
     }
     args.pidfd = reinterpret_cast<uintptr_t>(&pidfd);
     args.exit_signal = SIGCHLD;
+    // As runSandbox does: the child is born in its cgroups (v1: the thread
+    // steps into the leaves for the clone), so attach() only steps out.
+    if (cgroups)
+        if (Status s = cgroups->enterForClone(); !s)
+            return s.error().withContext("enter the sandbox's cgroups");
     long pid = syscall(SYS_clone3, &args, sizeof(args));
     if (pid == 0) runLayeredChildInChild(child);
     if (pid < 0) return Error::fromErrno("clone3()");

@@ -1,8 +1,10 @@
 #include "namespaces/user.h"
 
 #include <fcntl.h>
+#include <linux/sched.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -36,39 +38,42 @@ Status writeIdMaps(pid_t pid, const IdMapping& m) {
     return writeProcFile(pid, "gid_map", oneToOne(m.inside_gid, m.host_gid));
 }
 
-Result<UniqueFd> makeIdmappedTree(const std::string& path, uid_t disk_uid, gid_t disk_gid,
-                                  uid_t host_uid, gid_t host_gid) {
-    // A throwaway process holds a user namespace just long enough for its
-    // maps to be written and a handle on it taken; the mount keeps a
-    // reference to the namespace after the process is gone.
-    int ready[2], hold[2];
-    if (pipe2(ready, O_CLOEXEC) < 0) return Error::fromErrno("pipe2()");
-    UniqueFd ready_r(ready[0]), ready_w(ready[1]);
+IdmappedTree::~IdmappedTree() {
+    if (!helper) return;
+    siginfo_t info;
+    syscall(SYS_waitid, P_PIDFD, helper.get(), &info, WEXITED, nullptr);
+}
+
+Result<IdmappedTree> makeIdmappedTree(const std::string& path, uid_t disk_uid, gid_t disk_gid,
+                                      uid_t host_uid, gid_t host_gid) {
+    // A throwaway process, born in a new user namespace, holds it just long
+    // enough for its maps to be written and a handle on it taken; the mount
+    // keeps a reference to the namespace after the process is gone. A raw
+    // clone: no atfork handlers, and nothing to wait for before the maps.
+    int hold[2];
     if (pipe2(hold, O_CLOEXEC) < 0) return Error::fromErrno("pipe2()");
     UniqueFd hold_r(hold[0]), hold_w(hold[1]);
-
-    pid_t child = fork();
-    if (child < 0) return Error::fromErrno("fork()");
+    int pidfd = -1;
+    clone_args args{};
+    args.flags = CLONE_NEWUSER | CLONE_PIDFD;
+    args.pidfd = reinterpret_cast<uintptr_t>(&pidfd);
+    args.exit_signal = SIGCHLD;
+    long child = syscall(SYS_clone3, &args, sizeof(args));
+    if (child < 0) return Error::fromErrno("clone3(CLONE_NEWUSER) for the idmap");
     if (child == 0) {
+        char byte;
         close(hold[1]);  // else our own copy of the write end keeps read() from seeing EOF
-        char byte = unshare(CLONE_NEWUSER) == 0 ? 1 : 0;
-        (void)!write(ready[1], &byte, 1);
         (void)!read(hold[0], &byte, 1);
         _exit(0);
     }
-    ready_w.reset();
+    // The helper is reaped when the tree is dropped, long after it exited:
+    // waiting for its exit here would cost a context switch or two.
+    IdmappedTree out;
+    out.helper.reset(pidfd);
     hold_r.reset();
-    auto reap = [&] {
-        hold_w.reset();
-        waitpid(child, nullptr, 0);
-    };
-    char byte = 0;
-    if (read(ready_r.get(), &byte, 1) != 1 || byte != 1) {
-        reap();
-        return Error::message("unshare(CLONE_NEWUSER) failed in the idmap helper");
-    }
+    auto reap = [&] { hold_w.reset(); };
     IdMapping mapping{disk_uid, host_uid, disk_gid, host_gid};
-    if (auto s = writeIdMaps(child, mapping); !s) {
+    if (auto s = writeIdMaps(static_cast<pid_t>(child), mapping); !s) {
         reap();
         return s.error().withContext("idmap user namespace");
     }
@@ -78,14 +83,14 @@ Result<UniqueFd> makeIdmappedTree(const std::string& path, uid_t disk_uid, gid_t
     reap();
     if (!userns) return Error::fromErrno("open(\"" + ns_path + "\")", open_errno);
 
-    UniqueFd tree(sysOpenTree(AT_FDCWD, path.c_str(), OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC));
-    if (!tree) return Error::fromErrno("open_tree(\"" + path + "\", OPEN_TREE_CLONE)");
+    out.tree.reset(sysOpenTree(AT_FDCWD, path.c_str(), OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC));
+    if (!out.tree) return Error::fromErrno("open_tree(\"" + path + "\", OPEN_TREE_CLONE)");
     mount_attr attr{};
     attr.attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
     attr.userns_fd = static_cast<__u64>(userns.get());
-    if (sysMountSetattr(tree.get(), "", AT_EMPTY_PATH, &attr) < 0)
+    if (sysMountSetattr(out.tree.get(), "", AT_EMPTY_PATH, &attr) < 0)
         return Error::fromErrno("mount_setattr(\"" + path + "\", MOUNT_ATTR_IDMAP)");
-    return tree;
+    return out;
 }
 
 }  // namespace stockade::ns

@@ -30,7 +30,15 @@ Status writeIdMaps(pid_t pid, const IdMapping& mapping);
 // are owned on disk by disk_uid/disk_gid appear as host_uid/host_gid, and new
 // files written as host_uid land on disk as disk_uid. Needs CAP_SYS_ADMIN in
 // the initial user namespace (mount_setattr(2), MOUNT_ATTR_IDMAP).
-Result<UniqueFd> makeIdmappedTree(const std::string& path, uid_t disk_uid, gid_t disk_gid,
-                                  uid_t host_uid, gid_t host_gid);
+struct IdmappedTree {
+    IdmappedTree() = default;
+    IdmappedTree(IdmappedTree&&) = default;
+    IdmappedTree& operator=(IdmappedTree&&) = default;
+    ~IdmappedTree();  // reaps the helper
+    UniqueFd tree;    // the detached mount
+    UniqueFd helper;  // pidfd of the process that held the user namespace
+};
+Result<IdmappedTree> makeIdmappedTree(const std::string& path, uid_t disk_uid, gid_t disk_gid,
+                                      uid_t host_uid, gid_t host_gid);
 
 }  // namespace stockade::ns

@@ -461,7 +461,7 @@ SandboxOutcome runSandbox(const Policy& policy, ServiceHooks* hooks) {
     if (geteuid() == 0 && setgroups(0, nullptr) < 0)
         return setupFailure("drop supplementary groups", Error::fromErrno("setgroups(0)"));
 
-    UniqueFd idmapped;
+    ns::IdmappedTree idmapped;
     if (identity->idmap_worktree) {
         auto tree = ns::makeIdmappedTree(*policy.fs.worktree, identity->worktree_uid,
                                          identity->worktree_gid, identity->ids.host_uid,
@@ -472,7 +472,7 @@ SandboxOutcome runSandbox(const Policy& policy, ServiceHooks* hooks) {
         idmapped = std::move(*tree);
         steps.done("make the worktree writable through an idmapped mount");
     }
-    auto plan = buildChildPlan(policy, *identity, idmapped);
+    auto plan = buildChildPlan(policy, *identity, idmapped.tree);
     if (!plan) return setupFailure("plan the sandbox", plan.error());
     steps.done("plan the sandbox (mounts, environment, Landlock rules)");
 

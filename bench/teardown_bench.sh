@@ -2,7 +2,9 @@
 # Issue 7: how long the end of a sandbox holding 1,000 processes takes (target
 # under 50 ms): from the moment the command exits, leaving 1,000 sleepers, to
 # the moment `stockade run` has returned with every one of them gone. Also
-# init's own part (kill(-1) and reaping), from --log-level debug.
+# init's own part (kill(-1) and reaping), from --log-level debug, and
+# bubblewrap in the same rounds (its PID namespace ends when its command
+# does, and the kernel kills the rest).
 # Not a test: nothing here asserts a time.
 # Usage: bench/teardown_bench.sh [path/to/stockade] [ROUNDS]
 set -eu
@@ -22,4 +24,12 @@ while [ "$i" -lt "$ROUNDS" ]; do
     killed=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['stragglers_killed'])" "$tmp/r.json")
     init_ms=$(sed -n 's/.* \([0-9.]*\) ms *child: init: every straggler killed and reaped.*/\1/p' "$tmp/err")
     echo "round $i: $killed stragglers killed; command exit -> stockade returned: $(( (returned - ended) / 1000 )) us; init's kill and reap: ${init_ms} ms"
+    if command -v bwrap >/dev/null; then
+        bwrap --unshare-all --die-with-parent --new-session --cap-drop ALL --ro-bind /usr /usr \
+            --symlink usr/bin /bin --symlink usr/lib /lib --symlink usr/lib64 /lib64 \
+            --proc /proc --dev /dev --tmpfs /tmp -- sh -c "$cmd" >"$tmp/out"
+        returned=$(date +%s%N)
+        ended=$(tail -n 1 "$tmp/out")
+        echo "         bubblewrap: command exit -> bwrap returned: $(( (returned - ended) / 1000 )) us"
+    fi
 done

@@ -524,14 +524,18 @@ SandboxOutcome runSandbox(const Policy& policy, ServiceHooks* hooks) {
     out.sandbox_pid = static_cast<pid_t>(pid);
     Status placed = cgroups->attach(static_cast<pid_t>(pid));
     auto maps = placed ? ns::writeIdMaps(static_cast<pid_t>(pid), identity->ids) : placed;
-    if (!maps) {
+    // A service's network (the veth backend) is connected before anything
+    // runs in the sandbox; init cannot be reaped before, so its pid is safe.
+    auto connected = maps && hooks ? hooks->beforeStart(static_cast<pid_t>(pid)) : maps;
+    if (!connected) {
         syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, nullptr, 0);
         siginfo_t info;
         syscall(SYS_waitid, P_PIDFD, pidfd, &info, WEXITED, nullptr);
         restore();
-        return setupFailure(
-            placed ? "write the user namespace's id maps" : "move the sandbox into its cgroups",
-            maps.error());
+        return setupFailure(!placed ? "move the sandbox into its cgroups"
+                            : !maps ? "write the user namespace's id maps"
+                                    : "connect the sandbox's network",
+                            connected.error());
     }
     char go = 1;
     send(sync_parent.get(), &go, 1, MSG_NOSIGNAL);

@@ -192,4 +192,17 @@ Status inNetworkNamespace(int netns_fd, const std::function<Status()>& step) {
     return outcome;
 }
 
+Status inThrowawayNetworkNamespace(const std::function<Status()>& step) {
+    Status outcome = okStatus();
+    std::thread worker([&] {
+        if (unshare(CLONE_NEWNET) < 0) {
+            outcome = Error::fromErrno("unshare(CLONE_NEWNET)");
+            return;
+        }
+        outcome = step();
+    });
+    worker.join();
+    return outcome;
+}
+
 }  // namespace stockade::ns

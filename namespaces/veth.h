@@ -38,4 +38,8 @@ Status writeNetSysctl(const std::string& key, const char* value, bool missing_ok
 // never left. Processes the step spawns start in that namespace too.
 Status inNetworkNamespace(int netns_fd, const std::function<Status()>& step);
 
+// Runs `step` on a thread of its own in a new, empty network namespace, which
+// goes away with everything in it when the thread ends (stockade check).
+Status inThrowawayNetworkNamespace(const std::function<Status()>& step);
+
 }  // namespace stockade::ns

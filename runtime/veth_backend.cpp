@@ -248,6 +248,17 @@ void removeStaleVethNetworks() {
     }
 }
 
+Status probeVethBackend() {
+    if (auto problem = vethBackendProblem()) return Error::message(*problem);
+    return ns::inThrowawayNetworkNamespace([]() -> Status {
+        UniqueFd self(open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC));
+        if (!self) return Error::fromErrno("open(\"/proc/thread-self/ns/net\")");
+        if (auto s = ns::createVethPair("stkcheckh", "stkchecks", self.get()); !s) return s;
+        if (auto s = applyNftRuleset(sandboxRuleset(8000)); !s) return s;
+        return okStatus();
+    });
+}
+
 std::optional<std::string> vethBackendProblem() {
     if (geteuid() != 0)
         return "--net-backend veth needs root: it creates a veth pair and nftables rules in the "

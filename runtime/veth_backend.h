@@ -64,4 +64,9 @@ void removeStaleVethNetworks();
 // (euid, the nft binary); the real attempt may still fail, and says why.
 std::optional<std::string> vethBackendProblem();
 
+// Tries the backend's kernel side where it leaves nothing behind, in a
+// throwaway network namespace: a veth pair, and an nftables table with the
+// NAT and conntrack rules the sandbox's side uses (stockade check, root).
+Status probeVethBackend();
+
 }  // namespace stockade

@@ -31,6 +31,14 @@ _stockade() {
             esac
             return ;;
     esac
+    local serve_opts=""
+    if [[ ${words[1]} == serve ]]; then
+        serve_opts="--port --ready-pattern --ready-timeout --detach --net-backend"
+        case $prev in
+            --net-backend) COMPREPLY=($(compgen -W "userspace veth" -- "$cur")); return ;;
+            --port|--ready-pattern|--ready-timeout) return ;;
+        esac
+    fi
     case $prev in
         --worktree|--rootfs|--workdir) _filedir -d; return ;;
         --result|--mount) _filedir; return ;;
@@ -40,6 +48,6 @@ _stockade() {
         --env) COMPREPLY=($(compgen -e -- "$cur")); return ;;
         --memory|--pids|--cpu-time|--timeout|--output-limit|--tmp-size|--user|--name|--allow-secret) return ;;
     esac
-    COMPREPLY=($(compgen -W "$run_opts --" -- "$cur"))
+    COMPREPLY=($(compgen -W "$run_opts $serve_opts --" -- "$cur"))
 }
 complete -F _stockade stockade

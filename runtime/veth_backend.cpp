@@ -157,7 +157,9 @@ VethNetwork::~VethNetwork() {
 // reachable without the host's rules.
 void VethNetwork::tearDown() {
     if (!lock_) return;
-    if (auto s = ns::deleteLink(host_link_); !s) warn("remove the link " + host_link_, s.error());
+    if (link_created_)
+        if (auto s = ns::deleteLink(host_link_); !s)
+            warn("remove the link " + host_link_, s.error());
     if (table_added_)
         if (auto s = applyNftRuleset(removeTableRuleset(table_)); !s)
             warn("remove the nftables table inet " + table_, s.error());
@@ -199,6 +201,7 @@ Result<std::unique_ptr<VethNetwork>> VethNetwork::create(pid_t init_pid, uint16_
     // 2. The pair; the sandbox's end goes straight into its namespace.
     if (auto s = ns::createVethPair(net->host_link_, kSandboxLink, netns.get()); !s)
         return s.error();
+    net->link_created_ = true;
     // 3. The host's end: no IPv6 (no link-local address, no router
     //    solicitations), never a forwarding interface, then the address.
     const std::string host_conf = "net/ipv4/conf/" + net->host_link_ + "/forwarding";

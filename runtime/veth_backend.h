@@ -54,6 +54,7 @@ class VethNetwork {
     in_addr host_address_{};
     in_addr sandbox_address_{};
     bool table_added_ = false;
+    bool link_created_ = false;  // never delete a link of that name made by another
 };
 
 // Removes the links, tables and slot files of supervisors that died without

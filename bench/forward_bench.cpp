@@ -1,11 +1,13 @@
 // The published port's cost (SPEC §9, issue 5): the same small server run
-// twice, once straight on the host's loopback and once under `stockade
-// serve`, measured side by side, interleaved:
+// straight on the host's loopback and under `stockade serve` with each
+// network backend (both by default as root: userspace and veth), measured
+// side by side, interleaved:
 //   - throughput: the server streams BYTES to the client;
 //   - latency: one-byte ping-pongs, median and p99, and the added median;
 //   - concurrency: CONNS connections opened, each echoing once, all held.
 //
-//   stockade_forward_bench STOCKADE [--bytes N] [--pings N] [--conns N] [--rounds N]
+//   stockade_forward_bench STOCKADE [--backend userspace|veth|both] [--bytes N] [--pings N]
+//                          [--conns N] [--rounds N]
 //   stockade_forward_bench server PORT      (what runs on both sides)
 //
 // Prints one JSON document. Targets: >= 90% of direct throughput, < 50 us
@@ -224,20 +226,32 @@ int main(int argc, char** argv) {
         return runServer(static_cast<uint16_t>(std::atoi(argv[2])));
     if (argc < 2) {
         std::fprintf(stderr,
-                     "usage: stockade_forward_bench STOCKADE [--bytes N] [--pings N] [--conns N] "
-                     "[--rounds N]\n");
+                     "usage: stockade_forward_bench STOCKADE [--backend userspace|veth|both] "
+                     "[--bytes N] [--pings N] [--conns N] [--rounds N]\n");
         return 2;
     }
     std::string stockade = argv[1];
     uint64_t bytes = 1ull << 30;
     int ping_count = 20000, conns = 1000, rounds = 5;
+    // Both backends side by side where the veth one can run (root).
+    std::string backend_choice = geteuid() == 0 ? "both" : "userspace";
     for (int i = 2; i + 1 < argc; i += 2) {
         std::string flag = argv[i];
         long long value = std::atoll(argv[i + 1]);
+        if (flag == "--backend") backend_choice = argv[i + 1];
         if (flag == "--bytes") bytes = static_cast<uint64_t>(value);
         if (flag == "--pings") ping_count = static_cast<int>(value);
         if (flag == "--conns") conns = static_cast<int>(value);
         if (flag == "--rounds") rounds = static_cast<int>(value);
+    }
+    std::vector<std::string> backends;
+    if (backend_choice == "both")
+        backends = {"userspace", "veth"};
+    else if (backend_choice == "userspace" || backend_choice == "veth")
+        backends = {backend_choice};
+    else {
+        std::fprintf(stderr, "--backend: userspace, veth or both\n");
+        return 2;
     }
     rlimit files{};
     getrlimit(RLIMIT_NOFILE, &files);
@@ -250,51 +264,76 @@ int main(int argc, char** argv) {
     self[len] = 0;
     std::string exe = self, dir = exe.substr(0, exe.rfind('/'));
 
-    uint16_t direct_port = freePort(), served_port = freePort();
-    pid_t direct = spawn({exe, "server", std::to_string(direct_port)});
-    std::string name = "forward-bench-" + std::to_string(getpid());
-    pid_t served =
-        spawn({stockade, "serve", "--quiet", "--name", name, "--port", std::to_string(served_port),
-               "--mount", dir + ":/bench", "--", "/bench/" + exe.substr(exe.rfind('/') + 1),
-               "server", std::to_string(served_port)});
-    if (direct < 0 || served < 0 || !waitForPort(direct_port) || !waitForPort(served_port)) {
-        std::fprintf(stderr, "the servers did not come up\n");
-        return 1;
+    // One measured target: the direct server, or one served per backend.
+    struct Target {
+        std::string label;
+        uint16_t port = 0;
+        pid_t pid = -1;
+        std::vector<double> tput, ping;
+        int held = 0;
+    };
+    std::vector<Target> targets(1 + backends.size());
+    targets[0].label = "direct";
+    targets[0].port = freePort();
+    targets[0].pid = spawn({exe, "server", std::to_string(targets[0].port)});
+    for (size_t i = 0; i < backends.size(); ++i) {
+        Target& t = targets[i + 1];
+        t.label = backends[i];
+        t.port = freePort();
+        while (std::any_of(targets.begin(), targets.begin() + static_cast<long>(i) + 1,
+                           [&](const Target& o) { return o.port == t.port; }))
+            t.port = freePort();
+        std::string name = "forward-bench-" + std::to_string(getpid()) + "-" + t.label;
+        t.pid =
+            spawn({stockade, "serve", "--quiet", "--net-backend", t.label, "--name", name, "--port",
+                   std::to_string(t.port), "--mount", dir + ":/bench", "--",
+                   "/bench/" + exe.substr(exe.rfind('/') + 1), "server", std::to_string(t.port)});
     }
+    for (const Target& t : targets)
+        if (t.pid < 0 || !waitForPort(t.port)) {
+            std::fprintf(stderr, "the %s server did not come up\n", t.label.c_str());
+            for (const Target& o : targets)
+                if (o.pid > 0) kill(o.pid, o.label == "direct" ? SIGKILL : SIGTERM);
+            for (const Target& o : targets)
+                if (o.pid > 0) waitpid(o.pid, nullptr, 0);
+            return 1;
+        }
 
-    std::vector<double> tput_direct, tput_served, ping_direct, ping_served;
-    for (int r = 0; r < rounds; ++r) {  // interleaved, so drift hits both alike
-        tput_direct.push_back(throughput(direct_port, bytes));
-        tput_served.push_back(throughput(served_port, bytes));
-        auto a = pings(direct_port, ping_count / rounds);
-        auto b = pings(served_port, ping_count / rounds);
-        ping_direct.insert(ping_direct.end(), a.begin(), a.end());
-        ping_served.insert(ping_served.end(), b.begin(), b.end());
-    }
-    int held_direct = concurrent(direct_port, conns);
-    int held_served = concurrent(served_port, conns);
+    for (int r = 0; r < rounds; ++r)  // interleaved, so drift hits all alike
+        for (Target& t : targets) {
+            t.tput.push_back(throughput(t.port, bytes));
+            auto p = pings(t.port, ping_count / rounds);
+            t.ping.insert(t.ping.end(), p.begin(), p.end());
+        }
+    for (Target& t : targets) t.held = concurrent(t.port, conns);
 
-    kill(served, SIGTERM);
-    kill(direct, SIGKILL);
-    waitpid(served, nullptr, 0);
-    waitpid(direct, nullptr, 0);
+    for (const Target& t : targets) kill(t.pid, t.label == "direct" ? SIGKILL : SIGTERM);
+    for (const Target& t : targets) waitpid(t.pid, nullptr, 0);
 
-    double md = percentile(tput_direct, 0.5), ms = percentile(tput_served, 0.5);
-    double ld = percentile(ping_direct, 0.5), ls = percentile(ping_served, 0.5);
+    const Target& direct = targets[0];
+    double md = percentile(direct.tput, 0.5), ld = percentile(direct.ping, 0.5);
     nlohmann::ordered_json out{
-        {"schema", "stockade.forward-bench/v1"},
+        {"schema", "stockade.forward-bench/v2"},
         {"uid", geteuid()},
         {"throughput_bytes", bytes},
-        {"throughput_direct_mib_s", md / (1 << 20)},
-        {"throughput_forwarded_mib_s", ms / (1 << 20)},
-        {"throughput_ratio", md > 0 ? ms / md : 0},
-        {"latency_direct_us", {{"median", ld}, {"p99", percentile(ping_direct, 0.99)}}},
-        {"latency_forwarded_us", {{"median", ls}, {"p99", percentile(ping_served, 0.99)}}},
-        {"latency_added_median_us", ls - ld},
+        {"pings", ping_count},
         {"concurrent_requested", conns},
-        {"concurrent_direct_ok", held_direct},
-        {"concurrent_forwarded_ok", held_served},
+        {"direct",
+         {{"throughput_mib_s", md / (1 << 20)},
+          {"latency_us", {{"median", ld}, {"p99", percentile(direct.ping, 0.99)}}},
+          {"concurrent_ok", direct.held}}},
     };
+    for (size_t i = 1; i < targets.size(); ++i) {
+        const Target& t = targets[i];
+        double m = percentile(t.tput, 0.5), l = percentile(t.ping, 0.5);
+        out["backends"][t.label] = {
+            {"throughput_mib_s", m / (1 << 20)},
+            {"throughput_ratio", md > 0 ? m / md : 0},
+            {"latency_us", {{"median", l}, {"p99", percentile(t.ping, 0.99)}}},
+            {"latency_added_median_us", l - ld},
+            {"concurrent_ok", t.held},
+        };
+    }
     std::printf("%s\n", out.dump(2).c_str());
     return 0;
 }

@@ -91,11 +91,27 @@ DevServer::DevServer(const DevServerOptions& options, std::vector<UniqueFd> list
 
 DevServer::~DevServer() = default;
 
+Status DevServer::beforeStart(pid_t sandbox_pid) {
+    if (options_.backend != NetBackend::Veth) return okStatus();
+    auto network = VethNetwork::create(sandbox_pid, options_.port);
+    if (!network) return network.error();
+    veth_ = std::move(*network);
+    return okStatus();
+}
+
 void DevServer::started(pid_t sandbox_pid, InsideSockets& sockets) {
     sandbox_pid_ = sandbox_pid;
-    sockets_ = &sockets;
-    forwarder_ = std::make_unique<Forwarder>(
-        epoll_.get(), options_.port, [&sockets](int family) { return sockets.open(family); });
+    SocketSource inside = [&sockets](int family) { return sockets.open(family); };
+    // IPv4 over the veth when there is one. [::1] only through init's
+    // socket: Linux delivers nothing to ::1 that arrives on another
+    // interface (IPv6 has no route_localnet), and a server that binds
+    // `localhost` may have taken ::1 alone (Node 17+ resolves it so).
+    if (veth_)
+        targets_.push_back(hostRoute(veth_->sandboxAddress(), options_.port));
+    else
+        targets_.push_back(insideLoopback(AF_INET, options_.port, inside));
+    targets_.push_back(insideLoopback(AF_INET6, options_.port, inside));
+    forwarder_ = std::make_unique<Forwarder>(epoll_.get(), targets_);
     itimerspec every{};
     every.it_interval.tv_nsec = kProbeIntervalMs * 1000000;
     every.it_value = every.it_interval;
@@ -113,28 +129,15 @@ void DevServer::output(int stream, const char* data, size_t size) {
     }
 }
 
-// A connection to the server's own loopback from inside its namespace: the
-// server accepts connections on the port. 127.0.0.1 first, then [::1], as
-// the forwarder does.
-bool DevServer::probe(int family) {
-    auto socket = sockets_->open(family);
+// A connection by the way the forwarder will go (the sandbox's loopback from
+// inside its namespace, or its veth address through the DNAT): the server
+// accepts connections on the port.
+bool DevServer::probe(const ForwardTarget& target) {
+    auto socket = target.socket();
     if (!socket) return false;
-    sockaddr_storage address{};
-    socklen_t length;
-    if (family == AF_INET6) {
-        auto* a = reinterpret_cast<sockaddr_in6*>(&address);
-        a->sin6_family = AF_INET6;
-        a->sin6_port = htons(options_.port);
-        a->sin6_addr = in6addr_loopback;
-        length = sizeof(*a);
-    } else {
-        auto* a = reinterpret_cast<sockaddr_in*>(&address);
-        a->sin_family = AF_INET;
-        a->sin_port = htons(options_.port);
-        a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        length = sizeof(*a);
-    }
-    if (connect(socket->get(), reinterpret_cast<sockaddr*>(&address), length) == 0) return true;
+    if (connect(socket->get(), reinterpret_cast<const sockaddr*>(&target.address), target.length) ==
+        0)
+        return true;
     if (errno != EINPROGRESS) return false;
     pollfd pfd{socket->get(), POLLOUT, 0};
     if (poll(&pfd, 1, 200) <= 0) return false;
@@ -149,7 +152,8 @@ void DevServer::tick() {
     uint64_t elapsed = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
                                                  std::chrono::steady_clock::now() - start_)
                                                  .count());
-    if (!probe_ok_) probe_ok_ = probe(AF_INET) || probe(AF_INET6);
+    for (const ForwardTarget& target : targets_)
+        if (!probe_ok_) probe_ok_ = probe(target);
     if (probe_ok_ && (!pattern_ || pattern_->matched())) {
         ready_ = true;
         itimerspec off{};

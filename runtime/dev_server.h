@@ -18,6 +18,7 @@
 #include "runtime/forwarder.h"
 #include "runtime/ready_pattern.h"
 #include "runtime/service_hooks.h"
+#include "runtime/veth_backend.h"
 
 namespace stockade {
 
@@ -37,8 +38,15 @@ class BoundedLog {
     uint64_t size_ = 0;
 };
 
+// How the published port reaches the server (docs/dev-servers.md).
+enum class NetBackend {
+    Userspace,  // into the sandbox's loopback through sockets its init makes
+    Veth,       // over a veth pair to the sandbox's address, DNAT to its loopback
+};
+
 struct DevServerOptions {
     uint16_t port = 0;
+    NetBackend backend = NetBackend::Userspace;
     std::optional<std::string> ready_pattern;
     uint64_t ready_timeout_ms = 60000;
     bool echo = false;  // the output also goes to stderr (foreground serve)
@@ -62,6 +70,7 @@ class DevServer : public ServiceHooks {
     std::function<void(pid_t sandbox_pid)> on_started;
     std::function<void(const ReadyEvent&)> on_ready;
 
+    Status beforeStart(pid_t sandbox_pid) override;
     void started(pid_t sandbox_pid, InsideSockets& sockets) override;
     void output(int stream, const char* data, size_t size) override;
     int pollFd() const override { return epoll_.get(); }
@@ -73,7 +82,7 @@ class DevServer : public ServiceHooks {
     DevServer(const DevServerOptions& options, std::vector<UniqueFd> listeners, BoundedLog log,
               UniqueFd epoll);
     void tick();
-    bool probe(int family);
+    bool probe(const ForwardTarget& target);
 
     DevServerOptions options_;
     std::vector<UniqueFd> listeners_;
@@ -82,8 +91,9 @@ class DevServer : public ServiceHooks {
     UniqueFd timer_;
     std::unique_ptr<ProbeTimer> timer_handler_;
     std::optional<ReadyPattern> pattern_;
+    std::unique_ptr<VethNetwork> veth_;
+    std::vector<ForwardTarget> targets_;
     std::unique_ptr<Forwarder> forwarder_;
-    InsideSockets* sockets_ = nullptr;
     pid_t sandbox_pid_ = 0;
     std::chrono::steady_clock::time_point start_;
     bool probe_ok_ = false;

@@ -65,6 +65,42 @@ void closeGently(UniqueFd fd) {
 
 }  // namespace
 
+std::string ForwardTarget::describe() const {
+    char text[INET6_ADDRSTRLEN] = "?";
+    if (address.ss_family == AF_INET6) {
+        const auto* a = reinterpret_cast<const sockaddr_in6*>(&address);
+        inet_ntop(AF_INET6, &a->sin6_addr, text, sizeof(text));
+        return "[" + std::string(text) + "]:" + std::to_string(ntohs(a->sin6_port));
+    }
+    const auto* a = reinterpret_cast<const sockaddr_in*>(&address);
+    inet_ntop(AF_INET, &a->sin_addr, text, sizeof(text));
+    return std::string(text) + ":" + std::to_string(ntohs(a->sin_port));
+}
+
+ForwardTarget insideLoopback(int family, uint16_t port, SocketSource inside) {
+    Loopback where = loopback(family, port);
+    ForwardTarget target;
+    target.address = where.address;
+    target.length = where.length;
+    target.socket = [family, inside = std::move(inside)] { return inside(family); };
+    return target;
+}
+
+ForwardTarget hostRoute(in_addr address, uint16_t port) {
+    ForwardTarget target;
+    auto* a = reinterpret_cast<sockaddr_in*>(&target.address);
+    a->sin_family = AF_INET;
+    a->sin_port = htons(port);
+    a->sin_addr = address;
+    target.length = sizeof(sockaddr_in);
+    target.socket = []() -> Result<UniqueFd> {
+        UniqueFd fd(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+        if (!fd) return Error::fromErrno("socket(AF_INET)");
+        return fd;
+    };
+    return target;
+}
+
 Result<std::vector<UniqueFd>> listenOnLoopback(uint16_t port) {
     std::vector<UniqueFd> out;
     for (int family : {AF_INET, AF_INET6}) {
@@ -109,7 +145,7 @@ class Forwarder::Connection {
   public:
     Connection(Forwarder& owner, UniqueFd client) : owner_(owner), client_(std::move(client)) {}
 
-    // Starts connecting inside: 127.0.0.1 first, then [::1].
+    // Starts connecting to the first target.
     void begin() { tryNext(); }
     bool done() const { return done_; }
     size_t index = 0;  // in the owner's live_ list
@@ -128,14 +164,13 @@ class Forwarder::Connection {
     };
 
     void tryNext() {
-        while (next_family_ < 2) {
-            int family = next_family_++ == 0 ? AF_INET : AF_INET6;
-            auto socket = owner_.source_(family);
+        while (next_target_ < owner_.targets_.size()) {
+            const ForwardTarget& target = owner_.targets_[next_target_++];
+            auto socket = target.socket();
             if (!socket) continue;
             upstream_ = std::move(*socket);
-            Loopback address = loopback(family, owner_.port_);
-            if (connect(upstream_.get(), reinterpret_cast<sockaddr*>(&address.address),
-                        address.length) == 0) {
+            if (connect(upstream_.get(), reinterpret_cast<const sockaddr*>(&target.address),
+                        target.length) == 0) {
                 open();
                 return;
             }
@@ -146,7 +181,7 @@ class Forwarder::Connection {
                                {.ptr = static_cast<EventHandler*>(&upstream_side_)}};
                 if (epoll_ctl(owner_.epoll_fd_, EPOLL_CTL_ADD, upstream_.get(), &ev) == 0) return;
             }
-            upstream_.reset();  // refused (nothing listens on that family): the next
+            upstream_.reset();  // refused (nothing listens there): the next
         }
         closeGently(std::move(client_));
         end();
@@ -264,14 +299,14 @@ class Forwarder::Connection {
     UniqueFd client_, upstream_;
     Side client_side_, upstream_side_;
     Direction up_, down_;  // client → inside, inside → client
-    int next_family_ = 0;
+    size_t next_target_ = 0;
     bool connecting_ = false;
     bool big_pipes_ = false;
     bool done_ = false;
 };
 
-Forwarder::Forwarder(int epoll_fd, uint16_t inside_port, SocketSource source)
-    : epoll_fd_(epoll_fd), port_(inside_port), source_(std::move(source)) {}
+Forwarder::Forwarder(int epoll_fd, std::vector<ForwardTarget> targets)
+    : epoll_fd_(epoll_fd), targets_(std::move(targets)) {}
 
 Forwarder::~Forwarder() = default;
 

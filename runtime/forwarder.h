@@ -1,6 +1,8 @@
 // The published port of a dev server (SPEC §7): a userspace TCP forwarder
-// from listening sockets on the host's loopback into the sandbox's own
-// loopback, the same in every mode (it needs no privilege). One thread, the
+// from listening sockets on the host's loopback to the server: into the
+// sandbox's own loopback through sockets its init makes (the userspace
+// backend, every mode), or over the veth pair to the sandbox's address (the
+// veth backend, root; runtime/veth_backend.h). One thread, the
 // supervisor's, driven by epoll; each connection moves its bytes through a
 // pipe per direction with splice(2), so they are never copied to user space.
 // A side is read only while its pipe is empty, so a slow reader slows its
@@ -9,12 +11,15 @@
 // client with a FIN.
 #pragma once
 
+#include <netinet/in.h>
 #include <sys/epoll.h>
+#include <sys/socket.h>
 
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "base/error.h"
@@ -34,6 +39,22 @@ class EventHandler {
 // in the sandbox's network namespace.
 using SocketSource = std::function<Result<UniqueFd>(int family)>;
 
+// One address a client is carried to, with where its socket comes from. The
+// forwarder (and the readiness probe) tries a dev server's targets in order
+// until one accepts.
+struct ForwardTarget {
+    sockaddr_storage address{};
+    socklen_t length = 0;
+    std::function<Result<UniqueFd>()> socket;
+    std::string describe() const;  // "169.254.128.2:8000", "[::1]:8000"
+};
+
+// The sandbox's own 127.0.0.1:port or [::1]:port, through a socket from
+// `inside` (made in the sandbox's network namespace).
+ForwardTarget insideLoopback(int family, uint16_t port, SocketSource inside);
+// address:port reached with an ordinary host socket (the veth backend).
+ForwardTarget hostRoute(in_addr address, uint16_t port);
+
 // Binds 127.0.0.1:port and, where IPv6 is up, [::1]:port on the host. An
 // address that is in use is an error; IPv6 missing is not.
 Result<std::vector<UniqueFd>> listenOnLoopback(uint16_t port);
@@ -42,7 +63,7 @@ class Forwarder {
   public:
     // Registers in `epoll_fd` (owned by the caller, which dispatches its
     // events to the EventHandlers and then calls collect()).
-    Forwarder(int epoll_fd, uint16_t inside_port, SocketSource source);
+    Forwarder(int epoll_fd, std::vector<ForwardTarget> targets);
     ~Forwarder();
     Forwarder(const Forwarder&) = delete;
     Forwarder& operator=(const Forwarder&) = delete;
@@ -65,8 +86,7 @@ class Forwarder {
     void pauseListeners(bool paused);
 
     int epoll_fd_;
-    uint16_t port_;
-    SocketSource source_;
+    std::vector<ForwardTarget> targets_;
     std::vector<std::unique_ptr<Listener>> listeners_;
     std::vector<std::unique_ptr<Connection>> live_;
     std::vector<std::unique_ptr<Connection>> ended_;

@@ -32,7 +32,9 @@
 #include "namespaces/user.h"
 #include "namespaces/uts_in_child.h"
 #include "runtime/cgroup_limits.h"
+#include "runtime/nftables.h"
 #include "runtime/privileges_in_child.h"
+#include "runtime/veth_backend.h"
 #include "seccomp/default_program.h"
 #include "seccomp/install_in_child.h"
 
@@ -489,6 +491,13 @@ void probeBasics(HostFacts& facts) {
     }
 }
 
+void probeVeth(HostFacts& facts) {
+    if (auto nft = findNft()) facts.nft = *nft;
+    if (facts.euid != 0) return;
+    facts.veth_probed = true;
+    if (auto s = probeVethBackend(); !s) facts.veth_error = s.error().describe();
+}
+
 // As root, a root-owned worktree is shown to the sandbox's unprivileged uid
 // through an idmapped mount (G3). The mount is detached and dies with its fd.
 void probeIdmap(HostFacts& facts, const HostCheckRequest& request) {
@@ -600,6 +609,7 @@ HostFacts probeHost(const HostCheckRequest& request) {
         timed("clone3_pidfd", [&] { probePlainClone3(facts); });
     }
     timed("idmapped_mount", [&] { probeIdmap(facts, request); });
+    timed("veth_backend", [&] { probeVeth(facts); });
     return facts;
 }
 
@@ -1036,6 +1046,29 @@ Verdict judgeLandlock(const HostFacts& f) {
     return ok(name);
 }
 
+Verdict judgeVeth(const HostFacts& f) {
+    const std::string keep =
+        "; or keep the default --net-backend userspace, which works in "
+        "every mode";
+    if (f.euid != 0)
+        return unavailable(
+            "needs root (a veth pair and nftables rules in the host's network "
+            "namespace)",
+            "run stockade serve as root" + keep);
+    if (f.nft.empty())
+        return unavailable("no nft binary in /usr/sbin, /sbin or /usr/bin",
+                           "apt-get install nftables" + keep);
+    if (!f.veth_probed)
+        return unavailable(std::string(kNotProbed) + "the probe did not run",
+                           "run `stockade check` again");
+    if (!f.veth_error.empty())
+        return unavailable(f.veth_error,
+                           "a kernel with veth and nf_tables (CONFIG_VETH, CONFIG_NF_TABLES, "
+                           "CONFIG_NFT_NAT, CONFIG_NFT_CT)" +
+                               keep);
+    return ok("veth pair, nftables (" + f.nft + ")");
+}
+
 Verdict judgeIdmap(const HostFacts& f) {
     if (!f.idmap_probed)
         return ok("not needed: rootless, the sandbox runs as uid " +
@@ -1401,6 +1434,8 @@ HostReport reportFromFacts(const HostFacts& f, const HostCheckRequest& request) 
     // The sandbox refuses to start when a root-owned worktree cannot be idmapped.
     feature("idmapped_mounts", "idmapped mounts", judgeIdmap(f),
             f.euid == 0 && f.worktree_root_owned);
+    // Only `serve --net-backend veth` needs it; never required.
+    feature("veth_backend", "serve --net-backend veth", judgeVeth(f), false);
 
     // Mechanisms that can hold a limit, strongest first (SPEC §4).
     auto mechanism = [&](const std::string& id, const std::string& title, Verdict v) {

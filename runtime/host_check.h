@@ -210,6 +210,13 @@ struct HostFacts {
     std::map<std::string, int> rlimits;           // "RLIMIT_AS" -> setrlimit errno
     std::optional<int> close_range;               // close_range(2) in a plain child
 
+    // serve --net-backend veth (root only): the nft binary found, and the
+    // error of making a veth pair and the sandbox's nftables table in a
+    // throwaway network namespace ("" when both worked). Probed as root only.
+    bool veth_probed = false;
+    std::string nft;
+    std::string veth_error;
+
     std::vector<std::pair<std::string, uint64_t>> probe_us;
 };
 

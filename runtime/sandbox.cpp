@@ -604,6 +604,11 @@ SandboxOutcome runSandbox(const Policy& policy, ServiceHooks* hooks) {
     if (Status placed = cgroups->attach(static_cast<pid_t>(pid)); !placed)
         return abandon("move the sandbox into its cgroups", placed.error());
     steps.done("move the sandbox into its cgroups (the child builds its root meanwhile)");
+    // A service's network (the veth backend) is connected before anything
+    // runs in the sandbox: the child waits for "placed" before its command.
+    if (hooks)
+        if (Status connected = hooks->beforeStart(static_cast<pid_t>(pid)); !connected)
+            return abandon("connect the sandbox's network", connected.error());
     send(sync_parent.get(), &go, 1, MSG_NOSIGNAL);
 
     Supervision supervision(policy, pidfd, *streams, sync_parent.get(), signal_fd.get(),

@@ -19,6 +19,7 @@
 #include "runtime/sandbox.h"
 #include "runtime/serve_state.h"
 #include "runtime/units.h"
+#include "runtime/veth_backend.h"
 
 namespace stockade {
 
@@ -131,6 +132,18 @@ int serveCommand(const ServeOptions& options) {
     if (auto s = validateServiceName(*run.name); !s)
         return refuseRun(run, run.profile, "sandbox_unavailable", "error", "arguments",
                          s.error().describe());
+    NetBackend backend = NetBackend::Userspace;
+    if (options.net_backend == "veth") {
+        backend = NetBackend::Veth;
+        // Refused before anything is made: no state, no port, no link.
+        if (auto problem = vethBackendProblem())
+            return refuseRun(run, run.profile, "sandbox_unavailable", "error", "net-backend",
+                             *problem);
+    } else if (options.net_backend != "userspace") {
+        return refuseRun(
+            run, run.profile, "sandbox_unavailable", "error", "arguments",
+            "--net-backend: expected userspace or veth, got \"" + options.net_backend + "\"");
+    }
     auto timeout = parseSecondsAsMs(options.ready_timeout);
     if (!timeout || *timeout == 0)
         return refuseRun(run, run.profile, "invalid_bounds", "blocked", "arguments",
@@ -156,6 +169,7 @@ int serveCommand(const ServeOptions& options) {
 
     DevServerOptions server_options;
     server_options.port = *port;
+    server_options.backend = backend;
     server_options.ready_pattern = options.ready_pattern;
     server_options.ready_timeout_ms = *timeout;
     server_options.echo = !options.detach && !policy.quiet;
@@ -275,6 +289,7 @@ int serveCommand(const ServeOptions& options) {
 }
 
 int stopCommand(const std::string& name_given, const std::optional<std::string>& port_given) {
+    removeStaleVethNetworks();  // a SIGKILLed supervisor's table and slot (root only)
     auto dir = StateDir::open();
     if (!dir) {
         say(dir.error().describe());
@@ -307,6 +322,7 @@ int stopCommand(const std::string& name_given, const std::optional<std::string>&
 }
 
 int psCommand(bool as_json) {
+    removeStaleVethNetworks();
     auto dir = StateDir::open();
     if (!dir) {
         say(dir.error().describe());

@@ -36,6 +36,14 @@ class InsideSockets {
 class ServiceHooks {
   public:
     virtual ~ServiceHooks() = default;
+    // The namespaces exist and init waits for its go: nothing of the sandbox
+    // runs yet. The veth backend connects the network namespace here, so the
+    // command starts with its network as it will stay. An error ends the run
+    // before anything runs (SetupFailed).
+    virtual Status beforeStart(pid_t sandbox_pid) {
+        (void)sandbox_pid;
+        return okStatus();
+    }
     // init is up and the command is starting; `sandbox_pid` is init's host pid.
     virtual void started(pid_t sandbox_pid, InsideSockets& sockets) = 0;
     // A chunk of the command's stdout (stream 1) or stderr (stream 2).

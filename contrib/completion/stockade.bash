@@ -45,6 +45,14 @@ _stockade() {
             esac
             return ;;
     esac
+    local serve_opts=""
+    if [[ ${words[1]} == serve ]]; then
+        serve_opts="--port --ready-pattern --ready-timeout --detach --net-backend"
+        case $prev in
+            --net-backend) COMPREPLY=($(compgen -W "userspace veth" -- "$cur")); return ;;
+            --port|--ready-pattern|--ready-timeout) return ;;
+        esac
+    fi
     case $prev in
         --worktree|--rootfs|--workdir) _filedir -d; return ;;
         --result|--mount) _filedir; return ;;
@@ -53,17 +61,13 @@ _stockade() {
         --require) COMPREPLY=($(compgen -W "memory pids cpu_time landlock seccomp user_ns net_ns" -- "$cur")); return ;;
         --env) COMPREPLY=($(compgen -e -- "$cur")); return ;;
         --memory|--pids|--cpu-time|--timeout|--output-limit|--tmp-size|--user|--name|--allow-secret) return ;;
-        --port|--ready-pattern|--ready-timeout) return ;;
         --held) _filedir -d; return ;;
         --expect|--verdict) _filedir; return ;;
         --report) COMPREPLY=($(compgen -W "junit tap" -- "$cur")); return ;;
         --log-level) COMPREPLY=($(compgen -W "error info debug" -- "$cur")); return ;;
     esac
-    local extra=""
-    case ${words[1]} in
-        serve) extra="--port --ready-pattern --ready-timeout --detach" ;;
-        oracle) extra="--held --report --expect --verdict" ;;
-    esac
+    local extra="$serve_opts"
+    [[ ${words[1]} == oracle ]] && extra="--held --report --expect --verdict"
     COMPREPLY=($(compgen -W "$run_opts $extra --" -- "$cur"))
 }
 complete -F _stockade stockade

@@ -1,6 +1,9 @@
 // SPEC §7: dev servers. `stockade serve` publishes one port on the host's
 // loopback and nothing else; the server reaches nothing; stop, ps and logs;
-// readiness; replacement; a killed supervisor. Every case in both modes.
+// readiness; replacement; a killed supervisor. Every case in both modes; the
+// publishing and zero-egress cases also as root with --net-backend veth, which
+// adds its own: the host's end of the pair out of reach, and nothing of the
+// pair (link, nftables table, address slot) left after any ending.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -9,8 +12,10 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <thread>
 
 #include "harness.h"
@@ -115,12 +120,13 @@ bool waitUntil(const std::function<bool()>& done, std::chrono::milliseconds time
 class Served {
   public:
     Served(const Sandbox& sandbox, std::string name, uint16_t port,
-           const std::vector<std::string>& command, std::vector<std::string> options = {})
+           const std::vector<std::string>& command, std::vector<std::string> options = {},
+           const std::string& backend = "userspace")
         : sandbox_(sandbox), name_(std::move(name)), port_(port) {
         Launch launch = sandbox.launch(command);
         launch.args[0] = "serve";
-        options.insert(options.end(),
-                       {"--detach", "--name", name_, "--port", std::to_string(port_)});
+        options.insert(options.end(), {"--detach", "--name", name_, "--port", std::to_string(port_),
+                                       "--net-backend", backend});
         launch.args.insert(launch.args.begin() + 1, options.begin(), options.end());
         started_ = runStockade(launch, 60s);
         const std::string line = started_.out.substr(0, started_.out.find('\n'));
@@ -173,14 +179,104 @@ std::string readFile(const std::string& path) {
     return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
+// The publishing and zero-egress cases run rootless with the userspace
+// backend and as root with each backend. A root run of the veth backend that
+// cannot work here (no nft, no veth) fails: it is not skipped.
+struct ServeSetup {
+    Mode mode;
+    const char* backend;
+};
+
+#define STOCKADE_EACH_SERVE_SETUP(mode, backend)                                      \
+    const ServeSetup serve_setup_ =                                                   \
+        GENERATE(ServeSetup{Mode::Root, "userspace"}, ServeSetup{Mode::Root, "veth"}, \
+                 ServeSetup{Mode::Rootless, "userspace"});                            \
+    const Mode mode = serve_setup_.mode;                                              \
+    const std::string backend = serve_setup_.backend;                                 \
+    INFO("mode: " << modeName(mode) << ", backend: " << backend);                     \
+    if (!modeUsable(mode)) return
+
+// A host command's stdout (ip, nft, nsenter: root only).
+std::string hostOutput(const std::string& command) {
+    std::string out;
+    if (FILE* pipe = ::popen(command.c_str(), "r")) {
+        char buf[4096];
+        size_t n;
+        while ((n = std::fread(buf, 1, sizeof buf, pipe)) > 0) out.append(buf, n);
+        ::pclose(pipe);
+    }
+    return out;
+}
+
+// The veth backend's address slot of a supervisor: /run/stockade/net/slot-N
+// holds its pid (runtime/veth_backend.h).
+std::optional<int> vethSlotOf(pid_t supervisor) {
+    for (int slot = 0; slot < 8192; ++slot) {
+        const std::string path = "/run/stockade/net/slot-" + std::to_string(slot);
+        if (!pathExists(path)) continue;
+        if (readFileOrEmpty(path) == std::to_string(supervisor) + "\n") return slot;
+    }
+    return std::nullopt;
+}
+
+// 169.254.128.0 + 4N + host_part: .1 is the host's end, .2 the sandbox's.
+std::string vethAddress(int slot, int host_part) {
+    const uint32_t address =
+        0xa9fe8000u + 4u * static_cast<uint32_t>(slot) + static_cast<uint32_t>(host_part);
+    return std::to_string(address >> 24) + "." + std::to_string((address >> 16) & 255) + "." +
+           std::to_string((address >> 8) & 255) + "." + std::to_string(address & 255);
+}
+
+// What the host still holds of a slot: its link, its nftables table, its file.
+std::vector<std::string> vethLeftovers(int slot) {
+    std::vector<std::string> left;
+    const std::string link = "stk" + std::to_string(slot) + "h";
+    const std::string table = "stockade_" + std::to_string(slot);
+    const std::string links = hostOutput("ip -br link show 2>&1");
+    if (links.find(link + " ") != std::string::npos || links.find(link + "@") != std::string::npos)
+        left.push_back("link " + link);
+    const std::string tables = hostOutput("nft list tables 2>&1");
+    if (tables.find("table inet " + table + "\n") != std::string::npos)
+        left.push_back("table inet " + table);
+    if (pathExists("/run/stockade/net/slot-" + std::to_string(slot)))
+        left.push_back("/run/stockade/net/slot-" + std::to_string(slot));
+    return left;
+}
+
+// A non-blocking connect from the host bounded at `ms`: "ok" or the errno's
+// name as the probe prints it.
+std::string connectWithin(const std::string& address, uint16_t port, int ms) {
+    UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(port);
+    ::inet_pton(AF_INET, address.c_str(), &addr.sin_addr);
+    int err = 0;
+    if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) < 0) {
+        err = errno;
+        if (err == EINPROGRESS) {
+            pollfd p{fd.get(), POLLOUT, 0};
+            if (::poll(&p, 1, ms) == 0) return "ETIMEDOUT";
+            socklen_t len = sizeof err;
+            ::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &err, &len);
+        }
+    }
+    if (err == 0) return "ok";
+    if (err == ETIMEDOUT) return "ETIMEDOUT";
+    if (err == ECONNREFUSED) return "ECONNREFUSED";
+    if (err == ENETUNREACH) return "ENETUNREACH";
+    if (err == EHOSTUNREACH) return "EHOSTUNREACH";
+    return std::strerror(err);
+}
+
 }  // namespace
 
 TEST_CASE("serve: a python http.server answers on the host's loopback; stop frees the port",
           "[serve]") {
-    STOCKADE_EACH_MODE(mode);
+    STOCKADE_EACH_SERVE_SETUP(mode, backend);
     Sandbox sandbox(mode);
     const uint16_t port = freePort();
-    Served served(sandbox, serviceName(), port, httpServer(port));
+    Served served(sandbox, serviceName(), port, httpServer(port), {}, backend);
     INFO(served.started().describe());
     REQUIRE(served.ready());
     CHECK(served.readyEvent().value("event", "") == "ready");
@@ -191,6 +287,14 @@ TEST_CASE("serve: a python http.server answers on the host's loopback; stop free
     const std::string page = httpGet(AF_INET, port, "/");
     CHECK(page.rfind("HTTP/1.0 200", 0) == 0);
     CHECK(page.find("README") != std::string::npos);  // the worktree's listing
+    std::optional<int> slot;
+    if (backend == "veth") {
+        // The connection came over the pair: from the host's end, by the DNAT.
+        slot = vethSlotOf(served.supervisor());
+        REQUIRE(slot.has_value());
+        CHECK(served.stockade({"logs", served.name()}).out.find(vethAddress(*slot, 1) + " - -") !=
+              std::string::npos);
+    }
     // [::1] reaches the server, which bound 127.0.0.1 only, where IPv6 is up.
     if (connectResult(AF_INET6, port) == "ok")
         CHECK(httpGet(AF_INET6, port, "/README").find("integration tests") != std::string::npos);
@@ -212,6 +316,8 @@ TEST_CASE("serve: a python http.server answers on the host's loopback; stop free
     CHECK(processGone(sandbox_pid));
     CHECK(connectResult(AF_INET, port) == std::strerror(ECONNREFUSED));
     CHECK(served.psEntry().is_null());
+    // No link, no table, no slot file.
+    if (slot) CHECK(waitUntil([&] { return vethLeftovers(*slot).empty(); }, 5s));
     // Idempotent: stopping what is gone succeeds.
     const Completed again = served.stockade({"stop", served.name()});
     CHECK(again.exitCode == 0);
@@ -224,7 +330,7 @@ TEST_CASE("serve: a python http.server answers on the host's loopback; stop free
 
 TEST_CASE("serve: a node server on localhost; a long-lived stream and a half-close pass through",
           "[serve]") {
-    STOCKADE_EACH_MODE(mode);
+    STOCKADE_EACH_SERVE_SETUP(mode, backend);
     Sandbox sandbox(mode);
     const uint16_t port = freePort();
     // Echoes what it gets; answers "bye" only once the client has finished
@@ -233,7 +339,7 @@ TEST_CASE("serve: a node server on localhost; a long-lived stream and a half-clo
         "require('net').createServer(s => { s.on('data', d => s.write(d));"
         " s.on('end', () => s.end('bye\\n')); }).listen(" +
         std::to_string(port) + ", 'localhost')";
-    Served served(sandbox, serviceName(), port, {"node", "-e", script});
+    Served served(sandbox, serviceName(), port, {"node", "-e", script}, {}, backend);
     INFO(served.started().describe());
     REQUIRE(served.ready());
 
@@ -255,7 +361,7 @@ TEST_CASE("serve: a node server on localhost; a long-lived stream and a half-clo
 }
 
 TEST_CASE("serve: the server reaches nothing outside its sandbox", "[serve][G1]") {
-    STOCKADE_EACH_MODE(mode);
+    STOCKADE_EACH_SERVE_SETUP(mode, backend);
     Sandbox sandbox(mode);
     const uint16_t port = freePort();
     HostListener host_lo = HostListener::tcp(AF_INET, "127.0.0.1");
@@ -279,7 +385,7 @@ TEST_CASE("serve: the server reaches nothing outside its sandbox", "[serve][G1]"
         " > host_lo; " + p + " connect-tcp " + (outside.empty() ? "127.0.0.1" : outside) + " " +
         host_out.port() + " > host_out; " + p + " connect-abstract " + abstract +
         " > abstract; exec python3 -m http.server --bind 127.0.0.1 " + std::to_string(port);
-    Served served(sandbox, serviceName(), port, {"sh", "-c", script});
+    Served served(sandbox, serviceName(), port, {"sh", "-c", script}, {}, backend);
     INFO(served.started().describe());
     REQUIRE(served.ready());
     CHECK(httpGet(AF_INET, port, "/").rfind("HTTP/1.0 200", 0) == 0);
@@ -302,7 +408,7 @@ TEST_CASE("serve: the server reaches nothing outside its sandbox", "[serve][G1]"
 }
 
 TEST_CASE("serve: a second port opened inside is not published", "[serve]") {
-    STOCKADE_EACH_MODE(mode);
+    STOCKADE_EACH_SERVE_SETUP(mode, backend);
     Sandbox sandbox(mode);
     const uint16_t port = freePort();
     uint16_t second = freePort();
@@ -310,7 +416,7 @@ TEST_CASE("serve: a second port opened inside is not published", "[serve]") {
     const std::string script = "/probe/stockade-probe listen-tcp 127.0.0.1 " +
                                std::to_string(second) + " 60 > /repo/second & exec python3 -m " +
                                "http.server --bind 127.0.0.1 " + std::to_string(port);
-    Served served(sandbox, serviceName(), port, {"sh", "-c", script});
+    Served served(sandbox, serviceName(), port, {"sh", "-c", script}, {}, backend);
     INFO(served.started().describe());
     REQUIRE(served.ready());
     REQUIRE(waitUntil([&] { return !readFile(sandbox.worktree() + "/second").empty(); }, 5s));
@@ -320,6 +426,84 @@ TEST_CASE("serve: a second port opened inside is not published", "[serve]") {
     CHECK_THAT(bound, IsOneOf({"EACCES", "ok"}));
     CHECK(connectResult(AF_INET, second) == std::strerror(ECONNREFUSED));
     CHECK(httpGet(AF_INET, port, "/").rfind("HTTP/1.0 200", 0) == 0);
+    if (backend == "veth") {
+        // Nor over the pair: a SYN to the sandbox's address on another port is
+        // dropped inside (a closed port would answer with a reset).
+        const std::optional<int> slot = vethSlotOf(served.supervisor());
+        REQUIRE(slot.has_value());
+        CHECK(connectWithin(vethAddress(*slot, 2), port, 3000) == "ok");
+        CHECK(connectWithin(vethAddress(*slot, 2), second, 1500) == "ETIMEDOUT");
+    }
+}
+
+TEST_CASE("serve --net-backend veth: the host's end of the pair is out of reach from inside",
+          "[serve][G1][veth]") {
+    if (!modeUsable(Mode::Root)) return;
+    Sandbox sandbox(Mode::Root);
+    const uint16_t port = freePort();
+    // Bound to every address of the host, the pair's end included.
+    HostListener host_any = HostListener::tcp(AF_INET, "0.0.0.0");
+    REQUIRE(host_any.ok());
+    const std::string outside = hostExternalAddress();
+    const std::string p = "/probe/stockade-probe";
+    // The server runs; once the test names the host's end in /repo/go, the
+    // command tries it from inside the sandbox (Landlock and nftables).
+    const std::string script =
+        "python3 -m http.server --bind 127.0.0.1 " + std::to_string(port) +
+        " & while [ ! -s /repo/go ]; do sleep 0.05; done; read host < /repo/go; " + p +
+        " connect-tcp $host " + host_any.port() + " > /repo/hostend.tmp; mv /repo/hostend.tmp " +
+        "/repo/hostend; wait";
+    Served served(sandbox, serviceName(), port, {"sh", "-c", script}, {}, "veth");
+    INFO(served.started().describe());
+    REQUIRE(served.ready());
+    const std::optional<int> slot = vethSlotOf(served.supervisor());
+    REQUIRE(slot.has_value());
+    const std::string host_end = vethAddress(*slot, 1);
+    const pid_t sandbox_pid = served.psEntry().value("sandbox_pid", 0);
+    REQUIRE(sandbox_pid > 0);
+
+    sandbox.scratch().writeFile("worktree/go", host_end + "\n");
+    REQUIRE(waitUntil([&] { return pathExists(sandbox.worktree() + "/hostend"); }, 10s));
+    // Landlock (ABI 4) refuses the connect; without it the sandbox's output
+    // chain drops the SYN (nothing but replies leaves by eth0).
+    CHECK_THAT(ProbeReport(readFile(sandbox.worktree() + "/hostend")).result(),
+               IsOneOf({"EACCES", "ETIMEDOUT", "EPERM"}));
+
+    // The network namespace alone, without Landlock: a probe entered into it
+    // from the host. Its own rules drop the SYN.
+    const std::string probe_on_host = std::string(STOCKADE_PROBE_DIR) + "/stockade-probe";
+    const std::string in_netns = "nsenter -t " + std::to_string(sandbox_pid) + " -n ";
+    auto from_netns = [&](const std::string& address, const std::string& port_text) {
+        return ProbeReport(hostOutput(in_netns + probe_on_host + " connect-tcp " + address + " " +
+                                      port_text))
+            .result();
+    };
+    CHECK_THAT(from_netns(host_end, host_any.port()), IsOneOf({"ETIMEDOUT", "EPERM"}));
+    if (!outside.empty()) CHECK(from_netns(outside, host_any.port()) == "ENETUNREACH");
+    // And with the sandbox's own table gone (as if its rules were broken),
+    // the host's table still drops what comes from its end: a connection
+    // to the listener would otherwise be accepted.
+    hostOutput(in_netns + "nft delete table inet stockade");
+    CHECK(hostOutput(in_netns + "nft list tables").find("stockade") == std::string::npos);
+    CHECK(from_netns(host_end, host_any.port()) == "ETIMEDOUT");
+    CHECK_FALSE(host_any.sawConnection());
+}
+
+TEST_CASE("serve --net-backend veth is refused when not root: 125, nothing made",
+          "[serve][cli][veth]") {
+    if (!modeUsable(Mode::Rootless)) return;
+    Sandbox sandbox(Mode::Rootless);
+    const uint16_t port = freePort();
+    Served served(sandbox, serviceName(), port, httpServer(port), {}, "veth");
+    INFO(served.started().describe());
+    CHECK(served.started().exitCode == 125);
+    CHECK(served.started().err.find("needs root") != std::string::npos);
+    CHECK(served.psEntry().is_null());
+    CHECK(connectResult(AF_INET, port) == std::strerror(ECONNREFUSED));
+    const Completed bad = served.stockade(
+        {"serve", "--net-backend", "tap", "--port", std::to_string(port), "--", "true"});
+    CHECK(bad.exitCode == 125);
+    CHECK(bad.err.find("--net-backend") != std::string::npos);
 }
 
 TEST_CASE("serve: not ready in time is torn down: blocked, not_ready, exit 124", "[serve]") {
@@ -386,20 +570,27 @@ TEST_CASE("serve: serving a running name again replaces it", "[serve]") {
 
 TEST_CASE("serve: a supervisor killed with SIGKILL takes its sandbox down and frees the port",
           "[serve][G6]") {
-    STOCKADE_EACH_MODE(mode);
+    STOCKADE_EACH_SERVE_SETUP(mode, backend);
     Sandbox sandbox(mode);
     const uint16_t port = freePort();
-    Served served(sandbox, serviceName(), port, httpServer(port));
+    Served served(sandbox, serviceName(), port, httpServer(port), {}, backend);
     INFO(served.started().describe());
     REQUIRE(served.ready());
+    std::optional<int> slot;
+    if (backend == "veth") {
+        slot = vethSlotOf(served.supervisor());
+        REQUIRE(slot.has_value());
+    }
     const pid_t sandbox_pid = served.psEntry().value("sandbox_pid", 0);
     REQUIRE(sandbox_pid > 0);
     REQUIRE(::kill(served.supervisor(), SIGKILL) == 0);
     CHECK(waitUntil([&] { return processGone(served.supervisor()); }, 5s));
     CHECK(waitUntil([&] { return processGone(sandbox_pid); }, 5s));
     CHECK(connectResult(AF_INET, port) == std::strerror(ECONNREFUSED));
-    // The stale record goes at the next look.
+    // The stale record goes at the next look, and with it (veth) the host's
+    // table and the slot; the link went with the sandbox's namespace.
     CHECK(served.psEntry().is_null());
+    if (slot) CHECK(waitUntil([&] { return vethLeftovers(*slot).empty(); }, 5s));
 }
 
 TEST_CASE("serve: another user can neither see nor stop a dev server", "[serve]") {

@@ -153,6 +153,8 @@ HostFacts healthyFacts(uid_t euid) {
                  0};
     f.rlimits = {{"RLIMIT_AS", 0}, {"RLIMIT_NPROC", 0}, {"RLIMIT_CPU", 0}};
     f.close_range = 0;
+    f.nft = "/usr/sbin/nft";
+    f.veth_probed = euid == 0;
     for (const char* kind : {"user", "mnt", "pid", "net", "ipc", "uts", "cgroup"})
         f.max_namespaces[kind] = "15000";
     f.exe = "/usr/local/bin/stockade";
@@ -179,6 +181,11 @@ TEST_CASE("a healthy host: every guarantee ok, the profile can run", "[host_chec
             CHECK(contains(e.reason, "no cgroup v1 hierarchy holds"));
             continue;
         }
+        if (e.id == "veth_backend") {  // root only, and optional: harmless too
+            CHECK(contains(e.reason, "needs root"));
+            CHECK_FALSE(e.required);
+            continue;
+        }
         CHECK(e.state == CheckState::Ok);
         CHECK(e.reason.empty());
         CHECK(e.fix.empty());
@@ -203,6 +210,34 @@ TEST_CASE("a healthy host: every guarantee ok, the profile can run", "[host_chec
         CHECK(r.find(id) != nullptr);
     CHECK(r.find("memory")->mechanism == "cgroup2");
     CHECK(r.find("landlock")->mechanism == "abi-7");
+}
+
+TEST_CASE("the veth backend: ok as root with nft and a working pair; else the cause and the fix",
+          "[host_check]") {
+    HostFacts root = healthyFacts(0);
+    const HostReport fine = reportFromFacts(root, {});
+    REQUIRE(fine.find("veth_backend") != nullptr);
+    CHECK(fine.find("veth_backend")->state == CheckState::Ok);
+    CHECK_FALSE(fine.find("veth_backend")->required);
+
+    const HostReport rootless = reportFromFacts(healthyFacts(1000), {});
+    const CheckEntry* user = rootless.find("veth_backend");
+    CHECK(user->state == CheckState::Unavailable);
+    CHECK(contains(user->reason, "needs root"));
+    CHECK(contains(user->fix, "--net-backend userspace"));
+    CHECK(rootless.can_run);  // never a blocker: only serve --net-backend veth needs it
+
+    HostFacts no_nft = root;
+    no_nft.nft.clear();
+    CHECK(contains(reportFromFacts(no_nft, {}).find("veth_backend")->fix,
+                   "apt-get install nftables"));
+
+    HostFacts broken = root;
+    broken.veth_error = "RTM_NEWLINK(veth stkcheckh <-> stkchecks): EOPNOTSUPP";
+    const CheckEntry* e = reportFromFacts(broken, {}).find("veth_backend");
+    CHECK(e->state == CheckState::Unavailable);
+    CHECK(contains(e->reason, "EOPNOTSUPP"));
+    CHECK(contains(e->fix, "CONFIG_VETH"));
 }
 
 TEST_CASE("Debian's kernel.unprivileged_userns_clone=0 is named, with its sysctl", "[host_check]") {

@@ -67,10 +67,14 @@ UniqueFd connectTo(uint16_t port) {
 class Running {
   public:
     explicit Running(uint16_t target) : epoll_(epoll_create1(EPOLL_CLOEXEC)) {
-        forwarder_ = std::make_unique<Forwarder>(epoll_.get(), target, [](int family) {
+        SocketSource host = [](int family) {
             return Result<UniqueFd>(
                 UniqueFd(socket(family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0)));
-        });
+        };
+        std::vector<ForwardTarget> targets;
+        targets.push_back(insideLoopback(AF_INET, target, host));
+        targets.push_back(insideLoopback(AF_INET6, target, host));
+        forwarder_ = std::make_unique<Forwarder>(epoll_.get(), std::move(targets));
         std::vector<UniqueFd> listeners;
         listeners.push_back(listenOn(AF_INET, 0));
         port_ = portOf(listeners.back().get());

@@ -132,7 +132,16 @@ class Served {
         const std::string line = started_.out.substr(0, started_.out.find('\n'));
         ready_ = json::parse(line, nullptr, false);
     }
-    ~Served() { stockade({"stop", name_}); }
+    // Stopped, and its log (kept by stockade after a stop) removed: the
+    // state directory is the invoking user's (no XDG_RUNTIME_DIR here).
+    ~Served() {
+        stockade({"stop", name_});
+        const std::string state = sandbox_.mode() == Mode::Root
+                                      ? "/run/stockade"
+                                      : "/tmp/stockade-" + std::to_string(kNobody);
+        for (const char* suffix : {".log", ".log.1"})
+            ::unlink((state + "/" + name_ + suffix).c_str());
+    }
 
     Completed stockade(std::vector<std::string> args) const {
         Launch launch;
@@ -644,8 +653,8 @@ TEST_CASE("serve: the sandbox is run's, but for the published port", "[serve]") 
     auto report = [](const std::string& file) {
         const std::string p = "/probe/stockade-probe";
         return p + " ids > " + file + "; " + p + " caps >> " + file + "; " + p + " mounts >> " +
-               file + "; " + p + " ifaces >> " + file + "; " + p + " env >> " + file +
-               "; cat /proc/self/limits >> " + file +
+               file + "; " + p + " ifaces | grep -v '^route6' >> " + file + "; " + p + " env >> " +
+               file + "; cat /proc/self/limits >> " + file +
                "; grep -E '^(Seccomp|NoNewPrivs|Cap)' /proc/self/status >> " + file +
                "; hostname >> " + file;
     };

@@ -8,7 +8,7 @@ ASAN_BUILD ?= build-asan
 JOBS       ?= $(shell nproc)
 CMAKE_GEN  := -G Ninja
 
-.PHONY: all deps build build-asan check check-normal check-asan fuzz demo clean format install uninstall deb
+.PHONY: test-root all deps build build-asan check check-normal check-asan fuzz demo clean format install uninstall deb
 
 PREFIX ?= /usr/local
 
@@ -25,7 +25,7 @@ build-asan: deps
 	@cmake -S . -B $(ASAN_BUILD) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Debug -DSTOCKADE_SANITIZE=ON >/dev/null
 	@cmake --build $(ASAN_BUILD) -j $(JOBS)
 
-check-normal: build
+check-normal: build test-root
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
 check-asan: build-asan
@@ -38,6 +38,10 @@ fuzz: deps
 	@sh scripts/fuzz.sh $(FUZZ_SECONDS)
 
 FUZZ_SECONDS ?= 30
+
+# A clean Debian 12 root for the package test, made once with debootstrap.
+test-root: deps
+	@sh scripts/clean-root.sh
 
 check: check-normal check-asan fuzz
 

@@ -31,6 +31,7 @@
 #include "namespaces/net_in_child.h"
 #include "namespaces/user.h"
 #include "namespaces/uts_in_child.h"
+#include "runtime/cgroup_fs.h"
 #include "runtime/cgroup_limits.h"
 #include "runtime/nftables.h"
 #include "runtime/privileges_in_child.h"
@@ -64,14 +65,6 @@ std::string readFile(const std::string& path) {
 std::string trimmed(std::string s) {
     while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
     return s;
-}
-
-bool hasWord(const std::string& text, const std::string& word) {
-    std::istringstream in(text);
-    std::string w;
-    while (in >> w)
-        if (w == word) return true;
-    return false;
 }
 
 int statusField(const std::string& status, const std::string& key) {

@@ -17,6 +17,7 @@
 #include <sstream>
 #include <thread>
 
+#include "base/file_lock.h"
 #include "runtime/result.h"
 
 namespace stockade {
@@ -25,24 +26,6 @@ namespace {
 
 using nlohmann::json;
 constexpr const char* kRecordSchema = "stockade.service/v1";
-
-// Opens and flocks `path` without waiting. The lock file may be unlinked by
-// whoever held it last; a lock on an unlinked inode proves nothing, so the
-// path must still name the inode locked.
-Result<UniqueFd> tryLock(const std::string& path, bool create) {
-    for (int attempt = 0; attempt < 8; ++attempt) {
-        UniqueFd fd(
-            ::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW | (create ? O_CREAT : 0), 0600));
-        if (!fd) return Error::fromErrno("open(\"" + path + "\")");
-        if (flock(fd.get(), LOCK_EX | LOCK_NB) < 0)
-            return Error::fromErrno("flock(\"" + path + "\")");
-        struct stat held, named;
-        if (fstat(fd.get(), &held) == 0 && stat(path.c_str(), &named) == 0 &&
-            held.st_ino == named.st_ino && held.st_dev == named.st_dev)
-            return fd;
-    }
-    return Error::message("the lock " + path + " keeps changing");
-}
 
 bool waitReadable(int fd, int timeout_ms) {
     pollfd pfd{fd, POLLIN, 0};
@@ -95,14 +78,14 @@ Result<StateDir> StateDir::open() {
 }
 
 Result<UniqueFd> StateDir::lock(const std::string& name) const {
-    auto fd = tryLock(lockPath(name), true);
+    auto fd = lockFileExclusive(lockPath(name), true);
     if (!fd && fd.error().errnum() == EWOULDBLOCK)
         return Error::message("a dev server named \"" + name + "\" is already running");
     return fd;
 }
 
 bool StateDir::live(const std::string& name) const {
-    auto fd = tryLock(lockPath(name), false);
+    auto fd = lockFileExclusive(lockPath(name), false);
     if (fd) {
         release(name, std::move(*fd));
         return false;

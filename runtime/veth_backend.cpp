@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <vector>
 
+#include "base/file_lock.h"
 #include "namespaces/veth.h"
 #include "runtime/nftables.h"
 
@@ -101,22 +102,9 @@ std::string sandboxRuleset(uint16_t port) {
            "}\n";
 }
 
-// Opens and flocks the slot file; EWOULDBLOCK when its owner lives. A file
-// unlinked by its owner between our open and our flock is retried.
+// The slot file's lock (base/file_lock.h); EWOULDBLOCK when its owner lives.
 Result<UniqueFd> lockSlot(int slot, bool create) {
-    const std::string path = slotPath(slot);
-    for (int attempt = 0; attempt < 8; ++attempt) {
-        UniqueFd fd(
-            open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW | (create ? O_CREAT : 0), 0600));
-        if (!fd) return Error::fromErrno("open(\"" + path + "\")");
-        if (flock(fd.get(), LOCK_EX | LOCK_NB) < 0)
-            return Error::fromErrno("flock(\"" + path + "\")");
-        struct stat held, named;
-        if (fstat(fd.get(), &held) == 0 && stat(path.c_str(), &named) == 0 &&
-            held.st_ino == named.st_ino && held.st_dev == named.st_dev)
-            return fd;
-    }
-    return Error::message("the slot file " + path + " keeps changing");
+    return lockFileExclusive(slotPath(slot), create);
 }
 
 void warn(const std::string& what, const Error& error) {

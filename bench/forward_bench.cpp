@@ -15,6 +15,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/resource.h>
@@ -107,7 +108,23 @@ int runServer(uint16_t port) {
     std::fflush(stdout);
     for (;;) {
         int conn = accept4(fd, nullptr, nullptr, SOCK_CLOEXEC);
-        if (conn >= 0) std::thread(serveConnection, conn).detach();
+        if (conn < 0) continue;
+        // Small stacks: rootless, the dev-server profile's memory limit is
+        // RLIMIT_AS, which 1,000 threads of 8 MiB stacks would exceed.
+        pthread_attr_t attr;
+        pthread_attr_init(&attr);
+        pthread_attr_setstacksize(&attr, 256 * 1024);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        pthread_t thread;
+        if (pthread_create(
+                &thread, &attr,
+                [](void* fd) -> void* {
+                    serveConnection(static_cast<int>(reinterpret_cast<intptr_t>(fd)));
+                    return nullptr;
+                },
+                reinterpret_cast<void*>(static_cast<intptr_t>(conn))) != 0)
+            close(conn);
+        pthread_attr_destroy(&attr);
     }
 }
 

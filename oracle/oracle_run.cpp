@@ -26,7 +26,6 @@
 #include "runtime/result.h"
 #include "runtime/sandbox.h"
 #include "runtime/serve_state.h"
-#include "runtime/serve_state.h"
 
 namespace stockade::oracle {
 

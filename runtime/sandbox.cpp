@@ -480,8 +480,10 @@ SandboxOutcome runSandbox(const Policy& policy, ServiceHooks* hooks) {
         return setupFailure("compile the seccomp filter", s.error());
     steps.done("choose the seccomp filter");
 
-    removeStaleCgroups();
-    auto cgroups = SandboxCgroups::create({policy.limits.memory_bytes, policy.limits.pids});
+    // Where this process's cgroups are, read once for the sweep and the leaves.
+    const CgroupLayout layout = CgroupLayout::ofThisProcess();
+    removeStaleCgroups(layout);
+    auto cgroups = SandboxCgroups::create({policy.limits.memory_bytes, policy.limits.pids}, layout);
     if (!cgroups) return setupFailure("set up the sandbox's cgroups", cgroups.error());
     steps.done("remove stale cgroups, create the sandbox's cgroups");
     SandboxOutcome enforcement = enforcementFor(policy, *cgroups, *plan);

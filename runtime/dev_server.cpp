@@ -8,6 +8,8 @@
 #include <sys/timerfd.h>
 #include <unistd.h>
 
+#include <cstdio>
+
 #include "runtime/sandbox.h"
 
 namespace stockade {
@@ -100,7 +102,6 @@ Status DevServer::beforeStart(pid_t sandbox_pid) {
 }
 
 void DevServer::started(pid_t sandbox_pid, InsideSockets& sockets) {
-    sandbox_pid_ = sandbox_pid;
     SocketSource inside = [&sockets](int family) { return sockets.open(family); };
     // IPv4 over the veth when there is one. [::1] only through init's
     // socket: Linux delivers nothing to ::1 that arrives on another
@@ -159,10 +160,11 @@ void DevServer::tick() {
         itimerspec off{};
         timerfd_settime(timer_.get(), 0, &off, nullptr);
         if (auto s = forwarder_->start(std::move(listeners_)); !s) {
+            std::fprintf(stderr, "stockade: publish the port: %s\n", s.error().describe().c_str());
             ending_ = Ending::SetupFailed;
             return;
         }
-        if (on_ready) on_ready({sandbox_pid_, elapsed});
+        if (on_ready) on_ready();
         return;
     }
     if (elapsed >= options_.ready_timeout_ms) ending_ = Ending::NotReady;

@@ -52,11 +52,6 @@ struct DevServerOptions {
     bool echo = false;  // the output also goes to stderr (foreground serve)
 };
 
-struct ReadyEvent {
-    pid_t sandbox_pid = 0;
-    uint64_t elapsed_ms = 0;
-};
-
 class DevServer : public ServiceHooks {
   public:
     // Listeners are bound already (errors come before anything starts); they
@@ -68,7 +63,7 @@ class DevServer : public ServiceHooks {
     ~DevServer() override;
 
     std::function<void(pid_t sandbox_pid)> on_started;
-    std::function<void(const ReadyEvent&)> on_ready;
+    std::function<void()> on_ready;  // once, when ready: the listeners accept from then on
 
     Status beforeStart(pid_t sandbox_pid) override;
     void started(pid_t sandbox_pid, InsideSockets& sockets) override;
@@ -94,7 +89,6 @@ class DevServer : public ServiceHooks {
     std::unique_ptr<VethNetwork> veth_;
     std::vector<ForwardTarget> targets_;
     std::unique_ptr<Forwarder> forwarder_;
-    pid_t sandbox_pid_ = 0;
     std::chrono::steady_clock::time_point start_;
     bool probe_ok_ = false;
     bool ready_ = false;

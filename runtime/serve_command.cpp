@@ -193,25 +193,22 @@ int serveCommand(const ServeOptions& options) {
     if (!lock)
         return refuseRun(run, policy.profile_name, "sandbox_unavailable", "error", "state",
                          lock.error().describe());
-    auto listeners = bindPublished(*dir, *port);
-    if (!listeners) {
+    // From here a refusal also gives the name back, and the log it made.
+    auto refuseLocked = [&](const char* stage, const std::string& message) {
         dir->release(name, std::move(*lock));
-        return refuseRun(
-            run, policy.profile_name, "sandbox_unavailable", "error", "publish",
-            "cannot publish port " + std::to_string(*port) + ": " + listeners.error().describe());
-    }
+        return refuseRun(run, policy.profile_name, "sandbox_unavailable", "error", stage, message);
+    };
+    auto listeners = bindPublished(*dir, *port);
+    if (!listeners)
+        return refuseLocked("publish", "cannot publish port " + std::to_string(*port) + ": " +
+                                           listeners.error().describe());
     auto log = BoundedLog::create(dir->logPath(name),
                                   policy.limits.output_bytes.value_or(kDefaultLogBytes));
-    if (!log) {
-        dir->release(name, std::move(*lock));
-        return refuseRun(run, policy.profile_name, "sandbox_unavailable", "error", "state",
-                         log.error().describe());
-    }
+    if (!log) return refuseLocked("state", log.error().describe());
     auto server = DevServer::create(server_options, std::move(*listeners), std::move(*log));
     if (!server) {
-        dir->release(name, std::move(*lock));
-        return refuseRun(run, policy.profile_name, "sandbox_unavailable", "error", "publish",
-                         server.error().describe());
+        unlink(dir->logPath(name).c_str());
+        return refuseLocked("publish", server.error().describe());
     }
 
     // Where the ready line goes: stdout, or the caller waiting on a pipe.
@@ -219,19 +216,12 @@ int serveCommand(const ServeOptions& options) {
     UniqueFd to_caller;
     if (options.detach) {
         int p[2];
-        if (pipe2(p, O_CLOEXEC) < 0) {
-            dir->release(name, std::move(*lock));
-            return refuseRun(run, policy.profile_name, "sandbox_unavailable", "error", "detach",
-                             Error::fromErrno("pipe2()").describe());
-        }
+        if (pipe2(p, O_CLOEXEC) < 0)
+            return refuseLocked("detach", Error::fromErrno("pipe2()").describe());
         UniqueFd read_end(p[0]);
         to_caller.reset(p[1]);
         pid_t child = fork();
-        if (child < 0) {
-            dir->release(name, std::move(*lock));
-            return refuseRun(run, policy.profile_name, "sandbox_unavailable", "error", "detach",
-                             Error::fromErrno("fork()").describe());
-        }
+        if (child < 0) return refuseLocked("detach", Error::fromErrno("fork()").describe());
         if (child > 0) {
             to_caller.reset();
             lock->reset();  // the supervisor holds it now
@@ -263,7 +253,7 @@ int serveCommand(const ServeOptions& options) {
         if (auto s = dir->write(record); !s)
             say("cannot record the server: " + s.error().describe());
     };
-    (*server)->on_ready = [&](const ReadyEvent& event) {
+    (*server)->on_ready = [&] {
         record.ready = true;
         (void)dir->write(record);
         nlohmann::ordered_json line{
@@ -274,7 +264,6 @@ int serveCommand(const ServeOptions& options) {
             {"elapsed_ms", std::chrono::duration_cast<std::chrono::milliseconds>(
                                std::chrono::steady_clock::now() - start)
                                .count()}};
-        (void)event;
         sendLine(ready_fd, (options.detach ? "ready " : "") + line.dump() + "\n");
         if (options.detach) to_caller.reset();
     };

@@ -144,3 +144,30 @@ TEST_CASE("CLI: bad input is refused with 125 and one line, leaving nothing behi
         CHECK(after.mounts == before.mounts);
     }
 }
+
+TEST_CASE("CLI: --log-level debug times each step of the parent and of the child", "[cli][log]") {
+    STOCKADE_EACH_MODE(mode);
+    Sandbox sandbox(mode);
+    sandbox.option("--log-level", "debug");
+    const Completed done = sandbox.run(probeCommand({"exit", "0"}));
+    INFO(done.describe());
+    CHECK(done.exitCode == 0);
+    // Parent steps, then the child's stages as the child noted them, in order.
+    for (const char* step : {"plan the sandbox", "clone3 with the new namespaces",
+                             "child: build the sandbox's root", "child: install the seccomp filter",
+                             "child: init: the command ended", "write the result"}) {
+        INFO(step);
+        CHECK(done.err.find(step) != std::string::npos);
+    }
+    CHECK(done.err.find("child: build the sandbox's root") <
+          done.err.find("child: install the seccomp filter"));
+    // Nothing of it without the flag, and a level that does not exist is refused.
+    Sandbox quiet(mode);
+    const Completed plain = quiet.run(probeCommand({"exit", "0"}));
+    CHECK(plain.err.find("stockade: debug:") == std::string::npos);
+    Sandbox wrong(mode);
+    wrong.option("--log-level", "loud");
+    const Completed refused = wrong.run({"true"});
+    CHECK(refused.exitCode == 125);
+    CHECK(refused.err.find("--log-level") != std::string::npos);
+}

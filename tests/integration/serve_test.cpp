@@ -9,6 +9,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -679,4 +680,23 @@ TEST_CASE("serve: the sandbox is run's, but for the published port", "[serve]") 
     CHECK(run_result.at("enforced") == serve_result.at("enforced"));
     CHECK(run_result.at("degraded") == serve_result.at("degraded"));
     CHECK(serve_result.value("status", "") == "cancelled");  // ended by stop
+}
+
+TEST_CASE("serve: a state directory others could reach is refused, not used", "[serve]") {
+    if (!modeUsable(Mode::Rootless)) return;
+    // $XDG_RUNTIME_DIR/stockade exists but is open to everyone (0755): a
+    // record or lock there could be planted or read by another user.
+    ScratchDir runtime(scratchRoot(), "xdg", kNobody, kNobody);
+    const std::string state = runtime.makeDir("stockade", 0755);
+    Launch launch;
+    launch.mode = Mode::Rootless;
+    launch.args = {"ps"};
+    launch.environment = {"PATH=/usr/bin:/bin", "XDG_RUNTIME_DIR=" + runtime.path()};
+    const Completed ps = runStockade(launch);
+    INFO(ps.describe());
+    CHECK(ps.exitCode == 125);
+    CHECK(ps.err.find("not private") != std::string::npos);
+    // Made private, the same directory is used.
+    REQUIRE(::chmod(state.c_str(), 0700) == 0);
+    CHECK(runStockade(launch).exitCode == 0);
 }

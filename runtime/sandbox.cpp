@@ -266,6 +266,7 @@ class Supervision {
     int listener_socket_;
     ServiceHooks* hooks_;
     UniqueFd listener_;
+    bool listener_received_ = false;
     std::optional<seccomp::DenialCollector> collector_;
     OutputCapture out_capture_, err_capture_;
     std::optional<Ending> kill_reason_;
@@ -362,12 +363,23 @@ void Supervision::run(SandboxOutcome& out) {
         if (ready(i_err)) err_open = pump(streams_.err_read.get(), err_capture_, 2, echo_err);
         if (ready(i_sync)) readMessages();
         if (ready(i_hooks)) onHooks();
-        if (i_listener >= 0 && (fds[i_listener].revents & POLLIN)) answerDenial();
+        if (i_listener >= 0) {
+            if (fds[i_listener].revents & POLLIN) {
+                answerDenial();
+            } else if (fds[i_listener].revents & (POLLHUP | POLLERR)) {
+                // Every process under the filter is gone: nothing more can
+                // be refused, and a hung-up listener would wake poll forever.
+                listener_.reset();
+                listener_socket_ = -1;
+            }
+        }
         if (ready(i_lsock)) {
-            if (auto listener = seccomp::receiveListener(listener_socket_))
+            if (auto listener = seccomp::receiveListener(listener_socket_)) {
                 listener_ = std::move(*listener);
-            else
+                listener_received_ = true;
+            } else {
                 listener_socket_ = -1;  // hung up without a listener: nothing to report
+            }
         }
         if (ready(i_sig)) {
             signalfd_siginfo info;
@@ -397,7 +409,7 @@ void Supervision::run(SandboxOutcome& out) {
     out.stdout_summary = out_capture_.finish();
     out.stderr_summary = err_capture_.finish();
     out.cancel_signal = cancel_signal_;
-    out.denials_reported = listener_.valid() || collector_.has_value();
+    out.denials_reported = listener_received_;
     if (collector_)
         for (const auto& d : collector_->denials()) out.denials.emplace_back(d.syscall, d.count);
     listener_.reset();

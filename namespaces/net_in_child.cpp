@@ -1,10 +1,14 @@
 #include "namespaces/net_in_child.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <net/if.h>
+#include <sched.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 namespace stockade::ns {
@@ -24,6 +28,32 @@ int bringLoopbackUpInChild() noexcept {
         if (ioctl(sock, SIOCSIFFLAGS, &req) < 0) err = errno;
     }
     close(sock);
+    return err;
+}
+
+int startNetworkNamespaceInChild(int slot) noexcept {
+    // Not CLONE_VM: the helper calls into libc, whose errno it would share.
+    // Exit signal 0: the caller reaps it with __WCLONE, and no SIGCHLD is
+    // left pending for init's loop.
+    long pid = syscall(SYS_clone, CLONE_FILES, 0, 0, 0, 0);
+    if (pid != 0) return pid < 0 ? -errno : static_cast<int>(pid);
+    if (unshare(CLONE_NEWNET) < 0) _exit(errno);
+    if (int err = bringLoopbackUpInChild()) _exit(err);
+    int fd = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) _exit(errno);
+    int err = dup3(fd, slot, O_CLOEXEC) < 0 ? errno : 0;
+    close(fd);
+    _exit(err);
+}
+
+int joinNetworkNamespaceInChild(int helper, int slot) noexcept {
+    int status = 0;
+    while (waitpid(helper, &status, __WCLONE) < 0)
+        if (errno != EINTR) return errno;
+    if (!WIFEXITED(status)) return ECHILD;
+    if (WEXITSTATUS(status) != 0) return WEXITSTATUS(status);
+    int err = setns(slot, CLONE_NEWNET) < 0 ? errno : 0;
+    close(slot);
     return err;
 }
 

@@ -171,6 +171,14 @@ void answerSocketRequestsInChild(int channel) noexcept {
 }  // namespace
 
 [[noreturn]] void runChildInChild(ChildPlan& plan) noexcept {
+    // 0. The network namespace, made by a helper on another CPU while this
+    //    process builds the root (see ns::startNetworkNamespaceInChild).
+    int net_helper = -1;
+    if (plan.netns_fd_slot >= 0) {
+        net_helper = ns::startNetworkNamespaceInChild(plan.netns_fd_slot);
+        if (net_helper < 0) failSetupInChild(plan, ChildStage::Loopback, -net_helper);
+    }
+
     // 1. Wait until the supervisor has written our uid/gid maps: before that
     //    we have no identity in the namespace and nothing we create has an owner.
     if (!waitForByteInChild(plan.sync_fd)) _exit(125);
@@ -226,6 +234,16 @@ void answerSocketRequestsInChild(int channel) noexcept {
         failSetupInChild(plan, ChildStage::LandlockRules, err, -1);
     markInChild(plan, static_cast<int>(ChildStage::LandlockRules));
 
+    // 6. The other namespaces' contents: the network namespace is joined
+    //    before the fds are closed, since the helper's live in this table.
+    if (net_helper >= 0) {
+        if (int err = ns::joinNetworkNamespaceInChild(net_helper, plan.netns_fd_slot))
+            failSetupInChild(plan, ChildStage::Loopback, err);
+    } else if (int err = ns::bringLoopbackUpInChild()) {
+        failSetupInChild(plan, ChildStage::Loopback, err);
+    }
+    markInChild(plan, static_cast<int>(ChildStage::Loopback));
+
     int keep[] = {plan.sync_fd,
                   plan.stdout_fd,
                   plan.stderr_fd,
@@ -235,11 +253,8 @@ void answerSocketRequestsInChild(int channel) noexcept {
                   plan.socket_factory_fd};
     closeInheritedFdsInChild(keep, 7);
 
-    // 6. The other namespaces' contents.
     if (int err = ns::setHostnameInChild(plan.hostname.c_str(), plan.hostname.size()))
         failSetupInChild(plan, ChildStage::Hostname, err);
-    if (int err = ns::bringLoopbackUpInChild()) failSetupInChild(plan, ChildStage::Loopback, err);
-    markInChild(plan, static_cast<int>(ChildStage::Loopback));
 
     // 7. init may not be read or traced by the command: non-dumpable, and the
     //    caller's argv and environment (inherited in this copy of the

@@ -48,6 +48,10 @@ struct ChildPlan {
     int listener_socket_fd = -1;
     // A dev server's: init's end of the socket factory (service_hooks.h).
     int socket_factory_fd = -1;
+    // >= 0: clone3 made no network namespace; a helper makes it beside the
+    // root's set-up and leaves an fd for it at this number (held open by a
+    // placeholder until then). -1: the clone made it.
+    int netns_fd_slot = -1;
     ns::LandlockPlan landlock;  // inactive: no Landlock
 
     // The supervisor's own argv and environment strings, which the clone

@@ -79,7 +79,7 @@ int runCommand(const RunOptions& options) {
     if (!policy) return refused;
     steps.done("load the profile, build the policy");
     SandboxOutcome outcome = runSandbox(*policy);
-    steps.done("remove the sandbox's cgroups: nothing of it is left");
+    steps.done("the sandbox: the steps above, then its cgroups removed");
     int code = finishRun(*policy, outcome);
     steps.done("write the result");
     return code;

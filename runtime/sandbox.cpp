@@ -534,6 +534,17 @@ SandboxOutcome runSandbox(const Policy& policy, ServiceHooks* hooks) {
         factory_child.reset(sv[1]);
         plan->socket_factory_fd = factory_child.get();
     }
+    // A run without a service makes its network namespace beside the root's
+    // set-up (ChildPlan::netns_fd_slot). A service's is made by the clone:
+    // its hooks reach the namespace through the child's pid at once.
+    UniqueFd netns_slot;
+    if (!hooks) {
+        netns_slot.reset(open("/dev/null", O_RDONLY | O_CLOEXEC));
+        if (!netns_slot.valid())
+            return setupFailure("hold an fd for the network namespace",
+                                Error::fromErrno("open(\"/dev/null\")"));
+        plan->netns_fd_slot = netns_slot.get();
+    }
     plan->stdout_fd = streams->out_write.get();
     plan->stderr_fd = streams->err_write.get();
     plan->sync_fd = sync_child.get();
@@ -566,8 +577,8 @@ SandboxOutcome runSandbox(const Policy& policy, ServiceHooks* hooks) {
     clone_args args{};
     // CLONE_NEWCGROUP is left to the child, after the supervisor has moved
     // it into its v1 cgroups, so the namespace's root is the sandbox's own.
-    args.flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC |
-                 CLONE_NEWUTS | CLONE_PIDFD;
+    args.flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS |
+                 CLONE_PIDFD | (netns_slot.valid() ? 0 : CLONE_NEWNET);
     if (cgroups->cloneIntoFd() >= 0) {
         args.flags |= CLONE_INTO_CGROUP;
         args.cgroup = static_cast<uint64_t>(cgroups->cloneIntoFd());
@@ -585,6 +596,7 @@ SandboxOutcome runSandbox(const Policy& policy, ServiceHooks* hooks) {
     sync_child.reset();
     listener_child.reset();
     factory_child.reset();
+    netns_slot.reset();
     streams->out_write.reset();
     streams->err_write.reset();
     auto restore = [&] { sigprocmask(SIG_SETMASK, &old_mask, nullptr); };

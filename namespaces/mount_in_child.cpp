@@ -33,16 +33,37 @@ int makeParentsInChild(const char* path) noexcept {
     return 0;
 }
 
+// Runs `create` (which returns 0 or an errno) and, only if a parent is
+// missing, makes the parents and runs it again: most targets' parents exist
+// already, and a mkdir per path component per op was most of the root's
+// system calls.
+template <typename Create>
+int withParentsInChild(const char* path, Create create) noexcept {
+    int err = create();
+    if (err != ENOENT) return err;
+    if (int parents = makeParentsInChild(path)) return parents;
+    return create();
+}
+
 int makeTargetInChild(const MountOp& op) noexcept {
-    if (int err = makeParentsInChild(op.staged.c_str())) return err;
-    if (op.target_is_dir) {
-        if (mkdir(op.staged.c_str(), 0755) < 0 && errno != EEXIST) return errno;
+    const char* staged = op.staged.c_str();
+    return withParentsInChild(staged, [&]() noexcept {
+        if (op.target_is_dir) return mkdir(staged, 0755) < 0 && errno != EEXIST ? errno : 0;
+        int fd = open(staged, O_CREAT | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0444);
+        if (fd < 0) return errno == EEXIST ? 0 : errno;
+        close(fd);
         return 0;
-    }
-    int fd = open(op.staged.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0444);
-    if (fd < 0) return errno == EEXIST ? 0 : errno;
-    close(fd);
-    return 0;
+    });
+}
+
+// A new file at op.staged, for writing; -errno on failure.
+int createStagedFileInChild(const MountOp& op) noexcept {
+    int fd = -1;
+    int err = withParentsInChild(op.staged.c_str(), [&]() noexcept {
+        fd = open(op.staged.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0644);
+        return fd < 0 ? errno : 0;
+    });
+    return err ? -err : fd;
 }
 
 unsigned bindAttrs(const MountOp& op) noexcept {
@@ -95,9 +116,8 @@ int openBeneathInChild(const MountPlan& plan, const MountOp& op, int* out_fd) no
 }
 
 int writeFileInChild(const MountOp& op) noexcept {
-    if (int err = makeParentsInChild(op.staged.c_str())) return err;
-    int fd = open(op.staged.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0644);
-    if (fd < 0) return errno;
+    int fd = createStagedFileInChild(op);
+    if (fd < 0) return -fd;
     const char* p = op.data.data();
     size_t left = op.data.size();
     while (left > 0) {
@@ -117,9 +137,8 @@ int writeFileInChild(const MountOp& op) noexcept {
 
 int copyFileInChild(const MountOp& op, int source_fd) noexcept {
     if (source_fd < 0) return op.optional ? 0 : ENOENT;
-    if (int err = makeParentsInChild(op.staged.c_str())) return err;
-    int fd = open(op.staged.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0644);
-    if (fd < 0) return errno;
+    int fd = createStagedFileInChild(op);
+    if (fd < 0) return -fd;
     int err = 0;
     while (true) {
         ssize_t n = sendfile(fd, source_fd, nullptr, 1 << 20);
@@ -136,13 +155,14 @@ int applyOpInChild(MountPlan& plan, size_t index) noexcept {
     const char* staged = op.staged.c_str();
     switch (op.kind) {
         case MountKind::Directory:
-            if (int err = makeParentsInChild(staged)) return err;
-            return mkdir(staged, 0755) < 0 && errno != EEXIST ? errno : 0;
+            return withParentsInChild(staged, [&]() noexcept {
+                return mkdir(staged, 0755) < 0 && errno != EEXIST ? errno : 0;
+            });
         case MountKind::File:
             return writeFileInChild(op);
         case MountKind::Symlink:
-            if (int err = makeParentsInChild(staged)) return err;
-            return errnoOr(symlink(op.data.c_str(), staged));
+            return withParentsInChild(
+                staged, [&]() noexcept { return errnoOr(symlink(op.data.c_str(), staged)); });
         case MountKind::Tmpfs:
             if (int err = makeTargetInChild(op)) return err;
             return errnoOr(mount("tmpfs", staged, "tmpfs", MS_NOSUID | MS_NODEV, op.data.c_str()));

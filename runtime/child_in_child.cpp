@@ -179,21 +179,23 @@ void answerSocketRequestsInChild(int channel) noexcept {
         if (net_helper < 0) failSetupInChild(plan, ChildStage::Loopback, -net_helper);
     }
 
-    // 1. Wait until the supervisor has written our uid/gid maps: before that
-    //    we have no identity in the namespace and nothing we create has an owner.
-    if (!waitForByteInChild(plan.sync_fd)) _exit(125);
-    markInChild(plan, static_cast<int>(ChildStage::WaitForGo));
-
-    // 2. Open every mount source while still the caller's identity: a root
+    // 1. Open every mount source while still the caller's identity: a root
     //    caller's sources may sit in directories only root can traverse
     //    (the sandbox's uid could not open them), and nothing of the sandbox
     //    runs yet. Mounts made private first, so nothing propagates back.
+    //    Neither needs the id maps (the credentials are the caller's until
+    //    the switch below), so both overlap the supervisor writing them.
     if (int err = ns::makeMountsPrivateInChild())
         failSetupInChild(plan, ChildStage::PrivateMounts, err);
     size_t failed_source = 0;
     if (int err = ns::openSourcesInChild(plan.mounts, &failed_source))
         failSetupInChild(plan, ChildStage::OpenSources, err, static_cast<int>(failed_source));
     markInChild(plan, static_cast<int>(ChildStage::OpenSources));
+
+    // 2. Wait until the supervisor has written our uid/gid maps: before that
+    //    we have no identity in the namespace and nothing we create has an owner.
+    if (!waitForByteInChild(plan.sync_fd)) _exit(125);
+    markInChild(plan, static_cast<int>(ChildStage::WaitForGo));
 
     // 3. Become the sandbox's uid/gid at once, keeping capabilities (within
     //    this user namespace only), so that even in the window before the

@@ -333,7 +333,7 @@ void Supervision::readMessages() {
 }
 
 void Supervision::run(SandboxOutcome& out) {
-    bool out_open = true, err_open = true, alive = true;
+    bool out_open = true, err_open = true, alive = true, sync_open = true;
     bool echo_out = true, echo_err = true;
     while (alive || out_open || err_open) {
         pollfd fds[9];
@@ -346,7 +346,7 @@ void Supervision::run(SandboxOutcome& out) {
         int i_out = add(streams_.out_read.get(), out_open);
         int i_err = add(streams_.err_read.get(), err_open);
         int i_pid = add(pidfd_, alive);
-        int i_sync = add(sync_fd_, alive);
+        int i_sync = add(sync_fd_, alive && sync_open);
         int i_sig = add(signal_fd_, alive);
         int i_timer = add(timer_fd_, alive);
         int i_lsock = add(listener_socket_, alive && !listener_);
@@ -361,7 +361,13 @@ void Supervision::run(SandboxOutcome& out) {
         };
         if (ready(i_out)) out_open = pump(streams_.out_read.get(), out_capture_, 1, echo_out);
         if (ready(i_err)) err_open = pump(streams_.err_read.get(), err_capture_, 2, echo_err);
-        if (ready(i_sync)) readMessages();
+        if (ready(i_sync)) {
+            readMessages();
+            // init closes its end as it exits, some time before the pidfd
+            // says so (the namespaces are torn down in between): a hung-up
+            // socket left in the set would wake poll all that time.
+            if (fds[i_sync].revents & (POLLHUP | POLLERR)) sync_open = false;
+        }
         if (ready(i_hooks)) onHooks();
         if (i_listener >= 0) {
             if (fds[i_listener].revents & POLLIN) {

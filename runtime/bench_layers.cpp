@@ -195,11 +195,6 @@ Status LayerBench::runLevel(BenchLevel level) {
     }
     args.pidfd = reinterpret_cast<uintptr_t>(&pidfd);
     args.exit_signal = SIGCHLD;
-    // As runSandbox does: the child is born in its cgroups (v1: the thread
-    // steps into the leaves for the clone), so attach() only steps out.
-    if (cgroups)
-        if (Status s = cgroups->enterForClone(); !s)
-            return s.error().withContext("enter the sandbox's cgroups");
     long pid = syscall(SYS_clone3, &args, sizeof(args));
     if (pid == 0) runLayeredChildInChild(child);
     if (pid < 0) return Error::fromErrno("clone3()");
@@ -213,14 +208,23 @@ Status LayerBench::runLevel(BenchLevel level) {
         syscall(SYS_waitid, P_PIDFD, pidfd, &ignored, WEXITED, nullptr);
         return e;
     };
-    if (cgroups)
-        if (Status s = cgroups->attach(static_cast<pid_t>(pid)); !s)
-            return abandon(s.error().withContext("move the sandbox into its cgroups"));
     if (at(level, BenchLevel::UserNs)) {
         if (Status s = ns::writeIdMaps(static_cast<pid_t>(pid), plan.ids); !s)
             return abandon(s.error().withContext("write the id maps"));
         char go = 1;
         send(sync_parent.get(), &go, 1, MSG_NOSIGNAL);
+    }
+    // As runSandbox does: the v1 leaves are made while the child builds its
+    // root, and it joins them itself through the `tasks` fds sent to it.
+    if (cgroups) {
+        auto tasks = cgroups->makeV1Leaves();
+        if (!tasks) return abandon(tasks.error().withContext("make the v1 cgroup leaves"));
+        int fds[kMaxPlacementFds];
+        int count = 0;
+        for (const UniqueFd& fd : *tasks)
+            if (count < kMaxPlacementFds) fds[count++] = fd.get();
+        if (int err = sendPlacement(sync_parent.get(), fds, count); err && err != EPIPE)
+            return abandon(Error::fromErrno("sendmsg()", err));
     }
     siginfo_t info{};
     rusage usage{};

@@ -135,8 +135,6 @@ int installSeccompInChild(const ChildPlan& plan) noexcept {
     if (setresgid(plan.ids.inside_gid, plan.ids.inside_gid, plan.ids.inside_gid) < 0 ||
         setresuid(plan.ids.inside_uid, plan.ids.inside_uid, plan.ids.inside_uid) < 0)
         failInChild(c, ChildStage::SetIds, errno);
-    if (at(c, BenchLevel::OtherNs) && unshare(CLONE_NEWCGROUP) < 0)
-        failInChild(c, ChildStage::CgroupNamespace, errno);
     if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
         failInChild(c, ChildStage::ParentDeath, errno);
     if (at(c, BenchLevel::MountNs)) {
@@ -154,6 +152,11 @@ int installSeccompInChild(const ChildPlan& plan) noexcept {
             failInChild(c, ChildStage::Hostname, err);
     if (at(c, BenchLevel::NetNs))
         if (int err = ns::bringLoopbackUpInChild()) failInChild(c, ChildStage::Loopback, err);
+    if (at(c, BenchLevel::CgroupLimits))
+        if (int err = joinCgroupsInChild(plan.sync_fd))
+            failInChild(c, ChildStage::JoinCgroups, err < 0 ? ECHILD : err);
+    if (at(c, BenchLevel::OtherNs) && unshare(CLONE_NEWCGROUP) < 0)
+        failInChild(c, ChildStage::CgroupNamespace, errno);
     if (!at(c, BenchLevel::PidNs)) execCommandInChild(c);
 
     if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) failInChild(c, ChildStage::Dumpable, errno);

@@ -1,8 +1,8 @@
 #include "runtime/cgroup_limits.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <atomic>
 
 #include "runtime/cgroup_v1.h"
@@ -105,71 +105,50 @@ Result<SandboxCgroups> SandboxCgroups::create(const CgroupRequest& request,
     // cgroup v1 for whatever v2 could not hold, each controller on its own
     // hierarchy, under stockade's own cgroup so outer limits still apply.
     if (want_memory && out.memory_ == CgroupMechanism::None && !layout.v1_memory.empty()) {
-        auto leaf = makeV1Leaf(layout.v1_memory, name);
-        if (!leaf) return leaf.error().withContext("cgroup v1 memory leaf");
-        out.v1_memory_leaf_ = *leaf;
         out.v1_memory_home_ = layout.v1_memory;
-        if (auto s = writeV1MemoryLimit(*leaf, *request.memory_bytes); !s) return s.error();
+        out.v1_memory_bytes_ = request.memory_bytes;
         out.memory_ = CgroupMechanism::V1;
     }
     if (want_pids && out.pids_ == CgroupMechanism::None && !layout.v1_pids.empty()) {
-        auto leaf = makeV1Leaf(layout.v1_pids, name);
-        if (!leaf) return leaf.error().withContext("cgroup v1 pids leaf");
-        out.v1_pids_leaf_ = *leaf;
         out.v1_pids_home_ = layout.v1_pids;
-        out.pids_limit_ = *request.pids;
-        if (auto s = writeV1PidsLimit(*leaf, *request.pids); !s) return s.error();
+        out.v1_pids_ = request.pids;
         out.pids_ = CgroupMechanism::V1;
     }
+    out.leaf_name_ = name;
     return out;
 }
 
 SandboxCgroups::~SandboxCgroups() {
-    (void)leave();  // a clone that failed never got to attach()
     v2_leaf_.reset();
     v2_subtree_.reset();
     (void)removeV1Leaf(v1_memory_leaf_);
     (void)removeV1Leaf(v1_pids_leaf_);
 }
 
-Status SandboxCgroups::enterForClone() {
-    // The caller counts in pids.current while inside: a bound below two
-    // (the caller and the clone) would refuse the clone itself, so that
-    // leaf gets the clone moved in afterwards instead.
-    std::vector<std::string> leaves;
-    if (!v1_memory_leaf_.empty()) leaves.push_back(v1_memory_leaf_);
-    if (!v1_pids_leaf_.empty() && pids_limit_ >= 2) leaves.push_back(v1_pids_leaf_);
-    for (const std::string& leaf : leaves) {
-        // "0" is the writing thread; cgroup v1 moves one thread through
-        // `tasks` without cgroup_threadgroup_rwsem (cgroup_procs_write_start).
-        if (auto s = writeCgroupFile(leaf + "/tasks", "0"); !s) {
-            (void)leave();
-            return s;
-        }
-        entered_.push_back(leaf);
+Result<std::vector<UniqueFd>> SandboxCgroups::makeV1Leaves() {
+    std::vector<UniqueFd> tasks;
+    auto open_tasks = [&](const std::string& leaf) -> Status {
+        std::string path = leaf + "/tasks";
+        UniqueFd fd(open(path.c_str(), O_WRONLY | O_CLOEXEC));
+        if (!fd.valid()) return Error::fromErrno("open(\"" + path + "\")");
+        tasks.push_back(std::move(fd));
+        return okStatus();
+    };
+    if (v1_memory_bytes_ && v1_memory_leaf_.empty()) {
+        auto leaf = makeV1Leaf(v1_memory_home_, leaf_name_);
+        if (!leaf) return leaf.error().withContext("cgroup v1 memory leaf");
+        v1_memory_leaf_ = *leaf;
+        if (auto s = writeV1MemoryLimit(*leaf, *v1_memory_bytes_); !s) return s.error();
+        if (auto s = open_tasks(*leaf); !s) return s.error();
     }
-    return okStatus();
-}
-
-Status SandboxCgroups::leave() {
-    Status result = okStatus();
-    for (const std::string& leaf : entered_) {
-        const std::string& home = leaf == v1_memory_leaf_ ? v1_memory_home_ : v1_pids_home_;
-        if (auto s = writeCgroupFile(home + "/tasks", "0"); !s && result) result = s;
+    if (v1_pids_ && v1_pids_leaf_.empty()) {
+        auto leaf = makeV1Leaf(v1_pids_home_, leaf_name_);
+        if (!leaf) return leaf.error().withContext("cgroup v1 pids leaf");
+        v1_pids_leaf_ = *leaf;
+        if (auto s = writeV1PidsLimit(*leaf, *v1_pids_); !s) return s.error();
+        if (auto s = open_tasks(*leaf); !s) return s.error();
     }
-    entered_.clear();
-    return result;
-}
-
-Status SandboxCgroups::attach(pid_t pid) {
-    std::vector<std::string> born_in = entered_;
-    if (auto s = leave(); !s) return s.error().withContext("leave the sandbox's cgroups");
-    for (const std::string* leaf : {&v1_memory_leaf_, &v1_pids_leaf_}) {
-        if (leaf->empty() || std::find(born_in.begin(), born_in.end(), *leaf) != born_in.end())
-            continue;
-        if (auto s = writeCgroupFile(*leaf + "/cgroup.procs", std::to_string(pid)); !s) return s;
-    }
-    return okStatus();
+    return tasks;
 }
 
 uint64_t SandboxCgroups::processCount() const {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "base/unique_fd.h"
 #include "runtime/cgroup_fs.h"
 #include "runtime/cgroup_v2.h"
 
@@ -53,15 +54,15 @@ class SandboxCgroups {
     CgroupMechanism pids() const { return pids_; }
     // The v2 leaf, for clone3's CLONE_INTO_CGROUP, or -1.
     int cloneIntoFd() const { return v2_leaf_ ? v2_leaf_->fd() : -1; }
-    // Right before clone3: the calling thread steps into the v1 leaves, so
-    // the clone is born in them, as CLONE_INTO_CGROUP does on v2. A thread
-    // moving itself through `tasks` skips the global threadgroup lock whose
-    // RCU grace period made moving the child afterwards cost 5-20 ms a run
-    // (docs/performance.md). Only the clone itself happens in between.
-    Status enterForClone();
-    // Right after clone3: the caller steps back out of the v1 leaves; the
-    // leaves `pid` was not born in (no enterForClone) it is moved into.
-    Status attach(pid_t pid);
+    // The v1 leaves are made after the clone, while the child builds its
+    // root: create() only decides on them. makeV1Leaves makes them, writes
+    // their limits, and returns one `tasks` fd per leaf for the child, which
+    // writes "0" to each (sendPlacement, joinCgroupsInChild): a thread that
+    // moves itself through `tasks` skips the global threadgroup lock whose
+    // RCU grace period made moving a process cost 5-20 ms a run
+    // (docs/performance.md), and the permission check uses the opener's
+    // credentials, so the sandbox's uid needs no rights of its own there.
+    Result<std::vector<UniqueFd>> makeV1Leaves();
     // Processes in the sandbox right now, from pids.current (0 when unknown).
     uint64_t processCount() const;
     CgroupEvents events() const;
@@ -74,12 +75,12 @@ class SandboxCgroups {
     std::optional<CgroupV2Leaf> v2_leaf_;
     std::string v1_memory_leaf_;
     std::string v1_pids_leaf_;
-    // Where the caller returns to, and the leaves it stepped into.
+    // The v1 parents the leaves go under.
     std::string v1_memory_home_;
     std::string v1_pids_home_;
-    std::vector<std::string> entered_;
-    uint64_t pids_limit_ = 0;
-    Status leave();
+    // Decided by create(), made by makeV1Leaves().
+    std::string leaf_name_;
+    std::optional<uint64_t> v1_memory_bytes_, v1_pids_;
 };
 
 // Removes leaves (and v2 relocation dirs) left by stockade processes that no

@@ -168,6 +168,19 @@ void answerSocketRequestsInChild(int channel) noexcept {
     _exit(WIFEXITED(command_status) ? WEXITSTATUS(command_status) : 128 + WTERMSIG(command_status));
 }
 
+// The command's stack until its execve: init's own is in use below init's
+// frames, so the clone gets this one. Static, so it costs nothing until
+// touched; init is suspended (CLONE_VFORK) while the command uses it.
+alignas(64) char command_stack[128 * 1024];
+
+void* commandStackTopInChild() noexcept {
+    return command_stack + sizeof(command_stack);
+}
+
+int commandEntryInChild(void* plan) noexcept {
+    execCommandInChild(*static_cast<ChildPlan*>(plan));
+}
+
 }  // namespace
 
 [[noreturn]] void runChildInChild(ChildPlan& plan) noexcept {
@@ -265,19 +278,29 @@ void answerSocketRequestsInChild(int channel) noexcept {
     wipeMemoryInChild(plan);
     markInChild(plan, static_cast<int>(ChildStage::WipeMemory));
 
-    // 8. The cgroup namespace, once the supervisor has put us in the
-    //    sandbox's cgroups (it did so while we built the root), so its root
-    //    is them; nothing of the command runs before that.
-    if (!waitForByteInChild(plan.sync_fd)) _exit(125);
+    // 8. Into the sandbox's cgroups (v1: the supervisor made the leaves
+    //    while we built the root and sends their `tasks` fds with "placed";
+    //    v2: we were born in the leaf), then the cgroup namespace, so its
+    //    root is them; nothing of the command runs before that.
+    if (int err = joinCgroupsInChild(plan.sync_fd)) {
+        if (err < 0) _exit(125);
+        failSetupInChild(plan, ChildStage::JoinCgroups, err);
+    }
+    markInChild(plan, static_cast<int>(ChildStage::JoinCgroups));
     if (unshare(CLONE_NEWCGROUP) < 0) failSetupInChild(plan, ChildStage::CgroupNamespace, errno);
     markInChild(plan, static_cast<int>(ChildStage::CgroupNamespace));
 
-    // 9. The command. A raw clone rather than fork(3): glibc's fork runs
-    //    atfork handlers and takes the malloc locks.
-    pid_t command = static_cast<pid_t>(syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0));
+    // 9. The command, started as posix_spawn starts one: it shares init's
+    //    memory until its execve (CLONE_VM), and init waits until then
+    //    (CLONE_VFORK), so none of init's page tables are copied and
+    //    neither side pays copy-on-write faults. glibc's clone(3), not
+    //    fork(3): no atfork handlers, no malloc locks. Everything the
+    //    command does before execve is its own (fd table, credentials,
+    //    signal dispositions: no CLONE_FILES, CLONE_SIGHAND or CLONE_THREAD).
+    pid_t command = clone(commandEntryInChild, commandStackTopInChild(),
+                          CLONE_VM | CLONE_VFORK | SIGCHLD, &plan);
     if (command < 0) failSetupInChild(plan, ChildStage::ForkCommand, errno);
     markInChild(plan, static_cast<int>(ChildStage::ForkCommand));
-    if (command == 0) execCommandInChild(plan);
 
     // 10. init keeps only the sync socket (and a dev server's socket
     //    factory): no host fd, not even the output pipes, whose EOF must

@@ -24,6 +24,7 @@ enum class ChildStage : uint32_t {
     Loopback,
     Dumpable,
     WipeMemory,
+    JoinCgroups,
     CgroupNamespace,
     ForkCommand,
     NewSession,
@@ -54,5 +55,17 @@ struct ChildMessage {
 };
 
 const char* describeStage(ChildStage stage);
+
+// "Placed": the supervisor's second byte on the sync socket, once the
+// sandbox's network is connected and its v1 cgroup leaves exist, carrying
+// one `tasks` fd per leaf (SandboxCgroups::makeV1Leaves). Returns 0 or an
+// errno.
+int sendPlacement(int sync_fd, const int* tasks_fds, int count);
+
+// The child's side: waits for "placed" and writes "0" (this thread) into
+// each `tasks` fd, so the command and all it starts are born in the leaves.
+// Returns 0, an errno, or -1 when the supervisor is gone.
+int joinCgroupsInChild(int sync_fd) noexcept;
+inline constexpr int kMaxPlacementFds = 2;
 
 }  // namespace stockade

@@ -500,10 +500,9 @@ SandboxOutcome runSandbox(const Policy& policy, ServiceHooks* hooks) {
 
     // Where this process's cgroups are, read once for the sweep and the leaves.
     const CgroupLayout layout = CgroupLayout::ofThisProcess();
-    removeStaleCgroups(layout);
     auto cgroups = SandboxCgroups::create({policy.limits.memory_bytes, policy.limits.pids}, layout);
     if (!cgroups) return setupFailure("set up the sandbox's cgroups", cgroups.error());
-    steps.done("remove stale cgroups, create the sandbox's cgroups");
+    steps.done("choose the sandbox's cgroups (v2: make its leaf)");
     SandboxOutcome enforcement = enforcementFor(policy, *cgroups, *plan);
     if (auto missing = missingRequirements(policy, enforcement); !missing.empty()) {
         SandboxOutcome out = std::move(enforcement);
@@ -591,10 +590,6 @@ SandboxOutcome runSandbox(const Policy& policy, ServiceHooks* hooks) {
     }
     args.pidfd = reinterpret_cast<uintptr_t>(&pidfd);
     args.exit_signal = SIGCHLD;
-    if (auto s = cgroups->enterForClone(); !s) {
-        sigprocmask(SIG_SETMASK, &old_mask, nullptr);
-        return setupFailure("enter the sandbox's cgroups", s.error());
-    }
     long pid = syscall(SYS_clone3, &args, sizeof(args));
     if (pid == 0) runChildInChild(*plan);
     int clone_errno = errno;
@@ -618,9 +613,8 @@ SandboxOutcome runSandbox(const Policy& policy, ServiceHooks* hooks) {
     SandboxOutcome out = std::move(enforcement);
     out.sandbox_pid = static_cast<pid_t>(pid);
     // The id maps first, then "go": the child builds its root while the
-    // supervisor moves it into its cgroups (a cgroup v1 move can wait a
-    // whole RCU grace period). The second byte says it is placed; the child
-    // waits for it before anything of the command runs.
+    // supervisor makes its v1 cgroup leaves. "Placed" carries their `tasks`
+    // fds; the child joins them before anything of the command runs.
     auto abandon = [&](const char* stage, const Error& error) {
         syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, nullptr, 0);
         siginfo_t info;
@@ -633,15 +627,24 @@ SandboxOutcome runSandbox(const Policy& policy, ServiceHooks* hooks) {
     steps.done("write the id maps");
     char go = 1;
     send(sync_parent.get(), &go, 1, MSG_NOSIGNAL);
-    if (Status placed = cgroups->attach(static_cast<pid_t>(pid)); !placed)
-        return abandon("move the sandbox into its cgroups", placed.error());
-    steps.done("move the sandbox into its cgroups (the child builds its root meanwhile)");
+    auto tasks = cgroups->makeV1Leaves();
+    if (!tasks) return abandon("set up the sandbox's cgroups", tasks.error());
+    steps.done("make the v1 cgroup leaves (the child builds its root meanwhile)");
     // A service's network (the veth backend) is connected before anything
     // runs in the sandbox: the child waits for "placed" before its command.
     if (hooks)
         if (Status connected = hooks->beforeStart(static_cast<pid_t>(pid)); !connected)
             return abandon("connect the sandbox's network", connected.error());
-    send(sync_parent.get(), &go, 1, MSG_NOSIGNAL);
+    int tasks_fds[kMaxPlacementFds];
+    int count = 0;
+    for (const UniqueFd& fd : *tasks)
+        if (count < kMaxPlacementFds) tasks_fds[count++] = fd.get();
+    if (int err = sendPlacement(sync_parent.get(), tasks_fds, count); err && err != EPIPE)
+        return abandon("send the child its cgroups", Error::fromErrno("sendmsg()", err));
+    tasks->clear();
+    // Leaves a killed stockade left behind: swept while the child starts
+    // its command, off the path to it.
+    removeStaleCgroups(layout);
 
     Supervision supervision(policy, pidfd, *streams, sync_parent.get(), signal_fd.get(),
                             timer_fd.get(), listener_parent.get(), hooks);

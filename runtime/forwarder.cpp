@@ -275,12 +275,13 @@ class Forwarder::Connection {
         }
     }
 
-    // An error on either side (a reset, a failed pipe): both go at once.
+    // An error on either side (a reset, a failed pipe): both go at once,
+    // each with a reset rather than an orderly end, so neither peer can
+    // take a cut-off stream for a complete one.
     void fail() {
-        if (client_) {
-            linger hard{1, 0};  // pass the reset on rather than pretend an orderly end
-            setsockopt(client_.get(), SOL_SOCKET, SO_LINGER, &hard, sizeof(hard));
-        }
+        linger hard{1, 0};
+        for (const UniqueFd* side : {&client_, &upstream_})
+            if (*side) setsockopt(side->get(), SOL_SOCKET, SO_LINGER, &hard, sizeof(hard));
         end();
     }
 

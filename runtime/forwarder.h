@@ -7,8 +7,9 @@
 // pipe per direction with splice(2), so they are never copied to user space.
 // A side is read only while its pipe is empty, so a slow reader slows its
 // writer (backpressure); an EOF is passed on as shutdown(SHUT_WR) once the
-// pipe has drained (half-close); a connection refused inside closes the
-// client with a FIN.
+// pipe has drained (half-close); a reset on either side reaches the other as
+// a reset; a connection refused inside closes the client with a FIN. Out of
+// fds, it stops accepting (the backlog waits) until a connection ends.
 #pragma once
 
 #include <netinet/in.h>

@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/fd_passing.h"
 #include "namespaces/landlock_in_child.h"
 #include "namespaces/mount_in_child.h"
 #include "namespaces/net_in_child.h"
@@ -81,22 +82,7 @@ void answerSocketRequestsInChild(int channel) noexcept {
         int fd = socket(family == '6' ? AF_INET6 : AF_INET,
                         SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
         int32_t err = fd < 0 ? errno : 0;
-        iovec iov{&err, sizeof(err)};
-        alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-        msghdr msg{};
-        msg.msg_iov = &iov;
-        msg.msg_iovlen = 1;
-        if (fd >= 0) {
-            msg.msg_control = control;
-            msg.msg_controllen = sizeof(control);
-            cmsghdr* c = CMSG_FIRSTHDR(&msg);
-            c->cmsg_level = SOL_SOCKET;
-            c->cmsg_type = SCM_RIGHTS;
-            c->cmsg_len = CMSG_LEN(sizeof(int));
-            memcpy(CMSG_DATA(c), &fd, sizeof(fd));
-        }
-        while (sendmsg(channel, &msg, MSG_NOSIGNAL) < 0 && errno == EINTR) {
-        }
+        sendWithFds(channel, &err, sizeof(err), &fd, fd >= 0 ? 1 : 0);
         if (fd >= 0) close(fd);
     }
 }

@@ -1,9 +1,9 @@
 #include "runtime/child_protocol.h"
 
 #include <errno.h>
-#include <string.h>
-#include <sys/socket.h>
 #include <unistd.h>
+
+#include "base/fd_passing.h"
 
 namespace stockade {
 
@@ -68,47 +68,19 @@ const char* describeStage(ChildStage stage) {
 int sendPlacement(int sync_fd, const int* tasks_fds, int count) {
     if (count < 0 || count > kMaxPlacementFds) return EINVAL;
     char byte = 1;
-    iovec iov{&byte, 1};
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxPlacementFds)] = {};
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    if (count > 0) {
-        msg.msg_control = control;
-        msg.msg_controllen = CMSG_SPACE(sizeof(int) * static_cast<size_t>(count));
-        cmsghdr* c = CMSG_FIRSTHDR(&msg);
-        c->cmsg_level = SOL_SOCKET;
-        c->cmsg_type = SCM_RIGHTS;
-        c->cmsg_len = CMSG_LEN(sizeof(int) * static_cast<size_t>(count));
-        memcpy(CMSG_DATA(c), tasks_fds, sizeof(int) * static_cast<size_t>(count));
-    }
-    while (sendmsg(sync_fd, &msg, MSG_NOSIGNAL) < 0)
-        if (errno != EINTR) return errno;
-    return 0;
+    return sendWithFds(sync_fd, &byte, 1, tasks_fds, count);
 }
 
 int joinCgroupsInChild(int sync_fd) noexcept {
     char byte = 0;
-    iovec iov{&byte, 1};
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxPlacementFds)] = {};
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof(control);
-    ssize_t n;
-    while ((n = recvmsg(sync_fd, &msg, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR) {
-    }
-    if (n != 1) return -1;
-    int fds[kMaxPlacementFds];
+    int fds[kMaxPassedFds];
     int count = 0;
-    for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
-        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
-        size_t bytes = c->cmsg_len - CMSG_LEN(0);
-        for (size_t i = 0; i < bytes / sizeof(int) && count < kMaxPlacementFds; ++i)
-            memcpy(&fds[count++], CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+    bool truncated = false;
+    if (receiveWithFds(sync_fd, &byte, 1, fds, &count, 0, &truncated) != 1) {
+        for (int i = 0; i < count; ++i) close(fds[i]);
+        return -1;
     }
-    int err = (msg.msg_flags & MSG_CTRUNC) ? EMSGSIZE : 0;
+    int err = truncated || count > kMaxPlacementFds ? EMSGSIZE : 0;
     for (int i = 0; i < count; ++i) {
         if (err == 0 && write(fds[i], "0", 1) != 1) err = errno;
         close(fds[i]);

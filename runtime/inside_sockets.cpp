@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 
+#include "base/fd_passing.h"
 #include "runtime/service_hooks.h"
 
 namespace stockade {
@@ -29,25 +30,20 @@ Result<UniqueFd> InsideSockets::open(int family) {
         return Error::message("the sandbox's init did not answer a socket request within 1 s");
     }
     int32_t err = 0;
-    iovec iov{&err, sizeof(err)};
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof(control);
-    ssize_t n = recvmsg(channel_, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
-    if (n != sizeof(err)) {
-        broken_ = true;
-        return Error::fromErrno("receive a socket from the sandbox's init", n == 0 ? EPIPE : errno);
-    }
+    int fds[kMaxPassedFds];
+    int count = 0;
+    bool truncated = false;
+    ssize_t n = receiveWithFds(channel_, &err, sizeof(err), fds, &count, MSG_DONTWAIT, &truncated);
     UniqueFd socket;
-    for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c))
-        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
-            int fd;
-            memcpy(&fd, CMSG_DATA(c), sizeof(fd));
-            socket.reset(fd);
-        }
+    for (int i = 0; i < count; ++i) {
+        UniqueFd fd(fds[i]);
+        if (i == 0) socket = std::move(fd);  // any more are closed: one was asked for
+    }
+    if (n != static_cast<ssize_t>(sizeof(err))) {
+        broken_ = true;
+        return Error::fromErrno("receive a socket from the sandbox's init",
+                                n == 0 ? EPIPE : (n < 0 ? static_cast<int>(-n) : EPROTO));
+    }
     if (err != 0)
         return Error::fromErrno(std::string("socket(") +
                                     (family == AF_INET6 ? "AF_INET6" : "AF_INET") +

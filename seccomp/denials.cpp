@@ -1,4 +1,5 @@
 #include "seccomp/denials.h"
+#include "base/fd_passing.h"
 
 #include <seccomp.h>
 #include <sys/ioctl.h>
@@ -237,40 +238,20 @@ std::vector<Denial> DenialCollector::denials() const {
 }
 
 Result<UniqueFd> receiveListener(int socket_fd) {
-    // One byte more than the message, to see a longer one as the wrong one.
+    // One byte more than the message, to see a longer one as the wrong one;
+    // room for a few fds, so that extra ones are received (and closed)
+    // rather than truncated away.
     char payload[sizeof kListenerMessage + 1];
-    iovec iov{payload, sizeof payload};
-    // Room for a few fds, so that extra ones are received (and closed) rather
-    // than truncated away.
-    union {
-        cmsghdr align;
-        char bytes[CMSG_SPACE(4 * sizeof(int))];
-    } control;
-    std::memset(&control, 0, sizeof control);
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control.bytes;
-    msg.msg_controllen = sizeof control.bytes;
-    ssize_t n;
-    while ((n = recvmsg(socket_fd, &msg, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR) {
-    }
-    if (n < 0) return Error::fromErrno("recvmsg(seccomp listener socket)");
-
+    int received[kMaxPassedFds];
+    int count = 0;
+    bool truncated = false;
+    ssize_t n = receiveWithFds(socket_fd, payload, sizeof payload, received, &count, 0, &truncated);
     std::vector<UniqueFd> fds;
-    for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
-        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
-        const std::size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-        for (std::size_t i = 0; i < count; ++i) {
-            int fd;
-            std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
-            fds.emplace_back(fd);
-        }
-    }
+    for (int i = 0; i < count; ++i) fds.emplace_back(received[i]);
+    if (n < 0) return Error::fromErrno("recvmsg(seccomp listener socket)", static_cast<int>(-n));
     if (n == 0 && fds.empty())
         return Error::message("the child closed the seccomp listener socket without sending one");
-    if (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC))
-        return Error::message("the seccomp listener message was truncated");
+    if (truncated) return Error::message("the seccomp listener message was truncated");
     if (static_cast<std::size_t>(n) != sizeof kListenerMessage ||
         std::memcmp(payload, kListenerMessage, sizeof kListenerMessage) != 0)
         return Error::message("the seccomp listener socket carried another message (" +

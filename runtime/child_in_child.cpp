@@ -172,11 +172,10 @@ int commandEntryInChild(void* plan) noexcept {
 [[noreturn]] void runChildInChild(ChildPlan& plan) noexcept {
     // 0. The network namespace, made by a helper on another CPU while this
     //    process builds the root (see ns::startNetworkNamespaceInChild).
+    //    If the helper cannot be started, or fails, the child makes the
+    //    namespace itself in step 6, as the clone would have.
     int net_helper = -1;
-    if (plan.netns_fd_slot >= 0) {
-        net_helper = ns::startNetworkNamespaceInChild(plan.netns_fd_slot);
-        if (net_helper < 0) failSetupInChild(plan, ChildStage::Loopback, -net_helper);
-    }
+    if (plan.netns_fd_slot >= 0) net_helper = ns::startNetworkNamespaceInChild(plan.netns_fd_slot);
 
     // 1. Open every mount source while still the caller's identity: a root
     //    caller's sources may sit in directories only root can traverse
@@ -237,12 +236,13 @@ int commandEntryInChild(void* plan) noexcept {
 
     // 6. The other namespaces' contents: the network namespace is joined
     //    before the fds are closed, since the helper's live in this table.
-    if (net_helper >= 0) {
-        if (int err = ns::joinNetworkNamespaceInChild(net_helper, plan.netns_fd_slot))
+    bool joined =
+        net_helper >= 0 && ns::joinNetworkNamespaceInChild(net_helper, plan.netns_fd_slot) == 0;
+    if (plan.netns_fd_slot >= 0 && !joined && unshare(CLONE_NEWNET) < 0)
+        failSetupInChild(plan, ChildStage::Loopback, errno);
+    if (!joined)
+        if (int err = ns::bringLoopbackUpInChild())
             failSetupInChild(plan, ChildStage::Loopback, err);
-    } else if (int err = ns::bringLoopbackUpInChild()) {
-        failSetupInChild(plan, ChildStage::Loopback, err);
-    }
     markInChild(plan, static_cast<int>(ChildStage::Loopback));
 
     int keep[] = {plan.sync_fd,

@@ -598,6 +598,11 @@ SandboxOutcome runSandbox(const Policy& policy, ServiceHooks* hooks) {
     listener_child.reset();
     factory_child.reset();
     netns_slot.reset();
+    // The child holds its own copy of the idmapped worktree: closed here
+    // now, the last close comes with the sandbox's mount namespace. Closed
+    // at the end instead, it would unmount the detached tree and wait for
+    // an expedited RCU grace period in the supervisor, after the run.
+    idmapped.tree.reset();
     streams->out_write.reset();
     streams->err_write.reset();
     auto restore = [&] { sigprocmask(SIG_SETMASK, &old_mask, nullptr); };

@@ -39,9 +39,11 @@ fuzz: deps
 
 FUZZ_SECONDS ?= 30
 
-# A clean Debian 12 root for the package test, made once with debootstrap.
+# A clean Debian 12 root for the package test, made once with debootstrap,
+# and the kernel the cgroup v2 VM test boots, fetched once with apt.
 test-root: deps
 	@sh scripts/clean-root.sh
+	@sh scripts/vm-kernel.sh
 
 check: check-normal check-asan fuzz
 

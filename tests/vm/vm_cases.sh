@@ -13,7 +13,7 @@ mount -t tmpfs run /run
 mount -t cgroup2 none /sys/fs/cgroup
 CG=/sys/fs/cgroup
 
-echo "PLANNED 10"
+echo "PLANNED 12"
 verdict() {  # verdict NAME DETAIL: the last command's status is the verdict
     if [ "$?" -eq 0 ]; then echo "CASE PASS $1 $2"; else echo "CASE FAIL $1 $2"; fi
 }
@@ -63,6 +63,20 @@ kill_ok=$?
 [ "$kill_ok" -eq 0 ] && no_sleeper_left && ! has /tmp/r4.json stragglers_killed 0
 verdict root-stragglers-killed "$(grep -E '"stragglers_killed"' /tmp/r4.json | tr -d ' \n')"
 
+# 4b. A stockade killed with SIGKILL leaves its leaf; the next run removes
+#     it (its sandbox died with it: PR_SET_PDEATHSIG, then the PID namespace).
+stockade run --memory 64m --pids 20 -- sleep 30 &
+victim=$!
+sleep 1
+kill -9 $victim
+wait $victim 2>/dev/null
+sleep 0.5
+stale=$(ls -d $CG/stockade/*/ 2>/dev/null | tr '\n' ' ')
+stockade run --memory 64m --pids 20 -- true
+after=$(ls -d $CG/stockade/*/ 2>/dev/null | tr '\n' ' ')
+[ -n "$stale" ] && [ -z "$after" ] && no_sleeper_left
+verdict root-stale-leaf-removed "after SIGKILL: '$stale'; after the next run: '$after'"
+
 # 5. Nothing of the runs is left in the hierarchy: stockade's own dir at
 #    the root stays (as root it is stockade's for good, like v1's), with no
 #    leaf and no process in it; the controllers the test enabled are still
@@ -79,19 +93,22 @@ mkdir -p $D
 echo "+memory +pids" > $CG/user/cgroup.subtree_control
 chown 65534:65534 $D $D/cgroup.procs $D/cgroup.subtree_control $D/cgroup.threads
 as65534() {  # runs "$@" as uid 65534 from inside its delegated cgroup
-    sh -c 'echo $$ > '"$D"'/cgroup.procs && exec as-user 65534 "$@"' sh "$@"
+    (exec_as65534 "$@")
+}
+exec_as65534() {  # the same, the caller's process becoming the command
+    exec sh -c 'echo $$ > '"$D"'/cgroup.procs && exec as-user 65534 "$@"' sh "$@"
 }
 
 # 6. The same bounds through the delegated subtree, read from the VM's side.
 as65534 stockade run --memory 48m --pids 20 --result /tmp/u6.json -- sleep 3 &
 sleep 1
-leaf=$(find $D -name memory.max -path '*stockade*' 2>/dev/null | grep -v stockade-supervisor | head -n 1)
-mem=$(cat "$leaf" 2>/dev/null)
-pids=$(cat "$(dirname "$leaf")/pids.max" 2>/dev/null)
+leaf=$(ls -d $D/stockade/*/ 2>/dev/null | head -n 1)
+mem=$(cat "${leaf}memory.max" 2>/dev/null)
+pids=$(cat "${leaf}pids.max" 2>/dev/null)
 wait
 [ "$mem" = 50331648 ] && [ "$pids" = 20 ] &&
     has /tmp/u6.json memory '"cgroup2"' && has /tmp/u6.json pids '"cgroup2"'
-verdict delegated-bounds-written "leaf=$(dirname "$leaf") memory.max=$mem pids.max=$pids"
+verdict delegated-bounds-written "leaf=$leaf memory.max=$mem pids.max=$pids"
 
 # 7. Memory, as uid 65534.
 as65534 stockade run --memory 32m --result /tmp/u7.json -- sh -c 'head -c 200000000 /dev/zero > /tmp/fill'
@@ -106,6 +123,27 @@ code=$?
 has /tmp/u8.json status '"blocked"' && has /tmp/u8.json reason '"pids_limit"' &&
     has /tmp/u8.json pids '"cgroup2"' && no_sleeper_left
 verdict delegated-pids-limit "exit=$code $(grep -E '"(status|reason)"' /tmp/u8.json | tr -d ' \n')"
+
+# 8b. A stockade SIGKILLed in its delegated cgroup: its sandbox goes with
+#     it, and what it leaves is its own and bounded: its relocation dir and
+#     its subtree (empty of processes), the controllers it enabled. No
+#     process can join that cgroup again while they are enabled (cgroup v2's
+#     no-internal-processes rule), so the next stockade cannot start there;
+#     under systemd the scope ends with its last process and systemd removes
+#     the scope's whole tree. Here the user removes it, which must work.
+exec_as65534 stockade run --memory 64m --pids 20 -- sleep 30 &
+victim=$!  # the supervisor itself: the subshell became it through execs
+sleep 1
+kill -9 $victim
+wait $victim 2>/dev/null
+sleep 0.5
+stale=$(find $D -mindepth 1 -type d | sort | tr '\n' ' ')
+populated=$(find $D -mindepth 1 -name cgroup.procs -exec cat {} + | wc -l)
+as-user 65534 sh -c "find $D -mindepth 1 -depth -type d -exec rmdir {} + &&
+    echo '-memory -pids' > $D/cgroup.subtree_control"
+[ "$stale" = "$D/stockade $D/stockade-supervisor-$victim $D/stockade/$victim-0 " ] &&
+    [ "$populated" -eq 0 ] && no_sleeper_left && [ -z "$(find $D -mindepth 1 -type d)" ]
+verdict delegated-killed-leaves-only-its-own "left: '$stale' holding $populated processes"
 
 # 9. Nothing left in the user's cgroup: no leaf, no relocation dir, its
 #    subtree_control as the user had it (empty), no process but none.

@@ -6,6 +6,8 @@
 #include <signal.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -94,6 +96,58 @@ void restoreBase(const std::string& base, const std::string& self_relocation) {
     if (writeCgroupFile(base + "/cgroup.procs", "0")) (void)removeCgroupDir(self_relocation);
 }
 
+// Dead stockades' leaves under base/stockade, killed and removed; `dead`, a
+// pid known to be gone (perhaps still a zombie, which processExists counts
+// as alive), is one of them.
+void removeDeadLeaves(const std::string& subtree, pid_t dead = -1) {
+    for (const std::string& name : subdirectories(subtree)) {
+        pid_t owner = ownerOf(name);
+        if (owner <= 0 || owner == getpid() || (owner != dead && processExists(owner))) continue;
+        std::string leaf = subtree + "/" + name;
+        (void)killCgroupV2(leaf);
+        (void)removeCgroupDir(leaf);
+    }
+}
+
+// Forks the guardian (see CgroupV2Subtree) into the caller's cgroup, the
+// relocation dir. Returns the pipe's write end and sets `pid`; an invalid
+// fd when it could not (then a killed caller leaves its state, as before).
+UniqueFd startGuardian(const std::string& base, const std::string& relocation, pid_t& pid) {
+    int ends[2];
+    if (pipe2(ends, O_CLOEXEC) < 0) return UniqueFd();
+    UniqueFd read_end(ends[0]), write_end(ends[1]);
+    pid_t caller = getpid();
+    pid = fork();
+    if (pid < 0) return UniqueFd();
+    if (pid > 0) return write_end;
+    // The guardian: no terminal, no signal from the caller's process group,
+    // no fd of the caller's but its end of the pipe.
+    setsid();
+    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGUSR1, SIGUSR2})
+        signal(sig, SIG_IGN);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    int fd = read_end.release();
+    if (dup2(fd, 3) < 0) _exit(1);
+    syscall(SYS_close_range, 0U, 2U, 0U);
+    syscall(SYS_close_range, 4U, ~0U, 0U);
+    char byte;
+    ssize_t n;
+    while ((n = read(3, &byte, 1)) < 0 && errno == EINTR) {
+    }
+    if (n == 1) _exit(0);  // dismissed: the caller puts base back itself
+    // EOF without the byte: the caller died without releasing (every copy
+    // of the write end is gone, and only dismissGuardian closes it alive).
+    // Its sandbox went with it (PR_SET_PDEATHSIG); undo its work.
+    removeDeadLeaves(base + "/stockade", caller);
+    {
+        BaseLock lock(base);
+        restoreBase(base, relocation);
+    }
+    _exit(0);
+}
+
 }  // namespace
 
 std::string supervisorDirName(pid_t pid) {
@@ -128,12 +182,14 @@ Result<CgroupV2Subtree> CgroupV2Subtree::prepare(const CgroupV2Site& site,
                     return s.error().withContext("move stockade out of " + site.base);
                 }
                 out.relocation_ = dir;
+                out.guardian_ = startGuardian(site.base, dir, out.guardian_pid_);
             }
         }
         BaseLock lock(site.base);
         if (auto s =
                 writeCgroupFile(site.base + "/cgroup.subtree_control", controlLine(missing, '+'));
             !s) {
+            out.dismissGuardian();
             if (!out.relocation_.empty()) restoreBase(site.base, out.relocation_);
             out.relocation_.clear();
             out.base_.clear();
@@ -153,7 +209,9 @@ Result<CgroupV2Subtree> CgroupV2Subtree::prepare(const CgroupV2Site& site,
 CgroupV2Subtree::CgroupV2Subtree(CgroupV2Subtree&& other) noexcept
     : base_(std::move(other.base_)),
       dir_(std::move(other.dir_)),
-      relocation_(std::move(other.relocation_)) {
+      relocation_(std::move(other.relocation_)),
+      guardian_(std::move(other.guardian_)),
+      guardian_pid_(std::exchange(other.guardian_pid_, -1)) {
     other.base_.clear();
     other.dir_.clear();
     other.relocation_.clear();
@@ -165,13 +223,28 @@ CgroupV2Subtree& CgroupV2Subtree::operator=(CgroupV2Subtree&& other) noexcept {
         base_ = std::exchange(other.base_, {});
         dir_ = std::exchange(other.dir_, {});
         relocation_ = std::exchange(other.relocation_, {});
+        guardian_ = std::move(other.guardian_);
+        guardian_pid_ = std::exchange(other.guardian_pid_, -1);
     }
     return *this;
+}
+
+// One byte, then the pipe closed: the guardian exits without touching
+// anything, and is reaped here, so the relocation dir holds only the caller.
+void CgroupV2Subtree::dismissGuardian() {
+    if (guardian_pid_ < 0) return;
+    char byte = 1;
+    if (guardian_) (void)!write(guardian_.get(), &byte, 1);
+    guardian_.reset();
+    while (waitpid(guardian_pid_, nullptr, 0) < 0 && errno == EINTR) {
+    }
+    guardian_pid_ = -1;
 }
 
 void CgroupV2Subtree::release() {
     // A base the caller never left is stockade's for good (the hierarchy's
     // root when stockade runs as root): its `stockade` dir stays, like v1's.
+    dismissGuardian();
     if (!relocation_.empty()) {
         BaseLock lock(base_);
         restoreBase(base_, relocation_);
@@ -282,14 +355,7 @@ CgroupEvents readV2Events(const std::string& leaf, bool memory, bool pids) {
 // --- what dead stockades left ------------------------------------------------------
 
 void removeStaleV2(const CgroupV2Site& site) {
-    std::string subtree = site.base + "/stockade";
-    for (const std::string& name : subdirectories(subtree)) {
-        pid_t owner = ownerOf(name);
-        if (owner <= 0 || owner == getpid() || processExists(owner)) continue;
-        std::string leaf = subtree + "/" + name;
-        (void)killCgroupV2(leaf);
-        (void)removeCgroupDir(leaf);
-    }
+    removeDeadLeaves(site.base + "/stockade");
     bool relocated = false;
     for (const std::string& name : subdirectories(site.base)) {
         pid_t owner = ownerOf(name, kSupervisorPrefix);

@@ -31,9 +31,16 @@ struct CgroupV2Site {
 // `base/stockade`, with the controllers enabled that its leaves need. Where
 // the caller had to leave `base` for that (into base/stockade-supervisor-PID,
 // as crun and podman do), release() puts base back as it was found and the
-// caller back into it, unless another stockade still needs it so; a
-// relocation dir left by a stockade that died is removed by the next run
-// (removeStaleV2).
+// caller back into it, unless another stockade still needs it so.
+//
+// A caller that relocated and is then killed cannot put base back, and no
+// later stockade can start in base to do it (no process may join a cgroup
+// with controllers enabled). So a guardian, forked into the relocation dir,
+// waits on a pipe for as long as the caller lives: dismissed by release(),
+// it exits; woken by the caller's death (EOF, no byte), it kills and removes
+// the dead caller's leaves, puts base back and leaves itself. A relocation
+// dir whose guardian was killed too is removed by the next run in the same
+// base, where one can start (removeStaleV2).
 class CgroupV2Subtree {
   public:
     // Fails, having changed nothing, when the controllers cannot be enabled:
@@ -54,9 +61,13 @@ class CgroupV2Subtree {
     const std::string& relocation() const { return relocation_; }
 
   private:
+    void dismissGuardian();
+
     std::string base_;
     std::string dir_;
     std::string relocation_;
+    UniqueFd guardian_;  // the pipe's write end; closing it without a byte wakes the guardian
+    pid_t guardian_pid_ = -1;
 };
 
 // One sandbox's leaf, removed (after killing whatever is left in it) when

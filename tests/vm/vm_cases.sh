@@ -125,25 +125,24 @@ has /tmp/u8.json status '"blocked"' && has /tmp/u8.json reason '"pids_limit"' &&
 verdict delegated-pids-limit "exit=$code $(grep -E '"(status|reason)"' /tmp/u8.json | tr -d ' \n')"
 
 # 8b. A stockade SIGKILLed in its delegated cgroup: its sandbox goes with
-#     it, and what it leaves is its own and bounded: its relocation dir and
-#     its subtree (empty of processes), the controllers it enabled. No
-#     process can join that cgroup again while they are enabled (cgroup v2's
-#     no-internal-processes rule), so the next stockade cannot start there;
-#     under systemd the scope ends with its last process and systemd removes
-#     the scope's whole tree. Here the user removes it, which must work.
+#     it, and its guardian puts the cgroup back (no later stockade could:
+#     no process may join a cgroup with controllers enabled, the
+#     no-internal-processes rule), so the user can run stockade there again.
 exec_as65534 stockade run --memory 64m --pids 20 -- sleep 30 &
 victim=$!  # the supervisor itself: the subshell became it through execs
 sleep 1
+during=$(find $D -mindepth 1 -type d | sort | tr '\n' ' ')
 kill -9 $victim
 wait $victim 2>/dev/null
-sleep 0.5
-stale=$(find $D -mindepth 1 -type d | sort | tr '\n' ' ')
-populated=$(find $D -mindepth 1 -name cgroup.procs -exec cat {} + | wc -l)
-as-user 65534 sh -c "find $D -mindepth 1 -depth -type d -exec rmdir {} + &&
-    echo '-memory -pids' > $D/cgroup.subtree_control"
-[ "$stale" = "$D/stockade $D/stockade-supervisor-$victim $D/stockade/$victim-0 " ] &&
-    [ "$populated" -eq 0 ] && no_sleeper_left && [ -z "$(find $D -mindepth 1 -type d)" ]
-verdict delegated-killed-leaves-only-its-own "left: '$stale' holding $populated processes"
+for i in $(seq 50); do [ -z "$(find $D -mindepth 1 -type d)" ] && break; sleep 0.1; done
+after=$(find $D -mindepth 1 -type d | tr '\n' ' ')
+control=$(cat $D/cgroup.subtree_control)
+as65534 stockade run --memory 64m --pids 20 --result /tmp/u8b.json -- true
+again=$?
+[ "$during" = "$D/stockade $D/stockade-supervisor-$victim $D/stockade/$victim-0 " ] &&
+    [ -z "$after" ] && [ -z "$control" ] && no_sleeper_left && [ "$again" -eq 0 ] &&
+    has /tmp/u8b.json memory '"cgroup2"'
+verdict delegated-killed-put-back "during: '$during' after: '$after' subtree_control: '$control' next run: exit $again"
 
 # 9. Nothing left in the user's cgroup: no leaf, no relocation dir, its
 #    subtree_control as the user had it (empty), no process but none.

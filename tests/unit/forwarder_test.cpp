@@ -55,15 +55,25 @@ UniqueFd listenOn(int family, uint16_t port) {
     return fd;
 }
 
-UniqueFd connectTo(uint16_t port) {
+// An unconnected client socket, made before fds run short.
+UniqueFd clientSocket() {
     UniqueFd fd(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    timeval five{5, 0};
+    setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &five, sizeof five);
+    return fd;
+}
+
+bool connectSocket(int fd, uint16_t port) {
     sockaddr_in a{};
     a.sin_family = AF_INET;
     a.sin_port = htons(port);
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    timeval five{5, 0};
-    setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &five, sizeof five);
-    if (connect(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) < 0) fd.reset();
+    return connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+}
+
+UniqueFd connectTo(uint16_t port) {
+    UniqueFd fd = clientSocket();
+    if (!connectSocket(fd.get(), port)) fd.reset();
     return fd;
 }
 
@@ -111,22 +121,6 @@ class Running {
     std::atomic<unsigned> events_{0};
     uint16_t port_ = 0;
 };
-
-// An unconnected client socket, made before fds run short.
-UniqueFd clientSocket() {
-    UniqueFd fd(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    timeval five{5, 0};
-    setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &five, sizeof five);
-    return fd;
-}
-
-bool connectSocket(int fd, uint16_t port) {
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(port);
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    return connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
-}
 
 // The lowest fd number not in use: the next one open() would return.
 int lowestFreeFd() {

@@ -121,7 +121,9 @@ UniqueFd startGuardian(const std::string& base, const std::string& relocation, p
     if (pid < 0) return UniqueFd();
     if (pid > 0) return write_end;
     // The guardian: no terminal, no signal from the caller's process group,
-    // no fd of the caller's but its end of the pipe.
+    // no fd of the caller's but its end of the pipe (its copy of the write
+    // end first of all: held here, it would keep EOF from ever coming).
+    write_end.reset();
     setsid();
     for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGUSR1, SIGUSR2})
         signal(sig, SIG_IGN);

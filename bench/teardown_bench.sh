@@ -4,7 +4,10 @@
 # the moment `stockade run` has returned with every one of them gone. Also
 # init's own part (kill(-1) and reaping), from --log-level debug, and
 # bubblewrap in the same rounds (its PID namespace ends when its command
-# does, and the kernel kills the rest).
+# does, and the kernel kills the rest), and the kernel's own floor: the same
+# command as PID 1 of a bare PID namespace (`unshare --pid --fork`, nothing
+# else), whose end makes the kernel kill and reap the 1,000 sleepers before
+# unshare's wait returns.
 # Not a test: nothing here asserts a time.
 # Usage: bench/teardown_bench.sh [path/to/stockade] [ROUNDS]
 set -eu
@@ -32,4 +35,8 @@ while [ "$i" -lt "$ROUNDS" ]; do
         ended=$(tail -n 1 "$tmp/out")
         echo "         bubblewrap: command exit -> bwrap returned: $(( (returned - ended) / 1000 )) us"
     fi
+    unshare --pid --fork sh -c "$cmd" >"$tmp/out"
+    returned=$(date +%s%N)
+    ended=$(tail -n 1 "$tmp/out")
+    echo "         kernel floor (unshare --pid --fork): command exit -> returned: $(( (returned - ended) / 1000 )) us"
 done

@@ -199,6 +199,11 @@ class Supervision {
 
     void run(SandboxOutcome& out);
     int failedOp() const { return failure_ ? failure_->op_index : -1; }
+    // How often poll returned: a handful for a quiet run, one more per chunk
+    // of output or refused call. An fd left in the set after it hung up
+    // makes poll return at once, again and again, and shows here as
+    // thousands (--log-level debug logs it).
+    uint64_t wakeups() const { return wakeups_; }
 
   private:
     // Asks init to kill everything and report (so stragglers are counted
@@ -273,6 +278,7 @@ class Supervision {
     int cancel_signal_ = 0;
     std::optional<ChildMessage> failure_;
     std::optional<ChildMessage> finished_;
+    uint64_t wakeups_ = 0;
     char buffer_[1 << 18];  // 256 KiB: fewer reads per byte when a command floods its output
 };
 
@@ -356,6 +362,7 @@ void Supervision::run(SandboxOutcome& out) {
             if (errno == EINTR) continue;
             break;
         }
+        ++wakeups_;
         auto ready = [&](int i) {
             return i >= 0 && (fds[i].revents & (POLLIN | POLLHUP | POLLERR));
         };
@@ -658,6 +665,9 @@ SandboxOutcome runSandbox(const Policy& policy, ServiceHooks* hooks) {
     supervision.run(out);
     steps.done("run: the child's setup, the command, the teardown of the namespace");
     child_times.log();
+    if (debugEnabled())
+        std::fprintf(stderr, "stockade: debug: the supervisor woke %llu times\n",
+                     static_cast<unsigned long long>(supervision.wakeups()));
     restore();
     if (policy.limits.cpu_time_ms)
         out.cpu_limit_ms = (*policy.limits.cpu_time_ms + 999) / 1000 * 1000;

@@ -154,3 +154,35 @@ TEST_CASE("G6: stockade's init reaps orphaned zombies", "[G6][init]") {
     REQUIRE(run.result() == "ok");
     CHECK(run.report.get("zombies") == "0");
 }
+
+// The supervisor sleeps in poll until something happens. Two fds hang up
+// during a teardown before init's pidfd says it is over: the seccomp
+// listener (once no process is left under the filter) and the sync socket
+// (init closes it as it exits, before the namespaces go). Either one left in
+// the poll set made poll return at once for the whole teardown, a CPU spun
+// through it; counted, that is thousands of wakeups instead of a handful.
+// The run has both: a refused call (so the listener is in the set) and 300
+// sleepers to kill (so the teardown lasts).
+TEST_CASE("G6: the supervisor sleeps through a teardown rather than spinning",
+          "[G6][teardown]") {
+    STOCKADE_EACH_MODE(mode);
+    Sandbox sandbox(mode);
+    sandbox.option("--log-level", "debug");
+    std::string refused;
+    for (const std::string& word : probeCommand({"unshare", "user"})) refused += word + " ";
+    const Completed run = sandbox.run(
+        {"sh", "-c", refused + "; for i in $(seq 300); do sleep 600 & done; exit 0"});
+    INFO(run.describe());
+    REQUIRE(run.exitCode == 0);
+    const nlohmann::json result = sandbox.result();
+    INFO(result.dump(2));
+    REQUIRE(result.contains("denials"));
+    CHECK(result["stragglers_killed"].get<int>() >= 300);
+    const std::string tag = "stockade: debug: the supervisor woke ";
+    const size_t at = run.err.find(tag);
+    REQUIRE(at != std::string::npos);
+    const long wakeups = std::stol(run.err.substr(at + tag.size()));
+    // Output, the refusal, init's messages and its end: tens at most.
+    CHECK(wakeups > 0);
+    CHECK(wakeups < 100);
+}

@@ -161,7 +161,7 @@ Status LayerBench::runLevel(BenchLevel level) {
         cgroups = std::move(*created);
         const Limits& limits = policy_.limits;
         if (limits.memory_bytes && cgroups->memory() == CgroupMechanism::None)
-            plan.rlimits.push_back({RLIMIT_AS, {*limits.memory_bytes, *limits.memory_bytes}});
+            plan.rlimits.push_back({RLIMIT_DATA, {*limits.memory_bytes, *limits.memory_bytes}});
         if (limits.pids && cgroups->pids() == CgroupMechanism::None)
             plan.rlimits.push_back({RLIMIT_NPROC, {*limits.pids, *limits.pids}});
     }

@@ -71,7 +71,7 @@ struct CheckEntry {
     std::string title;  // "network", "user namespace"
     CheckKind kind = CheckKind::Feature;
     CheckState state = CheckState::Ok;
-    std::string mechanism;  // what holds it: "cgroup1", "rlimit (RLIMIT_AS)", "abi-7"
+    std::string mechanism;  // what holds it: "cgroup1", "rlimit (RLIMIT_DATA)", "abi-7"
     std::string reason;     // the cause found; empty when ok
     std::string fix;        // what to change; empty when ok
     // The profile cannot run unless this entry is ok. Set on features and
@@ -101,7 +101,7 @@ HostReport checkHost(const HostCheckRequest& request);
 
 // Aligned lines for people:
 //   G1  network        ok          own network namespace with only lo
-//   memory             degraded    rlimit (RLIMIT_AS): no writable cgroup ...; fix: ...
+//   memory             degraded    rlimit (RLIMIT_DATA): no writable cgroup ...; fix: ...
 std::string formatReport(const HostReport& report);
 // stockade.check/v1.
 std::string reportJson(const HostReport& report);
@@ -207,7 +207,7 @@ struct HostFacts {
 
     Cgroup2Facts cgroup2;
     std::map<std::string, Cgroup1Facts> cgroup1;  // "memory", "pids"
-    std::map<std::string, int> rlimits;           // "RLIMIT_AS" -> setrlimit errno
+    std::map<std::string, int> rlimits;           // "RLIMIT_DATA" -> setrlimit errno
     std::optional<int> close_range;               // close_range(2) in a plain child
 
     // serve --net-backend veth (root only): the nft binary found, and the

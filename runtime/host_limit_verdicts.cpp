@@ -132,8 +132,8 @@ Verdict judgeLimit(const HostFacts& f, const std::string& limit, const std::stri
         return unavailable("no mechanism holds it (" + causes + "; rlimit: " + rl.reason + ")",
                            v2.fix);
     std::string weaker = limit == "memory"
-                             ? "RLIMIT_AS bounds each process's address space, not the sandbox's "
-                               "total"
+                             ? "RLIMIT_DATA bounds each process's private writable memory, not "
+                               "the sandbox's total nor shared memory"
                              : "RLIMIT_NPROC counts every process of the sandbox's host uid, not "
                                "only the sandbox's";
     // The way to a real bound from where this host stands.

@@ -57,7 +57,7 @@ void unshareEachInChild(int fd) noexcept;
 void seccompInChild(int fd) noexcept;
 
 inline constexpr std::pair<const char*, int> kRlimits[] = {
-    {"RLIMIT_AS", RLIMIT_AS},       {"RLIMIT_NPROC", RLIMIT_NPROC},   {"RLIMIT_CPU", RLIMIT_CPU},
+    {"RLIMIT_DATA", RLIMIT_DATA},   {"RLIMIT_NPROC", RLIMIT_NPROC},   {"RLIMIT_CPU", RLIMIT_CPU},
     {"RLIMIT_FSIZE", RLIMIT_FSIZE}, {"RLIMIT_NOFILE", RLIMIT_NOFILE},
 };
 inline constexpr int kCloseRangeStep = 100;

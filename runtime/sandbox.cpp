@@ -134,8 +134,14 @@ SandboxOutcome enforcementFor(const Policy& policy, const SandboxCgroups& cgroup
         if (const char* m = mechanismName(cgroups.memory())) {
             out.enforced["memory"] = m;
         } else {
+            // RLIMIT_DATA, not RLIMIT_AS: it counts private writable
+            // mappings (heap, malloc's arenas, anonymous memory), not address
+            // space merely reserved. A WebAssembly instance reserves 10 GiB
+            // of PROT_NONE guard space, V8 a 4 GiB cage, Go and the JVM their
+            // arenas: under RLIMIT_AS they fail at any useful limit, and a
+            // dev server such as Vite cannot start (docs/threat-model.md).
             plan.rlimits.push_back(
-                {RLIMIT_AS, {*policy.limits.memory_bytes, *policy.limits.memory_bytes}});
+                {RLIMIT_DATA, {*policy.limits.memory_bytes, *policy.limits.memory_bytes}});
             out.enforced["memory"] = "rlimit";
             out.degraded.push_back("memory");
         }

@@ -38,7 +38,7 @@ failures = 0
 for mode in ("root", "rootless"):
     for name, args, command, status, reason, code in CASES:
         if mode == "rootless" and name == "memory":
-            continue  # rootless here has no writable cgroup: RLIMIT_AS, a different ending
+            continue  # rootless here has no writable cgroup: RLIMIT_DATA, a different ending
         with tempfile.TemporaryDirectory() as tmp:
             os.chmod(tmp, 0o777)
             result = os.path.join(tmp, "result.json")

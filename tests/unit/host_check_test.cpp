@@ -151,7 +151,7 @@ HostFacts healthyFacts(uid_t euid) {
                  0,
                  0,
                  0};
-    f.rlimits = {{"RLIMIT_AS", 0}, {"RLIMIT_NPROC", 0}, {"RLIMIT_CPU", 0}};
+    f.rlimits = {{"RLIMIT_DATA", 0}, {"RLIMIT_NPROC", 0}, {"RLIMIT_CPU", 0}};
     f.close_range = 0;
     f.nft = "/usr/sbin/nft";
     f.veth_probed = euid == 0;
@@ -371,7 +371,7 @@ TEST_CASE("cgroup v2: delegated, not delegated, not writable", "[host_check]") {
     CHECK(contains(r.find("cgroup2.memory")->fix, "systemd-run --user --scope -p Delegate=yes"));
     const CheckEntry* memory = r.find("memory");
     CHECK(memory->state == CheckState::Degraded);
-    CHECK(memory->mechanism == "rlimit (RLIMIT_AS)");
+    CHECK(memory->mechanism == "rlimit (RLIMIT_DATA)");
     CHECK(r.find("G8")->state == CheckState::Degraded);
     CHECK(r.can_run);  // nothing required it
 
@@ -452,7 +452,7 @@ TEST_CASE("the report's text is aligned and its JSON complete", "[host_check]") 
     CHECK(contains(out, "  G1  network "));
     CHECK(contains(out, "  G10 landlock "));
     CHECK(contains(out,
-                   "rlimit (RLIMIT_AS): no writable cgroup (cgroup2.memory: controller not "
+                   "rlimit (RLIMIT_DATA): no writable cgroup (cgroup2.memory: controller not "
                    "delegated to /sys/fs/cgroup/user.slice/stockade.scope;"));
     CHECK(contains(out, "; fix: run stockade in a delegated cgroup"));
     CHECK(contains(out, "The profile can run as required."));
@@ -584,7 +584,7 @@ TEST_CASE("as uid 65534: no writable cgroup, memory and pids fall back to rlimit
         CHECK(contains(text(c["reason"]), "not writable by uid 65534"));
         CHECK(contains(text(c["fix"]), "systemd-run --user --scope -p Delegate=yes"));
     }
-    for (auto [limit, rlimit] : {std::pair{"memory", "RLIMIT_AS"}, {"pids", "RLIMIT_NPROC"}}) {
+    for (auto [limit, rlimit] : {std::pair{"memory", "RLIMIT_DATA"}, {"pids", "RLIMIT_NPROC"}}) {
         const json& c = check(r, limit);
         CHECK(c["state"] == "degraded");
         CHECK(c["mechanism"] == "rlimit (" + std::string(rlimit) + ")");
@@ -704,7 +704,7 @@ TEST_CASE("cgroup v2: a delegated cgroup shared with other processes cannot enab
     CHECK(v2->state == CheckState::Unavailable);
     CHECK(contains(v2->reason, "holds 2 other process(es) besides stockade"));
     CHECK(contains(v2->fix, "systemd-run --user --scope -p Delegate=yes"));
-    CHECK(r.find("memory")->mechanism == "rlimit (RLIMIT_AS)");
+    CHECK(r.find("memory")->mechanism == "rlimit (RLIMIT_DATA)");
 
     // Already enabled below it (stockade's own subtree from an earlier run
     // of a stockade that moved out): nothing left to enable.

@@ -2,7 +2,9 @@
 // straight on the host's loopback and under `stockade serve` with each
 // network backend (both by default as root: userspace and veth), measured
 // side by side, interleaved:
-//   - throughput: the server streams BYTES to the client;
+//   - throughput: the server streams BYTES to the client, and the CPU each
+//     party spends per GiB moved (client, server, the forwarder), with how
+//     busy the whole machine was meanwhile;
 //   - latency: one-byte ping-pongs, median and p99, and the added median;
 //   - concurrency: CONNS connections opened, each echoing once, all held.
 //
@@ -21,6 +23,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -28,6 +31,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
@@ -160,6 +165,108 @@ double throughput(uint16_t port, uint64_t bytes) {
     return got == bytes ? static_cast<double>(bytes) / seconds : 0;
 }
 
+// CPU milliseconds a whole process has used (all its threads, live and
+// exited), or -1 if it cannot be read. Its CPU-time clock is the sum that
+// /proc/PID/stat shows as utime + stime, in nanoseconds rather than 10 ms
+// ticks: a stream lasts well under a second, so ticks would be a few
+// percent off. The kernel checks no permission on it, so this reads the
+// sandboxed server too, whichever uid it runs as.
+double processCpuMs(pid_t pid) {
+    clockid_t clock;
+    timespec ts{};
+    if (pid <= 0 || clock_getcpuclockid(pid, &clock) != 0 || clock_gettime(clock, &ts) != 0)
+        return -1;
+    return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
+}
+
+double threadCpuMs() {
+    timespec ts{};
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return -1;
+    return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
+}
+
+// The aggregate "cpu" line of /proc/stat, in ticks: all of them, and the
+// idle ones (idle + iowait). guest and guest_nice are left out: user and
+// nice already count them.
+struct MachineTicks {
+    uint64_t total = 0, idle = 0;
+};
+
+MachineTicks machineTicks() {
+    std::ifstream in("/proc/stat");
+    std::string cpu;
+    uint64_t user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0;
+    if (!(in >> cpu >> user >> nice >> system >> idle >> iowait >> irq >> softirq >> steal) ||
+        cpu != "cpu")
+        return {};
+    return {user + nice + system + idle + iowait + irq + softirq + steal, idle + iowait};
+}
+
+// What one stream cost, read before and after it: the client is this
+// thread; server and forwarder are processes (-1: none, or unreadable).
+struct CpuReading {
+    double client = -1, server = -1, forwarder = -1;
+    MachineTicks machine;
+};
+
+CpuReading readCpu(pid_t server, pid_t forwarder) {
+    return {threadCpuMs(), processCpuMs(server), processCpuMs(forwarder), machineTicks()};
+}
+
+// Per round: each party's CPU ms per GiB moved, the whole machine's (every
+// CPU, every process), and the fraction of the machine that was busy. A
+// party that could not be read gets no entry, so its median is null.
+struct CpuRounds {
+    std::vector<double> client, server, forwarder, machine, busy;
+};
+
+void addRound(CpuRounds& rounds, const CpuReading& before, const CpuReading& after,
+              uint64_t bytes) {
+    double per_gib = static_cast<double>(1ull << 30) / static_cast<double>(bytes);
+    auto add = [&](std::vector<double>& to, double from_ms, double to_ms) {
+        if (from_ms >= 0 && to_ms >= 0) to.push_back((to_ms - from_ms) * per_gib);
+    };
+    add(rounds.client, before.client, after.client);
+    add(rounds.server, before.server, after.server);
+    add(rounds.forwarder, before.forwarder, after.forwarder);
+    if (before.machine.total == 0 || after.machine.total <= before.machine.total) return;
+    uint64_t total = after.machine.total - before.machine.total;
+    uint64_t idle = after.machine.idle - before.machine.idle;
+    double tick_ms = 1e3 / static_cast<double>(sysconf(_SC_CLK_TCK));
+    rounds.machine.push_back(static_cast<double>(total - idle) * tick_ms * per_gib);
+    rounds.busy.push_back(1 - static_cast<double>(idle) / static_cast<double>(total));
+}
+
+// The processes /proc/PID/task/*/children names, for every thread of pid.
+std::vector<pid_t> childrenOf(pid_t pid) {
+    std::vector<pid_t> out;
+    std::error_code error;
+    for (std::filesystem::directory_iterator task("/proc/" + std::to_string(pid) + "/task", error);
+         !error && task != std::filesystem::directory_iterator(); task.increment(error)) {
+        std::ifstream in(task->path() / "children");
+        for (pid_t child; in >> child;) out.push_back(child);
+    }
+    return out;
+}
+
+std::string commOf(pid_t pid) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/comm");
+    std::string comm;
+    std::getline(in, comm);
+    return comm;
+}
+
+// The server under `stockade serve`: this same binary, so the supervisor's
+// descendant with our comm (the sandbox's init sits between them). Host
+// pids, since the host's /proc shows the sandbox's PID namespace too.
+pid_t servedServer(pid_t supervisor, const std::string& comm) {
+    for (pid_t child : childrenOf(supervisor)) {
+        if (commOf(child) == comm) return child;
+        if (pid_t found = servedServer(child, comm); found > 0) return found;
+    }
+    return -1;
+}
+
 // Round trips of one byte, in microseconds.
 std::vector<double> pings(uint16_t port, int count) {
     std::vector<double> out;
@@ -201,6 +308,10 @@ double percentile(std::vector<double> v, double p) {
     if (v.empty()) return 0;
     std::sort(v.begin(), v.end());
     return v[static_cast<size_t>(p * static_cast<double>(v.size() - 1))];
+}
+
+nlohmann::json medianOrNull(const std::vector<double>& v) {
+    return v.empty() ? nlohmann::json() : nlohmann::json(percentile(v, 0.5));
 }
 
 uint16_t freePort() {
@@ -282,17 +393,21 @@ int main(int argc, char** argv) {
     std::string exe = self, dir = exe.substr(0, exe.rfind('/'));
 
     // One measured target: the direct server, or one served per backend.
+    // pid is the direct server, or the `stockade serve` supervisor, which
+    // is the forwarder; server is the process that streams.
     struct Target {
         std::string label;
         uint16_t port = 0;
-        pid_t pid = -1;
+        pid_t pid = -1, server = -1;
         std::vector<double> tput, ping;
+        CpuRounds cpu;
         int held = 0;
     };
     std::vector<Target> targets(1 + backends.size());
     targets[0].label = "direct";
     targets[0].port = freePort();
     targets[0].pid = spawn({exe, "server", std::to_string(targets[0].port)});
+    targets[0].server = targets[0].pid;
     for (size_t i = 0; i < backends.size(); ++i) {
         Target& t = targets[i + 1];
         t.label = backends[i];
@@ -316,9 +431,18 @@ int main(int argc, char** argv) {
             return 1;
         }
 
+    std::string comm = commOf(getpid());
     for (int r = 0; r < rounds; ++r)  // interleaved, so drift hits all alike
         for (Target& t : targets) {
-            t.tput.push_back(throughput(t.port, bytes));
+            bool served = t.label != "direct";
+            // Looked up here, not at start: the forwarder may accept before
+            // the sandboxed command has exec'd the server.
+            if (served && t.server < 0) t.server = servedServer(t.pid, comm);
+            CpuReading before = readCpu(t.server, served ? t.pid : -1);
+            double rate = throughput(t.port, bytes);
+            CpuReading after = readCpu(t.server, served ? t.pid : -1);
+            t.tput.push_back(rate);
+            if (rate > 0) addRound(t.cpu, before, after, bytes);
             auto p = pings(t.port, ping_count / rounds);
             t.ping.insert(t.ping.end(), p.begin(), p.end());
         }
@@ -327,10 +451,16 @@ int main(int argc, char** argv) {
     for (const Target& t : targets) kill(t.pid, t.label == "direct" ? SIGKILL : SIGTERM);
     for (const Target& t : targets) waitpid(t.pid, nullptr, 0);
 
+    auto cpuJson = [](const Target& t) {
+        nlohmann::ordered_json parties{{"client", medianOrNull(t.cpu.client)},
+                                       {"server", medianOrNull(t.cpu.server)}};
+        if (t.label != "direct") parties["forwarder"] = medianOrNull(t.cpu.forwarder);
+        return parties;
+    };
     const Target& direct = targets[0];
     double md = percentile(direct.tput, 0.5), ld = percentile(direct.ping, 0.5);
     nlohmann::ordered_json out{
-        {"schema", "stockade.forward-bench/v2"},
+        {"schema", "stockade.forward-bench/v3"},
         {"uid", geteuid()},
         {"throughput_bytes", bytes},
         {"pings", ping_count},
@@ -338,7 +468,10 @@ int main(int argc, char** argv) {
         {"direct",
          {{"throughput_mib_s", md / (1 << 20)},
           {"latency_us", {{"median", ld}, {"p99", percentile(direct.ping, 0.99)}}},
-          {"concurrent_ok", direct.held}}},
+          {"concurrent_ok", direct.held},
+          {"cpu_ms_per_gib", cpuJson(direct)},
+          {"machine_cpu_ms_per_gib", medianOrNull(direct.cpu.machine)},
+          {"machine_busy", medianOrNull(direct.cpu.busy)}}},
     };
     for (size_t i = 1; i < targets.size(); ++i) {
         const Target& t = targets[i];
@@ -349,7 +482,23 @@ int main(int argc, char** argv) {
             {"latency_us", {{"median", l}, {"p99", percentile(t.ping, 0.99)}}},
             {"latency_added_median_us", l - ld},
             {"concurrent_ok", t.held},
+            {"cpu_ms_per_gib", cpuJson(t)},
+            {"machine_cpu_ms_per_gib", medianOrNull(t.cpu.machine)},
+            {"machine_busy", medianOrNull(t.cpu.busy)},
         };
+        // On a CPU-bound machine (busy near 1) every CPU is spent and a
+        // stream moves as fast as the CPU it costs per byte allows, all
+        // parties together: throughput ~ 1 / (CPU per GiB). So the best a
+        // forwarded stream can do against direct is direct's client + server
+        // over this backend's client + server + forwarder. With CPUs to
+        // spare the parties overlap instead, and this is no limit.
+        nlohmann::json ceiling;
+        if (!direct.cpu.client.empty() && !direct.cpu.server.empty() && !t.cpu.client.empty() &&
+            !t.cpu.server.empty() && !t.cpu.forwarder.empty())
+            ceiling = (percentile(direct.cpu.client, 0.5) + percentile(direct.cpu.server, 0.5)) /
+                      (percentile(t.cpu.client, 0.5) + percentile(t.cpu.server, 0.5) +
+                       percentile(t.cpu.forwarder, 0.5));
+        out["backends"][t.label]["cpu_bound_ceiling_ratio"] = ceiling;
     }
     std::printf("%s\n", out.dump(2).c_str());
     return 0;

@@ -1,0 +1,53 @@
+#!/usr/bin/env python3
+"""Interleaved timing of whole commands, for A/B comparisons on a noisy machine.
+
+Usage: bench/ab.py ROUNDS NAME=COMMAND [NAME=COMMAND ...]
+
+Each round runs every command once, in a fresh random order, so drift and
+other load hit all of them alike; ten warm-up rounds are not counted. A
+command's stdout goes to /dev/null. Prints each command's median and p95
+wall time, and its median over the first command's. Not a test: nothing
+here asserts a time.
+
+Example (root; the worktree owned by root, so stockade idmaps it):
+  bench/ab.py 150 plain='build/stockade run --quiet -- /bin/true' \\
+      worktree='build/stockade run --quiet --worktree /tmp/wt -- /bin/true'
+"""
+import os
+import random
+import shlex
+import statistics
+import sys
+import time
+
+WARMUP = 10
+
+
+def main(argv):
+    if len(argv) < 3 or not argv[1].isdigit() or any("=" not in a for a in argv[2:]):
+        sys.exit(__doc__)
+    rounds = int(argv[1])
+    commands = [(name, shlex.split(cmd)) for name, cmd in (a.split("=", 1) for a in argv[2:])]
+    times = {name: [] for name, _ in commands}
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    for r in range(rounds + WARMUP):
+        order = list(commands)
+        random.shuffle(order)
+        for name, argv_ in order:
+            start = time.perf_counter()
+            pid = os.posix_spawnp(argv_[0], argv_, os.environ,
+                                  file_actions=[(os.POSIX_SPAWN_DUP2, devnull, 1)])
+            _, status = os.waitpid(pid, 0)
+            if r >= WARMUP:
+                times[name].append((time.perf_counter() - start) * 1000)
+            if os.waitstatus_to_exitcode(status) != 0:
+                sys.exit(f"{name}: {shlex.join(argv_)} failed ({status})")
+    base = statistics.median(times[commands[0][0]])
+    for name, _ in commands:
+        median = statistics.median(times[name])
+        p95 = statistics.quantiles(times[name], n=20)[18] if len(times[name]) > 1 else median
+        print(f"{name:14s} median {median:7.3f} ms   p95 {p95:7.3f}   {median / base:5.2f}x the first")
+
+
+if __name__ == "__main__":
+    main(sys.argv)

@@ -15,6 +15,7 @@
 
 #include "harness.h"
 #include "harness_internal.h"
+#include "tests/probe/probe/escape.h"
 
 namespace stockade::itest {
 
@@ -207,25 +208,7 @@ std::vector<std::string> ProbeReport::all(std::string_view key) const {
 }
 
 std::string probeEscape(std::string_view bytes) {
-    std::string out;
-    for (const unsigned char c : bytes) {
-        if (c == '\\') {
-            out += "\\\\";
-        } else if (c == '\n') {
-            out += "\\n";
-        } else if (c == '\t') {
-            out += "\\t";
-        } else if (c == '\0') {
-            out += "\\0";
-        } else if (c < 0x20 || c >= 0x7f) {
-            char buf[8];
-            std::snprintf(buf, sizeof buf, "\\x%02x", c);
-            out += buf;
-        } else {
-            out += static_cast<char>(c);
-        }
-    }
-    return out;
+    return probe::escape(bytes);
 }
 
 // --- Sandbox ----------------------------------------------------------------------

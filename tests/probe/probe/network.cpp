@@ -117,9 +117,10 @@ int listenTcp(const Args& a) {
     const std::optional<SocketAddress> addr = parseAddress(a[0], a[1]);
     if (!addr) return badAddress();
     const int fd = ::socket(addr->family(), SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return emitResult(-1, errno), 0;
     const int one = 1;
     ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    long rc = fd < 0 ? -1 : ::bind(fd, addr->get(), addr->length);
+    long rc = ::bind(fd, addr->get(), addr->length);
     if (rc == 0) rc = ::listen(fd, 16);
     emitResult(rc, errno);
     if (rc == 0) sleepSeconds(std::atoi(a[2].c_str()));

@@ -104,7 +104,8 @@ int daemonizeKeepStdio(const Args& a) {
     if (child < 0) return reportCall(child);
     if (child == 0) {
         ::setsid();
-        if (::fork() != 0) ::_exit(0);
+        const pid_t grandchild = ::fork();
+        if (grandchild != 0) ::_exit(grandchild > 0 ? 0 : 1);
         execSleepWithTokenInChild(a[0]);
     }
     int status = 0;

@@ -14,25 +14,29 @@ HostReport checkHost(const HostCheckRequest& request) {
     return report;
 }
 
-HostCheckRequest hostCheckRequestFor(const Profile& profile) {
+namespace {
+
+// What the check is asked to judge, named alike in a Profile and a Policy.
+template <class Source>
+HostCheckRequest requestFrom(const Source& source) {
     HostCheckRequest r;
-    r.memory_limit = profile.limits.memory_bytes.has_value();
-    r.pids_limit = profile.limits.pids.has_value();
-    r.cpu_time_limit = profile.limits.cpu_time_ms.has_value();
-    r.seccomp = profile.seccomp != "none";
-    r.landlock = profile.landlock;
-    r.require = profile.require;
+    r.memory_limit = source.limits.memory_bytes.has_value();
+    r.pids_limit = source.limits.pids.has_value();
+    r.cpu_time_limit = source.limits.cpu_time_ms.has_value();
+    r.seccomp = source.seccomp != "none";
+    r.landlock = source.landlock;
+    r.require = source.require;
     return r;
 }
 
+}  // namespace
+
+HostCheckRequest hostCheckRequestFor(const Profile& profile) {
+    return requestFrom(profile);
+}
+
 HostCheckRequest hostCheckRequestFor(const Policy& policy) {
-    HostCheckRequest r;
-    r.memory_limit = policy.limits.memory_bytes.has_value();
-    r.pids_limit = policy.limits.pids.has_value();
-    r.cpu_time_limit = policy.limits.cpu_time_ms.has_value();
-    r.seccomp = policy.seccomp != "none";
-    r.landlock = policy.landlock;
-    r.require = policy.require;
+    HostCheckRequest r = requestFrom(policy);
     r.worktree = policy.fs.worktree;
     return r;
 }

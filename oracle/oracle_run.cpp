@@ -193,6 +193,9 @@ int runOracle(const OracleOptions& options) {
     auto identity = chooseIdentity(*probe_policy);
     if (!identity) return refuse(identity.error().describe());
     const std::string worktree = *probe_policy->fs.worktree;
+    if (options.verdict)
+        if (auto s = refuseWhereSandboxWrites("--verdict", *options.verdict, probe_policy->fs); !s)
+            return refuse(s.error().describe());
 
     auto before = snapshot(worktree, held);
     if (!before) return refuse(before.error().describe());
@@ -250,9 +253,14 @@ int runOracle(const OracleOptions& options) {
     Verdict verdict = decide(e);
     std::string text = verdictJson(e, verdict, result_json);
     if (options.verdict) {
-        if (auto s = writeFileAtomically(*options.verdict, text); !s)
+        if (auto s = writeFileAtomically(*options.verdict, text); !s) {
+            // Nothing at the path now (writeFileAtomically removed it), and
+            // an error, not the verdict's code: a harness must not read a
+            // pass or a fail that was never recorded.
             std::fprintf(stderr, "stockade oracle: cannot write the verdict: %s\n",
                          s.error().describe().c_str());
+            return 2;
+        }
     } else {
         std::fputs(text.c_str(), stdout);
     }

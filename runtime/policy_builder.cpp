@@ -1,5 +1,6 @@
 #include "runtime/policy_builder.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -9,6 +10,7 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "base/unique_fd.h"
 #include "runtime/environment.h"
 #include "runtime/units.h"
 
@@ -30,6 +32,53 @@ Result<std::string> resolveHostDir(const std::string& option, const std::string&
     if (!S_ISDIR(st.st_mode)) return Error::message(option + " " + path + ": not a directory");
     return std::string(resolved);
 }
+
+struct DirId {
+    dev_t dev;
+    ino_t ino;
+    bool operator==(const DirId&) const = default;
+};
+
+}  // namespace
+
+Status refuseWhereSandboxWrites(const std::string& flag, const std::string& path,
+                                const FilesystemView& fs) {
+    std::vector<std::pair<DirId, std::string>> writable;
+    auto add = [&](const std::string& dir) {
+        struct stat st;
+        if (stat(dir.c_str(), &st) == 0) writable.push_back({{st.st_dev, st.st_ino}, dir});
+    };
+    if (fs.worktree) add(*fs.worktree);
+    for (const ExtraMount& m : fs.mounts)
+        if (m.writable) add(m.source);
+
+    const size_t slash = path.rfind('/');
+    const std::string dir = slash == std::string::npos ? "."
+                            : slash == 0              ? "/"
+                                                      : path.substr(0, slash);
+    if (slash + 1 == path.size()) return Error::message(flag + " " + path + ": names a directory");
+    UniqueFd at(open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (!at) return Error::fromErrno(flag + " " + path + ": its directory " + dir);
+    for (;;) {
+        struct stat st;
+        if (fstat(at.get(), &st) < 0) return Error::fromErrno(flag + " " + path);
+        const DirId here{st.st_dev, st.st_ino};
+        for (const auto& [id, name] : writable)
+            if (id == here)
+                return Error::message(flag + " " + path + ": inside " + name +
+                                      ", which the sandbox can write (it could plant its own "
+                                      "record there, or make this one fail); give a path "
+                                      "outside it");
+        UniqueFd up(openat(at.get(), "..", O_PATH | O_DIRECTORY | O_CLOEXEC));
+        if (!up) return Error::fromErrno(flag + " " + path + ": a parent of " + dir);
+        struct stat parent;
+        if (fstat(up.get(), &parent) < 0) return Error::fromErrno(flag + " " + path);
+        if (parent.st_dev == st.st_dev && parent.st_ino == st.st_ino) return okStatus();  // at /
+        at = std::move(up);
+    }
+}
+
+namespace {
 
 Result<uint32_t> parseId(const std::string& text, const std::string& what) {
     char* end = nullptr;
@@ -175,6 +224,8 @@ Result<Policy> buildPolicy(const Profile& profile, const RunOptions& options) {
     p.quiet = options.quiet;
     if (options.result) {
         if (options.result->empty()) return Error::message("--result: empty path");
+        if (auto s = refuseWhereSandboxWrites("--result", *options.result, p.fs); !s)
+            return s.error();
         p.result_path = *options.result;
     }
 

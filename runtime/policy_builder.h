@@ -18,4 +18,15 @@ Result<Policy> buildPolicy(const Profile& profile, const RunOptions& options);
 // over /, /proc, /dev, /sys, or inside /repo/.git.
 Result<ExtraMount> parseMountSpec(const std::string& spec);
 
+// A file stockade writes once the sandbox is over (--result, the oracle's
+// --verdict) must not sit where the sandbox can write: there it could plant
+// a record of its own, or make stockade's write fail and leave its own in
+// place, or swap the directory for a symlink elsewhere on the host. Refuses
+// `path` (naming `flag`) when its directory is the worktree or a writable
+// --mount of `fs`, or lies below one, and when that directory does not
+// exist. Compared by device and inode from the directory up to /, so a
+// symlink or a bind mount on the way cannot hide it.
+Status refuseWhereSandboxWrites(const std::string& flag, const std::string& path,
+                                const FilesystemView& fs);
+
 }  // namespace stockade

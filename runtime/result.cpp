@@ -2,7 +2,10 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/random.h>
 #include <unistd.h>
+
+#include <cstdio>
 
 #include <nlohmann/json.hpp>
 
@@ -172,35 +175,41 @@ std::string refusalJson(const std::string& name, const std::string& profile,
 }
 
 Status writeFileAtomically(const std::string& path, const std::string& content) {
-    std::string tmp = path + ".tmp." + std::to_string(getpid());
+    uint64_t nonce = 0;
+    if (getrandom(&nonce, sizeof(nonce), 0) != static_cast<ssize_t>(sizeof(nonce)))
+        return Error::fromErrno("getrandom()");
+    char suffix[32];
+    std::snprintf(suffix, sizeof(suffix), ".tmp.%016llx", static_cast<unsigned long long>(nonce));
+    const std::string tmp = path + suffix;
+    auto fail = [&](const std::string& call, int err) {
+        unlink(tmp.c_str());
+        unlink(path.c_str());
+        return Error::fromErrno(call, err);
+    };
     int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
-    if (fd < 0) return Error::fromErrno("open(\"" + tmp + "\")");
+    if (fd < 0) {
+        int err = errno;
+        unlink(path.c_str());
+        return Error::fromErrno("open(\"" + tmp + "\")", err);
+    }
     const char* p = content.data();
     size_t left = content.size();
     while (left > 0) {
         ssize_t n = write(fd, p, left);
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) {
-            int err = errno;
+            int err = n < 0 ? errno : EIO;
             close(fd);
-            unlink(tmp.c_str());
-            return Error::fromErrno("write(\"" + tmp + "\")", err);
+            return fail("write(\"" + tmp + "\")", err);
         }
         p += n;
         left -= static_cast<size_t>(n);
     }
     // No fsync: rename(2) already gives readers all or nothing; durability
     // across a host crash is not worth a disk flush on every run.
-    if (close(fd) < 0) {
-        int err = errno;
-        unlink(tmp.c_str());
-        return Error::fromErrno("close(\"" + tmp + "\")", err);
-    }
-    if (rename(tmp.c_str(), path.c_str()) < 0) {
-        int err = errno;
-        unlink(tmp.c_str());
-        return Error::fromErrno("rename(\"" + tmp + "\" -> \"" + path + "\")", err);
-    }
+    if (close(fd) < 0) return fail("close(\"" + tmp + "\")", errno);
+    if (rename(tmp.c_str(), path.c_str()) < 0)
+        return fail("rename(\"" + tmp + "\" -> \"" + path + "\")", errno);
     return okStatus();
 }
 

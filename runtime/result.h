@@ -31,7 +31,10 @@ std::string refusalJson(const std::string& name, const std::string& profile,
                         const std::string& message);
 
 // Writes through a temporary file in the same directory and rename(2), so a
-// reader sees the old file or the whole new one, never half of it.
+// reader sees the old file or the whole new one, never half of it. The
+// temporary name is random, so no file planted beforehand can take it. On
+// failure whatever was at `path` is removed too: a harness finds no record
+// rather than an old (or planted) one.
 Status writeFileAtomically(const std::string& path, const std::string& content);
 
 }  // namespace stockade

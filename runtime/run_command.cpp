@@ -49,8 +49,11 @@ Result<Policy> policyForRun(const RunOptions& options, int& exit_code) {
         bool bounds = text.starts_with("--memory") || text.starts_with("--pids") ||
                       text.starts_with("--cpu-time") || text.starts_with("--timeout") ||
                       text.starts_with("--output-limit") || text.starts_with("--tmp-size");
+        // A --result that was itself refused gets no record written there.
+        RunOptions record_to = options;
+        if (text.starts_with("--result")) record_to.result.reset();
         exit_code =
-            refuseRun(options, profile->name, bounds ? "invalid_bounds" : "sandbox_unavailable",
+            refuseRun(record_to, profile->name, bounds ? "invalid_bounds" : "sandbox_unavailable",
                       bounds ? "blocked" : "error", "arguments", policy.error().describe());
     }
     return policy;

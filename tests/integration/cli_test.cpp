@@ -12,10 +12,16 @@ struct BadInput {
     std::string what;
     std::vector<std::string> args;  // after `run --mount PROBE:/probe`
     std::string named;              // what the message must mention
+    std::string absent = {};        // a file the refusal must not write
 };
 
-std::vector<BadInput> badInputs(const Sandbox& sandbox, const std::vector<std::string>& command) {
+std::vector<BadInput> badInputs(Sandbox& sandbox, const std::vector<std::string>& command) {
     const std::string wt = sandbox.worktree();
+    // Where a --result would be the sandbox's to plant or to swap: the
+    // worktree, a path into it through a symlink, a writable --mount.
+    const std::string into_wt = sandbox.scratch().makeSymlink("into-worktree", wt + "/sub");
+    sandbox.scratch().makeDir("worktree/sub");
+    const std::string data = sandbox.scratch().makeDir("data");
     const std::string file = sandbox.worktree() + "/README";
     const std::string missing = sandbox.worktree() + "-missing";
     auto withCommand = [&](std::vector<std::string> args) {
@@ -39,6 +45,18 @@ std::vector<BadInput> badInputs(const Sandbox& sandbox, const std::vector<std::s
         {"--user that is not a number", withCommand({"--user", "somebody"}), "user"},
         {"a profile that does not exist", withCommand({"--profile", "no-such-profile-anywhere"}),
          "no-such-profile-anywhere"},
+        {"--result inside the worktree",
+         withCommand({"--worktree", wt, "--result", wt + "/result.json"}), "--result",
+         wt + "/result.json"},
+        {"--result into the worktree through a symlink",
+         withCommand({"--worktree", wt, "--result", into_wt + "/result.json"}), "--result",
+         wt + "/sub/result.json"},
+        {"--result inside a writable --mount",
+         withCommand({"--worktree", wt, "--mount", data + ":/data:rw", "--result",
+                      data + "/result.json"}),
+         "--result", data + "/result.json"},
+        {"--result in a directory that does not exist",
+         withCommand({"--worktree", wt, "--result", missing + "/result.json"}), "--result"},
     };
     // Each --mount is a hole: none may go over these, however spelled.
     for (const std::string target :
@@ -137,6 +155,7 @@ TEST_CASE("CLI: bad input is refused with 125 and one line, leaving nothing behi
         CHECK(done.err.rfind("stockade: ", 0) == 0);
         CHECK(std::count(done.err.begin(), done.err.end(), '\n') == 1);
         if (!bad.named.empty()) CHECK(done.err.find(bad.named) != std::string::npos);
+        if (!bad.absent.empty()) CHECK_FALSE(pathExists(bad.absent));
         CHECK(done.out.empty());
         CHECK(findProcessesWithToken(reaper.token(), false).empty());
         const HostSnapshot after = HostSnapshot::take();

@@ -211,5 +211,50 @@ for mode in ("root", "rootless"):
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
-print("%d passed, %d failed" % (2 * len(CASES) + stale_checks - failures, failures))
+# A --verdict where the code under test could write (the worktree, a
+# writable --mount, or a path into either through a symlink) is refused
+# before anything runs: there it could plant a pass of its own, or swap the
+# directory for a symlink elsewhere on the host.
+place_checks = 0
+for mode in ("root", "rootless"):
+    owner = 0 if mode == "root" else 65534
+    root = tempfile.mkdtemp(dir="/var/tmp")
+    try:
+        wt = make_worktree(root, owner)
+        held = os.path.join(root, "held")
+        data = os.path.join(root, "data")
+        for d in (held, data, os.path.join(wt, "out")):
+            os.makedirs(d)
+            os.chown(d, owner, owner)
+        open(os.path.join(held, "add.test.js"), "w").write(NODE_FAILING)
+        os.symlink(os.path.join(wt, "out"), os.path.join(root, "link"))
+        marker = os.path.join(wt, "ran")
+        for label, verdict_path, extra in (
+                ("in the worktree", os.path.join(wt, "out", "verdict.json"), []),
+                ("through a symlink into it", os.path.join(root, "link", "verdict.json"), []),
+                ("in a writable --mount", os.path.join(data, "verdict.json"),
+                 ["--mount", data + ":/data:rw"])):
+            proc = subprocess.run([STOCKADE, "oracle", "--worktree", wt, "--held", held,
+                                   "--verdict", verdict_path, *extra, "--", "sh", "-c",
+                                   "touch /repo/ran; " + JUNIT],
+                                  preexec_fn=demote if mode == "rootless" else None,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+            problems = []
+            if proc.returncode != 125:
+                problems.append("exit %d, expected 125" % proc.returncode)
+            if b"--verdict" not in proc.stderr:
+                problems.append("the refusal does not name --verdict: %r" % proc.stderr[-200:])
+            for path in (verdict_path, os.path.join(wt, "out", "verdict.json"), marker):
+                if os.path.lexists(path):
+                    problems.append("%s exists" % path)
+            place_checks += 1
+            if problems:
+                failures += 1
+                print("FAIL %s/--verdict %s: %s" % (mode, label, "; ".join(problems)))
+            else:
+                print("ok   %s/--verdict %s refused" % (mode, label))
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+print("%d passed, %d failed" % (2 * len(CASES) + stale_checks + place_checks - failures, failures))
 sys.exit(1 if failures else 0)

@@ -3,6 +3,7 @@
 #include <sched.h>
 #include <sys/ioctl.h>
 #include <sys/personality.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 
 #include <cerrno>
@@ -176,9 +177,33 @@ SeccompPolicy defaultPolicy() {
     // Only the families a build or test needs: local, IP (inside an empty
     // network namespace), and netlink for getaddrinfo and ip(8). AF_PACKET,
     // AF_VSOCK (reaches the hypervisor's host) and the rest answer EPERM.
-    for (int family : {AF_UNIX, AF_INET, AF_INET6, AF_NETLINK}) {
+    for (int family : {AF_UNIX, AF_NETLINK}) {
         policy.rules.push_back(
             rule({"socket", "socketpair"}, Action::Allow, 0, {argEquals(0, family)}));
+    }
+    // IP with the protocols programs ask for by number: the default (0), TCP,
+    // UDP, UDP-Lite and ICMP (unprivileged ping). Not MPTCP (IPPROTO_MPTCP,
+    // 262): Landlock's TCP rules do not see it, so it would get past a dev
+    // server's "bind its port only, connect nowhere" (Go falls back to TCP on
+    // any error). Compared on all 64 bits, like the family.
+    for (int family : {AF_INET, AF_INET6}) {
+        for (int protocol : {0, int{IPPROTO_TCP}, int{IPPROTO_UDP}, int{IPPROTO_UDPLITE},
+                             family == AF_INET ? int{IPPROTO_ICMP} : int{IPPROTO_ICMPV6}}) {
+            policy.rules.push_back(rule({"socket", "socketpair"}, Action::Allow, 0,
+                                        {argEquals(0, family), argEquals(2, protocol)}));
+        }
+    }
+
+    // TCP Fast Open from the client side connects inside sendto/sendmsg,
+    // without connect(2), where Landlock's connect rule never looks. Refused
+    // as a kernel with client TFO off refuses it (EOPNOTSUPP), so programs
+    // fall back to connect. The flags are an int to the kernel: the mask
+    // looks at the one bit whatever the upper half holds.
+    for (const auto& [name, flags_index] :
+         {std::pair{"sendto", 3u}, std::pair{"sendmsg", 2u}, std::pair{"sendmmsg", 3u}}) {
+        policy.rules.push_back(
+            rule({name}, Action::Errno, EOPNOTSUPP,
+                 {ArgCondition{flags_index, CompareOp::MaskedEqual, MSG_FASTOPEN, MSG_FASTOPEN}}));
     }
 
     // personality(2) with anything but these turns off ASLR or changes how

@@ -31,6 +31,7 @@
 // Exit status: 0 after the last probe; 2 for an unknown NAME or no NAME.
 // Uses only libc and raw syscall(2), nothing of stockade.
 
+#include <netinet/in.h>
 #include <sched.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
@@ -200,6 +201,19 @@ const Probe kProbes[] = {
     {"socket-key", [] { return syscall(SYS_socket, AF_KEY, SOCK_RAW | 0x100, 0); }},
     {"socketpair-vsock",
      [] { return syscall(SYS_socketpair, AF_VSOCK, SOCK_STREAM | 0x100, 0, kBadPointer); }},
+
+    // Past Landlock's TCP rules: an MPTCP socket (the undefined type flag
+    // again makes the kernel's own answer EINVAL), and TCP Fast Open's
+    // connect inside a send on a bad fd (EBADF if it reached the kernel).
+    {"socket-inet-mptcp",
+     [] { return syscall(SYS_socket, AF_INET, SOCK_STREAM | 0x100, IPPROTO_MPTCP); }},
+    {"socket-inet6-mptcp",
+     [] { return syscall(SYS_socket, AF_INET6, SOCK_STREAM | 0x100, IPPROTO_MPTCP); }},
+    {"sendto-fastopen",
+     [] { return syscall(SYS_sendto, kBadFd, kBadPointer, 1L, MSG_FASTOPEN, kBadPointer, 16L); }},
+    {"sendmsg-fastopen", [] { return syscall(SYS_sendmsg, kBadFd, kBadPointer, MSG_FASTOPEN); }},
+    {"sendmmsg-fastopen",
+     [] { return syscall(SYS_sendmmsg, kBadFd, kBadPointer, 1L, MSG_FASTOPEN); }},
 
     // Must stay last: under stockade it kills the process. close(-1) in the
     // x32 ABI, EBADF if it ever ran.

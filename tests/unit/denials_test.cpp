@@ -313,9 +313,24 @@ TEST_CASE("denials are reportable only where the child can hand the listener ove
     REQUIRE(!refused.ok());
     CHECK_THAT(refused.error().describe(), Catch::Contains("sendmsg"));
 
+    // A refusal that could hold for the child's sendmsg(fd, msg,
+    // MSG_NOSIGNAL) stops it; one that cannot (MSG_FASTOPEN, which the
+    // default policy refuses) does not.
     policy.rules = {{{"sendmsg", "close"}, Action::Allow, 0, {}},
-                    {{"sendmsg"}, Action::Errno, EPERM, {{2, CompareOp::Equal, 0, 0}}}};
+                    {{"sendmsg"}, Action::Errno, EPERM, {{0, CompareOp::Equal, 3, 0}}}};
     CHECK(!checkDenialsReportable(policy).ok());
+    policy.rules = {{{"sendmsg", "close"}, Action::Allow, 0, {}},
+                    {{"sendmsg"},
+                     Action::Errno,
+                     EPERM,
+                     {{2, CompareOp::MaskedEqual, MSG_NOSIGNAL, MSG_NOSIGNAL}}}};
+    CHECK(!checkDenialsReportable(policy).ok());
+    policy.rules = {{{"sendmsg", "close"}, Action::Allow, 0, {}},
+                    {{"sendmsg"},
+                     Action::Errno,
+                     EOPNOTSUPP,
+                     {{2, CompareOp::MaskedEqual, MSG_FASTOPEN, MSG_FASTOPEN}}}};
+    CHECK(checkDenialsReportable(policy).ok());
 
     SeccompPolicy allowing;
     allowing.default_action = Action::Allow;

@@ -9,6 +9,7 @@
 #include <linux/seccomp.h>
 #include <sched.h>
 #include <signal.h>
+#include <netinet/in.h>
 #include <sys/ioctl.h>
 #include <sys/personality.h>
 #include <sys/prctl.h>
@@ -330,6 +331,37 @@ TEST_CASE("the default policy looks at ioctl, socket, personality and clone argu
         // The kernel reads the family as an int: AF_UNIX with high bits is
         // AF_UNIX to it, and the filter refuses rather than guess.
         CHECK(answer(filter, nr(name), {AF_UNIX | kHigh}) == errnoAnswer(EPERM));
+        // IP by protocol: the usual ones pass, MPTCP (which Landlock's TCP
+        // rules do not see) and anything else is refused, high bits too.
+        for (std::uint64_t family : {AF_INET, AF_INET6}) {
+            INFO("family " << family);
+            for (std::uint64_t protocol : {0, int{IPPROTO_TCP}, int{IPPROTO_UDP}, int{IPPROTO_UDPLITE}})
+                CHECK(answer(filter, nr(name), {family, SOCK_STREAM, protocol}) == kAllow);
+            for (std::uint64_t protocol :
+                 {std::uint64_t{IPPROTO_MPTCP}, std::uint64_t{IPPROTO_SCTP},
+                  std::uint64_t{IPPROTO_MPTCP} | kHigh, std::uint64_t{IPPROTO_TCP} | kHigh})
+                CHECK(answer(filter, nr(name), {family, SOCK_STREAM, protocol}) ==
+                      errnoAnswer(EPERM));
+        }
+        CHECK(answer(filter, nr(name), {AF_INET, SOCK_DGRAM, IPPROTO_ICMP}) == kAllow);
+        CHECK(answer(filter, nr(name), {AF_INET6, SOCK_DGRAM, IPPROTO_ICMPV6}) == kAllow);
+    }
+
+    // TCP Fast Open connects inside sendto/sendmsg/sendmmsg, past Landlock's
+    // connect rule: refused as a kernel with client TFO off refuses it.
+    for (const auto& [name, flags_index] :
+         {std::pair{"sendto", 3}, std::pair{"sendmsg", 2}, std::pair{"sendmmsg", 3}}) {
+        INFO(name);
+        std::vector<std::uint64_t> args(6, 0);
+        CHECK(answer(filter, nr(name), args) == kAllow);
+        args[flags_index] = MSG_NOSIGNAL | MSG_DONTWAIT;
+        CHECK(answer(filter, nr(name), args) == kAllow);
+        for (std::uint64_t flags : {std::uint64_t{MSG_FASTOPEN},
+                                    std::uint64_t{MSG_FASTOPEN | MSG_NOSIGNAL},
+                                    std::uint64_t{MSG_FASTOPEN} | kHigh}) {
+            args[flags_index] = flags;
+            CHECK(answer(filter, nr(name), args) == errnoAnswer(EOPNOTSUPP));
+        }
     }
 
     for (std::uint64_t persona : {0x0ULL, 0x8ULL, 0x20000ULL, 0x20008ULL, 0xffffffffULL})
@@ -582,12 +614,16 @@ TEST_CASE("installed in a child, the default filter refuses and allows as promis
         expect(ENOSYS, syscall(above_table, -1L, kBadPointer, 0L));
         expect(EPERM, syscall(SYS_socket, AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0));
         expect(EPERM, syscall(SYS_socket, AF_VSOCK, SOCK_STREAM | SOCK_CLOEXEC, 0));
+        expect(EPERM, syscall(SYS_socket, AF_INET, SOCK_STREAM | SOCK_CLOEXEC, IPPROTO_MPTCP));
+        expect(EOPNOTSUPP, syscall(SYS_sendto, -1L, &c, 1L, MSG_FASTOPEN, kBadPointer, 16L));
         expect(EPERM, syscall(SYS_ioctl, 0, TIOCSTI | kHigh, &c));
         expect(EPERM, syscall(SYS_ioctl, 0, TIOCSTI, &c));
         expect(EPERM, syscall(SYS_ioctl, 0, TIOCLINUX | kHigh, &c));
         expect(EPERM, syscall(SYS_personality, 0xffffL));
         // Allowed: these reach the kernel.
         expect(0, syscall(SYS_socket, AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+        expect(0, syscall(SYS_socket, AF_INET, SOCK_STREAM | SOCK_CLOEXEC, IPPROTO_TCP));
+        expect(EBADF, syscall(SYS_sendto, -1L, &c, 1L, MSG_NOSIGNAL, kBadPointer, 16L));
         expect(EFAULT, syscall(SYS_socketpair, AF_UNIX, SOCK_STREAM, 0, kBadPointer));
         expect(0, syscall(SYS_getpid));
         expect(ENOTTY, syscall(SYS_ioctl, 0, TCGETS, kBadPointer));
@@ -595,7 +631,7 @@ TEST_CASE("installed in a child, the default filter refuses and allows as promis
     });
     REQUIRE(out.exited);
     CHECK(out.exit_code == 0);
-    checkAnswers(out, 20);
+    checkAnswers(out, 24);
 }
 
 TEST_CASE("installed in a child, ENOSYS above the table comes from the filter",

@@ -253,8 +253,8 @@ int runOracle(const OracleOptions& options) {
     Verdict verdict = decide(e);
     std::string text = verdictJson(e, verdict, result_json);
     if (options.verdict) {
-        if (auto s = writeFileAtomically(*options.verdict, text); !s) {
-            // Nothing at the path now (writeFileAtomically removed it), and
+        if (auto s = writeRecord(*options.verdict, text); !s) {
+            // Nothing at the path now (a failed file write removes it), and
             // an error, not the verdict's code: a harness must not read a
             // pass or a fail that was never recorded.
             std::fprintf(stderr, "stockade oracle: cannot write the verdict: %s\n",

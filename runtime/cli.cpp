@@ -43,7 +43,7 @@ Usage:
   stockade --version
 
 Example:
-  stockade run --worktree . --result result.json -- make test
+  stockade run --worktree . --result ../result.json -- make test
 
 Run `stockade run --help` for every option.
 )";

@@ -52,30 +52,50 @@ Status refuseWhereSandboxWrites(const std::string& flag, const std::string& path
     for (const ExtraMount& m : fs.mounts)
         if (m.writable) add(m.source);
 
-    const size_t slash = path.rfind('/');
-    const std::string dir = slash == std::string::npos ? "."
-                            : slash == 0              ? "/"
-                                                      : path.substr(0, slash);
-    if (slash + 1 == path.size()) return Error::message(flag + " " + path + ": names a directory");
-    UniqueFd at(open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-    if (!at) return Error::fromErrno(flag + " " + path + ": its directory " + dir);
-    for (;;) {
-        struct stat st;
-        if (fstat(at.get(), &st) < 0) return Error::fromErrno(flag + " " + path);
-        const DirId here{st.st_dev, st.st_ino};
-        for (const auto& [id, name] : writable)
-            if (id == here)
-                return Error::message(flag + " " + path + ": inside " + name +
-                                      ", which the sandbox can write (it could plant its own "
-                                      "record there, or make this one fail); give a path "
-                                      "outside it");
-        UniqueFd up(openat(at.get(), "..", O_PATH | O_DIRECTORY | O_CLOEXEC));
-        if (!up) return Error::fromErrno(flag + " " + path + ": a parent of " + dir);
-        struct stat parent;
-        if (fstat(up.get(), &parent) < 0) return Error::fromErrno(flag + " " + path);
-        if (parent.st_dev == st.st_dev && parent.st_ino == st.st_ino) return okStatus();  // at /
-        at = std::move(up);
-    }
+    // The directory's own (device, inode), then each parent's up to /.
+    auto inside = [&](const std::string& dir) -> Status {
+        UniqueFd at(open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+        if (!at) return Error::fromErrno(flag + " " + path + ": its directory " + dir);
+        for (;;) {
+            struct stat st;
+            if (fstat(at.get(), &st) < 0) return Error::fromErrno(flag + " " + path);
+            const DirId here{st.st_dev, st.st_ino};
+            for (const auto& [id, name] : writable)
+                if (id == here)
+                    return Error::message(flag + " " + path + ": inside " + name +
+                                          ", which the sandbox can write (it could plant its "
+                                          "own record there, or make this one fail); give a "
+                                          "path outside it");
+            UniqueFd up(openat(at.get(), "..", O_PATH | O_DIRECTORY | O_CLOEXEC));
+            if (!up) return Error::fromErrno(flag + " " + path + ": a parent of " + dir);
+            struct stat parent;
+            if (fstat(up.get(), &parent) < 0) return Error::fromErrno(flag + " " + path);
+            if (parent.st_dev == st.st_dev && parent.st_ino == st.st_ino) return okStatus();
+            at = std::move(up);
+        }
+    };
+    auto directoryOf = [](const std::string& file) {
+        const size_t slash = file.rfind('/');
+        return slash == std::string::npos ? std::string(".")
+               : slash == 0               ? std::string("/")
+                                          : file.substr(0, slash);
+    };
+    if (path.ends_with('/')) return Error::message(flag + " " + path + ": names a directory");
+    if (auto s = inside(directoryOf(path)); !s) return s;
+    // A symlink is written through (writeRecord): where it leads counts too,
+    // the directory its target will be made in when it dangles.
+    struct stat link;
+    if (lstat(path.c_str(), &link) < 0 || !S_ISLNK(link.st_mode)) return okStatus();
+    if (link.st_uid != geteuid() && link.st_uid != 0)  // as writeRecord will refuse it
+        return Error::message(flag + " " + path + ": a symlink owned by uid " +
+                              std::to_string(link.st_uid) + ", which stockade does not follow");
+    char target[PATH_MAX];
+    if (realpath(path.c_str(), target)) return inside(directoryOf(target));
+    ssize_t n = readlink(path.c_str(), target, sizeof(target) - 1);
+    if (n <= 0) return Error::fromErrno(flag + " " + path + ": readlink");
+    std::string dangling(target, static_cast<size_t>(n));
+    if (!dangling.starts_with('/')) dangling = directoryOf(path) + "/" + dangling;
+    return inside(directoryOf(dangling));
 }
 
 namespace {

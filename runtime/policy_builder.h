@@ -25,7 +25,9 @@ Result<ExtraMount> parseMountSpec(const std::string& spec);
 // `path` (naming `flag`) when its directory is the worktree or a writable
 // --mount of `fs`, or lies below one, and when that directory does not
 // exist. Compared by device and inode from the directory up to /, so a
-// symlink or a bind mount on the way cannot hide it.
+// symlink or a bind mount on the way cannot hide it. A symlink at `path` is
+// judged by where it leads, and refused when another user (not root) owns
+// it (writeRecord would not follow it).
 Status refuseWhereSandboxWrites(const std::string& flag, const std::string& path,
                                 const FilesystemView& fs);
 

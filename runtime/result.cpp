@@ -3,11 +3,16 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <optional>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
+
+#include "base/unique_fd.h"
 
 namespace stockade {
 
@@ -174,6 +179,69 @@ std::string refusalJson(const std::string& name, const std::string& profile,
     return doc.dump(2) + "\n";
 }
 
+namespace {
+
+Status writeAll(int fd, const std::string& content, const std::string& what) {
+    const char* p = content.data();
+    size_t left = content.size();
+    while (left > 0) {
+        ssize_t n = write(fd, p, left);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return Error::fromErrno("write(\"" + what + "\")", n < 0 ? errno : EIO);
+        p += n;
+        left -= static_cast<size_t>(n);
+    }
+    return okStatus();
+}
+
+// /dev/stdout, /dev/stderr, /dev/fd/N, /proc/self/fd/N: the fd stockade
+// already holds, written as a shell writes a redirection to them, rather
+// than opened again (which a pipe owned by someone else refuses).
+std::optional<int> heldFd(const std::string& path) {
+    if (path == "/dev/stdout") return 1;
+    if (path == "/dev/stderr") return 2;
+    for (std::string_view prefix : {"/dev/fd/", "/proc/self/fd/"}) {
+        if (!path.starts_with(prefix)) continue;
+        const std::string digits = path.substr(prefix.size());
+        if (digits.empty() || digits.size() > 9 ||
+            digits.find_first_not_of("0123456789") != std::string::npos)
+            return std::nullopt;
+        return std::stoi(digits);
+    }
+    return std::nullopt;
+}
+
+}  // namespace
+
+Status writeRecord(const std::string& path, const std::string& content) {
+    if (std::optional<int> fd = heldFd(path)) return writeAll(*fd, content, path);
+    // A symlink or something that is not a file (a FIFO, a device, a
+    // shell's >(…) under another name) is written through, as the caller
+    // meant: a rename would replace the link or the node itself.
+    struct stat st;
+    if (lstat(path.c_str(), &st) < 0 || S_ISREG(st.st_mode)) return writeFileAtomically(path, content);
+    // Followed only when the caller or root made the link, as
+    // fs.protected_symlinks would have it in a sticky /tmp: another user's
+    // link must not aim a root stockade's write at a file of its choosing.
+    if (S_ISLNK(st.st_mode) && st.st_uid != geteuid() && st.st_uid != 0)
+        return Error::message(path + " is a symlink owned by uid " + std::to_string(st.st_uid) +
+                              "; not followed");
+    struct stat target;
+    const int found = stat(path.c_str(), &target) == 0 ? 0 : errno;
+    const bool regular = found == 0 && S_ISREG(target.st_mode);
+    // A link to a file yet to be made: made where it points.
+    const bool dangling = S_ISLNK(st.st_mode) && found == ENOENT;
+    // Non-blocking open: a FIFO nobody reads is an error (ENXIO), not a hang.
+    UniqueFd fd(open(path.c_str(),
+                     O_WRONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | (regular ? O_TRUNC : 0) |
+                         (dangling ? O_CREAT : 0),
+                     0644));
+    if (!fd) return Error::fromErrno("open(\"" + path + "\")");
+    int flags = fcntl(fd.get(), F_GETFL);
+    if (flags >= 0) fcntl(fd.get(), F_SETFL, flags & ~O_NONBLOCK);
+    return writeAll(fd.get(), content, path);
+}
+
 Status writeFileAtomically(const std::string& path, const std::string& content) {
     uint64_t nonce = 0;
     if (getrandom(&nonce, sizeof(nonce), 0) != static_cast<ssize_t>(sizeof(nonce)))
@@ -192,18 +260,11 @@ Status writeFileAtomically(const std::string& path, const std::string& content) 
         unlink(path.c_str());
         return Error::fromErrno("open(\"" + tmp + "\")", err);
     }
-    const char* p = content.data();
-    size_t left = content.size();
-    while (left > 0) {
-        ssize_t n = write(fd, p, left);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) {
-            int err = n < 0 ? errno : EIO;
-            close(fd);
-            return fail("write(\"" + tmp + "\")", err);
-        }
-        p += n;
-        left -= static_cast<size_t>(n);
+    if (Status written = writeAll(fd, content, tmp); !written) {
+        close(fd);
+        unlink(tmp.c_str());
+        unlink(path.c_str());
+        return written;
     }
     // No fsync: rename(2) already gives readers all or nothing; durability
     // across a host crash is not worth a disk flush on every run.

@@ -36,5 +36,9 @@ std::string refusalJson(const std::string& name, const std::string& profile,
 // failure whatever was at `path` is removed too: a harness finds no record
 // rather than an old (or planted) one.
 Status writeFileAtomically(const std::string& path, const std::string& content);
+// A --result or --verdict: writeFileAtomically, except that a symlink or
+// something that is not a regular file (/dev/stdout, /dev/fd/N, a FIFO) is
+// written through rather than replaced.
+Status writeRecord(const std::string& path, const std::string& content);
 
 }  // namespace stockade

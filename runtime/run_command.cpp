@@ -28,7 +28,7 @@ int refuseRun(const RunOptions& options, const std::string& profile, const std::
               const std::string& status, const std::string& stage, const std::string& message) {
     say(message);
     if (options.result && !options.result->empty()) {
-        auto s = writeFileAtomically(
+        auto s = writeRecord(
             *options.result, refusalJson(options.name.value_or(""), profile, options.command,
                                          status, reason, stage, message));
         if (!s) say("cannot write the result: " + s.error().describe());
@@ -69,7 +69,7 @@ int finishRun(const Policy& policy, const SandboxOutcome& outcome) {
     else if (outcome.ending == Ending::NotExecutable)
         say(policy.command[0] + ": cannot execute: " + errnoName(outcome.error_errno));
     if (policy.result_path) {
-        auto s = writeFileAtomically(*policy.result_path, resultJson(policy, outcome));
+        auto s = writeRecord(*policy.result_path, resultJson(policy, outcome));
         if (!s) say("cannot write the result: " + s.error().describe());
     }
     return result.exit_code;

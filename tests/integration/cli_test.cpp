@@ -1,5 +1,7 @@
 // The command line's contract (SPEC §2, §6): exit codes, the result JSON, and
 // refusals of bad input that leave nothing behind.
+#include <sys/stat.h>
+
 #include <algorithm>
 
 #include "harness.h"
@@ -22,6 +24,12 @@ std::vector<BadInput> badInputs(Sandbox& sandbox, const std::vector<std::string>
     const std::string into_wt = sandbox.scratch().makeSymlink("into-worktree", wt + "/sub");
     sandbox.scratch().makeDir("worktree/sub");
     const std::string data = sandbox.scratch().makeDir("data");
+    const std::string dangling =
+        sandbox.scratch().makeSymlink("dangling-into-worktree.json", wt + "/planted.json");
+    // A link another user made (in a sticky /tmp, say) is not followed.
+    const std::string foreign =
+        sandbox.scratch().makeSymlink("foreign-link.json", sandbox.scratch().at("victim.json"));
+    ::lchown(foreign.c_str(), 12345, 12345);
     const std::string file = sandbox.worktree() + "/README";
     const std::string missing = sandbox.worktree() + "-missing";
     auto withCommand = [&](std::vector<std::string> args) {
@@ -55,6 +63,11 @@ std::vector<BadInput> badInputs(Sandbox& sandbox, const std::vector<std::string>
          withCommand({"--worktree", wt, "--mount", data + ":/data:rw", "--result",
                       data + "/result.json"}),
          "--result", data + "/result.json"},
+        {"--result a dangling symlink into the worktree",
+         withCommand({"--worktree", wt, "--result", dangling}), "--result",
+         wt + "/planted.json"},
+        {"--result a symlink another user owns", withCommand({"--worktree", wt, "--result", foreign}),
+         "--result", sandbox.scratch().at("victim.json")},
         {"--result in a directory that does not exist",
          withCommand({"--worktree", wt, "--result", missing + "/result.json"}), "--result"},
     };
@@ -134,6 +147,51 @@ TEST_CASE("CLI: the result JSON records the run and what was enforced", "[cli][r
     }
     CHECK(enforced["capabilities"] == "none");
     CHECK(enforced["no_new_privs"] == true);
+}
+
+TEST_CASE("CLI: a --result that is a symlink or not a file is written through, not replaced",
+          "[cli][result]") {
+    STOCKADE_EACH_MODE(mode);
+    Sandbox sandbox(mode);
+    struct stat before {};
+    REQUIRE(lstat("/dev/stdout", &before) == 0);
+    REQUIRE(S_ISLNK(before.st_mode));
+    Launch launch = sandbox.launch({});
+    launch.args = {"run", "--quiet", "--result", "/dev/stdout", "--", "true"};
+    const Completed to_stdout = runStockade(launch);
+    INFO(to_stdout.describe());
+    CHECK(to_stdout.exitCode == 0);
+    const nlohmann::json printed = nlohmann::json::parse(to_stdout.out, nullptr, false);
+    CHECK(printed.is_object());
+    if (printed.is_object()) CHECK(printed["status"] == "passed");
+    // As root a rename would have replaced the host's own /dev/stdout.
+    struct stat after {};
+    REQUIRE(lstat("/dev/stdout", &after) == 0);
+    CHECK(S_ISLNK(after.st_mode));
+    CHECK(after.st_ino == before.st_ino);
+
+    // A link to a file (and one to a file not yet made): the file gets the
+    // record, the link stays a link.
+    const std::string target = sandbox.scratch().writeFile("records/kept.json", "{}\n");
+    const std::string link = sandbox.scratch().makeSymlink("link.json", target);
+    const std::string fresh = sandbox.scratch().at("records/fresh.json");
+    const std::string fresh_link = sandbox.scratch().makeSymlink("fresh-link.json", fresh);
+    for (const std::string& path : {link, fresh_link}) {
+        INFO(path);
+        launch.args = {"run", "--quiet", "--result", path, "--", "true"};
+        const Completed done = runStockade(launch);
+        INFO(done.describe());
+        CHECK(done.exitCode == 0);
+        struct stat st {};
+        REQUIRE(lstat(path.c_str(), &st) == 0);
+        CHECK(S_ISLNK(st.st_mode));
+    }
+    for (const std::string& file : {target, fresh}) {
+        const nlohmann::json written = nlohmann::json::parse(readFileOrEmpty(file), nullptr, false);
+        INFO(file);
+        CHECK(written.is_object());
+        if (written.is_object()) CHECK(written["schema"] == "stockade.result/v1");
+    }
 }
 
 TEST_CASE("CLI: bad input is refused with 125 and one line, leaving nothing behind",

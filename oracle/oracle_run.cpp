@@ -21,6 +21,7 @@
 #include "oracle/safe_read.h"
 #include "oracle/verdict.h"
 #include "runtime/child_plan_builder.h"
+#include "runtime/record_path.h"
 #include "runtime/policy_builder.h"
 #include "runtime/profile.h"
 #include "runtime/result.h"
@@ -193,9 +194,13 @@ int runOracle(const OracleOptions& options) {
     auto identity = chooseIdentity(*probe_policy);
     if (!identity) return refuse(identity.error().describe());
     const std::string worktree = *probe_policy->fs.worktree;
-    if (options.verdict)
-        if (auto s = refuseWhereSandboxWrites("--verdict", *options.verdict, probe_policy->fs); !s)
-            return refuse(s.error().describe());
+    std::optional<RecordTarget> verdict_target;
+    if (options.verdict) {
+        auto target =
+            resolveRecordTarget("--verdict", *options.verdict, writableHostDirs(probe_policy->fs));
+        if (!target) return refuse(target.error().describe());
+        verdict_target = *target;
+    }
 
     auto before = snapshot(worktree, held);
     if (!before) return refuse(before.error().describe());
@@ -253,8 +258,8 @@ int runOracle(const OracleOptions& options) {
     Verdict verdict = decide(e);
     std::string text = verdictJson(e, verdict, result_json);
     if (options.verdict) {
-        if (auto s = writeRecord(*options.verdict, text); !s) {
-            // Nothing at the path now (a failed file write removes it), and
+        if (auto s = writeRecord(*verdict_target, text); !s) {
+            // Nothing at the path now (writeRecord removes it), and
             // an error, not the verdict's code: a harness must not read a
             // pass or a fail that was never recorded.
             std::fprintf(stderr, "stockade oracle: cannot write the verdict: %s\n",

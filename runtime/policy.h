@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "runtime/record_path.h"
+
 namespace stockade {
 
 struct ExtraMount {
@@ -58,7 +60,7 @@ struct Policy {
     std::optional<uint16_t> publish_port;
     StdinMode stdin_mode = StdinMode::Null;
     bool quiet = false;
-    std::optional<std::string> result_path;
+    std::optional<RecordTarget> result;  // --result, judged and fixed (record_path.h)
     Limits limits;
     std::vector<std::string> require;  // guarantees that must hold
     std::string seccomp = "default";   // "default", "none", or a file path

@@ -1,6 +1,5 @@
 #include "runtime/policy_builder.h"
 
-#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -10,7 +9,6 @@
 #include <cstdlib>
 #include <sstream>
 
-#include "base/unique_fd.h"
 #include "runtime/environment.h"
 #include "runtime/units.h"
 
@@ -32,73 +30,6 @@ Result<std::string> resolveHostDir(const std::string& option, const std::string&
     if (!S_ISDIR(st.st_mode)) return Error::message(option + " " + path + ": not a directory");
     return std::string(resolved);
 }
-
-struct DirId {
-    dev_t dev;
-    ino_t ino;
-    bool operator==(const DirId&) const = default;
-};
-
-}  // namespace
-
-Status refuseWhereSandboxWrites(const std::string& flag, const std::string& path,
-                                const FilesystemView& fs) {
-    std::vector<std::pair<DirId, std::string>> writable;
-    auto add = [&](const std::string& dir) {
-        struct stat st;
-        if (stat(dir.c_str(), &st) == 0) writable.push_back({{st.st_dev, st.st_ino}, dir});
-    };
-    if (fs.worktree) add(*fs.worktree);
-    for (const ExtraMount& m : fs.mounts)
-        if (m.writable) add(m.source);
-
-    // The directory's own (device, inode), then each parent's up to /.
-    auto inside = [&](const std::string& dir) -> Status {
-        UniqueFd at(open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-        if (!at) return Error::fromErrno(flag + " " + path + ": its directory " + dir);
-        for (;;) {
-            struct stat st;
-            if (fstat(at.get(), &st) < 0) return Error::fromErrno(flag + " " + path);
-            const DirId here{st.st_dev, st.st_ino};
-            for (const auto& [id, name] : writable)
-                if (id == here)
-                    return Error::message(flag + " " + path + ": inside " + name +
-                                          ", which the sandbox can write (it could plant its "
-                                          "own record there, or make this one fail); give a "
-                                          "path outside it");
-            UniqueFd up(openat(at.get(), "..", O_PATH | O_DIRECTORY | O_CLOEXEC));
-            if (!up) return Error::fromErrno(flag + " " + path + ": a parent of " + dir);
-            struct stat parent;
-            if (fstat(up.get(), &parent) < 0) return Error::fromErrno(flag + " " + path);
-            if (parent.st_dev == st.st_dev && parent.st_ino == st.st_ino) return okStatus();
-            at = std::move(up);
-        }
-    };
-    auto directoryOf = [](const std::string& file) {
-        const size_t slash = file.rfind('/');
-        return slash == std::string::npos ? std::string(".")
-               : slash == 0               ? std::string("/")
-                                          : file.substr(0, slash);
-    };
-    if (path.ends_with('/')) return Error::message(flag + " " + path + ": names a directory");
-    if (auto s = inside(directoryOf(path)); !s) return s;
-    // A symlink is written through (writeRecord): where it leads counts too,
-    // the directory its target will be made in when it dangles.
-    struct stat link;
-    if (lstat(path.c_str(), &link) < 0 || !S_ISLNK(link.st_mode)) return okStatus();
-    if (link.st_uid != geteuid() && link.st_uid != 0)  // as writeRecord will refuse it
-        return Error::message(flag + " " + path + ": a symlink owned by uid " +
-                              std::to_string(link.st_uid) + ", which stockade does not follow");
-    char target[PATH_MAX];
-    if (realpath(path.c_str(), target)) return inside(directoryOf(target));
-    ssize_t n = readlink(path.c_str(), target, sizeof(target) - 1);
-    if (n <= 0) return Error::fromErrno(flag + " " + path + ": readlink");
-    std::string dangling(target, static_cast<size_t>(n));
-    if (!dangling.starts_with('/')) dangling = directoryOf(path) + "/" + dangling;
-    return inside(directoryOf(dangling));
-}
-
-namespace {
 
 Result<uint32_t> parseId(const std::string& text, const std::string& what) {
     char* end = nullptr;
@@ -148,6 +79,14 @@ Status checkBoundsFitHost(const Limits& limits) {
 }
 
 }  // namespace
+
+std::vector<std::string> writableHostDirs(const FilesystemView& fs) {
+    std::vector<std::string> dirs;
+    if (fs.worktree) dirs.push_back(*fs.worktree);
+    for (const ExtraMount& m : fs.mounts)
+        if (m.writable) dirs.push_back(m.source);
+    return dirs;
+}
 
 Result<ExtraMount> parseMountSpec(const std::string& spec) {
     ExtraMount m;
@@ -244,9 +183,9 @@ Result<Policy> buildPolicy(const Profile& profile, const RunOptions& options) {
     p.quiet = options.quiet;
     if (options.result) {
         if (options.result->empty()) return Error::message("--result: empty path");
-        if (auto s = refuseWhereSandboxWrites("--result", *options.result, p.fs); !s)
-            return s.error();
-        p.result_path = *options.result;
+        auto target = resolveRecordTarget("--result", *options.result, writableHostDirs(p.fs));
+        if (!target) return target.error();
+        p.result = *target;
     }
 
     EnvironmentRequest env;

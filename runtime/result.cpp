@@ -2,13 +2,9 @@
 
 #include <fcntl.h>
 #include <signal.h>
-#include <sys/random.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
-#include <optional>
-#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -179,98 +175,35 @@ std::string refusalJson(const std::string& name, const std::string& profile,
     return doc.dump(2) + "\n";
 }
 
-namespace {
-
-Status writeAll(int fd, const std::string& content, const std::string& what) {
+Status writeFileAtomically(const std::string& path, const std::string& content) {
+    std::string tmp = path + ".tmp." + std::to_string(getpid());
+    UniqueFd fd(open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644));
+    if (!fd) return Error::fromErrno("open(\"" + tmp + "\")");
     const char* p = content.data();
     size_t left = content.size();
     while (left > 0) {
-        ssize_t n = write(fd, p, left);
+        ssize_t n = write(fd.get(), p, left);
         if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) return Error::fromErrno("write(\"" + what + "\")", n < 0 ? errno : EIO);
+        if (n <= 0) {
+            int err = n < 0 ? errno : EIO;
+            unlink(tmp.c_str());
+            return Error::fromErrno("write(\"" + tmp + "\")", err);
+        }
         p += n;
         left -= static_cast<size_t>(n);
     }
-    return okStatus();
-}
-
-// /dev/stdout, /dev/stderr, /dev/fd/N, /proc/self/fd/N: the fd stockade
-// already holds, written as a shell writes a redirection to them, rather
-// than opened again (which a pipe owned by someone else refuses).
-std::optional<int> heldFd(const std::string& path) {
-    if (path == "/dev/stdout") return 1;
-    if (path == "/dev/stderr") return 2;
-    for (std::string_view prefix : {"/dev/fd/", "/proc/self/fd/"}) {
-        if (!path.starts_with(prefix)) continue;
-        const std::string digits = path.substr(prefix.size());
-        if (digits.empty() || digits.size() > 9 ||
-            digits.find_first_not_of("0123456789") != std::string::npos)
-            return std::nullopt;
-        return std::stoi(digits);
-    }
-    return std::nullopt;
-}
-
-}  // namespace
-
-Status writeRecord(const std::string& path, const std::string& content) {
-    if (std::optional<int> fd = heldFd(path)) return writeAll(*fd, content, path);
-    // A symlink or something that is not a file (a FIFO, a device, a
-    // shell's >(…) under another name) is written through, as the caller
-    // meant: a rename would replace the link or the node itself.
-    struct stat st;
-    if (lstat(path.c_str(), &st) < 0 || S_ISREG(st.st_mode)) return writeFileAtomically(path, content);
-    // Followed only when the caller or root made the link, as
-    // fs.protected_symlinks would have it in a sticky /tmp: another user's
-    // link must not aim a root stockade's write at a file of its choosing.
-    if (S_ISLNK(st.st_mode) && st.st_uid != geteuid() && st.st_uid != 0)
-        return Error::message(path + " is a symlink owned by uid " + std::to_string(st.st_uid) +
-                              "; not followed");
-    struct stat target;
-    const int found = stat(path.c_str(), &target) == 0 ? 0 : errno;
-    const bool regular = found == 0 && S_ISREG(target.st_mode);
-    // A link to a file yet to be made: made where it points.
-    const bool dangling = S_ISLNK(st.st_mode) && found == ENOENT;
-    // Non-blocking open: a FIFO nobody reads is an error (ENXIO), not a hang.
-    UniqueFd fd(open(path.c_str(),
-                     O_WRONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | (regular ? O_TRUNC : 0) |
-                         (dangling ? O_CREAT : 0),
-                     0644));
-    if (!fd) return Error::fromErrno("open(\"" + path + "\")");
-    int flags = fcntl(fd.get(), F_GETFL);
-    if (flags >= 0) fcntl(fd.get(), F_SETFL, flags & ~O_NONBLOCK);
-    return writeAll(fd.get(), content, path);
-}
-
-Status writeFileAtomically(const std::string& path, const std::string& content) {
-    uint64_t nonce = 0;
-    if (getrandom(&nonce, sizeof(nonce), 0) != static_cast<ssize_t>(sizeof(nonce)))
-        return Error::fromErrno("getrandom()");
-    char suffix[32];
-    std::snprintf(suffix, sizeof(suffix), ".tmp.%016llx", static_cast<unsigned long long>(nonce));
-    const std::string tmp = path + suffix;
-    auto fail = [&](const std::string& call, int err) {
-        unlink(tmp.c_str());
-        unlink(path.c_str());
-        return Error::fromErrno(call, err);
-    };
-    int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
-    if (fd < 0) {
-        int err = errno;
-        unlink(path.c_str());
-        return Error::fromErrno("open(\"" + tmp + "\")", err);
-    }
-    if (Status written = writeAll(fd, content, tmp); !written) {
-        close(fd);
-        unlink(tmp.c_str());
-        unlink(path.c_str());
-        return written;
-    }
     // No fsync: rename(2) already gives readers all or nothing; durability
     // across a host crash is not worth a disk flush on every run.
-    if (close(fd) < 0) return fail("close(\"" + tmp + "\")", errno);
-    if (rename(tmp.c_str(), path.c_str()) < 0)
-        return fail("rename(\"" + tmp + "\" -> \"" + path + "\")", errno);
+    if (close(fd.release()) < 0) {
+        int err = errno;
+        unlink(tmp.c_str());
+        return Error::fromErrno("close(\"" + tmp + "\")", err);
+    }
+    if (rename(tmp.c_str(), path.c_str()) < 0) {
+        int err = errno;
+        unlink(tmp.c_str());
+        return Error::fromErrno("rename(\"" + tmp + "\" -> \"" + path + "\")", err);
+    }
     return okStatus();
 }
 

@@ -31,14 +31,9 @@ std::string refusalJson(const std::string& name, const std::string& profile,
                         const std::string& message);
 
 // Writes through a temporary file in the same directory and rename(2), so a
-// reader sees the old file or the whole new one, never half of it. The
-// temporary name is random, so no file planted beforehand can take it. On
-// failure whatever was at `path` is removed too: a harness finds no record
-// rather than an old (or planted) one.
+// reader sees the old file or the whole new one, never half of it. For
+// stockade's own state files; a --result or --verdict goes through
+// record_path.h, which also keeps it out of the sandbox's reach.
 Status writeFileAtomically(const std::string& path, const std::string& content);
-// A --result or --verdict: writeFileAtomically, except that a symlink or
-// something that is not a regular file (/dev/stdout, /dev/fd/N, a FIFO) is
-// written through rather than replaced.
-Status writeRecord(const std::string& path, const std::string& content);
 
 }  // namespace stockade

@@ -7,6 +7,7 @@
 #include "runtime/host_check.h"
 #include "runtime/policy_builder.h"
 #include "runtime/profile.h"
+#include "runtime/record_path.h"
 #include "runtime/result.h"
 #include "runtime/sandbox.h"
 
@@ -22,17 +23,29 @@ void say(const std::string& line) {
 
 }  // namespace
 
+// The directories a refused run's sandbox would have written, as far as the
+// options say (a worktree or --mount that does not resolve is what was
+// refused, and then nothing ran that could have written there).
+std::vector<std::string> writableFromOptions(const RunOptions& options) {
+    std::vector<std::string> dirs;
+    if (options.worktree) dirs.push_back(*options.worktree);
+    for (const std::string& spec : options.mounts)
+        if (auto m = parseMountSpec(spec); m && m->writable) dirs.push_back(m->source);
+    return dirs;
+}
+
 // A run refused before anything started still leaves its record, if one was
-// asked for, so a harness never has to guess why there is no result.
+// asked for and may be written where it asks, so a harness never has to
+// guess why there is no result.
 int refuseRun(const RunOptions& options, const std::string& profile, const std::string& reason,
               const std::string& status, const std::string& stage, const std::string& message) {
     say(message);
-    if (options.result && !options.result->empty()) {
-        auto s = writeRecord(
-            *options.result, refusalJson(options.name.value_or(""), profile, options.command,
-                                         status, reason, stage, message));
-        if (!s) say("cannot write the result: " + s.error().describe());
-    }
+    if (!options.result) return kRefused;
+    auto target = resolveRecordTarget("--result", *options.result, writableFromOptions(options));
+    if (!target) return kRefused;  // the record's place is itself refused; nothing written
+    auto s = writeRecord(*target, refusalJson(options.name.value_or(""), profile, options.command,
+                                              status, reason, stage, message));
+    if (!s) say("cannot write the result: " + s.error().describe());
     return kRefused;
 }
 
@@ -49,11 +62,8 @@ Result<Policy> policyForRun(const RunOptions& options, int& exit_code) {
         bool bounds = text.starts_with("--memory") || text.starts_with("--pids") ||
                       text.starts_with("--cpu-time") || text.starts_with("--timeout") ||
                       text.starts_with("--output-limit") || text.starts_with("--tmp-size");
-        // A --result that was itself refused gets no record written there.
-        RunOptions record_to = options;
-        if (text.starts_with("--result")) record_to.result.reset();
         exit_code =
-            refuseRun(record_to, profile->name, bounds ? "invalid_bounds" : "sandbox_unavailable",
+            refuseRun(options, profile->name, bounds ? "invalid_bounds" : "sandbox_unavailable",
                       bounds ? "blocked" : "error", "arguments", policy.error().describe());
     }
     return policy;
@@ -68,8 +78,8 @@ int finishRun(const Policy& policy, const SandboxOutcome& outcome) {
         say(policy.command[0] + ": command not found in the sandbox");
     else if (outcome.ending == Ending::NotExecutable)
         say(policy.command[0] + ": cannot execute: " + errnoName(outcome.error_errno));
-    if (policy.result_path) {
-        auto s = writeRecord(*policy.result_path, resultJson(policy, outcome));
+    if (policy.result) {
+        auto s = writeRecord(*policy.result, resultJson(policy, outcome));
         if (!s) say("cannot write the result: " + s.error().describe());
     }
     return result.exit_code;

@@ -1,5 +1,6 @@
 // The command line's contract (SPEC §2, §6): exit codes, the result JSON, and
 // refusals of bad input that leave nothing behind.
+#include <sys/mount.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -149,7 +150,7 @@ TEST_CASE("CLI: the result JSON records the run and what was enforced", "[cli][r
     CHECK(enforced["no_new_privs"] == true);
 }
 
-TEST_CASE("CLI: a --result that is a symlink or not a file is written through, not replaced",
+TEST_CASE("CLI: --result /dev/stdout writes to stockade's stdout and leaves the host's alone",
           "[cli][result]") {
     STOCKADE_EACH_MODE(mode);
     Sandbox sandbox(mode);
@@ -158,10 +159,10 @@ TEST_CASE("CLI: a --result that is a symlink or not a file is written through, n
     REQUIRE(S_ISLNK(before.st_mode));
     Launch launch = sandbox.launch({});
     launch.args = {"run", "--quiet", "--result", "/dev/stdout", "--", "true"};
-    const Completed to_stdout = runStockade(launch);
-    INFO(to_stdout.describe());
-    CHECK(to_stdout.exitCode == 0);
-    const nlohmann::json printed = nlohmann::json::parse(to_stdout.out, nullptr, false);
+    const Completed done = runStockade(launch);
+    INFO(done.describe());
+    CHECK(done.exitCode == 0);
+    const nlohmann::json printed = nlohmann::json::parse(done.out, nullptr, false);
     CHECK(printed.is_object());
     if (printed.is_object()) CHECK(printed["status"] == "passed");
     // As root a rename would have replaced the host's own /dev/stdout.
@@ -169,28 +170,62 @@ TEST_CASE("CLI: a --result that is a symlink or not a file is written through, n
     REQUIRE(lstat("/dev/stdout", &after) == 0);
     CHECK(S_ISLNK(after.st_mode));
     CHECK(after.st_ino == before.st_ino);
+}
 
-    // A link to a file (and one to a file not yet made): the file gets the
-    // record, the link stays a link.
-    const std::string target = sandbox.scratch().writeFile("records/kept.json", "{}\n");
-    const std::string link = sandbox.scratch().makeSymlink("link.json", target);
-    const std::string fresh = sandbox.scratch().at("records/fresh.json");
-    const std::string fresh_link = sandbox.scratch().makeSymlink("fresh-link.json", fresh);
-    for (const std::string& path : {link, fresh_link}) {
-        INFO(path);
-        launch.args = {"run", "--quiet", "--result", path, "--", "true"};
+// The place of the record is fixed before the run: a directory on the way
+// that the sandbox swaps for a symlink during the run (the worktree's `out`,
+// a link to a host directory when stockade starts) changes nothing.
+TEST_CASE("CLI: the sandbox cannot redirect its record by swapping a directory on the way",
+          "[cli][result]") {
+    STOCKADE_EACH_MODE(mode);
+    Sandbox sandbox(mode);
+    const std::string records = sandbox.scratch().makeDir("records");
+    const std::string victim = sandbox.scratch().writeFile("victim/precious", "precious\n");
+    sandbox.scratch().makeSymlink("worktree/out", records);
+    Launch launch = sandbox.launch({});
+    launch.args = {"run", "--worktree", sandbox.worktree(), "--result",
+                   sandbox.worktree() + "/out/r.json", "--", "sh", "-c",
+                   "rm /repo/out && mkdir /repo/d && ln -s d /repo/out && ln -s " + victim +
+                       " /repo/d/r.json"};
+    const Completed done = runStockade(launch);
+    INFO(done.describe());
+    CHECK(done.exitCode == 0);
+    CHECK(readFileOrEmpty(victim) == "precious\n");
+    const nlohmann::json written =
+        nlohmann::json::parse(readFileOrEmpty(records + "/r.json"), nullptr, false);
+    CHECK(written.is_object());
+    if (written.is_object()) CHECK(written["status"] == "passed");
+}
+
+// Ways into the worktree that a path check alone misses: a bind mount of a
+// part of it elsewhere, and the source of a mount below it (the sandbox's
+// view of the worktree is recursive). Both are refused before anything runs.
+TEST_CASE("CLI: --result is refused on a bind mount of the worktree and below a mount in it",
+          "[cli][result]") {
+    STOCKADE_EACH_MODE(mode);
+    Sandbox sandbox(mode);
+    const std::string sub = sandbox.scratch().makeDir("worktree/sub");
+    const std::string alias = sandbox.scratch().makeDir("alias");
+    const std::string cache = sandbox.scratch().makeDir("cache-source");
+    const std::string under = sandbox.scratch().makeDir("worktree/cache");
+    REQUIRE(::mount(sub.c_str(), alias.c_str(), nullptr, MS_BIND, nullptr) == 0);
+    REQUIRE(::mount(cache.c_str(), under.c_str(), nullptr, MS_BIND, nullptr) == 0);
+    struct Unmount {
+        std::vector<std::string> points;
+        ~Unmount() {
+            for (const std::string& p : points) ::umount2(p.c_str(), MNT_DETACH);
+        }
+    } unmount{{alias, under}};
+    for (const std::string& dir : {alias, cache}) {
+        INFO(dir);
+        Launch launch = sandbox.launch({});
+        launch.args = {"run", "--worktree", sandbox.worktree(), "--result", dir + "/r.json", "--",
+                       "true"};
         const Completed done = runStockade(launch);
         INFO(done.describe());
-        CHECK(done.exitCode == 0);
-        struct stat st {};
-        REQUIRE(lstat(path.c_str(), &st) == 0);
-        CHECK(S_ISLNK(st.st_mode));
-    }
-    for (const std::string& file : {target, fresh}) {
-        const nlohmann::json written = nlohmann::json::parse(readFileOrEmpty(file), nullptr, false);
-        INFO(file);
-        CHECK(written.is_object());
-        if (written.is_object()) CHECK(written["schema"] == "stockade.result/v1");
+        CHECK(done.exitCode == 125);
+        CHECK(done.err.find("--result") != std::string::npos);
+        CHECK_FALSE(pathExists(dir + "/r.json"));
     }
 }
 

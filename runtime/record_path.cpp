@@ -1,0 +1,208 @@
+#include "runtime/record_path.h"
+
+#include <fcntl.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string_view>
+
+#include "base/unique_fd.h"
+
+namespace stockade {
+
+namespace {
+
+bool isUnder(const std::string& path, const std::string& dir) {
+    if (dir == "/") return true;
+    return path == dir ||
+           (path.starts_with(dir) && path.size() > dir.size() && path[dir.size()] == '/');
+}
+
+std::optional<int> heldFd(const std::string& path) {
+    if (path == "/dev/stdout") return 1;
+    if (path == "/dev/stderr") return 2;
+    for (std::string_view prefix : {"/dev/fd/", "/proc/self/fd/"}) {
+        if (!path.starts_with(prefix)) continue;
+        const std::string digits = path.substr(prefix.size());
+        if (digits.empty() || digits.size() > 9 ||
+            digits.find_first_not_of("0123456789") != std::string::npos)
+            return std::nullopt;
+        return std::stoi(digits);
+    }
+    return std::nullopt;
+}
+
+// One line of /proc/self/mountinfo: which filesystem, which of its
+// directories is mounted, and where.
+struct Mount {
+    std::string devno;  // "major:minor"
+    std::string root;   // the mounted directory, as a path within the filesystem
+    std::string point;  // where it is mounted, in this mount namespace
+};
+
+// mountinfo escapes space, tab, newline and backslash as \ooo.
+std::string unescape(const std::string& field) {
+    std::string out;
+    for (size_t i = 0; i < field.size(); ++i) {
+        if (field[i] == '\\' && i + 3 < field.size()) {
+            const std::string octal = field.substr(i + 1, 3);
+            if (octal.size() == 3 && octal.find_first_not_of("01234567") == std::string::npos) {
+                out += static_cast<char>(std::strtol(octal.c_str(), nullptr, 8));
+                i += 3;
+                continue;
+            }
+        }
+        out += field[i];
+    }
+    return out;
+}
+
+std::vector<Mount> readMounts() {
+    std::vector<Mount> mounts;
+    std::ifstream in("/proc/self/mountinfo");
+    std::string line;
+    while (std::getline(in, line)) {
+        std::istringstream fields(line);
+        std::string id, parent;
+        Mount m;
+        if (fields >> id >> parent >> m.devno >> m.root >> m.point) {
+            m.root = unescape(m.root);
+            m.point = unescape(m.point);
+            mounts.push_back(std::move(m));
+        }
+    }
+    return mounts;
+}
+
+// A canonical path's filesystem and its path within it: through the last
+// (topmost) of the deepest mounts that hold it.
+struct Place {
+    std::string devno;
+    std::string within;
+};
+
+std::optional<Place> locate(const std::vector<Mount>& mounts, const std::string& path) {
+    const Mount* best = nullptr;
+    for (const Mount& m : mounts)
+        if (isUnder(path, m.point) && (!best || m.point.size() >= best->point.size())) best = &m;
+    if (!best) return std::nullopt;
+    std::string rest = best->point == "/" ? path : path.substr(best->point.size());
+    std::string within = best->root == "/" ? rest : best->root + rest;
+    if (within.empty()) within = "/";
+    return Place{best->devno, within};
+}
+
+std::string directoryOf(const std::string& file) {
+    const size_t slash = file.rfind('/');
+    if (slash == std::string::npos) return ".";
+    return slash == 0 ? "/" : file.substr(0, slash);
+}
+
+// Whether the sandbox can write into the canonical directory `dir`.
+std::optional<std::string> writableBy(const std::string& dir,
+                                      const std::vector<std::string>& writable) {
+    const std::vector<Mount> mounts = readMounts();
+    const std::optional<Place> here = locate(mounts, dir);
+    for (const std::string& given : writable) {
+        char real[PATH_MAX];
+        if (!realpath(given.c_str(), real)) continue;
+        const std::string tree = real;
+        if (isUnder(dir, tree)) return tree;
+        if (!here) continue;
+        // The same directories reached another way: a bind mount of a part
+        // of the tree, or a mount below the tree (the sandbox's view of the
+        // tree is recursive) reached through its own source.
+        std::vector<Place> parts;
+        if (auto whole = locate(mounts, tree)) parts.push_back(*whole);
+        for (const Mount& m : mounts)
+            if (isUnder(m.point, tree) && m.point != tree) parts.push_back({m.devno, m.root});
+        for (const Place& part : parts)
+            if (part.devno == here->devno && isUnder(here->within, part.within)) return tree;
+    }
+    return std::nullopt;
+}
+
+}  // namespace
+
+Result<RecordTarget> resolveRecordTarget(const std::string& flag, const std::string& path,
+                                         const std::vector<std::string>& writable) {
+    const std::string what = flag + " " + path;
+    auto refusedInside = [&](const std::string& tree) {
+        return Error::message(what + ": inside " + tree +
+                              ", which the sandbox can write (it could plant its own record "
+                              "there, or redirect this one); give a path outside it");
+    };
+    RecordTarget target;
+    if ((target.held_fd = heldFd(path))) {
+        // Redirected to a file, that file must not be the sandbox's either.
+        char real[PATH_MAX];
+        if (realpath(path.c_str(), real))
+            if (auto tree = writableBy(directoryOf(real), writable)) return refusedInside(*tree);
+        return target;
+    }
+    if (path.empty() || path.ends_with('/')) return Error::message(what + ": not a file name");
+    struct stat st;
+    if (lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+        return Error::message(what + (S_ISLNK(st.st_mode)
+                                          ? ": a symlink; give the path of the file itself"
+                                          : ": not a regular file"));
+    char real[PATH_MAX];
+    const std::string dir = directoryOf(path);
+    if (!realpath(dir.c_str(), real)) return Error::fromErrno(what + ": realpath(\"" + dir + "\")");
+    target.dir = real;
+    target.name = path.substr(path.rfind('/') == std::string::npos ? 0 : path.rfind('/') + 1);
+    if (target.name == "." || target.name == "..") return Error::message(what + ": not a file name");
+    if (auto tree = writableBy(target.dir, writable)) return refusedInside(*tree);
+    return target;
+}
+
+Status writeRecord(const RecordTarget& target, const std::string& content) {
+    auto writeAll = [&](int fd, const std::string& shown) -> Status {
+        const char* p = content.data();
+        size_t left = content.size();
+        while (left > 0) {
+            ssize_t n = write(fd, p, left);
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) return Error::fromErrno("write(\"" + shown + "\")", n < 0 ? errno : EIO);
+            p += n;
+            left -= static_cast<size_t>(n);
+        }
+        return okStatus();
+    };
+    if (target.held_fd) return writeAll(*target.held_fd, "fd " + std::to_string(*target.held_fd));
+
+    // No component of the canonical directory can have changed: each lies
+    // outside what the sandbox can write (resolveRecordTarget). The name is
+    // replaced by rename, never followed.
+    UniqueFd dir(open(target.dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (!dir) return Error::fromErrno("open(\"" + target.dir + "\")");
+    uint32_t nonce = 0;
+    if (getrandom(&nonce, sizeof(nonce), 0) != static_cast<ssize_t>(sizeof(nonce)))
+        return Error::fromErrno("getrandom()");
+    char suffix[16];
+    std::snprintf(suffix, sizeof(suffix), ".%08x", nonce);
+    const std::string tmp = "." + target.name.substr(0, 200) + suffix;
+    auto fail = [&](Error error) {
+        unlinkat(dir.get(), tmp.c_str(), 0);
+        unlinkat(dir.get(), target.name.c_str(), 0);
+        return error;
+    };
+    UniqueFd file(openat(dir.get(), tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                         0644));
+    if (!file) return fail(Error::fromErrno("openat(\"" + target.dir + "/" + tmp + "\")"));
+    if (Status s = writeAll(file.get(), target.dir + "/" + tmp); !s) return fail(s.error());
+    if (close(file.release()) < 0)
+        return fail(Error::fromErrno("close(\"" + target.dir + "/" + tmp + "\")"));
+    if (renameat(dir.get(), tmp.c_str(), dir.get(), target.name.c_str()) < 0)
+        return fail(Error::fromErrno("renameat(\"" + tmp + "\" -> \"" + target.dir + "/" +
+                                     target.name + "\")"));
+    return okStatus();
+}
+
+}  // namespace stockade

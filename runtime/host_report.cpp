@@ -209,7 +209,8 @@ HostReport reportFromFacts(const HostFacts& f, const HostCheckRequest& request) 
         report.entries.push_back(
             makeEntry(id, title, CheckKind::Limit, std::move(v), required(id)));
     };
-    limit("memory", "memory", judgeLimit(f, "memory", "RLIMIT_DATA", v2_memory, v1_memory, rlimits));
+    limit("memory", "memory",
+          judgeLimit(f, "memory", "RLIMIT_DATA", v2_memory, v1_memory, rlimits));
     limit("pids", "pids", judgeLimit(f, "pids", "RLIMIT_NPROC", v2_pids, v1_pids, rlimits));
     limit("cpu_time", "CPU time",
           rlimits.state == CheckState::Ok ? ok("rlimit (RLIMIT_CPU)") : rlimits);

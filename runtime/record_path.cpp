@@ -140,6 +140,11 @@ Result<RecordTarget> resolveRecordTarget(const std::string& flag, const std::str
     };
     RecordTarget target;
     if ((target.held_fd = heldFd(path))) {
+        // The caller's own descriptor, open before stockade made any: never
+        // one of stockade's, which could be a cgroup or state file.
+        if (fcntl(*target.held_fd, F_GETFD) < 0)
+            return Error::fromErrno(what + ": fcntl(" + std::to_string(*target.held_fd) +
+                                    ", F_GETFD)");
         // Redirected to a file, that file must not be the sandbox's either.
         char real[PATH_MAX];
         if (realpath(path.c_str(), real))
@@ -157,7 +162,8 @@ Result<RecordTarget> resolveRecordTarget(const std::string& flag, const std::str
     if (!realpath(dir.c_str(), real)) return Error::fromErrno(what + ": realpath(\"" + dir + "\")");
     target.dir = real;
     target.name = path.substr(path.rfind('/') == std::string::npos ? 0 : path.rfind('/') + 1);
-    if (target.name == "." || target.name == "..") return Error::message(what + ": not a file name");
+    if (target.name == "." || target.name == "..")
+        return Error::message(what + ": not a file name");
     if (auto tree = writableBy(target.dir, writable)) return refusedInside(*tree);
     return target;
 }
@@ -193,8 +199,8 @@ Status writeRecord(const RecordTarget& target, const std::string& content) {
         unlinkat(dir.get(), target.name.c_str(), 0);
         return error;
     };
-    UniqueFd file(openat(dir.get(), tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-                         0644));
+    UniqueFd file(
+        openat(dir.get(), tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
     if (!file) return fail(Error::fromErrno("openat(\"" + target.dir + "/" + tmp + "\")"));
     if (Status s = writeAll(file.get(), target.dir + "/" + tmp); !s) return fail(s.error());
     if (close(file.release()) < 0)

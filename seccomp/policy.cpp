@@ -1,9 +1,9 @@
 #include "seccomp/policy.h"
 
+#include <netinet/in.h>
 #include <sched.h>
 #include <sys/ioctl.h>
 #include <sys/personality.h>
-#include <netinet/in.h>
 #include <sys/socket.h>
 
 #include <cerrno>

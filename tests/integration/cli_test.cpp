@@ -61,14 +61,14 @@ std::vector<BadInput> badInputs(Sandbox& sandbox, const std::vector<std::string>
          withCommand({"--worktree", wt, "--result", into_wt + "/result.json"}), "--result",
          wt + "/sub/result.json"},
         {"--result inside a writable --mount",
-         withCommand({"--worktree", wt, "--mount", data + ":/data:rw", "--result",
-                      data + "/result.json"}),
+         withCommand(
+             {"--worktree", wt, "--mount", data + ":/data:rw", "--result", data + "/result.json"}),
          "--result", data + "/result.json"},
         {"--result a dangling symlink into the worktree",
-         withCommand({"--worktree", wt, "--result", dangling}), "--result",
-         wt + "/planted.json"},
-        {"--result a symlink another user owns", withCommand({"--worktree", wt, "--result", foreign}),
-         "--result", sandbox.scratch().at("victim.json")},
+         withCommand({"--worktree", wt, "--result", dangling}), "--result", wt + "/planted.json"},
+        {"--result a symlink another user owns",
+         withCommand({"--worktree", wt, "--result", foreign}), "--result",
+         sandbox.scratch().at("victim.json")},
         {"--result in a directory that does not exist",
          withCommand({"--worktree", wt, "--result", missing + "/result.json"}), "--result"},
     };
@@ -183,8 +183,14 @@ TEST_CASE("CLI: the sandbox cannot redirect its record by swapping a directory o
     const std::string victim = sandbox.scratch().writeFile("victim/precious", "precious\n");
     sandbox.scratch().makeSymlink("worktree/out", records);
     Launch launch = sandbox.launch({});
-    launch.args = {"run", "--worktree", sandbox.worktree(), "--result",
-                   sandbox.worktree() + "/out/r.json", "--", "sh", "-c",
+    launch.args = {"run",
+                   "--worktree",
+                   sandbox.worktree(),
+                   "--result",
+                   sandbox.worktree() + "/out/r.json",
+                   "--",
+                   "sh",
+                   "-c",
                    "rm /repo/out && mkdir /repo/d && ln -s d /repo/out && ln -s " + victim +
                        " /repo/d/r.json"};
     const Completed done = runStockade(launch);
@@ -219,8 +225,8 @@ TEST_CASE("CLI: --result is refused on a bind mount of the worktree and below a 
     for (const std::string& dir : {alias, cache}) {
         INFO(dir);
         Launch launch = sandbox.launch({});
-        launch.args = {"run", "--worktree", sandbox.worktree(), "--result", dir + "/r.json", "--",
-                       "true"};
+        launch.args = {"run", "--worktree", sandbox.worktree(), "--result", dir + "/r.json",
+                       "--",  "true"};
         const Completed done = runStockade(launch);
         INFO(done.describe());
         CHECK(done.exitCode == 125);

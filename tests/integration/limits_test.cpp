@@ -151,8 +151,7 @@ TEST_CASE("G8: a memory bomb is stopped, named from the cgroup's own events wher
 // Without a cgroup (rootless here) the bound is RLIMIT_DATA, which counts
 // private writable memory only: the documented gap, shared anonymous memory,
 // is asserted too, so the docs cannot outlive it.
-TEST_CASE("G8: the memory bound counts memory used, not address space reserved",
-          "[G8][limits]") {
+TEST_CASE("G8: the memory bound counts memory used, not address space reserved", "[G8][limits]") {
     STOCKADE_EACH_MODE(mode);
     Sandbox sandbox(mode);
     sandbox.option("--memory", "1g");
@@ -168,13 +167,12 @@ TEST_CASE("G8: the memory bound counts memory used, not address space reserved",
 
     Sandbox shared(mode);
     shared.option("--memory", "64m");
-    const Completed wrote = shared.run(
-        {"python3", "-c",
-         "import mmap\n"
-         "m = mmap.mmap(-1, 512 << 20)\n"
-         "chunk = b'x' * (1 << 20)\n"
-         "for i in range(512): m[i << 20:(i + 1) << 20] = chunk\n"
-         "print('wrote', len(m))\n"});
+    const Completed wrote = shared.run({"python3", "-c",
+                                        "import mmap\n"
+                                        "m = mmap.mmap(-1, 512 << 20)\n"
+                                        "chunk = b'x' * (1 << 20)\n"
+                                        "for i in range(512): m[i << 20:(i + 1) << 20] = chunk\n"
+                                        "print('wrote', len(m))\n"});
     INFO(wrote.describe());
     CHECK(wrote.out.find("wrote 536870912") != std::string::npos);
     CHECK(shared.result()["degraded"].dump().find("memory") != std::string::npos);

@@ -163,15 +163,14 @@ TEST_CASE("G6: stockade's init reaps orphaned zombies", "[G6][init]") {
 // through it; counted, that is thousands of wakeups instead of a handful.
 // The run has both: a refused call (so the listener is in the set) and 300
 // sleepers to kill (so the teardown lasts).
-TEST_CASE("G6: the supervisor sleeps through a teardown rather than spinning",
-          "[G6][teardown]") {
+TEST_CASE("G6: the supervisor sleeps through a teardown rather than spinning", "[G6][teardown]") {
     STOCKADE_EACH_MODE(mode);
     Sandbox sandbox(mode);
     sandbox.option("--log-level", "debug");
     std::string refused;
     for (const std::string& word : probeCommand({"unshare", "user"})) refused += word + " ";
-    const Completed run = sandbox.run(
-        {"sh", "-c", refused + "; for i in $(seq 300); do sleep 600 & done; exit 0"});
+    const Completed run =
+        sandbox.run({"sh", "-c", refused + "; for i in $(seq 300); do sleep 600 & done; exit 0"});
     INFO(run.describe());
     REQUIRE(run.exitCode == 0);
     const nlohmann::json result = sandbox.result();

@@ -7,9 +7,9 @@
 #include <linux/audit.h>
 #include <linux/keyctl.h>
 #include <linux/seccomp.h>
+#include <netinet/in.h>
 #include <sched.h>
 #include <signal.h>
-#include <netinet/in.h>
 #include <sys/ioctl.h>
 #include <sys/personality.h>
 #include <sys/prctl.h>
@@ -335,7 +335,8 @@ TEST_CASE("the default policy looks at ioctl, socket, personality and clone argu
         // rules do not see) and anything else is refused, high bits too.
         for (std::uint64_t family : {AF_INET, AF_INET6}) {
             INFO("family " << family);
-            for (std::uint64_t protocol : {0, int{IPPROTO_TCP}, int{IPPROTO_UDP}, int{IPPROTO_UDPLITE}})
+            for (std::uint64_t protocol :
+                 {0, int{IPPROTO_TCP}, int{IPPROTO_UDP}, int{IPPROTO_UDPLITE}})
                 CHECK(answer(filter, nr(name), {family, SOCK_STREAM, protocol}) == kAllow);
             for (std::uint64_t protocol :
                  {std::uint64_t{IPPROTO_MPTCP}, std::uint64_t{IPPROTO_SCTP},
@@ -356,9 +357,9 @@ TEST_CASE("the default policy looks at ioctl, socket, personality and clone argu
         CHECK(answer(filter, nr(name), args) == kAllow);
         args[flags_index] = MSG_NOSIGNAL | MSG_DONTWAIT;
         CHECK(answer(filter, nr(name), args) == kAllow);
-        for (std::uint64_t flags : {std::uint64_t{MSG_FASTOPEN},
-                                    std::uint64_t{MSG_FASTOPEN | MSG_NOSIGNAL},
-                                    std::uint64_t{MSG_FASTOPEN} | kHigh}) {
+        for (std::uint64_t flags :
+             {std::uint64_t{MSG_FASTOPEN}, std::uint64_t{MSG_FASTOPEN | MSG_NOSIGNAL},
+              std::uint64_t{MSG_FASTOPEN} | kHigh}) {
             args[flags_index] = flags;
             CHECK(answer(filter, nr(name), args) == errnoAnswer(EOPNOTSUPP));
         }

@@ -9,6 +9,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "runtime/sandbox_path.h"
+
 namespace stockade {
 
 namespace {
@@ -166,10 +168,6 @@ Result<std::string> gitdirOf(const std::string& worktree) {
         return Error::fromErrno("realpath(\"" + path + "\") (the gitdir named by " + worktree +
                                 "/.git)");
     return std::string(resolved);
-}
-
-bool isUnder(const std::string& path, const std::string& dir) {
-    return path == dir || (path.starts_with(dir) && path[dir.size()] == '/');
 }
 
 // /repo/.git, and whatever a `.git` file points at, are read-only (G2).

@@ -16,12 +16,6 @@ namespace stockade {
 
 namespace {
 
-bool isUnder(const std::string& path, const std::string& dir) {
-    if (dir == "/") return true;
-    return path == dir ||
-           (path.starts_with(dir) && path.size() > dir.size() && path[dir.size()] == '/');
-}
-
 Result<std::string> resolveHostDir(const std::string& option, const std::string& path) {
     char resolved[PATH_MAX];
     if (!realpath(path.c_str(), resolved)) return Error::fromErrno(option + " " + path);

@@ -13,16 +13,11 @@
 #include <string_view>
 
 #include "base/unique_fd.h"
+#include "runtime/sandbox_path.h"
 
 namespace stockade {
 
 namespace {
-
-bool isUnder(const std::string& path, const std::string& dir) {
-    if (dir == "/") return true;
-    return path == dir ||
-           (path.starts_with(dir) && path.size() > dir.size() && path[dir.size()] == '/');
-}
 
 std::optional<int> heldFd(const std::string& path) {
     if (path == "/dev/stdout") return 1;

@@ -18,4 +18,10 @@ Result<std::string> normalizeSandboxPath(const std::string& path) {
     return out.empty() ? std::string("/") : out;
 }
 
+bool isUnder(const std::string& path, const std::string& dir) {
+    if (dir == "/") return true;
+    return path == dir ||
+           (path.starts_with(dir) && path.size() > dir.size() && path[dir.size()] == '/');
+}
+
 }  // namespace stockade

@@ -105,6 +105,16 @@ def make_worktree(root, owner):
     return wt
 
 
+def make_held(root, owner, test):
+    """A held directory with one node test file, owned by `owner`."""
+    held = os.path.join(root, "held")
+    os.makedirs(held)
+    open(os.path.join(held, "add.test.js"), "w").write(test)
+    os.chown(held, owner, owner)
+    os.chown(os.path.join(held, "add.test.js"), owner, owner)
+    return held
+
+
 failures = 0
 for mode in ("root", "rootless"):
     owner = 0 if mode == "root" else 65534
@@ -175,11 +185,7 @@ for mode in ("root", "rootless"):
     root = tempfile.mkdtemp(dir="/var/tmp")
     try:
         wt = make_worktree(root, owner)
-        held = os.path.join(root, "held")
-        os.makedirs(held)
-        open(os.path.join(held, "add.test.js"), "w").write(NODE_TEST)
-        os.chown(held, owner, owner)
-        os.chown(os.path.join(held, "add.test.js"), owner, owner)
+        held = make_held(root, owner, NODE_TEST)
         base = [STOCKADE, "oracle", "--worktree", wt, "--held", held,
                 "--verdict", os.path.join(root, "v.json")]
         killed = subprocess.Popen(base + ["--", "sleep", "60"],
@@ -221,12 +227,11 @@ for mode in ("root", "rootless"):
     root = tempfile.mkdtemp(dir="/var/tmp")
     try:
         wt = make_worktree(root, owner)
-        held = os.path.join(root, "held")
+        held = make_held(root, owner, NODE_FAILING)
         data = os.path.join(root, "data")
-        for d in (held, data, os.path.join(wt, "out")):
+        for d in (data, os.path.join(wt, "out")):
             os.makedirs(d)
             os.chown(d, owner, owner)
-        open(os.path.join(held, "add.test.js"), "w").write(NODE_FAILING)
         os.symlink(os.path.join(wt, "out"), os.path.join(root, "link"))
         marker = os.path.join(wt, "ran")
         for label, verdict_path, extra in (

@@ -296,7 +296,8 @@ class HostProcess {
 
 // Host state that a refused run must leave as it found it: the entries of
 // /tmp, /var/tmp, /dev/shm and /run whose names mention stockade, and the
-// mounts in the harness's mount namespace.
+// mounts in the harness's mount namespace (but those tests make under the
+// scratch root, which a test running beside may add or remove).
 struct HostSnapshot {
     std::set<std::string> stockadeEntries;
     std::multiset<std::string> mounts;

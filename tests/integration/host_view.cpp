@@ -157,6 +157,13 @@ HostSnapshot HostSnapshot::take() {
         std::string id, parent, rest;
         fields >> id >> parent;
         std::getline(fields, rest);
+        // Mounts a test makes in its own scratch directory (a bind mount of
+        // part of a worktree, say) are the test's, not stockade's, and may
+        // come and go while another test runs beside it.
+        std::istringstream where(rest);
+        std::string devno, root, point;
+        where >> devno >> root >> point;
+        if (point.starts_with(scratchRoot() + "/")) continue;
         snapshot.mounts.insert(rest);
     }
     return snapshot;

@@ -69,6 +69,12 @@ std::vector<BadInput> badInputs(Sandbox& sandbox, const std::vector<std::string>
         {"--result a symlink another user owns",
          withCommand({"--worktree", wt, "--result", foreign}), "--result",
          sandbox.scratch().at("victim.json")},
+        {"another refusal, with --result inside the worktree",
+         withCommand({"--worktree", wt, "--profile", "no-such-profile-x", "--result",
+                      wt + "/refused.json"}),
+         "no-such-profile-x", wt + "/refused.json"},
+        {"--result a descriptor that is not open", withCommand({"--result", "/dev/fd/97"}),
+         "/dev/fd/97"},
         {"--result in a directory that does not exist",
          withCommand({"--worktree", wt, "--result", missing + "/result.json"}), "--result"},
     };

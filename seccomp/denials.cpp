@@ -91,10 +91,10 @@ bool letsCallThrough(const SeccompPolicy& policy, const std::string& name,
                 bool might_hold = true;
                 for (const ArgCondition& test : rule.args) {
                     auto value = known.find(test.index);
-                    if (value == known.end()) continue;
+                    if (value == known.end() || test.index > 5) continue;
                     __u64 args[6] = {};
-                    args[test.index < 6 ? test.index : 0] = value->second;
-                    if (test.index > 5 || !holds(test, args)) might_hold = false;
+                    args[test.index] = value->second;
+                    if (!holds(test, args)) might_hold = false;
                 }
                 if (might_hold) return false;
             } else if (!has_unconditional) {

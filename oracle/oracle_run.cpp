@@ -21,6 +21,7 @@
 #include "oracle/safe_read.h"
 #include "oracle/verdict.h"
 #include "runtime/child_plan_builder.h"
+#include "runtime/supervisor_hardening.h"
 #include "runtime/policy_builder.h"
 #include "runtime/profile.h"
 #include "runtime/record_path.h"
@@ -35,6 +36,8 @@ namespace {
 constexpr int kRefused = 125;
 constexpr size_t kMaxReportBytes = 64 << 20;  // a report larger than this is refused unread
 constexpr uint64_t kMaxReportFiles = 64;
+// Where the runner finds `stockade isolate` (runtime/isolate_command.h).
+constexpr const char* kIsolateInside = "/.stockade/isolate";
 
 int refuse(const std::string& message) {
     std::fprintf(stderr, "stockade oracle: %s\n", message.c_str());
@@ -202,6 +205,12 @@ int runOracle(const OracleOptions& options) {
         verdict_target = *target;
     }
 
+    // Before anything candidate-written is read: a crash from here on
+    // leaves no core in the worktree, and this process's memory (the
+    // caller's environment) is not the sandbox's uid's to read.
+    if (auto s = hardenSupervisor(*probe_policy); !s) return refuse(s.error().describe());
+    profile->seccomp = probe_policy->seccomp;  // made absolute, for the second policy
+
     auto before = snapshot(worktree, held);
     if (!before) return refuse(before.error().describe());
 
@@ -223,6 +232,15 @@ int runOracle(const OracleOptions& options) {
     run.mounts.push_back(std::string(held) + ":/held");
     run.mounts.push_back(report_dir + ":/report:rw");
     run.env.push_back("STOCKADE_REPORT_DIR=/report");
+    // stockade's own binary, for the runner to start candidate code through
+    // (runtime/isolate_command.h): read-only, at a path no profile uses.
+    char self[PATH_MAX];
+    if (!realpath("/proc/self/exe", self)) {
+        removeTree(report_dir);
+        return refuse("realpath(\"/proc/self/exe\") failed: cannot offer STOCKADE_ISOLATE");
+    }
+    run.mounts.push_back(std::string(self) + ":" + kIsolateInside);
+    run.env.push_back(std::string("STOCKADE_ISOLATE=") + kIsolateInside);
     auto policy = buildPolicy(*profile, run);
     if (!policy) {
         removeTree(report_dir);

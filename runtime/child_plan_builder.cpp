@@ -20,6 +20,10 @@ using ns::MountOp;
 
 constexpr uid_t kNobody = 65534;
 constexpr size_t kMaxCopiedEtcFile = 256 * 1024;
+// A tenth or less of what a Debian host gives each user: 96,363 pending
+// signals on 24 GiB here, 819,200 bytes of POSIX message queues.
+constexpr uint64_t kSandboxPendingSignals = 8192;
+constexpr uint64_t kSandboxMessageQueueBytes = 204800;
 
 // Docker's masked and read-only /proc paths (moby oci/defaults.go).
 constexpr const char* kMaskedProc[] = {"asound",      "acpi",          "interrupts", "kcore",
@@ -411,6 +415,22 @@ Result<ChildPlan> buildChildPlan(const Policy& policy, const Identity& identity,
         plan.rlimits.push_back({resource, {value, value}});
     };
     hard(RLIMIT_CORE, 0);
+    // Per-user kernel quotas are charged up the user namespaces to the host
+    // uid that made them (user_namespaces(7), ucounts): rootless, that is the
+    // caller, whose other processes got EAGAIN from sigqueue and
+    // timer_create while a sandbox held 96,364 pending signals (issue 15).
+    // The sandbox's own rlimit caps what it can take at its level; the
+    // caller keeps the rest. POSIX timers take their signal from the same
+    // count.
+    // Never above the caller's own hard limit, which no one here may raise.
+    auto at_most_own = [&](int resource, uint64_t value) {
+        rlimit own{};
+        if (getrlimit(resource, &own) == 0 && own.rlim_max != RLIM_INFINITY)
+            value = std::min<uint64_t>(value, own.rlim_max);
+        hard(resource, value);
+    };
+    at_most_own(RLIMIT_SIGPENDING, kSandboxPendingSignals);
+    at_most_own(RLIMIT_MSGQUEUE, kSandboxMessageQueueBytes);
     if (policy.limits.open_files) {
         // A profile's open-file count is a ceiling: no higher than the
         // caller's own hard limit, which the sandbox could not raise either.

@@ -11,6 +11,7 @@
 
 #include "base/log.h"
 #include "oracle/oracle_run.h"
+#include "runtime/isolate_command.h"
 #include "runtime/bench_command.h"
 #include "runtime/run_command.h"
 #include "runtime/serve_command.h"
@@ -423,6 +424,9 @@ int profileSubcommand(const std::vector<std::string>& args) {
 }  // namespace
 
 int runCli(int argc, char** argv) {
+    // Inside a sandbox the oracle mounts this binary as /.stockade/isolate.
+    if (argc >= 1 && std::string_view(argv[0]).ends_with("/isolate"))
+        return isolateCommand(std::vector<std::string>(argv + 1, argv + argc));
     if (argc < 2) {
         std::fputs(kTopHelp, stderr);
         return kUsageError;
@@ -446,6 +450,7 @@ int runCli(int argc, char** argv) {
     if (command == "ps") return psSubcommand(rest);
     if (command == "logs") return logsSubcommand(rest);
     if (command == "bench") return benchSubcommand(rest);
+    if (command == "isolate") return isolateCommand(rest);
     return usageError("unknown command \"" + command + "\" (try stockade --help)");
 }
 

@@ -1,4 +1,5 @@
 #include "runtime/run_command.h"
+#include "runtime/supervisor_hardening.h"
 
 #include <cstdio>
 #include <string>
@@ -90,6 +91,9 @@ int runCommand(const RunOptions& options) {
     int refused = kRefused;
     auto policy = policyForRun(options, refused);
     if (!policy) return refused;
+    if (auto s = hardenSupervisor(*policy); !s)
+        return refuseRun(options, policy->profile_name, "sandbox_unavailable", "error",
+                         "harden the supervisor", s.error().describe());
     steps.done("load the profile, build the policy");
     SandboxOutcome outcome = runSandbox(*policy);
     steps.done("the sandbox: the steps above, then its cgroups removed");

@@ -29,6 +29,7 @@
 #include "runtime/child_plan_builder.h"
 #include "runtime/child_protocol.h"
 #include "runtime/sandbox_seccomp.h"
+#include "runtime/supervisor_hardening.h"
 #include "seccomp/denials.h"
 
 namespace stockade {
@@ -603,9 +604,11 @@ SandboxOutcome runSandbox(const Policy& policy, ServiceHooks* hooks) {
     }
     args.pidfd = reinterpret_cast<uintptr_t>(&pidfd);
     args.exit_signal = SIGCHLD;
+    DumpableAcrossClone dumpable;
     long pid = syscall(SYS_clone3, &args, sizeof(args));
     if (pid == 0) runChildInChild(*plan);
     int clone_errno = errno;
+    dumpable.restore();
     UniqueFd pidfd_owner(pidfd);
     sync_child.reset();
     listener_child.reset();

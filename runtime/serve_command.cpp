@@ -1,4 +1,5 @@
 #include "runtime/serve_command.h"
+#include "runtime/supervisor_hardening.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -160,6 +161,9 @@ int serveCommand(const ServeOptions& options) {
     auto built = policyForRun(run, refused);
     if (!built) return refused;
     Policy policy = std::move(*built);
+    if (auto s = hardenSupervisor(policy); !s)
+        return refuseRun(run, policy.profile_name, "sandbox_unavailable", "error",
+                         "harden the supervisor", s.error().describe());
     if (policy.network != NetworkMode::Loopback)
         return refuseRun(run, policy.profile_name, "sandbox_unavailable", "error", "arguments",
                          "profile \"" + policy.profile_name +

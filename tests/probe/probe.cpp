@@ -86,6 +86,9 @@ const std::map<std::string, ActionSpec>& actions() {
         {"sethostname-same", {0, "", sethostnameSame}},
         {"exit", {1, "CODE", exitWith}},
         {"raise", {1, "SIGNAL", raiseSignal}},
+        {"setid-routes", {1, "DIR", setidRoutes}},
+        {"io-setup-hold", {2, "NR_EVENTS SECONDS", ioSetupHold}},
+        {"sigqueue-fill", {1, "SECONDS", sigqueueFill}},
     };
     return table;
 }

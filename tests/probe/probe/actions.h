@@ -20,6 +20,13 @@ int linkFile(const Args& a);
 int renamePath(const Args& a);
 int cwd(const Args& a);
 
+// counters.cpp
+int ioSetupHold(const Args& a);
+int sigqueueFill(const Args& a);
+
+// setid.cpp
+int setidRoutes(const Args& a);
+
 // network.cpp
 int connectTcp(const Args& a);
 int listenTcp(const Args& a);

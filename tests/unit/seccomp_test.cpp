@@ -52,7 +52,7 @@ const long kBadPointer = 1;
 std::filesystem::path fixtures() {
     if (const char* dir = std::getenv("STOCKADE_SOURCE_DIR"))
         return std::filesystem::path(dir) / "tests/fixtures/seccomp";
-    return std::filesystem::path(__FILE__).parent_path().parent_path() / "fixtures/seccomp";
+    return std::filesystem::path(STOCKADE_SOURCE_DIR) / "tests/fixtures/seccomp";
 }
 
 CompiledFilter mustCompile(const SeccompPolicy& policy) {

@@ -281,7 +281,7 @@ int serveSubcommand(const std::vector<std::string>& args) {
                         "N: the TCP port published on the host's loopback and used inside")(
         "ready-pattern",
         po::value<std::string>()->notifier([&](const std::string& v) { serve.ready_pattern = v; }),
-        "RE (ECMAScript) that must match a word-bounded run of the output")(
+        "RE (RE2 syntax) that must match a word-bounded run of one line of the output")(
         "ready-timeout", po::value<std::string>(&serve.ready_timeout)->default_value("60"),
         "SEC to become ready before the server is torn down (not_ready)")(
         "detach", po::bool_switch(&serve.detach), "return once ready; the server runs on")(

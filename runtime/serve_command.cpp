@@ -150,6 +150,12 @@ int serveCommand(const ServeOptions& options) {
         return refuseRun(run, run.profile, "invalid_bounds", "blocked", "arguments",
                          "--ready-timeout: expected a positive number of seconds, got \"" +
                              options.ready_timeout + "\"");
+    // Compiled here only to be refused before anything is made (no state,
+    // no port, no sandbox); the supervisor compiles it again for its own.
+    if (options.ready_pattern)
+        if (auto p = ReadyPattern::compile(*options.ready_pattern); !p)
+            return refuseRun(run, run.profile, "sandbox_unavailable", "error", "arguments",
+                             p.error().describe());
     // Each forwarded connection holds two sockets and two pipes: take the
     // whole open-file allowance (the sandbox's own limit is set apart).
     rlimit files{};
@@ -177,11 +183,6 @@ int serveCommand(const ServeOptions& options) {
     server_options.ready_pattern = options.ready_pattern;
     server_options.ready_timeout_ms = *timeout;
     server_options.echo = !options.detach && !policy.quiet;
-    if (options.ready_pattern) {
-        if (auto p = ReadyPattern::compile(*options.ready_pattern); !p)
-            return refuseRun(run, policy.profile_name, "sandbox_unavailable", "error", "arguments",
-                             p.error().describe());
-    }
 
     auto dir = StateDir::open();
     if (!dir)

@@ -281,7 +281,7 @@ std::string connectWithin(const std::string& address, uint16_t port, int ms) {
 
 }  // namespace
 
-TEST_CASE("serve: a python http.server answers on the host's loopback; stop frees the port",
+TEST_CASE("serve: a python http.server answers on the host's loopback, and stop frees the port",
           "[serve]") {
     STOCKADE_EACH_SERVE_SETUP(mode, backend);
     Sandbox sandbox(mode);
@@ -338,7 +338,7 @@ TEST_CASE("serve: a python http.server answers on the host's loopback; stop free
     CHECK(logs.out.find("GET / HTTP") != std::string::npos);
 }
 
-TEST_CASE("serve: a node server on localhost; a long-lived stream and a half-close pass through",
+TEST_CASE("serve: a node server on localhost, with a long-lived stream and a half-close pass through",
           "[serve]") {
     STOCKADE_EACH_SERVE_SETUP(mode, backend);
     Sandbox sandbox(mode);

@@ -212,7 +212,7 @@ TEST_CASE("a healthy host: every guarantee ok, the profile can run", "[host_chec
     CHECK(r.find("landlock")->mechanism == "abi-7");
 }
 
-TEST_CASE("the veth backend: ok as root with nft and a working pair; else the cause and the fix",
+TEST_CASE("the veth backend: ok as root with nft and a working pair, else the cause and the fix",
           "[host_check]") {
     HostFacts root = healthyFacts(0);
     const HostReport fine = reportFromFacts(root, {});

@@ -270,10 +270,8 @@ int runGuarded(const OracleOptions& options, VerdictSink& sink) {
     // stockade's own binary, for the runner to start candidate code through
     // (runtime/isolate_command.h): read-only, at a path no profile uses.
     char self[PATH_MAX];
-    if (!realpath("/proc/self/exe", self)) {
-        removeTree(report_dir);
+    if (!realpath("/proc/self/exe", self))
         return refuse("realpath(\"/proc/self/exe\") failed: cannot offer STOCKADE_ISOLATE");
-    }
     run.mounts.push_back(std::string(self) + ":" + kIsolateInside);
     run.env.push_back(std::string("STOCKADE_ISOLATE=") + kIsolateInside);
     auto policy = buildPolicy(*profile, run);

@@ -377,7 +377,8 @@ int logsCommand(const std::string& name, bool follow, bool raw) {
             return;
         }
         size_t n = all ? pending.size() : completeUtf8Prefix(pending);
-        std::string shown = escapeForTerminal(std::string_view(pending).substr(0, n), Newlines::Keep);
+        std::string shown =
+            escapeForTerminal(std::string_view(pending).substr(0, n), Newlines::Keep);
         fwrite(shown.data(), 1, shown.size(), stdout);
         pending.erase(0, n);
     };

@@ -15,6 +15,7 @@
 #include "runtime/bench_command.h"
 #include "runtime/run_command.h"
 #include "runtime/serve_command.h"
+#include "runtime/text_safety.h"
 
 namespace stockade {
 
@@ -33,7 +34,7 @@ Usage:
                                                   with no way out
   stockade stop    NAME | --port N                stop a dev server (exit 0 if already gone)
   stockade ps      [--json]                       list your running dev servers
-  stockade logs    NAME [--follow]                a dev server's output
+  stockade logs    NAME [--follow] [--raw]        a dev server's output
   stockade profile show NAME|FILE                 print a profile with defaults filled in
   stockade profile check FILE                     validate a profile
   stockade check   [--json] [--profile P]         what this host can enforce, and why not
@@ -61,7 +62,7 @@ Example:
 Options)";
 
 int usageError(const std::string& message) {
-    std::fprintf(stderr, "stockade: %s\n", message.c_str());
+    std::fprintf(stderr, "stockade: %s\n", escapeForTerminal(message).c_str());
     return kUsageError;
 }
 
@@ -338,18 +339,24 @@ int psSubcommand(const std::vector<std::string>& args) {
 int logsSubcommand(const std::vector<std::string>& args) {
     std::string name;
     bool follow = false;
+    bool raw = false;
     po::options_description desc(
-        "Usage: stockade logs NAME [--follow]\n\n"
-        "Prints a dev server's output (stdout and stderr as they came, the last\n"
-        "--output-limit bytes or more); kept after the server stops.\n\n"
+        "Usage: stockade logs NAME [--follow] [--raw]\n\n"
+        "Prints a dev server's output (stdout and stderr, the last --output-limit\n"
+        "bytes or more); kept after the server stops. Control characters other\n"
+        "than newline and tab are shown as escapes (\\r, \\x1b, \\xNN for a byte\n"
+        "that is not UTF-8), so the log cannot drive the terminal; --raw prints\n"
+        "the bytes as they came.\n\n"
         "Example:\n  stockade logs dev-5173 --follow\n\nOptions");
     desc.add_options()("follow,f", po::bool_switch(&follow),
-                       "keep printing until the server stops")("help,h", "show this help");
+                       "keep printing until the server stops")(
+        "raw", po::bool_switch(&raw), "print the log's bytes as they are, escapes included")(
+        "help,h", "show this help");
     po::options_description hidden;
     hidden.add_options()("name", po::value<std::string>(&name));
     return parseNamed(args, desc, hidden, "logs", [&](bool has_name) {
         if (!has_name) return usageError("logs: missing NAME (stockade ps lists them)");
-        return logsCommand(name, follow);
+        return logsCommand(name, follow, raw);
     });
 }
 

@@ -11,6 +11,7 @@
 #include "runtime/record_path.h"
 #include "runtime/result.h"
 #include "runtime/sandbox.h"
+#include "runtime/text_safety.h"
 
 namespace stockade {
 
@@ -18,8 +19,10 @@ namespace {
 
 constexpr int kRefused = 125;
 
+// A message may carry the command's text or a path of the sandbox's making:
+// shown, never sent, to the terminal (runtime/text_safety.h).
 void say(const std::string& line) {
-    std::fprintf(stderr, "stockade: %s\n", line.c_str());
+    std::fprintf(stderr, "stockade: %s\n", escapeForTerminal(line).c_str());
 }
 
 }  // namespace

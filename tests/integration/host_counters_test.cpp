@@ -92,6 +92,26 @@ TEST_CASE("G8: pending signals: the sandbox takes a bounded share of its user's 
     CHECK(std::stol(host.get("queued")) > 1000);
 }
 
+TEST_CASE("G8: inotify instances: the sandbox takes a bounded share of its user's quota",
+          "[G8][host-counters]") {
+    STOCKADE_EACH_MODE(mode);
+    Sandbox sandbox(mode);
+    StockadeProcess process(sandbox.launch(probeCommand({"inotify-fill", "30"})));
+    REQUIRE(process.waitForStdout("held=1", std::chrono::seconds(60)));
+    // The same user on the host, while the sandbox holds all it could get.
+    const ProbeReport host(hostProbeAs(invokingUid(mode), invokingGid(mode), {"inotify-fill", "0"}));
+    process.signal(SIGTERM);
+    const Completed done = process.finish(std::chrono::seconds(20));
+    INFO(done.describe());
+    const ProbeReport inside(done.out);
+    CHECK(inside.result() == "EMFILE");
+    CHECK(std::stol(inside.get("instances")) > 0);
+    CHECK(std::stol(inside.get("instances")) <= 32);
+    INFO("host: " << host.get("instances"));
+    CHECK(host.result() == "EMFILE");
+    CHECK(std::stol(host.get("instances")) >= 64);
+}
+
 TEST_CASE("G8: io_setup cannot take the host's AIO capacity", "[G8][host-counters]") {
     STOCKADE_EACH_MODE(mode);
     Sandbox sandbox(mode);

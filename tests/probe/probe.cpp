@@ -89,6 +89,7 @@ const std::map<std::string, ActionSpec>& actions() {
         {"setid-routes", {1, "DIR", setidRoutes}},
         {"io-setup-hold", {2, "NR_EVENTS SECONDS", ioSetupHold}},
         {"sigqueue-fill", {1, "SECONDS", sigqueueFill}},
+        {"inotify-fill", {1, "SECONDS", inotifyFill}},
     };
     return table;
 }

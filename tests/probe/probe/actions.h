@@ -23,6 +23,7 @@ int cwd(const Args& a);
 // counters.cpp
 int ioSetupHold(const Args& a);
 int sigqueueFill(const Args& a);
+int inotifyFill(const Args& a);
 
 // setid.cpp
 int setidRoutes(const Args& a);

@@ -3,6 +3,7 @@
 // while so that the test can look at the host's side meanwhile.
 #include <linux/aio_abi.h>
 #include <signal.h>
+#include <sys/inotify.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -43,6 +44,24 @@ int sigqueueFill(const Args& a) {
         }
     }
     emit("queued", std::to_string(queued));
+    emit("result", errName(err));
+    emit("held", "1");
+    sleepSeconds(std::atoi(a[0].c_str()));
+    return 0;
+}
+
+// inotify_init1 until the kernel says no: `instances=N` and the errno (the
+// instances stay open), then `held=1` and a sleep of SECONDS.
+int inotifyFill(const Args& a) {
+    long instances = 0;
+    int err = 0;
+    for (; instances < 100000; ++instances) {
+        if (::inotify_init1(IN_CLOEXEC) < 0) {
+            err = errno;
+            break;
+        }
+    }
+    emit("instances", std::to_string(instances));
     emit("result", errName(err));
     emit("held", "1");
     sleepSeconds(std::atoi(a[0].c_str()));

@@ -20,7 +20,7 @@
 #include "oracle/report_tap.h"
 #include "oracle/safe_read.h"
 #include "oracle/verdict.h"
-#include "runtime/child_plan_builder.h"
+#include "runtime/identity.h"
 #include "runtime/policy_builder.h"
 #include "runtime/profile.h"
 #include "runtime/record_path.h"
@@ -228,7 +228,9 @@ int runOracle(const OracleOptions& options) {
         removeTree(report_dir);
         return refuse(policy.error().describe());
     }
-    SandboxOutcome outcome = runSandbox(*policy);
+    // The identity chosen above, whose lease it holds: the report directory
+    // was made that host id's.
+    SandboxOutcome outcome = runSandbox(*policy, nullptr, &*identity);
     const std::string result_json = resultJson(*policy, outcome);
     SandboxResult result = classify(outcome);
 

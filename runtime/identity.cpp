@@ -21,8 +21,8 @@ constexpr uid_t kNobody = 65534;
 // boundary that tools treating uid_t as signed trip over, and clear of its
 // "foreign" range at 0x7FFE0000. No distribution's user, system, dynamic
 // (61184-65519) or subordinate ids (/etc/subuid: 100000 upward, 65536 per
-// user; LXD's 1000000 upward) come near it. 2^26 ids: no host runs that
-// many sandboxes at once.
+// user; LXD's 1000000 upward) come near it. 2^26 ids: 1024 blocks of
+// 65536, one per sandbox running at once.
 constexpr IdRange kDefaultRange{0x78000000u, 0x04000000u};
 constexpr uint64_t kLastValidId = 0xFFFFFFFEull;  // 0xFFFFFFFF is (uid_t)-1
 
@@ -102,7 +102,9 @@ void IdLease::release() {
 
 Result<IdLease> IdLease::acquire(const IdRange& range, const std::string& dir) {
     if (auto s = makeLeaseDir(dir); !s) return s.error().withContext("make the id lease directory");
-    for (uint64_t id = range.base; id < uint64_t{range.base} + range.count; ++id) {
+    const uint32_t width = range.leaseWidth();
+    const uint64_t end = uint64_t{range.base} + range.count;
+    for (uint64_t id = range.base; id + width <= end; id += width) {
         std::string path = dir + "/" + std::to_string(id);
         auto lock = lockFileExclusive(path, true);
         if (!lock) {
@@ -119,15 +121,16 @@ Result<IdLease> IdLease::acquire(const IdRange& range, const std::string& dir) {
         }
         IdLease out;
         out.id_ = static_cast<uint32_t>(id);
+        out.width_ = width;
         out.path_ = std::move(path);
         out.lock_ = std::move(*lock);
         return out;
     }
-    const uint64_t last = uint64_t{range.base} + range.count - 1;
     return Error::message("every host id of the sandbox range " + std::to_string(range.base) + "-" +
-                          std::to_string(last) + " is leased to a running sandbox (" +
-                          std::to_string(range.count) + " in all; widen it with " +
-                          kIdRangeVariable + "=BASE:COUNT)");
+                          std::to_string(end - 1) + " is leased to a running sandbox (" +
+                          std::to_string(range.count / width) + " leases of " +
+                          std::to_string(width) + "; widen it with " + kIdRangeVariable +
+                          "=BASE:COUNT)");
 }
 
 Result<Identity> chooseIdentity(const Policy& policy) {
@@ -159,14 +162,19 @@ Result<Identity> chooseIdentity(const Policy& policy) {
     if (!range) return range.error();
     auto lease = IdLease::acquire(*range);
     if (!lease) return lease.error();
-    const uid_t host_id = lease->id();
+    const uint32_t first = lease->id(), width = lease->width();
     out.lease = std::move(*lease);
-    out.ids = {policy.uid.value_or(inside_uid), host_id, policy.gid.value_or(inside_gid), host_id};
+    const uid_t uid = policy.uid.value_or(inside_uid);
+    const gid_t gid = policy.gid.value_or(inside_gid);
+    if (width > 1 && uid < width && gid < width)
+        out.ids = {uid, first + uid, gid, first + gid, width};
+    else
+        out.ids = {uid, first, gid, first, 1};
     // The worktree stays its owner's: through the idmap its files are the
-    // leased id's to the sandbox, and what the sandbox writes there lands on
+    // sandbox's to the sandbox, and what the sandbox writes there lands on
     // disk as the owner's, whoever that is.
-    out.idmap_worktree =
-        policy.fs.worktree && (out.worktree_uid != host_id || out.worktree_gid != host_id);
+    out.idmap_worktree = policy.fs.worktree && (out.worktree_uid != out.ids.host_uid ||
+                                                out.worktree_gid != out.ids.host_gid);
     return out;
 }
 

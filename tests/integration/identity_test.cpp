@@ -73,6 +73,12 @@ std::string leasePath(unsigned long id) {
     return "/run/stockade/ids/" + std::to_string(id);
 }
 
+// The lease of a default-range sandbox whose uid inside is `inside` and on
+// the host `host`: its block of 65536 ids starts at host - inside.
+unsigned long blockOf(unsigned long host, unsigned long inside) {
+    return host - inside;
+}
+
 // Whether a live process holds the lease file of `id` (a missing file is a
 // free lease): the harness tries the lock itself, and lets go at once.
 bool leaseHeld(unsigned long id) {
@@ -294,7 +300,9 @@ TEST_CASE("G3: as root, each sandbox has a host uid of its own, which no one els
     for (unsigned long id : {*uidA, *uidB}) {
         CHECK(id != kNobody);
         CHECK(inDefaultRange(id));
-        CHECK(leaseHeld(id));
+        // 65534 inside (root's worktree), in a block of its own.
+        CHECK((blockOf(id, kNobody) - 0x78000000ul) % 65536 == 0);
+        CHECK(leaseHeld(blockOf(id, kNobody)));
     }
 
     // Nobody on the host, and the other sandbox's uid, may not signal it;
@@ -311,9 +319,9 @@ TEST_CASE("G3: as root, each sandbox has a host uid of its own, which no one els
     const nlohmann::json result = first.result();
     CHECK(result["host_uid"] == *uidA);
     CHECK(result["host_gid"] == *uidA);
-    CHECK_FALSE(leaseHeld(*uidA));
-    CHECK_FALSE(pathExists(leasePath(*uidA)));
-    CHECK(leaseHeld(*uidB));
+    CHECK_FALSE(leaseHeld(blockOf(*uidA, kNobody)));
+    CHECK_FALSE(pathExists(leasePath(blockOf(*uidA, kNobody))));
+    CHECK(leaseHeld(blockOf(*uidB, kNobody)));
     b.signal(SIGKILL);
 }
 
@@ -444,4 +452,39 @@ TEST_CASE("G3: the worktree stays its owner's on disk; a writable --mount gets t
     REQUIRE(::stat((shared + "/" + name).c_str(), &st) == 0);
     CHECK(st.st_uid == second["host_uid"]);
     CHECK(st.st_gid == second["host_gid"]);
+}
+
+TEST_CASE("G3: other ids behave as on a host: as root they are mapped and refused with EPERM",
+          "[G3][uid][block]") {
+    STOCKADE_EACH_MODE(mode);
+    Sandbox sandbox(mode);
+    // Root: the sandbox's block maps inside 0..65535, so another id is a
+    // real id it may not take (EPERM). Rootless: only the caller is mapped,
+    // and the kernel calls any other id invalid (EINVAL, documented).
+    const std::string refusal = mode == Mode::Root ? "EPERM" : "EINVAL";
+    const std::vector<std::vector<std::string>> attempts = {
+        {"chown-scratch", "0", "-1"},     {"chown-scratch", "-1", "0"},
+        {"chown-scratch", "65533", "-1"}, {"setuid-to", "65533"},
+        {"setgid-to", "65533"},           {"setuid-to", "0"},
+    };
+    for (const std::vector<std::string>& attempt : attempts) {
+        const ProbeRun run = sandbox.probe(attempt);
+        INFO(attempt.front() << " " << attempt[1] << "\n" << run.describe());
+        REQUIRE(run.exitCode() == 0);
+        CHECK(run.result() == refusal);
+    }
+    const ProbeRun map = sandbox.probe({"read-file", "/proc/self/uid_map"});
+    INFO(map.describe());
+    REQUIRE(map.result() == "ok");
+    const std::vector<std::string> extent =
+        fields(map.report.get("content").substr(0, map.report.get("content").find("\\n")));
+    REQUIRE(extent.size() == 3);
+    if (mode == Mode::Root) {
+        CHECK(extent[0] == "0");
+        CHECK(inDefaultRange(std::stoul(extent[1])));
+        CHECK(extent[2] == "65536");
+    } else {
+        CHECK(extent[0] == std::to_string(kNobody));
+        CHECK(extent[2] == "1");
+    }
 }

@@ -86,6 +86,9 @@ const std::map<std::string, ActionSpec>& actions() {
         {"sethostname-same", {0, "", sethostnameSame}},
         {"exit", {1, "CODE", exitWith}},
         {"raise", {1, "SIGNAL", raiseSignal}},
+        {"chown-scratch", {2, "UID GID", chownScratch}},
+        {"setuid-to", {1, "UID", setuidTo}},
+        {"setgid-to", {1, "GID", setgidTo}},
     };
     return table;
 }

@@ -26,16 +26,18 @@ Status writeProcFile(pid_t pid, const char* name, const std::string& content) {
     return okStatus();
 }
 
-std::string oneToOne(unsigned inside, unsigned host) {
-    return std::to_string(inside) + " " + std::to_string(host) + " 1\n";
+std::string mapLine(unsigned inside, unsigned host, uint32_t count) {
+    if (count <= 1) return std::to_string(inside) + " " + std::to_string(host) + " 1\n";
+    return "0 " + std::to_string(host - inside) + " " + std::to_string(count) + "\n";
 }
 
 }  // namespace
 
 Status writeIdMaps(pid_t pid, const IdMapping& m) {
     if (auto s = writeProcFile(pid, "setgroups", "deny\n"); !s) return s;
-    if (auto s = writeProcFile(pid, "uid_map", oneToOne(m.inside_uid, m.host_uid)); !s) return s;
-    return writeProcFile(pid, "gid_map", oneToOne(m.inside_gid, m.host_gid));
+    if (auto s = writeProcFile(pid, "uid_map", mapLine(m.inside_uid, m.host_uid, m.count)); !s)
+        return s;
+    return writeProcFile(pid, "gid_map", mapLine(m.inside_gid, m.host_gid, m.count));
 }
 
 IdmappedTree::~IdmappedTree() {

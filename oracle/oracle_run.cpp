@@ -22,7 +22,7 @@
 #include "oracle/report_tap.h"
 #include "oracle/safe_read.h"
 #include "oracle/verdict.h"
-#include "runtime/child_plan_builder.h"
+#include "runtime/identity.h"
 #include "runtime/supervisor_hardening.h"
 #include "runtime/policy_builder.h"
 #include "runtime/profile.h"
@@ -276,7 +276,9 @@ int runGuarded(const OracleOptions& options, VerdictSink& sink) {
     run.env.push_back(std::string("STOCKADE_ISOLATE=") + kIsolateInside);
     auto policy = buildPolicy(*profile, run);
     if (!policy) return refuse(policy.error().describe());
-    SandboxOutcome outcome = runSandbox(*policy);
+    // The identity chosen above, whose lease it holds: the report directory
+    // was made that host id's.
+    SandboxOutcome outcome = runSandbox(*policy, nullptr, &*identity);
     const std::string result_json = resultJson(*policy, outcome);
     SandboxResult result = classify(outcome);
 

@@ -284,35 +284,6 @@ int lastCapability() {
 
 }  // namespace
 
-Result<Identity> chooseIdentity(const Policy& policy) {
-    Identity out;
-    uid_t euid = geteuid();
-    if (euid != 0) {
-        // Rootless: the kernel lets us map only ourselves.
-        out.ids = {policy.uid.value_or(euid), euid, policy.gid.value_or(getegid()), getegid()};
-        return out;
-    }
-    uid_t host_uid = kNobody;
-    gid_t host_gid = kNobody;
-    if (policy.fs.worktree) {
-        struct stat st;
-        if (stat(policy.fs.worktree->c_str(), &st) < 0)
-            return Error::fromErrno("stat(\"" + *policy.fs.worktree + "\")");
-        if (st.st_uid != 0) {
-            host_uid = st.st_uid;
-            host_gid = st.st_gid != 0 ? st.st_gid : kNobody;
-        } else {
-            // Root owns the worktree; the sandbox still may not be root, so
-            // an idmapped mount shows root's files as the sandbox's own.
-            out.idmap_worktree = true;
-            out.worktree_uid = st.st_uid;
-            out.worktree_gid = st.st_gid;
-        }
-    }
-    out.ids = {policy.uid.value_or(host_uid), host_uid, policy.gid.value_or(host_gid), host_gid};
-    return out;
-}
-
 Result<ChildPlan> buildChildPlan(const Policy& policy, const Identity& identity,
                                  const UniqueFd& idmapped_worktree) {
     ChildPlan plan;

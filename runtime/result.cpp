@@ -110,6 +110,8 @@ std::string resultJson(const Policy& policy, const SandboxOutcome& o) {
     doc["stdout"] = streamJson(out);
     doc["stderr"] = streamJson(err);
     doc["stragglers_killed"] = o.stragglers_killed;
+    doc["host_uid"] = o.host_uid ? json(*o.host_uid) : json(nullptr);
+    doc["host_gid"] = o.host_gid ? json(*o.host_gid) : json(nullptr);
     if (o.denials_reported) {
         json denials = json::array();
         for (const auto& [name, count] : o.denials)
@@ -150,6 +152,8 @@ std::string refusalJson(const std::string& name, const std::string& profile,
     doc["stdout"] = streamJson(empty);
     doc["stderr"] = streamJson(empty);
     doc["stragglers_killed"] = 0;
+    doc["host_uid"] = nullptr;
+    doc["host_gid"] = nullptr;
     doc["enforced"] = enforcedJson({});
     doc["degraded"] = json::array();
     doc["error"] = {{"stage", stage}, {"message", message}, {"errno", 0}};

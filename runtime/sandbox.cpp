@@ -480,11 +480,19 @@ void Supervision::run(SandboxOutcome& out) {
 
 }  // namespace
 
-SandboxOutcome runSandbox(const Policy& policy, ServiceHooks* hooks) {
+SandboxOutcome runSandbox(const Policy& policy, ServiceHooks* hooks, const Identity* chosen) {
     auto start = Clock::now();
     StepLog steps;
-    auto identity = chooseIdentity(policy);
-    if (!identity) return setupFailure("choose the sandbox's identity", identity.error());
+    // Held until the run returns: the leased host id stays this sandbox's
+    // until nothing of it is left.
+    std::optional<Identity> own_identity;
+    if (!chosen) {
+        auto identity = chooseIdentity(policy);
+        if (!identity) return setupFailure("choose the sandbox's identity", identity.error());
+        own_identity = std::move(*identity);
+        chosen = &*own_identity;
+    }
+    const Identity* identity = chosen;
     steps.done("choose the sandbox's identity");
 
     // As root, shed supplementary groups first: the clone inherits them, and
@@ -633,6 +641,8 @@ SandboxOutcome runSandbox(const Policy& policy, ServiceHooks* hooks) {
     steps.done("clone3 with the new namespaces");
     SandboxOutcome out = std::move(enforcement);
     out.sandbox_pid = static_cast<pid_t>(pid);
+    out.host_uid = identity->ids.host_uid;
+    out.host_gid = identity->ids.host_gid;
     // The id maps first, then "go": the child builds its root while the
     // supervisor makes its v1 cgroup leaves. "Placed" carries their `tasks`
     // fds; the child joins them before anything of the command runs.

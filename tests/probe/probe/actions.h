@@ -36,6 +36,11 @@ int connectAbstract(const Args& a);
 int connectUnix(const Args& a);
 int ifaces(const Args& a);
 
+// ids.cpp
+int chownScratch(const Args& a);
+int setuidTo(const Args& a);
+int setgidTo(const Args& a);
+
 // processes.cpp
 int killPid(const Args& a);
 int ptracePid(const Args& a);

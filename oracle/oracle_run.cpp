@@ -353,11 +353,28 @@ int deliverInternalError(const VerdictSink& sink, const std::string& cause) {
     return kInternalError;
 }
 
+// The oracle builds its policy twice, the second time after the supervisor
+// has left the caller's directory (hardenSupervisor): host paths given
+// relative to it are made absolute first, as the first build saw them.
+OracleOptions withAbsoluteHostPaths(OracleOptions options) {
+    char cwd[PATH_MAX];
+    if (!getcwd(cwd, sizeof(cwd))) return options;  // the first build fails the same way
+    auto absolute = [&](std::string& path) {
+        if (!path.empty() && path[0] != '/') path = std::string(cwd) + "/" + path;
+    };
+    RunOptions& run = options.run;
+    if (run.worktree) absolute(*run.worktree);
+    if (run.rootfs) absolute(*run.rootfs);
+    for (std::string& spec : run.mounts) absolute(spec);  // SRC comes first in SRC:DST[:rw]
+    return options;
+}
+
 }  // namespace
 
-int runOracle(const OracleOptions& options) {
+int runOracle(const OracleOptions& given) {
     VerdictSink sink;
     try {
+        const OracleOptions options = withAbsoluteHostPaths(given);
         return runGuarded(options, sink);
     } catch (const std::exception& e) {
         return deliverInternalError(sink, e.what());

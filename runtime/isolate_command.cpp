@@ -17,6 +17,9 @@
 #include "base/error.h"
 #include "base/unique_fd.h"
 #include "namespaces/landlock.h"
+#include "seccomp/filter.h"
+#include "seccomp/install_in_child.h"
+#include "seccomp/policy.h"
 
 namespace stockade {
 
@@ -35,6 +38,42 @@ std::string topEntry(const std::string& path) {
     if (start == std::string::npos) return "";
     size_t end = path.find('/', start);
     return path.substr(start, end == std::string::npos ? std::string::npos : end - start);
+}
+
+// What Landlock does not scope: calls that act on another process by pid
+// and are allowed between processes of one uid. The red team lowered the
+// runner's RLIMIT_NOFILE with prlimit(2) until it could not write its report,
+// and setpriority and sched_setaffinity could slow it into a timeout. Below
+// the helper, each of these may name only the caller itself (pid 0, or
+// PRIO_PROCESS 0, IOPRIO_WHO_PROCESS 0); anything else is EPERM. An allowed
+// default, so nothing else changes: the sandbox's own filter still decides
+// every other call.
+Result<seccomp::CompiledFilter> selfOnlyFilter() {
+    using seccomp::Action;
+    using seccomp::ArgCondition;
+    using seccomp::CompareOp;
+    seccomp::SeccompPolicy policy;
+    policy.default_action = Action::Allow;
+    policy.newer_syscalls_enosys = false;
+    auto refuseUnless0 = [&](const char* name, unsigned index) {
+        policy.rules.push_back(
+            {{name}, Action::Errno, EPERM, {ArgCondition{index, CompareOp::NotEqual, 0, 0}}});
+    };
+    refuseUnless0("prlimit64", 0);
+    for (const char* name :
+         {"sched_setaffinity", "sched_setparam", "sched_setscheduler", "sched_setattr"})
+        refuseUnless0(name, 0);
+    // setpriority(which, who, prio), ioprio_set(which, who, prio): which 0
+    // (PRIO_PROCESS) and 1 (IOPRIO_WHO_PROCESS) with who 0 is the caller; a
+    // process group or a user would take in the runner.
+    refuseUnless0("setpriority", 0);
+    refuseUnless0("setpriority", 1);
+    policy.rules.push_back({{"ioprio_set"},
+                            Action::Errno,
+                            EPERM,
+                            {ArgCondition{0, CompareOp::NotEqual, 1, 0}}});
+    refuseUnless0("ioprio_set", 1);
+    return seccomp::compileFilter(policy);
 }
 
 }  // namespace
@@ -64,6 +103,10 @@ int isolateCommand(const std::vector<std::string>& args) {
     if (i >= args.size())
         return refuse("no command given (stockade isolate [--hide PATH] -- COMMAND)");
     const std::vector<std::string> command(args.begin() + static_cast<long>(i), args.end());
+    // The oracle's report directory is /report whatever the environment says:
+    // a runner that gives its candidate a clean environment must not thereby
+    // give it the report (red team).
+    hidden.push_back("report");
     if (const char* report = std::getenv("STOCKADE_REPORT_DIR"); report && *report == '/')
         hidden.push_back(topEntry(report));
 
@@ -111,9 +154,13 @@ int isolateCommand(const std::vector<std::string>& args) {
 
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
         return refuse(Error::fromErrno("prctl(PR_SET_NO_NEW_PRIVS)").describe());
+    auto self_only = selfOnlyFilter();
+    if (!self_only) return refuse(self_only.error().describe());
     if (ns::sysLandlockRestrictSelf(ruleset.get(), 0) < 0)
         return refuse(Error::fromErrno("landlock_restrict_self()").describe());
     ruleset.reset();
+    if (int err = seccomp::installFilterInChild(self_only->fprog()))
+        return refuse(Error::fromErrno("seccomp(SECCOMP_SET_MODE_FILTER)", err).describe());
     // The runner's files (its report, pipes to its workers) are not the
     // candidate's: only the standard streams cross.
     if (syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) < 0)

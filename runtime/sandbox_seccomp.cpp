@@ -22,6 +22,8 @@ Status compileSeccompInto(const Policy& policy, ChildPlan& plan) {
     if (!imported) return imported.error().withContext("seccomp profile " + policy.seccomp);
     // What the sandbox creates may land on the host: no user's policy may
     // let it mint setuid or setgid files (G3).
+    if (auto s = seccomp::checkNoSetidRulesHold(*imported); !s)
+        return s.error().withContext("seccomp profile " + policy.seccomp);
     seccomp::addNoSetidRules(*imported);
     auto compiled = seccomp::compileFilter(*imported);
     if (!compiled) return compiled.error().withContext("seccomp profile " + policy.seccomp);

@@ -157,6 +157,34 @@ ArgCondition argEquals(unsigned index, std::uint64_t value) {
 
 }  // namespace
 
+namespace {
+
+// The calls whose mode addNoSetidRules reads.
+constexpr const char* kModeCalls[] = {"chmod", "fchmod", "fchmodat", "fchmodat2", "creat",
+                                      "mknod", "mknodat", "open",     "openat"};
+
+}  // namespace
+
+Status checkNoSetidRulesHold(const SeccompPolicy& policy) {
+    // Among conditional rules for one call, libseccomp decides which matches
+    // first, not the policy's order: a policy's own conditional rule for one
+    // of these calls (an ALLOW on another argument) could decide before the
+    // mode is looked at, and a setuid file be made (session 5 red team).
+    for (const SyscallRule& r : policy.rules) {
+        if (r.args.empty()) continue;
+        for (const std::string& name : r.names)
+            for (const char* guarded : kModeCalls)
+                if (name == guarded)
+                    return Error::message(
+                        "the seccomp policy has its own argument conditions for " + name +
+                        ", which stockade cannot combine with its refusal of setuid and setgid "
+                        "modes (the two would be decided in an order neither controls); remove "
+                        "the conditions, or allow or refuse " +
+                        name + " whole");
+    }
+    return okStatus();
+}
+
 void addNoSetidRules(SeccompPolicy& policy) {
     // A file the sandbox creates lands on the host: in a root-owned worktree
     // (shown to the sandbox through an idmapped mount) it is root's on disk,

@@ -21,6 +21,8 @@
 #include <string_view>
 #include <vector>
 
+#include "base/error.h"
+
 namespace stockade::seccomp {
 
 enum class Action {
@@ -81,6 +83,12 @@ SeccompPolicy defaultPolicy();
 // a sandbox creates may land on the host (SPEC §3 G3). They go first, and
 // any rule of the policy's own for openat2 is dropped.
 void addNoSetidRules(SeccompPolicy& policy);
+
+// Whether addNoSetidRules(policy) will hold as written: an error naming the
+// call when the policy has its own argument conditions for one of the calls
+// whose mode it reads (a conditional ALLOW on another argument could decide
+// first). The runtime refuses such a policy rather than weaken the rule.
+Status checkNoSetidRulesHold(const SeccompPolicy& policy);
 
 // "SCMP_ACT_ALLOW"-style names, as the OCI format and libseccomp spell them.
 std::string_view actionName(Action action);

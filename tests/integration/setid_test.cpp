@@ -9,6 +9,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 
 #include "harness.h"
 
@@ -105,6 +106,52 @@ TEST_CASE("G3: tar -p and cp -p of a setuid program keep no setuid bit on the ho
     CHECK(pathExists(sandbox.worktree() + "/out/suid"));
     CHECK(pathExists(sandbox.worktree() + "/out/copied"));
     CHECK(privilegedEntries(sandbox.worktree()).empty());
+}
+
+TEST_CASE("G3: a user's permissive seccomp profile still makes no setuid file",
+          "[G3][setid][seccomp]") {
+    STOCKADE_EACH_MODE(mode);
+    Sandbox sandbox(mode);
+    // Allow everything: the setuid refusals are stockade's, not the file's.
+    const std::string allow_all = sandbox.scratch().writeFile("allow-all.json", R"({
+        "defaultAction": "SCMP_ACT_ALLOW",
+        "architectures": ["SCMP_ARCH_X86_64"],
+        "syscalls": [{"names": ["mkdirat"], "action": "SCMP_ACT_ERRNO", "errnoRet": 13}]
+    })");
+    // A conditional ALLOW on another argument of chmod (the red team's way
+    // past the rules): refused, since it would decide before the mode.
+    const std::string conditional = sandbox.scratch().writeFile("conditional.json", R"({
+        "defaultAction": "SCMP_ACT_LOG",
+        "architectures": ["SCMP_ARCH_X86_64"],
+        "syscalls": [{"names": ["chmod", "fchmodat"], "action": "SCMP_ACT_ALLOW",
+                      "args": [{"index": 0, "value": 0, "valueTwo": 0, "op": "SCMP_CMP_MASKED_EQ"}]}]
+    })");
+    std::ifstream in(std::string(STOCKADE_SOURCE_DIR) + "/profiles/held-test.json");
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string from = "\"seccomp\": \"default\"";
+    REQUIRE(text.find(from) != std::string::npos);
+    auto profileWith = [&](const std::string& name, const std::string& policy) {
+        std::string t = text;
+        t.replace(t.find(from), from.size(), "\"seccomp\": \"" + policy + "\"");
+        return sandbox.scratch().writeFile(name, t);
+    };
+    const std::string chmod_it = "cp /bin/true /repo/made && chmod 4755 /repo/made; echo chmod=$?";
+
+    Sandbox permissive(mode);
+    permissive.option("--profile", profileWith("permissive.json", allow_all));
+    const Completed ran = permissive.run({"sh", "-c", chmod_it});
+    INFO(ran.describe());
+    CHECK(ran.out.find("chmod=1") != std::string::npos);
+    CHECK(pathExists(permissive.worktree() + "/made"));
+    CHECK(privilegedEntries(permissive.worktree()).empty());
+
+    Sandbox tricked(mode);
+    tricked.option("--profile", profileWith("conditional-profile.json", conditional));
+    const Completed refused = tricked.run({"sh", "-c", chmod_it});
+    INFO(refused.describe());
+    CHECK(refused.exitCode == 125);
+    CHECK(refused.err.find("chmod") != std::string::npos);
+    CHECK(!pathExists(tricked.worktree() + "/made"));
 }
 
 }  // namespace stockade::itest

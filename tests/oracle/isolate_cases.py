@@ -14,7 +14,7 @@ import subprocess
 import sys
 import tempfile
 
-STOCKADE = sys.argv[1]
+STOCKADE = os.path.abspath(sys.argv[1])
 
 RUNNER = r'''
 import os, subprocess, sys
@@ -25,7 +25,10 @@ os.set_inheritable(report.fileno(), True)
 cmd = ["python3", "/repo/candidate.py", attack, str(report.fileno())]
 if isolate:
     cmd = [os.environ["STOCKADE_ISOLATE"], "--"] + cmd
-r = subprocess.run(cmd, stdout=subprocess.PIPE, pass_fds=[report.fileno()])
+# A runner may give its candidate a clean environment: /report must stay
+# hidden without STOCKADE_REPORT_DIR.
+env = {"PATH": os.environ["PATH"]} if attack == "report-scrubbed" else None
+r = subprocess.run(cmd, stdout=subprocess.PIPE, pass_fds=[report.fileno()], env=env)
 sys.stderr.write("candidate-exit=%d\n" % r.returncode)
 ok = r.stdout.strip() == b"5" or bytes(state).startswith(b"VERDICT=PASS")
 report.seek(0)
@@ -99,6 +102,18 @@ elif attack == "report":
         open("/report/forged.xml", "w").write("<testsuites/>")
         return "written"
     say("report", attempt(write_report))
+elif attack == "prlimit":
+    import resource
+    say("prlimit", attempt(lambda: resource.prlimit(ppid, resource.RLIMIT_NOFILE, (3, 3))
+                           and "lowered"))
+    say("setpriority", attempt(lambda: os.setpriority(os.PRIO_PROCESS, ppid, 19) or "reniced"))
+    say("affinity", attempt(lambda: os.sched_setaffinity(ppid, {0}) or "pinned"))
+    say("own-priority", attempt(lambda: os.setpriority(os.PRIO_PROCESS, 0, 1) or "ok"))
+elif attack == "report-scrubbed":
+    def write_report():
+        open("/report/forged.xml", "w").write("<testsuites/>")
+        return "written"
+    say("report-scrubbed", attempt(write_report))
 elif attack == "fds":
     say("fd", attempt(lambda: os.write(runner_fd, b"<testsuites/>") and "written"))
     def through_proc():
@@ -121,6 +136,11 @@ CASES = [
     ("signal", True, "fail", "attack.signal=errno:1"),
     ("report", True, "fail", "attack.report=errno:13"),
     ("fds", True, "fail", "attack.fd=errno:9"),
+    ("prlimit", True, "fail", "attack.prlimit=errno:1"),
+    ("prlimit", True, "fail", "attack.setpriority=errno:1"),
+    ("prlimit", True, "fail", "attack.affinity=errno:1"),
+    ("prlimit", True, "fail", "attack.own-priority=ok"),
+    ("report-scrubbed", True, "fail", "attack.report-scrubbed=errno:13"),
 ]
 
 failures = 0
@@ -206,10 +226,14 @@ for mode in ("root", "rootless"):
                         os.lchown(os.path.join(dirpath, n), owner, owner)
                 os.chown(root, owner, owner)
                 verdict_path = os.path.join(root, "verdict.json")
+                # The shell runner's cases name the host paths relative to the
+                # caller's directory, which the oracle leaves before its run.
+                relative = runner == "shell"
                 proc = subprocess.run(
-                    [STOCKADE, "oracle", "--worktree", wt, "--held", held, "--verdict",
-                     verdict_path, "--timeout", "120", *command],
-                    preexec_fn=demote if mode == "rootless" else None,
+                    [STOCKADE, "oracle", "--worktree", "wt" if relative else wt,
+                     "--held", "held" if relative else held, "--verdict",
+                     "verdict.json" if relative else verdict_path, "--timeout", "120", *command],
+                    preexec_fn=demote if mode == "rootless" else None, cwd=root,
                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=200)
                 problems = []
                 try:

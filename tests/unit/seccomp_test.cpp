@@ -428,6 +428,25 @@ TEST_CASE("the default policy refuses every mode with a setuid or setgid bit", "
     CHECK(answer(filter, nr("io_submit")) == kAllow);
 }
 
+TEST_CASE("a user's policy with its own conditions on a mode-setting call is refused",
+          "[seccomp][G3]") {
+    // A conditional ALLOW on another argument could decide before the mode
+    // is looked at (libseccomp orders conditional rules itself).
+    for (const char* name : {"chmod", "fchmodat", "openat", "mknodat"}) {
+        INFO(name);
+        SeccompPolicy policy;
+        policy.default_action = Action::Log;
+        policy.rules = {{{name}, Action::Allow, 0, {{0, CompareOp::MaskedEqual, 0, 0}}}};
+        const Status held = checkNoSetidRulesHold(policy);
+        REQUIRE(!held.ok());
+        CHECK_THAT(held.error().describe(), Catch::Contains(name));
+    }
+    SeccompPolicy plain;
+    plain.rules = {{{"chmod", "openat"}, Action::Allow, 0, {}},
+                   {{"socket"}, Action::Allow, 0, {{0, CompareOp::Equal, 1, 0}}}};
+    CHECK(checkNoSetidRulesHold(plain).ok());
+}
+
 TEST_CASE("a user's policy gets the setuid refusals too, and its own openat2 rule goes",
           "[seccomp][G3]") {
     SeccompPolicy policy;

@@ -48,16 +48,16 @@ struct Snapshot {
     std::string git;
 };
 
-std::string headText(const std::string& worktree) {
-    auto head = resolveHead(worktree);
+std::string headText(const std::string& worktree, const std::vector<std::string>& writable) {
+    auto head = resolveHead(worktree, writable);
     if (!head) return "unreadable: " + head.error().describe();
     if (head->commit.empty())
         return "unborn:" + (head->refs.empty() ? std::string("HEAD") : head->refs.back());
     return head->commit;
 }
 
-std::string gitText(const std::string& worktree) {
-    auto location = locateGitDir(worktree);
+std::string gitText(const std::string& worktree, const std::vector<std::string>& writable) {
+    auto location = locateGitDir(worktree, writable);
     if (!location) return "none";
     auto digest = digestGitDir(*location);
     if (!digest) return "unreadable: " + digest.error().describe();
@@ -65,7 +65,8 @@ std::string gitText(const std::string& worktree) {
     return digest->sha256;
 }
 
-Result<Snapshot> snapshot(const std::string& worktree, const std::string& held) {
+Result<Snapshot> snapshot(const std::string& worktree, const std::string& held,
+                          const std::vector<std::string>& writable) {
     Snapshot s;
     auto held_hashes = hashTree(held);
     if (!held_hashes) return held_hashes.error().withContext("hash the held files");
@@ -73,8 +74,8 @@ Result<Snapshot> snapshot(const std::string& worktree, const std::string& held) 
     auto tree = treeIdOfWorktree(worktree);
     if (!tree) return tree.error().withContext("hash the worktree");
     s.tree = std::move(*tree);
-    s.head = headText(worktree);
-    s.git = gitText(worktree);
+    s.head = headText(worktree, writable);
+    s.git = gitText(worktree, writable);
     return s;
 }
 
@@ -174,10 +175,13 @@ int runOracle(const OracleOptions& options) {
     if (!options.run.worktree) return refuse("--worktree is required");
     if (options.report_format != "junit" && options.report_format != "tap")
         return refuse("--report: expected junit or tap, got \"" + options.report_format + "\"");
-    char held[PATH_MAX];
-    struct stat st;
-    if (!realpath(options.held.c_str(), held) || stat(held, &st) < 0 || !S_ISDIR(st.st_mode))
+    // Opened once, symlinks refused unless asked for (host_path.h); the
+    // --mount made of it below must be this very directory.
+    auto held_dir = holdHostPath("--held", options.held, options.run.follow_symlinks);
+    if (!held_dir) return refuse(held_dir.error().describe());
+    if (!S_ISDIR(held_dir->st.st_mode))
         return refuse("--held " + options.held + ": not a directory");
+    const std::string held = held_dir->path;
     std::optional<std::vector<std::string>> expected;
     if (options.expect) {
         auto names = readExpected(*options.expect);
@@ -202,7 +206,7 @@ int runOracle(const OracleOptions& options) {
         verdict_target = *target;
     }
 
-    auto before = snapshot(worktree, held);
+    auto before = snapshot(worktree, held, writableHostDirs(probe_policy->fs));
     if (!before) return refuse(before.error().describe());
 
     auto state = StateDir::open();
@@ -220,7 +224,7 @@ int runOracle(const OracleOptions& options) {
     RunOptions run = options.run;
     // Without --verdict the verdict is stdout's only content.
     if (!options.verdict) run.quiet = true;
-    run.mounts.push_back(std::string(held) + ":/held");
+    run.mounts.push_back(held + ":/held");
     run.mounts.push_back(report_dir + ":/report:rw");
     run.env.push_back("STOCKADE_REPORT_DIR=/report");
     auto policy = buildPolicy(*profile, run);
@@ -228,6 +232,11 @@ int runOracle(const OracleOptions& options) {
         removeTree(report_dir);
         return refuse(policy.error().describe());
     }
+    for (const ExtraMount& m : policy->fs.mounts)
+        if (m.target == "/held" && !held_dir->sameFileAs(m.held.st)) {
+            removeTree(report_dir);
+            return refuse("--held " + options.held + ": replaced while the oracle ran");
+        }
     SandboxOutcome outcome = runSandbox(*policy);
     const std::string result_json = resultJson(*policy, outcome);
     SandboxResult result = classify(outcome);
@@ -240,7 +249,7 @@ int runOracle(const OracleOptions& options) {
     readReports(report_dir, options.report_format, e);
     removeTree(report_dir);
 
-    auto after = snapshot(worktree, held);
+    auto after = snapshot(worktree, held, writableHostDirs(probe_policy->fs));
     if (!after) {
         e.report_errors.push_back("cannot re-read the evidence after the run: " +
                                   after.error().describe());

@@ -166,9 +166,14 @@ Result<GitLink> judgeGitLink(int worktree_fd, const std::string& worktree,
     if (!back_path) return back_path.error();
     auto pointed =
         openNoSymlinks((*back_path)[0] == '/' ? AT_FDCWD : git_dir->get(), *back_path, O_PATH);
+    // The same file, and by this very name: a hard link of some genuine
+    // worktree's .git, made in this one, is not this worktree's link.
     struct stat pointed_st {};
+    Result<std::string> pointed_path =
+        pointed ? canonicalOf(pointed->get()) : Result<std::string>(pointed.error());
     if (!pointed || fstat(pointed->get(), &pointed_st) < 0 ||
-        pointed_st.st_dev != file->st.st_dev || pointed_st.st_ino != file->st.st_ino)
+        pointed_st.st_dev != file->st.st_dev || pointed_st.st_ino != file->st.st_ino ||
+        !pointed_path || *pointed_path != dotgit)
         return Error::message(back_shown + " does not name " + dotgit);
 
     // (c) G/commondir leads back to C.

@@ -101,6 +101,16 @@ TEST_CASE("git_link: planted .git files expose nothing", "[git_link]") {
         REQUIRE_FALSE(link.ok());
         CHECK_THAT(link.error().describe(), Catch::Contains("does not name"));
     }
+    SECTION("a hard link of another worktree's genuine .git") {
+        std::string other = dir / "other";
+        std::filesystem::create_directories(other);
+        forgeLinkedLayout(dir / "repo/.git", canonical(other));
+        REQUIRE(link((other + "/.git").c_str(), (wt + "/.git").c_str()) == 0);
+        REQUIRE(judge(other).ok());
+        Result<GitLink> linked = judge(wt);
+        REQUIRE_FALSE(linked.ok());
+        CHECK_THAT(linked.error().describe(), Catch::Contains("does not name"));
+    }
     SECTION("a complete forged layout in a writable --mount") {
         std::string data = dir / "data";
         forgeLinkedLayout(data + "/.git", canonical(wt));

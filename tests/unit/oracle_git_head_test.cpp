@@ -316,3 +316,21 @@ TEST_CASE("a linked worktree's digest covers its gitdir once, inside the common 
     REQUIRE(after.ok());
     CHECK(after->sha256 != linked_digest->sha256);
 }
+
+TEST_CASE("a .git file the candidate planted leads the oracle nowhere", "[oracle][git_head]") {
+    TempDir dir;
+    // A directory that looks like a git dir, holding a canary: neither its
+    // HEAD nor its digest may be taken for the worktree's.
+    writeFile(dir / "secret/HEAD", "ref: refs/heads/main\n");
+    writeFile(dir / "secret/refs/heads/main", std::string(40, 'a') + "\n");
+    std::filesystem::create_directories(dir / "secret/objects");
+    writeFile(dir / "secret/canary", "canary\n");
+    for (const std::string& named : {dir / "secret", std::string("../secret")}) {
+        INFO(named);
+        writeFile(dir / "wt/.git", "gitdir: " + named + "\n");
+        Result<GitLocation> location = locateGitDir(dir / "wt");
+        REQUIRE_FALSE(location.ok());
+        CHECK_THAT(location.error().describe(), Catch::Contains("not a genuine linked worktree"));
+        REQUIRE_FALSE(resolveHead(dir / "wt").ok());
+    }
+}

@@ -51,7 +51,13 @@ std::string joinRoot(const std::string& rootfs, const std::string& path) {
 
 // System directories keep the host's shape: a merged-/usr host's /bin is a
 // symlink, and so it is in the sandbox (no mount at all).
-Status addSystemDirs(const Policy& policy, ns::MountPlan& plan) {
+Status addHeldBind(ChildPlan& plan, const HeldPath& held, ns::MountOp op);
+Status addSystemDirsFromRootfs(const Policy& policy, ChildPlan& plan);
+
+Status addSystemDirs(const Policy& policy, ChildPlan& child) {
+    if (policy.fs.rootfs != "/" && policy.fs.rootfs_held)
+        return addSystemDirsFromRootfs(policy, child);
+    ns::MountPlan& plan = child.mounts;
     for (const std::string& dir : policy.fs.system_dirs) {
         std::string host = joinRoot(policy.fs.rootfs, dir);
         struct stat st;
@@ -170,6 +176,46 @@ Status addHeldBind(ChildPlan& plan, const HeldPath& held, ns::MountOp op) {
         op.expect_ino = held.st.st_ino;
     }
     ns::addOp(plan.mounts, std::move(op));
+    return okStatus();
+}
+
+// A --rootfs is the operator's but may sit where a sandbox wrote (an
+// unpacked image in a worktree): its system directories are found beneath
+// the held rootfs without following a symlink on the way, and bound from
+// the fds found.
+Status addSystemDirsFromRootfs(const Policy& policy, ChildPlan& plan) {
+    for (const std::string& dir : policy.fs.system_dirs) {
+        open_how how{};
+        how.flags = O_PATH | O_NOFOLLOW | O_CLOEXEC;
+        how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+        UniqueFd fd(ns::sysOpenat2(policy.fs.rootfs_held.get(), relative(dir).c_str(), &how));
+        if (!fd) {
+            if (errno == ENOENT) continue;  // /lib32 and kin are often absent
+            return Error::fromErrno("openat2(\"" + policy.fs.rootfs + dir +
+                                    "\", RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)");
+        }
+        HeldPath held;
+        if (fstat(fd.get(), &held.st) < 0)
+            return Error::fromErrno("fstat(\"" + policy.fs.rootfs + dir + "\")");
+        if (S_ISLNK(held.st.st_mode)) {
+            char buf[PATH_MAX];
+            ssize_t n = readlinkat(fd.get(), "", buf, sizeof(buf) - 1);
+            if (n < 0) return Error::fromErrno("readlinkat(\"" + policy.fs.rootfs + dir + "\")");
+            ns::addOp(plan.mounts, {.kind = MountKind::Symlink,
+                                    .target = relative(dir),
+                                    .data = std::string(buf, static_cast<size_t>(n)),
+                                    .description = "link " + dir});
+            continue;
+        }
+        if (!S_ISDIR(held.st.st_mode)) continue;
+        held.path = policy.fs.rootfs + dir;
+        held.fd = std::make_shared<UniqueFd>(std::move(fd));
+        if (auto s = addHeldBind(
+                plan, held,
+                {.target = relative(dir), .description = "mount " + dir + " read-only"});
+            !s)
+            return s.error();
+    }
     return okStatus();
 }
 
@@ -330,7 +376,7 @@ Result<ChildPlan> buildChildPlan(const Policy& policy, const Identity& identity,
     if (stat(mounts.staging.c_str(), &st) < 0 || !S_ISDIR(st.st_mode))
         return Error::message("the host has no /tmp directory to assemble the sandbox's root on");
 
-    if (auto s = addSystemDirs(policy, mounts); !s) return s.error();
+    if (auto s = addSystemDirs(policy, plan); !s) return s.error();
     if (auto s = addEtc(policy, identity.ids, mounts); !s) return s.error();
     // /tmp and /var/tmp before the worktree's gitdir and the extra mounts, so
     // that one of those placed under /tmp lands on the tmpfs, not beneath it.

@@ -26,16 +26,18 @@ Status writeProcFile(pid_t pid, const char* name, const std::string& content) {
     return okStatus();
 }
 
-std::string oneToOne(unsigned inside, unsigned host) {
-    return std::to_string(inside) + " " + std::to_string(host) + " 1\n";
+std::string mapLine(unsigned inside, unsigned host, uint32_t count) {
+    if (count <= 1) return std::to_string(inside) + " " + std::to_string(host) + " 1\n";
+    return "0 " + std::to_string(host - inside) + " " + std::to_string(count) + "\n";
 }
 
 }  // namespace
 
 Status writeIdMaps(pid_t pid, const IdMapping& m) {
     if (auto s = writeProcFile(pid, "setgroups", "deny\n"); !s) return s;
-    if (auto s = writeProcFile(pid, "uid_map", oneToOne(m.inside_uid, m.host_uid)); !s) return s;
-    return writeProcFile(pid, "gid_map", oneToOne(m.inside_gid, m.host_gid));
+    if (auto s = writeProcFile(pid, "uid_map", mapLine(m.inside_uid, m.host_uid, m.count)); !s)
+        return s;
+    return writeProcFile(pid, "gid_map", mapLine(m.inside_gid, m.host_gid, m.count));
 }
 
 IdmappedTree::~IdmappedTree() {
@@ -53,6 +55,7 @@ Result<IdmappedTree> makeIdmappedTree(const std::string& path, uid_t disk_uid, g
 
 Result<IdmappedTree> makeIdmappedTree(int dir_fd, const std::string& path, uid_t disk_uid,
                                       gid_t disk_gid, uid_t host_uid, gid_t host_gid) {
+    if (dir_fd < 0) return makeIdmappedTree(path, disk_uid, disk_gid, host_uid, host_gid);
     // A throwaway process, born in a new user namespace, holds it just long
     // enough for its maps to be written and a handle on it taken; the mount
     // keeps a reference to the namespace after the process is gone. A raw

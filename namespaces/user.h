@@ -4,6 +4,8 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
+
 #include <string>
 
 #include "base/error.h"
@@ -11,13 +13,18 @@
 
 namespace stockade::ns {
 
-// One uid and one gid inside, each mapped to one host id: the sandbox never
-// holds more than one identity, and never host root.
+// The sandbox's uid and gid inside and the host ids they are. With count 1,
+// only those two are mapped, one id each. With a larger count, the block of
+// inside ids 0..count-1 maps onto the host ids starting at host - inside (a
+// block that is the sandbox's alone), so that another id is a real id the
+// sandbox lacks the privilege for (EPERM) rather than an unmapped one
+// (EINVAL). Never host root either way.
 struct IdMapping {
     uid_t inside_uid;
     uid_t host_uid;
     gid_t inside_gid;
     gid_t host_gid;
+    uint32_t count = 1;
 };
 
 // Writes "deny" to setgroups, then uid_map and gid_map of `pid`. Unprivileged

@@ -11,6 +11,8 @@
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
+#include <string_view>
 
 #include "oracle/git_dir_digest.h"
 #include "oracle/git_head.h"
@@ -20,26 +22,59 @@
 #include "oracle/report_tap.h"
 #include "oracle/safe_read.h"
 #include "oracle/verdict.h"
-#include "runtime/child_plan_builder.h"
+#include "runtime/identity.h"
+#include "runtime/supervisor_hardening.h"
 #include "runtime/policy_builder.h"
 #include "runtime/profile.h"
 #include "runtime/record_path.h"
 #include "runtime/result.h"
 #include "runtime/sandbox.h"
 #include "runtime/serve_state.h"
+#include "runtime/text_safety.h"
 
 namespace stockade::oracle {
 
 namespace {
 
 constexpr int kRefused = 125;
+constexpr int kInternalError = 2;             // the exit code of an `error` verdict
 constexpr size_t kMaxReportBytes = 64 << 20;  // a report larger than this is refused unread
 constexpr uint64_t kMaxReportFiles = 64;
+// Where the runner finds `stockade isolate` (runtime/isolate_command.h).
+constexpr const char* kIsolateInside = "/.stockade/isolate";
+
+// Every line on the terminal may carry a name the sandbox chose (a report
+// file, a test, a path in the worktree): shown, never sent.
+void say(const std::string& line) {
+    std::fprintf(stderr, "stockade oracle: %s\n", escapeForTerminal(line).c_str());
+}
 
 int refuse(const std::string& message) {
-    std::fprintf(stderr, "stockade oracle: %s\n", message.c_str());
+    say(message);
     return kRefused;
 }
+
+// The report directory goes however the oracle leaves: a verdict, an early
+// return or an exception.
+class ReportDir {
+  public:
+    explicit ReportDir(std::string path) : path_(std::move(path)) {}
+    ReportDir(const ReportDir&) = delete;
+    ReportDir& operator=(const ReportDir&) = delete;
+    ~ReportDir() { remove(); }
+    const std::string& path() const { return path_; }
+    void remove();
+
+  private:
+    std::string path_;
+};
+
+// What the guard around the oracle needs to deliver an `error` verdict
+// where the verdict was asked for.
+struct VerdictSink {
+    std::optional<RecordTarget> target;  // set once --verdict is judged
+    bool to_stdout = false;              // no --verdict: the JSON is stdout's
+};
 
 struct Snapshot {
     std::map<std::string, std::string> held;
@@ -149,6 +184,11 @@ void removeTree(const std::string& dir) {
     nftw(dir.c_str(), removeEntry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+void ReportDir::remove() {
+    if (!path_.empty()) removeTree(path_);
+    path_.clear();
+}
+
 // An oracle killed mid-run (SIGKILL) leaves its report directory; the next
 // one removes those of dead oracles. They live in the caller's private state
 // directory (0700, see runtime/serve_state.h), where no one else can plant
@@ -169,9 +209,7 @@ void removeStaleReportDirs(const std::string& parent) {
     closedir(d);
 }
 
-}  // namespace
-
-int runOracle(const OracleOptions& options) {
+int runGuarded(const OracleOptions& options, VerdictSink& sink) {
     if (!options.run.worktree) return refuse("--worktree is required");
     if (options.report_format != "junit" && options.report_format != "tap")
         return refuse("--report: expected junit or tap, got \"" + options.report_format + "\"");
@@ -198,13 +236,20 @@ int runOracle(const OracleOptions& options) {
     auto identity = chooseIdentity(*probe_policy);
     if (!identity) return refuse(identity.error().describe());
     const std::string worktree = *probe_policy->fs.worktree;
-    std::optional<RecordTarget> verdict_target;
     if (options.verdict) {
         auto target =
             resolveRecordTarget("--verdict", *options.verdict, writableHostDirs(probe_policy->fs));
         if (!target) return refuse(target.error().describe());
-        verdict_target = *target;
+        sink.target = *target;
+    } else {
+        sink.to_stdout = true;
     }
+
+    // Before anything candidate-written is read: a crash from here on
+    // leaves no core in the worktree, and this process's memory (the
+    // caller's environment) is not the sandbox's uid's to read.
+    if (auto s = hardenSupervisor(*probe_policy); !s) return refuse(s.error().describe());
+    profile->seccomp = probe_policy->seccomp;  // made absolute, for the second policy
 
     auto before = snapshot(worktree, held, writableHostDirs(probe_policy->fs));
     if (!before) return refuse(before.error().describe());
@@ -214,12 +259,11 @@ int runOracle(const OracleOptions& options) {
     removeStaleReportDirs(state->path());
     std::string report_template = state->path() + "/report." + std::to_string(getpid()) + ".XXXXXX";
     if (!mkdtemp(report_template.data())) return refuse("mkdtemp(" + report_template + ") failed");
-    const std::string report_dir = report_template;
+    ReportDir reports(report_template);
+    const std::string& report_dir = reports.path();
     if (geteuid() == 0 &&
-        chown(report_dir.c_str(), identity->ids.host_uid, identity->ids.host_gid) < 0) {
-        removeTree(report_dir);
+        chown(report_dir.c_str(), identity->ids.host_uid, identity->ids.host_gid) < 0)
         return refuse("chown(\"" + report_dir + "\") failed");
-    }
 
     RunOptions run = options.run;
     // Without --verdict the verdict is stdout's only content.
@@ -227,17 +271,21 @@ int runOracle(const OracleOptions& options) {
     run.mounts.push_back(held + ":/held");
     run.mounts.push_back(report_dir + ":/report:rw");
     run.env.push_back("STOCKADE_REPORT_DIR=/report");
+    // stockade's own binary, for the runner to start candidate code through
+    // (runtime/isolate_command.h): read-only, at a path no profile uses.
+    char self[PATH_MAX];
+    if (!realpath("/proc/self/exe", self))
+        return refuse("realpath(\"/proc/self/exe\") failed: cannot offer STOCKADE_ISOLATE");
+    run.mounts.push_back(std::string(self) + ":" + kIsolateInside);
+    run.env.push_back(std::string("STOCKADE_ISOLATE=") + kIsolateInside);
     auto policy = buildPolicy(*profile, run);
-    if (!policy) {
-        removeTree(report_dir);
-        return refuse(policy.error().describe());
-    }
+    if (!policy) return refuse(policy.error().describe());
     for (const ExtraMount& m : policy->fs.mounts)
-        if (m.target == "/held" && !held_dir->sameFileAs(m.held.st)) {
-            removeTree(report_dir);
+        if (m.target == "/held" && !held_dir->sameFileAs(m.held.st))
             return refuse("--held " + options.held + ": replaced while the oracle ran");
-        }
-    SandboxOutcome outcome = runSandbox(*policy);
+    // The identity chosen above, whose lease it holds: the report directory
+    // was made that host id's.
+    SandboxOutcome outcome = runSandbox(*policy, nullptr, &*identity);
     const std::string result_json = resultJson(*policy, outcome);
     SandboxResult result = classify(outcome);
 
@@ -247,7 +295,12 @@ int runOracle(const OracleOptions& options) {
         e.exit_code = outcome.exit_code;
     e.expected = expected;
     readReports(report_dir, options.report_format, e);
-    removeTree(report_dir);
+    reports.remove();
+    // Test-only: a fault where one would have cost the verdict before the
+    // guard in runOracle (tests/oracle/oracle_cases.py).
+    if (const char* fault = std::getenv("STOCKADE_TEST_ORACLE_FAULT");
+        fault && std::string_view(fault) == "after-run")
+        throw std::runtime_error("injected fault (STOCKADE_TEST_ORACLE_FAULT=after-run)");
 
     auto after = snapshot(worktree, held, writableHostDirs(probe_policy->fs));
     if (!after) {
@@ -267,21 +320,57 @@ int runOracle(const OracleOptions& options) {
     Verdict verdict = decide(e);
     std::string text = verdictJson(e, verdict, result_json);
     if (options.verdict) {
-        if (auto s = writeRecord(*verdict_target, text); !s) {
+        if (auto s = writeRecord(*sink.target, text); !s) {
             // Nothing at the path now (writeRecord removes it), and
             // an error, not the verdict's code: a harness must not read a
             // pass or a fail that was never recorded.
-            std::fprintf(stderr, "stockade oracle: cannot write the verdict: %s\n",
-                         s.error().describe().c_str());
-            return 2;
+            say("cannot write the verdict: " + s.error().describe());
+            return kInternalError;
         }
     } else {
+        sink.to_stdout = false;  // from here on stdout holds the verdict
         std::fputs(text.c_str(), stdout);
+        std::fflush(stdout);
     }
-    std::fprintf(stderr, "stockade oracle: %s", verdict.verdict.c_str());
-    for (const std::string& c : verdict.contradictions) std::fprintf(stderr, "; %s", c.c_str());
-    std::fprintf(stderr, "\n");
+    std::string line = verdict.verdict;
+    for (const std::string& c : verdict.contradictions) line += "; " + c;
+    say(line);
     return exitCodeFor(verdict);
+}
+
+// Whatever went wrong inside the oracle (a name it could not handle, memory,
+// a bug) is an `error` verdict with the cause, delivered where the verdict
+// was asked for: never an abort with no verdict, which a harness might read
+// as anything but the `fail` a candidate wanted hidden.
+int deliverInternalError(const VerdictSink& sink, const std::string& cause) {
+    const std::string contradiction = "the oracle failed: " + cause;
+    try {
+        std::string text = internalErrorVerdictJson(contradiction);
+        if (sink.target) {
+            if (auto s = writeRecord(*sink.target, text); !s)
+                say("cannot write the verdict: " + s.error().describe());
+        } else if (sink.to_stdout) {
+            std::fputs(text.c_str(), stdout);
+            std::fflush(stdout);
+        }
+        say("error; " + contradiction);
+    } catch (...) {
+        std::fputs("stockade oracle: error; the oracle failed and could not say why\n", stderr);
+    }
+    return kInternalError;
+}
+
+}  // namespace
+
+int runOracle(const OracleOptions& options) {
+    VerdictSink sink;
+    try {
+        return runGuarded(options, sink);
+    } catch (const std::exception& e) {
+        return deliverInternalError(sink, e.what());
+    } catch (...) {
+        return deliverInternalError(sink, "an exception of unknown type");
+    }
 }
 
 }  // namespace stockade::oracle

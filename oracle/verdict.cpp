@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "runtime/text_safety.h"
+
 namespace stockade::oracle {
 
 namespace {
@@ -139,7 +141,30 @@ std::string verdictJson(const Evidence& e, const Verdict& v, const std::string& 
                         {"git_unchanged", in.git_before == in.git_after}};
     json result = json::parse(result_json, nullptr, false);
     doc["result"] = result.is_discarded() ? json(nullptr) : result;
-    return doc.dump(2) + "\n";
+    return jsonText(doc, 2) + "\n";
+}
+
+std::string internalErrorVerdictJson(const std::string& cause) {
+    json none = json::array();
+    json doc;
+    doc["schema"] = "stockade.verdict/v1";
+    doc["verdict"] = "error";
+    doc["contradictions"] = json::array({cause});
+    doc["failures"] = none;
+    doc["counts"] = {{"tests", 0}, {"passed", 0}, {"failed", 0}, {"errored", 0}, {"skipped", 0}};
+    doc["cases"] = none;
+    doc["report"] = nullptr;
+    doc["expected"] = nullptr;
+    doc["worktree"] = {{"tree_before", ""},
+                       {"tree_after", ""},
+                       {"created", none},
+                       {"changed", none},
+                       {"deleted", none}};
+    doc["integrity"] = {{"held_unchanged", false}, {"held_changed", none},
+                        {"head_before", ""},       {"head_after", ""},
+                        {"head_unchanged", false}, {"git_unchanged", false}};
+    doc["result"] = nullptr;
+    return jsonText(doc, 2) + "\n";
 }
 
 int exitCodeFor(const Verdict& v) {

@@ -44,6 +44,10 @@ Verdict decide(const Evidence& evidence);
 std::string verdictJson(const Evidence& evidence, const Verdict& verdict,
                         const std::string& result_json);
 
+// An `error` verdict for when the oracle itself failed and has no evidence
+// to give: what could not be established is false, never a default true.
+std::string internalErrorVerdictJson(const std::string& cause);
+
 int exitCodeFor(const Verdict& verdict);
 
 }  // namespace stockade::oracle

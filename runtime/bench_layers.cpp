@@ -95,6 +95,7 @@ Result<LayerBench> LayerBench::prepare(const Policy& policy) {
     if (auto s = compileSeccompInto(policy, *plan); !s)
         return s.error().withContext("compile the seccomp filter");
     out.plan_ = std::move(*plan);
+    out.id_lease_ = std::move(identity->lease);  // the plan's host ids, for every run
     out.base_rlimits_ = out.plan_.rlimits;
     out.plan_.landlock = ns::LandlockPlan{};  // built per run, from its level up
 

@@ -16,6 +16,7 @@
 #include "namespaces/mount_plan.h"
 #include "runtime/cgroup_limits.h"
 #include "runtime/child_plan.h"
+#include "runtime/identity.h"
 #include "runtime/policy.h"
 
 namespace stockade {
@@ -72,6 +73,7 @@ class LayerBench {
 
     Policy policy_;
     ChildPlan plan_;
+    IdLease id_lease_;  // as root: plan_'s host ids are leased (runtime/identity.h)
     std::vector<RlimitSetting> base_rlimits_;  // the plan's own, before any fallback
     ns::MountPlan mounts_without_proc_;
     UniqueFd dev_null_;

@@ -24,6 +24,16 @@ Status writeV1MemoryLimit(const std::string& leaf, uint64_t bytes) {
     if (access((leaf + "/memory.memsw.limit_in_bytes").c_str(), F_OK) == 0)
         if (auto s = writeCgroupFile(leaf + "/memory.memsw.limit_in_bytes", limit); !s)
             return s.error().withContext("cgroup v1 memory+swap limit");
+    // Socket buffers: v1 charges TCP memory to the cgroup only once its own
+    // TCP limit is set (cgroup-v1/memory.rst, "kmem.tcp"); until then they
+    // count only toward the host-wide tcp_mem, which a sandbox holding many
+    // connections could fill for every socket on the host (issue 15: 76 MiB
+    // of buffers under --memory 128m). Set before the command joins the
+    // leaf, so every socket it makes is charged. cgroup v2 charges socket
+    // memory to memory.max without being asked.
+    if (access((leaf + "/memory.kmem.tcp.limit_in_bytes").c_str(), F_OK) == 0)
+        if (auto s = writeCgroupFile(leaf + "/memory.kmem.tcp.limit_in_bytes", limit); !s)
+            return s.error().withContext("cgroup v1 TCP buffer limit");
     return okStatus();
 }
 

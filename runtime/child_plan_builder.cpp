@@ -25,6 +25,10 @@ using ns::MountOp;
 
 constexpr uid_t kNobody = 65534;
 constexpr size_t kMaxCopiedEtcFile = 256 * 1024;
+// A tenth or less of what a Debian host gives each user: 96,363 pending
+// signals on 24 GiB here, 819,200 bytes of POSIX message queues.
+constexpr uint64_t kSandboxPendingSignals = 8192;
+constexpr uint64_t kSandboxMessageQueueBytes = 204800;
 
 // Docker's masked and read-only /proc paths (moby oci/defaults.go).
 constexpr const char* kMaskedProc[] = {"asound",      "acpi",          "interrupts", "kcore",
@@ -335,35 +339,6 @@ int lastCapability() {
 
 }  // namespace
 
-Result<Identity> chooseIdentity(const Policy& policy) {
-    Identity out;
-    uid_t euid = geteuid();
-    if (euid != 0) {
-        // Rootless: the kernel lets us map only ourselves.
-        out.ids = {policy.uid.value_or(euid), euid, policy.gid.value_or(getegid()), getegid()};
-        return out;
-    }
-    uid_t host_uid = kNobody;
-    gid_t host_gid = kNobody;
-    if (policy.fs.worktree) {
-        struct stat st;
-        if (stat(policy.fs.worktree->c_str(), &st) < 0)
-            return Error::fromErrno("stat(\"" + *policy.fs.worktree + "\")");
-        if (st.st_uid != 0) {
-            host_uid = st.st_uid;
-            host_gid = st.st_gid != 0 ? st.st_gid : kNobody;
-        } else {
-            // Root owns the worktree; the sandbox still may not be root, so
-            // an idmapped mount shows root's files as the sandbox's own.
-            out.idmap_worktree = true;
-            out.worktree_uid = st.st_uid;
-            out.worktree_gid = st.st_gid;
-        }
-    }
-    out.ids = {policy.uid.value_or(host_uid), host_uid, policy.gid.value_or(host_gid), host_gid};
-    return out;
-}
-
 Result<ChildPlan> buildChildPlan(const Policy& policy, const Identity& identity,
                                  const UniqueFd& idmapped_worktree) {
     ChildPlan plan;
@@ -486,6 +461,22 @@ Result<ChildPlan> buildChildPlan(const Policy& policy, const Identity& identity,
         plan.rlimits.push_back({resource, {value, value}});
     };
     hard(RLIMIT_CORE, 0);
+    // Per-user kernel quotas are charged up the user namespaces to the host
+    // uid that made them (user_namespaces(7), ucounts): rootless, that is the
+    // caller, whose other processes got EAGAIN from sigqueue and
+    // timer_create while a sandbox held 96,364 pending signals (issue 15).
+    // The sandbox's own rlimit caps what it can take at its level; the
+    // caller keeps the rest. POSIX timers take their signal from the same
+    // count.
+    // Never above the caller's own hard limit, which no one here may raise.
+    auto at_most_own = [&](int resource, uint64_t value) {
+        rlimit own{};
+        if (getrlimit(resource, &own) == 0 && own.rlim_max != RLIM_INFINITY)
+            value = std::min<uint64_t>(value, own.rlim_max);
+        hard(resource, value);
+    };
+    at_most_own(RLIMIT_SIGPENDING, kSandboxPendingSignals);
+    at_most_own(RLIMIT_MSGQUEUE, kSandboxMessageQueueBytes);
     if (policy.limits.open_files) {
         // A profile's open-file count is a ceiling: no higher than the
         // caller's own hard limit, which the sandbox could not raise either.

@@ -5,20 +5,10 @@
 #include "base/error.h"
 #include "base/unique_fd.h"
 #include "runtime/child_plan.h"
+#include "runtime/identity.h"
 #include "runtime/policy.h"
 
 namespace stockade {
-
-// Who the sandbox is (G3), and whether a root-owned worktree needs an
-// idmapped mount to be writable by that identity.
-struct Identity {
-    ns::IdMapping ids;
-    bool idmap_worktree = false;
-    uid_t worktree_uid = 0;
-    gid_t worktree_gid = 0;
-};
-
-Result<Identity> chooseIdentity(const Policy& policy);
 
 // Builds the plan. `idmapped_worktree` is the detached mount to attach at
 // /repo, or an invalid fd to bind the worktree directly.

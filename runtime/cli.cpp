@@ -11,9 +11,11 @@
 
 #include "base/log.h"
 #include "oracle/oracle_run.h"
+#include "runtime/isolate_command.h"
 #include "runtime/bench_command.h"
 #include "runtime/run_command.h"
 #include "runtime/serve_command.h"
+#include "runtime/text_safety.h"
 
 namespace stockade {
 
@@ -32,7 +34,7 @@ Usage:
                                                   with no way out
   stockade stop    NAME | --port N                stop a dev server (exit 0 if already gone)
   stockade ps      [--json]                       list your running dev servers
-  stockade logs    NAME [--follow]                a dev server's output
+  stockade logs    NAME [--follow] [--raw]        a dev server's output
   stockade profile show NAME|FILE                 print a profile with defaults filled in
   stockade profile check FILE                     validate a profile
   stockade check   [--json] [--profile P]         what this host can enforce, and why not
@@ -60,7 +62,7 @@ Example:
 Options)";
 
 int usageError(const std::string& message) {
-    std::fprintf(stderr, "stockade: %s\n", message.c_str());
+    std::fprintf(stderr, "stockade: %s\n", escapeForTerminal(message).c_str());
     return kUsageError;
 }
 
@@ -283,7 +285,7 @@ int serveSubcommand(const std::vector<std::string>& args) {
                         "N: the TCP port published on the host's loopback and used inside")(
         "ready-pattern",
         po::value<std::string>()->notifier([&](const std::string& v) { serve.ready_pattern = v; }),
-        "RE (ECMAScript) that must match a word-bounded run of the output")(
+        "RE (RE2 syntax) that must match a word-bounded run of one line of the output")(
         "ready-timeout", po::value<std::string>(&serve.ready_timeout)->default_value("60"),
         "SEC to become ready before the server is torn down (not_ready)")(
         "detach", po::bool_switch(&serve.detach), "return once ready; the server runs on")(
@@ -340,18 +342,24 @@ int psSubcommand(const std::vector<std::string>& args) {
 int logsSubcommand(const std::vector<std::string>& args) {
     std::string name;
     bool follow = false;
+    bool raw = false;
     po::options_description desc(
-        "Usage: stockade logs NAME [--follow]\n\n"
-        "Prints a dev server's output (stdout and stderr as they came, the last\n"
-        "--output-limit bytes or more); kept after the server stops.\n\n"
+        "Usage: stockade logs NAME [--follow] [--raw]\n\n"
+        "Prints a dev server's output (stdout and stderr, the last --output-limit\n"
+        "bytes or more); kept after the server stops. Control characters other\n"
+        "than newline and tab are shown as escapes (\\r, \\x1b, \\xNN for a byte\n"
+        "that is not UTF-8), so the log cannot drive the terminal; --raw prints\n"
+        "the bytes as they came.\n\n"
         "Example:\n  stockade logs dev-5173 --follow\n\nOptions");
     desc.add_options()("follow,f", po::bool_switch(&follow),
-                       "keep printing until the server stops")("help,h", "show this help");
+                       "keep printing until the server stops")(
+        "raw", po::bool_switch(&raw), "print the log's bytes as they are, escapes included")(
+        "help,h", "show this help");
     po::options_description hidden;
     hidden.add_options()("name", po::value<std::string>(&name));
     return parseNamed(args, desc, hidden, "logs", [&](bool has_name) {
         if (!has_name) return usageError("logs: missing NAME (stockade ps lists them)");
-        return logsCommand(name, follow);
+        return logsCommand(name, follow, raw);
     });
 }
 
@@ -426,6 +434,9 @@ int profileSubcommand(const std::vector<std::string>& args) {
 }  // namespace
 
 int runCli(int argc, char** argv) {
+    // Inside a sandbox the oracle mounts this binary as /.stockade/isolate.
+    if (argc >= 1 && std::string_view(argv[0]).ends_with("/isolate"))
+        return isolateCommand(std::vector<std::string>(argv + 1, argv + argc));
     if (argc < 2) {
         std::fputs(kTopHelp, stderr);
         return kUsageError;
@@ -449,6 +460,7 @@ int runCli(int argc, char** argv) {
     if (command == "ps") return psSubcommand(rest);
     if (command == "logs") return logsSubcommand(rest);
     if (command == "bench") return benchSubcommand(rest);
+    if (command == "isolate") return isolateCommand(rest);
     return usageError("unknown command \"" + command + "\" (try stockade --help)");
 }
 

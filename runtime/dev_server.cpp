@@ -55,6 +55,8 @@ class DevServer::ProbeTimer : public EventHandler {
     void onEvent(uint32_t) override {
         uint64_t expirations;
         (void)!read(owner_.timer_.get(), &expirations, sizeof(expirations));
+        // A prompt that stopped mid-line, whatever sizes its writes had.
+        if (owner_.pattern_) owner_.pattern_->settle();
         owner_.tick();
     }
 

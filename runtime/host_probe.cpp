@@ -29,6 +29,7 @@
 #include "runtime/host_check.h"
 #include "runtime/host_check_internal.h"
 #include "runtime/host_probe_in_child.h"
+#include "runtime/identity.h"
 #include "runtime/nftables.h"
 #include "runtime/veth_backend.h"
 #include "seccomp/default_program.h"
@@ -409,9 +410,18 @@ HostFacts probeHost(const HostCheckRequest& request) {
     HostFacts facts;
     facts.euid = geteuid();
     // The ids the sandbox maps by default (chooseIdentity): rootless, only
-    // ourselves; as root, the unprivileged 65534, never root.
-    facts.sandbox_uid = facts.sandbox_host_uid = facts.euid == 0 ? kNobody : facts.euid;
-    facts.sandbox_gid = facts.sandbox_host_gid = facts.euid == 0 ? kNobody : getegid();
+    // ourselves; as root, 65534 inside and a leased host id outside, held
+    // while the probes run (65534 outside too when none is free: a run
+    // would then refuse, which is not what the check is about).
+    IdLease lease;
+    if (facts.euid == 0)
+        if (auto range = idRangeForRoot())
+            if (auto leased = IdLease::acquire(*range)) lease = std::move(*leased);
+    const uid_t root_host_id = lease.held() ? lease.id() : kNobody;
+    facts.sandbox_uid = facts.euid == 0 ? kNobody : facts.euid;
+    facts.sandbox_gid = facts.euid == 0 ? kNobody : getegid();
+    facts.sandbox_host_uid = facts.euid == 0 ? root_host_id : facts.euid;
+    facts.sandbox_host_gid = facts.euid == 0 ? root_host_id : getegid();
     auto timed = [&](const char* name, auto&& probe) {
         auto start = Clock::now();
         probe();

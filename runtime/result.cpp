@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/unique_fd.h"
+#include "runtime/text_safety.h"
 
 namespace stockade {
 
@@ -34,29 +35,6 @@ json enforcedJson(const std::map<std::string, std::string>& enforced) {
     for (const char* key : {"seccomp", "capabilities", "memory", "pids", "cpu_time", "landlock"}) {
         auto it = enforced.find(key);
         out[key] = it == enforced.end() ? json(nullptr) : json(it->second);
-    }
-    return out;
-}
-
-// A tail is raw bytes; JSON needs UTF-8. Invalid sequences become U+FFFD so
-// the record always parses, while `sha256` still covers the exact bytes.
-std::string validUtf8(const std::string& in) {
-    std::string out;
-    out.reserve(in.size());
-    size_t i = 0;
-    while (i < in.size()) {
-        unsigned char c = static_cast<unsigned char>(in[i]);
-        size_t len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
-        bool ok = len > 0 && i + len <= in.size();
-        for (size_t k = 1; ok && k < len; ++k)
-            ok = (static_cast<unsigned char>(in[i + k]) >> 6) == 2;
-        if (ok) {
-            out.append(in, i, len);
-            i += len;
-        } else {
-            out += "\xEF\xBF\xBD";
-            ++i;
-        }
     }
     return out;
 }
@@ -108,9 +86,12 @@ SandboxResult classify(const SandboxOutcome& o) {
 
 std::string resultJson(const Policy& policy, const SandboxOutcome& o) {
     SandboxResult r = classify(o);
-    StreamSummary out = o.stdout_summary, err = o.stderr_summary;
-    out.tail = validUtf8(out.tail);
-    err.tail = validUtf8(err.tail);
+    // A tail is raw bytes, and the command, a name or an error message may
+    // hold bytes of the sandbox's choosing: jsonText() makes every string
+    // valid UTF-8 (runtime/text_safety.h), while `sha256` still covers the
+    // exact bytes of each stream.
+    const StreamSummary& out = o.stdout_summary;
+    const StreamSummary& err = o.stderr_summary;
     json doc;
     doc["schema"] = kSchema;
     doc["name"] = policy.name;
@@ -129,6 +110,8 @@ std::string resultJson(const Policy& policy, const SandboxOutcome& o) {
     doc["stdout"] = streamJson(out);
     doc["stderr"] = streamJson(err);
     doc["stragglers_killed"] = o.stragglers_killed;
+    doc["host_uid"] = o.host_uid ? json(*o.host_uid) : json(nullptr);
+    doc["host_gid"] = o.host_gid ? json(*o.host_gid) : json(nullptr);
     if (o.denials_reported) {
         json denials = json::array();
         for (const auto& [name, count] : o.denials)
@@ -151,7 +134,7 @@ std::string resultJson(const Policy& policy, const SandboxOutcome& o) {
             {"errno", o.error_errno}};
     else
         doc["error"] = nullptr;
-    return doc.dump(2) + "\n";
+    return jsonText(doc, 2) + "\n";
 }
 
 std::string refusalJson(const std::string& name, const std::string& profile,
@@ -174,10 +157,12 @@ std::string refusalJson(const std::string& name, const std::string& profile,
     doc["stdout"] = streamJson(empty);
     doc["stderr"] = streamJson(empty);
     doc["stragglers_killed"] = 0;
+    doc["host_uid"] = nullptr;
+    doc["host_gid"] = nullptr;
     doc["enforced"] = enforcedJson({});
     doc["degraded"] = json::array();
     doc["error"] = {{"stage", stage}, {"message", message}, {"errno", 0}};
-    return doc.dump(2) + "\n";
+    return jsonText(doc, 2) + "\n";
 }
 
 Status writeFileAtomically(const std::string& path, const std::string& content) {

@@ -1,4 +1,5 @@
 #include "runtime/run_command.h"
+#include "runtime/supervisor_hardening.h"
 
 #include <cstdio>
 #include <string>
@@ -10,6 +11,7 @@
 #include "runtime/record_path.h"
 #include "runtime/result.h"
 #include "runtime/sandbox.h"
+#include "runtime/text_safety.h"
 
 namespace stockade {
 
@@ -17,8 +19,10 @@ namespace {
 
 constexpr int kRefused = 125;
 
+// A message may carry the command's text or a path of the sandbox's making:
+// shown, never sent, to the terminal (runtime/text_safety.h).
 void say(const std::string& line) {
-    std::fprintf(stderr, "stockade: %s\n", line.c_str());
+    std::fprintf(stderr, "stockade: %s\n", escapeForTerminal(line).c_str());
 }
 
 }  // namespace
@@ -91,6 +95,9 @@ int runCommand(const RunOptions& options) {
     int refused = kRefused;
     auto policy = policyForRun(options, refused);
     if (!policy) return refused;
+    if (auto s = hardenSupervisor(*policy); !s)
+        return refuseRun(options, policy->profile_name, "sandbox_unavailable", "error",
+                         "harden the supervisor", s.error().describe());
     steps.done("load the profile, build the policy");
     SandboxOutcome outcome = runSandbox(*policy);
     steps.done("the sandbox: the steps above, then its cgroups removed");

@@ -29,6 +29,7 @@
 #include "runtime/child_plan_builder.h"
 #include "runtime/child_protocol.h"
 #include "runtime/sandbox_seccomp.h"
+#include "runtime/supervisor_hardening.h"
 #include "seccomp/denials.h"
 
 namespace stockade {
@@ -480,11 +481,19 @@ void Supervision::run(SandboxOutcome& out) {
 
 }  // namespace
 
-SandboxOutcome runSandbox(const Policy& policy, ServiceHooks* hooks) {
+SandboxOutcome runSandbox(const Policy& policy, ServiceHooks* hooks, const Identity* chosen) {
     auto start = Clock::now();
     StepLog steps;
-    auto identity = chooseIdentity(policy);
-    if (!identity) return setupFailure("choose the sandbox's identity", identity.error());
+    // Held until the run returns: the leased host id stays this sandbox's
+    // until nothing of it is left.
+    std::optional<Identity> own_identity;
+    if (!chosen) {
+        auto identity = chooseIdentity(policy);
+        if (!identity) return setupFailure("choose the sandbox's identity", identity.error());
+        own_identity = std::move(*identity);
+        chosen = &*own_identity;
+    }
+    const Identity* identity = chosen;
     steps.done("choose the sandbox's identity");
 
     // As root, shed supplementary groups first: the clone inherits them, and
@@ -604,9 +613,11 @@ SandboxOutcome runSandbox(const Policy& policy, ServiceHooks* hooks) {
     }
     args.pidfd = reinterpret_cast<uintptr_t>(&pidfd);
     args.exit_signal = SIGCHLD;
+    DumpableAcrossClone dumpable;
     long pid = syscall(SYS_clone3, &args, sizeof(args));
     if (pid == 0) runChildInChild(*plan);
     int clone_errno = errno;
+    dumpable.restore();
     UniqueFd pidfd_owner(pidfd);
     sync_child.reset();
     listener_child.reset();
@@ -632,6 +643,8 @@ SandboxOutcome runSandbox(const Policy& policy, ServiceHooks* hooks) {
     steps.done("clone3 with the new namespaces");
     SandboxOutcome out = std::move(enforcement);
     out.sandbox_pid = static_cast<pid_t>(pid);
+    out.host_uid = identity->ids.host_uid;
+    out.host_gid = identity->ids.host_gid;
     // The id maps first, then "go": the child builds its root while the
     // supervisor makes its v1 cgroup leaves. "Placed" carries their `tasks`
     // fds; the child joins them before anything of the command runs.

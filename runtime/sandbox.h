@@ -17,6 +17,8 @@
 
 namespace stockade {
 
+struct Identity;  // runtime/identity.h
+
 enum class Ending {
     Exited,    // the command exited (any code)
     Signaled,  // the command died of a signal
@@ -46,6 +48,9 @@ struct SandboxOutcome {
     std::string error_message;
     int error_errno = 0;
     pid_t sandbox_pid = 0;  // the host pid of the sandbox's init
+    // The host ids the sandbox ran as (G3); unset when nothing was started.
+    std::optional<uid_t> host_uid;
+    std::optional<gid_t> host_gid;
     // Causes read from the cgroups after the run, not guessed from signals.
     bool oom_killed = false;
     bool pids_limit_hit = false;
@@ -66,7 +71,11 @@ struct SandboxOutcome {
 // Builds the sandbox the policy describes, runs the command in it, and
 // returns once nothing of the sandbox is left. A sandbox that cannot be built
 // is an outcome (SetupFailed), never a weaker run. A service (serve) passes
-// hooks: its output goes to them, and they publish its port.
-SandboxOutcome runSandbox(const Policy& policy, ServiceHooks* hooks = nullptr);
+// hooks: its output goes to them, and they publish its port. A caller that
+// had to know the sandbox's host ids beforehand (the oracle) passes the
+// identity it chose, and holds its lease; otherwise the run chooses and
+// holds one for its lifetime.
+SandboxOutcome runSandbox(const Policy& policy, ServiceHooks* hooks = nullptr,
+                          const Identity* identity = nullptr);
 
 }  // namespace stockade

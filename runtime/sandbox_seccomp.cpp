@@ -20,6 +20,9 @@ Status compileSeccompInto(const Policy& policy, ChildPlan& plan) {
     // run, since it is the user's and may change between runs.
     auto imported = seccomp::loadOciSeccompFile(policy.seccomp);
     if (!imported) return imported.error().withContext("seccomp profile " + policy.seccomp);
+    // What the sandbox creates may land on the host: no user's policy may
+    // let it mint setuid or setgid files (G3).
+    seccomp::addNoSetidRules(*imported);
     auto compiled = seccomp::compileFilter(*imported);
     if (!compiled) return compiled.error().withContext("seccomp profile " + policy.seccomp);
     plan.seccomp_program = std::move(compiled->program);
@@ -36,7 +39,9 @@ Status compileSeccompInto(const Policy& policy, ChildPlan& plan) {
 seccomp::SeccompPolicy seccompPolicyFor(const Policy& policy) {
     if (policy.seccomp == "default" || policy.seccomp == "none") return seccomp::defaultPolicy();
     auto imported = seccomp::loadOciSeccompFile(policy.seccomp);
-    return imported ? *imported : seccomp::defaultPolicy();
+    if (!imported) return seccomp::defaultPolicy();
+    seccomp::addNoSetidRules(*imported);
+    return *imported;
 }
 
 }  // namespace stockade

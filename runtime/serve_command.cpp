@@ -1,4 +1,5 @@
 #include "runtime/serve_command.h"
+#include "runtime/supervisor_hardening.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -18,6 +19,7 @@
 #include "runtime/run_command.h"
 #include "runtime/sandbox.h"
 #include "runtime/serve_state.h"
+#include "runtime/text_safety.h"
 #include "runtime/units.h"
 #include "runtime/veth_backend.h"
 
@@ -34,7 +36,7 @@ constexpr uint64_t kDefaultLogBytes = 64ull << 20;
 constexpr uint64_t kStopWaitMs = 10000;
 
 void say(const std::string& line) {
-    std::fprintf(stderr, "stockade: %s\n", line.c_str());
+    std::fprintf(stderr, "stockade: %s\n", escapeForTerminal(line).c_str());
 }
 
 int64_t unixMs() {
@@ -149,6 +151,12 @@ int serveCommand(const ServeOptions& options) {
         return refuseRun(run, run.profile, "invalid_bounds", "blocked", "arguments",
                          "--ready-timeout: expected a positive number of seconds, got \"" +
                              options.ready_timeout + "\"");
+    // Compiled here only to be refused before anything is made (no state,
+    // no port, no sandbox); the supervisor compiles it again for its own.
+    if (options.ready_pattern)
+        if (auto p = ReadyPattern::compile(*options.ready_pattern); !p)
+            return refuseRun(run, run.profile, "sandbox_unavailable", "error", "arguments",
+                             p.error().describe());
     // Each forwarded connection holds two sockets and two pipes: take the
     // whole open-file allowance (the sandbox's own limit is set apart).
     rlimit files{};
@@ -160,6 +168,9 @@ int serveCommand(const ServeOptions& options) {
     auto built = policyForRun(run, refused);
     if (!built) return refused;
     Policy policy = std::move(*built);
+    if (auto s = hardenSupervisor(policy); !s)
+        return refuseRun(run, policy.profile_name, "sandbox_unavailable", "error",
+                         "harden the supervisor", s.error().describe());
     if (policy.network != NetworkMode::Loopback)
         return refuseRun(run, policy.profile_name, "sandbox_unavailable", "error", "arguments",
                          "profile \"" + policy.profile_name +
@@ -173,11 +184,6 @@ int serveCommand(const ServeOptions& options) {
     server_options.ready_pattern = options.ready_pattern;
     server_options.ready_timeout_ms = *timeout;
     server_options.echo = !options.detach && !policy.quiet;
-    if (options.ready_pattern) {
-        if (auto p = ReadyPattern::compile(*options.ready_pattern); !p)
-            return refuseRun(run, policy.profile_name, "sandbox_unavailable", "error", "arguments",
-                             p.error().describe());
-    }
 
     auto dir = StateDir::open();
     if (!dir)
@@ -331,7 +337,7 @@ int psCommand(bool as_json) {
                            {"profile", r.profile},
                            {"command", r.command},
                            {"log", dir->logPath(r.name)}});
-        std::printf("%s\n", out.dump(2).c_str());
+        std::printf("%s\n", jsonText(out, 2).c_str());
         return 0;
     }
     std::printf("%-20s %-6s %-8s %-8s %-6s %s\n", "NAME", "PORT", "PID", "UPTIME", "READY",
@@ -344,12 +350,13 @@ int psCommand(bool as_json) {
                              : up < 7200 ? std::to_string(up / 60) + "m"
                                          : std::to_string(up / 3600) + "h";
         std::printf("%-20s %-6u %-8d %-8s %-6s %s\n", r.name.c_str(), static_cast<unsigned>(r.port),
-                    r.pid, uptime.c_str(), r.ready ? "yes" : "no", command.c_str());
+                    r.pid, uptime.c_str(), r.ready ? "yes" : "no",
+                    escapeForTerminal(command).c_str());
     }
     return 0;
 }
 
-int logsCommand(const std::string& name, bool follow) {
+int logsCommand(const std::string& name, bool follow, bool raw) {
     if (auto s = validateServiceName(name); !s) {
         say(s.error().describe());
         return kRefused;
@@ -360,10 +367,29 @@ int logsCommand(const std::string& name, bool follow) {
         return kRefused;
     }
     std::string path = dir->logPath(name);
-    auto copy = [](int fd) {
+    // The log is the sandbox's bytes: on a terminal they could move the
+    // cursor, rewrite earlier lines or set the window title. Escaped unless
+    // --raw, chunk by chunk, holding back a character cut by a read.
+    std::string pending;
+    auto emit = [&](bool all) {
+        if (raw) {
+            fwrite(pending.data(), 1, pending.size(), stdout);
+            pending.clear();
+            return;
+        }
+        size_t n = all ? pending.size() : completeUtf8Prefix(pending);
+        std::string shown =
+            escapeForTerminal(std::string_view(pending).substr(0, n), Newlines::Keep);
+        fwrite(shown.data(), 1, shown.size(), stdout);
+        pending.erase(0, n);
+    };
+    auto copy = [&](int fd) {
         char buf[65536];
         ssize_t n;
-        while ((n = read(fd, buf, sizeof(buf))) > 0) fwrite(buf, 1, static_cast<size_t>(n), stdout);
+        while ((n = read(fd, buf, sizeof(buf))) > 0) {
+            pending.append(buf, static_cast<size_t>(n));
+            emit(false);
+        }
         fflush(stdout);
     };
     UniqueFd older(open((path + ".1").c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
@@ -389,6 +415,8 @@ int logsCommand(const std::string& name, bool follow) {
         }
         if (!running) break;
     }
+    emit(true);
+    fflush(stdout);
     return 0;
 }
 

@@ -23,6 +23,8 @@ int serveCommand(const ServeOptions& options);
 // NAME, or the server on `port` when NAME is empty.
 int stopCommand(const std::string& name, const std::optional<std::string>& port);
 int psCommand(bool json);
-int logsCommand(const std::string& name, bool follow);
+// The log with control characters shown as escapes (\n and \t kept), or
+// with `raw` the bytes as they came.
+int logsCommand(const std::string& name, bool follow, bool raw);
 
 }  // namespace stockade

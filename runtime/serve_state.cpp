@@ -19,6 +19,7 @@
 
 #include "base/file_lock.h"
 #include "runtime/result.h"
+#include "runtime/text_safety.h"
 
 namespace stockade {
 
@@ -114,7 +115,7 @@ Status StateDir::write(const ServiceRecord& r) const {
              {"profile", r.profile},
              {"command", r.command},
              {"log", logPath(r.name)}};
-    return writeFileAtomically(recordPath(r.name), doc.dump() + "\n");
+    return writeFileAtomically(recordPath(r.name), jsonText(doc) + "\n");
 }
 
 std::optional<ServiceRecord> StateDir::read(const std::string& name) const {

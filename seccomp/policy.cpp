@@ -1,10 +1,12 @@
 #include "seccomp/policy.h"
 
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <sched.h>
 #include <sys/ioctl.h>
 #include <sys/personality.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #include <cerrno>
 #include <utility>
@@ -28,10 +30,10 @@ const std::vector<std::string>& allowedEverywhere() {
         "fsync", "fdatasync", "sync", "syncfs", "sync_file_range", "fadvise64", "fadvise64_64",
         "fallocate", "ftruncate", "ftruncate64", "truncate", "truncate64",
         // Paths and metadata.
-        "open", "openat", "openat2", "creat", "access", "faccessat", "faccessat2", "stat", "stat64",
-        "lstat", "lstat64", "fstat", "fstat64", "newfstatat", "fstatat64", "statx", "statfs",
-        "statfs64", "fstatfs", "fstatfs64", "getdents", "getdents64", "getcwd", "chdir", "fchdir",
-        "mkdir", "mkdirat", "rmdir", "rename", "renameat", "renameat2", "link", "linkat", "symlink",
+        "open", "openat", "creat", "access", "faccessat", "faccessat2", "stat", "stat64", "lstat",
+        "lstat64", "fstat", "fstat64", "newfstatat", "fstatat64", "statx", "statfs", "statfs64",
+        "fstatfs", "fstatfs64", "getdents", "getdents64", "getcwd", "chdir", "fchdir", "mkdir",
+        "mkdirat", "rmdir", "rename", "renameat", "renameat2", "link", "linkat", "symlink",
         "symlinkat", "unlink", "unlinkat", "readlink", "readlinkat", "mknod", "mknodat", "umask",
         "chmod", "fchmod", "fchmodat", "fchmodat2", "chown", "chown32", "fchown", "fchown32",
         "fchownat", "lchown", "lchown32", "utime", "utimes", "utimensat", "utimensat_time64",
@@ -42,7 +44,7 @@ const std::vector<std::string>& allowedEverywhere() {
         "lremovexattr", "fremovexattr", "removexattrat",
         // Watching files, asynchronous I/O.
         "inotify_init", "inotify_init1", "inotify_add_watch", "inotify_rm_watch", "fanotify_mark",
-        "io_setup", "io_destroy", "io_submit", "io_cancel", "io_getevents", "io_pgetevents",
+        "io_destroy", "io_submit", "io_cancel", "io_getevents", "io_pgetevents",
         "io_pgetevents_time64",
         // Memory.
         "brk", "mmap", "mmap2", "munmap", "mremap", "mprotect", "madvise", "mincore", "msync",
@@ -155,6 +157,52 @@ ArgCondition argEquals(unsigned index, std::uint64_t value) {
 
 }  // namespace
 
+void addNoSetidRules(SeccompPolicy& policy) {
+    // A file the sandbox creates lands on the host: in a root-owned worktree
+    // (shown to the sandbox through an idmapped mount) it is root's on disk,
+    // and a setuid bit on it is root's to anyone who runs it from the host's
+    // path, where nosuid does not apply. So no call may set S_ISUID or
+    // S_ISGID: the mode arguments are compared here, in the kernel, and the
+    // answer is the EPERM a file's non-owner gets. File capabilities need
+    // CAP_SETFCAP, which the sandbox never has. The mode is an int to the
+    // kernel: the masks look at single bits, whatever the upper half holds.
+    std::vector<SyscallRule> added;
+    constexpr std::uint64_t kSetidBits[] = {S_ISUID, S_ISGID};
+    auto refuseMode = [&](const char* name, unsigned mode_index,
+                          std::vector<ArgCondition> also = {}) {
+        for (std::uint64_t bit : kSetidBits) {
+            std::vector<ArgCondition> args = also;
+            args.push_back(ArgCondition{mode_index, CompareOp::MaskedEqual, bit, bit});
+            added.push_back(rule({name}, Action::Errno, EPERM, std::move(args)));
+        }
+    };
+    refuseMode("chmod", 1);
+    refuseMode("fchmod", 1);
+    refuseMode("fchmodat", 2);
+    refuseMode("fchmodat2", 2);
+    refuseMode("creat", 1);
+    refuseMode("mknod", 1);
+    refuseMode("mknodat", 2);
+    // open and openat read their mode only when they create: O_CREAT, or
+    // O_TMPFILE (whose own bit is __O_TMPFILE; linkat names the file later).
+    // Without either, the mode register holds whatever the caller left there.
+    constexpr std::uint64_t kTmpfileBit = 020000000;
+    for (std::uint64_t creating : {std::uint64_t{O_CREAT}, kTmpfileBit}) {
+        refuseMode("open", 2, {ArgCondition{1, CompareOp::MaskedEqual, creating, creating}});
+        refuseMode("openat", 3, {ArgCondition{2, CompareOp::MaskedEqual, creating, creating}});
+    }
+    // openat2 passes its flags and mode in memory, where seccomp cannot look;
+    // ENOSYS, as on kernels before 5.6, sends its callers back to openat.
+    added.push_back(rule({"openat2"}, Action::Errno, ENOSYS));
+
+    // First, so that no rule of a user's policy decides before them, and with
+    // the policy's own say on openat2 taken away (two unconditional answers
+    // for one call would not compile).
+    for (SyscallRule& r : policy.rules) std::erase(r.names, std::string("openat2"));
+    std::erase_if(policy.rules, [](const SyscallRule& r) { return r.names.empty(); });
+    policy.rules.insert(policy.rules.begin(), added.begin(), added.end());
+}
+
 SeccompPolicy defaultPolicy() {
     SeccompPolicy policy;
     policy.default_action = Action::Errno;
@@ -225,6 +273,16 @@ SeccompPolicy defaultPolicy() {
     // clone3 passes its flags in memory, where seccomp cannot look. ENOSYS
     // makes glibc (2.34+) fall back to clone, whose flags we can inspect.
     policy.rules.push_back(rule({"clone3"}, Action::Errno, ENOSYS));
+
+    // Linux AIO contexts are counted against fs.aio-max-nr, one number for
+    // the whole machine: one io_setup(65472) from a sandbox took all of it
+    // until the run ended, and io_setup failed for every host process. No
+    // per-sandbox bound exists, so the call answers as on a kernel built
+    // without AIO (CONFIG_AIO=n), which libaio's users already handle; the
+    // rest of the family needs a context and stays allowed.
+    policy.rules.push_back(rule({"io_setup"}, Action::Errno, ENOSYS));
+
+    addNoSetidRules(policy);
 
     for (const std::vector<std::string>& group : deniedGroups()) {
         policy.rules.push_back(rule(group, Action::Errno, EPERM));

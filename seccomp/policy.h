@@ -74,6 +74,14 @@ struct SeccompPolicy {
 // stockade's built-in default-deny policy (SPEC §3 G5).
 SeccompPolicy defaultPolicy();
 
+// Adds the refusals that keep the sandbox from creating setuid or setgid
+// files (chmod, open, mknod and kin with S_ISUID or S_ISGID in the mode:
+// EPERM; openat2, whose mode seccomp cannot read: ENOSYS). Part of
+// defaultPolicy(); the runtime adds them to a user's policy too, since what
+// a sandbox creates may land on the host (SPEC §3 G3). They go first, and
+// any rule of the policy's own for openat2 is dropped.
+void addNoSetidRules(SeccompPolicy& policy);
+
 // "SCMP_ACT_ALLOW"-style names, as the OCI format and libseccomp spell them.
 std::string_view actionName(Action action);
 std::string_view compareOpName(CompareOp op);

@@ -281,7 +281,7 @@ std::string connectWithin(const std::string& address, uint16_t port, int ms) {
 
 }  // namespace
 
-TEST_CASE("serve: a python http.server answers on the host's loopback; stop frees the port",
+TEST_CASE("serve: a python http.server answers on the host's loopback, and stop frees the port",
           "[serve]") {
     STOCKADE_EACH_SERVE_SETUP(mode, backend);
     Sandbox sandbox(mode);
@@ -338,7 +338,7 @@ TEST_CASE("serve: a python http.server answers on the host's loopback; stop free
     CHECK(logs.out.find("GET / HTTP") != std::string::npos);
 }
 
-TEST_CASE("serve: a node server on localhost; a long-lived stream and a half-close pass through",
+TEST_CASE("serve: a node server on localhost, with a long-lived stream and a half-close pass through",
           "[serve]") {
     STOCKADE_EACH_SERVE_SETUP(mode, backend);
     Sandbox sandbox(mode);
@@ -699,4 +699,68 @@ TEST_CASE("serve: a state directory others could reach is refused, not used", "[
     // Made private, the same directory is used.
     REQUIRE(::chmod(state.c_str(), 0700) == 0);
     CHECK(runStockade(launch).exitCode == 0);
+}
+
+// Issue 15: std::regex recursed per character, so `\s+` over one line of
+// about 40 KB killed the supervisor (SIGSEGV); RE2 over a bounded window
+// does not. The long line is written whole and then dribbled a byte per
+// write, and the server is ready on the line after it.
+TEST_CASE(
+    "serve: a 200 KB line against a pattern with unbounded runs neither kills nor stalls "
+    "the supervisor",
+    "[serve][ready]") {
+    STOCKADE_EACH_MODE(mode);
+    Sandbox sandbox(mode);
+    const uint16_t port = freePort();
+    const std::string script =
+        "python3 -c \"import sys\n"
+        "sys.stdout.write('Local:' + ' ' * 204800 + '!\\n'); sys.stdout.flush()\n"
+        "for c in 'Local:' + ' ' * 20000 + '!\\n': sys.stdout.write(c); sys.stdout.flush()\n"
+        "print('listening on 127.0.0.1:" +
+        std::to_string(port) + "', flush=True)\"; exec python3 -m http.server --bind 127.0.0.1 " +
+        std::to_string(port);
+    Served served(sandbox, serviceName(), port, {"sh", "-c", script},
+                  {"--ready-pattern", "(Local:\\s+http|listening on .*)", "--ready-timeout", "30"});
+    INFO(served.started().describe());
+    REQUIRE(served.ready());
+    CHECK(served.psEntry().value("pid", 0) == served.supervisor());
+    CHECK_FALSE(processGone(served.supervisor()));
+    CHECK(httpGet(AF_INET, port, "/").rfind("HTTP/1.0 200", 0) == 0);
+    // The whole of the output reached the log, the long line included.
+    const Completed logs = served.stockade({"logs", served.name()});
+    CHECK(logs.out.find("Local:" + std::string(204800, ' ') + "!\n") != std::string::npos);
+}
+
+TEST_CASE("serve: a --ready-pattern RE2 cannot use is refused with 125 before anything runs",
+          "[serve][ready][cli]") {
+    STOCKADE_EACH_MODE(mode);
+    Sandbox sandbox(mode);
+    const uint16_t port = freePort();
+    const std::vector<std::pair<std::string, std::string>> cases = {
+        {"(a)\\1", "no backreferences"},
+        {"ready(?=!)", "no lookaround"},
+        {"(unclosed", "missing )"},
+        {".*", "matches the empty string"},
+        {"", "empty"},
+        {"a{1001}", "up to 1000"},
+    };
+    for (const auto& [pattern, why] : cases) {
+        TokenReaper reaper(randomToken("badpattern"));
+        ::unlink(sandbox.resultPath().c_str());  // this case's record, not the last one's
+        Served served(sandbox, serviceName(), port,
+                      probeCommand({"sleep-with-token", reaper.token(), "60"}),
+                      {"--ready-pattern", pattern});
+        INFO(pattern << "\n" << served.started().describe());
+        CHECK(served.started().exitCode == 125);
+        CHECK(served.started().err.find("stockade: --ready-pattern") != std::string::npos);
+        CHECK(served.started().err.find(why) != std::string::npos);
+        CHECK(served.started().out.empty());  // no ready event
+        // Nothing started: no process of the command, no record, no port.
+        CHECK(findProcessesWithToken(reaper.token(), false).empty());
+        CHECK(served.psEntry().is_null());
+        CHECK(connectResult(AF_INET, port) == std::strerror(ECONNREFUSED));
+        const json result = sandbox.result();
+        CHECK(result.value("status", "") == "error");
+        CHECK(result["error"].value("stage", "") == "arguments");
+    }
 }

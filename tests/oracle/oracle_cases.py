@@ -51,6 +51,18 @@ TAP = "node --test --test-reporter=tap /held/ > $STOCKADE_REPORT_DIR/report.tap"
 FORGED = ('<testsuites tests="2" failures="0"><testsuite name="s" tests="2" failures="0">'
           '<testcase name="adds"/><testcase name="adds negatives"/></testsuite></testsuites>')
 
+# Names of the sandbox's choosing: bytes that are not UTF-8, and a file name
+# that would repaint the oracle's last stderr line as a green pass.
+REPAINT_ASCII = "$STOCKADE_REPORT_DIR/$(printf 'x\\r\\033[2K\\033[1Astockade oracle: pass.xml')"
+REPAINT = "$STOCKADE_REPORT_DIR/$(printf 'x\\r\\033[2K\\033[1Astockade oracle: pass\\377.xml')"
+BAD_NAMES = ('<testsuites tests="2" failures="1"><testsuite name="s" tests="2" failures="1">'
+             '<testcase name="ok"/><testcase name="\\377\\376\\033[2K bad">'
+             '<failure message="\\033]0;t\\007 m\\300\\200">x</failure></testcase>'
+             '</testsuite></testsuites>')
+BAD_SUITE = ('<testsuites tests="3" failures="0"><testsuite name="\\033[1A\\rs\\377" tests="3" '
+             'failures="0"><testcase name="a"/><testcase name="b"/></testsuite></testsuites>')
+BAD_TAP = "TAP version 13\\n1..2\\nok 1 - \\377\\033[2K\\rok\\n"
+
 # name, held test file, command, extra args, expected exit, expected verdict, extra check
 CASES = [
     ("node junit, all pass", NODE_TEST, JUNIT, [], 0, "pass", None),
@@ -79,7 +91,25 @@ CASES = [
      [], 0, "pass", "integrity"),
     ("worktree changed by the run", NODE_TEST, "echo new > /repo/created.txt; " + JUNIT, [], 0,
      "pass", "created.txt"),
+    ("candidate creates a file name that is not UTF-8", NODE_TEST,
+     "touch \"/repo/$(printf '\\377\\376-x')\"; " + JUNIT, [], 0, "pass",
+     "\\ufffd\\ufffd-x"),
+    ("unparsable report named to repaint the terminal", NODE_TEST,
+     "echo garbage > \"%s\"" % REPAINT_ASCII, [], 2, "error", "does not parse"),
+    ("failing JUnit test named with stray bytes and escapes", NODE_TEST,
+     "printf '%s' > \"%s\"; exit 1" % (BAD_NAMES, REPAINT), [], 1, "fail",
+     "\\ufffd\\ufffd\\u001b[2K bad"),
+    ("JUnit suite named with escapes, counts disagree", NODE_TEST,
+     "printf '%s' > $STOCKADE_REPORT_DIR/r.xml" % BAD_SUITE, [], 2, "error", "declares 3"),
+    ("TAP test named with stray bytes, plan disagrees", NODE_TEST,
+     "printf '%s' > $STOCKADE_REPORT_DIR/r.tap" % BAD_TAP, ["--report", "tap"], 2, "error",
+     "\\ufffd"),
+    ("the oracle fails inside after the run", NODE_TEST, JUNIT, [], 2, "error", "injected fault"),
 ]
+# Cases run with more in the oracle's environment.
+CASE_ENV = {"the oracle fails inside after the run": {"STOCKADE_TEST_ORACLE_FAULT": "after-run"}}
+# STOCKADE_ORACLE_CASES=WORD runs only the cases whose name holds WORD.
+ONLY = os.environ.get("STOCKADE_ORACLE_CASES")
 
 
 def demote():
@@ -119,6 +149,8 @@ failures = 0
 for mode in ("root", "rootless"):
     owner = 0 if mode == "root" else 65534
     for name, held_test, command, extra, code, verdict, check in CASES:
+        if ONLY and ONLY not in name:
+            continue
         root = tempfile.mkdtemp(dir="/var/tmp")
         try:
             wt = make_worktree(root, owner)
@@ -140,13 +172,22 @@ for mode in ("root", "rootless"):
             proc = subprocess.run([STOCKADE, "oracle", "--worktree", wt, "--held", held,
                                    "--verdict", verdict_path, *args, "--", "sh", "-c", command],
                                   preexec_fn=demote if mode == "rootless" else None,
+                                  env=dict(os.environ, **CASE_ENV.get(name, {})),
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
             problems = []
             try:
-                v = json.load(open(verdict_path))
+                raw = open(verdict_path, "rb").read()
+                # Strict: every string in it valid UTF-8, and nothing in it
+                # that would drive a terminal the file is printed on.
+                v = json.loads(raw.decode("utf-8"))
+                if b"\x1b" in raw or b"\r" in raw:
+                    problems.append("a raw ESC or CR in the verdict file")
             except (OSError, ValueError) as e:
                 v = {}
-                problems.append("no verdict (%s): %s" % (e, proc.stderr.decode()[-300:]))
+                problems.append("no verdict (%s): %r" % (e, proc.stderr[-300:]))
+            # The oracle's messages show what the sandbox named, never send it.
+            if b"\x1b" in proc.stderr or b"\r" in proc.stderr:
+                problems.append("a raw ESC or CR on stderr: %r" % proc.stderr[-300:])
             if proc.returncode != code:
                 problems.append("exit %d, expected %d" % (proc.returncode, code))
             if v and v.get("verdict") != verdict:
@@ -174,13 +215,48 @@ for mode in ("root", "rootless"):
         finally:
             shutil.rmtree(root, ignore_errors=True)
 
+# Without --verdict the verdict is stdout's: an internal failure still puts
+# an `error` verdict there, whole and valid.
+fault_checks = 0
+for mode in ("root", "rootless") if not ONLY or ONLY in "fault on stdout" else ():
+    owner = 0 if mode == "root" else 65534
+    root = tempfile.mkdtemp(dir="/var/tmp")
+    try:
+        wt = make_worktree(root, owner)
+        held = make_held(root, owner, NODE_TEST)
+        proc = subprocess.run([STOCKADE, "oracle", "--worktree", wt, "--held", held, "--", "sh",
+                               "-c", JUNIT], preexec_fn=demote if mode == "rootless" else None,
+                              env=dict(os.environ, STOCKADE_TEST_ORACLE_FAULT="after-run"),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+        problems = []
+        try:
+            v = json.loads(proc.stdout.decode("utf-8"))
+            for err in verdict_schema.iter_errors(v):
+                problems.append("verdict schema: %s" % err.message)
+            if v.get("verdict") != "error" or "injected fault" not in json.dumps(v):
+                problems.append("verdict %r: %s" % (v.get("verdict"), v.get("contradictions")))
+        except ValueError as e:
+            problems.append("stdout is not one verdict (%s): %r" % (e, proc.stdout[-300:]))
+        if proc.returncode != 2:
+            problems.append("exit %d, expected 2" % proc.returncode)
+        if b"injected fault" not in proc.stderr:
+            problems.append("the cause is not on stderr: %r" % proc.stderr[-300:])
+        fault_checks += 1
+        if problems:
+            failures += 1
+            print("FAIL %s/fault on stdout: %s" % (mode, "; ".join(problems)))
+        else:
+            print("ok   %s/fault on stdout gives an error verdict" % mode)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
 # An oracle killed with SIGKILL mid-run leaves its report directory behind;
 # the next oracle of the same user removes it.
 import glob
 import signal
 import time
 stale_checks = 0
-for mode in ("root", "rootless"):
+for mode in ("root", "rootless") if not ONLY else ():
     owner = 0 if mode == "root" else 65534
     root = tempfile.mkdtemp(dir="/var/tmp")
     try:
@@ -222,7 +298,7 @@ for mode in ("root", "rootless"):
 # before anything runs: there it could plant a pass of its own, or swap the
 # directory for a symlink elsewhere on the host.
 place_checks = 0
-for mode in ("root", "rootless"):
+for mode in ("root", "rootless") if not ONLY else ():
     owner = 0 if mode == "root" else 65534
     root = tempfile.mkdtemp(dir="/var/tmp")
     try:
@@ -261,5 +337,7 @@ for mode in ("root", "rootless"):
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
-print("%d passed, %d failed" % (2 * len(CASES) + stale_checks + place_checks - failures, failures))
+case_checks = 2 * sum(1 for c in CASES if not ONLY or ONLY in c[0])
+print("%d passed, %d failed" % (case_checks + fault_checks + stale_checks + place_checks - failures,
+                                failures))
 sys.exit(1 if failures else 0)

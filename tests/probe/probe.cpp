@@ -86,6 +86,13 @@ const std::map<std::string, ActionSpec>& actions() {
         {"sethostname-same", {0, "", sethostnameSame}},
         {"exit", {1, "CODE", exitWith}},
         {"raise", {1, "SIGNAL", raiseSignal}},
+        {"setid-routes", {1, "DIR", setidRoutes}},
+        {"io-setup-hold", {2, "NR_EVENTS SECONDS", ioSetupHold}},
+        {"sigqueue-fill", {1, "SECONDS", sigqueueFill}},
+        {"inotify-fill", {1, "SECONDS", inotifyFill}},
+        {"chown-scratch", {2, "UID GID", chownScratch}},
+        {"setuid-to", {1, "UID", setuidTo}},
+        {"setgid-to", {1, "GID", setgidTo}},
     };
     return table;
 }

@@ -115,7 +115,7 @@ inline bool haveGit() {
 
 inline std::filesystem::path sourceDir() {
     if (const char* dir = std::getenv("STOCKADE_SOURCE_DIR")) return dir;
-    return std::filesystem::path(__FILE__).parent_path().parent_path().parent_path();
+    return std::filesystem::path(STOCKADE_SOURCE_DIR);
 }
 
 inline std::string fixture(const std::string& relative) {

@@ -25,7 +25,7 @@ namespace {
 
 std::filesystem::path sourceDir() {
     if (const char* dir = std::getenv("STOCKADE_SOURCE_DIR")) return dir;
-    return std::filesystem::path(__FILE__).parent_path().parent_path().parent_path();
+    return std::filesystem::path(STOCKADE_SOURCE_DIR);
 }
 
 std::filesystem::path profileFixtures() {

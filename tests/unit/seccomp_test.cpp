@@ -14,6 +14,7 @@
 #include <sys/personality.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -51,7 +52,7 @@ const long kBadPointer = 1;
 std::filesystem::path fixtures() {
     if (const char* dir = std::getenv("STOCKADE_SOURCE_DIR"))
         return std::filesystem::path(dir) / "tests/fixtures/seccomp";
-    return std::filesystem::path(__FILE__).parent_path().parent_path() / "fixtures/seccomp";
+    return std::filesystem::path(STOCKADE_SOURCE_DIR) / "tests/fixtures/seccomp";
 }
 
 CompiledFilter mustCompile(const SeccompPolicy& policy) {
@@ -384,6 +385,64 @@ TEST_CASE("the default policy looks at ioctl, socket, personality and clone argu
     }
 }
 
+TEST_CASE("the default policy refuses every mode with a setuid or setgid bit", "[seccomp][G3]") {
+    const CompiledFilter filter = mustCompile(defaultPolicy());
+    // name, index of the mode, and the flags argument (with its index) that
+    // makes open and openat read their mode.
+    struct Case {
+        const char* name;
+        unsigned mode_index;
+        int flags_index;
+    };
+    const Case cases[] = {{"chmod", 1, -1},    {"fchmod", 1, -1},  {"fchmodat", 2, -1},
+                          {"fchmodat2", 2, -1}, {"creat", 1, -1},  {"mknod", 1, -1},
+                          {"mknodat", 2, -1},   {"open", 2, 1},    {"openat", 3, 2}};
+    const std::uint64_t tmpfile = 020000000 | O_DIRECTORY;
+    for (const Case& c : cases) {
+        INFO(c.name);
+        std::vector<std::uint64_t> args(6, 0);
+        if (c.flags_index >= 0) args[static_cast<size_t>(c.flags_index)] = O_CREAT | O_WRONLY;
+        for (std::uint64_t mode : {0755ULL, 0644ULL, 01777ULL, 0ULL, 0777ULL | kHigh}) {
+            args[c.mode_index] = mode;
+            CHECK(answer(filter, nr(c.name), args) == kAllow);
+        }
+        for (std::uint64_t mode : {04755ULL, 02755ULL, 06755ULL, 04000ULL, 02000ULL,
+                                   0100000ULL | 04755, 04755ULL | kHigh}) {
+            INFO("mode " << std::oct << mode);
+            args[c.mode_index] = mode;
+            CHECK(answer(filter, nr(c.name), args) == errnoAnswer(EPERM));
+        }
+        if (c.flags_index >= 0) {
+            // Without O_CREAT or O_TMPFILE the mode is not read: any value passes.
+            args[c.mode_index] = 06755;
+            args[static_cast<size_t>(c.flags_index)] = O_RDONLY;
+            CHECK(answer(filter, nr(c.name), args) == kAllow);
+            args[static_cast<size_t>(c.flags_index)] = tmpfile | O_RDWR;
+            CHECK(answer(filter, nr(c.name), args) == errnoAnswer(EPERM));
+        }
+    }
+    // Its mode is in memory: the whole call answers as on a kernel before 5.6.
+    CHECK(answer(filter, nr("openat2"), {0, 0, 0, 24}) == errnoAnswer(ENOSYS));
+    // fs.aio-max-nr is one number for the machine.
+    CHECK(answer(filter, nr("io_setup"), {128, 0}) == errnoAnswer(ENOSYS));
+    CHECK(answer(filter, nr("io_submit")) == kAllow);
+}
+
+TEST_CASE("a user's policy gets the setuid refusals too, and its own openat2 rule goes",
+          "[seccomp][G3]") {
+    SeccompPolicy policy;
+    policy.default_action = Action::Allow;
+    policy.rules = {{{"openat2", "read"}, Action::Allow, 0, {}},
+                    {{"chmod"}, Action::Allow, 0, {{1, CompareOp::Equal, 04755, 0}}},
+                    {{"openat2"}, Action::Errno, EACCES, {}}};
+    addNoSetidRules(policy);
+    const CompiledFilter filter = mustCompile(policy);
+    CHECK(answer(filter, nr("chmod"), {0, 04755}) == errnoAnswer(EPERM));
+    CHECK(answer(filter, nr("chmod"), {0, 0755}) == kAllow);
+    CHECK(answer(filter, nr("openat2")) == errnoAnswer(ENOSYS));
+    CHECK(answer(filter, nr("read")) == kAllow);
+}
+
 // -------------------------------------------------------------- the compiler
 
 TEST_CASE("a conditional rule overrides the unconditional one for the same call", "[seccomp]") {
@@ -633,6 +692,46 @@ TEST_CASE("installed in a child, the default filter refuses and allows as promis
     REQUIRE(out.exited);
     CHECK(out.exit_code == 0);
     checkAnswers(out, 24);
+}
+
+TEST_CASE("installed in a child, no call makes a setuid or setgid file", "[seccomp][kernel][G3]") {
+    const CompiledFilter filter = mustCompile(defaultPolicy());
+    char dir_template[] = "/tmp/stockade-setid-XXXXXX";
+    REQUIRE(mkdtemp(dir_template) != nullptr);
+    const std::string dir = dir_template;
+    const std::string plain = dir + "/plain";
+    const std::string made = dir + "/made";
+    { std::ofstream(plain) << "#!/bin/sh\n"; }
+    const ChildOutcome out = runFiltered(filter, [&](auto expect) {
+        expect(EPERM, syscall(SYS_chmod, plain.c_str(), 04755));
+        expect(EPERM, syscall(SYS_chmod, plain.c_str(), 02755));
+        expect(EPERM, syscall(SYS_fchmodat, AT_FDCWD, plain.c_str(), 06755));
+        expect(EPERM, syscall(452 /* fchmodat2 */, AT_FDCWD, plain.c_str(), 04755, 0));
+        int fd = static_cast<int>(syscall(SYS_open, plain.c_str(), O_RDONLY | O_CLOEXEC));
+        expect(EPERM, syscall(SYS_fchmod, fd, 04755));
+        expect(EPERM, syscall(SYS_open, made.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 04755));
+        expect(EPERM, syscall(SYS_openat, AT_FDCWD, made.c_str(), O_CREAT | O_WRONLY, 02755));
+        expect(EPERM, syscall(SYS_creat, made.c_str(), 04755));
+        expect(EPERM, syscall(SYS_mknod, made.c_str(), S_IFREG | 04755, 0));
+        expect(EPERM, syscall(SYS_mknodat, AT_FDCWD, made.c_str(), S_IFREG | 02755, 0));
+        expect(EPERM, syscall(SYS_openat, AT_FDCWD, dir.c_str(), 020000000 | O_DIRECTORY | O_RDWR,
+                              04755));
+        expect(ENOSYS, syscall(SYS_openat2, AT_FDCWD, made.c_str(), kBadPointer, 24L));
+        expect(ENOSYS, syscall(SYS_io_setup, 128, kBadPointer));
+        // The same calls without the bits reach the kernel.
+        expect(0, syscall(SYS_chmod, plain.c_str(), 0755));
+        expect(0, syscall(SYS_fchmod, fd, 0700));
+        expect(0, syscall(SYS_close, fd));
+    });
+    // What the kernel left on disk: nothing with either bit, and no file made.
+    struct stat st {};
+    REQUIRE(stat(plain.c_str(), &st) == 0);
+    CHECK((st.st_mode & (S_ISUID | S_ISGID)) == 0);
+    CHECK(access(made.c_str(), F_OK) != 0);
+    std::filesystem::remove_all(dir);
+    REQUIRE(out.exited);
+    CHECK(out.exit_code == 0);
+    checkAnswers(out, 16);
 }
 
 TEST_CASE("installed in a child, ENOSYS above the table comes from the filter",

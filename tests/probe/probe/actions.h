@@ -20,6 +20,14 @@ int linkFile(const Args& a);
 int renamePath(const Args& a);
 int cwd(const Args& a);
 
+// counters.cpp
+int ioSetupHold(const Args& a);
+int sigqueueFill(const Args& a);
+int inotifyFill(const Args& a);
+
+// setid.cpp
+int setidRoutes(const Args& a);
+
 // network.cpp
 int connectTcp(const Args& a);
 int listenTcp(const Args& a);
@@ -27,6 +35,11 @@ int routeUdp(const Args& a);
 int connectAbstract(const Args& a);
 int connectUnix(const Args& a);
 int ifaces(const Args& a);
+
+// ids.cpp
+int chownScratch(const Args& a);
+int setuidTo(const Args& a);
+int setgidTo(const Args& a);
 
 // processes.cpp
 int killPid(const Args& a);

@@ -1,0 +1,237 @@
+#!/usr/bin/python3
+"""The oracle's runner against the candidate it starts (issue 25), as root and
+as uid 65534. A held runner.py runs the candidate as a child, keeps its own
+verdict in memory and writes the JUnit report itself. The candidate prints the
+wrong answer and then attacks the runner: rewrites its memory through
+/proc/PPID/mem, kills it, writes into the report directory, uses the runner's
+open files, from itself or from a grandchild. Without STOCKADE_ISOLATE the
+memory forgery must work (so the test is real); through it, every attack
+must fail and the verdict must be `fail`."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+STOCKADE = sys.argv[1]
+
+RUNNER = r'''
+import os, subprocess, sys
+attack, isolate = sys.argv[1], sys.argv[2] == "isolate"
+state = bytearray(b"VERDICT=" + b"FAIL" + b":runner-state")
+report = open("/report/report.xml", "w")
+os.set_inheritable(report.fileno(), True)
+cmd = ["python3", "/repo/candidate.py", attack, str(report.fileno())]
+if isolate:
+    cmd = [os.environ["STOCKADE_ISOLATE"], "--"] + cmd
+r = subprocess.run(cmd, stdout=subprocess.PIPE, pass_fds=[report.fileno()])
+sys.stderr.write("candidate-exit=%d\n" % r.returncode)
+ok = r.stdout.strip() == b"5" or bytes(state).startswith(b"VERDICT=PASS")
+report.seek(0)
+report.truncate()
+failure = "" if ok else '<failure message="add(2, 3) is not 5"/>'
+report.write('<testsuites tests="1" failures="%d"><testsuite name="s" tests="1" failures="%d">'
+             '<testcase name="adds">%s</testcase></testsuite></testsuites>'
+             % (0 if ok else 1, 0 if ok else 1, failure))
+report.close()
+sys.exit(0 if ok else 1)
+'''
+
+CANDIDATE = r'''
+import os, signal, sys
+attack, runner_fd = sys.argv[1], int(sys.argv[2])
+print(4, flush=True)  # add(2, 3), wrongly
+
+def say(what, value):
+    sys.stderr.write("attack.%s=%s\n" % (what, value))
+    sys.stderr.flush()
+
+def forge(pid):
+    # Every writable mapping of the runner, searched for its verdict.
+    try:
+        maps = open("/proc/%d/maps" % pid).read().splitlines()
+        mem = open("/proc/%d/mem" % pid, "r+b", buffering=0)
+    except OSError as e:
+        return "open:" + (os.strerror(e.errno) if e.errno else str(e))
+    needle = b"VERDICT=" + b"FAIL"
+    hits = 0
+    for line in maps:
+        fields = line.split()
+        if len(fields) < 2 or not fields[1].startswith("rw"):
+            continue
+        start, end = (int(x, 16) for x in fields[0].split("-"))
+        if end - start > 256 << 20:
+            continue
+        try:
+            mem.seek(start)
+            data = mem.read(end - start)
+        except OSError:
+            continue
+        at = data.find(needle)
+        while at >= 0:
+            mem.seek(start + at)
+            mem.write(b"VERDICT=PASS")
+            hits += 1
+            at = data.find(needle, at + 1)
+    return "forged:%d" % hits if hits else "not-found"
+
+def attempt(fn):
+    try:
+        return fn()
+    except OSError as e:
+        return "errno:%d" % e.errno
+
+ppid = os.getppid()
+# Through the helper the parent is stockade isolate's exec, i.e. the runner.
+if attack == "memory":
+    say("memory", forge(ppid))
+elif attack == "grandchild":
+    pid = os.fork()
+    if pid == 0:
+        say("grandchild", forge(ppid))
+        os._exit(0)
+    os.waitpid(pid, 0)
+elif attack == "signal":
+    say("signal", attempt(lambda: os.kill(ppid, signal.SIGKILL) or "sent"))
+elif attack == "report":
+    def write_report():
+        open("/report/forged.xml", "w").write("<testsuites/>")
+        return "written"
+    say("report", attempt(write_report))
+elif attack == "fds":
+    say("fd", attempt(lambda: os.write(runner_fd, b"<testsuites/>") and "written"))
+    def through_proc():
+        open("/proc/%d/fd/%d" % (ppid, runner_fd), "w").write("x")
+        return "written"
+    say("proc-fd", attempt(through_proc))
+'''
+
+def demote():
+    os.setgroups([])
+    os.setresgid(65534, 65534, 65534)
+    os.setresuid(65534, 65534, 65534)
+
+# attack, through the helper?, expected verdict, a line stockade's stderr must hold
+CASES = [
+    ("memory", False, "pass", "attack.memory=forged:"),
+    ("memory", True, "fail", "attack.memory=open:"),
+    ("grandchild", True, "fail", "attack.grandchild=open:"),
+    ("signal", False, "error", None),
+    ("signal", True, "fail", "attack.signal=errno:1"),
+    ("report", True, "fail", "attack.report=errno:13"),
+    ("fds", True, "fail", "attack.fd=errno:9"),
+]
+
+failures = 0
+passed = 0
+for mode in ("root", "rootless"):
+    owner = 0 if mode == "root" else 65534
+    for attack, isolate, want, line in CASES:
+        root = tempfile.mkdtemp(dir="/var/tmp")
+        try:
+            wt = os.path.join(root, "wt")
+            held = os.path.join(root, "held")
+            os.makedirs(wt)
+            os.makedirs(held)
+            open(os.path.join(wt, "candidate.py"), "w").write(CANDIDATE)
+            open(os.path.join(held, "runner.py"), "w").write(RUNNER)
+            for dirpath, dirnames, filenames in os.walk(root):
+                for n in dirnames + filenames:
+                    os.lchown(os.path.join(dirpath, n), owner, owner)
+            os.chown(root, owner, owner)
+            verdict_path = os.path.join(root, "verdict.json")
+            proc = subprocess.run(
+                [STOCKADE, "oracle", "--worktree", wt, "--held", held, "--verdict", verdict_path,
+                 "--timeout", "60", "--", "python3", "/held/runner.py", attack,
+                 "isolate" if isolate else "direct"],
+                preexec_fn=demote if mode == "rootless" else None,
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+            err = proc.stderr.decode(errors="replace")
+            problems = []
+            try:
+                v = json.load(open(verdict_path))
+            except (OSError, ValueError) as e:
+                v = {}
+                problems.append("no verdict (%s)" % e)
+            if v and v.get("verdict") != want:
+                problems.append("verdict %r, expected %r" % (v.get("verdict"), want))
+            if line and line not in err:
+                problems.append("%r not in stderr" % line)
+            if isolate and "forged:" in err:
+                problems.append("a forgery went through the helper")
+            label = "%s/%s %s" % (mode, attack, "through STOCKADE_ISOLATE" if isolate else "direct")
+            if problems:
+                failures += 1
+                print("FAIL %s: %s\n  stderr: %s" % (label, "; ".join(problems), err[-600:]))
+            else:
+                passed += 1
+                print("ok   %s" % label)
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
+
+# The documented example runners (docs/examples/oracle-runners), each with an
+# honest candidate (pass) and one that answers wrongly after trying to kill
+# the process that started it (fail, not error: the kill is refused).
+EXAMPLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs",
+                        "examples", "oracle-runners")
+RUNNERS = [
+    ("node", "add-cli.js",
+     "console.log(Number(process.argv[2]) + Number(process.argv[3]));\n",
+     "try { process.kill(process.ppid, 'SIGKILL'); } catch (e) {}\nconsole.log(4);\n",
+     ["--", "sh", "-c", "node --test --test-reporter=junit "
+      "--test-reporter-destination=$STOCKADE_REPORT_DIR/report.xml /held/"]),
+    ("pytest", "add_cli.py", "import sys\nprint(int(sys.argv[1]) + int(sys.argv[2]))\n",
+     "import os, signal\ntry:\n    os.kill(os.getppid(), signal.SIGKILL)\n"
+     "except OSError:\n    pass\nprint(4)\n",
+     ["--", "sh", "-c", "cd /held && python3 -m pytest -q -p no:cacheprovider "
+      "--junitxml=$STOCKADE_REPORT_DIR/report.xml"]),
+    ("shell", "add.sh", "echo $(($1 + $2))\n", "kill -9 $PPID; echo 4\n",
+     ["--report", "tap", "--", "sh", "/held/runner.sh"]),
+]
+for mode in ("root", "rootless"):
+    owner = 0 if mode == "root" else 65534
+    for runner, name, honest, hostile, command in RUNNERS:
+        for label, source, want, code in (("honest", honest, "pass", 0),
+                                         ("hostile", hostile, "fail", 1)):
+            root = tempfile.mkdtemp(dir="/var/tmp")
+            try:
+                wt = os.path.join(root, "wt")
+                os.makedirs(wt)
+                open(os.path.join(wt, name), "w").write(source)
+                held = os.path.join(root, "held")
+                shutil.copytree(os.path.join(EXAMPLES, runner), held)
+                for dirpath, dirnames, filenames in os.walk(root):
+                    for n in dirnames + filenames:
+                        os.lchown(os.path.join(dirpath, n), owner, owner)
+                os.chown(root, owner, owner)
+                verdict_path = os.path.join(root, "verdict.json")
+                proc = subprocess.run(
+                    [STOCKADE, "oracle", "--worktree", wt, "--held", held, "--verdict",
+                     verdict_path, "--timeout", "120", *command],
+                    preexec_fn=demote if mode == "rootless" else None,
+                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=200)
+                problems = []
+                try:
+                    v = json.load(open(verdict_path))
+                except (OSError, ValueError) as e:
+                    v = {}
+                    problems.append("no verdict (%s)" % e)
+                if v and v.get("verdict") != want:
+                    problems.append("verdict %r, expected %r (%s)" %
+                                    (v.get("verdict"), want, v.get("contradictions")))
+                if proc.returncode != code:
+                    problems.append("exit %d, expected %d" % (proc.returncode, code))
+                tag = "%s/example %s runner, %s candidate" % (mode, runner, label)
+                if problems:
+                    failures += 1
+                    print("FAIL %s: %s\n  stderr: %s" % (tag, "; ".join(problems),
+                                                        proc.stderr.decode(errors="replace")[-600:]))
+                else:
+                    passed += 1
+                    print("ok   %s" % tag)
+            finally:
+                shutil.rmtree(root, ignore_errors=True)
+
+print("%d passed, %d failed" % (passed, failures))
+sys.exit(1 if failures else 0)

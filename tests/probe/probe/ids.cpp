@@ -1,0 +1,43 @@
+// Changes to another id, as an unprivileged process on a host would try
+// them: refused for want of privilege (EPERM) where the id is mapped, as
+// invalid (EINVAL) where it is not. Each touches only the probe itself or a
+// scratch file of its own on the sandbox's /tmp.
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <string>
+
+#include "actions.h"
+
+namespace probe {
+
+namespace {
+
+// "-1" (leave unchanged) wraps to (uid_t)-1, as chown(2) means it.
+unsigned idArgument(const std::string& text) {
+    return static_cast<unsigned>(std::stol(text));
+}
+
+}  // namespace
+
+int chownScratch(const Args& a) {
+    char path[] = "/tmp/probe-chown-XXXXXX";
+    const int fd = ::mkstemp(path);
+    if (fd < 0) return reportCall(-1);
+    ::close(fd);
+    const int rc = ::chown(path, idArgument(a[0]), idArgument(a[1]));
+    const int err = errno;
+    ::unlink(path);
+    emitResult(rc, err);
+    return 0;
+}
+
+int setuidTo(const Args& a) {
+    return reportCall(::setuid(idArgument(a[0])));
+}
+
+int setgidTo(const Args& a) {
+    return reportCall(::setgid(idArgument(a[0])));
+}
+
+}  // namespace probe

@@ -202,10 +202,19 @@ int applyOpInChild(MountPlan& plan, size_t index) noexcept {
             close(fd);
             return err;
         }
-        case MountKind::AttachPrepared:
+        case MountKind::AttachPrepared: {
+            if (!op.anchor.empty()) {
+                int fd = -1;
+                if (int err = openBeneathInChild(plan, op, &fd)) return err;
+                int err = errnoOr(sysMoveMount(op.prepared_fd, "", fd, "",
+                                               MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH));
+                close(fd);
+                return err;
+            }
             if (int err = makeTargetInChild(op)) return err;
             return errnoOr(
                 sysMoveMount(op.prepared_fd, "", AT_FDCWD, staged, MOVE_MOUNT_F_EMPTY_PATH));
+        }
         case MountKind::BindFromHost: {
             int src = plan.source_fds[index];
             if (src < 0) return op.optional ? 0 : ENOENT;
@@ -234,13 +243,28 @@ int openSourcesInChild(MountPlan& plan, size_t* failed_op) noexcept {
         const MountOp& op = plan.ops[i];
         if (op.kind != MountKind::BindFromHost && op.kind != MountKind::CopyFromHost) continue;
         int flags = op.kind == MountKind::CopyFromHost ? O_RDONLY | O_NOFOLLOW : O_PATH;
-        int fd = open(op.source.c_str(), flags | O_CLOEXEC);
+        int fd = -1;
+        if (op.verify_identity) {
+            open_how how{};
+            how.flags = O_PATH | O_CLOEXEC;
+            how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+            fd = sysOpenat2(AT_FDCWD, op.source.c_str(), &how);
+        } else {
+            fd = open(op.source.c_str(), flags | O_CLOEXEC);
+        }
         if (fd < 0) {
             if (op.optional && errno == ENOENT) continue;
             *failed_op = i;
             return errno;
         }
         plan.source_fds[i] = fd;
+        if (op.verify_identity) {
+            struct stat st;
+            if (fstat(fd, &st) < 0 || st.st_dev != op.expect_dev || st.st_ino != op.expect_ino) {
+                *failed_op = i;
+                return ESTALE;  // swapped since the parent held it
+            }
+        }
     }
     return 0;
 }

@@ -11,7 +11,9 @@ namespace stockade::ns {
 
 enum class MountKind {
     BindFromHost,      // source: a host path opened O_PATH in the child's mount ns
-    AttachPrepared,    // source: a detached mount prepared by the parent (idmapped worktree)
+    AttachPrepared,    // source: a detached mount prepared by the parent from a held fd
+                       // (the idmapped worktree, a held host path as root); attached at
+                       // target, beneath `anchor` when one is set
     Tmpfs,             // a size-limited tmpfs; data = mount options
     Proc,              // a fresh procfs for the sandbox's PID namespace
     MaskWithNull,      // host /dev/null bound over a file (Docker's masked paths)
@@ -38,8 +40,17 @@ struct MountOp {
     bool target_is_dir = true;
     bool writable = false;
     bool recursive = true;
-    bool optional = false;    // a missing source or target is skipped, not an error
-    int prepared_fd = -1;     // AttachPrepared: the detached mount (owned by the parent)
+    bool optional = false;  // a missing source or target is skipped, not an error
+    int prepared_fd = -1;   // AttachPrepared: the detached mount (owned by the parent)
+    // BindFromHost of a host path the parent holds open (runtime/host_path.h)
+    // but cannot clone itself (rootless: open_tree(OPEN_TREE_CLONE) needs
+    // CAP_SYS_ADMIN over the mount namespace, and the child cannot clone a
+    // mount of the parent's namespace): the child opens `source` without
+    // following any symlink and refuses it (ESTALE) unless it is the very
+    // file the parent held, by device and inode.
+    bool verify_identity = false;
+    unsigned long expect_dev = 0;
+    unsigned long expect_ino = 0;
     std::string description;  // for errors: "mount /repo/.git read-only"
 };
 

@@ -48,6 +48,14 @@ IdmappedTree::~IdmappedTree() {
 
 Result<IdmappedTree> makeIdmappedTree(const std::string& path, uid_t disk_uid, gid_t disk_gid,
                                       uid_t host_uid, gid_t host_gid) {
+    UniqueFd dir(open(path.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (!dir) return Error::fromErrno("open(\"" + path + "\", O_PATH)");
+    return makeIdmappedTree(dir.get(), path, disk_uid, disk_gid, host_uid, host_gid);
+}
+
+Result<IdmappedTree> makeIdmappedTree(int dir_fd, const std::string& path, uid_t disk_uid,
+                                      gid_t disk_gid, uid_t host_uid, gid_t host_gid) {
+    if (dir_fd < 0) return makeIdmappedTree(path, disk_uid, disk_gid, host_uid, host_gid);
     // A throwaway process, born in a new user namespace, holds it just long
     // enough for its maps to be written and a handle on it taken; the mount
     // keeps a reference to the namespace after the process is gone. A raw
@@ -85,7 +93,7 @@ Result<IdmappedTree> makeIdmappedTree(const std::string& path, uid_t disk_uid, g
     reap();
     if (!userns) return Error::fromErrno("open(\"" + ns_path + "\")", open_errno);
 
-    out.tree.reset(sysOpenTree(AT_FDCWD, path.c_str(), OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC));
+    out.tree.reset(sysOpenTree(dir_fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH));
     if (!out.tree) return Error::fromErrno("open_tree(\"" + path + "\", OPEN_TREE_CLONE)");
     mount_attr attr{};
     attr.attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;

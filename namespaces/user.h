@@ -47,5 +47,9 @@ struct IdmappedTree {
 };
 Result<IdmappedTree> makeIdmappedTree(const std::string& path, uid_t disk_uid, gid_t disk_gid,
                                       uid_t host_uid, gid_t host_gid);
+// The same for the directory held open at `dir_fd` (`path` is for messages):
+// the mount is cloned from the fd, so what was checked is what is mapped.
+Result<IdmappedTree> makeIdmappedTree(int dir_fd, const std::string& path, uid_t disk_uid,
+                                      gid_t disk_gid, uid_t host_uid, gid_t host_gid);
 
 }  // namespace stockade::ns

@@ -101,14 +101,24 @@ Result<GitDirDigest> digestGitDir(const GitLocation& location, const GitDirDiges
     if (!common.ok()) return common.error();
     Result<std::string> git_dir = canonical(location.git_dir);
     if (!git_dir.ok()) return git_dir.error();
-    std::vector<std::pair<std::string, std::string>> roots = {{"common", *common}};
+    struct Root {
+        std::string label, path;
+        const std::shared_ptr<UniqueFd>& held;
+    };
+    std::vector<Root> roots = {{"common", *common, location.common_dir_fd}};
     if (*git_dir != *common && git_dir->rfind(*common + "/", 0) != 0)
-        roots.emplace_back("gitdir", *git_dir);
+        roots.push_back({"gitdir", *git_dir, location.git_dir_fd});
 
     GitDirDigest out;
     DirDigester digester(limits, out);
-    for (const auto& [label, path] : roots) {
-        Result<UniqueFd> fd = openDirectory(path);
+    for (const auto& [label, path, held] : roots) {
+        // The directory as located (and judged, for a .git file), not
+        // whatever the path names by now.
+        Result<UniqueFd> fd = held && *held
+                                  ? Result<UniqueFd>(UniqueFd(::openat(
+                                        held->get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)))
+                                  : openDirectory(path);
+        if (fd.ok() && !*fd) return Error::fromErrno("openat(" + quotePath(path) + ")");
         if (!fd.ok()) return fd.error();
         Result<bool> complete = digester.digest(fd->get(), label, 1);
         if (!complete.ok()) return complete.error().withContext("digesting " + path);

@@ -4,10 +4,13 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <climits>
+#include <cstdlib>
 #include <map>
 #include <optional>
 
 #include "oracle/safe_read.h"
+#include "runtime/git_link.h"
 
 namespace stockade::oracle {
 
@@ -124,7 +127,10 @@ Status openCommonDir(OpenedGitDirs& dirs, int confine_fd, const std::string& git
     return okStatus();
 }
 
-Result<OpenedGitDirs> openHostGitDirs(const std::string& worktree) {
+Result<OpenedGitDirs> openNestedGitDirs(int root_fd, const std::string& nested_path);
+
+Result<OpenedGitDirs> openHostGitDirs(const std::string& worktree,
+                                      const std::vector<std::string>& writable_dirs) {
     Result<UniqueFd> worktree_fd = openDirectory(worktree);
     if (!worktree_fd.ok()) return worktree_fd.error();
     Result<FileType> type = typeBeneath(worktree_fd->get(), ".git");
@@ -136,16 +142,38 @@ Result<OpenedGitDirs> openHostGitDirs(const std::string& worktree) {
         dirs.git_dir = std::move(*git_dir);
         dirs.location.git_dir = worktree + "/.git";
     } else if (*type == FileType::Regular) {
-        Result<std::string> content = readBeneath(worktree_fd->get(), ".git", kMaxSmallFileBytes);
-        if (!content.ok()) return content.error();
-        Result<std::string> path = parseGitdirFile(*content, worktree + "/.git");
-        if (!path.ok()) return path.error();
-        // Relative to the directory holding the .git file, as git reads it.
-        Result<UniqueFd> git_dir = openHostDir(worktree_fd->get(), *path);
-        if (!git_dir.ok()) return git_dir.error().withContext("opening the gitdir " + *path);
+        // The .git file is content of the worktree, which the party under
+        // test wrote: the gitdir it names is read only when it is inside the
+        // worktree (confined there, as a nested repository's is) or a
+        // genuine linked worktree by the rule the run itself applies
+        // (runtime/git_link.h). Nothing else on the host is walked.
+        char canonical[PATH_MAX];
+        if (!realpath(worktree.c_str(), canonical))
+            return Error::fromErrno("realpath(" + quotePath(worktree) + ")");
+        std::vector<std::string> writable = writable_dirs;
+        writable.push_back(canonical);
+        Result<GitLink> link = judgeGitLink(worktree_fd->get(), canonical, writable);
+        if (!link.ok())
+            return link.error().withContext(worktree +
+                                            "/.git names a gitdir that is not read (it is "
+                                            "not a genuine linked worktree)");
+        if (link->kind == GitLink::Kind::InsideWorktree) {
+            Result<OpenedGitDirs> nested = openNestedGitDirs(worktree_fd->get(), ".");
+            if (!nested.ok()) return nested.error();
+            nested->location.git_dir = joinDisplay(worktree, nested->location.git_dir);
+            nested->location.common_dir = joinDisplay(worktree, nested->location.common_dir);
+            return nested;
+        }
+        Result<UniqueFd> git_dir = openHostDir(link->git_dir.get(), ".");
+        if (!git_dir.ok()) return git_dir.error();
+        Result<UniqueFd> common_dir = openHostDir(link->common_dir.get(), ".");
+        if (!common_dir.ok()) return common_dir.error();
         dirs.git_dir = std::move(*git_dir);
-        dirs.location.git_dir = joinDisplay(worktree, *path);
+        dirs.common_dir = std::move(*common_dir);
+        dirs.location.git_dir = link->git_dir.path;
+        dirs.location.common_dir = link->common_dir.path;
         dirs.location.gitdir_file = true;
+        return dirs;
     } else {
         return Error::message(worktree + "/.git is a " + fileTypeName(*type) +
                               "; only a directory or a gitdir file is read");
@@ -329,14 +357,19 @@ const char* headKindName(HeadState::Kind kind) {
     return "unborn";
 }
 
-Result<GitLocation> locateGitDir(const std::string& worktree) {
-    Result<OpenedGitDirs> dirs = openHostGitDirs(worktree);
+Result<GitLocation> locateGitDir(const std::string& worktree,
+                                 const std::vector<std::string>& writable_dirs) {
+    Result<OpenedGitDirs> dirs = openHostGitDirs(worktree, writable_dirs);
     if (!dirs.ok()) return dirs.error();
-    return dirs->location;
+    GitLocation location = dirs->location;
+    location.git_dir_fd = std::make_shared<UniqueFd>(std::move(dirs->git_dir));
+    location.common_dir_fd = std::make_shared<UniqueFd>(std::move(dirs->common_dir));
+    return location;
 }
 
-Result<HeadState> resolveHead(const std::string& worktree) {
-    Result<OpenedGitDirs> dirs = openHostGitDirs(worktree);
+Result<HeadState> resolveHead(const std::string& worktree,
+                              const std::vector<std::string>& writable_dirs) {
+    Result<OpenedGitDirs> dirs = openHostGitDirs(worktree, writable_dirs);
     if (!dirs.ok()) return dirs.error();
     return resolveOpened(*dirs);
 }

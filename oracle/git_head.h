@@ -7,10 +7,12 @@
 // Error says so).
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "base/error.h"
+#include "base/unique_fd.h"
 
 namespace stockade::oracle {
 
@@ -22,6 +24,10 @@ struct GitLocation {
     std::string git_dir;       // HEAD, index and per-worktree refs live here
     std::string common_dir;    // objects, packed-refs and shared refs live here
     bool gitdir_file = false;  // `.git` is a file naming the git dir
+    // The two directories as opened when they were found (and, for a `.git`
+    // file, judged: runtime/git_link.h); readers use these, not the paths.
+    std::shared_ptr<UniqueFd> git_dir_fd;
+    std::shared_ptr<UniqueFd> common_dir_fd;
 };
 
 struct HeadState {
@@ -43,11 +49,15 @@ struct HeadState {
 const char* headKindName(HeadState::Kind kind);
 
 // Finds the git dir and common dir of the worktree at `worktree`. A worktree
-// without `.git` is an Error.
-Result<GitLocation> locateGitDir(const std::string& worktree);
+// without `.git` is an Error. A `.git` file is followed only as
+// runtime/git_link.h allows; `writable_dirs` are the host trees the sandbox
+// could write besides the worktree (writable --mount sources).
+Result<GitLocation> locateGitDir(const std::string& worktree,
+                                 const std::vector<std::string>& writable_dirs = {});
 
-// Resolves HEAD of the worktree at `worktree`.
-Result<HeadState> resolveHead(const std::string& worktree);
+// Resolves HEAD of the worktree at `worktree`, by the same rule.
+Result<HeadState> resolveHead(const std::string& worktree,
+                              const std::vector<std::string>& writable_dirs = {});
 
 // The same, for a repository nested inside a worktree being hashed (a
 // submodule or an embedded clone) at `nested_path`, relative to `root_fd`,

@@ -83,16 +83,16 @@ struct Snapshot {
     std::string git;
 };
 
-std::string headText(const std::string& worktree) {
-    auto head = resolveHead(worktree);
+std::string headText(const std::string& worktree, const std::vector<std::string>& writable) {
+    auto head = resolveHead(worktree, writable);
     if (!head) return "unreadable: " + head.error().describe();
     if (head->commit.empty())
         return "unborn:" + (head->refs.empty() ? std::string("HEAD") : head->refs.back());
     return head->commit;
 }
 
-std::string gitText(const std::string& worktree) {
-    auto location = locateGitDir(worktree);
+std::string gitText(const std::string& worktree, const std::vector<std::string>& writable) {
+    auto location = locateGitDir(worktree, writable);
     if (!location) return "none";
     auto digest = digestGitDir(*location);
     if (!digest) return "unreadable: " + digest.error().describe();
@@ -100,7 +100,8 @@ std::string gitText(const std::string& worktree) {
     return digest->sha256;
 }
 
-Result<Snapshot> snapshot(const std::string& worktree, const std::string& held) {
+Result<Snapshot> snapshot(const std::string& worktree, const std::string& held,
+                          const std::vector<std::string>& writable) {
     Snapshot s;
     auto held_hashes = hashTree(held);
     if (!held_hashes) return held_hashes.error().withContext("hash the held files");
@@ -108,8 +109,8 @@ Result<Snapshot> snapshot(const std::string& worktree, const std::string& held) 
     auto tree = treeIdOfWorktree(worktree);
     if (!tree) return tree.error().withContext("hash the worktree");
     s.tree = std::move(*tree);
-    s.head = headText(worktree);
-    s.git = gitText(worktree);
+    s.head = headText(worktree, writable);
+    s.git = gitText(worktree, writable);
     return s;
 }
 
@@ -212,10 +213,13 @@ int runGuarded(const OracleOptions& options, VerdictSink& sink) {
     if (!options.run.worktree) return refuse("--worktree is required");
     if (options.report_format != "junit" && options.report_format != "tap")
         return refuse("--report: expected junit or tap, got \"" + options.report_format + "\"");
-    char held[PATH_MAX];
-    struct stat st;
-    if (!realpath(options.held.c_str(), held) || stat(held, &st) < 0 || !S_ISDIR(st.st_mode))
+    // Opened once, symlinks refused unless asked for (host_path.h); the
+    // --mount made of it below must be this very directory.
+    auto held_dir = holdHostPath("--held", options.held, options.run.follow_symlinks);
+    if (!held_dir) return refuse(held_dir.error().describe());
+    if (!S_ISDIR(held_dir->st.st_mode))
         return refuse("--held " + options.held + ": not a directory");
+    const std::string held = held_dir->path;
     std::optional<std::vector<std::string>> expected;
     if (options.expect) {
         auto names = readExpected(*options.expect);
@@ -247,7 +251,7 @@ int runGuarded(const OracleOptions& options, VerdictSink& sink) {
     if (auto s = hardenSupervisor(*probe_policy); !s) return refuse(s.error().describe());
     profile->seccomp = probe_policy->seccomp;  // made absolute, for the second policy
 
-    auto before = snapshot(worktree, held);
+    auto before = snapshot(worktree, held, writableHostDirs(probe_policy->fs));
     if (!before) return refuse(before.error().describe());
 
     auto state = StateDir::open();
@@ -264,7 +268,7 @@ int runGuarded(const OracleOptions& options, VerdictSink& sink) {
     RunOptions run = options.run;
     // Without --verdict the verdict is stdout's only content.
     if (!options.verdict) run.quiet = true;
-    run.mounts.push_back(std::string(held) + ":/held");
+    run.mounts.push_back(held + ":/held");
     run.mounts.push_back(report_dir + ":/report:rw");
     run.env.push_back("STOCKADE_REPORT_DIR=/report");
     // stockade's own binary, for the runner to start candidate code through
@@ -276,6 +280,9 @@ int runGuarded(const OracleOptions& options, VerdictSink& sink) {
     run.env.push_back(std::string("STOCKADE_ISOLATE=") + kIsolateInside);
     auto policy = buildPolicy(*profile, run);
     if (!policy) return refuse(policy.error().describe());
+    for (const ExtraMount& m : policy->fs.mounts)
+        if (m.target == "/held" && !held_dir->sameFileAs(m.held.st))
+            return refuse("--held " + options.held + ": replaced while the oracle ran");
     // The identity chosen above, whose lease it holds: the report directory
     // was made that host id's.
     SandboxOutcome outcome = runSandbox(*policy, nullptr, &*identity);
@@ -295,7 +302,7 @@ int runGuarded(const OracleOptions& options, VerdictSink& sink) {
         fault && std::string_view(fault) == "after-run")
         throw std::runtime_error("injected fault (STOCKADE_TEST_ORACLE_FAULT=after-run)");
 
-    auto after = snapshot(worktree, held);
+    auto after = snapshot(worktree, held, writableHostDirs(probe_policy->fs));
     if (!after) {
         e.report_errors.push_back("cannot re-read the evidence after the run: " +
                                   after.error().describe());

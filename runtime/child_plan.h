@@ -8,12 +8,14 @@
 #include <time.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "namespaces/landlock.h"
 #include "namespaces/mount_plan.h"
 #include "namespaces/user.h"
+#include "runtime/git_link.h"
 
 namespace stockade {
 
@@ -53,6 +55,12 @@ struct ChildPlan {
     // placeholder until then). -1: the clone made it.
     int netns_fd_slot = -1;
     ns::LandlockPlan landlock;  // inactive: no Landlock
+
+    // Detached clones of held host paths (runtime/host_path.h), made by the
+    // parent and attached by the child (MountKind::AttachPrepared); the
+    // parent closes its copies once the child is cloned.
+    std::vector<UniqueFd> prepared;
+    std::optional<GitLinkReport> git;  // what became of a `.git` file
 
     // The supervisor's own argv and environment strings, which the clone
     // inherits in its copy of the stack: wiped so /proc/1/cmdline and

@@ -6,9 +6,14 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 
+#include "namespaces/syscalls.h"
+#include "runtime/git_link.h"
+#include "runtime/host_path.h"
+#include "runtime/policy_builder.h"
 #include "runtime/sandbox_path.h"
 
 namespace stockade {
@@ -37,23 +42,6 @@ std::string relative(const std::string& absolute) {
     return start == std::string::npos ? "" : absolute.substr(start);
 }
 
-Result<std::string> readFile(const std::string& path, size_t limit) {
-    UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
-    if (!fd) return Error::fromErrno("open(\"" + path + "\")");
-    std::string content(limit + 1, '\0');
-    size_t used = 0;
-    while (used < content.size()) {
-        ssize_t n = read(fd.get(), content.data() + used, content.size() - used);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) return Error::fromErrno("read(\"" + path + "\")");
-        if (n == 0) break;
-        used += static_cast<size_t>(n);
-    }
-    if (used > limit) return Error::message(path + " is larger than expected");
-    content.resize(used);
-    return content;
-}
-
 Result<std::string> readLink(const std::string& path) {
     char buf[PATH_MAX];
     ssize_t n = readlink(path.c_str(), buf, sizeof(buf) - 1);
@@ -67,7 +55,13 @@ std::string joinRoot(const std::string& rootfs, const std::string& path) {
 
 // System directories keep the host's shape: a merged-/usr host's /bin is a
 // symlink, and so it is in the sandbox (no mount at all).
-Status addSystemDirs(const Policy& policy, ns::MountPlan& plan) {
+Status addHeldBind(ChildPlan& plan, const HeldPath& held, ns::MountOp op);
+Status addSystemDirsFromRootfs(const Policy& policy, ChildPlan& plan);
+
+Status addSystemDirs(const Policy& policy, ChildPlan& child) {
+    if (policy.fs.rootfs != "/" && policy.fs.rootfs_held)
+        return addSystemDirsFromRootfs(policy, child);
+    ns::MountPlan& plan = child.mounts;
     for (const std::string& dir : policy.fs.system_dirs) {
         std::string host = joinRoot(policy.fs.rootfs, dir);
         struct stat st;
@@ -155,69 +149,130 @@ Status addEtc(const Policy& policy, const ns::IdMapping& ids, ns::MountPlan& pla
     return okStatus();
 }
 
-// The target of a `.git` file's "gitdir:" line, resolved on the host.
-Result<std::string> gitdirOf(const std::string& worktree) {
-    auto content = readFile(worktree + "/.git", 64 * 1024);
-    if (!content) return content.error();
-    const std::string prefix = "gitdir:";
-    if (!content->starts_with(prefix))
-        return Error::message(worktree + "/.git is a file without a \"gitdir:\" line");
-    std::string path = content->substr(prefix.size());
-    path.erase(0, path.find_first_not_of(" \t"));
-    path.erase(path.find_last_not_of(" \t\r\n") + 1);
-    if (path.empty()) return Error::message(worktree + "/.git has an empty \"gitdir:\" line");
-    if (path[0] != '/') path = worktree + "/" + path;
-    char resolved[PATH_MAX];
-    if (!realpath(path.c_str(), resolved))
-        return Error::fromErrno("realpath(\"" + path + "\") (the gitdir named by " + worktree +
-                                "/.git)");
-    return std::string(resolved);
+// A host path the parent holds (host_path.h) bound at op.target. As root the
+// mount is cloned here, from the fd, and the child only attaches it; rootless,
+// the parent cannot clone a mount (open_tree(OPEN_TREE_CLONE) needs
+// CAP_SYS_ADMIN over its mount namespace) and the child cannot clone one of
+// the parent's namespace, so the child re-opens the canonical path without
+// following symlinks and refuses anything but the held file. Either way a
+// path swapped after the check cannot redirect the mount.
+Status addHeldBind(ChildPlan& plan, const HeldPath& held, ns::MountOp op) {
+    if (geteuid() == 0) {
+        unsigned rec = op.recursive ? AT_RECURSIVE : 0;
+        UniqueFd tree(ns::sysOpenTree(held.get(), "",
+                                      OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | rec));
+        if (!tree) return Error::fromErrno("open_tree(\"" + held.path + "\", OPEN_TREE_CLONE)");
+        mount_attr attr{};
+        attr.attr_set = MOUNT_ATTR_NOSUID | (op.writable ? 0 : MOUNT_ATTR_RDONLY);
+        // A clone of a shared mount joins its peer group: what the sandbox
+        // mounts beneath it must not propagate back to the host.
+        attr.propagation = MS_PRIVATE;
+        if (ns::sysMountSetattr(tree.get(), "", AT_EMPTY_PATH | rec, &attr) < 0)
+            return Error::fromErrno("mount_setattr(\"" + held.path + "\")");
+        op.kind = MountKind::AttachPrepared;
+        op.prepared_fd = tree.get();
+        plan.prepared.push_back(std::move(tree));
+    } else {
+        op.kind = MountKind::BindFromHost;
+        op.source = held.path;
+        op.verify_identity = true;
+        op.expect_dev = held.st.st_dev;
+        op.expect_ino = held.st.st_ino;
+    }
+    ns::addOp(plan.mounts, std::move(op));
+    return okStatus();
 }
 
-// /repo/.git, and whatever a `.git` file points at, are read-only (G2).
-Status addGitProtection(const std::string& worktree, ns::MountPlan& plan) {
-    std::string dotgit = worktree + "/.git";
+// A --rootfs is the operator's but may sit where a sandbox wrote (an
+// unpacked image in a worktree): its system directories are found beneath
+// the held rootfs without following a symlink on the way, and bound from
+// the fds found.
+Status addSystemDirsFromRootfs(const Policy& policy, ChildPlan& plan) {
+    for (const std::string& dir : policy.fs.system_dirs) {
+        open_how how{};
+        how.flags = O_PATH | O_NOFOLLOW | O_CLOEXEC;
+        how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+        UniqueFd fd(ns::sysOpenat2(policy.fs.rootfs_held.get(), relative(dir).c_str(), &how));
+        if (!fd) {
+            if (errno == ENOENT) continue;  // /lib32 and kin are often absent
+            return Error::fromErrno("openat2(\"" + policy.fs.rootfs + dir +
+                                    "\", RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)");
+        }
+        HeldPath held;
+        if (fstat(fd.get(), &held.st) < 0)
+            return Error::fromErrno("fstat(\"" + policy.fs.rootfs + dir + "\")");
+        if (S_ISLNK(held.st.st_mode)) {
+            char buf[PATH_MAX];
+            ssize_t n = readlinkat(fd.get(), "", buf, sizeof(buf) - 1);
+            if (n < 0) return Error::fromErrno("readlinkat(\"" + policy.fs.rootfs + dir + "\")");
+            ns::addOp(plan.mounts, {.kind = MountKind::Symlink,
+                                    .target = relative(dir),
+                                    .data = std::string(buf, static_cast<size_t>(n)),
+                                    .description = "link " + dir});
+            continue;
+        }
+        if (!S_ISDIR(held.st.st_mode)) continue;
+        held.path = policy.fs.rootfs + dir;
+        held.fd = std::make_shared<UniqueFd>(std::move(fd));
+        if (auto s = addHeldBind(
+                plan, held,
+                {.target = relative(dir), .description = "mount " + dir + " read-only"});
+            !s)
+            return s.error();
+    }
+    return okStatus();
+}
+
+// /repo/.git is read-only (G2), and so is the gitdir a `.git` file names,
+// but only where that widens nothing (git_link.h): a gitdir inside the
+// worktree is made read-only in place; one outside is exposed (its common
+// dir, read-only, at its own path) only for a genuine linked worktree. Any
+// other `.git` file is an ordinary file of the worktree, and the result
+// says why it was not honoured.
+Status addGitProtection(const Policy& policy, const HeldPath& worktree_held, ChildPlan& plan) {
+    const std::string& worktree = *policy.fs.worktree;
+    const std::string dotgit = worktree + "/.git";
     struct stat st;
-    if (lstat(dotgit.c_str(), &st) < 0) return okStatus();
-    if (S_ISLNK(st.st_mode))
-        return Error::message(dotgit +
-                              " is a symlink; stockade cannot make a symlinked .git "
-                              "read-only without following it out of the worktree");
-    ns::addOp(plan, {.kind = MountKind::ReadOnlyBeneath,
-                     .target = "repo/.git",
-                     .anchor = "repo",
-                     .target_is_dir = S_ISDIR(st.st_mode),
-                     .description = "mount /repo/.git read-only"});
+    if (fstatat(worktree_held.get(), ".git", &st, AT_SYMLINK_NOFOLLOW) < 0) return okStatus();
+    auto refused = [&](const std::string& reason) {
+        plan.git = GitLinkReport{dotgit, "refused", "", reason};
+        std::fprintf(stderr,
+                     "stockade: %s: the gitdir it names is not exposed (%s); .git is an "
+                     "ordinary file of the worktree\n",
+                     dotgit.c_str(), reason.c_str());
+        return okStatus();
+    };
+    if (S_ISLNK(st.st_mode)) return refused("a symlink, never followed out of the worktree");
+    ns::addOp(plan.mounts, {.kind = MountKind::ReadOnlyBeneath,
+                            .target = "repo/.git",
+                            .anchor = "repo",
+                            .target_is_dir = S_ISDIR(st.st_mode),
+                            .description = "mount /repo/.git read-only"});
     if (!S_ISREG(st.st_mode)) return okStatus();
 
-    auto gitdir = gitdirOf(worktree);
-    if (!gitdir) return gitdir.error();
-    // A linked worktree's gitdir names the main repository's through
-    // `commondir`; git needs both, so the common one (which holds the
-    // other) is what gets exposed.
-    std::string exposed = *gitdir;
-    if (auto common = readFile(*gitdir + "/commondir", 4096)) {
-        std::string path = *common;
-        path.erase(path.find_last_not_of(" \t\r\n") + 1);
-        if (!path.empty() && path[0] != '/') path = *gitdir + "/" + path;
-        char resolved[PATH_MAX];
-        if (realpath(path.c_str(), resolved) && isUnder(*gitdir, resolved)) exposed = resolved;
-    }
-    if (isUnder(exposed, worktree)) {
-        ns::addOp(plan, {.kind = MountKind::ReadOnlyBeneath,
-                         .target = "repo" + exposed.substr(worktree.size()),
-                         .anchor = "repo",
-                         .description = "mount the gitdir " + exposed + " read-only"});
+    auto link = judgeGitLink(worktree_held.get(), worktree, writableHostDirs(policy.fs));
+    if (!link) return refused(link.error().describe());
+    if (link->kind == GitLink::Kind::InsideWorktree) {
+        if (!link->git_dir_relative.empty())
+            ns::addOp(plan.mounts,
+                      {.kind = MountKind::ReadOnlyBeneath,
+                       .target = "repo/" + link->git_dir_relative,
+                       .anchor = "repo",
+                       .description = "mount the gitdir " + link->git_dir.path + " read-only"});
+        plan.git = GitLinkReport{dotgit, "inside_worktree", link->git_dir.path, ""};
         return okStatus();
     }
+    const std::string& exposed = link->common_dir.path;
     for (const char* reserved : {"/proc", "/dev", "/sys", "/repo", "/etc"})
         if (isUnder(exposed, reserved) || exposed == "/")
-            return Error::message("the gitdir " + exposed + " named by " + dotgit +
-                                  " cannot be exposed at its own path in the sandbox");
-    ns::addOp(plan, {.kind = MountKind::BindFromHost,
-                     .source = exposed,
-                     .target = relative(exposed),
-                     .description = "mount the gitdir " + exposed + " read-only"});
+            return refused("the common dir " + exposed +
+                           " cannot be exposed at its own path in the sandbox");
+    if (auto s = addHeldBind(plan, link->common_dir,
+                             {.target = relative(exposed),
+                              .description = "mount the git common dir " + exposed + " read-only"});
+        !s)
+        return s.error();
+    plan.git = GitLinkReport{dotgit, "honoured", exposed, ""};
     return okStatus();
 }
 
@@ -296,7 +351,7 @@ Result<ChildPlan> buildChildPlan(const Policy& policy, const Identity& identity,
     if (stat(mounts.staging.c_str(), &st) < 0 || !S_ISDIR(st.st_mode))
         return Error::message("the host has no /tmp directory to assemble the sandbox's root on");
 
-    if (auto s = addSystemDirs(policy, mounts); !s) return s.error();
+    if (auto s = addSystemDirs(policy, plan); !s) return s.error();
     if (auto s = addEtc(policy, identity.ids, mounts); !s) return s.error();
     // /tmp and /var/tmp before the worktree's gitdir and the extra mounts, so
     // that one of those placed under /tmp lands on the tmpfs, not beneath it.
@@ -310,20 +365,35 @@ Result<ChildPlan> buildChildPlan(const Policy& policy, const Identity& identity,
                        .data = tmp_options,
                        .description = "mount /var/tmp"});
     if (policy.fs.worktree) {
-        const std::string& worktree = *policy.fs.worktree;
-        if (idmapped_worktree)
+        // A Policy built by buildPolicy holds the worktree already; one made
+        // another way is held here, symlinks refused.
+        HeldPath worktree_held = policy.fs.worktree_held;
+        if (!worktree_held) {
+            auto held = holdHostPath("--worktree", *policy.fs.worktree, false);
+            if (!held) return held.error();
+            worktree_held = std::move(*held);
+        }
+        // The identity was chosen from the worktree's owner; an idmap made
+        // for another directory's owner (the path swapped since it was
+        // held) would map the wrong files.
+        if (identity.idmap_worktree && (identity.worktree_uid != worktree_held.st.st_uid ||
+                                        identity.worktree_gid != worktree_held.st.st_gid))
+            return Error::message("--worktree " + *policy.fs.worktree +
+                                  ": its owner changed while stockade set up the sandbox");
+        if (idmapped_worktree) {
             ns::addOp(mounts, {.kind = MountKind::AttachPrepared,
                                .target = "repo",
                                .writable = true,
                                .prepared_fd = idmapped_worktree.get(),
                                .description = "mount the worktree at /repo (idmapped)"});
-        else
-            ns::addOp(mounts, {.kind = MountKind::BindFromHost,
-                               .source = worktree,
-                               .target = "repo",
-                               .writable = true,
-                               .description = "mount the worktree at /repo"});
-        if (auto s = addGitProtection(worktree, mounts); !s) return s.error();
+        } else if (auto s = addHeldBind(plan, worktree_held,
+                                        {.target = "repo",
+                                         .writable = true,
+                                         .description = "mount the worktree at /repo"});
+                   !s) {
+            return s.error();
+        }
+        if (auto s = addGitProtection(policy, worktree_held, plan); !s) return s.error();
     }
     // Extra mounts, shallowest first, so a mount never hides a deeper one.
     std::vector<ExtraMount> extra = policy.fs.mounts;
@@ -332,17 +402,22 @@ Result<ChildPlan> buildChildPlan(const Policy& policy, const Identity& identity,
                std::count(b.target.begin(), b.target.end(), '/');
     });
     for (const ExtraMount& m : extra) {
-        if (stat(m.source.c_str(), &st) < 0)
-            return Error::fromErrno("stat(\"" + m.source + "\") (--mount source)");
+        HeldPath held = m.held;
+        if (!held) {
+            auto opened = holdHostPath("--mount", m.source, false);
+            if (!opened) return opened.error();
+            held = std::move(*opened);
+        }
         bool in_repo = isUnder(m.target, "/repo");
-        ns::addOp(mounts, {.kind = MountKind::BindFromHost,
-                           .source = m.source,
-                           .target = relative(m.target),
-                           .anchor = in_repo ? "repo" : "",
-                           .target_is_dir = S_ISDIR(st.st_mode),
-                           .writable = m.writable,
-                           .description = "mount " + m.source + " at " + m.target +
-                                          (m.writable ? "" : " read-only")});
+        if (auto s = addHeldBind(plan, held,
+                                 {.target = relative(m.target),
+                                  .anchor = in_repo ? "repo" : "",
+                                  .target_is_dir = S_ISDIR(held.st.st_mode),
+                                  .writable = m.writable,
+                                  .description = "mount " + m.source + " at " + m.target +
+                                                 (m.writable ? "" : " read-only")});
+            !s)
+            return s.error();
     }
     addProcAndDev(mounts);
     ns::addOp(mounts, {.kind = MountKind::Tmpfs,

@@ -78,6 +78,9 @@ po::options_description runOptionsDescription(RunOptions& o, const char* usage =
         "mount", po::value<std::vector<std::string>>(&o.mounts)->composing(),
         "SRC:DST[:rw] extra bind mount, read-only unless :rw (repeatable)")(
         "rootfs", text(o.rootfs), "DIR to take the system directories from instead of /")(
+        "follow-symlinks", po::bool_switch(&o.follow_symlinks),
+        "let --worktree, --mount, --rootfs and --held go through symlinks (resolved once, "
+        "then held); refused by default")(
         "env", po::value<std::vector<std::string>>(&o.env)->composing(),
         "KEY=VALUE to set, or KEY to copy from the caller (repeatable)")(
         "allow-secret", po::value<std::vector<std::string>>(&o.allow_secret)->composing(),

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/host_path.h"
 #include "runtime/record_path.h"
 
 namespace stockade {
@@ -18,6 +19,7 @@ struct ExtraMount {
     std::string source;  // host path, resolved (no symlinks)
     std::string target;  // absolute path inside the sandbox, normalized
     bool writable = false;
+    HeldPath held;  // `source` as opened once; what gets mounted (host_path.h)
 };
 
 enum class StdinMode { Null, Inherit };
@@ -41,6 +43,8 @@ struct FilesystemView {
     std::vector<std::string> etc_entries;  // names under /etc to expose read-only
     bool mount_sys = false;                // read-only /sys
     std::optional<std::string> worktree;   // host path, resolved
+    HeldPath worktree_held;                // the worktree as opened once (host_path.h)
+    HeldPath rootfs_held;                  // --rootfs as opened once
     std::vector<ExtraMount> mounts;
 };
 

@@ -16,13 +16,14 @@ namespace stockade {
 
 namespace {
 
-Result<std::string> resolveHostDir(const std::string& option, const std::string& path) {
-    char resolved[PATH_MAX];
-    if (!realpath(path.c_str(), resolved)) return Error::fromErrno(option + " " + path);
-    struct stat st;
-    if (stat(resolved, &st) < 0) return Error::fromErrno(option + " " + path);
-    if (!S_ISDIR(st.st_mode)) return Error::message(option + " " + path + ": not a directory");
-    return std::string(resolved);
+// Opened once, here; everything later uses the fd (host_path.h).
+Result<HeldPath> resolveHostDir(const std::string& option, const std::string& path,
+                                bool follow_symlinks) {
+    auto held = holdHostPath(option, path, follow_symlinks);
+    if (!held) return held.error();
+    if (!S_ISDIR(held->st.st_mode))
+        return Error::message(option + " " + path + ": not a directory");
+    return held;
 }
 
 Result<uint32_t> parseId(const std::string& text, const std::string& what) {
@@ -82,7 +83,7 @@ std::vector<std::string> writableHostDirs(const FilesystemView& fs) {
     return dirs;
 }
 
-Result<ExtraMount> parseMountSpec(const std::string& spec) {
+Result<ExtraMount> parseMountSpec(const std::string& spec, bool follow_symlinks) {
     ExtraMount m;
     std::string rest = spec;
     if (rest.ends_with(":rw")) {
@@ -104,10 +105,10 @@ Result<ExtraMount> parseMountSpec(const std::string& spec) {
     if (m.target == "/") return Error::message("--mount " + spec + ": refusing to mount over /");
     if (isUnder(m.target, "/repo/.git"))
         return Error::message("--mount " + spec + ": refusing to mount inside /repo/.git");
-    char resolved[PATH_MAX];
-    if (!realpath(source.c_str(), resolved))
-        return Error::fromErrno("--mount " + spec + ": source " + source);
-    m.source = resolved;
+    auto held = holdHostPath("--mount " + spec + ": source", source, follow_symlinks);
+    if (!held) return held.error();
+    m.source = held->path;
+    m.held = std::move(*held);
     return m;
 }
 
@@ -123,18 +124,21 @@ Result<Policy> buildPolicy(const Profile& profile, const RunOptions& options) {
     p.fs.etc_entries = profile.etc_entries;
     p.fs.mount_sys = profile.sys;
     if (options.rootfs) {
-        auto root = resolveHostDir("--rootfs", *options.rootfs);
+        auto root = resolveHostDir("--rootfs", *options.rootfs, options.follow_symlinks);
         if (!root) return root.error();
-        p.fs.rootfs = *root;
+        p.fs.rootfs = root->path;
+        p.fs.rootfs_held = std::move(*root);
     }
     if (options.worktree) {
-        auto wt = resolveHostDir("--worktree", *options.worktree);
+        auto wt = resolveHostDir("--worktree", *options.worktree, options.follow_symlinks);
         if (!wt) return wt.error();
-        if (*wt == "/") return Error::message("--worktree /: refusing to expose the whole host");
-        p.fs.worktree = *wt;
+        if (wt->path == "/")
+            return Error::message("--worktree /: refusing to expose the whole host");
+        p.fs.worktree = wt->path;
+        p.fs.worktree_held = std::move(*wt);
     }
     for (const std::string& spec : options.mounts) {
-        auto m = parseMountSpec(spec);
+        auto m = parseMountSpec(spec, options.follow_symlinks);
         if (!m) return m.error();
         if (isUnder(m->target, "/repo") && !p.fs.worktree)
             return Error::message("--mount " + spec + ": a target under /repo needs --worktree");
@@ -215,6 +219,7 @@ Result<Policy> buildPolicy(const Profile& profile, const RunOptions& options) {
         p.limits.tmp_bytes = *size;
     }
     if (auto s = checkBoundsFitHost(p.limits); !s) return s.error();
+    pauseAfterOpenForTests();
     p.require = profile.require;
     const auto& known = knownRequirements();
     for (const std::string& list : options.require) {

@@ -15,8 +15,9 @@ namespace stockade {
 Result<Policy> buildPolicy(const Profile& profile, const RunOptions& options);
 
 // Parses one --mount value ("SRC:DST[:rw]") and checks DST is not a hole
-// over /, /proc, /dev, /sys, or inside /repo/.git.
-Result<ExtraMount> parseMountSpec(const std::string& spec);
+// over /, /proc, /dev, /sys, or inside /repo/.git. SRC is opened once and
+// held (host_path.h): a symlink in it is refused unless `follow_symlinks`.
+Result<ExtraMount> parseMountSpec(const std::string& spec, bool follow_symlinks = false);
 
 // The host directories the sandbox can write: the worktree and each writable
 // --mount (record_path.h keeps a --result or --verdict out of them).

@@ -107,7 +107,8 @@ std::string directoryOf(const std::string& file) {
     return slash == 0 ? "/" : file.substr(0, slash);
 }
 
-// Whether the sandbox can write into the canonical directory `dir`.
+}  // namespace
+
 std::optional<std::string> writableBy(const std::string& dir,
                                       const std::vector<std::string>& writable) {
     if (writable.empty()) return std::nullopt;
@@ -131,8 +132,6 @@ std::optional<std::string> writableBy(const std::string& dir,
     }
     return std::nullopt;
 }
-
-}  // namespace
 
 Result<RecordTarget> resolveRecordTarget(const std::string& flag, const std::string& path,
                                          const std::vector<std::string>& writable) {

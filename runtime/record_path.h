@@ -31,6 +31,12 @@ struct RecordTarget {
 Result<RecordTarget> resolveRecordTarget(const std::string& flag, const std::string& path,
                                          const std::vector<std::string>& writable);
 
+// Whether the sandbox can write into the canonical directory `dir`, by the
+// same judgement: the writable tree that holds it (below it, on a mount
+// below it, or through a bind mount of a part of it), or nullopt.
+std::optional<std::string> writableBy(const std::string& dir,
+                                      const std::vector<std::string>& writable);
+
 // Through a randomly named temporary file in the directory and rename(2), so
 // a reader sees the old file or the whole new one. On failure nothing is left
 // at the path, so a harness finds no record rather than an old one.

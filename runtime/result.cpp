@@ -120,6 +120,11 @@ std::string resultJson(const Policy& policy, const SandboxOutcome& o) {
     }
     doc["enforced"] = enforcedJson(o.enforced);
     doc["degraded"] = o.degraded;
+    if (o.git)
+        doc["git"] = {{"file", o.git->file},
+                      {"gitdir", o.git->status},
+                      {"exposed", o.git->exposed.empty() ? json(nullptr) : json(o.git->exposed)},
+                      {"reason", o.git->reason.empty() ? json(nullptr) : json(o.git->reason)}};
     if (o.ending == Ending::SetupFailed || o.ending == Ending::Refused ||
         o.ending == Ending::NotFound || o.ending == Ending::NotExecutable)
         doc["error"] = {

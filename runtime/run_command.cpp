@@ -34,7 +34,8 @@ std::vector<std::string> writableFromOptions(const RunOptions& options) {
     std::vector<std::string> dirs;
     if (options.worktree) dirs.push_back(*options.worktree);
     for (const std::string& spec : options.mounts)
-        if (auto m = parseMountSpec(spec); m && m->writable) dirs.push_back(m->source);
+        if (auto m = parseMountSpec(spec, options.follow_symlinks); m && m->writable)
+            dirs.push_back(m->source);
     return dirs;
 }
 

@@ -14,6 +14,7 @@ struct RunOptions {
     std::optional<std::string> worktree;
     std::vector<std::string> mounts;  // SRC:DST[:rw]
     std::optional<std::string> rootfs;
+    bool follow_symlinks = false;  // host paths may go through symlinks (resolved once)
     std::vector<std::string> env;  // KEY=VALUE or KEY
     std::vector<std::string> allow_secret;
     std::optional<std::string> workdir;

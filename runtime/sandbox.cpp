@@ -124,6 +124,7 @@ SandboxOutcome enforcementFor(const Policy& policy, const SandboxCgroups& cgroup
                            "cgroup_ns", "no_new_privs"})
         out.enforced[ns] = "true";
     out.enforced["capabilities"] = "none";
+    out.git = plan.git;
     if (!plan.seccomp_program.empty())
         out.enforced["seccomp"] = policy.seccomp == "default" ? "default" : "custom";
     if (policy.limits.cpu_time_ms) out.enforced["cpu_time"] = "rlimit";
@@ -503,9 +504,9 @@ SandboxOutcome runSandbox(const Policy& policy, ServiceHooks* hooks, const Ident
 
     ns::IdmappedTree idmapped;
     if (identity->idmap_worktree) {
-        auto tree = ns::makeIdmappedTree(*policy.fs.worktree, identity->worktree_uid,
-                                         identity->worktree_gid, identity->ids.host_uid,
-                                         identity->ids.host_gid);
+        auto tree = ns::makeIdmappedTree(policy.fs.worktree_held.get(), *policy.fs.worktree,
+                                         identity->worktree_uid, identity->worktree_gid,
+                                         identity->ids.host_uid, identity->ids.host_gid);
         if (!tree)
             return setupFailure("make the worktree writable through an idmapped mount",
                                 tree.error());
@@ -627,6 +628,7 @@ SandboxOutcome runSandbox(const Policy& policy, ServiceHooks* hooks, const Ident
     // at the end instead, it would unmount the detached tree and wait for
     // an expedited RCU grace period in the supervisor, after the run.
     idmapped.tree.reset();
+    plan->prepared.clear();  // likewise the held host paths cloned for the child
     streams->out_write.reset();
     streams->err_write.reset();
     auto restore = [&] { sigprocmask(SIG_SETMASK, &old_mask, nullptr); };

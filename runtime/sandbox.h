@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "runtime/git_link.h"
 #include "runtime/output_capture.h"
 #include "runtime/policy.h"
 #include "runtime/service_hooks.h"
@@ -59,6 +60,8 @@ struct SandboxOutcome {
     // policy asked for and got only in a weaker form, or not at all.
     std::map<std::string, std::string> enforced;
     std::vector<std::string> degraded;
+    // What became of a `.git` file in the worktree (runtime/git_link.h).
+    std::optional<GitLinkReport> git;
     // Each refused syscall by name, with a count, when refusals were
     // reported to the supervisor (seccomp user notification).
     bool denials_reported = false;

@@ -210,9 +210,17 @@ TEST_CASE("G2: the gitdir named by a .git file is read-only, at its own path",
           "[G2][filesystem][git]") {
     STOCKADE_EACH_MODE(mode);
     Sandbox sandbox(mode);
-    // `git worktree add` leaves a .git file pointing into the main repo.
+    // `git worktree add` leaves a .git file pointing into the main repo's
+    // worktrees/NAME, which points back (gitdir) and names the common dir
+    // (commondir): the layout runtime/git_link.h honours.
     const std::string gitdir = sandbox.scratch().makeDir("main-repo/.git/worktrees/wt");
+    sandbox.scratch().writeFile("main-repo/.git/HEAD", "ref: refs/heads/main\n");
+    sandbox.scratch().makeDir("main-repo/.git/objects");
+    sandbox.scratch().makeDir("main-repo/.git/refs/heads");
     sandbox.scratch().writeFile("main-repo/.git/worktrees/wt/HEAD", "ref: refs/heads/wt\n");
+    sandbox.scratch().writeFile("main-repo/.git/worktrees/wt/commondir", "../..\n");
+    sandbox.scratch().writeFile("main-repo/.git/worktrees/wt/gitdir",
+                                sandbox.worktree() + "/.git\n");
     const std::string config =
         sandbox.scratch().writeFile("main-repo/.git/worktrees/wt/config", "[core]\n", 0666);
     std::filesystem::remove_all(sandbox.worktree() + "/.git");
@@ -315,13 +323,22 @@ TEST_CASE("G2: a --mount target reached through a symlink does not land outside"
     }
 }
 
-TEST_CASE("G2: a worktree given through a symlink is resolved on the host", "[G2][filesystem]") {
+TEST_CASE("G2: a worktree given through a symlink is refused, or resolved once when asked",
+          "[G2][filesystem]") {
     STOCKADE_EACH_MODE(mode);
     Sandbox sandbox(mode);
     const std::string link = sandbox.scratch().makeSymlink("worktree-link", sandbox.worktree());
     const std::string real = sandbox.worktree();
     sandbox.worktreeAt(link);
     const std::string name = randomToken("through-link");
+    // A sandbox may have planted the link (issue 14): refused by default.
+    const ProbeRun refused = sandbox.probe({"create-file", "/repo/" + name, "ok\n"});
+    INFO(refused.describe());
+    CHECK(refused.exitCode() == 125);
+    CHECK(refused.completed.err.find(link + " is a symlink") != std::string::npos);
+    CHECK_FALSE(std::filesystem::exists(real + "/" + name));
+
+    sandbox.option("--follow-symlinks");
     const ProbeRun run = sandbox.probe({"create-file", "/repo/" + name, "ok\n"});
     INFO(run.describe());
     CHECK(run.result() == "ok");

@@ -25,6 +25,8 @@ CASES = [
      ["python3", "-c", "b = bytearray(256 << 20)"], "blocked", "memory_limit", 137),
     ("refused", ["--memory", "-1"], ["true"], "blocked", "invalid_bounds", 125),
     ("binary_tail", [], ["sh", "-c", "printf '\\377\\376ok'"], "passed", None, 0),
+    # A worktree whose .git file names a gitdir that is not honoured: "git".
+    ("git_refused", ["--worktree", "{wt}"], ["true"], "passed", None, 0),
 ]
 
 
@@ -42,6 +44,12 @@ for mode in ("root", "rootless"):
         with tempfile.TemporaryDirectory() as tmp:
             os.chmod(tmp, 0o777)
             result = os.path.join(tmp, "result.json")
+            wt = os.path.join(tmp, "wt")
+            os.mkdir(wt)
+            os.chmod(wt, 0o777)
+            with open(os.path.join(wt, ".git"), "w") as f:
+                f.write("gitdir: /nonexistent/.git/worktrees/x\n")
+            args = [a.replace("{wt}", wt) for a in args]
             proc = subprocess.run([STOCKADE, "run", "--quiet", "--result", result, *args, "--", *command],
                                   preexec_fn=demote if mode == "rootless" else None,
                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=60)
@@ -54,6 +62,8 @@ for mode in ("root", "rootless"):
                 continue
             errors = sorted(validator.iter_errors(record), key=lambda e: list(e.path))
             problems = [f"{'/'.join(map(str, e.path))}: {e.message}" for e in errors]
+            if name == "git_refused" and record.get("git", {}).get("gitdir") != "refused":
+                problems.append(f"git {record.get('git')!r}, expected a refused gitdir")
             if record.get("status") != status:
                 problems.append(f"status {record.get('status')!r}, expected {status!r}")
             if record.get("reason") != reason:

@@ -4,6 +4,8 @@
 
 #include <sys/stat.h>
 
+#include <filesystem>
+
 #include "oracle/git_dir_digest.h"
 #include "oracle/git_head.h"
 #include "oracle/safe_read.h"
@@ -106,8 +108,10 @@ TEST_CASE("a linked worktree has a gitdir file and a commondir", "[oracle][git_h
     CHECK(state.refs == std::vector<std::string>{"refs/heads/feature"});
     CHECK(state.commit == git(linked, "rev-parse HEAD"));
     CHECK(state.location.gitdir_file);
-    CHECK(state.location.git_dir == repo + "/.git/worktrees/linked");
-    CHECK(state.location.common_dir == repo + "/.git/worktrees/linked/../..");
+    // Judged (runtime/git_link.h), so canonical.
+    CHECK(state.location.git_dir ==
+          std::filesystem::canonical(repo + "/.git/worktrees/linked").string());
+    CHECK(state.location.common_dir == std::filesystem::canonical(repo + "/.git").string());
     // The main worktree still sees its own HEAD.
     CHECK(head(repo).commit == git(repo, "rev-parse HEAD"));
     CHECK(head(repo).commit != state.commit);
@@ -121,20 +125,23 @@ TEST_CASE("a submodule's gitdir file points into the superproject", "[oracle][gi
     git(super, "-c protocol.file.allow=always submodule --quiet add '" + lib + "' sub");
     std::string gitdir_file = oracle_test::readFile(super + "/sub/.git");
     REQUIRE(gitdir_file == "gitdir: ../.git/modules/sub\n");
-    HeadState state = head(super + "/sub");
-    CHECK(state.commit == git(super + "/sub", "rev-parse HEAD"));
-    CHECK(state.location.git_dir == super + "/sub/../.git/modules/sub");
+    // The submodule's checkout as the worktree: its gitdir lies outside it
+    // and git leaves no back-pointer there, so nothing tells it from a
+    // planted file; it is not read (runtime/git_link.h).
+    Result<HeadState> alone = resolveHead(super + "/sub");
+    REQUIRE_FALSE(alone.ok());
+    CHECK_THAT(alone.error().describe(), Catch::Contains("not a genuine linked worktree"));
 
-    // The same, confined to the superproject's worktree.
+    // Confined to the superproject's worktree, it is read.
     Result<UniqueFd> root = openDirectory(super);
     REQUIRE(root.ok());
     Result<HeadState> nested = resolveNestedHead(root->get(), "sub");
     REQUIRE(nested.ok());
-    CHECK(nested->commit == state.commit);
+    CHECK(nested->commit == git(super + "/sub", "rev-parse HEAD"));
     CHECK(looksLikeNestedRepository(root->get(), "sub"));
 }
 
-TEST_CASE("an absolute gitdir from git init --separate-git-dir", "[oracle][git_head]") {
+TEST_CASE("an absolute gitdir from git init --separate-git-dir is not read", "[oracle][git_head]") {
     REQUIRE_GIT();
     TempDir dir;
     std::string repo = dir / "repo";
@@ -142,9 +149,12 @@ TEST_CASE("an absolute gitdir from git init --separate-git-dir", "[oracle][git_h
     git(repo, "init -q -b main --separate-git-dir '" + (dir / "separate") + "'");
     git(repo, "add -A");
     git(repo, "commit -q -m one");
-    HeadState state = head(repo);
-    CHECK(state.location.git_dir == dir / "separate");
-    CHECK(state.commit == git(repo, "rev-parse HEAD"));
+    // A .git file naming a directory outside the worktree, with no
+    // back-pointer: indistinguishable from one the party under test
+    // planted, so not read.
+    Result<HeadState> state = resolveHead(repo);
+    REQUIRE_FALSE(state.ok());
+    CHECK_THAT(state.error().describe(), Catch::Contains("not a genuine linked worktree"));
 }
 
 TEST_CASE("an unborn branch is unborn, with its name", "[oracle][git_head]") {
@@ -305,4 +315,22 @@ TEST_CASE("a linked worktree's digest covers its gitdir once, inside the common 
     Result<GitDirDigest> after = digestGitDir(linked_location);
     REQUIRE(after.ok());
     CHECK(after->sha256 != linked_digest->sha256);
+}
+
+TEST_CASE("a .git file the candidate planted leads the oracle nowhere", "[oracle][git_head]") {
+    TempDir dir;
+    // A directory that looks like a git dir, holding a canary: neither its
+    // HEAD nor its digest may be taken for the worktree's.
+    writeFile(dir / "secret/HEAD", "ref: refs/heads/main\n");
+    writeFile(dir / "secret/refs/heads/main", std::string(40, 'a') + "\n");
+    std::filesystem::create_directories(dir / "secret/objects");
+    writeFile(dir / "secret/canary", "canary\n");
+    for (const std::string& named : {dir / "secret", std::string("../secret")}) {
+        INFO(named);
+        writeFile(dir / "wt/.git", "gitdir: " + named + "\n");
+        Result<GitLocation> location = locateGitDir(dir / "wt");
+        REQUIRE_FALSE(location.ok());
+        CHECK_THAT(location.error().describe(), Catch::Contains("not a genuine linked worktree"));
+        REQUIRE_FALSE(resolveHead(dir / "wt").ok());
+    }
 }

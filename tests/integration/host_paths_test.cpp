@@ -1,0 +1,243 @@
+// Issue 14, points 1 and 3: nothing a sandbox wrote may widen a later run.
+// A `.git` file is honoured only as a genuine `git worktree add` link
+// (runtime/git_link.h); host paths on the command line are opened once,
+// symlinks refused, and used by fd (runtime/host_path.h). Every attack here
+// reads a scratch canary or writes back what is there: harmless if it works.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <thread>
+
+#include "harness.h"
+
+using namespace stockade::itest;
+
+namespace {
+
+// A scratch directory the sandbox must never see, holding the canary.
+std::string makeSecret(Sandbox& sandbox, const std::string& name = "secret") {
+    const std::string dir = sandbox.scratch().makeDir(name);
+    sandbox.scratch().writeFile(name + "/canary", sandbox.secretCanary() + "\n", 0644);
+    return dir;
+}
+
+// The canary is not readable at `path` inside, and the run did run.
+void requireUnreadable(const Sandbox& sandbox, const std::string& path) {
+    const ProbeRun run = sandbox.probe({"read-file", path});
+    INFO(path << "\n" << run.describe());
+    REQUIRE(run.exitCode() == 0);
+    CHECK(run.result() != "ok");
+    CHECK(run.completed.out.find(sandbox.secretCanary()) == std::string::npos);
+}
+
+void requireGitRefused(const Sandbox& sandbox) {
+    const nlohmann::json result = sandbox.result();
+    INFO(result.dump(2));
+    REQUIRE(result.contains("git"));
+    CHECK(result["git"]["gitdir"] == "refused");
+    CHECK(result["git"]["exposed"].is_null());
+    CHECK(result["git"]["reason"].is_string());
+}
+
+void shell(const std::string& command) {
+    INFO(command);
+    REQUIRE(std::system(command.c_str()) == 0);
+}
+
+std::string git(const std::string& args) {
+    return "env GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_AUTHOR_NAME=t "
+           "GIT_AUTHOR_EMAIL=t@t GIT_COMMITTER_NAME=t GIT_COMMITTER_EMAIL=t@t git -c "
+           "safe.directory='*' " +
+           args + " >/dev/null 2>&1";
+}
+
+std::string chownTo(Mode mode, const std::string& path) {
+    return "chown -hR " + std::to_string(invokingUid(mode)) + ":" +
+           std::to_string(invokingGid(mode)) + " '" + path + "'";
+}
+
+// The layout `git worktree add` leaves, by hand: C/worktrees/wt with its
+// back-pointer to `worktree`/.git and commondir.
+void forgeLinkedLayout(Sandbox& sandbox, const std::string& common_rel,
+                       const std::string& worktree) {
+    ScratchDir& s = sandbox.scratch();
+    s.writeFile(common_rel + "/HEAD", "ref: refs/heads/main\n");
+    s.makeDir(common_rel + "/objects");
+    s.makeDir(common_rel + "/refs/heads");
+    s.writeFile(common_rel + "/worktrees/wt/HEAD", "ref: refs/heads/wt\n");
+    s.writeFile(common_rel + "/worktrees/wt/commondir", "../..\n");
+    s.writeFile(common_rel + "/worktrees/wt/gitdir", worktree + "/.git\n");
+}
+
+}  // namespace
+
+TEST_CASE("G2: a planted .git file naming a host directory exposes nothing",
+          "[G2][filesystem][git][host-paths]") {
+    STOCKADE_EACH_MODE(mode);
+    for (const std::string kind : {"absolute", "relative", "subdirectory"}) {
+        Sandbox sandbox(mode);
+        INFO("gitdir: " << kind);
+        const std::string secret = makeSecret(sandbox);
+        std::filesystem::remove_all(sandbox.worktree() + "/.git");
+        if (kind == "absolute") {
+            sandbox.scratch().writeFile("worktree/.git", "gitdir: " + secret + "\n");
+        } else if (kind == "relative") {
+            sandbox.scratch().writeFile("worktree/.git", "gitdir: ../secret\n");
+        } else {
+            // A package directory an earlier run wrote into, used as the
+            // worktree of the next.
+            sandbox.scratch().writeFile("worktree/pkg/.git", "gitdir: ../../secret\n");
+            sandbox.worktreeAt(sandbox.worktree() + "/pkg");
+        }
+        requireUnreadable(sandbox, secret + "/canary");
+        requireGitRefused(sandbox);
+        // .git stays an ordinary file of the worktree, and read-only.
+        const ProbeRun dotGit = sandbox.probe({"read-file", "/repo/.git"});
+        INFO(dotGit.describe());
+        CHECK(dotGit.result() == "ok");
+        const ProbeRun write = sandbox.probe({"open-write", "/repo/.git"});
+        INFO(write.describe());
+        CHECK_THAT(write.result(), IsOneOf({"EROFS", "EACCES"}));
+    }
+}
+
+TEST_CASE("G2: a planted .git symlink is never followed", "[G2][filesystem][git][host-paths]") {
+    STOCKADE_EACH_MODE(mode);
+    Sandbox sandbox(mode);
+    const std::string secret = makeSecret(sandbox);
+    std::filesystem::remove_all(sandbox.worktree() + "/.git");
+    sandbox.scratch().makeSymlink("worktree/.git", secret);
+    requireUnreadable(sandbox, "/repo/.git/canary");
+    requireUnreadable(sandbox, secret + "/canary");
+    requireGitRefused(sandbox);
+}
+
+TEST_CASE("G2: a forged linked-worktree layout in a writable --mount is refused",
+          "[G2][filesystem][git][host-paths]") {
+    STOCKADE_EACH_MODE(mode);
+    Sandbox sandbox(mode);
+    // Everything git would leave, back-pointer included, but where the
+    // sandbox itself can write: proof of nothing.
+    const std::string data = sandbox.scratch().makeDir("data");
+    forgeLinkedLayout(sandbox, "data/.git", sandbox.worktree());
+    sandbox.scratch().writeFile("data/.git/canary", sandbox.secretCanary() + "\n");
+    std::filesystem::remove_all(sandbox.worktree() + "/.git");
+    sandbox.scratch().writeFile("worktree/.git", "gitdir: " + data + "/.git/worktrees/wt\n");
+    sandbox.option("--mount", data + ":/data:rw");
+    requireUnreadable(sandbox, data + "/.git/canary");
+    requireGitRefused(sandbox);
+    CHECK(sandbox.result()["git"]["reason"].get<std::string>().find("sandbox can write") !=
+          std::string::npos);
+}
+
+TEST_CASE("G2: a real `git worktree add` worktree keeps its common dir, read-only",
+          "[G2][filesystem][git][host-paths]") {
+    STOCKADE_EACH_MODE(mode);
+    Sandbox sandbox(mode);
+    const std::string repo = sandbox.scratch().makeDir("main-repo");
+    sandbox.scratch().writeFile("main-repo/file", "one\n");
+    shell(git("-C '" + repo + "' init -q -b main"));
+    shell(git("-C '" + repo + "' add -A"));
+    shell(git("-C '" + repo + "' commit -q -m one"));
+    const std::string linked = sandbox.scratch().at("linked");
+    shell(git("-C '" + repo + "' worktree add -q -b feature '" + linked + "'"));
+    shell(chownTo(mode, sandbox.scratch().path()));
+    sandbox.worktreeAt(linked);
+    const std::string common = repo + "/.git";
+    const std::string headBefore = readFileOrEmpty(common + "/HEAD");
+    const std::string linkedHead = readFileOrEmpty(common + "/worktrees/linked/HEAD");
+    REQUIRE_FALSE(linkedHead.empty());
+
+    const ProbeRun stat = sandbox.probe({"stat", common + "/worktrees/linked"});
+    INFO(stat.describe());
+    REQUIRE(stat.result() == "ok");
+    CHECK(stat.report.get("readonly") == "1");
+    const ProbeRun head = sandbox.probe({"read-file", common + "/worktrees/linked/HEAD"});
+    INFO(head.describe());
+    CHECK(head.result() == "ok");
+    const ProbeRun rewrite = sandbox.probe({"rewrite-same", common + "/HEAD"});
+    INFO(rewrite.describe());
+    CHECK_THAT(rewrite.result(), IsOneOf({"EROFS", "EACCES"}));
+    const nlohmann::json result = sandbox.result();
+    INFO(result.dump(2));
+    CHECK(result["git"]["gitdir"] == "honoured");
+    CHECK(result["git"]["exposed"] == std::filesystem::canonical(common).string());
+
+    // And git itself finds its repository inside.
+    const Completed rev = sandbox.run({"/usr/bin/git", "-c", "safe.directory=*", "-C", "/repo",
+                                       "rev-parse", "--abbrev-ref", "HEAD"});
+    INFO(rev.describe());
+    CHECK(rev.exitCode == 0);
+    CHECK(rev.out.find("feature") != std::string::npos);
+    CHECK(readFileOrEmpty(common + "/HEAD") == headBefore);
+    CHECK(readFileOrEmpty(common + "/worktrees/linked/HEAD") == linkedHead);
+}
+
+TEST_CASE("G2: a symlink planted at a later --worktree or --mount path is refused",
+          "[G2][filesystem][host-paths]") {
+    STOCKADE_EACH_MODE(mode);
+    for (const std::string flag : {"--worktree", "--mount"}) {
+        Sandbox sandbox(mode);
+        INFO(flag);
+        const std::string secret = makeSecret(sandbox);
+        const std::string inner = sandbox.scratch().makeSymlink("worktree/inner", secret);
+        if (flag == "--worktree")
+            sandbox.worktreeAt(inner);
+        else
+            sandbox.option("--mount", inner + ":/data:rw");
+        const ProbeRun run = sandbox.probe({"read-file", "/data/canary"});
+        INFO(run.describe());
+        CHECK(run.exitCode() == 125);
+        CHECK(run.completed.err.find(inner + " is a symlink") != std::string::npos);
+        CHECK(run.completed.out.find(sandbox.secretCanary()) == std::string::npos);
+        CHECK(readFileOrEmpty(secret + "/canary") == sandbox.secretCanary() + "\n");
+
+        // Asked for, the link is followed (and still held once resolved).
+        sandbox.option("--follow-symlinks");
+        const ProbeRun followed =
+            sandbox.probe({"read-file", flag == "--worktree" ? "/repo/canary" : "/data/canary"});
+        INFO(followed.describe());
+        CHECK(followed.exitCode() == 0);
+        CHECK(followed.result() == "ok");
+    }
+}
+
+TEST_CASE("G2: a host path swapped between the check and the mount changes nothing",
+          "[G2][filesystem][host-paths]") {
+    STOCKADE_EACH_MODE(mode);
+    for (const std::string flag : {"--mount", "--worktree"}) {
+        Sandbox sandbox(mode);
+        INFO(flag);
+        const std::string secret = makeSecret(sandbox);
+        const std::string inner = sandbox.scratch().makeDir("inner");
+        sandbox.scratch().writeFile("inner/marker", "original\n");
+        const std::string path = flag == "--worktree" ? "/repo/marker" : "/data/marker";
+        if (flag == "--worktree")
+            sandbox.worktreeAt(inner);
+        else
+            sandbox.option("--mount", inner + ":/data");
+        // Wide enough to swap in, whatever the machine's load.
+        sandbox.callerEnv("STOCKADE_TEST_PAUSE_AFTER_OPEN=1500");
+        StockadeProcess process(sandbox.launch(probeCommand({"read-file", path})));
+        std::this_thread::sleep_for(std::chrono::milliseconds(400));
+        REQUIRE(::rename(inner.c_str(), (inner + ".orig").c_str()) == 0);
+        sandbox.scratch().makeSymlink("inner", secret);
+        sandbox.scratch().writeFile("secret/marker", sandbox.secretCanary() + "\n");
+        const Completed done = process.finish(std::chrono::seconds(60));
+        INFO(done.describe());
+        CHECK(done.out.find(sandbox.secretCanary()) == std::string::npos);
+        if (mode == Mode::Root) {
+            // Cloned from the fd opened first: the original directory.
+            CHECK(done.exitCode == 0);
+            CHECK(done.out.find("original") != std::string::npos);
+        } else {
+            // Re-opened by path in the sandbox's namespace, refused unless
+            // it is still the same directory (the swap made it a symlink).
+            CHECK_THAT(std::to_string(done.exitCode), IsOneOf({"0", "125"}));
+            if (done.exitCode == 0) CHECK(done.out.find("original") != std::string::npos);
+        }
+    }
+}

@@ -29,9 +29,26 @@ namespace stockade {
 namespace {
 
 [[noreturn]] void failSetupInChild(const ChildPlan& plan, ChildStage stage, int err,
-                                   int op_index = -1) noexcept {
-    reportInChild(plan, ChildMessageKind::SetupFailed, stage, err, op_index);
+                                   int op_index = -1, const char* call = nullptr) noexcept {
+    ChildMessage msg{ChildMessageKind::SetupFailed, stage, err, op_index, 0, 0, {}};
+    setCallInChild(msg, call);
+    while (send(plan.sync_fd, &msg, sizeof(msg), MSG_NOSIGNAL) < 0 && errno == EINTR) {
+    }
     _exit(125);
+}
+
+// A step that is one call: the message names it.
+[[noreturn]] void failCallInChild(const ChildPlan& plan, ChildStage stage, const char* call,
+                                  int err) noexcept {
+    failSetupInChild(plan, stage, err, -1, call);
+}
+
+// init's own setup failed after the command was started: the command goes
+// first, so that nothing of it outlives the refusal.
+[[noreturn]] void failInitInChild(const ChildPlan& plan, pid_t command, ChildStage stage,
+                                  const char* call, int err) noexcept {
+    kill(command, SIGKILL);
+    failCallInChild(plan, stage, call, err);
 }
 
 void wipeMemoryInChild(const ChildPlan& plan) noexcept {
@@ -41,8 +58,12 @@ void wipeMemoryInChild(const ChildPlan& plan) noexcept {
 }
 
 // Closes every fd the clone inherited from the supervisor (its terminal, its
-// pipes' read ends, a caller's leaked fd) except those in `keep`.
-void closeInheritedFdsInChild(int* keep, int count) noexcept {
+// pipes' read ends, a caller's leaked fd) except those in `keep`; returns 0
+// or an errno. An fd left open would be a way out (a host directory, the
+// caller's terminal), so a failure ends the setup.
+int closeInheritedFdsInChild(const ChildPlan& plan, FaultPoint point, int* keep,
+                             int count) noexcept {
+    if (faultInjected(point, plan.injected_fault)) return errno;
     for (int i = 1; i < count; ++i)  // insertion sort: count is tiny
         for (int j = i; j > 0 && keep[j - 1] > keep[j]; --j) {
             int t = keep[j];
@@ -52,11 +73,12 @@ void closeInheritedFdsInChild(int* keep, int count) noexcept {
     unsigned next = 0;
     for (int i = 0; i < count; ++i) {
         if (keep[i] < 0) continue;
-        if (static_cast<unsigned>(keep[i]) > next)
-            syscall(SYS_close_range, next, static_cast<unsigned>(keep[i]) - 1, 0U);
+        if (static_cast<unsigned>(keep[i]) > next &&
+            syscall(SYS_close_range, next, static_cast<unsigned>(keep[i]) - 1, 0U) < 0)
+            return errno;
         next = static_cast<unsigned>(keep[i]) + 1;
     }
-    syscall(SYS_close_range, next, ~0U, 0U);
+    return syscall(SYS_close_range, next, ~0U, 0U) < 0 ? errno : 0;
 }
 
 // The supervisor's "go" and "placed" are one byte each on the sync socket.
@@ -199,16 +221,17 @@ int commandEntryInChild(void* plan) noexcept {
     //    this user namespace only), so that even in the window before the
     //    command starts no process of the sandbox is host root.
     if (int err = keepCapabilitiesAcrossSetuidInChild())
-        failSetupInChild(plan, ChildStage::SetIds, err);
-    if (setresgid(plan.ids.inside_gid, plan.ids.inside_gid, plan.ids.inside_gid) < 0 ||
-        setresuid(plan.ids.inside_uid, plan.ids.inside_uid, plan.ids.inside_uid) < 0)
-        failSetupInChild(plan, ChildStage::SetIds, errno);
+        failCallInChild(plan, ChildStage::SetIds, "prctl(PR_SET_SECUREBITS, NO_SETUID_FIXUP)", err);
+    if (setresgid(plan.ids.inside_gid, plan.ids.inside_gid, plan.ids.inside_gid) < 0)
+        failCallInChild(plan, ChildStage::SetIds, "setresgid()", errno);
+    if (setresuid(plan.ids.inside_uid, plan.ids.inside_uid, plan.ids.inside_uid) < 0)
+        failCallInChild(plan, ChildStage::SetIds, "setresuid()", errno);
     markInChild(plan, static_cast<int>(ChildStage::SetIds));
 
     // 4. Die with the supervisor. Set after the uid change, which clears it
     //    (prctl(2)); then check the supervisor did not die before it was set.
     if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
-        failSetupInChild(plan, ChildStage::ParentDeath, errno);
+        failCallInChild(plan, ChildStage::ParentDeath, "prctl(PR_SET_PDEATHSIG, SIGKILL)", errno);
     if (supervisorGoneInChild(plan.sync_fd)) _exit(125);
     markInChild(plan, static_cast<int>(ChildStage::ParentDeath));
 
@@ -239,7 +262,7 @@ int commandEntryInChild(void* plan) noexcept {
     bool joined =
         net_helper >= 0 && ns::joinNetworkNamespaceInChild(net_helper, plan.netns_fd_slot) == 0;
     if (plan.netns_fd_slot >= 0 && !joined && unshare(CLONE_NEWNET) < 0)
-        failSetupInChild(plan, ChildStage::Loopback, errno);
+        failCallInChild(plan, ChildStage::Loopback, "unshare(CLONE_NEWNET)", errno);
     if (!joined)
         if (int err = ns::bringLoopbackUpInChild())
             failSetupInChild(plan, ChildStage::Loopback, err);
@@ -252,7 +275,8 @@ int commandEntryInChild(void* plan) noexcept {
                   plan.landlock.ruleset.get(),
                   plan.listener_socket_fd,
                   plan.socket_factory_fd};
-    closeInheritedFdsInChild(keep, 7);
+    if (int err = closeInheritedFdsInChild(plan, FaultPoint::CloseFds, keep, 7))
+        failCallInChild(plan, ChildStage::CloseFds, "close_range()", err);
 
     if (int err = ns::setHostnameInChild(plan.hostname.c_str(), plan.hostname.size()))
         failSetupInChild(plan, ChildStage::Hostname, err);
@@ -260,7 +284,8 @@ int commandEntryInChild(void* plan) noexcept {
     // 7. init may not be read or traced by the command: non-dumpable, and the
     //    caller's argv and environment (inherited in this copy of the
     //    supervisor's memory) wiped.
-    if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) failSetupInChild(plan, ChildStage::Dumpable, errno);
+    if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+        failCallInChild(plan, ChildStage::Dumpable, "prctl(PR_SET_DUMPABLE, 0)", errno);
     wipeMemoryInChild(plan);
     markInChild(plan, static_cast<int>(ChildStage::WipeMemory));
 
@@ -273,7 +298,8 @@ int commandEntryInChild(void* plan) noexcept {
         failSetupInChild(plan, ChildStage::JoinCgroups, err);
     }
     markInChild(plan, static_cast<int>(ChildStage::JoinCgroups));
-    if (unshare(CLONE_NEWCGROUP) < 0) failSetupInChild(plan, ChildStage::CgroupNamespace, errno);
+    if (unshare(CLONE_NEWCGROUP) < 0)
+        failCallInChild(plan, ChildStage::CgroupNamespace, "unshare(CLONE_NEWCGROUP)", errno);
     markInChild(plan, static_cast<int>(ChildStage::CgroupNamespace));
 
     // 9. The command, started as posix_spawn starts one: it shares init's
@@ -285,17 +311,33 @@ int commandEntryInChild(void* plan) noexcept {
     //    signal dispositions: no CLONE_FILES, CLONE_SIGHAND or CLONE_THREAD).
     pid_t command = clone(commandEntryInChild, commandStackTopInChild(),
                           CLONE_VM | CLONE_VFORK | SIGCHLD, &plan);
-    if (command < 0) failSetupInChild(plan, ChildStage::ForkCommand, errno);
+    if (command < 0)
+        failCallInChild(plan, ChildStage::ForkCommand, "clone(CLONE_VM|CLONE_VFORK)", errno);
     markInChild(plan, static_cast<int>(ChildStage::ForkCommand));
 
     // 10. init keeps only the sync socket (and a dev server's socket
     //    factory): no host fd, not even the output pipes, whose EOF must
     //    mean the command's whole tree is done.
+    //    A failure here would leave init holding what the command has shed
+    //    (host fds, capabilities in the namespace): the command is killed
+    //    (init's exit takes the whole namespace with it) and the run is
+    //    refused, never kept.
     int keep_sync[] = {plan.sync_fd, plan.socket_factory_fd};
-    closeInheritedFdsInChild(keep_sync, 2);
+    if (int err = closeInheritedFdsInChild(plan, FaultPoint::InitCloseFds, keep_sync, 2))
+        failInitInChild(plan, command, ChildStage::InitCloseFds, "close_range()", err);
     int failed_step = 0;
-    dropAllPrivilegesInChild(plan.last_cap, &failed_step);
-    setNoNewPrivsInChild();
+    int err = faultInjected(FaultPoint::InitDropPrivileges, plan.injected_fault)
+                  ? errno
+                  : dropAllPrivilegesInChild(plan.last_cap, &failed_step);
+    if (err)
+        failInitInChild(
+            plan, command, ChildStage::InitDropPrivileges,
+            failed_step == 0 ? "prctl(PR_SET_SECUREBITS)" : "capset() and the bounding set", err);
+    err = faultInjected(FaultPoint::InitNoNewPrivs, plan.injected_fault) ? errno
+                                                                         : setNoNewPrivsInChild();
+    if (err)
+        failInitInChild(plan, command, ChildStage::InitNoNewPrivs, "prctl(PR_SET_NO_NEW_PRIVS)",
+                        err);
     superviseCommandInChild(plan, command);
 }
 

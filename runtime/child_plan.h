@@ -15,6 +15,7 @@
 #include "namespaces/landlock.h"
 #include "namespaces/mount_plan.h"
 #include "namespaces/user.h"
+#include "runtime/fault_injection.h"
 #include "runtime/git_link.h"
 
 namespace stockade {
@@ -78,6 +79,8 @@ struct ChildPlan {
     static constexpr int kCommandEndedSlot = kStageSlots - 2;  // init saw it end
     static constexpr int kInitDoneSlot = kStageSlots - 1;      // stragglers killed
     uint64_t* stage_times = nullptr;
+    // STOCKADE_TEST_FAIL's child-side call, if any (runtime/fault_injection.h).
+    FaultPoint injected_fault = FaultPoint::None;
 };
 
 // Notes that `slot` (a ChildStage, or one of the slots above) has ended.

@@ -43,6 +43,14 @@ const char* describeStage(ChildStage stage) {
             return "clear the caller's environment from init";
         case ChildStage::ForkCommand:
             return "fork the command";
+        case ChildStage::CloseFds:
+            return "close the fds the sandbox inherited";
+        case ChildStage::InitCloseFds:
+            return "close init's fds";
+        case ChildStage::InitDropPrivileges:
+            return "drop init's privileges";
+        case ChildStage::InitNoNewPrivs:
+            return "set no_new_privs on init";
         case ChildStage::NewSession:
             return "start a new session";
         case ChildStage::Stdio:

@@ -4,12 +4,14 @@
 // command before exec) never interleave.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 namespace stockade {
 
 // Each step of the child's setup, in the order they run. A failure names its
-// step; the supervisor turns it into "stockade: <step>: ENAME".
+// step and, where the step knows it, the call; the supervisor turns it into
+// "stockade: <step>: <call>: ENAME".
 enum class ChildStage : uint32_t {
     WaitForGo,
     SetIds,
@@ -22,11 +24,15 @@ enum class ChildStage : uint32_t {
     LandlockRules,
     Hostname,
     Loopback,
+    CloseFds,
     Dumpable,
     WipeMemory,
     JoinCgroups,
     CgroupNamespace,
     ForkCommand,
+    InitCloseFds,
+    InitDropPrivileges,
+    InitNoNewPrivs,
     NewSession,
     Stdio,
     Workdir,
@@ -52,7 +58,18 @@ struct ChildMessage {
     int32_t op_index;     // the mount op that failed, or -1
     int32_t wait_status;  // Finished: the command's wait(2) status
     uint32_t stragglers;  // Finished: processes killed after the command ended
+    // SetupFailed: the call that failed with its arguments ("close_range(3,
+    // ~0)"), NUL-terminated, cut to fit; empty when the step does not say.
+    char call[48];
 };
+
+// Copies `call` into the message, cut to fit; async-signal-safe.
+inline void setCallInChild(ChildMessage& msg, const char* call) noexcept {
+    size_t i = 0;
+    for (; call != nullptr && call[i] != '\0' && i + 1 < sizeof(msg.call); ++i)
+        msg.call[i] = call[i];
+    msg.call[i] = '\0';
+}
 
 const char* describeStage(ChildStage stage);
 

@@ -124,7 +124,6 @@ void DevServer::started(pid_t sandbox_pid, InsideSockets& sockets) {
 
 void DevServer::output(int stream, const char* data, size_t size) {
     log_.write(data, size);
-    if (options_.echo) writeAll(2, data, size);
     (void)stream;
     if (pattern_ && !ready_) {
         pattern_->feed(data, size);

@@ -68,6 +68,9 @@ class DevServer : public ServiceHooks {
     Status beforeStart(pid_t sandbox_pid) override;
     void started(pid_t sandbox_pid, InsideSockets& sockets) override;
     void output(int stream, const char* data, size_t size) override;
+    // Foreground: both streams to stockade's stderr (stdout carries the
+    // ready line), echoed by the supervisor without waiting.
+    int echoFd(int) const override { return options_.echo ? 2 : -1; }
     int pollFd() const override { return epoll_.get(); }
     std::optional<Ending> onReadable() override;
     bool ready() const { return ready_; }

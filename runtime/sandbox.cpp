@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
@@ -28,6 +29,8 @@
 #include "runtime/cgroup_limits.h"
 #include "runtime/child_plan_builder.h"
 #include "runtime/child_protocol.h"
+#include "runtime/echo_sink.h"
+#include "runtime/fault_injection.h"
 #include "runtime/sandbox_seccomp.h"
 #include "runtime/supervisor_hardening.h"
 #include "seccomp/denials.h"
@@ -43,13 +46,27 @@ uint64_t msSince(Clock::time_point start) {
         std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count());
 }
 
+// The message says the step and the call once; the errno travels apart and
+// is named once where the line is printed ("<step>: <call>: ENAME").
 SandboxOutcome setupFailure(const std::string& stage, const Error& error) {
     SandboxOutcome out;
     out.ending = Ending::SetupFailed;
     out.error_stage = stage;
-    out.error_message = error.describe();
+    out.error_message = stage + ": " + error.text();
     out.error_errno = error.errnum();
     return out;
+}
+
+// A failure the child reported: its step, the mount op or the call it names.
+void childSetupFailure(const ChildMessage& msg, const ChildPlan& plan, SandboxOutcome& out) {
+    out.ending = Ending::SetupFailed;
+    out.error_errno = msg.err;
+    out.error_stage = describeStage(msg.stage);
+    out.error_message = out.error_stage;
+    if (msg.op_index >= 0 && static_cast<size_t>(msg.op_index) < plan.mounts.ops.size())
+        out.error_message = plan.mounts.ops[static_cast<size_t>(msg.op_index)].description;
+    std::string call(msg.call, strnlen(msg.call, sizeof(msg.call)));
+    if (!call.empty()) out.error_message += ": " + call;
 }
 
 // --log-level debug: where the child side notes the end of each stage
@@ -178,11 +195,11 @@ struct Streams {
 
 Result<Streams> makeStreams() {
     int out[2], err[2];
-    if (pipe2(out, O_CLOEXEC) < 0) return Error::fromErrno("pipe2()");
+    if (pipe2(out, O_CLOEXEC) < 0) return Error::fromErrno("pipe2(O_CLOEXEC) for stdout");
     Streams s;
     s.out_read.reset(out[0]);
     s.out_write.reset(out[1]);
-    if (pipe2(err, O_CLOEXEC) < 0) return Error::fromErrno("pipe2()");
+    if (pipe2(err, O_CLOEXEC) < 0) return Error::fromErrno("pipe2(O_CLOEXEC) for stderr");
     s.err_read.reset(err[0]);
     s.err_write.reset(err[1]);
     // Bigger pipes mean fewer wakeups when a command floods its output.
@@ -203,26 +220,51 @@ class Supervision {
           signal_fd_(signal_fd),
           timer_fd_(timer_fd),
           listener_socket_(listener_socket),
-          hooks_(hooks) {}
+          hooks_(hooks),
+          out_echo_(echoFdFor(policy, hooks, 1)),
+          err_echo_(echoFdFor(policy, hooks, 2)) {}
 
     void run(SandboxOutcome& out);
-    int failedOp() const { return failure_ ? failure_->op_index : -1; }
+    // The child's first failure, if it reported one.
+    const std::optional<ChildMessage>& failure() const { return failure_; }
     // How often poll returned: a handful for a quiet run, one more per chunk
     // of output or refused call. An fd left in the set after it hung up
     // makes poll return at once, again and again, and shows here as
     // thousands (--log-level debug logs it).
     uint64_t wakeups() const { return wakeups_; }
+    void logEcho() const;
 
   private:
+    static int echoFdFor(const Policy& policy, ServiceHooks* hooks, int stream) {
+        if (hooks) return hooks->echoFd(stream);
+        return policy.quiet ? -1 : stream;
+    }
+    // A one-shot run's echo holds back the sandbox's pipe while it is full:
+    // the command waits as the writer of any full pipe would, and a slow
+    // reader (`| less`, `| wc -l`) still gets every byte. A service's echo
+    // drops instead: its log has every byte, and a stalled terminal must not
+    // stall the server. Once a bound has fired, or the echo was abandoned,
+    // nothing holds back: what is left is read, counted and hashed at once.
+    bool pauses() const { return !hooks_ && !kill_reason_ && !echo_abandoned_; }
+    void abandonEcho() {
+        echo_abandoned_ = true;
+        out_echo_.abandon();
+        err_echo_.abandon();
+    }
     // Asks init to kill everything and report (so stragglers are counted
     // and the command's status is known); if init has not finished within a
     // second, the kernel does it: SIGKILL to init ends the whole namespace.
+    // Where the request or the fallback timer cannot be had, SIGKILL at once.
     void kill(Ending why) {
         if (!kill_reason_) kill_reason_ = why;
         if (phase_ >= Phase::KillRequested) return;
         phase_ = Phase::KillRequested;
-        syscall(SYS_pidfd_send_signal, pidfd_, SIGRTMIN, nullptr, 0);
-        arm(1000);
+        if (syscall(SYS_pidfd_send_signal, pidfd_, SIGRTMIN, nullptr, 0) < 0 || !arm(1000))
+            forceKill();
+    }
+    void forceKill() {
+        phase_ = Phase::Forced;
+        syscall(SYS_pidfd_send_signal, pidfd_, SIGKILL, nullptr, 0);
     }
     // SIGINT/SIGTERM/SIGHUP to stockade: passed on to the command (through
     // init), as a shell would; whatever is still running after the grace
@@ -235,8 +277,9 @@ class Supervision {
         kill_reason_ = Ending::Cancelled;
         cancel_signal_ = sig;
         phase_ = Phase::Forwarded;
-        syscall(SYS_pidfd_send_signal, pidfd_, sig, nullptr, 0);
-        arm(kCancelGraceMs);
+        // No grace period without a timer to end it: killed at once.
+        if (syscall(SYS_pidfd_send_signal, pidfd_, sig, nullptr, 0) < 0 || !arm(kCancelGraceMs))
+            kill(Ending::Cancelled);
     }
     void onTimer() {
         switch (phase_) {
@@ -247,24 +290,23 @@ class Supervision {
                 kill(Ending::Cancelled);
                 break;
             case Phase::KillRequested:
-                phase_ = Phase::Forced;
-                syscall(SYS_pidfd_send_signal, pidfd_, SIGKILL, nullptr, 0);
+                forceKill();
                 break;
             case Phase::Forced:
                 break;
         }
     }
-    void arm(long ms) {
+    bool arm(long ms) {
         itimerspec when{};
         when.it_value.tv_sec = ms / 1000;
         when.it_value.tv_nsec = (ms % 1000) * 1000000;
-        timerfd_settime(timer_fd_, 0, &when, nullptr);
+        return timerfd_settime(timer_fd_, 0, &when, nullptr) == 0;
     }
     static constexpr long kCancelGraceMs = 2000;
     enum class Phase { Running, Forwarded, KillRequested, Forced };
     Phase phase_ = Phase::Running;
     // Returns false at EOF.
-    bool pump(int fd, OutputCapture& capture, int echo_fd, bool& echo_ok);
+    bool pump(int fd, int stream, OutputCapture& capture, EchoSink& echo);
     void onHooks() {
         if (auto ending = hooks_->onReadable()) kill(*ending);
     }
@@ -287,17 +329,22 @@ class Supervision {
     std::optional<ChildMessage> failure_;
     std::optional<ChildMessage> finished_;
     uint64_t wakeups_ = 0;
+    EchoSink out_echo_, err_echo_;
+    bool echo_abandoned_ = false;
     char buffer_[1 << 18];  // 256 KiB: fewer reads per byte when a command floods its output
 };
 
-bool Supervision::pump(int fd, OutputCapture& capture, int echo_fd, bool& echo_ok) {
-    ssize_t n = read(fd, buffer_, sizeof(buffer_));
+bool Supervision::pump(int fd, int stream, OutputCapture& capture, EchoSink& echo) {
+    size_t want = sizeof(buffer_);
+    if (pauses()) want = std::min(want, echo.room());  // never 0: polled only with room
+    ssize_t n = read(fd, buffer_, want);
     if (n < 0) return errno == EINTR || errno == EAGAIN;
     if (n == 0) return false;
     size_t size = static_cast<size_t>(n);
     if (hooks_) {  // a service's output goes to its log, with no limit that kills
         capture.feed(buffer_, size);
-        hooks_->output(echo_fd, buffer_, size);
+        hooks_->output(stream, buffer_, size);
+        echo.accept(buffer_, size);
         return true;
     }
     if (kill_reason_ == Ending::OutputLimit) return true;  // discard past the limit
@@ -311,21 +358,18 @@ bool Supervision::pump(int fd, OutputCapture& capture, int echo_fd, bool& echo_o
         }
     }
     capture.feed(buffer_, size);
-    if (echo_ok && !policy_.quiet) {
-        const char* p = buffer_;
-        size_t left = size;
-        while (left > 0) {
-            ssize_t w = write(echo_fd, p, left);
-            if (w < 0 && errno == EINTR) continue;
-            if (w <= 0) {
-                echo_ok = false;  // our own stdout went away; keep capturing
-                break;
-            }
-            p += w;
-            left -= static_cast<size_t>(w);
-        }
-    }
+    echo.accept(buffer_, size);
     return true;
+}
+
+void Supervision::logEcho() const {
+    if (!debugEnabled()) return;
+    const EchoSink* sinks[] = {&out_echo_, &err_echo_};
+    const char* names[] = {"stdout", "stderr"};
+    for (int i = 0; i < 2; ++i)
+        std::fprintf(stderr, "stockade: debug: echo of the command's %s: %s, %llu bytes dropped\n",
+                     names[i], sinks[i]->methodName(),
+                     static_cast<unsigned long long>(sinks[i]->dropped()));
 }
 
 // A refused syscall waits in the kernel until answered: answer it now. The
@@ -348,21 +392,29 @@ void Supervision::readMessages() {
 
 void Supervision::run(SandboxOutcome& out) {
     bool out_open = true, err_open = true, alive = true, sync_open = true;
-    bool echo_out = true, echo_err = true;
-    while (alive || out_open || err_open) {
-        pollfd fds[9];
+    // Once the sandbox is gone, what the echo still holds goes out while the
+    // caller takes it, but never past the timeout or a signal to stockade;
+    // after a bound fired it is dropped at once.
+    auto flushing = [&] { return !kill_reason_ && (out_echo_.pending() || err_echo_.pending()); };
+    while (alive || out_open || err_open || flushing()) {
+        pollfd fds[11];
         nfds_t n = 0;
-        auto add = [&](int fd, bool want) -> int {
+        auto add = [&](int fd, bool want, short events = POLLIN) -> int {
             if (!want || fd < 0) return -1;
-            fds[n] = {fd, POLLIN, 0};
+            fds[n] = {fd, events, 0};
             return static_cast<int>(n++);
         };
-        int i_out = add(streams_.out_read.get(), out_open);
-        int i_err = add(streams_.err_read.get(), err_open);
+        auto readable = [&](bool open, const EchoSink& echo) {
+            return open && (!pauses() || echo.room() > 0);
+        };
+        int i_out = add(streams_.out_read.get(), readable(out_open, out_echo_));
+        int i_err = add(streams_.err_read.get(), readable(err_open, err_echo_));
+        int i_out_echo = add(out_echo_.pollFd(), true, POLLOUT);
+        int i_err_echo = add(err_echo_.pollFd(), true, POLLOUT);
         int i_pid = add(pidfd_, alive);
         int i_sync = add(sync_fd_, alive && sync_open);
-        int i_sig = add(signal_fd_, alive);
-        int i_timer = add(timer_fd_, alive);
+        int i_sig = add(signal_fd_, true);
+        int i_timer = add(timer_fd_, true);
         int i_lsock = add(listener_socket_, alive && !listener_);
         int i_listener = add(listener_.get(), alive && listener_);
         int i_hooks = add(hooks_ ? hooks_->pollFd() : -1, alive);
@@ -374,8 +426,13 @@ void Supervision::run(SandboxOutcome& out) {
         auto ready = [&](int i) {
             return i >= 0 && (fds[i].revents & (POLLIN | POLLHUP | POLLERR));
         };
-        if (ready(i_out)) out_open = pump(streams_.out_read.get(), out_capture_, 1, echo_out);
-        if (ready(i_err)) err_open = pump(streams_.err_read.get(), err_capture_, 2, echo_err);
+        auto writable = [&](int i) {
+            return i >= 0 && (fds[i].revents & (POLLOUT | POLLHUP | POLLERR | POLLNVAL));
+        };
+        if (writable(i_out_echo)) out_echo_.flush();
+        if (writable(i_err_echo)) err_echo_.flush();
+        if (ready(i_out)) out_open = pump(streams_.out_read.get(), 1, out_capture_, out_echo_);
+        if (ready(i_err)) err_open = pump(streams_.err_read.get(), 2, err_capture_, err_echo_);
         if (ready(i_sync)) {
             readMessages();
             // init closes its end as it exits, some time before the pidfd
@@ -402,15 +459,24 @@ void Supervision::run(SandboxOutcome& out) {
                 listener_socket_ = -1;  // hung up without a listener: nothing to report
             }
         }
+        // After the sandbox is gone, the timer or a signal only ends the
+        // echo's flush: the command's own ending stands.
         if (ready(i_sig)) {
             signalfd_siginfo info;
-            if (read(signal_fd_, &info, sizeof(info)) == sizeof(info))
-                cancel(static_cast<int>(info.ssi_signo));
+            if (read(signal_fd_, &info, sizeof(info)) == sizeof(info)) {
+                if (alive)
+                    cancel(static_cast<int>(info.ssi_signo));
+                else
+                    abandonEcho();
+            }
         }
         if (ready(i_timer)) {
             uint64_t expirations;
             (void)!read(timer_fd_, &expirations, sizeof(expirations));
-            onTimer();
+            if (alive)
+                onTimer();
+            else
+                abandonEcho();
         }
         if (ready(i_pid)) {
             // init is gone, and the kernel reaped every other process of the
@@ -420,6 +486,9 @@ void Supervision::run(SandboxOutcome& out) {
             readMessages();
         }
     }
+
+    abandonEcho();  // after a bound fired: what the caller did not take is dropped, counted
+    logEcho();
 
     siginfo_t info{};
     rusage usage{};
@@ -437,10 +506,7 @@ void Supervision::run(SandboxOutcome& out) {
 
     if (failure_ && failure_->kind == ChildMessageKind::SetupFailed) {
         out.ending = Ending::SetupFailed;
-        out.error_errno = failure_->err;
-        out.error_stage = describeStage(failure_->stage);
-        out.error_message = out.error_stage;
-        return;  // op descriptions are filled in by the caller, which has the plan
+        return;  // described by the caller, which has the plan
     }
     if (kill_reason_) {
         out.ending = *kill_reason_;
@@ -579,25 +645,54 @@ SandboxOutcome runSandbox(const Policy& policy, ServiceHooks* hooks, const Ident
     findWipeRanges(*plan);
     ChildTimes child_times;
     plan->stage_times = child_times.slots();
+    const FaultPoint fault = injectedFault();
+    plan->injected_fault = fault;
 
     // Signals that end or steer the run arrive through a signalfd; they stay
-    // blocked in the clone, whose init takes them with sigwaitinfo.
+    // blocked in the clone, whose init takes them with sigwaitinfo. Each of
+    // these calls is checked: without the signalfd, cancellation would not
+    // reach the sandbox; without the timer, neither --timeout nor the kill
+    // fallback would hold. Either is a refusal, never a run without them.
     sigset_t mask, old_mask;
     sigemptyset(&mask);
     for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD, SIGUSR1, SIGUSR2, SIGRTMIN})
         sigaddset(&mask, sig);
-    sigprocmask(SIG_BLOCK, &mask, &old_mask);
+    if (faultInjected(FaultPoint::Sigprocmask, fault) ||
+        sigprocmask(SIG_BLOCK, &mask, &old_mask) < 0)
+        return setupFailure("take stockade's signals through a signalfd",
+                            Error::fromErrno("sigprocmask(SIG_BLOCK)"));
+    auto restore = [&] { sigprocmask(SIG_SETMASK, &old_mask, nullptr); };
     signal(SIGPIPE, SIG_IGN);
     sigset_t cancel;
     sigemptyset(&cancel);
     for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&cancel, sig);
-    UniqueFd signal_fd(signalfd(-1, &cancel, SFD_CLOEXEC | SFD_NONBLOCK));
-    UniqueFd timer_fd(timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK));
+    UniqueFd signal_fd(faultInjected(FaultPoint::SignalFd, fault)
+                           ? -1
+                           : signalfd(-1, &cancel, SFD_CLOEXEC | SFD_NONBLOCK));
+    if (!signal_fd) {
+        Error error = Error::fromErrno("signalfd(SIGINT|SIGTERM|SIGHUP)");
+        restore();
+        return setupFailure("take stockade's signals through a signalfd", error);
+    }
+    UniqueFd timer_fd(faultInjected(FaultPoint::TimerFdCreate, fault)
+                          ? -1
+                          : timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK));
+    if (!timer_fd) {
+        Error error = Error::fromErrno("timerfd_create(CLOCK_MONOTONIC)");
+        restore();
+        return setupFailure("create the timer for --timeout and the kill fallback", error);
+    }
     if (policy.limits.timeout_ms) {
         itimerspec when{};
         when.it_value.tv_sec = static_cast<time_t>(*policy.limits.timeout_ms / 1000);
         when.it_value.tv_nsec = static_cast<long>(*policy.limits.timeout_ms % 1000) * 1000000;
-        timerfd_settime(timer_fd.get(), 0, &when, nullptr);
+        if (faultInjected(FaultPoint::TimerFdSettime, fault) ||
+            timerfd_settime(timer_fd.get(), 0, &when, nullptr) < 0) {
+            Error error = Error::fromErrno("timerfd_settime(" +
+                                           std::to_string(*policy.limits.timeout_ms) + " ms)");
+            restore();
+            return setupFailure("arm --timeout", error);
+        }
     }
 
     steps.done("pipes, sockets, signal and timer fds");
@@ -631,7 +726,6 @@ SandboxOutcome runSandbox(const Policy& policy, ServiceHooks* hooks, const Ident
     plan->prepared.clear();  // likewise the held host paths cloned for the child
     streams->out_write.reset();
     streams->err_write.reset();
-    auto restore = [&] { sigprocmask(SIG_SETMASK, &old_mask, nullptr); };
     if (pid < 0) {
         restore();
         return setupFailure("create the namespaces",
@@ -653,13 +747,25 @@ SandboxOutcome runSandbox(const Policy& policy, ServiceHooks* hooks, const Ident
         siginfo_t info;
         syscall(SYS_waitid, P_PIDFD, pidfd, &info, WEXITED, nullptr);
         restore();
+        // The child may have failed first, and the parent's error be only
+        // its reaction (EPIPE or ECONNRESET on the socket the child closed):
+        // the child's own first failure is the cause to report.
+        ChildMessage msg;
+        while (recv(sync_parent.get(), &msg, sizeof(msg), MSG_DONTWAIT) == sizeof(msg)) {
+            if (msg.kind != ChildMessageKind::SetupFailed) continue;
+            SandboxOutcome failed = setupFailure(stage, error);
+            childSetupFailure(msg, *plan, failed);
+            return failed;
+        }
         return setupFailure(stage, error);
     };
     if (auto maps = ns::writeIdMaps(static_cast<pid_t>(pid), identity->ids); !maps)
         return abandon("write the user namespace's id maps", maps.error());
     steps.done("write the id maps");
     char go = 1;
-    send(sync_parent.get(), &go, 1, MSG_NOSIGNAL);
+    if (faultInjected(FaultPoint::SendGo, fault) ||
+        send(sync_parent.get(), &go, 1, MSG_NOSIGNAL) != 1)
+        return abandon("send the child its go", Error::fromErrno("send(go)"));
     auto tasks = cgroups->makeV1Leaves();
     if (!tasks) return abandon("set up the sandbox's cgroups", tasks.error());
     steps.done("make the v1 cgroup leaves (the child builds its root meanwhile)");
@@ -697,10 +803,8 @@ SandboxOutcome runSandbox(const Policy& policy, ServiceHooks* hooks, const Ident
     out.oom_killed = events.oom_killed;
     out.pids_limit_hit = events.pids_limit_hit;
     if (events.peak_memory) out.peak_memory_bytes = events.peak_memory;
-    int op = supervision.failedOp();
-    if (out.ending == Ending::SetupFailed && op >= 0 &&
-        static_cast<size_t>(op) < plan->mounts.ops.size())
-        out.error_message = plan->mounts.ops[static_cast<size_t>(op)].description;
+    if (out.ending == Ending::SetupFailed && supervision.failure())
+        childSetupFailure(*supervision.failure(), *plan, out);
     out.duration_ms = msSince(start);
     return out;
 }

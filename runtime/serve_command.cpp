@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "runtime/dev_server.h"
+#include "runtime/echo_sink.h"
 #include "runtime/forwarder.h"
 #include "runtime/result.h"
 #include "runtime/run_command.h"
@@ -35,8 +36,10 @@ constexpr uint64_t kDefaultLogBytes = 64ull << 20;
 // before it SIGKILLs the supervisor itself.
 constexpr uint64_t kStopWaitMs = 10000;
 
+// A foreground caller may never read stderr (the server's echo goes there
+// too): the line waits a second at most, then the exit goes ahead.
 void say(const std::string& line) {
-    std::fprintf(stderr, "stockade: %s\n", escapeForTerminal(line).c_str());
+    writeWithin(2, "stockade: " + escapeForTerminal(line) + "\n", 1000);
 }
 
 int64_t unixMs() {

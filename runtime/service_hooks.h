@@ -1,7 +1,8 @@
 // What a long-lived sandbox (`stockade serve`, SPEC §7) adds to the
 // supervisor's loop in runSandbox. One-shot runs pass no hooks and are
 // unchanged; with hooks, the command's output goes to them instead of the
-// echo and the output limit, and they may end the sandbox (not ready).
+// output limit, the echo goes where they say, and they may end the sandbox
+// (not ready).
 #pragma once
 
 #include <sys/types.h>
@@ -48,6 +49,13 @@ class ServiceHooks {
     virtual void started(pid_t sandbox_pid, InsideSockets& sockets) = 0;
     // A chunk of the command's stdout (stream 1) or stderr (stream 2).
     virtual void output(int stream, const char* data, size_t size) = 0;
+    // Where the supervisor echoes `stream` live (stockade's 1 or 2), or -1.
+    // The supervisor writes it without ever waiting (runtime/echo_sink.h):
+    // a stalled terminal must not stall the loop that forwards the port.
+    virtual int echoFd(int stream) const {
+        (void)stream;
+        return -1;
+    }
     // An fd the loop polls for readability (the hooks' own epoll set).
     virtual int pollFd() const = 0;
     // Called when pollFd() is readable; an Ending ends the sandbox with it.

@@ -119,6 +119,10 @@ struct Launch {
     // end at fd 42), as a careless caller would.
     bool leakFds = true;
     std::string leakedFile;  // what fd 7 opens; /etc/hostname when empty
+    // A caller that never drains stockade's stdout (or stderr): the pipe's
+    // read end stays open, so writes neither fail nor complete once it is full.
+    bool leaveStdoutUnread = false;
+    bool leaveStderrUnread = false;
 };
 
 struct Completed {
@@ -155,6 +159,7 @@ class StockadeProcess {
     UniqueFd out_;
     UniqueFd err_;
     UniqueFd ptyMaster_;
+    UniqueFd unreadOut_, unreadErr_;  // held open, never read (Launch::leave*Unread)
     Completed completed_;
 };
 

@@ -77,8 +77,8 @@ StockadeProcess::StockadeProcess(const Launch& launch) {
     inWrite.reset();
     auto [outRead, outWrite] = makePipe();
     auto [errRead, errWrite] = makePipe();
-    out_ = std::move(outRead);
-    err_ = std::move(errRead);
+    (launch.leaveStdoutUnread ? unreadOut_ : out_) = std::move(outRead);
+    (launch.leaveStderrUnread ? unreadErr_ : err_) = std::move(errRead);
 
     std::string ptySlave;
     if (launch.controllingTerminal) {

@@ -1,0 +1,218 @@
+// The supervisor under a hostile caller or a failing host (issue 15): a
+// caller that never drains stockade's stdout or stderr stretches no bound
+// (the timeout, a SIGTERM, the output limit, serve's ready timeout fire on
+// time), and every setup call whose failure would weaken a guarantee turns
+// that failure into a refusal that names the step and the call, with the
+// errno once (STOCKADE_TEST_FAIL, runtime/fault_injection.h).
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <regex>
+#include <string>
+#include <thread>
+
+#include "harness.h"
+
+using namespace stockade::itest;
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Far more output than any buffer between the command and the caller holds,
+// then a command that would outlive every bound here.
+const std::vector<std::string> kFlood = {"/bin/sh", "-c", "yes | head -c 100000000; sleep 100"};
+
+// A port nothing on the host listens on now (bound to 0, then released).
+uint16_t freePort() {
+    stockade::UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    ::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), len);
+    ::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&addr), &len);
+    return ntohs(addr.sin_port);
+}
+
+size_t count(const std::string& text, const std::string& needle) {
+    size_t n = 0;
+    for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1))
+        ++n;
+    return n;
+}
+
+}  // namespace
+
+TEST_CASE("supervisor: a caller that never reads stdout does not stretch --timeout",
+          "[supervisor]") {
+    STOCKADE_EACH_MODE(mode);
+    Sandbox sandbox(mode);
+    sandbox.option("--timeout", "2").option("--log-level", "debug");
+    Launch launch = sandbox.launch(kFlood);
+    launch.leaveStdoutUnread = true;
+    StockadeProcess process(launch);
+    // The harness's bound, not a measure of speed: the command alone would
+    // take 100 s, and a blocking echo would never return at all.
+    const Completed done = process.finish(20s);
+    INFO(done.describe());
+    CHECK_FALSE(done.timedOut);
+    CHECK(done.exitCode == 124);
+    const json result = sandbox.result();
+    CHECK(result.value("status", "") == "timed_out");
+    CHECK(result.value("reason", "") == "timeout");
+    // Everything the command wrote was read, counted and hashed, although
+    // the caller took at most a pipe's worth of it: the rest of the echo
+    // was dropped, and said so.
+    CHECK(result["stdout"].value("bytes", 0ull) > (1ull << 20) + 65536);
+    std::smatch echo;
+    REQUIRE(std::regex_search(done.err, echo,
+                              std::regex("echo of the command's stdout: ([^\n]*), ([0-9]+) "
+                                         "bytes dropped")));
+    CHECK(echo[1] != "none");
+    CHECK(std::stoull(echo[2]) > 0);
+}
+
+TEST_CASE("supervisor: a caller that never reads stdout does not delay SIGTERM's cancellation",
+          "[supervisor]") {
+    STOCKADE_EACH_MODE(mode);
+    Sandbox sandbox(mode);
+    Launch launch = sandbox.launch(kFlood);
+    launch.leaveStdoutUnread = true;
+    StockadeProcess process(launch);
+    // Long enough for the caller's pipe and the echo's buffer to fill.
+    std::this_thread::sleep_for(1500ms);
+    process.signal(SIGTERM);
+    const Completed done = process.finish(20s);
+    INFO(done.describe());
+    CHECK_FALSE(done.timedOut);
+    CHECK(done.exitCode == 128 + SIGTERM);
+    const json result = sandbox.result();
+    CHECK(result.value("status", "") == "cancelled");
+}
+
+TEST_CASE("supervisor: a caller that never reads stdout does not hold off the output limit",
+          "[supervisor]") {
+    STOCKADE_EACH_MODE(mode);
+    Sandbox sandbox(mode);
+    sandbox.option("--output-limit", "512k");
+    Launch launch = sandbox.launch(kFlood);
+    launch.leaveStdoutUnread = true;
+    StockadeProcess process(launch);
+    const Completed done = process.finish(20s);
+    INFO(done.describe());
+    CHECK_FALSE(done.timedOut);
+    const json result = sandbox.result();
+    CHECK(result.value("status", "") == "blocked");
+    CHECK(result.value("reason", "") == "output_limit");
+    CHECK(result["stdout"].value("bytes", 0ull) == 512ull * 1024);
+}
+
+TEST_CASE("supervisor: a caller that never reads the oracle's stdout still gets its timeout",
+          "[supervisor][oracle]") {
+    STOCKADE_EACH_MODE(mode);
+    Sandbox sandbox(mode);
+    sandbox.option("--timeout", "2");
+    const std::string held = sandbox.scratch().makeDir("held");
+    sandbox.scratch().writeFile("held/t.txt", "held\n");
+    const std::string verdict = sandbox.scratch().at("verdict.json");
+    Launch launch = sandbox.launch(kFlood);
+    launch.args[0] = "oracle";
+    const std::vector<std::string> options = {"--held", held, "--verdict", verdict};
+    launch.args.insert(launch.args.begin() + 1, options.begin(), options.end());
+    launch.leaveStdoutUnread = true;  // with --verdict, the echo goes to stdout
+    StockadeProcess process(launch);
+    const Completed done = process.finish(20s);
+    INFO(done.describe());
+    CHECK_FALSE(done.timedOut);
+    CHECK(done.exitCode == 124);
+    const json v = json::parse(readFileOrEmpty(verdict), nullptr, false);
+    CHECK(v.is_object());
+    if (v.is_object()) CHECK(v.value("verdict", "") == "timeout");
+}
+
+TEST_CASE("supervisor: a serve whose stderr is never read is still torn down at --ready-timeout",
+          "[supervisor][serve]") {
+    STOCKADE_EACH_MODE(mode);
+    Sandbox sandbox(mode);
+    const std::string name = randomToken("itest-stall");
+    Launch launch = sandbox.launch({"/bin/sh", "-c", "yes >&2"});
+    launch.args[0] = "serve";
+    // Nothing listens in the sandbox, so it is never ready.
+    const std::vector<std::string> options = {
+        "--name", name, "--port", std::to_string(freePort()), "--ready-timeout", "2"};
+    launch.args.insert(launch.args.begin() + 1, options.begin(), options.end());
+    launch.leaveStderrUnread = true;
+    StockadeProcess process(launch);
+    const Completed done = process.finish(20s);
+    INFO(done.describe());
+    CHECK_FALSE(done.timedOut);
+    CHECK(done.exitCode == 124);
+    CHECK(sandbox.result().value("reason", "") == "not_ready");
+    const std::string state =
+        mode == Mode::Root ? "/run/stockade" : "/tmp/stockade-" + std::to_string(kNobody);
+    for (const char* suffix : {".log", ".log.1"}) ::unlink((state + "/" + name + suffix).c_str());
+}
+
+// Each checked setup call, made to fail: the run is refused (125, status
+// error), the line on stderr names the step and the call with the errno
+// once, and nothing of the command is left running.
+TEST_CASE("supervisor: each checked setup call that fails refuses the run and names the call",
+          "[supervisor]") {
+    struct Injected {
+        const char* point;
+        const char* line;  // what stockade's error line must hold
+        const char* err;
+    };
+    const Injected injected = GENERATE(
+        Injected{"sigprocmask",
+                 "take stockade's signals through a signalfd: sigprocmask(SIG_BLOCK): EINVAL",
+                 "EINVAL"},
+        Injected{"signalfd",
+                 "take stockade's signals through a signalfd: signalfd(SIGINT|SIGTERM|SIGHUP): "
+                 "EMFILE",
+                 "EMFILE"},
+        Injected{"timerfd_create",
+                 "create the timer for --timeout and the kill fallback: "
+                 "timerfd_create(CLOCK_MONOTONIC): EMFILE",
+                 "EMFILE"},
+        Injected{"timerfd_settime", "arm --timeout: timerfd_settime(30000 ms): EINVAL", "EINVAL"},
+        Injected{"send-go", "send the child its go: send(go): ENOBUFS", "ENOBUFS"},
+        Injected{"close_range", "close the fds the sandbox inherited: close_range(): EINVAL",
+                 "EINVAL"},
+        Injected{"init-close_range", "close init's fds: close_range(): EINVAL", "EINVAL"},
+        Injected{"init-drop-privileges", "drop init's privileges: prctl(PR_SET_SECUREBITS): EPERM",
+                 "EPERM"},
+        Injected{"init-no_new_privs",
+                 "set no_new_privs on init: prctl(PR_SET_NO_NEW_PRIVS): EINVAL", "EINVAL"});
+    STOCKADE_EACH_MODE(mode);
+    INFO("STOCKADE_TEST_FAIL=" << injected.point);
+    Sandbox sandbox(mode);
+    TokenReaper reaper(randomToken("injected"));
+    sandbox.option("--timeout", "30")
+        .callerEnv(std::string("STOCKADE_TEST_FAIL=") + injected.point);
+    const Completed done = sandbox.run(probeCommand({"sleep-with-token", reaper.token(), "60"}));
+    INFO(done.describe());
+    CHECK(done.exitCode == 125);
+    CHECK(done.err.find(std::string("stockade: ") + injected.line + "\n") != std::string::npos);
+    CHECK(count(done.err, injected.err) == 1);
+    const json result = sandbox.result();
+    CHECK(result.value("status", "") == "error");
+    CHECK(result["error"].value("errno", 0) != 0);
+    CHECK(waitUntilNoProcessHas(reaper.token(), 5s));
+}
+
+TEST_CASE("supervisor: STOCKADE_TEST_FAIL naming no call changes nothing", "[supervisor]") {
+    STOCKADE_EACH_MODE(mode);
+    Sandbox sandbox(mode);
+    sandbox.callerEnv("STOCKADE_TEST_FAIL=no-such-call");
+    const Completed done = sandbox.run({"/bin/true"});
+    INFO(done.describe());
+    CHECK(done.exitCode == 0);
+}

@@ -21,6 +21,7 @@
 #include "namespaces/uts_in_child.h"
 #include "runtime/child_plan.h"
 #include "runtime/child_protocol.h"
+#include "runtime/userns_limits_in_child.h"
 #include "runtime/command_in_child.h"
 #include "runtime/privileges_in_child.h"
 
@@ -234,6 +235,14 @@ int commandEntryInChild(void* plan) noexcept {
         failCallInChild(plan, ChildStage::ParentDeath, "prctl(PR_SET_PDEATHSIG, SIGKILL)", errno);
     if (supervisorGoneInChild(plan.sync_fd)) _exit(125);
     markInChild(plan, static_cast<int>(ChildStage::ParentDeath));
+
+    //    The user namespace's own inotify maxima, while CAP_SYS_RESOURCE in
+    //    it is still held (only its holder may lower them, and only until
+    //    the command runs): counts are charged up to the caller's uid.
+    if (int err = boundUserNamespaceInChild(plan.userns_bounds))
+        failCallInChild(plan, ChildStage::UserNamespaceLimits,
+                        "write(/proc/sys/user/max_inotify_*)", err);
+    markInChild(plan, static_cast<int>(ChildStage::UserNamespaceLimits));
 
     // 5. The filesystem view. Sources were opened before the staging tmpfs
     //    covers anything; /proc is mounted inside the new root before the old

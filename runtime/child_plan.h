@@ -17,6 +17,7 @@
 #include "namespaces/user.h"
 #include "runtime/fault_injection.h"
 #include "runtime/git_link.h"
+#include "runtime/userns_limits_in_child.h"
 
 namespace stockade {
 
@@ -81,6 +82,8 @@ struct ChildPlan {
     uint64_t* stage_times = nullptr;
     // STOCKADE_TEST_FAIL's child-side call, if any (runtime/fault_injection.h).
     FaultPoint injected_fault = FaultPoint::None;
+    // The sandbox's user namespace's own maxima (runtime/userns_limits_in_child.h).
+    UserNamespaceBounds userns_bounds;
 };
 
 // Notes that `slot` (a ChildStage, or one of the slots above) has ended.

@@ -476,6 +476,18 @@ Result<ChildPlan> buildChildPlan(const Policy& policy, const Identity& identity,
         hard(resource, value);
     };
     at_most_own(RLIMIT_SIGPENDING, kSandboxPendingSignals);
+    // inotify: a quarter of the host's per-user maxima, no more than 32
+    // instances (the host gives each user 128).
+    auto quarterOf = [](const char* path, uint32_t cap) -> uint32_t {
+        std::ifstream in(path);
+        uint64_t host = 0;
+        if (!(in >> host) || host == 0) return cap;
+        return static_cast<uint32_t>(std::min<uint64_t>(cap, std::max<uint64_t>(1, host / 4)));
+    };
+    plan.userns_bounds.inotify_instances =
+        quarterOf("/proc/sys/fs/inotify/max_user_instances", 32);
+    plan.userns_bounds.inotify_watches =
+        quarterOf("/proc/sys/fs/inotify/max_user_watches", 1u << 20);
     at_most_own(RLIMIT_MSGQUEUE, kSandboxMessageQueueBytes);
     if (policy.limits.open_files) {
         // A profile's open-file count is a ceiling: no higher than the

@@ -19,6 +19,8 @@ const char* describeStage(ChildStage stage) {
             return "create the cgroup namespace";
         case ChildStage::ParentDeath:
             return "tie the sandbox's life to stockade's";
+        case ChildStage::UserNamespaceLimits:
+            return "bound the user namespace's inotify counts (/proc/sys/user)";
         case ChildStage::PrivateMounts:
             return "make mounts private";
         case ChildStage::OpenSources:

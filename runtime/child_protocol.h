@@ -16,6 +16,7 @@ enum class ChildStage : uint32_t {
     WaitForGo,
     SetIds,
     ParentDeath,
+    UserNamespaceLimits,
     PrivateMounts,
     OpenSources,
     BuildRoot,

@@ -27,6 +27,7 @@ for (const file of files) {
   const forTypes = { ...schema, title: name };
   const types = await compile(forTypes, name, {
     bannerComment: '',
+    cwd: docsDir, // a $ref to a sibling schema file resolves in docs/
     additionalProperties: false,
     strictIndexSignatures: true,
     unreachableDefinitions: false,

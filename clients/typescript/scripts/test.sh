@@ -51,6 +51,7 @@ if [ "$(id -u)" -eq 0 ]; then
     rootless="$scratch/rootless"
     mkdir -p "$rootless/run"
     chown -R 65534:65534 "$rootless"
+    chmod 711 "$scratch"  # uid 65534 passes through to its own directory
     chmod 700 "$rootless/run"
     setpriv --reuid 65534 --regid 65534 --clear-groups env -i PATH="$PATH" HOME="$rootless" \
         TMPDIR="$rootless" XDG_RUNTIME_DIR="$rootless/run" STOCKADE_BINARY="$STOCKADE_BINARY" \

@@ -206,6 +206,13 @@ export interface DevServer {
   readonly exited: Promise<RunResult>;
 }
 
+// A harness that exits without stop() takes its servers with it (one killed
+// by SIGKILL cannot run this; `stockade stop NAME` cleans up then).
+const liveServers = new Set<ChildProcess>();
+function stopLiveServers(): void {
+  for (const child of liveServers) child.kill('SIGTERM');
+}
+
 /**
  * A dev server (`stockade serve`) in the foreground, owned by this process.
  * Resolves on the ready event; rejects with StockadeError (carrying the record)
@@ -223,14 +230,15 @@ export async function serve(options: ServeOptions): Promise<DevServer> {
   child.stderr?.on('data', err.add);
   const followers = new Set<ChildProcess>();
   let aborted = false;
-  // A harness that exits without stop() takes its server with it (a crash
-  // by SIGKILL cannot run this; stockade stop NAME cleans up then).
-  const onExit = () => child.kill('SIGTERM');
-  process.once('exit', onExit);
+  liveServers.add(child);
+  if (liveServers.size === 1) process.once('exit', stopLiveServers);
 
   const exited: Promise<RunResult> = (async () => {
     try {
-      const exit = await exitOf(child).finally(() => process.removeListener('exit', onExit));
+      const exit = await exitOf(child).finally(() => {
+        liveServers.delete(child);
+        if (liveServers.size === 0) process.removeListener('exit', stopLiveServers);
+      });
       for (const f of followers) f.kill('SIGTERM');
       const record = await readRecord(resultFile, parseResult);
       if (!record)

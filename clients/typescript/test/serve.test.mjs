@@ -1,6 +1,7 @@
 // serve(): a dev server started, fetched from the host's loopback, its log
 // followed, listed and stopped.
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { test } from 'node:test';
 import { serve, ps, serveArgs } from '../dist/index.js';
 import { BINARY, randomPort } from './helpers.mjs';
@@ -61,4 +62,26 @@ test('serveArgs: the exact argv, checked', () => {
     BINARY, 'serve', '--quiet', '--port=45001', '--ready-pattern=ready in', '--', 'npm', 'run', 'dev',
   ]);
   assert.throws(() => serveArgs({ binary: BINARY, port: 70000, command: ['x'] }), { option: 'port' });
+});
+
+test('a harness that exits without stop() takes its dev server with it', async () => {
+  const port = randomPort();
+  const script = `
+    import { serve } from ${JSON.stringify(new URL('../dist/index.js', import.meta.url).href)};
+    const s = await serve({ binary: process.env.STOCKADE_BINARY, port: ${port},
+      command: ['python3', '-m', 'http.server', '${port}', '--bind', '127.0.0.1'] });
+    console.log(s.url);
+    process.exit(0);`;
+  const out = execFileSync(process.execPath, ['--input-type=module', '-e', script], {
+    env: { PATH: process.env.PATH, STOCKADE_BINARY: BINARY, TMPDIR: process.env.TMPDIR ?? '/tmp',
+      ...(process.env.XDG_RUNTIME_DIR ? { XDG_RUNTIME_DIR: process.env.XDG_RUNTIME_DIR } : {}) },
+    encoding: 'utf8',
+  });
+  assert.equal(out.trim(), `http://127.0.0.1:${port}/`);
+  const t0 = Date.now();
+  while ((await ps({ binary: BINARY })).some((e) => e.port === port)) {
+    assert.ok(Date.now() - t0 < 10000, 'the server outlived its harness');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  await assert.rejects(fetch(`http://127.0.0.1:${port}/`));
 });

@@ -2,7 +2,7 @@
 // run `npm run generate` after changing the schema.
 
 /**
- * One record per sandboxed run (SPEC §6). Written atomically to --result FILE.
+ * One record per sandboxed run (SPEC §6). Written atomically to --result FILE. Every string is valid UTF-8: bytes that are not (in the output's tails, the command, a name) are replaced, one U+FFFD per ill-formed sequence as Python's bytes.decode('utf-8', 'replace') does; control characters, DEL, C1 and bidirectional controls are written as \uXXXX escapes (runtime/text_safety.h).
  */
 export interface ResultRecord {
   schema: "stockade.result/v1";
@@ -35,6 +35,14 @@ export interface ResultRecord {
   stdout: Stream;
   stderr: Stream;
   stragglers_killed: number;
+  /**
+   * The host uid the sandbox ran as (G3): the caller's rootless, a leased one as root; null when nothing was started.
+   */
+  host_uid: number | null;
+  /**
+   * The host gid the sandbox ran as, as host_uid.
+   */
+  host_gid: number | null;
   denials?: {
     syscall: string;
     count: number;
@@ -65,6 +73,9 @@ export interface ResultRecord {
 export interface Stream {
   bytes: number;
   sha256: string;
+  /**
+   * The stream's last bytes (at most 4096), made valid UTF-8 by U+FFFD replacement; `bytes` and `sha256` are of the exact bytes.
+   */
   tail: string;
   truncated: boolean;
 }
@@ -73,7 +84,7 @@ export const resultSchema = {
   "$schema": "https://json-schema.org/draft/2020-12/schema",
   "$id": "urn:stockade:result:v1",
   "title": "stockade run result",
-  "description": "One record per sandboxed run (SPEC §6). Written atomically to --result FILE.",
+  "description": "One record per sandboxed run (SPEC §6). Written atomically to --result FILE. Every string is valid UTF-8: bytes that are not (in the output's tails, the command, a name) are replaced, one U+FFFD per ill-formed sequence as Python's bytes.decode('utf-8', 'replace') does; control characters, DEL, C1 and bidirectional controls are written as \\uXXXX escapes (runtime/text_safety.h).",
   "type": "object",
   "additionalProperties": false,
   "required": [
@@ -91,6 +102,8 @@ export const resultSchema = {
     "stdout",
     "stderr",
     "stragglers_killed",
+    "host_uid",
+    "host_gid",
     "enforced",
     "degraded",
     "error"
@@ -178,6 +191,24 @@ export const resultSchema = {
     "stragglers_killed": {
       "type": "integer",
       "minimum": 0
+    },
+    "host_uid": {
+      "description": "The host uid the sandbox ran as (G3): the caller's rootless, a leased one as root; null when nothing was started.",
+      "type": [
+        "integer",
+        "null"
+      ],
+      "minimum": 1,
+      "maximum": 4294967294
+    },
+    "host_gid": {
+      "description": "The host gid the sandbox ran as, as host_uid.",
+      "type": [
+        "integer",
+        "null"
+      ],
+      "minimum": 0,
+      "maximum": 4294967294
     },
     "denials": {
       "type": "array",
@@ -343,7 +374,8 @@ export const resultSchema = {
         },
         "tail": {
           "type": "string",
-          "maxLength": 4096
+          "maxLength": 4096,
+          "description": "The stream's last bytes (at most 4096), made valid UTF-8 by U+FFFD replacement; `bytes` and `sha256` are of the exact bytes."
         },
         "truncated": {
           "type": "boolean"

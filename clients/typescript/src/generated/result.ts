@@ -64,6 +64,15 @@ export interface ResultRecord {
     landlock: string | null;
   };
   degraded: string[];
+  /**
+   * present when the worktree's .git is a file or a symlink: whether the gitdir it names was honoured (a genuine linked worktree, see docs/threat-model.md) or refused
+   */
+  git?: {
+    file: string;
+    gitdir: "honoured" | "inside_worktree" | "refused";
+    exposed: string | null;
+    reason: string | null;
+  };
   error: null | {
     stage: string;
     message: string;
@@ -322,6 +331,41 @@ export const resultSchema = {
       "type": "array",
       "items": {
         "type": "string"
+      }
+    },
+    "git": {
+      "description": "present when the worktree's .git is a file or a symlink: whether the gitdir it names was honoured (a genuine linked worktree, see docs/threat-model.md) or refused",
+      "type": "object",
+      "additionalProperties": false,
+      "required": [
+        "file",
+        "gitdir",
+        "exposed",
+        "reason"
+      ],
+      "properties": {
+        "file": {
+          "type": "string"
+        },
+        "gitdir": {
+          "enum": [
+            "honoured",
+            "inside_worktree",
+            "refused"
+          ]
+        },
+        "exposed": {
+          "type": [
+            "string",
+            "null"
+          ]
+        },
+        "reason": {
+          "type": [
+            "string",
+            "null"
+          ]
+        }
       }
     },
     "error": {

@@ -4,6 +4,7 @@
 #include <boost/program_options.hpp>
 #include <cstdio>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -11,8 +12,9 @@
 
 #include "base/log.h"
 #include "oracle/oracle_run.h"
-#include "runtime/isolate_command.h"
 #include "runtime/bench_command.h"
+#include "runtime/environment.h"
+#include "runtime/isolate_command.h"
 #include "runtime/run_command.h"
 #include "runtime/serve_command.h"
 #include "runtime/text_safety.h"
@@ -37,6 +39,7 @@ Usage:
   stockade logs    NAME [--follow] [--raw]        a dev server's output
   stockade profile show NAME|FILE                 print a profile with defaults filled in
   stockade profile check FILE                     validate a profile
+  stockade profile secret-names [--json]          the secret-shaped env names --env refuses
   stockade check   [--json] [--profile P]         what this host can enforce, and why not
   stockade bench   [--runs N] [--json] [--compare bwrap]  what each isolation layer costs
   stockade oracle  [OPTIONS] --worktree DIR --held DIR [--report junit|tap]
@@ -420,11 +423,41 @@ int benchSubcommand(const std::vector<std::string>& args) {
     return benchCommand(bench);
 }
 
-int profileSubcommand(const std::vector<std::string>& args) {
-    if (args.size() == 1 && (args[0] == "--help" || args[0] == "-h")) {
-        std::cout << "Usage: stockade profile show NAME|FILE | check FILE\n";
+// SPEC §5's list as data (stockade.secret-names/v1), so a client refuses the
+// same names as --env KEY without a second hand-kept copy. A name is secret-
+// shaped when, upper-cased, it contains a substring, equals a name, or starts
+// or ends with one of the affixes.
+int secretNamesCommand(const std::vector<std::string>& args) {
+    bool json = args.size() == 2 && args[1] == "--json";
+    if (args.size() > 2 || (args.size() == 2 && !json))
+        return usageError("usage: stockade profile secret-names [--json]");
+    auto shapes = secretShapes();
+    auto list = [](std::span<const std::string_view> items) {
+        return std::vector<std::string>(items.begin(), items.end());
+    };
+    nlohmann::ordered_json out = {{"schema", "stockade.secret-names/v1"},
+                                  {"substrings", list(shapes.substrings)},
+                                  {"names", list(shapes.names)},
+                                  {"prefixes", list(shapes.prefixes)},
+                                  {"suffixes", list(shapes.suffixes)}};
+    if (json) {
+        std::cout << out.dump() << "\n";
         return 0;
     }
+    for (const auto& [key, value] : out.items())
+        if (value.is_array())
+            for (const auto& item : value)
+                std::cout << key << " " << item.get<std::string>() << "\n";
+    return 0;
+}
+
+int profileSubcommand(const std::vector<std::string>& args) {
+    if (args.size() == 1 && (args[0] == "--help" || args[0] == "-h")) {
+        std::cout
+            << "Usage: stockade profile show NAME|FILE | check FILE | secret-names [--json]\n";
+        return 0;
+    }
+    if (!args.empty() && args[0] == "secret-names") return secretNamesCommand(args);
     if (args.size() != 2) return usageError("usage: stockade profile show NAME|FILE | check FILE");
     if (args[0] == "show") return profileShowCommand(args[1]);
     if (args[0] == "check") return profileCheckCommand(args[1]);

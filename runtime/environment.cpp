@@ -18,6 +18,7 @@ constexpr std::string_view kSecretNames[] = {
     "SSH_AUTH_SOCK", "GPG_AGENT_INFO", "GOOGLE_APPLICATION_CREDENTIALS",
     "NPM_TOKEN",     "GITHUB_TOKEN",   "KUBECONFIG"};
 constexpr std::string_view kSecretPrefixes[] = {"AWS_", "ANTHROPIC_", "OPENAI_", "DOCKER_"};
+constexpr std::string_view kSecretSuffixes[] = {"_KEY"};
 
 bool validName(std::string_view name) {
     if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) return false;
@@ -48,7 +49,13 @@ bool isSecretShaped(std::string_view name) {
         if (upper == s) return true;
     for (auto s : kSecretPrefixes)
         if (upper.starts_with(s)) return true;
-    return upper.ends_with("_KEY");
+    for (auto s : kSecretSuffixes)
+        if (upper.ends_with(s)) return true;
+    return false;
+}
+
+SecretShapes secretShapes() {
+    return {kSecretSubstrings, kSecretNames, kSecretPrefixes, kSecretSuffixes};
 }
 
 Result<std::vector<std::string>> buildEnvironment(

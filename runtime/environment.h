@@ -4,6 +4,7 @@
 #pragma once
 
 #include <map>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -14,6 +15,13 @@ namespace stockade {
 
 // True when NAME looks like it holds a credential (SPEC §5).
 bool isSecretShaped(std::string_view name);
+
+// The shapes isSecretShaped matches, upper-cased, for `stockade profile
+// secret-names`: clients check the same list instead of keeping a copy.
+struct SecretShapes {
+    std::span<const std::string_view> substrings, names, prefixes, suffixes;
+};
+SecretShapes secretShapes();
 
 struct EnvironmentRequest {
     std::vector<std::string> pass;              // copied from the caller when set

@@ -17,7 +17,7 @@ _stockade() {
     case ${words[1]} in
         profile)
             if [[ $cword -eq 2 ]]; then
-                COMPREPLY=($(compgen -W "show check" -- "$cur"))
+                COMPREPLY=($(compgen -W "show check secret-names" -- "$cur"))
             else
                 COMPREPLY=($(compgen -W "held-test build dev-server" -- "$cur"))
                 _filedir json

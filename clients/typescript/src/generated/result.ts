@@ -1,0 +1,430 @@
+// GENERATED from docs/result.schema.json by scripts/generate.mjs. Do not edit;
+// run `npm run generate` after changing the schema.
+
+/**
+ * One record per sandboxed run (SPEC §6). Written atomically to --result FILE. Every string is valid UTF-8: bytes that are not (in the output's tails, the command, a name) are replaced, one U+FFFD per ill-formed sequence as Python's bytes.decode('utf-8', 'replace') does; control characters, DEL, C1 and bidirectional controls are written as \uXXXX escapes (runtime/text_safety.h).
+ */
+export interface ResultRecord {
+  schema: "stockade.result/v1";
+  name: string;
+  profile: string;
+  command: string[];
+  status: "passed" | "failed" | "timed_out" | "blocked" | "cancelled" | "error";
+  reason:
+    | null
+    | "nonzero_exit"
+    | "signal"
+    | "timeout"
+    | "cpu_time"
+    | "memory_limit"
+    | "pids_limit"
+    | "output_limit"
+    | "seccomp"
+    | "not_found"
+    | "not_executable"
+    | "spawn_failed"
+    | "sandbox_unavailable"
+    | "invalid_bounds"
+    | "not_ready"
+    | "aborted";
+  exit_code: number | null;
+  signal: number | null;
+  duration_ms: number;
+  cpu_ms: number;
+  peak_memory_bytes: number;
+  stdout: Stream;
+  stderr: Stream;
+  stragglers_killed: number;
+  /**
+   * The host uid the sandbox ran as (G3): the caller's rootless, a leased one as root; null when nothing was started.
+   */
+  host_uid: number | null;
+  /**
+   * The host gid the sandbox ran as, as host_uid.
+   */
+  host_gid: number | null;
+  denials?: {
+    syscall: string;
+    count: number;
+  }[];
+  enforced: {
+    user_ns: boolean;
+    mount_ns: boolean;
+    pid_ns: boolean;
+    net_ns: boolean;
+    ipc_ns: boolean;
+    uts_ns: boolean;
+    cgroup_ns: boolean;
+    no_new_privs: boolean;
+    seccomp: null | "default" | "custom";
+    capabilities: null | "none";
+    memory: null | "cgroup2" | "cgroup1" | "rlimit";
+    pids: null | "cgroup2" | "cgroup1" | "rlimit";
+    cpu_time: null | "rlimit";
+    landlock: string | null;
+  };
+  degraded: string[];
+  /**
+   * present when the worktree's .git is a file or a symlink: whether the gitdir it names was honoured (a genuine linked worktree, see docs/threat-model.md) or refused
+   */
+  git?: {
+    file: string;
+    gitdir: "honoured" | "inside_worktree" | "refused";
+    exposed: string | null;
+    reason: string | null;
+  };
+  error: null | {
+    stage: string;
+    message: string;
+    errno: number;
+  };
+}
+export interface Stream {
+  bytes: number;
+  sha256: string;
+  /**
+   * The stream's last bytes (at most 4096), made valid UTF-8 by U+FFFD replacement; `bytes` and `sha256` are of the exact bytes.
+   */
+  tail: string;
+  truncated: boolean;
+}
+
+export const resultSchema = {
+  "$schema": "https://json-schema.org/draft/2020-12/schema",
+  "$id": "urn:stockade:result:v1",
+  "title": "stockade run result",
+  "description": "One record per sandboxed run (SPEC §6). Written atomically to --result FILE. Every string is valid UTF-8: bytes that are not (in the output's tails, the command, a name) are replaced, one U+FFFD per ill-formed sequence as Python's bytes.decode('utf-8', 'replace') does; control characters, DEL, C1 and bidirectional controls are written as \\uXXXX escapes (runtime/text_safety.h).",
+  "type": "object",
+  "additionalProperties": false,
+  "required": [
+    "schema",
+    "name",
+    "profile",
+    "command",
+    "status",
+    "reason",
+    "exit_code",
+    "signal",
+    "duration_ms",
+    "cpu_ms",
+    "peak_memory_bytes",
+    "stdout",
+    "stderr",
+    "stragglers_killed",
+    "host_uid",
+    "host_gid",
+    "enforced",
+    "degraded",
+    "error"
+  ],
+  "properties": {
+    "schema": {
+      "const": "stockade.result/v1"
+    },
+    "name": {
+      "type": "string"
+    },
+    "profile": {
+      "type": "string"
+    },
+    "command": {
+      "type": "array",
+      "items": {
+        "type": "string"
+      }
+    },
+    "status": {
+      "enum": [
+        "passed",
+        "failed",
+        "timed_out",
+        "blocked",
+        "cancelled",
+        "error"
+      ]
+    },
+    "reason": {
+      "enum": [
+        null,
+        "nonzero_exit",
+        "signal",
+        "timeout",
+        "cpu_time",
+        "memory_limit",
+        "pids_limit",
+        "output_limit",
+        "seccomp",
+        "not_found",
+        "not_executable",
+        "spawn_failed",
+        "sandbox_unavailable",
+        "invalid_bounds",
+        "not_ready",
+        "aborted"
+      ]
+    },
+    "exit_code": {
+      "type": [
+        "integer",
+        "null"
+      ],
+      "minimum": 0,
+      "maximum": 255
+    },
+    "signal": {
+      "type": [
+        "integer",
+        "null"
+      ],
+      "minimum": 1,
+      "maximum": 64
+    },
+    "duration_ms": {
+      "type": "integer",
+      "minimum": 0
+    },
+    "cpu_ms": {
+      "type": "integer",
+      "minimum": 0
+    },
+    "peak_memory_bytes": {
+      "type": "integer",
+      "minimum": 0
+    },
+    "stdout": {
+      "$ref": "#/$defs/stream"
+    },
+    "stderr": {
+      "$ref": "#/$defs/stream"
+    },
+    "stragglers_killed": {
+      "type": "integer",
+      "minimum": 0
+    },
+    "host_uid": {
+      "description": "The host uid the sandbox ran as (G3): the caller's rootless, a leased one as root; null when nothing was started.",
+      "type": [
+        "integer",
+        "null"
+      ],
+      "minimum": 1,
+      "maximum": 4294967294
+    },
+    "host_gid": {
+      "description": "The host gid the sandbox ran as, as host_uid.",
+      "type": [
+        "integer",
+        "null"
+      ],
+      "minimum": 0,
+      "maximum": 4294967294
+    },
+    "denials": {
+      "type": "array",
+      "items": {
+        "type": "object",
+        "additionalProperties": false,
+        "required": [
+          "syscall",
+          "count"
+        ],
+        "properties": {
+          "syscall": {
+            "type": "string"
+          },
+          "count": {
+            "type": "integer",
+            "minimum": 1
+          }
+        }
+      }
+    },
+    "enforced": {
+      "type": "object",
+      "additionalProperties": false,
+      "required": [
+        "user_ns",
+        "mount_ns",
+        "pid_ns",
+        "net_ns",
+        "ipc_ns",
+        "uts_ns",
+        "cgroup_ns",
+        "seccomp",
+        "capabilities",
+        "no_new_privs",
+        "memory",
+        "pids",
+        "cpu_time",
+        "landlock"
+      ],
+      "properties": {
+        "user_ns": {
+          "type": "boolean"
+        },
+        "mount_ns": {
+          "type": "boolean"
+        },
+        "pid_ns": {
+          "type": "boolean"
+        },
+        "net_ns": {
+          "type": "boolean"
+        },
+        "ipc_ns": {
+          "type": "boolean"
+        },
+        "uts_ns": {
+          "type": "boolean"
+        },
+        "cgroup_ns": {
+          "type": "boolean"
+        },
+        "no_new_privs": {
+          "type": "boolean"
+        },
+        "seccomp": {
+          "enum": [
+            null,
+            "default",
+            "custom"
+          ]
+        },
+        "capabilities": {
+          "enum": [
+            null,
+            "none"
+          ]
+        },
+        "memory": {
+          "enum": [
+            null,
+            "cgroup2",
+            "cgroup1",
+            "rlimit"
+          ]
+        },
+        "pids": {
+          "enum": [
+            null,
+            "cgroup2",
+            "cgroup1",
+            "rlimit"
+          ]
+        },
+        "cpu_time": {
+          "enum": [
+            null,
+            "rlimit"
+          ]
+        },
+        "landlock": {
+          "type": [
+            "string",
+            "null"
+          ],
+          "pattern": "^abi-[0-9]+$"
+        }
+      }
+    },
+    "degraded": {
+      "type": "array",
+      "items": {
+        "type": "string"
+      }
+    },
+    "git": {
+      "description": "present when the worktree's .git is a file or a symlink: whether the gitdir it names was honoured (a genuine linked worktree, see docs/threat-model.md) or refused",
+      "type": "object",
+      "additionalProperties": false,
+      "required": [
+        "file",
+        "gitdir",
+        "exposed",
+        "reason"
+      ],
+      "properties": {
+        "file": {
+          "type": "string"
+        },
+        "gitdir": {
+          "enum": [
+            "honoured",
+            "inside_worktree",
+            "refused"
+          ]
+        },
+        "exposed": {
+          "type": [
+            "string",
+            "null"
+          ]
+        },
+        "reason": {
+          "type": [
+            "string",
+            "null"
+          ]
+        }
+      }
+    },
+    "error": {
+      "oneOf": [
+        {
+          "type": "null"
+        },
+        {
+          "type": "object",
+          "additionalProperties": false,
+          "required": [
+            "stage",
+            "message",
+            "errno"
+          ],
+          "properties": {
+            "stage": {
+              "type": "string"
+            },
+            "message": {
+              "type": "string"
+            },
+            "errno": {
+              "type": "integer",
+              "minimum": 0
+            }
+          }
+        }
+      ]
+    }
+  },
+  "$defs": {
+    "stream": {
+      "type": "object",
+      "additionalProperties": false,
+      "required": [
+        "bytes",
+        "sha256",
+        "tail",
+        "truncated"
+      ],
+      "properties": {
+        "bytes": {
+          "type": "integer",
+          "minimum": 0
+        },
+        "sha256": {
+          "type": "string",
+          "pattern": "^[0-9a-f]{64}$"
+        },
+        "tail": {
+          "type": "string",
+          "maxLength": 4096,
+          "description": "The stream's last bytes (at most 4096), made valid UTF-8 by U+FFFD replacement; `bytes` and `sha256` are of the exact bytes."
+        },
+        "truncated": {
+          "type": "boolean"
+        }
+      }
+    }
+  }
+} as const;

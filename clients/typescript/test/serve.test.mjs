@@ -1,0 +1,87 @@
+// serve(): a dev server started, fetched from the host's loopback, its log
+// followed, listed and stopped.
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { test } from 'node:test';
+import { serve, ps, serveArgs } from '../dist/index.js';
+import { BINARY, randomPort } from './helpers.mjs';
+
+test('a dev server: ready, fetched, logged, listed, stopped', async () => {
+  const port = randomPort();
+  const server = await serve({
+    binary: BINARY,
+    port,
+    name: `client-test-${port}`,
+    command: ['python3', '-u', '-m', 'http.server', String(port), '--bind', '127.0.0.1'],
+    readyPattern: 'Serving HTTP',
+    readyTimeout: 30,
+  });
+  try {
+    assert.equal(server.port, port);
+    assert.equal(server.name, `client-test-${port}`);
+    assert.equal(server.url, `http://127.0.0.1:${port}/`);
+    assert.equal(server.ready.event, 'ready');
+
+    const res = await fetch(`${server.url}client-probe-${port}`);
+    assert.equal(res.status, 404); // python's answer for a missing file: it came from inside
+    await res.text();
+
+    const entry = await server.ps();
+    assert.ok(entry, 'ps does not list the server');
+    assert.equal(entry.port, port);
+    assert.equal(entry.ready, true);
+
+    const seen = [];
+    const deadline = setTimeout(() => assert.fail(`the log never showed the request: ${seen.join('\n')}`), 15000);
+    for await (const line of server.logs()) {
+      seen.push(line);
+      if (line.includes(`GET /client-probe-${port}`)) break;
+    }
+    clearTimeout(deadline);
+  } finally {
+    const r = await server.stop();
+    assert.equal(r.record.schema, 'stockade.result/v1');
+    assert.equal(r.status, 'cancelled');
+    assert.equal(r.record.name, `client-test-${port}`);
+  }
+  assert.equal((await server.stop()).status, 'cancelled', 'stop() is not idempotent');
+  assert.ok(!(await ps({ binary: BINARY })).some((e) => e.port === port), 'still listed after stop');
+  await assert.rejects(fetch(`http://127.0.0.1:${port}/`), 'the port still answers after stop');
+});
+
+test('a dev server that never gets ready rejects with its record', async () => {
+  const port = randomPort();
+  await assert.rejects(
+    serve({ binary: BINARY, port, command: ['sleep', '30'], readyTimeout: 1 }),
+    (e) => e.name === 'StockadeError' && e.record?.reason === 'not_ready',
+  );
+});
+
+test('serveArgs: the exact argv, checked', () => {
+  assert.deepEqual(serveArgs({ binary: BINARY, port: 45001, command: ['npm', 'run', 'dev'], readyPattern: 'ready in' }), [
+    BINARY, 'serve', '--quiet', '--port=45001', '--ready-pattern=ready in', '--', 'npm', 'run', 'dev',
+  ]);
+  assert.throws(() => serveArgs({ binary: BINARY, port: 70000, command: ['x'] }), { option: 'port' });
+});
+
+test('a harness that exits without stop() takes its dev server with it', async () => {
+  const port = randomPort();
+  const script = `
+    import { serve } from ${JSON.stringify(new URL('../dist/index.js', import.meta.url).href)};
+    const s = await serve({ binary: process.env.STOCKADE_BINARY, port: ${port},
+      command: ['python3', '-m', 'http.server', '${port}', '--bind', '127.0.0.1'] });
+    console.log(s.url);
+    process.exit(0);`;
+  const out = execFileSync(process.execPath, ['--input-type=module', '-e', script], {
+    env: { PATH: process.env.PATH, STOCKADE_BINARY: BINARY, TMPDIR: process.env.TMPDIR ?? '/tmp',
+      ...(process.env.XDG_RUNTIME_DIR ? { XDG_RUNTIME_DIR: process.env.XDG_RUNTIME_DIR } : {}) },
+    encoding: 'utf8',
+  });
+  assert.equal(out.trim(), `http://127.0.0.1:${port}/`);
+  const t0 = Date.now();
+  while ((await ps({ binary: BINARY })).some((e) => e.port === port)) {
+    assert.ok(Date.now() - t0 < 10000, 'the server outlived its harness');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  await assert.rejects(fetch(`http://127.0.0.1:${port}/`));
+});

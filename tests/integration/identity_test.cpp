@@ -325,7 +325,7 @@ TEST_CASE("G3: as root, each sandbox has a host uid of its own, which no one els
     b.signal(SIGKILL);
 }
 
-TEST_CASE("G3: a lease ends with its run; a killed run's lease is taken over", "[G3][uid][lease]") {
+TEST_CASE("G3: a lease ends with its run, and a killed run's lease is taken over", "[G3][uid][lease]") {
     if (!modeUsable(Mode::Root)) return;
     const uint32_t base = privateRangeBase();
     const std::string range = "STOCKADE_UID_RANGE=" + std::to_string(base) + ":1";
@@ -408,7 +408,7 @@ TEST_CASE("G3: an exhausted or malformed id range is refused with one line, noth
     ::unlink(leasePath(base).c_str());
 }
 
-TEST_CASE("G3: the worktree stays its owner's on disk; a writable --mount gets the run's id",
+TEST_CASE("G3: the worktree stays its owner's on disk, and a writable --mount gets the run's id",
           "[G3][uid][idmap]") {
     STOCKADE_EACH_MODE(mode);
     Sandbox sandbox(mode);

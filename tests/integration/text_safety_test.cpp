@@ -92,7 +92,7 @@ TEST_CASE("text: stockade's own messages show the command's escapes, never send 
     CHECK(sandbox.result()["command"][0] == "/nonexistent\r\x1b[2K\x1b[1Apassed" + kFffd);
 }
 
-TEST_CASE("text: logs escapes control characters unless --raw; ps and its JSON stay clean",
+TEST_CASE("text: logs escapes control characters unless --raw, and ps and its JSON stay clean",
           "[text][serve]") {
     STOCKADE_EACH_MODE(mode);
     Sandbox sandbox(mode);

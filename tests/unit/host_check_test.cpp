@@ -234,7 +234,8 @@ TEST_CASE("the veth backend: ok as root with nft and a working pair, else the ca
 
     HostFacts broken = root;
     broken.veth_error = "RTM_NEWLINK(veth stkcheckh <-> stkchecks): EOPNOTSUPP";
-    const CheckEntry* e = reportFromFacts(broken, {}).find("veth_backend");
+    const HostReport broken_report = reportFromFacts(broken, {});
+    const CheckEntry* e = broken_report.find("veth_backend");
     CHECK(e->state == CheckState::Unavailable);
     CHECK(contains(e->reason, "EOPNOTSUPP"));
     CHECK(contains(e->fix, "CONFIG_VETH"));

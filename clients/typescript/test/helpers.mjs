@@ -56,12 +56,16 @@ export function randomPort() {
 }
 
 // Pids whose command line holds TOKEN: what a cancelled run must not leave.
-export function processesWith(token) {
+// Host pids whose argv holds `token`; with `argv0`, only those whose program
+// is that (stockade's own argv repeats the command, token and all).
+export function processesWith(token, argv0) {
   const found = [];
   for (const pid of readdirSync('/proc')) {
     if (!/^[0-9]+$/.test(pid) || Number(pid) === process.pid) continue;
     try {
-      if (readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(token)) found.push(Number(pid));
+      const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+      if (!cmdline.includes(token)) continue;
+      if (argv0 === undefined || cmdline.split('\0')[0] === argv0) found.push(Number(pid));
     } catch {
       // gone already
     }

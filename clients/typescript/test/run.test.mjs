@@ -69,8 +69,9 @@ test('cancellation mid-run: SIGTERM reaches stockade, the record says cancelled,
     command: ['sh', '-c', `sleep 30 & sleep 31; : ${token}`],
     signal: controller.signal,
   });
-  // Abort once the sandboxed shell is really there.
-  while (processesWith(token).length === 0) {
+  // Abort once the sandboxed shell is really there: stockade's own argv
+  // holds the token from its first instant, before its signals are set up.
+  while (processesWith(token, 'sh').length === 0) {
     assert.ok(Date.now() - t0 < 10000, 'the command never started');
     await new Promise((r) => setTimeout(r, 50));
   }

@@ -23,13 +23,13 @@
 #include "oracle/safe_read.h"
 #include "oracle/verdict.h"
 #include "runtime/identity.h"
-#include "runtime/supervisor_hardening.h"
 #include "runtime/policy_builder.h"
 #include "runtime/profile.h"
 #include "runtime/record_path.h"
 #include "runtime/result.h"
 #include "runtime/sandbox.h"
 #include "runtime/serve_state.h"
+#include "runtime/supervisor_hardening.h"
 #include "runtime/text_safety.h"
 
 namespace stockade::oracle {

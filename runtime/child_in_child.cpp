@@ -21,9 +21,9 @@
 #include "namespaces/uts_in_child.h"
 #include "runtime/child_plan.h"
 #include "runtime/child_protocol.h"
-#include "runtime/userns_limits_in_child.h"
 #include "runtime/command_in_child.h"
 #include "runtime/privileges_in_child.h"
+#include "runtime/userns_limits_in_child.h"
 
 namespace stockade {
 

@@ -484,8 +484,7 @@ Result<ChildPlan> buildChildPlan(const Policy& policy, const Identity& identity,
         if (!(in >> host) || host == 0) return cap;
         return static_cast<uint32_t>(std::min<uint64_t>(cap, std::max<uint64_t>(1, host / 4)));
     };
-    plan.userns_bounds.inotify_instances =
-        quarterOf("/proc/sys/fs/inotify/max_user_instances", 32);
+    plan.userns_bounds.inotify_instances = quarterOf("/proc/sys/fs/inotify/max_user_instances", 32);
     plan.userns_bounds.inotify_watches =
         quarterOf("/proc/sys/fs/inotify/max_user_watches", 1u << 20);
     at_most_own(RLIMIT_MSGQUEUE, kSandboxMessageQueueBytes);

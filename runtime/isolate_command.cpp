@@ -68,10 +68,8 @@ Result<seccomp::CompiledFilter> selfOnlyFilter() {
     // process group or a user would take in the runner.
     refuseUnless0("setpriority", 0);
     refuseUnless0("setpriority", 1);
-    policy.rules.push_back({{"ioprio_set"},
-                            Action::Errno,
-                            EPERM,
-                            {ArgCondition{0, CompareOp::NotEqual, 1, 0}}});
+    policy.rules.push_back(
+        {{"ioprio_set"}, Action::Errno, EPERM, {ArgCondition{0, CompareOp::NotEqual, 1, 0}}});
     refuseUnless0("ioprio_set", 1);
     return seccomp::compileFilter(policy);
 }

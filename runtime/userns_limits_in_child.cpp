@@ -38,8 +38,8 @@ int writeValueInChild(const char* path, uint32_t value) noexcept {
 }  // namespace
 
 int boundUserNamespaceInChild(const UserNamespaceBounds& bounds) noexcept {
-    if (int err = writeValueInChild("/proc/sys/user/max_inotify_instances",
-                                    bounds.inotify_instances))
+    if (int err =
+            writeValueInChild("/proc/sys/user/max_inotify_instances", bounds.inotify_instances))
         return err;
     return writeValueInChild("/proc/sys/user/max_inotify_watches", bounds.inotify_watches);
 }

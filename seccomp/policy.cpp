@@ -160,7 +160,7 @@ ArgCondition argEquals(unsigned index, std::uint64_t value) {
 namespace {
 
 // The calls whose mode addNoSetidRules reads.
-constexpr const char* kModeCalls[] = {"chmod", "fchmod", "fchmodat", "fchmodat2", "creat",
+constexpr const char* kModeCalls[] = {"chmod", "fchmod",  "fchmodat", "fchmodat2", "creat",
                                       "mknod", "mknodat", "open",     "openat"};
 
 }  // namespace

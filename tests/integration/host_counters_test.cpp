@@ -99,7 +99,8 @@ TEST_CASE("G8: inotify instances: the sandbox takes a bounded share of its user'
     StockadeProcess process(sandbox.launch(probeCommand({"inotify-fill", "30"})));
     REQUIRE(process.waitForStdout("held=1", std::chrono::seconds(60)));
     // The same user on the host, while the sandbox holds all it could get.
-    const ProbeReport host(hostProbeAs(invokingUid(mode), invokingGid(mode), {"inotify-fill", "0"}));
+    const ProbeReport host(
+        hostProbeAs(invokingUid(mode), invokingGid(mode), {"inotify-fill", "0"}));
     process.signal(SIGTERM);
     const Completed done = process.finish(std::chrono::seconds(20));
     INFO(done.describe());

@@ -325,7 +325,8 @@ TEST_CASE("G3: as root, each sandbox has a host uid of its own, which no one els
     b.signal(SIGKILL);
 }
 
-TEST_CASE("G3: a lease ends with its run, and a killed run's lease is taken over", "[G3][uid][lease]") {
+TEST_CASE("G3: a lease ends with its run, and a killed run's lease is taken over",
+          "[G3][uid][lease]") {
     if (!modeUsable(Mode::Root)) return;
     const uint32_t base = privateRangeBase();
     const std::string range = "STOCKADE_UID_RANGE=" + std::to_string(base) + ":1";

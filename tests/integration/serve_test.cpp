@@ -338,8 +338,9 @@ TEST_CASE("serve: a python http.server answers on the host's loopback, and stop 
     CHECK(logs.out.find("GET / HTTP") != std::string::npos);
 }
 
-TEST_CASE("serve: a node server on localhost, with a long-lived stream and a half-close pass through",
-          "[serve]") {
+TEST_CASE(
+    "serve: a node server on localhost, with a long-lived stream and a half-close pass through",
+    "[serve]") {
     STOCKADE_EACH_SERVE_SETUP(mode, backend);
     Sandbox sandbox(mode);
     const uint16_t port = freePort();

@@ -191,7 +191,8 @@ TEST_CASE("directives, escapes and a skipped plan", "[oracle][tap]") {
     CHECK(skip_all.declared.tests == 0u);
 }
 
-TEST_CASE("text that is not TAP is ignored, and text with no TAP at all is an Error", "[oracle][tap]") {
+TEST_CASE("text that is not TAP is ignored, and text with no TAP at all is an Error",
+          "[oracle][tap]") {
     TestReport report = parse("some runner chatter\n1..1\nokay this is not a test\nok 1\n");
     CHECK(report.cases.size() == 1);
     CHECK(report.problems.empty());

@@ -394,7 +394,7 @@ TEST_CASE("the default policy refuses every mode with a setuid or setgid bit", "
         unsigned mode_index;
         int flags_index;
     };
-    const Case cases[] = {{"chmod", 1, -1},    {"fchmod", 1, -1},  {"fchmodat", 2, -1},
+    const Case cases[] = {{"chmod", 1, -1},     {"fchmod", 1, -1}, {"fchmodat", 2, -1},
                           {"fchmodat2", 2, -1}, {"creat", 1, -1},  {"mknod", 1, -1},
                           {"mknodat", 2, -1},   {"open", 2, 1},    {"openat", 3, 2}};
     const std::uint64_t tmpfile = 020000000 | O_DIRECTORY;
@@ -733,8 +733,8 @@ TEST_CASE("installed in a child, no call makes a setuid or setgid file", "[secco
         expect(EPERM, syscall(SYS_creat, made.c_str(), 04755));
         expect(EPERM, syscall(SYS_mknod, made.c_str(), S_IFREG | 04755, 0));
         expect(EPERM, syscall(SYS_mknodat, AT_FDCWD, made.c_str(), S_IFREG | 02755, 0));
-        expect(EPERM, syscall(SYS_openat, AT_FDCWD, dir.c_str(), 020000000 | O_DIRECTORY | O_RDWR,
-                              04755));
+        expect(EPERM,
+               syscall(SYS_openat, AT_FDCWD, dir.c_str(), 020000000 | O_DIRECTORY | O_RDWR, 04755));
         expect(ENOSYS, syscall(SYS_openat2, AT_FDCWD, made.c_str(), kBadPointer, 24L));
         expect(ENOSYS, syscall(SYS_io_setup, 128, kBadPointer));
         // The same calls without the bits reach the kernel.

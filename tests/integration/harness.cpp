@@ -77,7 +77,7 @@ std::string OneOfMatcher::describe() const {
     return text + "}";
 }
 
-// The stage (tests/stage.sh) holds a copy of the build's binary; a stage
+// The stage (tests/suite/stage.sh) holds a copy of the build's binary; a stage
 // older than the build, or none, would test the wrong thing or nothing.
 static void requireCurrentStage() {
     static const bool current = [] {
@@ -87,7 +87,7 @@ static void requireCurrentStage() {
             staged.st_mtim.tv_nsec != built.st_mtim.tv_nsec)
             throw std::runtime_error(std::string("the suite's stage does not hold the current build (") +
                                      STOCKADE_BINARY + "): run the tests through ctest, which stages " +
-                                     "the binary and the probes first (tests/stage.sh)");
+                                     "the binary and the probes first (tests/suite/stage.sh)");
         return true;
     }();
     (void)current;

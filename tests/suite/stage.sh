@@ -3,8 +3,8 @@
 # probes, the scratch directories), copied into a directory of its own under
 # /var/tmp, because the checkout and its build may sit under a directory that
 # only their owner can enter (root's home, `mktemp -d`, a 0700 parent).
-#   sh tests/stage.sh create STAGE STOCKADE PROBE...
-#   sh tests/stage.sh remove STAGE
+#   sh tests/suite/stage.sh create STAGE STOCKADE PROBE...
+#   sh tests/suite/stage.sh remove STAGE
 # ctest runs `create` before the first test that needs the stage and `remove`
 # after the last (FIXTURES_SETUP, FIXTURES_CLEANUP in tests/CMakeLists.txt).
 set -eu

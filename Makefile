@@ -3,26 +3,38 @@
 #   make check  install what is missing, build, run every test (normal + ASan/UBSan),
 #               then fuzz the parsers for a bounded time
 
-BUILD      ?= build
-ASAN_BUILD ?= build-asan
+# Where the builds go. O=DIR puts all three under DIR, so that the source tree
+# may be read-only: make check O=/var/tmp/stockade-build
+O          ?= .
+BUILD      ?= $(O)/build
+ASAN_BUILD ?= $(O)/build-asan
+FUZZ_BUILD ?= $(O)/build-fuzz
 JOBS       ?= $(shell nproc)
 CMAKE_GEN  := -G Ninja
+# A compiler cache, where one is installed, for rebuilds of a second checkout.
+ifneq ($(shell command -v ccache 2>/dev/null),)
+CMAKE_GEN  += -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache
+endif
 
-.PHONY: test-root all deps build build-asan check check-normal check-asan fuzz demo clean format install uninstall deb
+.PHONY: test-root all deps deps-build build build-asan check check-normal check-asan fuzz demo clean format install uninstall deb
 
 PREFIX ?= /usr/local
 
 all: build
 
 deps:
-	@sh scripts/install-deps.sh
+	@sh scripts/install-deps.sh test
+
+# Only what building the binary and the demo need.
+deps-build:
+	@sh scripts/install-deps.sh build
 
 build: deps
-	@cmake -S . -B $(BUILD) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	@cmake -S . -B $(BUILD) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBUILD_TESTING=ON >/dev/null
 	@cmake --build $(BUILD) -j $(JOBS)
 
 build-asan: deps
-	@cmake -S . -B $(ASAN_BUILD) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Debug -DSTOCKADE_SANITIZE=ON >/dev/null
+	@cmake -S . -B $(ASAN_BUILD) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=Debug -DSTOCKADE_SANITIZE=ON -DBUILD_TESTING=ON >/dev/null
 	@cmake --build $(ASAN_BUILD) -j $(JOBS)
 
 check-normal: build test-root
@@ -35,7 +47,7 @@ check-asan: build-asan
 # The parsers of outside input (profiles, OCI seccomp files) under libFuzzer,
 # for a bounded time each.
 fuzz: deps
-	@sh scripts/fuzz.sh $(FUZZ_SECONDS)
+	@BUILD_DIR="$(abspath $(FUZZ_BUILD))" sh scripts/fuzz.sh $(FUZZ_SECONDS)
 
 FUZZ_SECONDS ?= 30
 
@@ -47,10 +59,13 @@ test-root: deps
 
 check: check-normal check-asan fuzz
 
-demo: deps
-	@cmake -S . -B $(BUILD) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+# The binary alone (the tests are not configured: their toolchain is not
+# installed for a demo), one real job, and the command that runs the suite.
+demo: deps-build
+	@cmake -S . -B $(BUILD) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBUILD_TESTING=OFF >/dev/null
 	@cmake --build $(BUILD) -j $(JOBS) --target stockade
 	@sh scripts/demo.sh $(BUILD)/stockade
+	@echo "--- the whole suite (installs the test toolchain as root): make check"
 
 # Installs under PREFIX and records what went where, for `make uninstall`.
 install: build

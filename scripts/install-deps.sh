@@ -3,11 +3,23 @@
 # runs apt-get; otherwise it prints the one command to run.
 set -eu
 
-PACKAGES="cmake ninja-build g++ make libseccomp-dev libcap-dev libboost-program-options-dev \
-nlohmann-json3-dev catch2 nettle-dev libpugixml-dev libre2-dev bubblewrap python3 python3-jsonschema python3-pytest nodejs git util-linux \
+# scripts/install-deps.sh [build|test]: `build` is what the binary needs
+# (make demo, make install); `test` (the default) adds the suite's toolchain.
+
+BUILD_PACKAGES="cmake ninja-build g++ make libseccomp-dev libcap-dev libboost-program-options-dev \
+nlohmann-json3-dev nettle-dev libpugixml-dev libre2-dev"
+TEST_PACKAGES="catch2 bubblewrap python3 python3-jsonschema python3-pytest nodejs git util-linux \
 iproute2 nftables debootstrap clang libclang-rt-14-dev llvm-14 hyperfine qemu-system-x86 busybox-static"
-# NodeSource's nodejs carries npm (and conflicts with Debian's); Debian's does not.
-command -v npm >/dev/null 2>&1 || PACKAGES="$PACKAGES npm"
+
+case ${1:-test} in
+    build) PACKAGES=$BUILD_PACKAGES ;;
+    test)
+        PACKAGES="$BUILD_PACKAGES $TEST_PACKAGES"
+        # NodeSource's nodejs carries npm (and conflicts with Debian's); Debian's does not.
+        command -v npm >/dev/null 2>&1 || PACKAGES="$PACKAGES npm"
+        ;;
+    *) echo "usage: $0 [build|test]" >&2; exit 2 ;;
+esac
 
 missing=""
 for pkg in $PACKAGES; do

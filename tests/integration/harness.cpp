@@ -77,9 +77,27 @@ std::string OneOfMatcher::describe() const {
     return text + "}";
 }
 
+// The stage (tests/suite/stage.sh) holds a copy of the build's binary; a stage
+// older than the build, or none, would test the wrong thing or nothing.
+static void requireCurrentStage() {
+    static const bool current = [] {
+        struct stat staged {}, built {};
+        if (::stat(STOCKADE_BINARY, &staged) < 0 || ::stat(STOCKADE_BUILT_BINARY, &built) < 0 ||
+            staged.st_size != built.st_size || staged.st_mtim.tv_sec != built.st_mtim.tv_sec ||
+            staged.st_mtim.tv_nsec != built.st_mtim.tv_nsec)
+            throw std::runtime_error(std::string("the suite's stage does not hold the current build (") +
+                                     STOCKADE_BINARY + "): run the tests through ctest, which stages " +
+                                     "the binary and the probes first (tests/suite/stage.sh)");
+        return true;
+    }();
+    (void)current;
+}
+
 std::string stockadeBinary() {
     const char* other = ::getenv("STOCKADE_ITEST_BINARY");
-    return other != nullptr && *other != '\0' ? other : STOCKADE_BINARY;
+    if (other != nullptr && *other != '\0') return other;
+    requireCurrentStage();
+    return STOCKADE_BINARY;
 }
 
 std::string modeName(Mode mode) {
@@ -118,7 +136,7 @@ std::string scratchRoot() {
     if (const char* configured = ::getenv("STOCKADE_ITEST_SCRATCH")) {
         root = configured;
     } else {
-        root = fs::path(STOCKADE_PROBE_DIR).parent_path() / "itest-scratch";
+        root = STOCKADE_SCRATCH_DIR;
     }
     fs::create_directories(root);
     ::chmod(root.c_str(), 0755);

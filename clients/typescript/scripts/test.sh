@@ -3,10 +3,14 @@
 # dependencies (npm ci, or the installed node_modules when the registry is out
 # of reach), the generated types current, the build, node --test, and the
 # packed tarball installed offline into an empty project running its example.
-# Usage: sh clients/typescript/scripts/test.sh STOCKADE_BINARY
+# Usage: sh clients/typescript/scripts/test.sh STOCKADE_BINARY [WORK_DIR]
+# With WORK_DIR (ctest passes one in the build tree) the package is copied
+# there with the schemas it is generated from, and built and tested in the
+# copy: the source tree may be read-only, and node_modules and dist/ belong to
+# a build. Without it, the package is built where it is.
 set -eu
 
-[ $# -eq 1 ] || { echo "usage: $0 STOCKADE_BINARY" >&2; exit 2; }
+[ $# -eq 1 ] || [ $# -eq 2 ] || { echo "usage: $0 STOCKADE_BINARY [WORK_DIR]" >&2; exit 2; }
 STOCKADE_BINARY=$(readlink -f "$1")
 export STOCKADE_BINARY
 [ -x "$STOCKADE_BINARY" ] || { echo "stockade-client test: $1 is not executable" >&2; exit 1; }
@@ -20,6 +24,19 @@ major=$(node -p 'process.versions.node.split(".")[0]')
 [ "$major" -ge 18 ] || { echo "stockade-client test: node $major is older than 18" >&2; exit 1; }
 
 cd "$(dirname "$0")/.."
+if [ $# -eq 2 ]; then
+    source_pkg=$(pwd)
+    mkdir -p "$2/clients/typescript" "$2/docs"
+    work=$(cd "$2" && pwd)
+    # The copy keeps its node_modules between runs (npm ci only when the lock
+    # file changed); everything else is the source's, fresh.
+    find "$work/clients/typescript" -mindepth 1 -maxdepth 1 ! -name node_modules -exec rm -rf {} +
+    (cd "$source_pkg" && tar --exclude=./node_modules --exclude=./dist -cf - .) |
+        (cd "$work/clients/typescript" && tar -xf -)
+    rm -rf "$work/docs" && mkdir "$work/docs"
+    cp "$source_pkg"/../../docs/*.schema.json "$work/docs/"
+    cd "$work/clients/typescript"
+fi
 pkg=$(pwd)
 # Scratch, result and fixture directories under /var/tmp, not /tmp: the
 # integration tests' nothing-left-behind snapshots count /tmp.
@@ -49,13 +66,17 @@ node --test test/*.test.mjs
 # the client as a rootless harness uses it (the integration tests' two modes).
 if [ "$(id -u)" -eq 0 ]; then
     rootless="$scratch/rootless"
-    mkdir -p "$rootless/run"
+    mkdir -p "$rootless/run" "$rootless/pkg"
+    # The built package, copied where uid 65534 can read it: the checkout may
+    # sit under a directory only root can enter.
+    cp -R package.json dist test "$rootless/pkg/"
     chown -R 65534:65534 "$rootless"
     chmod 711 "$scratch"  # uid 65534 passes through to its own directory
     chmod 700 "$rootless/run"
-    setpriv --reuid 65534 --regid 65534 --clear-groups env -i PATH="$PATH" HOME="$rootless" \
-        TMPDIR="$rootless" XDG_RUNTIME_DIR="$rootless/run" STOCKADE_BINARY="$STOCKADE_BINARY" \
-        node --test test/*.test.mjs
+    (cd "$rootless/pkg" &&
+        setpriv --reuid 65534 --regid 65534 --clear-groups env -i PATH="$PATH" HOME="$rootless" \
+            TMPDIR="$rootless" XDG_RUNTIME_DIR="$rootless/run" STOCKADE_BINARY="$STOCKADE_BINARY" \
+            node --test test/*.test.mjs)
 fi
 
 # The tarball, installed offline into an empty project: it must need nothing

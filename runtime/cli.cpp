@@ -511,15 +511,19 @@ int logsSubcommand(const std::vector<std::string>& args) {
 int checkSubcommand(const std::vector<std::string>& args) {
     std::string profile = "held-test";
     bool json = false;
+    std::vector<std::string> require;
     po::options_description desc(
-        "Usage: stockade check [--json] [--profile P]\n\n"
+        "Usage: stockade check [--json] [--profile P] [--require LIST]\n\n"
         "Says, for this host and this user, which guarantees (G1-G10) and limit\n"
         "mechanisms can be enforced, found by trying each in a throwaway child, and\n"
         "for each that cannot, the exact reason and the fix. Exit 0 when the profile\n"
         "can run as required, 1 when it cannot.\n\nOptions");
     desc.add_options()("profile", po::value<std::string>(&profile)->default_value("held-test"),
                        "profile NAME or FILE whose needs are checked")(
-        "json", po::bool_switch(&json), "print stockade.check/v1 JSON")("help,h", "show this help");
+        "require", po::value<std::vector<std::string>>(&require)->composing(),
+        "LIST of guarantees the run will --require, e.g. memory,pids: judged as run judges "
+        "them")("json", po::bool_switch(&json), "print stockade.check/v1 JSON")("help,h",
+                                                                                "show this help");
     try {
         po::variables_map vm;
         auto style =
@@ -533,7 +537,7 @@ int checkSubcommand(const std::vector<std::string>& args) {
     } catch (const po::error& e) {
         return usageError(describe(e, desc));
     }
-    return checkCommand(profile, json);
+    return checkCommand(profile, json, require);
 }
 
 int benchSubcommand(const std::vector<std::string>& args) {

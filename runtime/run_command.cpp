@@ -216,11 +216,30 @@ int profileShowCommand(const std::string& name_or_file) {
     return 0;
 }
 
-int checkCommand(const std::string& profile_name, bool json) {
+int checkCommand(const std::string& profile_name, bool json,
+                 const std::vector<std::string>& require) {
     auto profile = loadProfile(profile_name);
     if (!profile) {
         say(profile.error().describe());
         return kRefused;
+    }
+    // What the run will --require, judged as the run judges it: a CI step
+    // that passes `check --require X` does not then see `run --require X`
+    // refused.
+    const auto& known = knownRequirements();
+    for (const std::string& list : require) {
+        std::string item;
+        for (size_t start = 0; start <= list.size();) {
+            size_t comma = std::min(list.find(',', start), list.size());
+            item = list.substr(start, comma - start);
+            start = comma + 1;
+            if (item.empty()) continue;
+            if (std::find(known.begin(), known.end(), item) == known.end()) {
+                say("--require: unknown guarantee \"" + item + "\"");
+                return kRefused;
+            }
+            profile->require.push_back(item);
+        }
     }
     HostReport report = checkHost(hostCheckRequestFor(*profile));
     std::fputs((json ? reportJson(report) : formatReport(report)).c_str(), stdout);

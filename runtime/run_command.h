@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "base/error.h"
 #include "runtime/policy.h"
@@ -28,6 +29,8 @@ int finishRun(const Policy& policy, const SandboxOutcome& outcome,
 int profileShowCommand(const std::string& name_or_file);
 int profileCheckCommand(const std::string& file);
 // `stockade check`: exit 0 when the profile can run here as required, 1 when not.
-int checkCommand(const std::string& profile, bool json);
+// `require`: --require lists, added to the profile's own requirements.
+int checkCommand(const std::string& profile, bool json,
+                 const std::vector<std::string>& require = {});
 
 }  // namespace stockade

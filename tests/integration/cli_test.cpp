@@ -654,3 +654,24 @@ TEST_CASE("CLI: serve on a port another program holds says so, and how to find i
     CHECK(lines[0].find("port " + std::to_string(port) + " is in use") != std::string::npos);
     CHECK(lines[0].find("ss -ltnp") != std::string::npos);
 }
+
+// Issue 23: `check` could not be told what the run will --require, so a CI
+// step passed `check` and then the run was refused.
+TEST_CASE("CLI: check --require judges the requirements as run --require does", "[cli][check]") {
+    STOCKADE_EACH_MODE(mode);
+    Sandbox sandbox(mode);
+    for (const std::string required : {"memory,pids", "seccomp", "memory"}) {
+        INFO("--require " << required);
+        const Completed check = stockadeAs(mode, {"check", "--require", required});
+        Launch launch = sandbox.launch({});
+        launch.args = {"run", "--require", required, "--", "true"};
+        const Completed run = runStockade(launch);
+        INFO(check.describe() << run.describe());
+        REQUIRE((check.exitCode == 0 || check.exitCode == 1));
+        CHECK((check.exitCode == 0) == (run.exitCode == 0));
+        if (check.exitCode == 1) CHECK(run.exitCode == 125);
+    }
+    const Completed unknown = stockadeAs(mode, {"check", "--require", "gpu"});
+    CHECK(unknown.exitCode == 125);
+    CHECK(unknown.err.find("\"gpu\"") != std::string::npos);
+}

@@ -67,13 +67,35 @@ demo: deps-build
 	@sh scripts/demo.sh $(BUILD)/stockade
 	@echo "--- the whole suite (installs the test toolchain as root): make check"
 
-# Installs under PREFIX and records what went where, for `make uninstall`.
-install: build
-	cmake --install $(BUILD) --prefix $(PREFIX)
+# Installs under PREFIX, stripped, and records what went where (files and the
+# directories it had to make), for `make uninstall`. Builds only what is
+# installed, not the tests. A build directory copied from another tree (its
+# cache names another source directory, which cmake refuses) is made afresh.
+INSTALL_DIRS := bin share/stockade/profiles share/man/man1 \
+                share/bash-completion/completions share/zsh/vendor-completions
+
+install: deps
+	@if [ -f $(BUILD)/CMakeCache.txt ] && \
+	    ! grep -qx "CMAKE_HOME_DIRECTORY:INTERNAL=$(CURDIR)" $(BUILD)/CMakeCache.txt; then \
+	  echo "$(BUILD) was configured for another source tree: configuring it afresh"; \
+	  rm -rf $(BUILD); fi
+	@cmake -S . -B $(BUILD) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	@cmake --build $(BUILD) -j $(JOBS) --target stockade
+	@mkdir -p $(BUILD) && : > $(BUILD)/install_dirs.new
+	@for d in $(INSTALL_DIRS); do \
+	  p="$(PREFIX)/$$d"; \
+	  while [ "$$p" != "$(PREFIX)" ] && [ ! -e "$$p" ]; do echo "$$p"; p=$$(dirname "$$p"); done; \
+	done | sort -u -r >> $(BUILD)/install_dirs.new
+	cmake --install $(BUILD) --prefix $(PREFIX) --strip
+	@cat $(BUILD)/install_dirs.new >> $(BUILD)/install_dirs.txt; rm -f $(BUILD)/install_dirs.new
 
 uninstall:
 	@test -f $(BUILD)/install_manifest.txt || { echo "nothing installed from $(BUILD)"; exit 0; }
 	xargs -r rm -f < $(BUILD)/install_manifest.txt
+	@if [ -f $(BUILD)/install_dirs.txt ]; then \
+	  sort -u -r $(BUILD)/install_dirs.txt | while read -r d; do rmdir "$$d" 2>/dev/null || true; done; \
+	  rm -f $(BUILD)/install_dirs.txt; fi
+	@rm -f $(BUILD)/install_manifest.txt
 
 deb: build
 	cd $(BUILD) && cpack -G DEB

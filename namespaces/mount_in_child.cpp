@@ -72,21 +72,32 @@ unsigned bindAttrs(const MountOp& op) noexcept {
     return attrs;
 }
 
-// Clones the mount at `from_fd` and attaches the clone at `to_fd`/`to_path`,
-// with the given attributes set before it becomes visible: no window where a
-// read-only mount is briefly writable.
-int cloneAndAttachInChild(int from_fd, unsigned attrs, bool recursive, int to_fd,
-                          const char* to_path) noexcept {
-    unsigned rec = recursive ? AT_RECURSIVE : 0;
-    int tree = sysOpenTree(from_fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | rec);
-    if (tree < 0) return errno;
+// Sets the attributes on the detached tree `tree` and attaches it at
+// `to_fd`/`to_path`: no window where a read-only mount is briefly writable.
+int attachTreeInChild(int tree, unsigned attrs, bool recursive, int to_fd,
+                      const char* to_path) noexcept {
     mount_attr attr{};
     attr.attr_set = attrs;
-    int err = 0;
-    if (sysMountSetattr(tree, "", AT_EMPTY_PATH | rec, &attr) < 0) err = errno;
+    if (sysMountSetattr(tree, "", AT_EMPTY_PATH | (recursive ? AT_RECURSIVE : 0), &attr) < 0)
+        return errno;
     unsigned move_flags =
         MOVE_MOUNT_F_EMPTY_PATH | (to_path[0] == '\0' ? MOVE_MOUNT_T_EMPTY_PATH : 0);
-    if (err == 0 && sysMoveMount(tree, "", to_fd, to_path, move_flags) < 0) err = errno;
+    return errnoOr(sysMoveMount(tree, "", to_fd, to_path, move_flags));
+}
+
+// A detached clone of the mount at `from_fd` (and, recursive, the mounts
+// beneath it as they are now); -errno on failure.
+int cloneTreeInChild(int from_fd, bool recursive) noexcept {
+    unsigned rec = recursive ? AT_RECURSIVE : 0;
+    int tree = sysOpenTree(from_fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | rec);
+    return tree < 0 ? -errno : tree;
+}
+
+int cloneAndAttachInChild(int from_fd, unsigned attrs, bool recursive, int to_fd,
+                          const char* to_path) noexcept {
+    int tree = cloneTreeInChild(from_fd, recursive);
+    if (tree < 0) return -tree;
+    int err = attachTreeInChild(tree, attrs, recursive, to_fd, to_path);
     close(tree);
     return err;
 }
@@ -218,15 +229,16 @@ int applyOpInChild(MountPlan& plan, size_t index) noexcept {
         case MountKind::BindFromHost: {
             int src = plan.source_fds[index];
             if (src < 0) return op.optional ? 0 : ENOENT;
+            // src is the tree cloned by openSourcesInChild.
             if (!op.anchor.empty()) {
                 int fd = -1;
                 if (int err = openBeneathInChild(plan, op, &fd)) return err;
-                int err = cloneAndAttachInChild(src, bindAttrs(op), op.recursive, fd, "");
+                int err = attachTreeInChild(src, bindAttrs(op), op.recursive, fd, "");
                 close(fd);
                 return err;
             }
             if (int err = makeTargetInChild(op)) return err;
-            return cloneAndAttachInChild(src, bindAttrs(op), op.recursive, AT_FDCWD, staged);
+            return attachTreeInChild(src, bindAttrs(op), op.recursive, AT_FDCWD, staged);
         }
     }
     return EINVAL;
@@ -264,6 +276,17 @@ int openSourcesInChild(MountPlan& plan, size_t* failed_op) noexcept {
                 *failed_op = i;
                 return ESTALE;  // swapped since the parent held it
             }
+        }
+        if (op.kind != MountKind::BindFromHost) continue;
+        // Cloned now, before the staging tmpfs exists: a recursive clone
+        // taken later of a source that holds the staging directory (/tmp
+        // itself) would carry the sandbox's own new root along with it.
+        int tree = cloneTreeInChild(fd, op.recursive);
+        close(fd);
+        plan.source_fds[i] = tree < 0 ? -1 : tree;
+        if (tree < 0) {
+            *failed_op = i;
+            return -tree;
         }
     }
     return 0;

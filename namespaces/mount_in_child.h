@@ -11,9 +11,11 @@ namespace stockade::ns {
 
 // Stops mount events from propagating back to the host (mount_namespaces(7)).
 int makeMountsPrivateInChild() noexcept;
-// Opens every BindFromHost source as an O_PATH fd into plan.source_fds, while
-// the host's paths are still what they were (before anything is mounted over
-// the staging directory, which may itself hold sources).
+// Opens every source into plan.source_fds while the host's paths are still
+// what they were: each BindFromHost as a detached clone of its mount tree
+// (open_tree(OPEN_TREE_CLONE)), taken before the staging tmpfs exists so a
+// source that holds the staging directory shows the host's files, not the
+// new root; each CopyFromHost as a file to read.
 int openSourcesInChild(MountPlan& plan, size_t* failed_op) noexcept;
 // Mounts the new root's tmpfs on the staging directory and applies each op.
 int buildRootInChild(MountPlan& plan, size_t* failed_op) noexcept;

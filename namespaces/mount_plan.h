@@ -59,8 +59,8 @@ struct MountPlan {
     std::string root_options;      // options of the root tmpfs
     std::vector<MountOp> ops;
     // Scratch for the child: one slot per op, allocated here so the child
-    // never allocates. Holds the fd of each BindFromHost (O_PATH) and
-    // CopyFromHost (O_RDONLY) source.
+    // never allocates. Holds each BindFromHost source's cloned tree and each
+    // CopyFromHost source (O_RDONLY).
     std::vector<int> source_fds;
 };
 

@@ -159,9 +159,15 @@ std::string benchTable(const BenchReport& r) {
         std::snprintf(line, sizeof(line), "%-48s %9.3f %9.3f %9.3f\n", "bwrap --unshare-all ...",
                       c.bubblewrap.median_ms, c.bubblewrap.p95_ms, c.bubblewrap.p99_ms);
         out += line;
+        // A measurement of stockade against its own design goal, not a test
+        // of the user's machine: worded so it cannot read as a failure here.
         std::snprintf(line, sizeof(line),
-                      "ratio of medians, stockade / bwrap: %.2f (target at most %.2f: %s)\n",
-                      c.ratio, kBwrapTargetRatio, c.ratio <= kBwrapTargetRatio ? "met" : "NOT met");
+                      "ratio of medians, stockade / bwrap: %.2f (stockade's design goal is at "
+                      "most %.2f; %s)\n",
+                      c.ratio, kBwrapTargetRatio,
+                      c.ratio <= kBwrapTargetRatio
+                          ? "reached here"
+                          : "not reached here: a figure about stockade, not a fault of this host");
         out += line;
         out += "  stockade: " + joined(c.stockade_args) + "\n";
         out += "  worktree: " + c.worktree_note + "\n";

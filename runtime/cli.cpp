@@ -70,11 +70,16 @@ int usageError(const std::string& message) {
 }
 
 po::options_description runOptionsDescription(RunOptions& o, const char* usage = kRunUsage,
-                                              const char* default_profile = "held-test") {
+                                              const char* default_profile = "held-test",
+                                              bool with_result = true) {
     po::options_description d(usage);
     auto text = [](std::optional<std::string>& target) {
         return po::value<std::string>()->notifier([&target](const std::string& v) { target = v; });
     };
+    if (with_result)
+        d.add_options()("result", text(o.result),
+                        "FILE to write the result JSON to (default: none); the sandbox must not "
+                        "be able to write its directory");
     d.add_options()("profile", po::value<std::string>(&o.profile)->default_value(default_profile),
                     "profile NAME (installed or built in) or FILE (contains '/' or ends in .json)")(
         "worktree", text(o.worktree), "DIR bound at /repo, writable; /repo/.git read-only")(
@@ -92,8 +97,8 @@ po::options_description runOptionsDescription(RunOptions& o, const char* usage =
         "user", text(o.user), "UID[:GID] inside the sandbox")(
         "name", text(o.name), "NAME recorded in the result (serve: default dev-PORT)")(
         "stdin", po::value<std::string>(&o.stdin_mode)->default_value("null"), "null|inherit")(
-        "quiet", po::bool_switch(&o.quiet), "do not echo the command's output")(
-        "result", text(o.result), "FILE to write the result JSON to (default: none)")(
+        "quiet", po::bool_switch(&o.quiet),
+        "do not echo the command's output (stockade's own lines still show)")(
         "memory", text(o.memory), "SIZE memory limit, e.g. 512m, 2g (default: the profile's)")(
         "pids", text(o.pids), "N process limit (default: the profile's)")(
         "cpu-time", text(o.cpu_time), "SEC of CPU time (default: the profile's)")(
@@ -116,17 +121,134 @@ po::options_description runOptionsDescription(RunOptions& o, const char* usage =
     return d;
 }
 
+// What a Docker user types, and what stockade has instead.
+std::optional<std::string> dockerHabit(const std::string& option) {
+    static const std::pair<const char*, const char*> habits[] = {
+        {"--rm", "nothing to ask for: every sandbox is removed when its command ends"},
+        {"-v", "use --mount SRC:DST[:rw] (read-only unless :rw), or --worktree DIR for /repo"},
+        {"--volume",
+         "use --mount SRC:DST[:rw] (read-only unless :rw), or --worktree DIR for /repo"},
+        {"-e", "use --env KEY=VALUE, or --env KEY to copy it from your environment"},
+        {"-p", "a dev server publishes one port on the host's loopback: stockade serve --port N"},
+        {"--publish",
+         "a dev server publishes one port on the host's loopback: stockade serve --port N"},
+        {"--network",
+         "run has no network at all and serve only its --port on loopback; there is "
+         "no other network to choose"},
+        {"--net",
+         "run has no network at all and serve only its --port on loopback; there is no "
+         "other network to choose"},
+        {"--pids-limit", "use --pids N"},
+        {"-m", "use --memory SIZE"},
+        {"-w", "use --workdir DIR"},
+        {"-u", "use --user UID[:GID]"},
+        {"-i", "use --stdin inherit"},
+        {"-t", "there is no terminal in the sandbox; use --stdin inherit for input"},
+        {"-it", "there is no terminal in the sandbox; use --stdin inherit for input"},
+        {"--interactive", "use --stdin inherit"},
+        {"--cap-drop", "nothing to ask for: the sandbox has no capabilities at all"},
+        {"--security-opt", "nothing to ask for: no_new_privs and a seccomp filter always hold"},
+        {"--read-only", "nothing to ask for: the root is always read-only"},
+        {"-d", "serve --detach runs a dev server on in the background; run always waits"},
+        {"--detach", "only serve detaches (stockade serve --detach); run always waits"},
+    };
+    for (const auto& [docker, hint] : habits)
+        if (option == docker) return std::string(hint);
+    return std::nullopt;
+}
+
+size_t editDistance(const std::string& a, const std::string& b) {
+    std::vector<size_t> row(b.size() + 1);
+    for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+    for (size_t i = 1; i <= a.size(); ++i) {
+        size_t diagonal = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= b.size(); ++j) {
+            size_t up = row[j];
+            row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
+            diagonal = up;
+        }
+    }
+    return row[b.size()];
+}
+
+// The known option nearest to a mistyped one, when it is near enough.
+std::optional<std::string> nearestOption(const std::string& typed,
+                                         const po::options_description& desc) {
+    std::string bare = typed;
+    while (bare.starts_with("-")) bare.erase(0, 1);
+    bare = bare.substr(0, bare.find('='));
+    std::optional<std::string> best;
+    size_t best_distance = bare.size() <= 4 ? 1 : 2;
+    for (const auto& option : desc.options()) {
+        const std::string name = option->long_name();
+        if (name.empty()) continue;
+        size_t d = editDistance(bare, name);
+        if (d <= best_distance) {
+            best_distance = d;
+            best = "--" + name;
+        }
+    }
+    return best;
+}
+
+std::string unknownOptionText(const std::string& option, const po::options_description& desc) {
+    std::string text = "unknown option " + option;
+    if (auto habit = dockerHabit(option)) return text + " (from Docker? " + *habit + ")";
+    if (auto near = nearestOption(option, desc)) return text + " (did you mean " + *near + "?)";
+    return text + " (stockade " + "run --help lists the options)";
+}
+
 // Boost's own messages quote option names oddly; these name the flag plainly.
-std::string describe(const po::error& e) {
+std::string describe(const po::error& e, const po::options_description& desc) {
     if (auto* syntax = dynamic_cast<const po::invalid_command_line_syntax*>(&e)) {
         if (syntax->kind() == po::invalid_syntax::missing_parameter)
             return syntax->get_option_name() + " needs a value";
     }
     if (auto* unknown = dynamic_cast<const po::unknown_option*>(&e))
-        return "unknown option " + unknown->get_option_name();
+        return unknownOptionText(unknown->get_option_name(), desc);
     if (auto* multiple = dynamic_cast<const po::multiple_occurrences*>(&e))
         return multiple->get_option_name() + " given more than once";
     return e.what();
+}
+
+// A value that looks like an option ("--result --quiet") is the next option,
+// not a value: the flag before it lacks its own. Given as --result=--quiet,
+// such a value is taken as meant.
+std::optional<std::string> optionLookingValue(const po::parsed_options& parsed) {
+    for (const po::option& opt : parsed.options) {
+        if (opt.original_tokens.size() < 2 || opt.value.empty()) continue;
+        const std::string& value = opt.value.front();
+        if (value.size() > 1 && value[0] == '-' &&
+            !std::isdigit(static_cast<unsigned char>(value[1])))
+            return "--" + opt.string_key + " needs a value, and \"" + value +
+                   "\" looks like an option (write --" + opt.string_key + "=" + value +
+                   " if it is meant as the value)";
+    }
+    return std::nullopt;
+}
+
+// Without "--", the first word that is neither an option nor an option's
+// value is where the command was meant to start: say that, not that its own
+// flags are unknown to stockade ("run --worktree . ls -la").
+std::optional<std::string> missingDashDash(const std::vector<std::string>& options,
+                                           const po::options_description& desc,
+                                           const std::string& command) {
+    for (size_t i = 0; i < options.size(); ++i) {
+        const std::string& word = options[i];
+        if (!word.starts_with("-") || word == "-") {
+            std::string rest;
+            for (size_t j = i; j < options.size(); ++j) rest += " " + options[j];
+            return "missing -- before the command: stockade " + command + " [OPTIONS] --" + rest;
+        }
+        if (word.find('=') != std::string::npos || word.find_first_not_of('-') == std::string::npos)
+            continue;
+        const po::option_description* known =
+            desc.find_nothrow(word.substr(word.find_first_not_of('-')), false);
+        if (!known) return std::nullopt;  // the unknown option is the fault: the parser says so
+        if (known->semantic()->max_tokens() > 0) ++i;  // its value
+    }
+    return std::nullopt;
 }
 
 // "OPTIONS -- COMMAND...", split at the first "--".
@@ -148,13 +270,19 @@ SplitArgs splitAtDashDash(const std::vector<std::string>& args) {
 // Parses the options before "--". Returns an exit code when that ends the
 // program (help printed, or a usage error), nothing when the caller goes on.
 std::optional<int> parseOrExit(const std::vector<std::string>& options,
-                               const po::options_description& desc, const std::string& help) {
+                               const po::options_description& desc, const std::string& help,
+                               const char* command = nullptr, bool has_command = true) {
+    if (command && !has_command)
+        if (auto missing = missingDashDash(options, desc, command)) return usageError(*missing);
     try {
         po::variables_map vm;
         auto style =
             po::command_line_style::default_style & ~po::command_line_style::allow_guessing;
         po::parsed_options parsed =
             po::command_line_parser(options).options(desc).style(style).run();
+        // An option that swallowed the next one is the first fault: its
+        // stray value ("--worktree --result r.json") is only a consequence.
+        if (auto value = optionLookingValue(parsed)) return usageError(*value);
         for (const auto& opt : parsed.options)
             if (opt.position_key >= 0)
                 return usageError("unexpected argument \"" + opt.value.front() +
@@ -168,7 +296,7 @@ std::optional<int> parseOrExit(const std::vector<std::string>& options,
     } catch (const po::required_option& e) {
         return usageError(e.get_option_name() + " is required");
     } catch (const po::error& e) {
-        return usageError(describe(e));
+        return usageError(describe(e, desc));
     }
     return std::nullopt;
 }
@@ -197,7 +325,7 @@ int parseNamed(const std::vector<std::string>& args, const po::options_descripti
     } catch (const po::too_many_positional_options_error&) {
         return usageError(std::string(command) + ": too many arguments");
     } catch (const po::error& e) {
-        return usageError(describe(e));
+        return usageError(describe(e, desc));
     }
 }
 
@@ -208,7 +336,8 @@ int runSubcommand(const std::vector<std::string>& args) {
     po::options_description desc = runOptionsDescription(run);
     std::ostringstream help;
     help << desc;
-    if (auto code = parseOrExit(split.options, desc, help.str())) return *code;
+    if (auto code = parseOrExit(split.options, desc, help.str(), "run", split.has_command))
+        return *code;
     if (!split.has_command)
         return usageError("missing -- before the command (stockade run [OPTIONS] -- COMMAND)");
     if (run.command.empty()) return usageError("missing command after --");
@@ -220,7 +349,8 @@ int oracleSubcommand(const std::vector<std::string>& args) {
     RunOptions& run = oracle_options.run;
     SplitArgs split = splitAtDashDash(args);
     run.command = split.command;
-    po::options_description desc = runOptionsDescription(run);
+    po::options_description desc =
+        runOptionsDescription(run, "Sandbox options (as for stockade run)", "held-test", false);
     po::options_description extra(
         "Usage: stockade oracle [OPTIONS] --worktree DIR --held DIR [--report junit|tap]\n"
         "                       [--expect FILE] [--verdict FILE] -- COMMAND [ARG...]\n\n"
@@ -242,10 +372,21 @@ int oracleSubcommand(const std::vector<std::string>& args) {
             oracle_options.verdict = v;
         }),
         "FILE to write the verdict to (default: stdout)");
-    desc.add(extra);
     std::ostringstream help;
     help << extra << "\n" << desc;
-    if (auto code = parseOrExit(split.options, desc, help.str())) return *code;
+    desc.add(extra);
+    po::options_description not_oracle;  // taken only to be refused by name below
+    not_oracle.add_options()("result", po::value<std::string>()->notifier(
+                                           [&](const std::string& v) { run.result = v; }));
+    desc.add(not_oracle);
+    if (auto code = parseOrExit(split.options, desc, help.str(), "oracle", split.has_command))
+        return *code;
+    // Taken by the shared options, but not the oracle's: its one record is
+    // the verdict, which holds the run's result.
+    if (run.result)
+        return usageError(
+            "oracle: --result is not an oracle option; the verdict holds the run's result (its "
+            "\"result\" field): write it with --verdict FILE");
     if (!split.has_command || run.command.empty())
         return usageError("missing -- and the test command (stockade oracle ... -- COMMAND)");
     return oracle::runOracle(oracle_options);
@@ -298,7 +439,8 @@ int serveSubcommand(const std::vector<std::string>& args) {
     desc.add(extra);
     std::ostringstream help;
     help << desc;
-    if (auto code = parseOrExit(split.options, desc, help.str())) return *code;
+    if (auto code = parseOrExit(split.options, desc, help.str(), "serve", split.has_command))
+        return *code;
     if (!split.has_command || run.command.empty())
         return usageError("missing -- and the server command (stockade serve ... -- COMMAND)");
     return serveCommand(serve);
@@ -369,15 +511,19 @@ int logsSubcommand(const std::vector<std::string>& args) {
 int checkSubcommand(const std::vector<std::string>& args) {
     std::string profile = "held-test";
     bool json = false;
+    std::vector<std::string> require;
     po::options_description desc(
-        "Usage: stockade check [--json] [--profile P]\n\n"
+        "Usage: stockade check [--json] [--profile P] [--require LIST]\n\n"
         "Says, for this host and this user, which guarantees (G1-G10) and limit\n"
         "mechanisms can be enforced, found by trying each in a throwaway child, and\n"
         "for each that cannot, the exact reason and the fix. Exit 0 when the profile\n"
         "can run as required, 1 when it cannot.\n\nOptions");
     desc.add_options()("profile", po::value<std::string>(&profile)->default_value("held-test"),
                        "profile NAME or FILE whose needs are checked")(
-        "json", po::bool_switch(&json), "print stockade.check/v1 JSON")("help,h", "show this help");
+        "require", po::value<std::vector<std::string>>(&require)->composing(),
+        "LIST of guarantees the run will --require, e.g. memory,pids: judged as run judges "
+        "them")("json", po::bool_switch(&json), "print stockade.check/v1 JSON")("help,h",
+                                                                                "show this help");
     try {
         po::variables_map vm;
         auto style =
@@ -389,9 +535,9 @@ int checkSubcommand(const std::vector<std::string>& args) {
         }
         po::notify(vm);
     } catch (const po::error& e) {
-        return usageError(describe(e));
+        return usageError(describe(e, desc));
     }
-    return checkCommand(profile, json);
+    return checkCommand(profile, json, require);
 }
 
 int benchSubcommand(const std::vector<std::string>& args) {

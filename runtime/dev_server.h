@@ -74,6 +74,9 @@ class DevServer : public ServiceHooks {
     int pollFd() const override { return epoll_.get(); }
     std::optional<Ending> onReadable() override;
     bool ready() const { return ready_; }
+    // Whether a connection to the port inside succeeded (so a server not
+    // ready was waiting on --ready-pattern alone).
+    bool portAnswered() const { return probe_ok_; }
 
   private:
     class ProbeTimer;

@@ -45,7 +45,9 @@ Result<UniqueFd> openNoSymlinks(const std::string& option, const std::string& gi
         if (component.empty() || component == ".") continue;
         walked += "/" + component;
         UniqueFd fd(openat(dir.get(), component.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
-        if (!fd) return Error::fromErrno(option + " " + given + ": open(\"" + walked + "\")");
+        if (!fd)
+            return Error::fromErrno(option + " " + given + ": open(\"" + walked + "\") as uid " +
+                                    std::to_string(geteuid()));
         struct stat st;
         if (fstat(fd.get(), &st) < 0) return Error::fromErrno("fstat(\"" + walked + "\")");
         if (S_ISLNK(st.st_mode))
@@ -67,7 +69,9 @@ Result<HeldPath> holdHostPath(const std::string& option, const std::string& path
     UniqueFd fd;
     if (follow_symlinks) {
         fd.reset(open(absolute->c_str(), O_PATH | O_CLOEXEC));
-        if (!fd) return Error::fromErrno(option + " " + path);
+        if (!fd)
+            return Error::fromErrno(option + " " + path + ": open(\"" + *absolute + "\") as uid " +
+                                    std::to_string(geteuid()));
     } else {
         auto opened = openNoSymlinks(option, path, *absolute);
         if (!opened) return opened.error();

@@ -95,6 +95,10 @@ Result<ExtraMount> parseMountSpec(const std::string& spec, bool follow_symlinks)
     auto colon = rest.rfind(':');
     if (colon == std::string::npos || colon == 0 || colon + 1 == rest.size())
         return Error::message("--mount " + spec + ": expected SRC:DST[:rw]");
+    const std::string last = rest.substr(colon + 1);
+    if (last[0] != '/' && last != "rw" && last != "ro" && rest.find(':') < colon)
+        return Error::message("--mount " + spec + ": unknown mount option \"" + last +
+                              "\" (expected :rw, or :ro, the default)");
     std::string source = rest.substr(0, colon);
     auto target = normalizeSandboxPath(rest.substr(colon + 1));
     if (!target) return target.error().withContext("--mount " + spec + ": target");

@@ -305,8 +305,23 @@ const std::vector<std::string>& knownRequirements() {
 }
 
 Result<Profile> parseProfile(const std::string& name, const std::string& json_text) {
-    json doc = json::parse(json_text, nullptr, /*allow_exceptions=*/false, /*comments=*/false);
-    if (doc.is_discarded()) return Error::message("profile " + name + ": not valid JSON");
+    json doc;
+    try {
+        doc = json::parse(json_text, nullptr, /*allow_exceptions=*/true, /*comments=*/false);
+    } catch (const json::parse_error& e) {
+        // e.byte is 1-based, at the character the parser stopped on.
+        size_t at = e.byte == 0 ? 0 : std::min<size_t>(e.byte - 1, json_text.size());
+        size_t line = 1 + std::count(json_text.begin(), json_text.begin() + at, '\n');
+        size_t line_start = json_text.rfind('\n', at == 0 ? 0 : at - 1);
+        size_t column = line_start == std::string::npos || at == 0 ? at + 1 : at - line_start;
+        // nlohmann's own text ends in the cause: "... - invalid literal; last read: '...'".
+        const std::string what = e.what();
+        const size_t dash = what.find(" - ");
+        const std::string cause =
+            dash == std::string::npos ? "" : " (" + what.substr(dash + 3) + ")";
+        return Error::message("profile " + name + ": not valid JSON at line " +
+                              std::to_string(line) + ", column " + std::to_string(column) + cause);
+    }
     try {
         return parseDocument(name, doc);
     } catch (const ProfileProblem& problem) {

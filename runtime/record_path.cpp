@@ -107,6 +107,47 @@ std::string directoryOf(const std::string& file) {
     return slash == 0 ? "/" : file.substr(0, slash);
 }
 
+// Whether stockade, as the user it runs as, can leave the record where
+// writeRecord will: a new file in the directory (an O_TMPFILE, which leaves
+// nothing behind, or, where the filesystem has none, a named one removed at
+// once), renamed over what is there. Asked before the run, so a record that
+// could never be written is a refusal (nothing run), not a run whose record
+// a harness then finds missing or stale.
+Status checkWritable(const std::string& what, const RecordTarget& target) {
+    const std::string as = " as uid " + std::to_string(geteuid());
+    UniqueFd dir(open(target.dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (!dir) return Error::fromErrno(what + ": open(\"" + target.dir + "\")" + as);
+    auto cannot = [&](int err) {
+        return Error::fromErrno(what + ": cannot create a file in " + target.dir + as +
+                                    " (give a path this user can write)",
+                                err);
+    };
+    int probe = openat(dir.get(), ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+    if (probe < 0 && (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL)) {
+        uint32_t nonce = 0;
+        if (getrandom(&nonce, sizeof(nonce), 0) != static_cast<ssize_t>(sizeof(nonce)))
+            return Error::fromErrno("getrandom()");
+        char name[32];
+        std::snprintf(name, sizeof(name), ".stockade-probe.%08x", nonce);
+        probe = openat(dir.get(), name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (probe >= 0) unlinkat(dir.get(), name, 0);
+    }
+    if (probe < 0) return cannot(errno);
+    close(probe);
+    // In a sticky directory (/tmp) only the owner of a file, of the
+    // directory, or root may rename over it (rename(2), EPERM).
+    struct stat d, f;
+    if (geteuid() != 0 && fstat(dir.get(), &d) == 0 && (d.st_mode & S_ISVTX) &&
+        d.st_uid != geteuid() &&
+        fstatat(dir.get(), target.name.c_str(), &f, AT_SYMLINK_NOFOLLOW) == 0 &&
+        f.st_uid != geteuid())
+        return Error::message(what + ": " + target.dir + "/" + target.name + " belongs to uid " +
+                              std::to_string(f.st_uid) + ", and in the sticky directory " +
+                              target.dir + " uid " + std::to_string(geteuid()) +
+                              " cannot replace it (give a path of your own)");
+    return okStatus();
+}
+
 }  // namespace
 
 std::optional<std::string> writableBy(const std::string& dir,
@@ -162,12 +203,15 @@ Result<RecordTarget> resolveRecordTarget(const std::string& flag, const std::str
                                           : ": not a regular file"));
     char real[PATH_MAX];
     const std::string dir = directoryOf(path);
-    if (!realpath(dir.c_str(), real)) return Error::fromErrno(what + ": realpath(\"" + dir + "\")");
+    if (!realpath(dir.c_str(), real))
+        return Error::fromErrno(what + ": the directory " + dir + " cannot be resolved as uid " +
+                                std::to_string(geteuid()) + " (realpath)");
     target.dir = real;
     target.name = path.substr(path.rfind('/') == std::string::npos ? 0 : path.rfind('/') + 1);
     if (target.name == "." || target.name == "..")
         return Error::message(what + ": not a file name");
     if (auto tree = writableBy(target.dir, writable)) return refusedInside(*tree);
+    if (Status s = checkWritable(what, target); !s) return s.error();
     return target;
 }
 

@@ -1,8 +1,10 @@
 #include "runtime/run_command.h"
 #include "runtime/supervisor_hardening.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
+#include <utility>
 
 #include "base/log.h"
 #include "runtime/host_check.h"
@@ -23,6 +25,94 @@ constexpr int kRefused = 125;
 // shown, never sent, to the terminal (runtime/text_safety.h).
 void say(const std::string& line) {
     std::fprintf(stderr, "stockade: %s\n", escapeForTerminal(line).c_str());
+}
+
+// "512m", "2g", "1536k" or a plain byte count: as the user would type it.
+std::string sizeText(uint64_t bytes) {
+    for (auto [shift, suffix] : {std::pair{30, "g"}, std::pair{20, "m"}, std::pair{10, "k"}})
+        if (bytes >= (1ull << shift) && bytes % (1ull << shift) == 0)
+            return std::to_string(bytes >> shift) + suffix;
+    return std::to_string(bytes);
+}
+
+std::string secondsText(uint64_t ms) {
+    std::string text = std::to_string(ms / 1000);
+    if (ms % 1000) {
+        char frac[8];
+        std::snprintf(frac, sizeof(frac), ".%03u", static_cast<unsigned>(ms % 1000));
+        std::string f = frac;
+        while (f.back() == '0') f.pop_back();
+        text += f;
+    }
+    return text;
+}
+
+std::string mechanismOf(const SandboxOutcome& o, const char* key) {
+    auto it = o.enforced.find(key);
+    return it == o.enforced.end() ? "nothing" : it->second;
+}
+
+// The one line that says which bound of stockade's ended the run and what
+// to change; empty when the command ended on its own. Printed with or
+// without --quiet, which silences the command, not stockade.
+std::string boundLine(const Policy& policy, const SandboxOutcome& o, const SandboxResult& r) {
+    const Limits& limits = policy.limits;
+    if (o.ending == Ending::TimedOut)
+        return "timed out: stopped after --timeout " +
+               secondsText(limits.timeout_ms.value_or(o.duration_ms)) +
+               " s of wall-clock time, and everything in the sandbox was killed (raise --timeout "
+               "if it needs longer)";
+    if (o.ending == Ending::OutputLimit)
+        return "killed at the output limit: stdout and stderr together passed --output-limit " +
+               sizeText(limits.output_bytes.value_or(0)) +
+               " (raise --output-limit, or have the command write its output to a file)";
+    if (!r.reason) return "";
+    if (*r.reason == "memory_limit")
+        return "killed by the memory limit: --memory " + sizeText(limits.memory_bytes.value_or(0)) +
+               " (held by " + mechanismOf(o, "memory") + "; peak " + sizeText(o.peak_memory_bytes) +
+               ") ran out (raise --memory)";
+    if (*r.reason == "pids_limit")
+        return "the process limit stopped the command: --pids " +
+               std::to_string(limits.pids.value_or(0)) + " (held by " + mechanismOf(o, "pids") +
+               ") refused it a new process (raise --pids)";
+    if (*r.reason == "cpu_time")
+        return "killed at the CPU time limit: --cpu-time " +
+               secondsText(limits.cpu_time_ms.value_or(0)) +
+               " s (RLIMIT_CPU) used up (raise --cpu-time)";
+    return "";
+}
+
+// The path and the user a failed step acted on, where its message alone
+// would be a bare errno ("change to the working directory: EACCES").
+std::string setupFailureDetail(const Policy& policy, const SandboxOutcome& o) {
+    if (o.error_message != "change to the working directory") return "";
+    std::string who = policy.uid ? "uid " + std::to_string(*policy.uid) + " inside" : "";
+    if (o.host_uid)
+        who += (who.empty() ? "" : ", ") + std::string("host uid ") + std::to_string(*o.host_uid);
+    return " " + policy.workdir + (who.empty() ? "" : " as " + who) +
+           " (--workdir; a directory the sandbox's user may enter)";
+}
+
+// A limit the user asked for on the command line that only an rlimit held:
+// weaker than asked (per process, or per user), so said where it is seen.
+std::vector<std::string> weakerLimitLines(const RunOptions* options, const SandboxOutcome& o) {
+    std::vector<std::string> lines;
+    if (!options) return lines;
+    auto degraded = [&](const char* key) {
+        return std::find(o.degraded.begin(), o.degraded.end(), key) != o.degraded.end();
+    };
+    const char* fix =
+        "no cgroup is delegated to this user (stockade check says how to get one; "
+        "--require ";
+    if (options->memory && degraded("memory"))
+        lines.push_back("--memory " + *options->memory +
+                        " was held by RLIMIT_DATA, per process, not for the sandbox as a whole: " +
+                        fix + "memory refuses such a run)");
+    if (options->pids && degraded("pids"))
+        lines.push_back("--pids " + *options->pids +
+                        " was held by RLIMIT_NPROC, counted per user, not per sandbox: " + fix +
+                        "pids refuses such a run)");
+    return lines;
 }
 
 }  // namespace
@@ -74,18 +164,28 @@ Result<Policy> policyForRun(const RunOptions& options, int& exit_code) {
     return policy;
 }
 
-int finishRun(const Policy& policy, const SandboxOutcome& outcome) {
+int finishRun(const Policy& policy, const SandboxOutcome& outcome, const RunOptions* options) {
     SandboxResult result = classify(outcome);
     if (outcome.ending == Ending::SetupFailed || outcome.ending == Ending::Refused)
-        say(outcome.error_message +
+        say(outcome.error_message + setupFailureDetail(policy, outcome) +
             (outcome.error_errno ? ": " + errnoName(outcome.error_errno) : std::string()));
     else if (outcome.ending == Ending::NotFound)
         say(policy.command[0] + ": command not found in the sandbox");
     else if (outcome.ending == Ending::NotExecutable)
         say(policy.command[0] + ": cannot execute: " + errnoName(outcome.error_errno));
+    else if (std::string line = boundLine(policy, outcome, result); !line.empty())
+        say(line);
+    for (const std::string& line : weakerLimitLines(options, outcome)) say(line);
     if (policy.result) {
+        // The place was judged writable before the run; a write that fails
+        // now leaves no record, and the exit says so: a harness must not
+        // read a success whose record is missing or stale.
         auto s = writeRecord(*policy.result, resultJson(policy, outcome));
-        if (!s) say("cannot write the result: " + s.error().describe());
+        if (!s) {
+            say("cannot write the result: " + s.error().describe() +
+                (result.exit_code == 0 ? " (exit 1, though the command succeeded)" : ""));
+            return result.exit_code == 0 ? 1 : result.exit_code;
+        }
     }
     return result.exit_code;
 }
@@ -101,7 +201,7 @@ int runCommand(const RunOptions& options) {
     steps.done("load the profile, build the policy");
     SandboxOutcome outcome = runSandbox(*policy);
     steps.done("the sandbox: the steps above, then its cgroups removed");
-    int code = finishRun(*policy, outcome);
+    int code = finishRun(*policy, outcome, &options);
     steps.done("write the result");
     return code;
 }
@@ -116,11 +216,30 @@ int profileShowCommand(const std::string& name_or_file) {
     return 0;
 }
 
-int checkCommand(const std::string& profile_name, bool json) {
+int checkCommand(const std::string& profile_name, bool json,
+                 const std::vector<std::string>& require) {
     auto profile = loadProfile(profile_name);
     if (!profile) {
         say(profile.error().describe());
         return kRefused;
+    }
+    // What the run will --require, judged as the run judges it: a CI step
+    // that passes `check --require X` does not then see `run --require X`
+    // refused.
+    const auto& known = knownRequirements();
+    for (const std::string& list : require) {
+        std::string item;
+        for (size_t start = 0; start <= list.size();) {
+            size_t comma = std::min(list.find(',', start), list.size());
+            item = list.substr(start, comma - start);
+            start = comma + 1;
+            if (item.empty()) continue;
+            if (std::find(known.begin(), known.end(), item) == known.end()) {
+                say("--require: unknown guarantee \"" + item + "\"");
+                return kRefused;
+            }
+            profile->require.push_back(item);
+        }
     }
     HostReport report = checkHost(hostCheckRequestFor(*profile));
     std::fputs((json ? reportJson(report) : formatReport(report)).c_str(), stdout);

@@ -55,17 +55,24 @@ Result<uint16_t> parsePort(const std::string& text) {
     return static_cast<uint16_t>(*n);
 }
 
-// Binds the published port, waiting up to 5 s for a server just stopped to
-// let go of it.
-Result<std::vector<UniqueFd>> bindPublished(const StateDir& dir, uint16_t port) {
+// Binds the published port. Only a server just stopped (`just_stopped`) is
+// waited for, up to 5 s, to let go of it; a port another program holds is
+// said at once, with how to find it.
+Result<std::vector<UniqueFd>> bindPublished(const StateDir& dir, uint16_t port, bool just_stopped) {
+    const int attempts = just_stopped ? 100 : 0;
     for (int attempt = 0;; ++attempt) {
         auto listeners = listenOnLoopback(port);
-        if (listeners || listeners.error().errnum() != EADDRINUSE || attempt == 100) {
-            if (!listeners && listeners.error().errnum() == EADDRINUSE)
+        if (listeners || listeners.error().errnum() != EADDRINUSE || attempt >= attempts) {
+            if (!listeners && listeners.error().errnum() == EADDRINUSE) {
+                const std::string p = std::to_string(port);
                 if (auto holder = dir.findByPort(port))
-                    return Error::message("port " + std::to_string(port) +
-                                          " is published by the dev server \"" + holder->name +
-                                          "\" (stockade stop " + holder->name + ")");
+                    return Error::message("port " + p + " is published by the dev server \"" +
+                                          holder->name + "\" (stockade stop " + holder->name + ")");
+                return Error::message("port " + p +
+                                      " is in use on the host's loopback by another program "
+                                      "(ss -ltnp 'sport = :" +
+                                      p + "' shows which); stop it, or choose another --port");
+            }
             return listeners;
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -123,6 +130,39 @@ void closeLeakedFds() {
         closedir(d);
     }
     for (int fd : leaked) close(fd);
+}
+
+// Why the server is gone, in one line with the log to read; empty when it
+// was stopped (stockade stop, a signal) or finishRun has said it already.
+std::string serverEndLine(const std::string& name, const ServeOptions& options,
+                          const DevServer& server, const SandboxOutcome& o) {
+    const std::string logs = " (its output: stockade logs " + name + ")";
+    const std::string& port = options.port;
+    if (o.ending == Ending::NotReady) {
+        if (server.portAnswered())
+            return "\"" + name + "\" listened on port " + port + " but its output did not match " +
+                   "--ready-pattern within " + options.ready_timeout + " s; a server that " +
+                   "buffers its output (Python: set PYTHONUNBUFFERED=1) prints nothing until " +
+                   "the buffer fills" + logs;
+        return "\"" + name + "\" was not ready within " + options.ready_timeout +
+               " s: nothing listened on 127.0.0.1:" + port + " or [::1]:" + port +
+               " inside the sandbox; the server must listen on the port given to --port " +
+               "(a server on another port, or still starting, is not reached)" + logs;
+    }
+    if (SandboxResult r = classify(o);
+        r.reason &&
+        (*r.reason == "memory_limit" || *r.reason == "pids_limit" || *r.reason == "cpu_time"))
+        return "";  // a bound: finishRun's line names it
+    // Inside, binding is allowed on the published port only (Landlock ABI 4,
+    // where the kernel has it): a server set to another port fails to bind.
+    const std::string when =
+        server.ready() ? ""
+                       : " before it was ready (inside, it may listen only on --port " + port + ")";
+    if (o.ending == Ending::Exited)
+        return "\"" + name + "\" exited with code " + std::to_string(o.exit_code) + when + logs;
+    if (o.ending == Ending::Signaled)
+        return "\"" + name + "\" was killed by signal " + std::to_string(o.signal) + when + logs;
+    return "";
 }
 
 }  // namespace
@@ -193,11 +233,18 @@ int serveCommand(const ServeOptions& options) {
         return refuseRun(run, policy.profile_name, "sandbox_unavailable", "error", "state",
                          dir.error().describe());
     const std::string& name = policy.name;
-    auto stopped = stopService(*dir, name, kStopWaitMs);
-    if (!stopped)
-        return refuseRun(run, policy.profile_name, "sandbox_unavailable", "error", "state",
-                         "cannot stop the running \"" + name + "\": " + stopped.error().describe());
-    if (*stopped) say("stopped the running \"" + name + "\" first");
+    std::vector<StateDir> dirs{*dir};
+    for (StateDir& other : StateDir::others(*dir)) dirs.push_back(std::move(other));
+    bool just_stopped = false;
+    for (const StateDir& d : dirs) {
+        auto stopped = stopService(d, name, kStopWaitMs);
+        if (!stopped)
+            return refuseRun(
+                run, policy.profile_name, "sandbox_unavailable", "error", "state",
+                "cannot stop the running \"" + name + "\": " + stopped.error().describe());
+        if (*stopped) say("stopped the running \"" + name + "\" first");
+        just_stopped = just_stopped || *stopped;
+    }
     auto lock = dir->lock(name);
     if (!lock)
         return refuseRun(run, policy.profile_name, "sandbox_unavailable", "error", "state",
@@ -207,7 +254,7 @@ int serveCommand(const ServeOptions& options) {
         dir->release(name, std::move(*lock));
         return refuseRun(run, policy.profile_name, "sandbox_unavailable", "error", stage, message);
     };
-    auto listeners = bindPublished(*dir, *port);
+    auto listeners = bindPublished(*dir, *port, just_stopped);
     if (!listeners)
         return refuseLocked("publish", "cannot publish port " + std::to_string(*port) + ": " +
                                            listeners.error().describe());
@@ -223,6 +270,7 @@ int serveCommand(const ServeOptions& options) {
     // Where the ready line goes: stdout, or the caller waiting on a pipe.
     int ready_fd = 1;
     UniqueFd to_caller;
+    UniqueFd supervisor_log;  // detached: stderr once ready
     if (options.detach) {
         int p[2];
         if (pipe2(p, O_CLOEXEC) < 0)
@@ -240,12 +288,14 @@ int serveCommand(const ServeOptions& options) {
         closeLeakedFds();
         setsid();
         int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-        int log_fd = open(dir->logPath(name).c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+        supervisor_log.reset(open(dir->logPath(name).c_str(), O_WRONLY | O_APPEND | O_CLOEXEC));
         dup2(null, 0);
         dup2(null, 1);
-        dup2(log_fd >= 0 ? log_fd : null, 2);  // the supervisor's own messages
+        // stderr stays the caller's until the server is ready: a server that
+        // never gets there (it crashed, never listened, never printed the
+        // pattern) is explained on the caller's terminal, not only in the log.
+        // From ready on, the supervisor's own messages go to the log.
         if (null > 2) close(null);
-        if (log_fd > 2) close(log_fd);
         ready_fd = to_caller.get();
     }
 
@@ -274,14 +324,17 @@ int serveCommand(const ServeOptions& options) {
                                std::chrono::steady_clock::now() - start)
                                .count()}};
         sendLine(ready_fd, (options.detach ? "ready " : "") + line.dump() + "\n");
-        if (options.detach) to_caller.reset();
+        if (options.detach) {
+            to_caller.reset();
+            int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+            dup2(supervisor_log ? supervisor_log.get() : null, 2);
+            if (null >= 0) close(null);
+        }
     };
     SandboxOutcome outcome = runSandbox(policy, server->get());
-    int code = finishRun(policy, outcome);
+    int code = finishRun(policy, outcome, &run);
+    if (std::string why = serverEndLine(name, options, **server, outcome); !why.empty()) say(why);
     if (to_caller) sendLine(to_caller.get(), "failed " + std::to_string(code) + "\n");
-    if (outcome.ending == Ending::NotReady)
-        say("\"" + name + "\" was not ready within " + options.ready_timeout +
-            " s (see stockade logs " + name + ")");
     dir->release(name, std::move(*lock));
     return code;
 }
@@ -293,6 +346,8 @@ int stopCommand(const std::string& name_given, const std::optional<std::string>&
         say(dir.error().describe());
         return kRefused;
     }
+    std::vector<StateDir> dirs{*dir};
+    for (StateDir& other : StateDir::others(*dir)) dirs.push_back(std::move(other));
     std::string name = name_given;
     if (port_given) {
         auto port = parsePort(*port_given);
@@ -300,7 +355,9 @@ int stopCommand(const std::string& name_given, const std::optional<std::string>&
             say(port.error().describe());
             return kRefused;
         }
-        auto record = dir->findByPort(*port);
+        std::optional<ServiceRecord> record;
+        for (const StateDir& d : dirs)
+            if (!record) record = d.findByPort(*port);
         if (!record) {
             std::printf("nothing of yours serves port %u\n", static_cast<unsigned>(*port));
             return 0;
@@ -310,12 +367,18 @@ int stopCommand(const std::string& name_given, const std::optional<std::string>&
         say(s.error().describe());
         return kRefused;
     }
-    auto stopped = stopService(*dir, name, kStopWaitMs);
-    if (!stopped) {
-        say("cannot stop \"" + name + "\": " + stopped.error().describe());
-        return 1;
+    // Every state directory of this user's: a server started from a shell
+    // with another $XDG_RUNTIME_DIR is still this user's to stop.
+    bool any = false;
+    for (const StateDir& d : dirs) {
+        auto stopped = stopService(d, name, kStopWaitMs);
+        if (!stopped) {
+            say("cannot stop \"" + name + "\": " + stopped.error().describe());
+            return 1;
+        }
+        any = any || *stopped;
     }
-    std::printf(*stopped ? "stopped %s\n" : "%s is not running\n", name.c_str());
+    std::printf(any ? "stopped %s\n" : "%s is not running\n", name.c_str());
     return 0;
 }
 
@@ -327,10 +390,17 @@ int psCommand(bool as_json) {
         return kRefused;
     }
     int64_t now = unixMs();
-    auto records = dir->list();
+    std::vector<std::pair<ServiceRecord, std::string>> records;  // and its log
+    std::vector<StateDir> dirs{*dir};
+    for (StateDir& other : StateDir::others(*dir)) dirs.push_back(std::move(other));
+    for (const StateDir& d : dirs)
+        for (ServiceRecord& r : d.list()) {
+            std::string log = d.logPath(r.name);
+            records.emplace_back(std::move(r), std::move(log));
+        }
     if (as_json) {
         json out = json::array();
-        for (const ServiceRecord& r : records)
+        for (const auto& [r, log] : records)
             out.push_back({{"name", r.name},
                            {"port", r.port},
                            {"pid", r.pid},
@@ -339,13 +409,13 @@ int psCommand(bool as_json) {
                            {"uptime_s", (now - r.started_ms) / 1000},
                            {"profile", r.profile},
                            {"command", r.command},
-                           {"log", dir->logPath(r.name)}});
+                           {"log", log}});
         std::printf("%s\n", jsonText(out, 2).c_str());
         return 0;
     }
     std::printf("%-20s %-6s %-8s %-8s %-6s %s\n", "NAME", "PORT", "PID", "UPTIME", "READY",
                 "COMMAND");
-    for (const ServiceRecord& r : records) {
+    for (const auto& [r, log] : records) {
         std::string command;
         for (const std::string& arg : r.command) command += (command.empty() ? "" : " ") + arg;
         int64_t up = (now - r.started_ms) / 1000;
@@ -369,7 +439,15 @@ int logsCommand(const std::string& name, bool follow, bool raw) {
         say(dir.error().describe());
         return kRefused;
     }
-    std::string path = dir->logPath(name);
+    // The log of a server started from a shell with another environment
+    // is in another of this user's state directories.
+    StateDir* holder = &*dir;
+    std::vector<StateDir> others = StateDir::others(*dir);
+    for (StateDir& other : others)
+        if (access(holder->logPath(name).c_str(), F_OK) < 0 &&
+            access(other.logPath(name).c_str(), F_OK) == 0)
+            holder = &other;
+    std::string path = holder->logPath(name);
     // The log is the sandbox's bytes: on a terminal they could move the
     // cursor, rewrite earlier lines or set the window title. Escaped unless
     // --raw, chunk by chunk, holding back a character cut by a read.
@@ -406,7 +484,7 @@ int logsCommand(const std::string& name, bool follow, bool raw) {
     // Following ends once the server is gone and its last words are read;
     // a rotation (a new inode at the path) is followed into the new file.
     while (follow) {
-        bool running = dir->live(name);
+        bool running = holder->live(name);
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
         copy(current.get());
         struct stat held, named;

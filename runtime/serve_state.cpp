@@ -52,21 +52,36 @@ Status validateServiceName(const std::string& name) {
     return okStatus();
 }
 
-Result<StateDir> StateDir::open() {
-    std::string path;
-    uid_t uid = geteuid();
-    const char* runtime_dir = std::getenv("XDG_RUNTIME_DIR");
+namespace {
+
+// A runtime directory of this user's own: $XDG_RUNTIME_DIR, or where
+// pam_systemd makes it (/run/user/UID), which a shell opened without a login
+// session (su, sudo -u, cron, a CI agent) lacks in its environment.
+std::optional<std::string> ownRuntimeDir(const char* dir, uid_t uid) {
     struct stat st;
-    if (uid == 0) {
-        path = "/run/stockade";
-    } else if (runtime_dir && runtime_dir[0] == '/' && stat(runtime_dir, &st) == 0 &&
-               st.st_uid == uid) {
-        path = std::string(runtime_dir) + "/stockade";
-    } else {
-        path = "/tmp/stockade-" + std::to_string(uid);
-    }
-    if (mkdir(path.c_str(), 0700) < 0 && errno != EEXIST)
-        return Error::fromErrno("mkdir(\"" + path + "\") for the dev servers' state");
+    if (!dir || dir[0] != '/' || stat(dir, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != uid)
+        return std::nullopt;
+    return std::string(dir);
+}
+
+// Every place this user's servers may be recorded, the one to use first.
+std::vector<std::string> candidatePaths() {
+    uid_t uid = geteuid();
+    if (uid == 0) return {"/run/stockade"};
+    std::vector<std::string> paths;
+    const std::string systemd = "/run/user/" + std::to_string(uid);
+    for (const auto& dir :
+         {ownRuntimeDir(std::getenv("XDG_RUNTIME_DIR"), uid), ownRuntimeDir(systemd.c_str(), uid)})
+        if (dir) paths.push_back(*dir + "/stockade");
+    paths.push_back("/tmp/stockade-" + std::to_string(uid));
+    std::vector<std::string> unique;
+    for (const std::string& p : paths)
+        if (std::find(unique.begin(), unique.end(), p) == unique.end()) unique.push_back(p);
+    return unique;
+}
+
+Status checkPrivate(const std::string& path, uid_t uid) {
+    struct stat st;
     if (lstat(path.c_str(), &st) < 0) return Error::fromErrno("lstat(\"" + path + "\")");
     if (!S_ISDIR(st.st_mode) || st.st_uid != uid || (st.st_mode & 077) != 0) {
         std::ostringstream why;
@@ -75,6 +90,28 @@ Result<StateDir> StateDir::open() {
             << "); remove it and retry";
         return Error::message(why.str());
     }
+    return okStatus();
+}
+
+}  // namespace
+
+std::vector<StateDir> StateDir::others(const StateDir& primary) {
+    std::vector<StateDir> out;
+    for (const std::string& path : candidatePaths()) {
+        struct stat st;
+        if (path == primary.path() || lstat(path.c_str(), &st) < 0) continue;
+        if (checkPrivate(path, geteuid())) out.push_back(StateDir(path));
+    }
+    return out;
+}
+
+Result<StateDir> StateDir::open() {
+    uid_t uid = geteuid();
+    std::string path = candidatePaths().front();
+    if (mkdir(path.c_str(), 0700) < 0 && errno != EEXIST)
+        return Error::fromErrno("mkdir(\"" + path + "\") for the dev servers' state, as uid " +
+                                std::to_string(uid));
+    if (Status s = checkPrivate(path, uid); !s) return s.error();
     return StateDir(path);
 }
 

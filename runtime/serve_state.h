@@ -1,6 +1,9 @@
 // Where running dev servers are recorded (SPEC §7): one directory per user,
-// $XDG_RUNTIME_DIR/stockade (/run/stockade for root), mode 0700, so one
-// user's servers are invisible to another. For each NAME:
+// $XDG_RUNTIME_DIR/stockade, else /run/user/UID/stockade when that runtime
+// directory is the user's, else /tmp/stockade-UID (/run/stockade for root),
+// mode 0700, so one user's servers are invisible to another. A shell of the
+// same user whose environment differs (no XDG_RUNTIME_DIR under su or cron)
+// finds its servers in the others (StateDir::others). For each NAME:
 //   NAME.lock  flock'ed by the supervisor for its whole life: the proof that
 //              it runs (a record whose lock is free is stale);
 //   NAME.json  the record (stockade.service/v1), written atomically;
@@ -39,6 +42,9 @@ class StateDir {
     // The user's directory, created 0700 when missing; refused when it is
     // not a directory owned by the caller with no access for others.
     static Result<StateDir> open();
+    // This user's other state directories that exist and are private:
+    // where `stop`, `ps` and `logs` look when `primary` has no such server.
+    static std::vector<StateDir> others(const StateDir& primary);
     const std::string& path() const { return path_; }
     std::string recordPath(const std::string& name) const { return path_ + "/" + name + ".json"; }
     std::string logPath(const std::string& name) const { return path_ + "/" + name + ".log"; }

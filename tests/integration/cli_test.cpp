@@ -1,13 +1,21 @@
 // The command line's contract (SPEC §2, §6): exit codes, the result JSON, and
 // refusals of bad input that leave nothing behind.
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/mount.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <sstream>
 
 #include "harness.h"
 
 using namespace stockade::itest;
+using namespace std::chrono_literals;
 
 namespace {
 
@@ -78,6 +86,48 @@ std::vector<BadInput> badInputs(Sandbox& sandbox, const std::vector<std::string>
         {"--result in a directory that does not exist",
          withCommand({"--worktree", wt, "--result", missing + "/result.json"}), "--result"},
     };
+    // Issue 23: a newcomer's mistakes, each named for what it is.
+    const std::string bad_json = sandbox.scratch().writeFile(
+        "bad-profile.json", "{\n  \"extends\": \"held-test\",\n  \"network\": none\n}\n");
+    std::vector<BadInput> mistakes = {
+        {"a command after a valued option, without --",
+         {"--worktree", wt, "ls", "-la"},
+         "missing -- before the command"},
+        {"--result followed by another option", withCommand({"--result", "--quiet"}),
+         "looks like an option"},
+        {"--worktree followed by another option",
+         withCommand({"--worktree", "--result", sandbox.scratch().at("r.json")}),
+         "--worktree needs a value"},
+        {"a mistyped option", withCommand({"--worktre", wt}), "did you mean --worktree?"},
+        {"Docker's --rm", withCommand({"--rm"}), "every sandbox is removed"},
+        {"Docker's -v", withCommand({"-v", wt + ":/src"}), "--mount SRC:DST"},
+        {"Docker's -e", withCommand({"-e", "CI=1"}), "--env KEY=VALUE"},
+        {"Docker's -p", withCommand({"-p", "8000:8000"}), "serve --port"},
+        {"Docker's --network", withCommand({"--network", "none"}), "no network"},
+        {"Docker's --pids-limit", withCommand({"--pids-limit", "64"}), "--pids N"},
+        {"a --mount option that does not exist", withCommand({"--mount", wt + ":/data:rx"}),
+         "unknown mount option \"rx\""},
+        {"a profile that is not valid JSON", withCommand({"--profile", bad_json}),
+         "line 3, column 15"},
+        {"--result where no one may create a file", withCommand({"--result", "/proc/r.json"}),
+         "cannot create a file in /proc"},
+    };
+    if (sandbox.mode() == Mode::Rootless) {
+        // Another user's record in a sticky directory: not this user's to replace.
+        const std::string sticky = sandbox.scratch().makeDir("sticky", 01777);
+        ::chmod(sticky.c_str(), 01777);
+        ::chown(sticky.c_str(), 0, 0);
+        const std::string theirs = sandbox.scratch().writeFile("sticky/build.json", "{}\n");
+        ::chown(theirs.c_str(), 12345, 12345);
+        mistakes.push_back({"--result over another user's file in a sticky directory",
+                            withCommand({"--result", theirs}), "belongs to uid 12345"});
+        const std::string locked = sandbox.scratch().makeDir("root-only", 0755);
+        ::chown(locked.c_str(), 0, 0);
+        mistakes.push_back(
+            {"--result in a directory of root's", withCommand({"--result", locked + "/r.json"}),
+             "cannot create a file in " + locked + " as uid 65534", locked + "/r.json"});
+    }
+    cases.insert(cases.end(), mistakes.begin(), mistakes.end());
     // Each --mount is a hole: none may go over these, however spelled.
     for (const std::string target :
          {"/", "/proc", "/dev", "/sys", "/repo/.git", "/repo/.git/hooks", "//", "/proc/", "/dev/",
@@ -294,4 +344,334 @@ TEST_CASE("CLI: --log-level debug times each step of the parent and of the child
     const Completed refused = wrong.run({"true"});
     CHECK(refused.exitCode == 125);
     CHECK(refused.err.find("--log-level") != std::string::npos);
+}
+
+namespace {
+
+// stockade's own lines on stderr ("stockade: ..."), in order.
+std::vector<std::string> stockadeLines(const std::string& err) {
+    std::vector<std::string> lines;
+    std::istringstream in(err);
+    for (std::string line; std::getline(in, line);)
+        if (line.rfind("stockade: ", 0) == 0) lines.push_back(line);
+    return lines;
+}
+
+uint16_t unusedPort() {
+    stockade::UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    ::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), len);
+    ::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&addr), &len);
+    return ntohs(addr.sin_port);
+}
+
+// `stockade serve --detach` of `command` in the sandbox's set-up, with
+// `extra` options (XDG_RUNTIME_DIR from `environment` when given).
+Completed serveDetached(const Sandbox& sandbox, const std::string& name, uint16_t port,
+                        const std::vector<std::string>& command, std::vector<std::string> extra,
+                        std::vector<std::string> environment = {}) {
+    Launch launch = sandbox.launch(command);
+    launch.args[0] = "serve";
+    extra.insert(extra.end(), {"--detach", "--name", name, "--port", std::to_string(port)});
+    launch.args.insert(launch.args.begin() + 1, extra.begin(), extra.end());
+    if (!environment.empty()) launch.environment = environment;
+    return runStockade(launch, 60s);
+}
+
+Completed stockadeAs(Mode mode, std::vector<std::string> args,
+                     std::vector<std::string> environment = {"PATH=/usr/bin:/bin"}) {
+    Launch launch;
+    launch.mode = mode;
+    launch.args = std::move(args);
+    launch.environment = std::move(environment);
+    return runStockade(launch, 30s);
+}
+
+// Stops the server and removes the log stockade keeps after a stop.
+struct StopAtEnd {
+    Mode mode;
+    std::string name;
+    ~StopAtEnd() {
+        stockadeAs(mode, {"stop", name});
+        const std::string state =
+            mode == Mode::Root ? "/run/stockade" : "/tmp/stockade-" + std::to_string(kNobody);
+        for (const char* suffix : {".log", ".log.1"})
+            ::unlink((state + "/" + name + suffix).c_str());
+    }
+};
+
+}  // namespace
+
+// Issue 23: without --result, an OOM could not be told from an output-limit
+// kill or the command's own SIGKILL. Each bound says so, --quiet or not.
+TEST_CASE("CLI: a bound stockade applied is one line on stderr, with --quiet too",
+          "[cli][limits]") {
+    STOCKADE_EACH_MODE(mode);
+    struct Bound {
+        std::string what;
+        std::vector<std::string> options;
+        std::vector<std::string> command;
+        std::string said;  // in the one line
+    };
+    const std::vector<Bound> bounds = {
+        {"timeout", {"--timeout", "1"}, {"sleep", "30"}, "timed out"},
+        {"output limit",
+         {"--output-limit", "64k"},
+         {"sh", "-c", "yes flood"},
+         "--output-limit 64k"},
+        {"cpu time",
+         {"--cpu-time", "1"},
+         {"sh", "-c", "trap '' XCPU; while :; do :; done"},
+         "--cpu-time 1"},
+    };
+    for (const Bound& bound : bounds) {
+        for (bool quiet : {false, true}) {
+            INFO(bound.what << (quiet ? " --quiet" : ""));
+            Sandbox sandbox(mode);
+            for (size_t i = 0; i + 1 < bound.options.size(); i += 2)
+                sandbox.option(bound.options[i], bound.options[i + 1]);
+            if (quiet) sandbox.option("--quiet");
+            const Completed done = sandbox.run(bound.command);
+            INFO(done.describe());
+            const std::vector<std::string> lines = stockadeLines(done.err);
+            REQUIRE(lines.size() == 1);
+            CHECK(lines[0].find(bound.said) != std::string::npos);
+            CHECK(lines[0].find("raise --") != std::string::npos);
+        }
+    }
+    SECTION("memory: the OOM kill, or the rlimit that held it instead") {
+        Sandbox sandbox(mode);
+        sandbox.option("--memory", "64m").option("--quiet");
+        const Completed done = sandbox.run({"python3", "-c", "b = bytearray(512 << 20)"});
+        INFO(done.describe());
+        const nlohmann::json result = sandbox.result();
+        const std::vector<std::string> lines = stockadeLines(done.err);
+        REQUIRE(lines.size() == 1);
+        if (result["enforced"]["memory"] == "rlimit")
+            CHECK(lines[0].find("--memory 64m was held by RLIMIT_DATA") != std::string::npos);
+        else
+            CHECK(lines[0].find("killed by the memory limit: --memory 64m") != std::string::npos);
+    }
+    SECTION("pids: the cgroup's refusal, or the rlimit that held it instead") {
+        TokenReaper reaper(randomToken("pids"));
+        Sandbox sandbox(mode);
+        sandbox.option("--pids", "16").option("--quiet");
+        const Completed done = sandbox.run(
+            {"sh", "-c", "for i in $(seq 40); do sleep 30 & done; wait # " + reaper.token()});
+        INFO(done.describe());
+        const nlohmann::json result = sandbox.result();
+        const std::vector<std::string> lines = stockadeLines(done.err);
+        REQUIRE(!lines.empty());
+        if (result["enforced"]["pids"] == "rlimit")
+            CHECK(lines.back().find("--pids 16 was held by RLIMIT_NPROC") != std::string::npos);
+        else if (result["reason"] == "pids_limit")
+            CHECK(lines[0].find("the process limit stopped the command: --pids 16") !=
+                  std::string::npos);
+    }
+}
+
+// Issue 23: a record that cannot be written is known before the run.
+TEST_CASE("CLI: --result the caller cannot write is refused before anything runs",
+          "[cli][result]") {
+    STOCKADE_EACH_MODE(mode);
+    Sandbox sandbox(mode);
+    const std::string ran = sandbox.scratch().at("worktree/ran");
+    Launch launch = sandbox.launch({});
+    launch.args = {"run", "--worktree", sandbox.worktree(), "--result", "/proc/r.json",
+                   "--",  "touch",      "/repo/ran"};
+    const Completed done = runStockade(launch);
+    INFO(done.describe());
+    CHECK(done.exitCode == 125);
+    CHECK(done.err.find("/proc") != std::string::npos);
+    CHECK_FALSE(pathExists(ran));
+}
+
+TEST_CASE("CLI: oracle refuses --result by name, and its help is its own", "[cli][oracle]") {
+    STOCKADE_EACH_MODE(mode);
+    Sandbox sandbox(mode);
+    const std::string held = sandbox.scratch().makeDir("held");
+    const Completed refused =
+        stockadeAs(mode, {"oracle", "--worktree", sandbox.worktree(), "--held", held, "--result",
+                          sandbox.scratch().at("r.json"), "--", "true"});
+    INFO(refused.describe());
+    CHECK(refused.exitCode == 125);
+    CHECK(refused.err.find("--verdict") != std::string::npos);
+    CHECK_FALSE(pathExists(sandbox.scratch().at("r.json")));
+    const Completed help = stockadeAs(mode, {"oracle", "--help"});
+    CHECK(help.exitCode == 0);
+    CHECK(help.out.find("Usage: stockade oracle") != std::string::npos);
+    CHECK(help.out.find("Usage: stockade run") == std::string::npos);
+    CHECK(help.out.find("--result") == std::string::npos);
+    CHECK(help.out.find("--verdict") != std::string::npos);
+}
+
+// Issue 23: a detached server that never became ready said nothing on the
+// terminal; the cause was only in `stockade logs`.
+TEST_CASE("CLI: serve --detach says on stderr why a server never became ready", "[cli][serve]") {
+    STOCKADE_EACH_MODE(mode);
+    Sandbox sandbox(mode);
+    const uint16_t port = unusedPort();
+    struct Failure {
+        std::string what;
+        std::vector<std::string> command;
+        std::vector<std::string> options;
+        int exitCode;
+        std::string said;
+    };
+    const std::string p = std::to_string(port);
+    const std::string other = std::to_string(unusedPort());
+    const std::vector<Failure> failures = {
+        {"it crashes",
+         {"sh", "-c", "echo boom >&2; exit 3"},
+         {},
+         3,
+         "exited with code 3 before it was ready"},
+        {"it never listens",
+         probeCommand({"sleep-with-token", randomToken("mute"), "30"}),
+         {"--ready-timeout", "1"},
+         124,
+         "nothing listened on 127.0.0.1:" + p},
+        // Where Landlock scopes binding (ABI 4) the bind is refused and the
+        // server exits; elsewhere it listens where nothing probes.
+        {"it listens on another port",
+         {"python3", "-m", "http.server", "--bind", "127.0.0.1", other},
+         {"--ready-timeout", "5"},
+         -1,
+         ""},
+        {"its ready pattern never matches",
+         {"python3", "-m", "http.server", "--bind", "127.0.0.1", p},
+         {"--ready-timeout", "2", "--ready-pattern", "never-printed-words"},
+         124,
+         "did not match --ready-pattern"},
+    };
+    for (const Failure& f : failures) {
+        INFO(f.what);
+        const std::string name = randomToken("unready");
+        StopAtEnd stop{mode, name};
+        const Completed done = serveDetached(sandbox, name, port, f.command, f.options);
+        INFO(done.describe());
+        CHECK(done.out.empty());
+        const std::vector<std::string> lines = stockadeLines(done.err);
+        REQUIRE(lines.size() == 1);
+        if (f.exitCode == -1 && done.exitCode == 124) {
+            CHECK(lines[0].find("must listen on the port given to --port") != std::string::npos);
+        } else if (f.exitCode == -1) {
+            CHECK(done.exitCode == 1);
+            CHECK(lines[0].find("it may listen only on --port " + p) != std::string::npos);
+        } else {
+            CHECK(done.exitCode == f.exitCode);
+            CHECK(lines[0].find(f.said) != std::string::npos);
+        }
+        CHECK(lines[0].find("stockade logs " + name) != std::string::npos);
+    }
+}
+
+// Issue 23: the state directory followed $XDG_RUNTIME_DIR alone, so a shell
+// of the same user with another environment could neither see nor stop its
+// server, and `stop` said "not running", exit 0.
+TEST_CASE("CLI: a shell with another XDG_RUNTIME_DIR sees and stops the same user's server",
+          "[cli][serve]") {
+    STOCKADE_EACH_MODE(mode);
+    Sandbox sandbox(mode);
+    ScratchDir runtime(scratchRoot(), "xdg-other-shell", invokingUid(mode), invokingGid(mode));
+    ::chmod(runtime.path().c_str(), 0700);
+    const uint16_t port = unusedPort();
+    const std::string name = randomToken("othershell");
+    StopAtEnd stop{mode, name};
+    const Completed served = serveDetached(
+        sandbox, name, port,
+        {"python3", "-m", "http.server", "--bind", "127.0.0.1", std::to_string(port)}, {});
+    INFO(served.describe());
+    REQUIRE(served.exitCode == 0);
+    const std::vector<std::string> other = {"PATH=/usr/bin:/bin",
+                                            "XDG_RUNTIME_DIR=" + runtime.path()};
+    const Completed ps = stockadeAs(mode, {"ps", "--json"}, other);
+    INFO(ps.describe());
+    CHECK(ps.out.find("\"" + name + "\"") != std::string::npos);
+    const Completed stopped = stockadeAs(mode, {"stop", name}, other);
+    INFO(stopped.describe());
+    CHECK(stopped.exitCode == 0);
+    CHECK(stopped.out == "stopped " + name + "\n");
+    const Completed after = stockadeAs(mode, {"ps", "--json"});
+    CHECK(after.out.find("\"" + name + "\"") == std::string::npos);
+}
+
+// Issue 23: a record whose final write fails (here a full filesystem, which
+// the check before the run cannot foresee) is no record and a non-zero exit.
+TEST_CASE("CLI: a --result whose final write fails leaves no record and exits non-zero",
+          "[cli][result]") {
+    STOCKADE_EACH_MODE(mode);
+    Sandbox sandbox(mode);
+    const std::string full = sandbox.scratch().makeDir("full", 0777);
+    REQUIRE(::mount("tmpfs", full.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "size=8k,mode=0777") ==
+            0);
+    struct Unmount {
+        std::string point;
+        ~Unmount() { ::umount2(point.c_str(), MNT_DETACH); }
+    } unmount{full};
+    {
+        // Fill it: the record's data then has nowhere to go.
+        std::ofstream filler(full + "/filler", std::ios::binary);
+        const std::string block(4096, 'x');
+        for (int i = 0; i < 64 && filler; ++i) filler << block << std::flush;
+    }
+    Launch launch = sandbox.launch({});
+    launch.args = {"run", "--result", full + "/r.json", "--", "true"};
+    const Completed done = runStockade(launch);
+    INFO(done.describe());
+    CHECK(done.exitCode == 1);
+    const std::vector<std::string> lines = stockadeLines(done.err);
+    REQUIRE(lines.size() == 1);
+    CHECK(lines[0].find("cannot write the result") != std::string::npos);
+    CHECK_FALSE(pathExists(full + "/r.json"));
+}
+
+// Issue 23: a port another program holds was waited on for 5 s and then
+// reported as a bare EADDRINUSE.
+TEST_CASE("CLI: serve on a port another program holds says so, and how to find it",
+          "[cli][serve]") {
+    STOCKADE_EACH_MODE(mode);
+    Sandbox sandbox(mode);
+    stockade::UniqueFd holder(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    REQUIRE(::bind(holder.get(), reinterpret_cast<sockaddr*>(&addr), len) == 0);
+    REQUIRE(::listen(holder.get(), 1) == 0);
+    REQUIRE(::getsockname(holder.get(), reinterpret_cast<sockaddr*>(&addr), &len) == 0);
+    const uint16_t port = ntohs(addr.sin_port);
+    const std::string name = randomToken("busy");
+    StopAtEnd stop{mode, name};
+    const Completed done = serveDetached(sandbox, name, port, {"true"}, {});
+    INFO(done.describe());
+    CHECK(done.exitCode == 125);
+    const std::vector<std::string> lines = stockadeLines(done.err);
+    REQUIRE(lines.size() == 1);
+    CHECK(lines[0].find("port " + std::to_string(port) + " is in use") != std::string::npos);
+    CHECK(lines[0].find("ss -ltnp") != std::string::npos);
+}
+
+// Issue 23: `check` could not be told what the run will --require, so a CI
+// step passed `check` and then the run was refused.
+TEST_CASE("CLI: check --require judges the requirements as run --require does", "[cli][check]") {
+    STOCKADE_EACH_MODE(mode);
+    Sandbox sandbox(mode);
+    for (const std::string required : {"memory,pids", "seccomp", "memory"}) {
+        INFO("--require " << required);
+        const Completed check = stockadeAs(mode, {"check", "--require", required});
+        Launch launch = sandbox.launch({});
+        launch.args = {"run", "--require", required, "--", "true"};
+        const Completed run = runStockade(launch);
+        INFO(check.describe() << run.describe());
+        REQUIRE((check.exitCode == 0 || check.exitCode == 1));
+        CHECK((check.exitCode == 0) == (run.exitCode == 0));
+        if (check.exitCode == 1) CHECK(run.exitCode == 125);
+    }
+    const Completed unknown = stockadeAs(mode, {"check", "--require", "gpu"});
+    CHECK(unknown.exitCode == 125);
+    CHECK(unknown.err.find("\"gpu\"") != std::string::npos);
 }

@@ -2,6 +2,7 @@
 // of their own: --workdir, --user, --stdin, --quiet, --name.
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
 #include <sstream>
 
@@ -89,4 +90,47 @@ TEST_CASE("Options: --quiet keeps the output out of stockade's own, --name names
     CHECK(result["name"] == "quiet-one");
     // Still captured and counted: "value=stockade\n".
     CHECK(result["stdout"]["bytes"] == 15);
+}
+
+// The new root is assembled on the host's /tmp before pivot_root: a recursive
+// bind of /tmp taken after that would show the sandbox its own root at the
+// target, not the host's files (issue 23).
+TEST_CASE("Options: --mount of a host directory shows that directory, /tmp included",
+          "[options][G2]") {
+    STOCKADE_EACH_MODE(mode);
+    ScratchDir inTmp("/tmp", "stockade-itest-mount-source", invokingUid(mode), invokingGid(mode));
+    const std::string token = randomToken("mounted");
+    inTmp.writeFile("canary", token);
+    const std::string name = inTmp.path().substr(std::string("/tmp/").size());
+    Sandbox probeRoot(mode);
+    const ProbeRun root = probeRoot.withoutWorktree().probe({"list-dir", "/"});
+    REQUIRE(root.result() == "ok");
+    const std::vector<std::string> rootEntries = root.report.all("entry");
+    REQUIRE(!rootEntries.empty());
+
+    struct Case {
+        std::string source;
+        std::string canaryInside;  // relative to the target
+    };
+    for (const Case& c : {Case{"/tmp", name + "/canary"}, Case{inTmp.path(), "canary"}}) {
+        for (const std::string suffix : {"", ":rw"}) {
+            Sandbox sandbox(mode);
+            sandbox.withoutWorktree().option("--mount", c.source + ":/data" + suffix);
+            INFO("--mount " << c.source << ":/data" << suffix);
+            const ProbeRun read = sandbox.probe({"read-file", "/data/" + c.canaryInside});
+            INFO(read.describe());
+            CHECK(read.result() == "ok");
+            CHECK(read.report.get("content") == token);
+            const ProbeRun list = sandbox.probe({"list-dir", "/data"});
+            INFO(list.describe());
+            REQUIRE(list.result() == "ok");
+            // None of the sandbox root's own entries shows at the target,
+            // unless the host directory itself has one of that name.
+            for (const std::string& entry : list.report.all("entry")) {
+                const bool rootsOwn =
+                    std::find(rootEntries.begin(), rootEntries.end(), entry) != rootEntries.end();
+                if (rootsOwn) CHECK(pathExists(c.source + "/" + entry));
+            }
+        }
+    }
 }

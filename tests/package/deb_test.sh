@@ -20,6 +20,14 @@ bin="$root/usr/bin/stockade"
 "$bin" profile show dev-server >/dev/null
 test -f "$root/usr/share/man/man1/stockade.1"
 test -f "$root/usr/share/bash-completion/completions/stockade"
+dpkg-deb --field "$deb" Recommends | grep -qw bash-completion
+# Without the bash-completion package (a plain shell that sources the file),
+# completion still works and prints no error.
+completed=$(env -i bash --norc --noprofile -c '. "$1"; COMP_WORDS=(stockade run --work);
+    COMP_CWORD=2; _stockade; echo "${COMPREPLY[*]}"' sh \
+    "$root/usr/share/bash-completion/completions/stockade" 2>&1)
+test "$completed" = "--worktree --workdir" ||
+    { echo "FAIL completion without bash-completion: $completed"; exit 1; }
 # An installed profile is found by name beside the binary, before the built-in ones.
 sed 's/"description": "[^"]*"/"description": "installed copy"/' \
     "$root/usr/share/stockade/profiles/held-test.json" > "$root/usr/share/stockade/profiles/local.json"

@@ -93,7 +93,7 @@ const std::vector<std::string> kShippedProfiles = {"build", "dev-server", "held-
 // Each malformed fixture and the exact error it must give, after
 // "profile NAME: ". One fixture per validation rule of runtime/profile.cpp.
 const std::map<std::string, std::string> kMalformed = {
-    {"not_json", "not valid JSON"},
+    {"not_json", "not valid JSON at line 2, column 1 (unexpected end of input; expected '}')"},
     {"top_level_array", "/: expected a JSON object"},
     {"unknown_top_key",
      "/networks: unknown key (expected one of: schema, description, filesystem, environment, "
@@ -398,11 +398,18 @@ TEST_CASE("the first problem found is reported, one path at a time", "[profile][
     CHECK(refusal("p", R"({"schema": "x", "bogus": 1})") ==
           "profile p: /bogus: unknown key (expected one of: schema, description, filesystem, "
           "environment, network, limits, require, seccomp, landlock, lifetime, output)");
-    CHECK(refusal("p", "") == "profile p: not valid JSON");
-    CHECK(refusal("p", "{} {}") == "profile p: not valid JSON");
+    // Where the parser stopped, as line and column, and why.
+    CHECK(refusal("p", "") ==
+          "profile p: not valid JSON at line 1, column 1 (unexpected end of input; expected '[', "
+          "'{', or a literal)");
+    CHECK(refusal("p", "{} {}") ==
+          "profile p: not valid JSON at line 1, column 4 (unexpected '{'; expected end of input)");
+    CHECK(refusal("p", "{\n  \"schema\": x\n}") ==
+          "profile p: not valid JSON at line 2, column 13 (invalid literal; last read: "
+          "'\"schema\": x')");
     // Comments are not JSON.
     CHECK(refusal("p", "// c\n" + minimalWith(R"({"system_dirs": ["/usr"]})")) ==
-          "profile p: not valid JSON");
+          "profile p: not valid JSON at line 1, column 1 (invalid literal; last read: '/')");
     CHECK(refusal("p", "42") == "profile p: /: expected a JSON object");
 }
 
@@ -698,6 +705,7 @@ TEST_CASE("mount spec refuses a malformed spec, naming the whole value", "[polic
         {":/data", "expected SRC:DST[:rw]"},
         {"/usr:rw", "expected SRC:DST[:rw]"},
         {"/usr:/data:rw:rw", "target: \"rw\" is not an absolute path"},
+        {"/usr:/data:rx", "unknown mount option \"rx\" (expected :rw, or :ro, the default)"},
         {"/usr:data", "target: \"data\" is not an absolute path"},
         {"/usr:/data/../proc", "target: \"/data/../proc\" contains \"..\""},
         {"/usr:/..:rw", "target: \"/..\" contains \"..\""},

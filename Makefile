@@ -74,7 +74,7 @@ demo: deps-build
 INSTALL_DIRS := bin share/stockade/profiles share/man/man1 \
                 share/bash-completion/completions share/zsh/vendor-completions
 
-install: deps
+install: deps-build
 	@if [ -f $(BUILD)/CMakeCache.txt ] && \
 	    ! grep -qx "CMAKE_HOME_DIRECTORY:INTERNAL=$(CURDIR)" $(BUILD)/CMakeCache.txt; then \
 	  echo "$(BUILD) was configured for another source tree: configuring it afresh"; \

@@ -106,6 +106,7 @@ std::string resultJson(const Policy& policy, const SandboxOutcome& o) {
     doc["signal"] = o.signal ? json(o.signal) : json(nullptr);
     doc["duration_ms"] = o.duration_ms;
     doc["cpu_ms"] = o.cpu_ms;
+    doc["supervisor_cpu_ms"] = o.supervisor_cpu_ms;
     doc["peak_memory_bytes"] = o.peak_memory_bytes;
     doc["stdout"] = streamJson(out);
     doc["stderr"] = streamJson(err);
@@ -153,6 +154,7 @@ std::string refusalJson(const std::string& name, const std::string& profile,
     doc["signal"] = nullptr;
     doc["duration_ms"] = 0;
     doc["cpu_ms"] = 0;
+    doc["supervisor_cpu_ms"] = 0;
     doc["peak_memory_bytes"] = 0;
     doc["stdout"] = streamJson(empty);
     doc["stderr"] = streamJson(empty);

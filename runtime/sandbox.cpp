@@ -41,6 +41,14 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// CLOCK_THREAD_CPUTIME_ID, not RUSAGE_SELF: a process that runs several
+// sandboxes (a test harness, a client library's host) is charged per run.
+uint64_t threadCpuNs() {
+    timespec now{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+    return static_cast<uint64_t>(now.tv_sec) * 1000000000 + static_cast<uint64_t>(now.tv_nsec);
+}
+
 uint64_t msSince(Clock::time_point start) {
     return static_cast<uint64_t>(
         std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count());
@@ -221,6 +229,7 @@ class Supervision {
           timer_fd_(timer_fd),
           listener_socket_(listener_socket),
           hooks_(hooks),
+          refusals_(policy),
           out_echo_(echoFdFor(policy, hooks, 1)),
           err_echo_(echoFdFor(policy, hooks, 2)) {}
 
@@ -232,6 +241,8 @@ class Supervision {
     // makes poll return at once, again and again, and shows here as
     // thousands (--log-level debug logs it).
     uint64_t wakeups() const { return wakeups_; }
+    // How often the refusal budget ran out and refused calls waited.
+    uint64_t refusalBudgetExhausted() const { return refusals_.budgetExhausted(); }
     void logEcho() const;
 
   private:
@@ -322,7 +333,7 @@ class Supervision {
     ServiceHooks* hooks_;
     UniqueFd listener_;
     bool listener_received_ = false;
-    std::optional<seccomp::DenialCollector> collector_;
+    RefusalAnswering refusals_;
     OutputCapture out_capture_, err_capture_;
     std::optional<Ending> kill_reason_;
     int cancel_signal_ = 0;
@@ -372,12 +383,10 @@ void Supervision::logEcho() const {
                      static_cast<unsigned long long>(sinks[i]->dropped()));
 }
 
-// A refused syscall waits in the kernel until answered: answer it now. The
-// collector (and the policy it answers from) is built on the first refusal,
-// so runs without one pay nothing.
+// A refused syscall waits in the kernel until answered: answer it now, as
+// the budget allows (runtime/sandbox_seccomp.h).
 void Supervision::answerDenial() {
-    if (!collector_) collector_.emplace(seccomp::DenialAnswers(seccompPolicyFor(policy_)));
-    if (!collector_->handleOne(listener_.get())) listener_.reset();
+    if (!refusals_.answerOne(listener_.get())) listener_.reset();
 }
 
 void Supervision::readMessages() {
@@ -416,9 +425,13 @@ void Supervision::run(SandboxOutcome& out) {
         int i_sig = add(signal_fd_, true);
         int i_timer = add(timer_fd_, true);
         int i_lsock = add(listener_socket_, alive && !listener_);
-        int i_listener = add(listener_.get(), alive && listener_);
+        // Past the refusal budget the listener stays out of the set, and
+        // poll wakes when the budget allows the next answer.
+        const bool answering = alive && listener_ && refusals_.answering();
+        int i_listener = add(listener_.get(), answering);
         int i_hooks = add(hooks_ ? hooks_->pollFd() : -1, alive);
-        if (poll(fds, n, -1) < 0) {
+        const int wait_ms = alive && listener_ && !answering ? refusals_.pollTimeoutMs() : -1;
+        if (poll(fds, n, wait_ms) < 0) {
             if (errno == EINTR) continue;
             break;
         }
@@ -500,8 +513,7 @@ void Supervision::run(SandboxOutcome& out) {
     out.stderr_summary = err_capture_.finish();
     out.cancel_signal = cancel_signal_;
     out.denials_reported = listener_received_;
-    if (collector_)
-        for (const auto& d : collector_->denials()) out.denials.emplace_back(d.syscall, d.count);
+    out.denials = refusals_.denials();
     listener_.reset();
 
     if (failure_ && failure_->kind == ChildMessageKind::SetupFailed) {
@@ -549,6 +561,7 @@ void Supervision::run(SandboxOutcome& out) {
 
 SandboxOutcome runSandbox(const Policy& policy, ServiceHooks* hooks, const Identity* chosen) {
     auto start = Clock::now();
+    const uint64_t cpu_start = threadCpuNs();
     StepLog steps;
     // Held until the run returns: the leased host id stays this sandbox's
     // until nothing of it is left.
@@ -793,8 +806,11 @@ SandboxOutcome runSandbox(const Policy& policy, ServiceHooks* hooks, const Ident
     steps.done("run: the child's setup, the command, the teardown of the namespace");
     child_times.log();
     if (debugEnabled())
-        std::fprintf(stderr, "stockade: debug: the supervisor woke %llu times\n",
-                     static_cast<unsigned long long>(supervision.wakeups()));
+        std::fprintf(stderr,
+                     "stockade: debug: the supervisor woke %llu times; the refusal budget ran out "
+                     "%llu times\n",
+                     static_cast<unsigned long long>(supervision.wakeups()),
+                     static_cast<unsigned long long>(supervision.refusalBudgetExhausted()));
     restore();
     if (policy.limits.cpu_time_ms)
         out.cpu_limit_ms = (*policy.limits.cpu_time_ms + 999) / 1000 * 1000;
@@ -806,6 +822,7 @@ SandboxOutcome runSandbox(const Policy& policy, ServiceHooks* hooks, const Ident
     if (out.ending == Ending::SetupFailed && supervision.failure())
         childSetupFailure(*supervision.failure(), *plan, out);
     out.duration_ms = msSince(start);
+    out.supervisor_cpu_ms = (threadCpuNs() - cpu_start) / 1000000;
     return out;
 }
 

@@ -40,6 +40,10 @@ struct SandboxOutcome {
     uint32_t stragglers_killed = 0;
     uint64_t duration_ms = 0;
     uint64_t cpu_ms = 0;
+    // stockade's own CPU for this run: the thread that built, supervised and
+    // tore down the sandbox, user + system, from the start of runSandbox to
+    // its end. Not in cpu_ms, the cgroup or --cpu-time: the caller pays it.
+    uint64_t supervisor_cpu_ms = 0;
     uint64_t peak_memory_bytes = 0;
     StreamSummary stdout_summary;
     StreamSummary stderr_summary;

@@ -1,5 +1,7 @@
 #include "runtime/sandbox_seccomp.h"
 
+#include <time.h>
+
 #include "seccomp/default_program.h"
 #include "seccomp/denials.h"
 #include "seccomp/filter.h"
@@ -44,6 +46,42 @@ seccomp::SeccompPolicy seccompPolicyFor(const Policy& policy) {
     if (!imported) return seccomp::defaultPolicy();
     seccomp::addNoSetidRules(*imported);
     return *imported;
+}
+
+namespace {
+
+std::uint64_t monotonicNs() {
+    timespec now{};
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return static_cast<std::uint64_t>(now.tv_sec) * 1000000000 +
+           static_cast<std::uint64_t>(now.tv_nsec);
+}
+
+}  // namespace
+
+RefusalAnswering::RefusalAnswering(const Policy& policy)
+    : policy_(policy),
+      budget_(seccomp::kRefusalAnswersPerSecond, seccomp::kRefusalAnswerBurst, monotonicNs()) {}
+
+bool RefusalAnswering::answering() {
+    return budget_.mayAnswer(monotonicNs());
+}
+
+int RefusalAnswering::pollTimeoutMs() {
+    return budget_.msUntilAnswer(monotonicNs());
+}
+
+Status RefusalAnswering::answerOne(int listener_fd) {
+    if (!collector_) collector_.emplace(seccomp::DenialAnswers(seccompPolicyFor(policy_)));
+    budget_.spend();
+    return collector_->handleOne(listener_fd);
+}
+
+std::vector<std::pair<std::string, std::uint64_t>> RefusalAnswering::denials() const {
+    std::vector<std::pair<std::string, std::uint64_t>> out;
+    if (collector_)
+        for (const seccomp::Denial& d : collector_->denials()) out.emplace_back(d.syscall, d.count);
+    return out;
 }
 
 }  // namespace stockade

@@ -1,12 +1,21 @@
 // The bridge from a Policy's seccomp setting to the compiled program the
 // child installs: "default" (stockade's own default-deny policy), "none", or
-// a file in the OCI runtime-spec / Docker seccomp format.
+// a file in the OCI runtime-spec / Docker seccomp format; and the
+// supervisor's side of the refusals that program reports.
 #pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "base/error.h"
 #include "runtime/child_plan.h"
 #include "runtime/policy.h"
+#include "seccomp/denials.h"
 #include "seccomp/policy.h"
+#include "seccomp/refusal_budget.h"
 
 namespace stockade {
 
@@ -15,5 +24,37 @@ Status compileSeccompInto(const Policy& policy, ChildPlan& plan);
 // The policy behind the filter, for answering and naming refusals. Built
 // only when a refusal actually arrives, so runs without one do not pay.
 seccomp::SeccompPolicy seccompPolicyFor(const Policy& policy);
+
+// What the supervisor's poll loop does with the seccomp listener: answer each
+// refused call with the policy's errno and count it (seccomp/denials.h), at
+// most as fast as the budget allows (seccomp/refusal_budget.h), so that a
+// flood of refusals costs the supervisor a bounded share of a core.
+class RefusalAnswering {
+  public:
+    explicit RefusalAnswering(const Policy& policy);
+
+    // Whether to poll the listener now. When not, the refused calls wait in
+    // the kernel, and poll(2) must wake after pollTimeoutMs() to look again.
+    bool answering();
+    // poll(2)'s timeout when answering() said no: the budget's wait, never
+    // -1 (the budget may refill between the two calls, and a listener left
+    // out of the set with no timeout would leave the callers waiting).
+    int pollTimeoutMs();
+    // The listener is readable: answer one refused call. An error means the
+    // listener is broken; the caller closes it (the kernel then answers the
+    // rest ENOSYS, unreported).
+    Status answerOne(int listener_fd);
+
+    // Every refused call answered, by name, with its exact count.
+    std::vector<std::pair<std::string, std::uint64_t>> denials() const;
+    // How often the budget ran out (the flood then waited); for the debug log.
+    std::uint64_t budgetExhausted() const { return budget_.exhausted(); }
+
+  private:
+    const Policy& policy_;
+    seccomp::RefusalBudget budget_;
+    // Built on the first refusal, so runs without one pay nothing.
+    std::optional<seccomp::DenialCollector> collector_;
+};
 
 }  // namespace stockade

@@ -6,7 +6,10 @@ wrong answer and then attacks the runner: rewrites its memory through
 /proc/PPID/mem, kills it, writes into the report directory, uses the runner's
 open files, from itself or from a grandchild. Without STOCKADE_ISOLATE the
 memory forgery must work (so the test is real); through it, every attack
-must fail and the verdict must be `fail`."""
+must fail and the verdict must be `fail`. A runner that makes itself
+non-dumpable (prctl(PR_SET_DUMPABLE, 0), the one thing a runner can do for
+itself: execve made it dumpable, docs/oracle.md) keeps its memory out of the
+candidate's reach without the helper, and nothing more."""
 import json
 import os
 import shutil
@@ -19,6 +22,12 @@ STOCKADE = os.path.abspath(sys.argv[1])
 RUNNER = r'''
 import os, subprocess, sys
 attack, isolate = sys.argv[1], sys.argv[2] == "isolate"
+if sys.argv[2] == "nondumpable":
+    import ctypes
+    # PR_SET_DUMPABLE = 4. Before anything is started: a child forked before
+    # it would keep a dumpable copy of the runner's memory.
+    if ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0) != 0:
+        sys.exit("prctl(PR_SET_DUMPABLE, 0) failed")
 state = bytearray(b"VERDICT=" + b"FAIL" + b":runner-state")
 report = open("/report/report.xml", "w")
 os.set_inheritable(report.fileno(), True)
@@ -132,6 +141,12 @@ CASES = [
     ("memory", False, "pass", "attack.memory=forged:"),
     ("memory", True, "fail", "attack.memory=open:"),
     ("grandchild", True, "fail", "attack.grandchild=open:"),
+    # The runner's own prctl: its memory, maps and fds are out of reach (the
+    # kernel's ptrace check fails on a non-dumpable target), but not its life.
+    ("memory", "nondumpable", "fail", "attack.memory=open:Permission denied"),
+    ("grandchild", "nondumpable", "fail", "attack.grandchild=open:Permission denied"),
+    ("fds", "nondumpable", "fail", "attack.proc-fd=errno:13"),
+    ("signal", "nondumpable", "error", None),
     ("signal", False, "error", None),
     ("signal", True, "fail", "attack.signal=errno:1"),
     ("report", True, "fail", "attack.report=errno:13"),
@@ -164,7 +179,7 @@ for mode in ("root", "rootless"):
             proc = subprocess.run(
                 [STOCKADE, "oracle", "--worktree", wt, "--held", held, "--verdict", verdict_path,
                  "--timeout", "60", "--", "python3", "/held/runner.py", attack,
-                 "isolate" if isolate else "direct"],
+                 isolate if isinstance(isolate, str) else "isolate" if isolate else "direct"],
                 preexec_fn=demote if mode == "rootless" else None,
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
             err = proc.stderr.decode(errors="replace")
@@ -179,8 +194,10 @@ for mode in ("root", "rootless"):
             if line and line not in err:
                 problems.append("%r not in stderr" % line)
             if isolate and "forged:" in err:
-                problems.append("a forgery went through the helper")
-            label = "%s/%s %s" % (mode, attack, "through STOCKADE_ISOLATE" if isolate else "direct")
+                problems.append("a forgery went through the helper or a non-dumpable runner")
+            how = ("a non-dumpable runner" if isolate == "nondumpable" else
+                   "through STOCKADE_ISOLATE" if isolate else "direct")
+            label = "%s/%s %s" % (mode, attack, how)
             if problems:
                 failures += 1
                 print("FAIL %s: %s\n  stderr: %s" % (label, "; ".join(problems), err[-600:]))

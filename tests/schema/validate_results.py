@@ -25,6 +25,11 @@ CASES = [
      ["python3", "-c", "b = bytearray(256 << 20)"], "blocked", "memory_limit", 137),
     ("refused", ["--memory", "-1"], ["true"], "blocked", "invalid_bounds", 125),
     ("binary_tail", [], ["sh", "-c", "printf '\\377\\376ok'"], "passed", None, 0),
+    # Refused calls (keyctl, x86_64 250): "denials", answered by the supervisor,
+    # whose own CPU the record carries ("supervisor_cpu_ms", required).
+    ("denials", [], ["python3", "-c", "import ctypes\nfor _ in range(3): "
+                     "ctypes.CDLL(None).syscall(250, 0x7fffffff, 0, 0, 0, 0)"],
+     "passed", None, 0),
     # A worktree whose .git file names a gitdir that is not honoured: "git".
     ("git_refused", ["--worktree", "{wt}"], ["true"], "passed", None, 0),
 ]
@@ -64,6 +69,8 @@ for mode in ("root", "rootless"):
             problems = [f"{'/'.join(map(str, e.path))}: {e.message}" for e in errors]
             if name == "git_refused" and record.get("git", {}).get("gitdir") != "refused":
                 problems.append(f"git {record.get('git')!r}, expected a refused gitdir")
+            if name == "denials" and {"syscall": "keyctl", "count": 3} not in record.get("denials", []):
+                problems.append(f"denials {record.get('denials')!r}, expected keyctl x3")
             if record.get("status") != status:
                 problems.append(f"status {record.get('status')!r}, expected {status!r}")
             if record.get("reason") != reason:

@@ -31,6 +31,10 @@ export interface ResultRecord {
   signal: number | null;
   duration_ms: number;
   cpu_ms: number;
+  /**
+   * stockade's own CPU time for this run (user + system of the thread that built, supervised and tore down the sandbox), which no limit of the sandbox's counts: refused calls answered, output read and hashed. 0 when nothing was started.
+   */
+  supervisor_cpu_ms: number;
   peak_memory_bytes: number;
   stdout: Stream;
   stderr: Stream;
@@ -107,6 +111,7 @@ export const resultSchema = {
     "signal",
     "duration_ms",
     "cpu_ms",
+    "supervisor_cpu_ms",
     "peak_memory_bytes",
     "stdout",
     "stderr",
@@ -184,6 +189,11 @@ export const resultSchema = {
       "minimum": 0
     },
     "cpu_ms": {
+      "type": "integer",
+      "minimum": 0
+    },
+    "supervisor_cpu_ms": {
+      "description": "stockade's own CPU time for this run (user + system of the thread that built, supervised and tore down the sandbox), which no limit of the sandbox's counts: refused calls answered, output read and hashed. 0 when nothing was started.",
       "type": "integer",
       "minimum": 0
     },

@@ -593,8 +593,7 @@ constexpr std::array<SetupStepInfo, kStepCount> kStepInfos = infosOf();
 // ------------------------------------------------------------ the runner
 
 bool includedInChild(const ChildPlan& plan, const SetupStep& step) noexcept {
-    return plan.setup_mode != SetupMode::Bench ||
-           static_cast<int>(step.info.level) <= static_cast<int>(plan.bench_level);
+    return stepRunsIn(step.info, plan.setup_mode, plan.bench_level);
 }
 
 bool forksCommandInChild(const ChildPlan& plan) noexcept {
@@ -618,7 +617,10 @@ void runStepInChild(ChildPlan& plan, const SetupStep& step, StepState& state) no
     int err = step.run(plan, state);
     const bool check = plan.setup_mode == SetupMode::Check;
     if (err == kSupervisorGone) _exit(check ? 0 : 125);
-    if (check) reportStepInChild(plan, step.info.stage, err, state.op_index);
+    // A started command reports the fork itself, so that reports come in
+    // the table's order (init resumes only once the command has exec'ed).
+    if (check && !(step.info.stage == ChildStage::ForkCommand && err == 0))
+        reportStepInChild(plan, step.info.stage, err, state.op_index);
     if (err) {
         if (state.command > 0) kill(state.command, SIGKILL);
         if (check) _exit(step.info.process == StepProcess::Command ? 125 : 0);
@@ -649,6 +651,7 @@ void runStepInChild(ChildPlan& plan, const SetupStep& step, StepState& state) no
 int commandEntryInChild(void* plan) noexcept {
     ChildPlan& p = *static_cast<ChildPlan*>(plan);
     markInChild(p, static_cast<int>(ChildStage::ForkCommand));
+    if (p.setup_mode == SetupMode::Check) reportStepInChild(p, ChildStage::ForkCommand, 0, -1);
     runCommandStepsInChild(p);
 }
 

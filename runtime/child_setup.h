@@ -60,4 +60,11 @@ struct SetupStepInfo {
 // The table, in the order the steps run. Defined in child_in_child.cpp.
 const SetupStepInfo* setupSteps(size_t* count) noexcept;
 
+// Whether the runner takes `step` in `mode` (and, for Bench, at `level`):
+// every step for run and check, the steps of the levels up to `level` for
+// bench. The runner asks this and nothing else.
+constexpr bool stepRunsIn(const SetupStepInfo& step, SetupMode mode, BenchLevel level) noexcept {
+    return mode != SetupMode::Bench || static_cast<int>(step.level) <= static_cast<int>(level);
+}
+
 }  // namespace stockade

@@ -220,6 +220,17 @@ SandboxProbe sandboxProbePlan(const HostFacts& facts) {
     probe.op_steps.push_back(SandboxStep::Proc);
     std::string cap = trimmed(readFile("/proc/sys/kernel/cap_last_cap"));
     if (!cap.empty()) plan.last_cap = std::atoi(cap.c_str());
+    // The default filter, and a Landlock ruleset mirroring these mounts
+    // where the kernel has Landlock, so that their steps install what a
+    // run's do, where a run's do (the probes above tell why either fails).
+    auto program = seccomp::defaultProgram();
+    plan.seccomp_program.assign(program.begin(), program.end());
+    if (ns::probeLandlock().abi > 0) {
+        ns::LandlockRequest request;
+        ns::mirrorMountPlan(plan.mounts, request);
+        request.network = ns::LandlockNetwork::Unrestricted;
+        if (auto ruleset = ns::buildLandlockPlan(request)) plan.landlock = std::move(*ruleset);
+    }
     return probe;
 }
 

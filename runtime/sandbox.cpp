@@ -644,7 +644,7 @@ SandboxOutcome runSandbox(const Policy& policy, ServiceHooks* hooks, const Ident
     }
     const long pid = launched.pid;
     const int pidfd = launched.pidfd.get();
-    steps.done("clone3, the id maps, go, the v1 cgroup leaves, placed");
+    steps.done("clone3 with the new namespaces, the id maps, go, the v1 cgroup leaves");
     SandboxOutcome out = std::move(enforcement);
     out.sandbox_pid = launched.pid;
     out.host_uid = identity->ids.host_uid;

@@ -16,9 +16,9 @@
 
 #include "namespaces/landlock.h"
 #include "namespaces/user.h"
-#include "runtime/bench_layers_in_child.h"
 #include "runtime/child_plan_builder.h"
 #include "runtime/child_protocol.h"
+#include "runtime/sandbox_launch.h"
 #include "runtime/sandbox_seccomp.h"
 #include "seccomp/denials.h"
 
@@ -30,15 +30,15 @@ bool at(BenchLevel have, BenchLevel level) {
     return static_cast<int>(have) >= static_cast<int>(level);
 }
 
-// The namespaces each level's clone creates. CLONE_NEWCGROUP is the child's
-// own unshare, after it was moved into its cgroups, as in runSandbox.
-uint64_t cloneFlagsFor(BenchLevel level) {
-    uint64_t flags = CLONE_PIDFD;
+// The namespaces each level's sandbox has. CLONE_NEWCGROUP is the child's
+// own unshare (the table's CgroupNamespace step), as in runSandbox.
+uint64_t namespacesFor(BenchLevel level) {
+    uint64_t flags = 0;
     if (at(level, BenchLevel::UserNs)) flags |= CLONE_NEWUSER;
     if (at(level, BenchLevel::MountNs)) flags |= CLONE_NEWNS;
     if (at(level, BenchLevel::PidNs)) flags |= CLONE_NEWPID;
     if (at(level, BenchLevel::NetNs)) flags |= CLONE_NEWNET;
-    if (at(level, BenchLevel::OtherNs)) flags |= CLONE_NEWIPC | CLONE_NEWUTS;
+    if (at(level, BenchLevel::OtherNs)) flags |= CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP;
     return flags;
 }
 
@@ -141,7 +141,6 @@ Status LayerBench::runLevel(BenchLevel level) {
     ChildPlan& plan = plan_;
     plan.rlimits = base_rlimits_;
     plan.landlock = ns::LandlockPlan{};
-    plan.sync_fd = plan.listener_socket_fd = -1;
 
     // Parent-side work per run, as runSandbox and buildChildPlan do it: the
     // Landlock ruleset (one per sandbox: the child adds to it) and the
@@ -167,75 +166,54 @@ Status LayerBench::runLevel(BenchLevel level) {
             plan.rlimits.push_back({RLIMIT_NPROC, {*limits.pids, *limits.pids}});
     }
 
-    UniqueFd sync_parent, sync_child, listener_parent, listener_child;
-    int sv[2];
-    if (at(level, BenchLevel::UserNs)) {
-        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
-            return Error::fromErrno("socketpair()");
-        sync_parent.reset(sv[0]);
-        sync_child.reset(sv[1]);
-        plan.sync_fd = sync_child.get();
-    }
-    if (at(level, BenchLevel::Seccomp) && !plan.seccomp_notified_program.empty()) {
-        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
-            return Error::fromErrno("socketpair()");
-        listener_parent.reset(sv[0]);
-        listener_child.reset(sv[1]);
-        plan.listener_socket_fd = listener_child.get();
-    }
-    LayeredChild child{static_cast<int>(level), &plan,
-                       level == BenchLevel::MountNs ? &mounts_without_proc_ : &plan.mounts,
-                       dev_null_.get()};
+    plan.setup_mode = SetupMode::Bench;
+    plan.bench_level = level;
+    plan.stdout_fd = plan.stderr_fd = dev_null_.get();
+    // Below the PID namespace no procfs can be mounted (proc(5)): the same
+    // plan without it, for that run only.
+    const bool without_proc = level == BenchLevel::MountNs;
+    if (without_proc) std::swap(plan.mounts, mounts_without_proc_);
+    struct Unswap {
+        bool on;
+        ns::MountPlan& a;
+        ns::MountPlan& b;
+        ~Unswap() {
+            if (on) std::swap(a, b);
+        }
+    } unswap{without_proc, plan.mounts, mounts_without_proc_};
 
-    int pidfd = -1;
-    clone_args args{};
-    args.flags = cloneFlagsFor(level);
-    if (cgroups && cgroups->cloneIntoFd() >= 0) {
-        args.flags |= CLONE_INTO_CGROUP;
-        args.cgroup = static_cast<uint64_t>(cgroups->cloneIntoFd());
-    }
-    args.pidfd = reinterpret_cast<uintptr_t>(&pidfd);
-    args.exit_signal = SIGCHLD;
-    long pid = syscall(SYS_clone3, &args, sizeof(args));
-    if (pid == 0) runLayeredChildInChild(child);
-    if (pid < 0) return Error::fromErrno("clone3()");
-    UniqueFd pidfd_owner(pidfd);
-    sync_child.reset();
-    listener_child.reset();
+    // As runSandbox: init takes these with sigwaitinfo, blocked from the clone.
+    sigset_t mask = signalsForInit(), old_mask;
+    if (sigprocmask(SIG_BLOCK, &mask, &old_mask) < 0) return Error::fromErrno("sigprocmask()");
+    struct Restore {
+        sigset_t mask;
+        ~Restore() { sigprocmask(SIG_SETMASK, &mask, nullptr); }
+    } restore{old_mask};
 
-    auto abandon = [&](const Error& e) -> Status {
-        syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, nullptr, 0);
-        siginfo_t ignored;
-        syscall(SYS_waitid, P_PIDFD, pidfd, &ignored, WEXITED, nullptr);
-        return e;
-    };
-    if (at(level, BenchLevel::UserNs)) {
-        if (Status s = ns::writeIdMaps(static_cast<pid_t>(pid), plan.ids); !s)
-            return abandon(s.error().withContext("write the id maps"));
-        char go = 1;
-        send(sync_parent.get(), &go, 1, MSG_NOSIGNAL);
-    }
-    // As runSandbox does: the v1 leaves are made while the child builds its
-    // root, and it joins them itself through the `tasks` fds sent to it.
-    if (cgroups) {
-        auto tasks = cgroups->makeV1Leaves();
-        if (!tasks) return abandon(tasks.error().withContext("make the v1 cgroup leaves"));
-        int fds[kMaxPlacementFds];
-        int count = 0;
-        for (const UniqueFd& fd : *tasks)
-            if (count < kMaxPlacementFds) fds[count++] = fd.get();
-        if (int err = sendPlacement(sync_parent.get(), fds, count); err && err != EPIPE)
-            return abandon(Error::fromErrno("sendmsg()", err));
+    LaunchSpec spec;
+    spec.namespaces = namespacesFor(level);
+    spec.ids = &plan.ids;
+    spec.cgroups = cgroups ? &*cgroups : nullptr;
+    spec.seccomp_listener = at(level, BenchLevel::Seccomp);
+    LaunchedSandbox launched;
+    SandboxOutcome failed;
+    if (!launchSandbox(plan, spec, launched, failed)) {
+        std::string text = "bench level " +
+                           std::string(benchLevels()[static_cast<size_t>(level)].name) + ": " +
+                           failed.error_message;
+        return failed.error_errno ? Error::fromErrno(text, failed.error_errno)
+                                  : Error::message(text);
     }
     siginfo_t info{};
     rusage usage{};
-    while (syscall(SYS_waitid, P_PIDFD, pidfd, &info, WEXITED, &usage) < 0 && errno == EINTR) {
+    while (syscall(SYS_waitid, P_PIDFD, launched.pidfd.get(), &info, WEXITED, &usage) < 0 &&
+           errno == EINTR) {
     }
     // The listener the command handed over, taken as the supervisor takes it.
-    if (listener_parent) (void)seccomp::receiveListener(listener_parent.get());
+    if (launched.listener) (void)seccomp::receiveListener(launched.listener.get());
     if (cgroups) (void)cgroups->events();
     if (info.si_code != CLD_EXITED || info.si_status != 0)
-        return childFailure(level, sync_parent.get(), info);
+        return childFailure(level, launched.sync.get(), info);
     return okStatus();
 }
 

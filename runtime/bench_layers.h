@@ -2,8 +2,10 @@
 // one isolation layer at a time, each level adding to the one before, so the
 // difference between two neighbours is what one layer costs. Every level
 // below the last is built here, in-process, from the real default profile's
-// ChildPlan and the same child-side helpers the sandbox uses (mounts, ids,
-// loopback, seccomp program, privileges, Landlock, cgroups); the last level
+// ChildPlan, started by the sandbox's own launch (runtime/sandbox_launch.h)
+// and set up by the sandbox's own setup table in its bench mode, which runs
+// the table's steps of the levels up to the one measured
+// (runtime/child_setup.h: BenchLevel, SetupStepInfo::level); the last level
 // is the real `stockade run`, spawned by bench_command.cpp.
 #pragma once
 
@@ -16,26 +18,11 @@
 #include "namespaces/mount_plan.h"
 #include "runtime/cgroup_limits.h"
 #include "runtime/child_plan.h"
+#include "runtime/child_setup.h"
 #include "runtime/identity.h"
 #include "runtime/policy.h"
 
 namespace stockade {
-
-enum class BenchLevel {
-    Bare,          // clone + execve, nothing else
-    UserNs,        // + CLONE_NEWUSER, id maps written by the parent, ids set
-    MountNs,       // + CLONE_NEWNS, the new root: tmpfs, binds, copies, pivot_root
-    PidNs,         // + CLONE_NEWPID, /proc, init as PID 1 forking the command
-    NetNs,         // + CLONE_NEWNET, lo up
-    OtherNs,       // + CLONE_NEWIPC, CLONE_NEWUTS, CLONE_NEWCGROUP, hostname
-    Seccomp,       // + the default filter (and the denial listener's hand-over)
-    Capabilities,  // + capability sets and bounding set cleared, no_new_privs
-    Landlock,      // + the Landlock ruleset mirroring the mounts (G10)
-    CgroupLimits,  // + memory and pids cgroup leaves, or rlimits without them
-    FullProfile,   // the real `stockade run --quiet --result FILE -- /bin/true`
-};
-
-inline constexpr int kBenchLevelCount = 11;
 
 struct BenchLevelInfo {
     BenchLevel level;

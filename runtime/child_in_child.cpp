@@ -1,18 +1,24 @@
-// The child side, from clone to the init loop, as one ordered list. Every
-// function here is async-signal-safe: it reads the ChildPlan the parent
-// allocated, makes system calls, and reports a failure as a fixed-size
-// message; it never allocates, throws, locks or logs.
+// The child side, from clone to execve: the setup table (runtime/child_setup.h)
+// and the one runner that walks it for run, check and bench. Every function
+// here is async-signal-safe: it reads the ChildPlan the parent allocated,
+// makes system calls, and reports a failure as a fixed-size message; it
+// never allocates, throws, locks or logs. The table is constexpr data and
+// plain function pointers, so walking it is a loop over read-only memory.
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/close_range.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <array>
 
 #include "base/fd_passing.h"
 #include "namespaces/landlock_in_child.h"
@@ -21,6 +27,7 @@
 #include "namespaces/uts_in_child.h"
 #include "runtime/child_plan.h"
 #include "runtime/child_protocol.h"
+#include "runtime/child_setup.h"
 #include "runtime/command_in_child.h"
 #include "runtime/privileges_in_child.h"
 #include "runtime/userns_limits_in_child.h"
@@ -36,20 +43,6 @@ namespace {
     while (send(plan.sync_fd, &msg, sizeof(msg), MSG_NOSIGNAL) < 0 && errno == EINTR) {
     }
     _exit(125);
-}
-
-// A step that is one call: the message names it.
-[[noreturn]] void failCallInChild(const ChildPlan& plan, ChildStage stage, const char* call,
-                                  int err) noexcept {
-    failSetupInChild(plan, stage, err, -1, call);
-}
-
-// init's own setup failed after the command was started: the command goes
-// first, so that nothing of it outlives the refusal.
-[[noreturn]] void failInitInChild(const ChildPlan& plan, pid_t command, ChildStage stage,
-                                  const char* call, int err) noexcept {
-    kill(command, SIGKILL);
-    failCallInChild(plan, stage, call, err);
 }
 
 void wipeMemoryInChild(const ChildPlan& plan) noexcept {
@@ -177,106 +170,106 @@ void answerSocketRequestsInChild(int channel) noexcept {
     _exit(WIFEXITED(command_status) ? WEXITSTATUS(command_status) : 128 + WTERMSIG(command_status));
 }
 
-// The command's stack until its execve: init's own is in use below init's
-// frames, so the clone gets this one. Static, so it costs nothing until
-// touched; init is suspended (CLONE_VFORK) while the command uses it.
-alignas(64) char command_stack[128 * 1024];
+// ------------------------------------------------------------ the steps
+//
+// Each step returns 0, an errno, or kSupervisorGone (the supervisor hung up:
+// nothing to report to, the child just ends). A step that knows more than
+// its errno says it through StepState: the mount op, the call, or another
+// stage to name.
 
-void* commandStackTopInChild() noexcept {
-    return command_stack + sizeof(command_stack);
+constexpr int kSupervisorGone = -1;
+
+struct StepState {
+    int op_index = -1;           // the mount op that failed
+    const char* call = nullptr;  // the call that failed, when the step says
+    bool renamed = false;        // the failure is named as `named_stage`
+    ChildStage named_stage = ChildStage::Exec;
+    int net_helper = -1;  // init: the network namespace's helper, or -errno
+    pid_t command = -1;   // init: the command, once started
+};
+
+int failedCall(StepState& state, const char* call, int err) noexcept {
+    state.call = call;
+    return err;
 }
 
-int commandEntryInChild(void* plan) noexcept {
-    execCommandInChild(*static_cast<ChildPlan*>(plan));
+int startNetworkHelperInChild(ChildPlan& plan, StepState& state) noexcept {
+    // A helper that cannot be started, or fails, is not a failure: the child
+    // then makes the namespace itself (Loopback), as the clone would have.
+    if (plan.netns_fd_slot >= 0)
+        state.net_helper = ns::startNetworkNamespaceInChild(plan.netns_fd_slot);
+    return 0;
 }
 
-}  // namespace
+int privateMountsInChild(ChildPlan&, StepState&) noexcept {
+    return ns::makeMountsPrivateInChild();
+}
 
-[[noreturn]] void runChildInChild(ChildPlan& plan) noexcept {
-    // 0. The network namespace, made by a helper on another CPU while this
-    //    process builds the root (see ns::startNetworkNamespaceInChild).
-    //    If the helper cannot be started, or fails, the child makes the
-    //    namespace itself in step 6, as the clone would have.
-    int net_helper = -1;
-    if (plan.netns_fd_slot >= 0) net_helper = ns::startNetworkNamespaceInChild(plan.netns_fd_slot);
+int openSourcesInChild(ChildPlan& plan, StepState& state) noexcept {
+    size_t failed = 0;
+    int err = ns::openSourcesInChild(plan.mounts, &failed);
+    if (err) state.op_index = static_cast<int>(failed);
+    return err;
+}
 
-    // 1. Open every mount source while still the caller's identity: a root
-    //    caller's sources may sit in directories only root can traverse
-    //    (the sandbox's uid could not open them), and nothing of the sandbox
-    //    runs yet. Mounts made private first, so nothing propagates back.
-    //    Neither needs the id maps (the credentials are the caller's until
-    //    the switch below), so both overlap the supervisor writing them.
-    if (int err = ns::makeMountsPrivateInChild())
-        failSetupInChild(plan, ChildStage::PrivateMounts, err);
-    size_t failed_source = 0;
-    if (int err = ns::openSourcesInChild(plan.mounts, &failed_source))
-        failSetupInChild(plan, ChildStage::OpenSources, err, static_cast<int>(failed_source));
-    markInChild(plan, static_cast<int>(ChildStage::OpenSources));
+int waitForGoInChild(ChildPlan& plan, StepState&) noexcept {
+    return waitForByteInChild(plan.sync_fd) ? 0 : kSupervisorGone;
+}
 
-    // 2. Wait until the supervisor has written our uid/gid maps: before that
-    //    we have no identity in the namespace and nothing we create has an owner.
-    if (!waitForByteInChild(plan.sync_fd)) _exit(125);
-    markInChild(plan, static_cast<int>(ChildStage::WaitForGo));
-
-    // 3. Become the sandbox's uid/gid at once, keeping capabilities (within
-    //    this user namespace only), so that even in the window before the
-    //    command starts no process of the sandbox is host root.
+int setIdsInChild(ChildPlan& plan, StepState& state) noexcept {
     if (int err = keepCapabilitiesAcrossSetuidInChild())
-        failCallInChild(plan, ChildStage::SetIds, "prctl(PR_SET_SECUREBITS, NO_SETUID_FIXUP)", err);
+        return failedCall(state, "prctl(PR_SET_SECUREBITS, NO_SETUID_FIXUP)", err);
     if (setresgid(plan.ids.inside_gid, plan.ids.inside_gid, plan.ids.inside_gid) < 0)
-        failCallInChild(plan, ChildStage::SetIds, "setresgid()", errno);
+        return failedCall(state, "setresgid()", errno);
     if (setresuid(plan.ids.inside_uid, plan.ids.inside_uid, plan.ids.inside_uid) < 0)
-        failCallInChild(plan, ChildStage::SetIds, "setresuid()", errno);
-    markInChild(plan, static_cast<int>(ChildStage::SetIds));
+        return failedCall(state, "setresuid()", errno);
+    return 0;
+}
 
-    // 4. Die with the supervisor. Set after the uid change, which clears it
-    //    (prctl(2)); then check the supervisor did not die before it was set.
+int parentDeathInChild(ChildPlan& plan, StepState& state) noexcept {
     if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
-        failCallInChild(plan, ChildStage::ParentDeath, "prctl(PR_SET_PDEATHSIG, SIGKILL)", errno);
-    if (supervisorGoneInChild(plan.sync_fd)) _exit(125);
-    markInChild(plan, static_cast<int>(ChildStage::ParentDeath));
+        return failedCall(state, "prctl(PR_SET_PDEATHSIG, SIGKILL)", errno);
+    return supervisorGoneInChild(plan.sync_fd) ? kSupervisorGone : 0;
+}
 
-    //    The user namespace's own inotify maxima, while CAP_SYS_RESOURCE in
-    //    it is still held (only its holder may lower them, and only until
-    //    the command runs): counts are charged up to the caller's uid.
+int userNamespaceLimitsInChild(ChildPlan& plan, StepState& state) noexcept {
     if (int err = boundUserNamespaceInChild(plan.userns_bounds))
-        failCallInChild(plan, ChildStage::UserNamespaceLimits,
-                        "write(/proc/sys/user/max_inotify_*)", err);
-    markInChild(plan, static_cast<int>(ChildStage::UserNamespaceLimits));
+        return failedCall(state, "write(/proc/sys/user/max_inotify_*)", err);
+    return 0;
+}
 
-    // 5. The filesystem view. Sources were opened before the staging tmpfs
-    //    covers anything; /proc is mounted inside the new root before the old
-    //    root goes (see MountKind::Proc); the root is sealed read-only last.
-    size_t failed_op = 0;
-    if (int err = ns::buildRootInChild(plan.mounts, &failed_op))
-        failSetupInChild(plan, ChildStage::BuildRoot, err, static_cast<int>(failed_op));
-    markInChild(plan, static_cast<int>(ChildStage::BuildRoot));
+int buildRootInChild(ChildPlan& plan, StepState& state) noexcept {
+    size_t failed = 0;
+    if (int err = ns::buildRootInChild(plan.mounts, &failed)) {
+        state.op_index = static_cast<int>(failed);
+        return err;
+    }
     ns::closeSourcesInChild(plan.mounts);
-    if (int err = ns::sealRootInChild(plan.mounts))
-        failSetupInChild(plan, ChildStage::SealRoot, err);
-    markInChild(plan, static_cast<int>(ChildStage::SealRoot));
-    if (int err = ns::pivotRootInChild(plan.mounts))
-        failSetupInChild(plan, ChildStage::PivotRoot, err);
-    markInChild(plan, static_cast<int>(ChildStage::PivotRoot));
+    return 0;
+}
 
-    // Landlock rules for paths that exist only in the new root (its tmpfs
-    // mounts, /proc) can be added only now, by path inside it.
+int sealRootInChild(ChildPlan& plan, StepState&) noexcept {
+    return ns::sealRootInChild(plan.mounts);
+}
+
+int pivotRootInChild(ChildPlan& plan, StepState&) noexcept {
+    return ns::pivotRootInChild(plan.mounts);
+}
+
+int landlockRulesInChild(ChildPlan& plan, StepState&) noexcept {
     size_t failed_rule = 0;
-    if (int err = ns::addSandboxRulesInChild(plan.landlock, &failed_rule))
-        failSetupInChild(plan, ChildStage::LandlockRules, err, -1);
-    markInChild(plan, static_cast<int>(ChildStage::LandlockRules));
+    return ns::addSandboxRulesInChild(plan.landlock, &failed_rule);
+}
 
-    // 6. The other namespaces' contents: the network namespace is joined
-    //    before the fds are closed, since the helper's live in this table.
-    bool joined =
-        net_helper >= 0 && ns::joinNetworkNamespaceInChild(net_helper, plan.netns_fd_slot) == 0;
+int loopbackInChild(ChildPlan& plan, StepState& state) noexcept {
+    bool joined = state.net_helper >= 0 &&
+                  ns::joinNetworkNamespaceInChild(state.net_helper, plan.netns_fd_slot) == 0;
     if (plan.netns_fd_slot >= 0 && !joined && unshare(CLONE_NEWNET) < 0)
-        failCallInChild(plan, ChildStage::Loopback, "unshare(CLONE_NEWNET)", errno);
-    if (!joined)
-        if (int err = ns::bringLoopbackUpInChild())
-            failSetupInChild(plan, ChildStage::Loopback, err);
-    markInChild(plan, static_cast<int>(ChildStage::Loopback));
+        return failedCall(state, "unshare(CLONE_NEWNET)", errno);
+    return joined ? 0 : ns::bringLoopbackUpInChild();
+}
 
+int closeFdsInChild(ChildPlan& plan, StepState& state) noexcept {
     int keep[] = {plan.sync_fd,
                   plan.stdout_fd,
                   plan.stderr_fd,
@@ -285,69 +278,412 @@ int commandEntryInChild(void* plan) noexcept {
                   plan.listener_socket_fd,
                   plan.socket_factory_fd};
     if (int err = closeInheritedFdsInChild(plan, FaultPoint::CloseFds, keep, 7))
-        failCallInChild(plan, ChildStage::CloseFds, "close_range()", err);
+        return failedCall(state, "close_range()", err);
+    return 0;
+}
 
-    if (int err = ns::setHostnameInChild(plan.hostname.c_str(), plan.hostname.size()))
-        failSetupInChild(plan, ChildStage::Hostname, err);
+int hostnameInChild(ChildPlan& plan, StepState&) noexcept {
+    return ns::setHostnameInChild(plan.hostname.c_str(), plan.hostname.size());
+}
 
-    // 7. init may not be read or traced by the command: non-dumpable, and the
-    //    caller's argv and environment (inherited in this copy of the
-    //    supervisor's memory) wiped.
+int dumpableInChild(ChildPlan&, StepState& state) noexcept {
     if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
-        failCallInChild(plan, ChildStage::Dumpable, "prctl(PR_SET_DUMPABLE, 0)", errno);
+        return failedCall(state, "prctl(PR_SET_DUMPABLE, 0)", errno);
+    return 0;
+}
+
+int wipeMemoryStepInChild(ChildPlan& plan, StepState&) noexcept {
     wipeMemoryInChild(plan);
-    markInChild(plan, static_cast<int>(ChildStage::WipeMemory));
+    return 0;
+}
 
-    // 8. Into the sandbox's cgroups (v1: the supervisor made the leaves
-    //    while we built the root and sends their `tasks` fds with "placed";
-    //    v2: we were born in the leaf), then the cgroup namespace, so its
-    //    root is them; nothing of the command runs before that.
-    if (int err = joinCgroupsInChild(plan.sync_fd)) {
-        if (err < 0) _exit(125);
-        failSetupInChild(plan, ChildStage::JoinCgroups, err);
-    }
-    markInChild(plan, static_cast<int>(ChildStage::JoinCgroups));
-    if (unshare(CLONE_NEWCGROUP) < 0)
-        failCallInChild(plan, ChildStage::CgroupNamespace, "unshare(CLONE_NEWCGROUP)", errno);
-    markInChild(plan, static_cast<int>(ChildStage::CgroupNamespace));
+int joinCgroupsStepInChild(ChildPlan& plan, StepState&) noexcept {
+    int err = joinCgroupsInChild(plan.sync_fd);
+    return err < 0 ? kSupervisorGone : err;
+}
 
-    // 9. The command, started as posix_spawn starts one: it shares init's
-    //    memory until its execve (CLONE_VM), and init waits until then
-    //    (CLONE_VFORK), so none of init's page tables are copied and
-    //    neither side pays copy-on-write faults. glibc's clone(3), not
-    //    fork(3): no atfork handlers, no malloc locks. Everything the
-    //    command does before execve is its own (fd table, credentials,
-    //    signal dispositions: no CLONE_FILES, CLONE_SIGHAND or CLONE_THREAD).
-    pid_t command = clone(commandEntryInChild, commandStackTopInChild(),
+int cgroupNamespaceInChild(ChildPlan&, StepState& state) noexcept {
+    if (unshare(CLONE_NEWCGROUP) < 0) return failedCall(state, "unshare(CLONE_NEWCGROUP)", errno);
+    return 0;
+}
+
+int commandEntryInChild(void* plan) noexcept;
+
+// The command's stack until its execve: init's own is in use below init's
+// frames, so the clone gets this one. Static, so it costs nothing until
+// touched; init is suspended (CLONE_VFORK) while the command uses it.
+alignas(64) char command_stack[128 * 1024];
+
+int forkCommandInChild(ChildPlan& plan, StepState& state) noexcept {
+    // As posix_spawn starts one: the command shares init's memory until its
+    // execve (CLONE_VM), and init waits until then (CLONE_VFORK), so none of
+    // init's page tables are copied and neither side pays copy-on-write
+    // faults. glibc's clone(3), not fork(3): no atfork handlers, no malloc
+    // locks. Everything the command does before execve is its own (fd table,
+    // credentials, signal dispositions: no CLONE_FILES, CLONE_SIGHAND or
+    // CLONE_THREAD).
+    state.command = clone(commandEntryInChild, command_stack + sizeof(command_stack),
                           CLONE_VM | CLONE_VFORK | SIGCHLD, &plan);
-    if (command < 0)
-        failCallInChild(plan, ChildStage::ForkCommand, "clone(CLONE_VM|CLONE_VFORK)", errno);
-    markInChild(plan, static_cast<int>(ChildStage::ForkCommand));
+    if (state.command < 0) return failedCall(state, "clone(CLONE_VM|CLONE_VFORK)", errno);
+    return 0;
+}
 
-    // 10. init keeps only the sync socket (and a dev server's socket
-    //    factory): no host fd, not even the output pipes, whose EOF must
-    //    mean the command's whole tree is done.
-    //    A failure here would leave init holding what the command has shed
-    //    (host fds, capabilities in the namespace): the command is killed
-    //    (init's exit takes the whole namespace with it) and the run is
-    //    refused, never kept.
-    int keep_sync[] = {plan.sync_fd, plan.socket_factory_fd};
-    if (int err = closeInheritedFdsInChild(plan, FaultPoint::InitCloseFds, keep_sync, 2))
-        failInitInChild(plan, command, ChildStage::InitCloseFds, "close_range()", err);
+int newSessionInChild(ChildPlan&, StepState& state) noexcept {
+    resetSignalsInChild();
+    if (setsid() < 0) return failedCall(state, "setsid()", errno);
+    return 0;
+}
+
+int stdioInChild(ChildPlan& plan, StepState&) noexcept {
+    return setupStdioInChild(plan);
+}
+
+int workdirInChild(ChildPlan& plan, StepState&) noexcept {
+    return chdir(plan.workdir.c_str()) < 0 ? errno : 0;
+}
+
+int rlimitsInChild(ChildPlan& plan, StepState&) noexcept {
+    for (const RlimitSetting& limit : plan.rlimits)
+        if (setrlimit(static_cast<__rlimit_resource>(limit.resource), &limit.value) < 0)
+            return errno;
+    return 0;
+}
+
+int closeOnExecInChild(ChildPlan&, StepState&) noexcept {
+    // Marked rather than closed, so the sync socket still carries an exec
+    // failure; only 0-2 cross the execve.
+    return syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) < 0 ? errno : 0;
+}
+
+int dropCapabilitiesInChild(ChildPlan& plan, StepState& state) noexcept {
+    int failed_step = 0;
+    int err = dropAllPrivilegesInChild(plan.last_cap, &failed_step);
+    if (err && failed_step == 0) {
+        state.renamed = true;
+        state.named_stage = ChildStage::Securebits;
+    }
+    return err;
+}
+
+int noNewPrivsInChild(ChildPlan&, StepState&) noexcept {
+    return setNoNewPrivsInChild();
+}
+
+int landlockRestrictInChild(ChildPlan& plan, StepState&) noexcept {
+    return ns::restrictSelfInChild(plan.landlock);
+}
+
+int seccompInChild(ChildPlan& plan, StepState&) noexcept {
+    return installSeccompInChild(plan);
+}
+
+int execInChild(ChildPlan& plan, StepState&) noexcept {
+    return execSearchInChild(plan);  // returns only when it failed
+}
+
+int initCloseFdsInChild(ChildPlan& plan, StepState& state) noexcept {
+    // init keeps only the sync socket (and a dev server's socket factory):
+    // no host fd, not even the output pipes, whose EOF must mean the
+    // command's whole tree is done.
+    int keep[] = {plan.sync_fd, plan.socket_factory_fd};
+    if (int err = closeInheritedFdsInChild(plan, FaultPoint::InitCloseFds, keep, 2))
+        return failedCall(state, "close_range()", err);
+    return 0;
+}
+
+int initDropPrivilegesInChild(ChildPlan& plan, StepState& state) noexcept {
     int failed_step = 0;
     int err = faultInjected(FaultPoint::InitDropPrivileges, plan.injected_fault)
                   ? errno
                   : dropAllPrivilegesInChild(plan.last_cap, &failed_step);
     if (err)
-        failInitInChild(
-            plan, command, ChildStage::InitDropPrivileges,
-            failed_step == 0 ? "prctl(PR_SET_SECUREBITS)" : "capset() and the bounding set", err);
-    err = faultInjected(FaultPoint::InitNoNewPrivs, plan.injected_fault) ? errno
-                                                                         : setNoNewPrivsInChild();
-    if (err)
-        failInitInChild(plan, command, ChildStage::InitNoNewPrivs, "prctl(PR_SET_NO_NEW_PRIVS)",
-                        err);
-    superviseCommandInChild(plan, command);
+        state.call =
+            failed_step == 0 ? "prctl(PR_SET_SECUREBITS)" : "capset() and the bounding set";
+    return err;
+}
+
+int initNoNewPrivsInChild(ChildPlan& plan, StepState& state) noexcept {
+    int err = faultInjected(FaultPoint::InitNoNewPrivs, plan.injected_fault)
+                  ? errno
+                  : setNoNewPrivsInChild();
+    if (err) state.call = "prctl(PR_SET_NO_NEW_PRIVS)";
+    return err;
+}
+
+// ------------------------------------------------------------ the table
+
+using StepFunction = int (*)(ChildPlan&, StepState&) noexcept;
+
+struct SetupStep {
+    SetupStepInfo info;
+    StepFunction run;
+};
+
+using S = ChildStage;
+using P = StepProcess;
+using L = BenchLevel;
+
+// The order every sandbox is built in. Reasons are one line each; the
+// orderings security depends on are asserted below, with their sources.
+constexpr SetupStep kSteps[] = {
+    {{S::StartNetworkHelper, P::Init, L::NetNs,
+      "first: its helper builds the network namespace on the other CPU while this builds the root"},
+     startNetworkHelperInChild},
+    {{S::PrivateMounts, P::Init, L::MountNs,
+      "before any mount, so that none propagates back to the host"},
+     privateMountsInChild},
+    {{S::OpenSources, P::Init, L::MountNs,
+      "as the caller, before the ids change: a root caller's sources may be out of the "
+      "sandbox uid's reach; overlaps the supervisor writing the id maps"},
+     openSourcesInChild},
+    {{S::WaitForGo, P::Init, L::UserNs,
+      "the id maps are written: before, nothing made here would have an owner"},
+     waitForGoInChild},
+    {{S::SetIds, P::Init, L::UserNs,
+      "at once, keeping capabilities in the namespace: no process of the sandbox is host root, "
+      "even during setup"},
+     setIdsInChild},
+    {{S::ParentDeath, P::Init, L::UserNs,
+      "after the uid change, which clears it (prctl(2) PR_SET_PDEATHSIG)"},
+     parentDeathInChild},
+    {{S::UserNamespaceLimits, P::Init, L::UserNs,
+      "while CAP_SYS_RESOURCE in the namespace is held, before anything of the command runs"},
+     userNamespaceLimitsInChild},
+    {{S::BuildRoot, P::Init, L::MountNs,
+      "the new root, /proc inside it while the old root is still there to make it allowed"},
+     buildRootInChild},
+    {{S::SealRoot, P::Init, L::MountNs, "read-only once every mount is in place"}, sealRootInChild},
+    {{S::PivotRoot, P::Init, L::MountNs, "the host's tree goes once the new root is complete"},
+     pivotRootInChild},
+    {{S::LandlockRules, P::Init, L::Landlock,
+      "paths that exist only in the new root (its tmpfs, /proc) can be named only now"},
+     landlockRulesInChild},
+    {{S::Loopback, P::Init, L::NetNs,
+      "the helper's namespace joined before fds are closed: the helper's live in this table"},
+     loopbackInChild},
+    {{S::CloseFds, P::Init, L::UserNs,
+      "late: after the last host fd (mount sources, the helper's) is done with "
+      "(GHSA-xr7r-f8xq-vfvv)"},
+     closeFdsInChild},
+    {{S::Hostname, P::Init, L::OtherNs, "in the sandbox's own UTS namespace, before the command"},
+     hostnameInChild},
+    {{S::Dumpable, P::Init, L::PidNs,
+      "init may not be read or traced by the command it starts next"},
+     dumpableInChild},
+    {{S::WipeMemory, P::Init, L::PidNs,
+      "the caller's argv and environment out of init's memory before the command can read it"},
+     wipeMemoryStepInChild},
+    {{S::JoinCgroups, P::Init, L::CgroupLimits,
+      "the sandbox's cgroups before anything of the command runs"},
+     joinCgroupsStepInChild},
+    {{S::CgroupNamespace, P::Init, L::OtherNs,
+      "after joining the cgroups, so that the namespace's root is the sandbox's own"},
+     cgroupNamespaceInChild},
+    {{S::ForkCommand, P::Init, L::PidNs,
+      "the command, once everything it may not escape is in place"},
+     forkCommandInChild},
+    {{S::NewSession, P::Command, L::PidNs,
+      "no controlling terminal: the caller's cannot be reached with TIOCSTI (G7)"},
+     newSessionInChild},
+    {{S::Stdio, P::Command, L::PidNs, "the capture pipes at 1 and 2, /dev/null at 0"},
+     stdioInChild},
+    {{S::Workdir, P::Command, L::PidNs,
+      "after the fds are closed, so that no host directory fd can be its way out "
+      "(CVE-2024-21626)"},
+     workdirInChild},
+    {{S::Rlimits, P::Command, L::CgroupLimits,
+      "the command's own limits; init, which must outlive it, keeps none"},
+     rlimitsInChild},
+    {{S::CloseOnExec, P::Command, L::PidNs,
+      "late, after the last fd is placed: only 0-2 cross the execve"},
+     closeOnExecInChild},
+    {{S::DropCapabilities, P::Command, L::Capabilities,
+      "after every step that needed a capability in the namespace"},
+     dropCapabilitiesInChild},
+    {{S::NoNewPrivs, P::Command, L::Capabilities,
+      "before Landlock and seccomp, which refuse an unprivileged caller without it"},
+     noNewPrivsInChild},
+    {{S::LandlockRestrict, P::Command, L::Landlock,
+      "after no_new_privs (landlock_restrict_self(2): EPERM without it or CAP_SYS_ADMIN)"},
+     landlockRestrictInChild},
+    {{S::Seccomp, P::Command, L::Seccomp,
+      "last: nothing before it has to be on the allowlist, nothing after it but execve"},
+     seccompInChild},
+    {{S::Exec, P::Command, L::Bare, "the command"}, execInChild},
+    {{S::InitCloseFds, P::InitAfterCommand, L::PidNs,
+      "init holds no host fd while the command runs, not even the output pipes"},
+     initCloseFdsInChild},
+    {{S::InitDropPrivileges, P::InitAfterCommand, L::Capabilities,
+      "init keeps no capability the command has shed"},
+     initDropPrivilegesInChild},
+    {{S::InitNoNewPrivs, P::InitAfterCommand, L::Capabilities,
+      "init gains nothing by any execve either"},
+     initNoNewPrivsInChild},
+};
+constexpr size_t kStepCount = sizeof(kSteps) / sizeof(kSteps[0]);
+
+constexpr size_t indexOf(ChildStage stage) {
+    for (size_t i = 0; i < kStepCount; ++i)
+        if (kSteps[i].info.stage == stage) return i;
+    return kStepCount;  // absent: every assertion on it fails
+}
+constexpr bool before(ChildStage first, ChildStage then) {
+    return indexOf(first) < kStepCount && indexOf(then) < kStepCount &&
+           indexOf(first) < indexOf(then);
+}
+
+// Every stage once, in ChildStage's order (so a stage's number is its
+// place), each process's steps together, and init's before the command's.
+constexpr bool tableIsInStageOrder() {
+    if (kStepCount != static_cast<size_t>(kChildStageCount) - 1)
+        return false;  // all but Securebits
+    for (size_t i = 0; i < kStepCount; ++i)
+        if (static_cast<size_t>(kSteps[i].info.stage) != i) return false;
+    for (size_t i = 1; i < kStepCount; ++i)
+        if (kSteps[i].info.process < kSteps[i - 1].info.process) return false;
+    return true;
+}
+static_assert(tableIsInStageOrder(), "kSteps lists every ChildStage once, in the enum's order");
+
+// The orderings security depends on, and what forces each.
+// seccomp(2), SECCOMP_SET_MODE_FILTER: EACCES unless the caller has
+// CAP_SYS_ADMIN in its namespace or no_new_privs; the command has shed the
+// former by then.
+static_assert(before(S::DropCapabilities, S::NoNewPrivs) && before(S::NoNewPrivs, S::Seccomp),
+              "no_new_privs before the seccomp filter (seccomp(2))");
+// landlock_restrict_self(2): EPERM unless no_new_privs or CAP_SYS_ADMIN.
+static_assert(before(S::NoNewPrivs, S::LandlockRestrict),
+              "no_new_privs before Landlock (landlock_restrict_self(2))");
+// Landlock before seccomp, and seccomp the last step before execve: a
+// filter installed earlier would have to allow every call after it
+// (landlock_restrict_self among them).
+static_assert(before(S::LandlockRestrict, S::Seccomp), "Landlock before seccomp");
+static_assert(indexOf(S::Seccomp) + 1 == indexOf(S::Exec), "seccomp last before execve");
+// A procfs may be mounted in a user namespace only while a fully visible one
+// is mounted in its mount namespace (the kernel's mount_too_revealing(),
+// fs/namespace.c): /proc and the masks over it are mounts of BuildRoot,
+// made before the old root is detached.
+static_assert(before(S::BuildRoot, S::PivotRoot) && before(S::SealRoot, S::PivotRoot),
+              "/proc (in the new root) before pivot_root");
+// prctl(2): the parent-death signal is cleared when the credentials change.
+static_assert(before(S::SetIds, S::ParentDeath), "PR_SET_PDEATHSIG after the uid change");
+// Fds closed late: after the last step that holds a host fd (mount sources,
+// the network helper's), and before the command's working directory is
+// chosen, so no leaked host fd can be its way out (GHSA-xr7r-f8xq-vfvv,
+// CVE-2024-21626; CVE-2019-5736 for /proc/self/exe reached through init).
+static_assert(before(S::BuildRoot, S::CloseFds) && before(S::Loopback, S::CloseFds) &&
+                  before(S::CloseFds, S::ForkCommand) && before(S::CloseFds, S::Workdir),
+              "inherited fds closed after the last host fd is used, before the command");
+static_assert(before(S::Stdio, S::CloseOnExec) && before(S::Workdir, S::CloseOnExec),
+              "close-on-exec marked after the last fd the command keeps is placed");
+static_assert(before(S::Dumpable, S::ForkCommand) && before(S::WipeMemory, S::ForkCommand),
+              "init non-dumpable and wiped before the command exists (CVE-2019-5736)");
+// Nothing of the command runs outside the limits or the cgroup namespace.
+static_assert(before(S::JoinCgroups, S::CgroupNamespace) &&
+                  before(S::CgroupNamespace, S::ForkCommand),
+              "cgroups joined, then the cgroup namespace, then the command");
+
+constexpr std::array<SetupStepInfo, kStepCount> infosOf() {
+    std::array<SetupStepInfo, kStepCount> out{};
+    for (size_t i = 0; i < kStepCount; ++i) out[i] = kSteps[i].info;
+    return out;
+}
+constexpr std::array<SetupStepInfo, kStepCount> kStepInfos = infosOf();
+
+// ------------------------------------------------------------ the runner
+
+bool includedInChild(const ChildPlan& plan, const SetupStep& step) noexcept {
+    return stepRunsIn(step.info, plan.setup_mode, plan.bench_level);
+}
+
+bool forksCommandInChild(const ChildPlan& plan) noexcept {
+    return includedInChild(plan, kSteps[indexOf(ChildStage::ForkCommand)]);
+}
+
+void reportStepInChild(const ChildPlan& plan, ChildStage stage, int err, int op_index) noexcept {
+    ChildMessage msg{ChildMessageKind::StepReport, stage, err, op_index, 0, 0, {}};
+    while (send(plan.sync_fd, &msg, sizeof(msg), MSG_NOSIGNAL) < 0 && errno == EINTR) {
+    }
+}
+
+// Runs one step. Returns only when it worked; a failure ends this process:
+// run and bench report it and exit 125 (init first kills a command it has
+// started, so nothing of it outlives the refusal); check has reported every
+// step already and ends its probe.
+void runStepInChild(ChildPlan& plan, const SetupStep& step, StepState& state) noexcept {
+    state.op_index = -1;
+    state.call = nullptr;
+    state.renamed = false;
+    int err = step.run(plan, state);
+    const bool check = plan.setup_mode == SetupMode::Check;
+    if (err == kSupervisorGone) _exit(check ? 0 : 125);
+    // A started command reports the fork itself, so that reports come in
+    // the table's order (init resumes only once the command has exec'ed).
+    if (check && !(step.info.stage == ChildStage::ForkCommand && err == 0))
+        reportStepInChild(plan, step.info.stage, err, state.op_index);
+    if (err) {
+        if (state.command > 0) kill(state.command, SIGKILL);
+        if (check) _exit(step.info.process == StepProcess::Command ? 125 : 0);
+        failSetupInChild(plan, state.renamed ? state.named_stage : step.info.stage, err,
+                         state.op_index, state.call);
+    }
+    // The fork's end is noted by the command itself, as it starts.
+    if (step.info.stage != ChildStage::ForkCommand)
+        markInChild(plan, static_cast<int>(step.info.stage));
+}
+
+// The command's steps, then its execve; check stops short of the execve.
+[[noreturn]] void runCommandStepsInChild(ChildPlan& plan) noexcept {
+    StepState state;
+    for (const SetupStep& step : kSteps) {
+        if (step.info.process != StepProcess::Command || !includedInChild(plan, step)) continue;
+        if (step.info.stage == ChildStage::Exec) {
+            if (plan.setup_mode == SetupMode::Check) _exit(0);
+            int err = step.run(plan, state);
+            reportInChild(plan, ChildMessageKind::ExecFailed, ChildStage::Exec, err, -1);
+            _exit(err == ENOENT || err == ENOTDIR ? 127 : 126);
+        }
+        runStepInChild(plan, step, state);
+    }
+    _exit(125);  // unreachable: Exec is in every level
+}
+
+int commandEntryInChild(void* plan) noexcept {
+    ChildPlan& p = *static_cast<ChildPlan*>(plan);
+    markInChild(p, static_cast<int>(ChildStage::ForkCommand));
+    if (p.setup_mode == SetupMode::Check) reportStepInChild(p, ChildStage::ForkCommand, 0, -1);
+    runCommandStepsInChild(p);
+}
+
+}  // namespace
+
+const SetupStepInfo* setupSteps(size_t* count) noexcept {
+    *count = kStepCount;
+    return kStepInfos.data();
+}
+
+[[noreturn]] void runChildInChild(ChildPlan& plan) noexcept {
+    StepState state;
+    for (const SetupStep& step : kSteps)
+        if (step.info.process == StepProcess::Init && includedInChild(plan, step))
+            runStepInChild(plan, step, state);
+    // Below the bench's PID namespace level there is no init: this process
+    // is the command.
+    if (!forksCommandInChild(plan)) runCommandStepsInChild(plan);
+    if (plan.setup_mode == SetupMode::Check) {
+        // The command's steps have ended (CLONE_VFORK); its own reports say
+        // how. init's last steps are probed only after a command that made it.
+        int status = 0;
+        while (waitpid(state.command, &status, __WALL) < 0 && errno == EINTR) {
+        }
+        state.command = -1;
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) _exit(0);
+    }
+    for (const SetupStep& step : kSteps)
+        if (step.info.process == StepProcess::InitAfterCommand && includedInChild(plan, step))
+            runStepInChild(plan, step, state);
+    if (plan.setup_mode == SetupMode::Check) _exit(0);
+    superviseCommandInChild(plan, state.command);
 }
 
 }  // namespace stockade

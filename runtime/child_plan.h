@@ -15,6 +15,7 @@
 #include "namespaces/landlock.h"
 #include "namespaces/mount_plan.h"
 #include "namespaces/user.h"
+#include "runtime/child_setup.h"
 #include "runtime/fault_injection.h"
 #include "runtime/git_link.h"
 #include "runtime/userns_limits_in_child.h"
@@ -84,6 +85,10 @@ struct ChildPlan {
     FaultPoint injected_fault = FaultPoint::None;
     // The sandbox's user namespace's own maxima (runtime/userns_limits_in_child.h).
     UserNamespaceBounds userns_bounds;
+    // How runChildInChild walks the setup table (runtime/child_setup.h):
+    // `stockade run`'s way unless check or bench asks otherwise.
+    SetupMode setup_mode = SetupMode::Run;
+    BenchLevel bench_level = BenchLevel::FullProfile;  // SetupMode::Bench only
 };
 
 // Notes that `slot` (a ChildStage, or one of the slots above) has ended.
@@ -95,8 +100,9 @@ inline void markInChild(const ChildPlan& plan, int slot) noexcept {
         static_cast<uint64_t>(now.tv_sec) * 1000000000ull + static_cast<uint64_t>(now.tv_nsec);
 }
 
-// The child's entry point: runs every setup step, becomes PID 1's init loop,
-// and never returns. Defined in runtime/child_in_child.cpp.
+// The child's entry point: walks the setup table (runtime/child_setup.h) in
+// the plan's mode, becomes PID 1's init loop, and never returns. Defined in
+// runtime/child_in_child.cpp.
 [[noreturn]] void runChildInChild(ChildPlan& plan) noexcept;
 
 }  // namespace stockade

@@ -9,6 +9,10 @@ namespace stockade {
 
 const char* describeStage(ChildStage stage) {
     switch (stage) {
+        case ChildStage::StartNetworkHelper:
+            return "start the network namespace's helper";
+        case ChildStage::CloseOnExec:
+            return "mark every fd above 2 close-on-exec";
         case ChildStage::WaitForGo:
             return "wait for the supervisor";
         case ChildStage::SetIds:

@@ -9,47 +9,58 @@
 
 namespace stockade {
 
-// Each step of the child's setup, in the order they run. A failure names its
-// step and, where the step knows it, the call; the supervisor turns it into
+// Each step of the child's setup. The order they run in is the table in
+// runtime/child_setup.h (kSetupSteps), which lists them in this order; a
+// test holds the two together. A failure names its step and, where the step
+// knows it, the call; the supervisor turns it into
 // "stockade: <step>: <call>: ENAME".
 enum class ChildStage : uint32_t {
+    // init (PID 1), from the clone to the command's start
+    StartNetworkHelper,
+    PrivateMounts,
+    OpenSources,
     WaitForGo,
     SetIds,
     ParentDeath,
     UserNamespaceLimits,
-    PrivateMounts,
-    OpenSources,
     BuildRoot,
     SealRoot,
     PivotRoot,
     LandlockRules,
-    Hostname,
     Loopback,
     CloseFds,
+    Hostname,
     Dumpable,
     WipeMemory,
     JoinCgroups,
     CgroupNamespace,
     ForkCommand,
-    InitCloseFds,
-    InitDropPrivileges,
-    InitNoNewPrivs,
+    // the command (PID 2), from its clone to execve
     NewSession,
     Stdio,
     Workdir,
     Rlimits,
-    Securebits,
+    CloseOnExec,
     DropCapabilities,
     NoNewPrivs,
     LandlockRestrict,
     Seccomp,
     Exec,
+    // init again, once the command has exec'ed
+    InitCloseFds,
+    InitDropPrivileges,
+    InitNoNewPrivs,
+    // Not a step of its own: DropCapabilities's first call (securebits),
+    // named apart when it is the one that failed.
+    Securebits,
 };
+inline constexpr int kChildStageCount = static_cast<int>(ChildStage::Securebits) + 1;
 
 enum class ChildMessageKind : uint32_t {
     SetupFailed = 1,  // setup could not complete; nothing ran
     ExecFailed = 2,   // the command could not be executed (err: ENOENT, EACCES…)
     Finished = 3,     // the command ended; wait_status and stragglers are set
+    StepReport = 4,   // `stockade check`: a step ran; err is its errno (0: it worked)
 };
 
 struct ChildMessage {

@@ -25,16 +25,7 @@ void reportInChild(const ChildPlan& plan, ChildMessageKind kind, ChildStage stag
     }
 }
 
-namespace {
-
-[[noreturn]] void failInChild(const ChildPlan& plan, ChildStage stage, int err) noexcept {
-    reportInChild(plan, ChildMessageKind::SetupFailed, stage, err, -1);
-    _exit(125);
-}
-
 void resetSignalsInChild() noexcept {
-    // init blocked these to take them with sigtimedwait; the supervisor may
-    // have ignored SIGPIPE. Neither may leak into the command.
     struct sigaction dfl {};
     dfl.sa_handler = SIG_DFL;
     for (int sig = 1; sig < NSIG; ++sig) sigaction(sig, &dfl, nullptr);
@@ -43,6 +34,8 @@ void resetSignalsInChild() noexcept {
     sigprocmask(SIG_SETMASK, &none, nullptr);
 }
 
+namespace {
+
 // Puts `from` at `to` so that it survives execve: dup2 when they differ, and
 // when they are the same fd already, clears the close-on-exec flag that dup2
 // would have cleared.
@@ -50,6 +43,8 @@ int placeFdInChild(int from, int to) noexcept {
     if (from == to) return fcntl(to, F_SETFD, 0) < 0 ? errno : 0;
     return dup2(from, to) < 0 ? errno : 0;
 }
+
+}  // namespace
 
 int setupStdioInChild(const ChildPlan& plan) noexcept {
     if (plan.stdin_null) {
@@ -120,42 +115,6 @@ int installSeccompInChild(const ChildPlan& plan) noexcept {
     }
     if (plan.seccomp_program.empty()) return 0;
     return seccomp::installFilterInChild(fprog(plan.seccomp_program));
-}
-
-}  // namespace
-
-[[noreturn]] void execCommandInChild(const ChildPlan& plan) noexcept {
-    resetSignalsInChild();
-    // A new session: no controlling terminal, and no way to reach the
-    // caller's terminal with TIOCSTI (G7).
-    if (setsid() < 0) failInChild(plan, ChildStage::NewSession, errno);
-    if (int err = setupStdioInChild(plan)) failInChild(plan, ChildStage::Stdio, err);
-    if (chdir(plan.workdir.c_str()) < 0) failInChild(plan, ChildStage::Workdir, errno);
-    for (const RlimitSetting& limit : plan.rlimits)
-        if (setrlimit(static_cast<__rlimit_resource>(limit.resource), &limit.value) < 0)
-            failInChild(plan, ChildStage::Rlimits, errno);
-    markInChild(plan, static_cast<int>(ChildStage::Rlimits));
-    // Every fd above 2 is marked close-on-exec rather than closed, so the sync
-    // socket still carries an exec failure, and only 0-2 cross the execve.
-    if (syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
-        failInChild(plan, ChildStage::Stdio, errno);
-    int failed_step = 0;
-    if (int err = dropAllPrivilegesInChild(plan.last_cap, &failed_step))
-        failInChild(plan, failed_step == 0 ? ChildStage::Securebits : ChildStage::DropCapabilities,
-                    err);
-    if (int err = setNoNewPrivsInChild()) failInChild(plan, ChildStage::NoNewPrivs, err);
-    markInChild(plan, static_cast<int>(ChildStage::NoNewPrivs));
-    // landlock_restrict_self needs no_new_privs (or CAP_SYS_ADMIN, gone by now).
-    if (int err = ns::restrictSelfInChild(plan.landlock))
-        failInChild(plan, ChildStage::LandlockRestrict, err);
-    markInChild(plan, static_cast<int>(ChildStage::LandlockRestrict));
-    // The filter goes last: every call above would otherwise have to be on
-    // its allowlist, and nothing between here and execve may be denied.
-    if (int err = installSeccompInChild(plan)) failInChild(plan, ChildStage::Seccomp, err);
-    markInChild(plan, static_cast<int>(ChildStage::Seccomp));
-    int err = execSearchInChild(plan);
-    reportInChild(plan, ChildMessageKind::ExecFailed, ChildStage::Exec, err, -1);
-    _exit(err == ENOENT || err == ENOTDIR ? 127 : 126);
 }
 
 }  // namespace stockade

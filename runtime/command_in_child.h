@@ -1,5 +1,6 @@
-// The command's process (PID 2 in the sandbox), child side: the last steps
-// before execve, then execve. Async-signal-safe.
+// The command's process (PID 2 in the sandbox), child side: the calls its
+// steps of the setup table (runtime/child_in_child.cpp) make before execve,
+// and execve. Async-signal-safe.
 #pragma once
 
 #include "runtime/child_plan.h"
@@ -11,6 +12,15 @@ namespace stockade {
 void reportInChild(const ChildPlan& plan, ChildMessageKind kind, ChildStage stage, int err,
                    int op_index) noexcept;
 
-[[noreturn]] void execCommandInChild(const ChildPlan& plan) noexcept;
+// Every signal back to its default and none blocked: init blocked some to
+// take them with sigwaitinfo, the supervisor may have ignored SIGPIPE.
+void resetSignalsInChild() noexcept;
+// stdin (/dev/null unless inherited), stdout and stderr in place; 0 or errno.
+int setupStdioInChild(const ChildPlan& plan) noexcept;
+// The plan's seccomp filter, with the denial listener handed to the
+// supervisor when the plan asks for one; 0 or errno.
+int installSeccompInChild(const ChildPlan& plan) noexcept;
+// execvp(3) without its allocation; returns the errno that ended the search.
+int execSearchInChild(const ChildPlan& plan) noexcept;
 
 }  // namespace stockade

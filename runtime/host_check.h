@@ -91,6 +91,8 @@ struct HostReport {
     std::vector<std::string> blockers;
     std::vector<std::pair<std::string, uint64_t>> probe_us;  // what each probe cost
     uint64_t elapsed_us = 0;
+    // The sandbox's setup steps the probe ran (HostFacts::setup_steps).
+    std::vector<std::pair<std::string, int>> setup_steps;
 
     const CheckEntry* find(std::string_view id) const;
 };
@@ -110,8 +112,9 @@ std::string reportJson(const HostReport& report);
 // What the kernel answered. Exposed so that reportFromFacts can be tested
 // with hosts this machine cannot become.
 
-// The sandbox's clone and child sequence (runtime/sandbox.cpp,
-// runtime/child_in_child.cpp), in order. Parent-side steps are marked.
+// What check's verdicts are made of: the sandbox's clone and the steps of
+// its setup table (runtime/child_setup.h) that a verdict names, in order.
+// Parent-side steps are marked; the mount kinds are the probe's mount ops.
 enum class SandboxStep {
     Clone3,       // parent: clone3(CLONE_NEWUSER|NEWNS|NEWPID|NEWNET|NEWIPC|NEWUTS|PIDFD)
     PidfdSignal,  // parent: pidfd_send_signal(pidfd, 0)
@@ -179,6 +182,9 @@ struct HostFacts {
     // The sandbox sequence: errno per step reached (0: it worked). A step
     // absent was not reached.
     std::map<SandboxStep, int> sandbox;
+    // Every step of the setup table the probe reached, in the order it ran,
+    // with its errno (describeStage's words; runtime/child_setup.h).
+    std::vector<std::pair<std::string, int>> setup_steps;
     // The ids the probe mapped, as the sandbox maps them by default.
     uid_t sandbox_uid = 0;
     uid_t sandbox_host_uid = 0;

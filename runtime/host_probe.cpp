@@ -6,6 +6,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
@@ -26,11 +27,14 @@
 #include "namespaces/user.h"
 #include "runtime/cgroup_fs.h"
 #include "runtime/cgroup_limits.h"
+#include "runtime/child_plan.h"
+#include "runtime/child_protocol.h"
 #include "runtime/host_check.h"
 #include "runtime/host_check_internal.h"
 #include "runtime/host_probe_in_child.h"
 #include "runtime/identity.h"
 #include "runtime/nftables.h"
+#include "runtime/sandbox_launch.h"
 #include "runtime/veth_backend.h"
 #include "seccomp/default_program.h"
 
@@ -179,10 +183,26 @@ ProbeRun runForked(InChild&& inChild) {
 
 // ------------------------------------------------------------ parent side
 
-SandboxProbePlan sandboxProbePlan(const HostFacts& facts) {
-    SandboxProbePlan plan;
-    plan.uid = facts.sandbox_uid;
-    plan.gid = facts.sandbox_gid;
+// The sandbox's setup, probed: a small plan of its own (a read-only /usr, a
+// /tmp, a /proc: one mount of each kind the verdicts name) walked through
+// the sandbox's setup table in its check mode, which reports every step and
+// stops at the first failure, short of the execve (runtime/child_setup.h).
+struct SandboxProbe {
+    ChildPlan plan;
+    std::vector<SandboxStep> op_steps;  // the step each mount op proves
+};
+
+SandboxProbe sandboxProbePlan(const HostFacts& facts) {
+    SandboxProbe probe;
+    ChildPlan& plan = probe.plan;
+    plan.setup_mode = SetupMode::Check;
+    plan.ids = {facts.sandbox_uid, facts.sandbox_host_uid, facts.sandbox_gid,
+                facts.sandbox_host_gid};
+    plan.hostname = "stockade";
+    plan.workdir = "/";
+    // The probe's root has no /dev: stdin stays `check`'s own, and the
+    // command's steps place no capture pipes.
+    plan.stdin_null = false;
     plan.mounts.staging = "/tmp";
     plan.mounts.root_options = "mode=0755,size=1m";
     using ns::MountKind;
@@ -191,30 +211,119 @@ SandboxProbePlan sandboxProbePlan(const HostFacts& facts) {
                                 .source = "/usr",
                                 .target = "usr",
                                 .description = "mount /usr read-only"});
-        plan.op_steps.push_back(SandboxStep::BindReadOnly);
+        probe.op_steps.push_back(SandboxStep::BindReadOnly);
     }
     ns::addOp(plan.mounts,
               {.kind = MountKind::Tmpfs, .target = "tmp", .data = "mode=1777,size=1m"});
-    plan.op_steps.push_back(SandboxStep::TmpTmpfs);
+    probe.op_steps.push_back(SandboxStep::TmpTmpfs);
     ns::addOp(plan.mounts, {.kind = MountKind::Proc, .target = "proc"});
-    plan.op_steps.push_back(SandboxStep::Proc);
+    probe.op_steps.push_back(SandboxStep::Proc);
     std::string cap = trimmed(readFile("/proc/sys/kernel/cap_last_cap"));
     if (!cap.empty()) plan.last_cap = std::atoi(cap.c_str());
-    return plan;
+    // The default filter, and a Landlock ruleset mirroring these mounts
+    // where the kernel has Landlock, so that their steps install what a
+    // run's do, where a run's do (the probes above tell why either fails).
+    auto program = seccomp::defaultProgram();
+    plan.seccomp_program.assign(program.begin(), program.end());
+    if (ns::probeLandlock().abi > 0) {
+        ns::LandlockRequest request;
+        ns::mirrorMountPlan(plan.mounts, request);
+        request.network = ns::LandlockNetwork::Unrestricted;
+        if (auto ruleset = ns::buildLandlockPlan(request)) plan.landlock = std::move(*ruleset);
+    }
+    return probe;
 }
 
-// The sandbox's own clone3, flags and all, then its child sequence.
+// What one step's report says for the verdicts (HostFacts::sandbox).
+void recordStep(HostFacts& facts, const SandboxProbe& probe, const ChildMessage& m) {
+    facts.setup_steps.emplace_back(describeStage(m.stage), m.err);
+    auto opStep = [&](SandboxStep otherwise) {
+        return m.op_index >= 0 && static_cast<size_t>(m.op_index) < probe.op_steps.size()
+                   ? probe.op_steps[static_cast<size_t>(m.op_index)]
+                   : otherwise;
+    };
+    switch (m.stage) {
+        case ChildStage::SetIds:
+            facts.sandbox[SandboxStep::SetIds] = m.err;
+            break;
+        case ChildStage::PrivateMounts:
+            facts.sandbox[SandboxStep::PrivateMounts] = m.err;
+            break;
+        case ChildStage::OpenSources:
+            if (m.err) facts.sandbox[opStep(SandboxStep::RootTmpfs)] = m.err;
+            break;
+        case ChildStage::BuildRoot:
+            if (m.err) {
+                facts.sandbox[opStep(SandboxStep::RootTmpfs)] = m.err;
+                break;
+            }
+            facts.sandbox[SandboxStep::RootTmpfs] = 0;
+            for (SandboxStep step : probe.op_steps) facts.sandbox[step] = 0;
+            break;
+        case ChildStage::SealRoot:
+            facts.sandbox[SandboxStep::SealRoot] = m.err;
+            break;
+        case ChildStage::PivotRoot:
+            facts.sandbox[SandboxStep::PivotRoot] = m.err;
+            break;
+        case ChildStage::Loopback:
+            facts.sandbox[SandboxStep::Loopback] = m.err;
+            break;
+        case ChildStage::Hostname:
+            facts.sandbox[SandboxStep::Hostname] = m.err;
+            break;
+        case ChildStage::Dumpable:
+            facts.sandbox[SandboxStep::Dumpable] = m.err;
+            break;
+        case ChildStage::CgroupNamespace:
+            facts.sandbox[SandboxStep::CgroupNs] = m.err;
+            break;
+        case ChildStage::DropCapabilities:
+            facts.sandbox[SandboxStep::DropCapabilities] = m.err;
+            break;
+        case ChildStage::NoNewPrivs:
+            facts.sandbox[SandboxStep::NoNewPrivs] = m.err;
+            break;
+        default:
+            break;
+    }
+}
+
+// Reads the child's step reports until it hangs up; false when the deadline
+// passed first.
+bool collectReports(int sync_fd, HostFacts& facts, const SandboxProbe& probe,
+                    Clock::time_point deadline) {
+    while (true) {
+        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+        if (left.count() <= 0) return false;
+        pollfd pfd{sync_fd, POLLIN, 0};
+        int ready = poll(&pfd, 1, static_cast<int>(left.count()));
+        if (ready < 0 && errno == EINTR) continue;
+        if (ready <= 0) return false;
+        ChildMessage m{};
+        ssize_t n = recv(sync_fd, &m, sizeof(m), 0);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return true;
+        if (n == sizeof(m) && m.kind == ChildMessageKind::StepReport &&
+            static_cast<int>(m.stage) < kChildStageCount)
+            recordStep(facts, probe, m);
+    }
+}
+
+// The sandbox's own clone3, flags and all (the network namespace the clone's,
+// as a dev server's), then its setup table in check mode.
 void probeSandbox(HostFacts& facts) {
-    SandboxProbePlan plan = sandboxProbePlan(facts);
-    int report[2], go[2];
-    if (pipe2(report, O_CLOEXEC) < 0 || pipe2(go, O_CLOEXEC) < 0) {
-        facts.sandbox_death = "could not start: " + Error::fromErrno("pipe2()").describe();
+    SandboxProbe probe = sandboxProbePlan(facts);
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
+        facts.sandbox_death = "could not start: " + Error::fromErrno("socketpair()").describe();
         return;
     }
-    UniqueFd report_r(report[0]), report_w(report[1]), go_r(go[0]), go_w(go[1]);
-    plan.report_fd = report[1];
-    plan.go_fd = go[0];
-    plan.go_write_fd = go[1];
+    UniqueFd sync_parent(sv[0]), sync_child(sv[1]);
+    probe.plan.sync_fd = sv[1];
+    // init takes its signals with sigwaitinfo in a run; blocked here alike.
+    sigset_t mask = signalsForInit(), old_mask;
+    sigprocmask(SIG_BLOCK, &mask, &old_mask);
 
     int pidfd = -1;
     clone_args args{};
@@ -223,32 +332,32 @@ void probeSandbox(HostFacts& facts) {
     args.pidfd = reinterpret_cast<uintptr_t>(&pidfd);
     args.exit_signal = SIGCHLD;
     long pid = syscall(SYS_clone3, &args, sizeof(args));
-    if (pid == 0) sandboxProbeInChild(plan);
+    if (pid == 0) runChildInChild(probe.plan);
+    int clone_errno = errno;
+    sigprocmask(SIG_SETMASK, &old_mask, nullptr);
     if (pid < 0) {
-        facts.sandbox[SandboxStep::Clone3] = errno;
+        facts.sandbox[SandboxStep::Clone3] = clone_errno;
         return;
     }
     facts.sandbox[SandboxStep::Clone3] = 0;
     UniqueFd pidfd_owner(pidfd);
-    report_w.reset();
-    go_r.reset();
+    sync_child.reset();
 
     facts.sandbox[SandboxStep::PidfdSignal] =
         syscall(SYS_pidfd_send_signal, pidfd, 0, nullptr, 0U) < 0 ? errno : 0;
-    ns::IdMapping ids{facts.sandbox_uid, facts.sandbox_host_uid, facts.sandbox_gid,
-                      facts.sandbox_host_gid};
-    Status maps = ns::writeIdMaps(static_cast<pid_t>(pid), ids);
+    Status maps = ns::writeIdMaps(static_cast<pid_t>(pid), probe.plan.ids);
     facts.sandbox[SandboxStep::IdMaps] = maps                    ? 0
                                          : maps.error().errnum() ? maps.error().errnum()
                                                                  : EPERM;
     if (!maps) facts.id_maps_error = maps.error().describe();
-    char byte = maps ? 1 : 0;
-    (void)!write(go_w.get(), &byte, 1);
-    go_w.reset();
+    // "go" and "placed" (no v1 leaves: the probe's cgroups are check's own),
+    // or, when the maps could not be written, the hang-up that ends it.
+    char go = 1;
+    if (!maps || send(sync_parent.get(), &go, 1, MSG_NOSIGNAL) != 1 ||
+        sendPlacement(sync_parent.get(), nullptr, 0) != 0)
+        shutdown(sync_parent.get(), SHUT_WR);
 
-    ProbeRun run;
-    bool finished = collectSteps(report_r.get(), run, Clock::now() + kProbeTimeout);
-    for (const StepMessage& m : run.steps) facts.sandbox[static_cast<SandboxStep>(m.step)] = m.err;
+    bool finished = collectReports(sync_parent.get(), facts, probe, Clock::now() + kProbeTimeout);
     if (!finished) syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, nullptr, 0U);
     siginfo_t info{};
     if (syscall(SYS_waitid, P_PIDFD, pidfd, &info, WEXITED, nullptr) == 0) {
@@ -257,6 +366,7 @@ void probeSandbox(HostFacts& facts) {
         facts.sandbox_death = describeEnding(status, !finished);
     } else {
         facts.sandbox[SandboxStep::PidfdWait] = errno;
+        ProbeRun run;
         reap(static_cast<pid_t>(pid), run, !finished);
         facts.sandbox_death = run.death;
     }

@@ -1,6 +1,8 @@
 // The child side of `stockade check`'s probes (host_probe.cpp). Everything
 // declared here runs after fork or clone3: system calls on data allocated
-// before, no allocation, no exceptions.
+// before, no allocation, no exceptions. The sandbox's own setup is not among
+// them: check probes it with the sandbox's setup table itself, in its check
+// mode (runtime/child_setup.h).
 #pragma once
 
 #include <sched.h>
@@ -13,7 +15,6 @@
 #include <vector>
 
 #include "namespaces/landlock.h"
-#include "namespaces/mount_plan.h"
 #include "runtime/host_check.h"
 
 namespace stockade::host_check_detail {
@@ -28,19 +29,6 @@ struct StepMessage {
 };
 
 void reportInChild(int fd, int step, int err) noexcept;
-
-struct SandboxProbePlan {
-    ns::MountPlan mounts;
-    std::vector<SandboxStep> op_steps;  // the step each mount op proves
-    uid_t uid = 0;
-    gid_t gid = 0;
-    int last_cap = 40;
-    int report_fd = -1;
-    int go_fd = -1;
-    int go_write_fd = -1;  // the parent's end, closed at once so its EOF is seen
-};
-
-[[noreturn]] void sandboxProbeInChild(SandboxProbePlan& plan) noexcept;
 
 struct NamespaceKind {
     const char* name;  // as in /proc/sys/user/max_<name>_namespaces

@@ -135,6 +135,7 @@ HostReport reportFromFacts(const HostFacts& f, const HostCheckRequest& request) 
     report.euid = f.euid;
     report.kernel = f.kernel;
     report.probe_us = f.probe_us;
+    report.setup_steps = f.setup_steps;
     auto required = [&](const std::string& id) {
         return std::find(request.require.begin(), request.require.end(), id) !=
                request.require.end();

@@ -75,6 +75,12 @@ std::string reportJson(const HostReport& report) {
                           {"fix", orNull(e.fix)},
                           {"required", e.required}});
     doc["checks"] = checks;
+    // The sandbox's setup table as the probe walked it: each step it reached,
+    // in order, and the errno it got (0: it worked).
+    json setup = json::array();
+    for (const auto& [step, err] : report.setup_steps)
+        setup.push_back({{"step", step}, {"errno", err}});
+    doc["setup_steps"] = setup;
     return doc.dump(2) + "\n";
 }
 

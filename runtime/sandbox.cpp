@@ -31,6 +31,7 @@
 #include "runtime/child_protocol.h"
 #include "runtime/echo_sink.h"
 #include "runtime/fault_injection.h"
+#include "runtime/sandbox_launch.h"
 #include "runtime/sandbox_seccomp.h"
 #include "runtime/supervisor_hardening.h"
 #include "seccomp/denials.h"
@@ -52,29 +53,6 @@ uint64_t threadCpuNs() {
 uint64_t msSince(Clock::time_point start) {
     return static_cast<uint64_t>(
         std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count());
-}
-
-// The message says the step and the call once; the errno travels apart and
-// is named once where the line is printed ("<step>: <call>: ENAME").
-SandboxOutcome setupFailure(const std::string& stage, const Error& error) {
-    SandboxOutcome out;
-    out.ending = Ending::SetupFailed;
-    out.error_stage = stage;
-    out.error_message = stage + ": " + error.text();
-    out.error_errno = error.errnum();
-    return out;
-}
-
-// A failure the child reported: its step, the mount op or the call it names.
-void childSetupFailure(const ChildMessage& msg, const ChildPlan& plan, SandboxOutcome& out) {
-    out.ending = Ending::SetupFailed;
-    out.error_errno = msg.err;
-    out.error_stage = describeStage(msg.stage);
-    out.error_message = out.error_stage;
-    if (msg.op_index >= 0 && static_cast<size_t>(msg.op_index) < plan.mounts.ops.size())
-        out.error_message = plan.mounts.ops[static_cast<size_t>(msg.op_index)].description;
-    std::string call(msg.call, strnlen(msg.call, sizeof(msg.call)));
-    if (!call.empty()) out.error_message += ": " + call;
 }
 
 // --log-level debug: where the child side notes the end of each stage
@@ -122,22 +100,6 @@ class ChildTimes {
     uint64_t* slots_ = nullptr;
     uint64_t start_ = 0;
 };
-
-// The supervisor's own argv and environment strings live in one range each of
-// its initial stack; /proc/self/stat names them (proc(5), fields 48-51).
-void findWipeRanges(ChildPlan& plan) {
-    std::ifstream in("/proc/self/stat");
-    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    auto close_paren = stat.rfind(')');
-    if (close_paren == std::string::npos) return;
-    std::istringstream fields(stat.substr(close_paren + 2));
-    std::string field;
-    std::vector<uintptr_t> values;
-    for (int i = 3; fields >> field; ++i)
-        if (i >= 48 && i <= 51) values.push_back(std::stoull(field));
-    if (values.size() != 4) return;
-    plan.wipe_ranges = {{values[0], values[1]}, {values[2], values[3]}};
-}
 
 // What will hold each guarantee in this run; limits that no cgroup can hold
 // fall back to rlimits on the command, which are weaker (per process, or per
@@ -616,46 +578,8 @@ SandboxOutcome runSandbox(const Policy& policy, ServiceHooks* hooks, const Ident
     }
     auto streams = makeStreams();
     if (!streams) return setupFailure("create the output pipes", streams.error());
-    int sv[2];
-    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
-        return setupFailure("create the sync socket", Error::fromErrno("socketpair()"));
-    UniqueFd sync_parent(sv[0]), sync_child(sv[1]);
-    // A socket of its own for the seccomp listener: the sync socket carries
-    // only fixed-size messages, and an fd riding on one would be lost.
-    UniqueFd listener_parent, listener_child;
-    if (!plan->seccomp_notified_program.empty()) {
-        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
-            return setupFailure("create the seccomp listener socket",
-                                Error::fromErrno("socketpair()"));
-        listener_parent.reset(sv[0]);
-        listener_child.reset(sv[1]);
-        plan->listener_socket_fd = listener_child.get();
-    }
-    // A service's socket factory: init makes TCP sockets in the sandbox's
-    // network namespace on request (service_hooks.h).
-    UniqueFd factory_parent, factory_child;
-    if (hooks) {
-        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
-            return setupFailure("create the socket factory", Error::fromErrno("socketpair()"));
-        factory_parent.reset(sv[0]);
-        factory_child.reset(sv[1]);
-        plan->socket_factory_fd = factory_child.get();
-    }
-    // A run without a service makes its network namespace beside the root's
-    // set-up (ChildPlan::netns_fd_slot). A service's is made by the clone:
-    // its hooks reach the namespace through the child's pid at once.
-    UniqueFd netns_slot;
-    if (!hooks) {
-        netns_slot.reset(open("/dev/null", O_RDONLY | O_CLOEXEC));
-        if (!netns_slot.valid())
-            return setupFailure("hold an fd for the network namespace",
-                                Error::fromErrno("open(\"/dev/null\")"));
-        plan->netns_fd_slot = netns_slot.get();
-    }
     plan->stdout_fd = streams->out_write.get();
     plan->stderr_fd = streams->err_write.get();
-    plan->sync_fd = sync_child.get();
-    findWipeRanges(*plan);
     ChildTimes child_times;
     plan->stage_times = child_times.slots();
     const FaultPoint fault = injectedFault();
@@ -666,10 +590,7 @@ SandboxOutcome runSandbox(const Policy& policy, ServiceHooks* hooks, const Ident
     // these calls is checked: without the signalfd, cancellation would not
     // reach the sandbox; without the timer, neither --timeout nor the kill
     // fallback would hold. Either is a refusal, never a run without them.
-    sigset_t mask, old_mask;
-    sigemptyset(&mask);
-    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD, SIGUSR1, SIGUSR2, SIGRTMIN})
-        sigaddset(&mask, sig);
+    sigset_t mask = signalsForInit(), old_mask;
     if (faultInjected(FaultPoint::Sigprocmask, fault) ||
         sigprocmask(SIG_BLOCK, &mask, &old_mask) < 0)
         return setupFailure("take stockade's signals through a signalfd",
@@ -708,99 +629,46 @@ SandboxOutcome runSandbox(const Policy& policy, ServiceHooks* hooks, const Ident
         }
     }
 
-    steps.done("pipes, sockets, signal and timer fds");
-    int pidfd = -1;
-    clone_args args{};
-    // CLONE_NEWCGROUP is left to the child, after the supervisor has moved
-    // it into its v1 cgroups, so the namespace's root is the sandbox's own.
-    args.flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS |
-                 CLONE_PIDFD | (netns_slot.valid() ? 0 : CLONE_NEWNET);
-    if (cgroups->cloneIntoFd() >= 0) {
-        args.flags |= CLONE_INTO_CGROUP;
-        args.cgroup = static_cast<uint64_t>(cgroups->cloneIntoFd());
-    }
-    args.pidfd = reinterpret_cast<uintptr_t>(&pidfd);
-    args.exit_signal = SIGCHLD;
-    DumpableAcrossClone dumpable;
-    long pid = syscall(SYS_clone3, &args, sizeof(args));
-    if (pid == 0) runChildInChild(*plan);
-    int clone_errno = errno;
-    dumpable.restore();
-    UniqueFd pidfd_owner(pidfd);
-    sync_child.reset();
-    listener_child.reset();
-    factory_child.reset();
-    netns_slot.reset();
-    // The child holds its own copy of the idmapped worktree: closed here
-    // now, the last close comes with the sandbox's mount namespace. Closed
-    // at the end instead, it would unmount the detached tree and wait for
-    // an expedited RCU grace period in the supervisor, after the run.
-    idmapped.tree.reset();
-    plan->prepared.clear();  // likewise the held host paths cloned for the child
-    streams->out_write.reset();
-    streams->err_write.reset();
-    if (pid < 0) {
+    steps.done("pipes, signal and timer fds");
+    // CLONE_NEWCGROUP is left to the child, after it has joined its v1
+    // cgroups, so the namespace's root is the sandbox's own.
+    LaunchSpec spec;
+    spec.namespaces =
+        CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS;
+    spec.ids = &identity->ids;
+    spec.cgroups = &*cgroups;
+    spec.hooks = hooks;
+    spec.fault = fault;
+    spec.after_clone = [&] {
+        // The child holds its own copy of the idmapped worktree: closed here
+        // now, the last close comes with the sandbox's mount namespace.
+        // Closed at the end instead, it would unmount the detached tree and
+        // wait for an expedited RCU grace period in the supervisor, after
+        // the run.
+        idmapped.tree.reset();
+        streams->out_write.reset();
+        streams->err_write.reset();
+    };
+    LaunchedSandbox launched;
+    SandboxOutcome failed;
+    if (!launchSandbox(*plan, spec, launched, failed)) {
         restore();
-        return setupFailure("create the namespaces",
-                            Error::fromErrno("clone3(CLONE_NEWUSER|CLONE_NEWNS|CLONE_NEWPID|"
-                                             "CLONE_NEWNET|CLONE_NEWIPC|CLONE_NEWUTS)",
-                                             clone_errno));
+        return failed;
     }
-
-    steps.done("clone3 with the new namespaces");
+    const long pid = launched.pid;
+    const int pidfd = launched.pidfd.get();
+    steps.done("clone3 with the new namespaces, the id maps, go, the v1 cgroup leaves");
     SandboxOutcome out = std::move(enforcement);
-    out.sandbox_pid = static_cast<pid_t>(pid);
+    out.sandbox_pid = launched.pid;
     out.host_uid = identity->ids.host_uid;
     out.host_gid = identity->ids.host_gid;
-    // The id maps first, then "go": the child builds its root while the
-    // supervisor makes its v1 cgroup leaves. "Placed" carries their `tasks`
-    // fds; the child joins them before anything of the command runs.
-    auto abandon = [&](const char* stage, const Error& error) {
-        syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, nullptr, 0);
-        siginfo_t info;
-        syscall(SYS_waitid, P_PIDFD, pidfd, &info, WEXITED, nullptr);
-        restore();
-        // The child may have failed first, and the parent's error be only
-        // its reaction (EPIPE or ECONNRESET on the socket the child closed):
-        // the child's own first failure is the cause to report.
-        ChildMessage msg;
-        while (recv(sync_parent.get(), &msg, sizeof(msg), MSG_DONTWAIT) == sizeof(msg)) {
-            if (msg.kind != ChildMessageKind::SetupFailed) continue;
-            SandboxOutcome failed = setupFailure(stage, error);
-            childSetupFailure(msg, *plan, failed);
-            return failed;
-        }
-        return setupFailure(stage, error);
-    };
-    if (auto maps = ns::writeIdMaps(static_cast<pid_t>(pid), identity->ids); !maps)
-        return abandon("write the user namespace's id maps", maps.error());
-    steps.done("write the id maps");
-    char go = 1;
-    if (faultInjected(FaultPoint::SendGo, fault) ||
-        send(sync_parent.get(), &go, 1, MSG_NOSIGNAL) != 1)
-        return abandon("send the child its go", Error::fromErrno("send(go)"));
-    auto tasks = cgroups->makeV1Leaves();
-    if (!tasks) return abandon("set up the sandbox's cgroups", tasks.error());
-    steps.done("make the v1 cgroup leaves (the child builds its root meanwhile)");
-    // A service's network (the veth backend) is connected before anything
-    // runs in the sandbox: the child waits for "placed" before its command.
-    if (hooks)
-        if (Status connected = hooks->beforeStart(static_cast<pid_t>(pid)); !connected)
-            return abandon("connect the sandbox's network", connected.error());
-    int tasks_fds[kMaxPlacementFds];
-    int count = 0;
-    for (const UniqueFd& fd : *tasks)
-        if (count < kMaxPlacementFds) tasks_fds[count++] = fd.get();
-    if (int err = sendPlacement(sync_parent.get(), tasks_fds, count); err && err != EPIPE)
-        return abandon("send the child its cgroups", Error::fromErrno("sendmsg()", err));
-    tasks->clear();
     // Leaves a killed stockade left behind: swept while the child starts
     // its command, off the path to it.
     removeStaleCgroups(layout);
 
-    Supervision supervision(policy, pidfd, *streams, sync_parent.get(), signal_fd.get(),
-                            timer_fd.get(), listener_parent.get(), hooks);
-    InsideSockets inside(factory_parent.get());
+    Supervision supervision(policy, pidfd, *streams, launched.sync.get(), signal_fd.get(),
+                            timer_fd.get(), launched.listener.get(), hooks);
+    InsideSockets inside(launched.factory.get());
     if (hooks) hooks->started(static_cast<pid_t>(pid), inside);
     supervision.run(out);
     steps.done("run: the child's setup, the command, the teardown of the namespace");

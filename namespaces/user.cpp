@@ -33,6 +33,14 @@ std::string mapLine(unsigned inside, unsigned host, uint32_t count) {
 
 }  // namespace
 
+bool mapsInsideUid(const IdMapping& m, uid_t id) {
+    return m.count > 1 ? id < m.count : id == m.inside_uid;
+}
+
+bool mapsInsideGid(const IdMapping& m, gid_t id) {
+    return m.count > 1 ? id < m.count : id == m.inside_gid;
+}
+
 Status writeIdMaps(pid_t pid, const IdMapping& m) {
     if (auto s = writeProcFile(pid, "setgroups", "deny\n"); !s) return s;
     if (auto s = writeProcFile(pid, "uid_map", mapLine(m.inside_uid, m.host_uid, m.count)); !s)

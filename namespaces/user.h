@@ -27,6 +27,12 @@ struct IdMapping {
     uint32_t count = 1;
 };
 
+// Whether an inside id has a host id under `mapping`: a file owned by an id
+// that has none shows as the overflow id 65534, and an id that has none
+// cannot be taken (setuid, chown, a devpts gid= option: EINVAL).
+bool mapsInsideUid(const IdMapping& mapping, uid_t id);
+bool mapsInsideGid(const IdMapping& mapping, gid_t id);
+
 // Writes "deny" to setgroups, then uid_map and gid_map of `pid`. Unprivileged
 // callers must deny setgroups before writing gid_map (user_namespaces(7));
 // stockade denies it in both modes so the sandbox can never drop into, or

@@ -5,7 +5,8 @@ set -eu
 
 PACKAGES="cmake ninja-build g++ make libseccomp-dev libcap-dev libboost-program-options-dev \
 nlohmann-json3-dev catch2 nettle-dev libpugixml-dev libre2-dev bubblewrap python3 python3-jsonschema python3-pytest nodejs git util-linux \
-iproute2 nftables debootstrap clang libclang-rt-14-dev llvm-14 hyperfine qemu-system-x86 busybox-static"
+iproute2 nftables debootstrap clang libclang-rt-14-dev llvm-14 hyperfine qemu-system-x86 busybox-static \
+uidmap libpython3.11-testsuite"
 # NodeSource's nodejs carries npm (and conflicts with Debian's); Debian's does not.
 command -v npm >/dev/null 2>&1 || PACKAGES="$PACKAGES npm"
 

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <fstream>
 #include <sstream>
+#include <string_view>
 
 #include "namespaces/syscalls.h"
 #include "runtime/git_link.h"
@@ -326,6 +327,8 @@ void addProcAndDev(ns::MountPlan& plan, const ns::IdMapping& ids) {
                      .target = "dev",
                      .data = "mode=0755,size=64k",
                      .description = "mount /dev"});
+    // A host without /dev/tty (a minimal container) still runs: the
+    // sandbox then has none, as such a host has none.
     for (const char* name : kDevices)
         ns::addOp(plan, {.kind = MountKind::BindFromHost,
                          .source = std::string("/dev/") + name,
@@ -333,6 +336,7 @@ void addProcAndDev(ns::MountPlan& plan, const ns::IdMapping& ids) {
                          .target_is_dir = false,
                          .writable = true,
                          .recursive = false,
+                         .optional = std::string_view(name) == "tty",
                          .description = std::string("mount /dev/") + name});
     ns::addOp(plan, {.kind = MountKind::Devpts,
                      .target = "dev/pts",

@@ -184,6 +184,15 @@ int applyOpInChild(MountPlan& plan, size_t index) noexcept {
             if (int err = makeTargetInChild(op)) return err;
             return errnoOr(
                 mount("proc", staged, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr));
+        case MountKind::Devpts:
+            // Its own instance (every devpts mounted in a user namespace is
+            // one, `newinstance` or not): ptys made here are numbered from 0
+            // and listed nowhere else, and the host's are not listed here.
+            // Not MS_NODEV: the ptys are device nodes, and devpts clears the
+            // nodev that other filesystems get in a user namespace.
+            if (int err = makeTargetInChild(op)) return err;
+            return errnoOr(
+                mount("devpts", staged, "devpts", MS_NOSUID | MS_NOEXEC, op.data.c_str()));
         case MountKind::MaskWithNull:
             if (mount("/dev/null", staged, nullptr, MS_BIND, nullptr) < 0)
                 return op.optional && errno == ENOENT ? 0 : errno;

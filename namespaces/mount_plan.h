@@ -16,6 +16,7 @@ enum class MountKind {
                        // target, beneath `anchor` when one is set
     Tmpfs,             // a size-limited tmpfs; data = mount options
     Proc,              // a fresh procfs for the sandbox's PID namespace
+    Devpts,            // a devpts instance of the sandbox's own; data = mount options
     MaskWithNull,      // host /dev/null bound over a file (Docker's masked paths)
     MaskWithEmptyDir,  // the root's empty (soon read-only) directory `data` bound over a
                        // directory: it hides like Docker's read-only tmpfs, without a

@@ -4,11 +4,14 @@
 #include <linux/sched.h>
 #include <sched.h>
 #include <signal.h>
+#include <spawn.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <string>
+#include <vector>
 
 #include "namespaces/syscalls.h"
 
@@ -31,10 +34,94 @@ std::string mapLine(unsigned inside, unsigned host, uint32_t count) {
     return "0 " + std::to_string(host - inside) + " " + std::to_string(count) + "\n";
 }
 
+// "INSIDE HOST COUNT" triples for newuidmap/newgidmap: the block's ids below
+// `inside` from the subordinate base, `inside` itself as the caller's own
+// id, the rest from the base onward.
+std::vector<std::string> subordinateExtents(unsigned inside, unsigned host, uint32_t base,
+                                            uint32_t count) {
+    std::vector<std::string> out;
+    auto extent = [&](uint64_t in, uint64_t out_id, uint64_t n) {
+        if (n == 0) return;
+        for (uint64_t v : {in, out_id, n}) out.push_back(std::to_string(v));
+    };
+    extent(0, base, inside);
+    extent(inside, host, 1);
+    extent(uint64_t{inside} + 1, uint64_t{base} + inside, count - uint64_t{inside} - 1);
+    return out;
+}
+
+// Runs a map helper on `pid` and waits for it; its stderr is the error.
+Status runMapHelper(const char* helper, pid_t pid, const std::vector<std::string>& extents) {
+    std::vector<std::string> args = {helper, std::to_string(pid)};
+    args.insert(args.end(), extents.begin(), extents.end());
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    std::string shown;
+    for (const std::string& a : args) shown += (shown.empty() ? "" : " ") + a;
+
+    int err_pipe[2];
+    if (pipe2(err_pipe, O_CLOEXEC) < 0) return Error::fromErrno("pipe2()");
+    UniqueFd err_r(err_pipe[0]), err_w(err_pipe[1]);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_adddup2(&actions, err_w.get(), STDOUT_FILENO);
+    posix_spawn_file_actions_adddup2(&actions, err_w.get(), STDERR_FILENO);
+    // The supervisor blocks the signals it reads from a signalfd; the
+    // helper starts with none blocked and default dispositions.
+    posix_spawnattr_t attr;
+    posix_spawnattr_init(&attr);
+    sigset_t none, all;
+    sigemptyset(&none);
+    sigfillset(&all);
+    posix_spawnattr_setsigmask(&attr, &none);
+    posix_spawnattr_setsigdefault(&attr, &all);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    char* no_env[] = {nullptr};
+    pid_t child = -1;
+    int spawned = posix_spawn(&child, helper, &actions, &attr, argv.data(), no_env);
+    posix_spawn_file_actions_destroy(&actions);
+    posix_spawnattr_destroy(&attr);
+    err_w.reset();
+    if (spawned != 0) return Error::fromErrno("posix_spawn(" + shown + ")", spawned);
+    std::string output;
+    char buf[512];
+    ssize_t n;
+    while (output.size() < 4096 &&
+           ((n = read(err_r.get(), buf, sizeof(buf))) > 0 || (n < 0 && errno == EINTR)))
+        if (n > 0) output.append(buf, static_cast<size_t>(n));
+    int status = 0;
+    while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return okStatus();
+    while (!output.empty() && (output.back() == '\n' || output.back() == '\r')) output.pop_back();
+    std::string how = WIFEXITED(status) ? "exited " + std::to_string(WEXITSTATUS(status))
+                                        : "died of signal " + std::to_string(WTERMSIG(status));
+    return Error::message(shown + " " + how + (output.empty() ? "" : ": " + output));
+}
+
 }  // namespace
+
+bool mapsInsideUid(const IdMapping& m, uid_t id) {
+    return m.count > 1 ? id < m.count : id == m.inside_uid;
+}
+
+bool mapsInsideGid(const IdMapping& m, gid_t id) {
+    return m.count > 1 ? id < m.count : id == m.inside_gid;
+}
 
 Status writeIdMaps(pid_t pid, const IdMapping& m) {
     if (auto s = writeProcFile(pid, "setgroups", "deny\n"); !s) return s;
+    if (m.subordinate) {
+        if (auto s =
+                runMapHelper(kNewUidMap, pid,
+                             subordinateExtents(m.inside_uid, m.host_uid, m.subuid_base, m.count));
+            !s)
+            return s;
+        return runMapHelper(kNewGidMap, pid,
+                            subordinateExtents(m.inside_gid, m.host_gid, m.subgid_base, m.count));
+    }
     if (auto s = writeProcFile(pid, "uid_map", mapLine(m.inside_uid, m.host_uid, m.count)); !s)
         return s;
     return writeProcFile(pid, "gid_map", mapLine(m.inside_gid, m.host_gid, m.count));

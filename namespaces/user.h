@@ -25,12 +25,33 @@ struct IdMapping {
     gid_t inside_gid;
     gid_t host_gid;
     uint32_t count = 1;
+    // Rootless with subordinate ids (--map-subids): the block 0..count-1
+    // inside is the caller's subordinate ids from these bases, in order,
+    // but for inside_uid and inside_gid, which are the caller's own
+    // host_uid and host_gid. Only the setuid helpers newuidmap and
+    // newgidmap may write such maps (they check /etc/subuid, /etc/subgid).
+    bool subordinate = false;
+    uint32_t subuid_base = 0;
+    uint32_t subgid_base = 0;
 };
+
+// The setuid helpers of shadow's uidmap package, at the one path Debian,
+// Fedora and Arch install them: never looked up on PATH, which is the
+// caller's to change.
+inline constexpr const char* kNewUidMap = "/usr/bin/newuidmap";
+inline constexpr const char* kNewGidMap = "/usr/bin/newgidmap";
+
+// Whether an inside id has a host id under `mapping`: a file owned by an id
+// that has none shows as the overflow id 65534, and an id that has none
+// cannot be taken (setuid, chown, a devpts gid= option: EINVAL).
+bool mapsInsideUid(const IdMapping& mapping, uid_t id);
+bool mapsInsideGid(const IdMapping& mapping, gid_t id);
 
 // Writes "deny" to setgroups, then uid_map and gid_map of `pid`. Unprivileged
 // callers must deny setgroups before writing gid_map (user_namespaces(7));
 // stockade denies it in both modes so the sandbox can never drop into, or
-// out of, a supplementary group.
+// out of, a supplementary group. A subordinate mapping is written by
+// newuidmap and newgidmap, an error carrying what they printed.
 Status writeIdMaps(pid_t pid, const IdMapping& mapping);
 
 // A detached, recursive-free clone of the mount at `path` in which files that

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <fstream>
 #include <sstream>
+#include <string_view>
 
 #include "namespaces/syscalls.h"
 #include "runtime/git_link.h"
@@ -24,6 +25,9 @@ using ns::MountKind;
 using ns::MountOp;
 
 constexpr uid_t kNobody = 65534;
+// The tty group's id on Debian, Fedora, Arch and Alpine: the group of every
+// pty slave, as on those hosts, where the sandbox's ids include it.
+constexpr gid_t kTtyGid = 5;
 constexpr size_t kMaxCopiedEtcFile = 256 * 1024;
 // A tenth or less of what a Debian host gives each user: 96,363 pending
 // signals on 24 GiB here, 819,200 bytes of POSIX message queues.
@@ -35,7 +39,10 @@ constexpr const char* kMaskedProc[] = {"asound",      "acpi",          "interrup
                                        "keys",        "latency_stats", "timer_list", "timer_stats",
                                        "sched_debug", "scsi"};
 constexpr const char* kReadOnlyProc[] = {"bus", "fs", "irq", "sys", "sysrq-trigger"};
-constexpr const char* kDevices[] = {"null", "zero", "full", "random", "urandom"};
+// tty is each process's own controlling terminal, whatever that is: none
+// for the command (G7), a pty of the sandbox's for a process that made one
+// its controlling terminal; never one of the host's.
+constexpr const char* kDevices[] = {"null", "zero", "full", "random", "urandom", "tty"};
 
 std::string relative(const std::string& absolute) {
     size_t start = absolute.find_first_not_of('/');
@@ -83,9 +90,13 @@ Status addSystemDirs(const Policy& policy, ChildPlan& child) {
     return okStatus();
 }
 
+// The synthesized passwd and group name the ids the sandbox has and no
+// other: what `ls -l` shows and what chown or setuid can take (root and tty
+// only under a block map, rootless neither). 65534 is always listed: it is
+// also the overflow id, which every unmapped owner shows as.
 std::string passwdFor(const ns::IdMapping& ids) {
     std::ostringstream out;
-    out << "root:x:0:0:root:/root:/usr/sbin/nologin\n";
+    if (ns::mapsInsideUid(ids, 0)) out << "root:x:0:0:root:/root:/usr/sbin/nologin\n";
     if (ids.inside_uid != 0 && ids.inside_uid != kNobody)
         out << "sandbox:x:" << ids.inside_uid << ":" << ids.inside_gid
             << ":stockade sandbox:/tmp:/bin/sh\n";
@@ -95,8 +106,9 @@ std::string passwdFor(const ns::IdMapping& ids) {
 
 std::string groupFor(const ns::IdMapping& ids) {
     std::ostringstream out;
-    out << "root:x:0:\n";
-    if (ids.inside_gid != 0 && ids.inside_gid != kNobody)
+    if (ns::mapsInsideGid(ids, 0)) out << "root:x:0:\n";
+    if (ns::mapsInsideGid(ids, kTtyGid)) out << "tty:x:" << kTtyGid << ":\n";
+    if (ids.inside_gid != 0 && ids.inside_gid != kTtyGid && ids.inside_gid != kNobody)
         out << "sandbox:x:" << ids.inside_gid << ":\n";
     out << "nogroup:x:65534:\n";
     return out.str();
@@ -276,7 +288,19 @@ Status addGitProtection(const Policy& policy, const HeldPath& worktree_held, Chi
     return okStatus();
 }
 
-void addProcAndDev(ns::MountPlan& plan) {
+// A devpts instance of the sandbox's own, as Docker gives each container:
+// ptys for test suites, REPLs and `script`, numbered from 0 and listed in no
+// other instance. Slaves are 0620 and group tty where tty is mapped; else
+// (rootless, one id) the kernel gives each slave its opener's gid, which is
+// the sandbox's own. At most 256 ptys: all instances but the host's share
+// kernel.pty.max minus kernel.pty.reserve (3072 by default).
+std::string devptsOptions(const ns::IdMapping& ids) {
+    std::string options = "newinstance,ptmxmode=0666,mode=0620,max=256";
+    if (ns::mapsInsideGid(ids, kTtyGid)) options += ",gid=" + std::to_string(kTtyGid);
+    return options;
+}
+
+void addProcAndDev(ns::MountPlan& plan, const ns::IdMapping& ids) {
     const std::string empty_dir = plan.staging + "/.stockade-empty";
     ns::addOp(plan, {.kind = MountKind::Directory,
                      .target = ".stockade-empty",
@@ -303,6 +327,8 @@ void addProcAndDev(ns::MountPlan& plan) {
                      .target = "dev",
                      .data = "mode=0755,size=64k",
                      .description = "mount /dev"});
+    // A host without /dev/tty (a minimal container) still runs: the
+    // sandbox then has none, as such a host has none.
     for (const char* name : kDevices)
         ns::addOp(plan, {.kind = MountKind::BindFromHost,
                          .source = std::string("/dev/") + name,
@@ -310,8 +336,16 @@ void addProcAndDev(ns::MountPlan& plan) {
                          .target_is_dir = false,
                          .writable = true,
                          .recursive = false,
+                         .optional = std::string_view(name) == "tty",
                          .description = std::string("mount /dev/") + name});
-    const std::pair<const char*, const char*> links[] = {{"dev/fd", "/proc/self/fd"},
+    ns::addOp(plan, {.kind = MountKind::Devpts,
+                     .target = "dev/pts",
+                     .data = devptsOptions(ids),
+                     .description = "mount /dev/pts"});
+    // A link to the instance's own ptmx node, the setup the kernel's
+    // devpts.rst describes: no device node of the host's is needed for it.
+    const std::pair<const char*, const char*> links[] = {{"dev/ptmx", "pts/ptmx"},
+                                                         {"dev/fd", "/proc/self/fd"},
                                                          {"dev/stdin", "/proc/self/fd/0"},
                                                          {"dev/stdout", "/proc/self/fd/1"},
                                                          {"dev/stderr", "/proc/self/fd/2"}};
@@ -419,7 +453,7 @@ Result<ChildPlan> buildChildPlan(const Policy& policy, const Identity& identity,
             !s)
             return s.error();
     }
-    addProcAndDev(mounts);
+    addProcAndDev(mounts, identity.ids);
     ns::addOp(mounts, {.kind = MountKind::Tmpfs,
                        .target = "dev/shm",
                        .data = tmp_options,

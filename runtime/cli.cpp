@@ -95,6 +95,8 @@ po::options_description runOptionsDescription(RunOptions& o, const char* usage =
         "KEY: allow --env KEY to copy a secret-shaped name (repeatable)")(
         "workdir", text(o.workdir), "DIR to start in (default /repo with a worktree, else /tmp)")(
         "user", text(o.user), "UID[:GID] inside the sandbox")(
+        "map-subids", po::bool_switch(&o.map_subids),
+        "rootless: also map the ids /etc/subuid and /etc/subgid grant the caller (newuidmap)")(
         "name", text(o.name), "NAME recorded in the result (serve: default dev-PORT)")(
         "stdin", po::value<std::string>(&o.stdin_mode)->default_value("null"), "null|inherit")(
         "quiet", po::bool_switch(&o.quiet),

@@ -1,9 +1,11 @@
 #include "runtime/identity.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
 
@@ -81,6 +83,7 @@ IdLease& IdLease::operator=(IdLease&& other) noexcept {
     if (this != &other) {
         release();
         id_ = other.id_;
+        width_ = other.width_;
         path_ = std::move(other.path_);
         lock_ = std::move(other.lock_);
     }
@@ -133,12 +136,150 @@ Result<IdLease> IdLease::acquire(const IdRange& range, const std::string& dir) {
                           "=BASE:COUNT)");
 }
 
+std::optional<SubordinateRange> subordinateRangeFor(std::string_view text, std::string_view name,
+                                                    uint32_t id) {
+    std::optional<SubordinateRange> best;
+    const std::string number = std::to_string(id);
+    while (!text.empty()) {
+        size_t end = text.find('\n');
+        std::string_view line = text.substr(0, end);
+        text = end == std::string_view::npos ? std::string_view() : text.substr(end + 1);
+        size_t first = line.find(':');
+        size_t second = first == std::string_view::npos ? first : line.find(':', first + 1);
+        if (second == std::string_view::npos) continue;
+        std::string_view who = line.substr(0, first);
+        if (who != name && who != number) continue;
+        uint32_t start = 0, count = 0;
+        std::string_view start_text = line.substr(first + 1, second - first - 1);
+        std::string_view count_text = line.substr(second + 1);
+        auto [s_end, s_err] =
+            std::from_chars(start_text.data(), start_text.data() + start_text.size(), start);
+        auto [c_end, c_err] =
+            std::from_chars(count_text.data(), count_text.data() + count_text.size(), count);
+        if (start_text.empty() || count_text.empty() || s_err != std::errc() ||
+            c_err != std::errc() || s_end != start_text.data() + start_text.size() ||
+            c_end != count_text.data() + count_text.size() || count == 0 ||
+            uint64_t{start} + count - 1 > kLastValidId)
+            continue;
+        if (!best || count > best->count) best = SubordinateRange{start, count};
+    }
+    return best;
+}
+
+Result<ns::IdMapping> subordinateMapping(uid_t inside_uid, uid_t host_uid, gid_t inside_gid,
+                                         gid_t host_gid, const SubordinateRange& uids,
+                                         const SubordinateRange& gids) {
+    // count - 1 subordinate ids fill the block around the caller's own.
+    const uint64_t block =
+        std::min<uint64_t>({kIdBlock, uint64_t{uids.count} + 1, uint64_t{gids.count} + 1});
+    auto tooFew = [&](const char* file, const char* kind, uint32_t inside,
+                      const SubordinateRange& r) {
+        return Error::message("--map-subids: " + std::string(file) + " grants " +
+                              std::to_string(r.count) + " ids from " + std::to_string(r.start) +
+                              ", too few for a block that holds the sandbox's " + kind + " " +
+                              std::to_string(inside) + " (it needs " +
+                              std::to_string(uint64_t{inside}) + " or more)");
+    };
+    // One block serves both maps: the smaller grant bounds it.
+    const bool uids_smaller = uids.count <= gids.count;
+    if (inside_uid >= block)
+        return uids_smaller ? tooFew("/etc/subuid", "uid", inside_uid, uids)
+                            : tooFew("/etc/subgid", "uid", inside_uid, gids);
+    if (inside_gid >= block)
+        return uids_smaller ? tooFew("/etc/subuid", "gid", inside_gid, uids)
+                            : tooFew("/etc/subgid", "gid", inside_gid, gids);
+    ns::IdMapping m{inside_uid, host_uid, inside_gid, host_gid, static_cast<uint32_t>(block)};
+    m.subordinate = true;
+    m.subuid_base = uids.start;
+    m.subgid_base = gids.start;
+    return m;
+}
+
+namespace {
+
+// What /etc/subuid (or subgid) grants the caller; an error naming the file
+// when it grants nothing or cannot be read.
+// A small file's text, at most 1 MiB of it; empty when it cannot be read.
+std::string readSmallText(const char* file) {
+    std::string text;
+    UniqueFd fd(open(file, O_RDONLY | O_CLOEXEC));
+    if (!fd) return text;
+    char buf[4096];
+    ssize_t n;
+    while (text.size() < (1u << 20) &&
+           ((n = read(fd.get(), buf, sizeof(buf))) > 0 || (n < 0 && errno == EINTR)))
+        if (n > 0) text.append(buf, static_cast<size_t>(n));
+    return text;
+}
+
+// The name /etc/passwd gives `uid`, or "" (the binary is static: glibc's
+// getpwuid would need NSS modules at run time, so users that only a
+// directory service knows are matched in the grant files by number).
+std::string localUserName(uid_t uid) {
+    const std::string text = readSmallText("/etc/passwd");
+    const std::string id = std::to_string(uid);
+    size_t at = 0;
+    while (at < text.size()) {
+        size_t end = text.find('\n', at);
+        if (end == std::string::npos) end = text.size();
+        std::string_view line(text.data() + at, end - at);
+        at = end + 1;
+        size_t c1 = line.find(':');
+        size_t c2 = c1 == std::string_view::npos ? c1 : line.find(':', c1 + 1);
+        size_t c3 = c2 == std::string_view::npos ? c2 : line.find(':', c2 + 1);
+        if (c3 != std::string_view::npos && line.substr(c2 + 1, c3 - c2 - 1) == id)
+            return std::string(line.substr(0, c1));
+    }
+    return "";
+}
+
+Result<SubordinateRange> callerGrant(const char* file, const std::string& name, uint32_t id) {
+    if (access(file, R_OK) < 0)
+        return Error::fromErrno(std::string("--map-subids: open(\"") + file + "\")");
+    const std::string text = readSmallText(file);
+    auto range = subordinateRangeFor(text, name, id);
+    if (!range)
+        return Error::message(
+            "--map-subids: " + std::string(file) + " grants " +
+            (name.empty() ? "uid " + std::to_string(id) : name + " (" + std::to_string(id) + ")") +
+            " no subordinate ids (add a line NAME:START:COUNT, see subuid(5))");
+    return *range;
+}
+
+// Rootless with --map-subids: newuidmap and newgidmap write what the
+// caller's grants allow. Refused, never quietly narrowed to one id, when
+// they or the grants are missing: the caller asked for the range.
+Result<ns::IdMapping> rootlessSubordinateIds(uid_t inside_uid, gid_t inside_gid) {
+    for (const char* helper : {ns::kNewUidMap, ns::kNewGidMap})
+        if (access(helper, X_OK) < 0)
+            return Error::message(std::string("--map-subids: ") + helper +
+                                  " is not installed (Debian: apt-get install uidmap)");
+    const uid_t uid = geteuid();
+    const gid_t gid = getegid();
+    const std::string user = localUserName(uid);
+    // newgidmap, too, looks the user's name (not a group's) up in /etc/subgid.
+    const std::string& group = user;
+    auto uids = callerGrant("/etc/subuid", user, uid);
+    if (!uids) return uids.error();
+    auto gids = callerGrant("/etc/subgid", group, uid);
+    if (!gids) return gids.error();
+    return subordinateMapping(inside_uid, uid, inside_gid, gid, *uids, *gids);
+}
+
+}  // namespace
+
 Result<Identity> chooseIdentity(const Policy& policy) {
     Identity out;
     uid_t euid = geteuid();
     if (euid != 0) {
-        // Rootless: the kernel lets us map only ourselves.
+        // Rootless: the kernel lets us map only ourselves, and newuidmap
+        // what /etc/subuid grants us.
         out.ids = {policy.uid.value_or(euid), euid, policy.gid.value_or(getegid()), getegid()};
+        if (policy.map_subids) {
+            auto ids = rootlessSubordinateIds(out.ids.inside_uid, out.ids.inside_gid);
+            if (!ids) return ids.error();
+            out.ids = *ids;
+        }
         return out;
     }
     // Inside: the worktree owner's ids, so that its files look like the

@@ -85,7 +85,32 @@ struct Identity {
     IdLease lease;  // as root: held by whoever holds the Identity
 };
 
-// Rootless: the caller's own uid and gid, the only ones it may map.
+// One line's grant of /etc/subuid or /etc/subgid (subuid(5)): `count` ids
+// from `start`.
+struct SubordinateRange {
+    uint32_t start = 0;
+    uint32_t count = 0;
+};
+
+// The largest range `text` (a subuid or subgid file) grants the user named
+// `name` or numbered `id` (both forms are allowed, as newuidmap reads them);
+// none when it grants nothing. Malformed lines are skipped, as newuidmap
+// skips them.
+std::optional<SubordinateRange> subordinateRangeFor(std::string_view text, std::string_view name,
+                                                    uint32_t id);
+
+// The mapping for a rootless run that asked for its subordinate ids
+// (--map-subids): a block of min(65536, count + 1) ids inside, the caller's
+// own uid and gid among them at inside_uid/inside_gid, the rest the
+// subordinate ids in order. An error naming the problem when the ranges are
+// too small to hold the inside ids.
+Result<ns::IdMapping> subordinateMapping(uid_t inside_uid, uid_t host_uid, gid_t inside_gid,
+                                         gid_t host_gid, const SubordinateRange& uids,
+                                         const SubordinateRange& gids);
+
+// Rootless: the caller's own uid and gid, the only ones it may map; with
+// policy.map_subids, also what /etc/subuid and /etc/subgid grant it,
+// through newuidmap and newgidmap (refused when either is missing).
 // As root: inside the worktree owner's uid (65534 when that is root, or
 // --user's); outside a leased block, inside ids 0..65535 mapped onto it
 // (a single leased id, as both uid and gid, in a range smaller than a

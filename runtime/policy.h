@@ -57,6 +57,8 @@ struct Policy {
     std::string workdir;
     std::optional<uid_t> uid;  // --user; else derived (G3)
     std::optional<gid_t> gid;
+    // Rootless: map the caller's subordinate ids too (--map-subids).
+    bool map_subids = false;
     std::string hostname = "stockade";
     NetworkMode network = NetworkMode::None;
     // serve: the port published on the host's loopback and forwarded into

@@ -127,6 +127,7 @@ Result<Policy> buildPolicy(const Profile& profile, const RunOptions& options) {
     p.fs.system_dirs = profile.system_dirs;
     p.fs.etc_entries = profile.etc_entries;
     p.fs.mount_sys = profile.sys;
+    p.map_subids = profile.map_subids || options.map_subids;
     if (options.rootfs) {
         auto root = resolveHostDir("--rootfs", *options.rootfs, options.follow_symlinks);
         if (!root) return root.error();

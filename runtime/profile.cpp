@@ -219,7 +219,7 @@ Profile parseDocument(const std::string& name, const json& doc) {
     if (!doc.is_object()) fail("", "expected a JSON object");
     rejectUnknownKeys(doc, "",
                       {"schema", "description", "filesystem", "environment", "network", "limits",
-                       "require", "seccomp", "landlock", "lifetime", "output"});
+                       "require", "seccomp", "landlock", "lifetime", "output", "map_subids"});
     if (!doc.contains("schema") || doc["schema"] != kSchema)
         fail("/schema", std::string("expected \"") + kSchema + "\", got " +
                             (doc.contains("schema") ? shown(doc["schema"]) : "nothing"));
@@ -246,6 +246,10 @@ Profile parseDocument(const std::string& name, const json& doc) {
                 fail("/require/" + std::to_string(i), "unknown guarantee \"" + out.require[i] +
                                                           "\" (expected one of: " + knownList() +
                                                           ")");
+    }
+    if (doc.contains("map_subids")) {
+        if (!doc["map_subids"].is_boolean()) fail("/map_subids", "expected true or false");
+        out.map_subids = doc["map_subids"].get<bool>();
     }
     out.seccomp = "default";
     if (doc.contains("seccomp")) {
@@ -387,6 +391,7 @@ std::string profileToJson(const Profile& p) {
     doc["limits"] = limits;
     doc["require"] = p.require;
     doc["seccomp"] = p.seccomp;
+    doc["map_subids"] = p.map_subids;
     doc["landlock"] = p.landlock == LandlockMode::Off        ? "off"
                       : p.landlock == LandlockMode::Required ? "required"
                                                              : "best-effort";

@@ -22,6 +22,8 @@ struct Profile {
     std::vector<std::string> etc_entries;
     uint64_t tmp_bytes = 0;
     bool sys = false;
+    // Rootless: also map what /etc/subuid and /etc/subgid grant the caller.
+    bool map_subids = false;
     std::vector<std::string> env_pass;              // copied from the caller when set
     std::vector<std::string> env_pass_interactive;  // only when stdin is a terminal
     std::map<std::string, std::string> env_set;

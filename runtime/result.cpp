@@ -39,6 +39,26 @@ json enforcedJson(const std::map<std::string, std::string>& enforced) {
     return out;
 }
 
+// The bound that ended the command, where its signal says which: SIGXFSZ is
+// RLIMIT_FSIZE's (a write past the file size bound), SIGXCPU and the SIGKILL
+// that follows it are RLIMIT_CPU's. Null for any other ending. `reason`
+// stays what it was ("signal", "cpu_time"); this names the bound and its
+// value, so that a test runner can tell a bound from a crash.
+json boundJson(const Policy& policy, const SandboxOutcome& o, const SandboxResult& r) {
+    if (o.ending != Ending::Signaled) return nullptr;
+    if (o.signal == SIGXFSZ && policy.limits.file_size_bytes)
+        return {{"limit", "file_size"},
+                {"rlimit", "RLIMIT_FSIZE"},
+                {"value", *policy.limits.file_size_bytes},
+                {"unit", "bytes"}};
+    if (r.reason == "cpu_time" && policy.limits.cpu_time_ms)
+        return {{"limit", "cpu_time"},
+                {"rlimit", "RLIMIT_CPU"},
+                {"value", (*policy.limits.cpu_time_ms + 999) / 1000},
+                {"unit", "seconds"}};
+    return nullptr;
+}
+
 }  // namespace
 
 SandboxResult classify(const SandboxOutcome& o) {
@@ -99,6 +119,7 @@ std::string resultJson(const Policy& policy, const SandboxOutcome& o) {
     doc["command"] = policy.command;
     doc["status"] = r.status;
     doc["reason"] = nullable(r.reason);
+    if (json bound = boundJson(policy, o, r); !bound.is_null()) doc["bound"] = bound;
     bool ran = o.ending == Ending::Exited || o.ending == Ending::Signaled;
     doc["exit_code"] = ran || o.ending == Ending::NotFound || o.ending == Ending::NotExecutable
                            ? json(o.exit_code)

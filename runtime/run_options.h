@@ -19,6 +19,7 @@ struct RunOptions {
     std::vector<std::string> allow_secret;
     std::optional<std::string> workdir;
     std::optional<std::string> user;  // UID[:GID]
+    bool map_subids = false;
     std::optional<std::string> name;
     std::string stdin_mode = "null";
     bool quiet = false;

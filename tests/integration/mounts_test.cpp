@@ -125,20 +125,23 @@ TEST_CASE("G2: /proc is fresh, with Docker's masked and read-only paths", "[G2][
     CHECK_THAT(sysrq.result(), IsOneOf({"EROFS", "EACCES", "ENOENT"}));
 }
 
-TEST_CASE("G2: /dev holds only null, zero, full, random, urandom and shm", "[G2][dev]") {
+TEST_CASE("G2: /dev holds only null, zero, full, random, urandom, tty, shm, pts and ptmx",
+          "[G2][dev]") {
     STOCKADE_EACH_MODE(mode);
     Sandbox sandbox(mode);
     const ProbeRun list = sandbox.probe({"list-dir", "/dev"});
     INFO(list.describe());
     REQUIRE(list.result() == "ok");
-    const std::set<std::string> allowed = {"null", "zero", "full",  "random", "urandom",
-                                           "shm",  "fd",   "stdin", "stdout", "stderr"};
+    const std::set<std::string> allowed = {"null",  "zero",   "full",  "random", "urandom",
+                                           "tty",   "shm",    "pts",   "ptmx",   "fd",
+                                           "stdin", "stdout", "stderr"};
     for (const std::string& entry : list.report.all("entry")) {
         INFO("/dev/" << entry);
         CHECK(allowed.count(entry) == 1);
     }
-    const std::map<std::string, std::string> devices = {
-        {"null", "1:3"}, {"zero", "1:5"}, {"full", "1:7"}, {"random", "1:8"}, {"urandom", "1:9"}};
+    const std::map<std::string, std::string> devices = {{"null", "1:3"},    {"zero", "1:5"},
+                                                        {"full", "1:7"},    {"random", "1:8"},
+                                                        {"urandom", "1:9"}, {"tty", "5:0"}};
     for (const auto& [name, rdev] : devices) {
         const ProbeRun stat = sandbox.probe({"stat", "/dev/" + name});
         INFO("/dev/" << name << "\n" << stat.describe());

@@ -30,6 +30,11 @@ CASES = [
     ("denials", [], ["python3", "-c", "import ctypes\nfor _ in range(3): "
                      "ctypes.CDLL(None).syscall(250, 0x7fffffff, 0, 0, 0, 0)"],
      "passed", None, 0),
+    # Ended by a bound's own signal: the record's "bound" names it.
+    ("file_size", ["--profile", "{small_files}"],
+     ["dd", "if=/dev/zero", "of=/tmp/big", "bs=64k", "count=64"], "failed", "signal", 128 + 25),
+    ("cpu_time", ["--cpu-time", "1"], ["sh", "-c", "while :; do :; done"],
+     "blocked", "cpu_time", 128 + 24),
     # A worktree whose .git file names a gitdir that is not honoured: "git".
     ("git_refused", ["--worktree", "{wt}"], ["true"], "passed", None, 0),
 ]
@@ -39,6 +44,25 @@ def demote():
     os.setgroups([])
     os.setresgid(65534, 65534, 65534)
     os.setresuid(65534, 65534, 65534)
+
+
+# The bound each case must name; every other case has none.
+BOUNDS = {
+    "file_size": {"limit": "file_size", "rlimit": "RLIMIT_FSIZE", "value": 1 << 20, "unit": "bytes"},
+    "cpu_time": {"limit": "cpu_time", "rlimit": "RLIMIT_CPU", "value": 1, "unit": "seconds"},
+}
+
+
+def small_files_profile(directory):
+    """The held-test profile with a 1 MiB file size bound, as a file."""
+    path = os.path.join(os.path.dirname(os.path.abspath(SCHEMA)), "..", "profiles", "held-test.json")
+    profile = json.load(open(path))
+    profile["limits"]["file_size"] = "1m"
+    out = os.path.join(directory, "small-files.json")
+    with open(out, "w") as f:
+        json.dump(profile, f)
+    os.chmod(out, 0o644)
+    return out
 
 
 failures = 0
@@ -55,6 +79,8 @@ for mode in ("root", "rootless"):
             with open(os.path.join(wt, ".git"), "w") as f:
                 f.write("gitdir: /nonexistent/.git/worktrees/x\n")
             args = [a.replace("{wt}", wt) for a in args]
+            if "{small_files}" in args:
+                args = [a.replace("{small_files}", small_files_profile(tmp)) for a in args]
             proc = subprocess.run([STOCKADE, "run", "--quiet", "--result", result, *args, "--", *command],
                                   preexec_fn=demote if mode == "rootless" else None,
                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=60)
@@ -75,6 +101,8 @@ for mode in ("root", "rootless"):
                 problems.append(f"status {record.get('status')!r}, expected {status!r}")
             if record.get("reason") != reason:
                 problems.append(f"reason {record.get('reason')!r}, expected {reason!r}")
+            if record.get("bound") != BOUNDS.get(name):
+                problems.append(f"bound {record.get('bound')!r}, expected {BOUNDS.get(name)!r}")
             if proc.returncode != code:
                 problems.append(f"exit {proc.returncode}, expected {code}")
             if problems:

@@ -128,3 +128,56 @@ TEST_CASE("a range of a block or more leases whole blocks, aligned on its base",
     // The 5 ids left over make no block: the range is full.
     CHECK_FALSE(IdLease::acquire(range, dir.path()).ok());
 }
+
+TEST_CASE("subuid lines grant by name or by number, the largest range wins", "[identity][subids]") {
+    const std::string file =
+        "# comment\n"
+        "alice:100000:65536\n"
+        "bob:200000:10\n"
+        "1001:300000:70000\n"
+        "bob:400000:65536\n"
+        "broken line\n"
+        "bob:x:5\n"
+        "bob:1:0\n"
+        "bob:4294967295:2\n"
+        "bob:500000:99999";  // no newline at the end
+    const auto bob = subordinateRangeFor(file, "bob", 1002);
+    REQUIRE(bob);
+    CHECK(bob->start == 500000);
+    CHECK(bob->count == 99999);
+    const auto by_number = subordinateRangeFor(file, "", 1001);
+    REQUIRE(by_number);
+    CHECK(by_number->start == 300000);
+    CHECK_FALSE(subordinateRangeFor(file, "carol", 1003));
+    CHECK_FALSE(subordinateRangeFor("", "alice", 1000));
+    // A name is not matched as a prefix.
+    CHECK_FALSE(subordinateRangeFor("alicex:1:5\n", "alice", 1000));
+}
+
+TEST_CASE("a subordinate mapping is a block with the caller's own ids inside it",
+          "[identity][subids]") {
+    const auto m =
+        subordinateMapping(65534, 65534, 65534, 65534, {1946157056, 65536}, {1946157056, 65536});
+    REQUIRE(m);
+    CHECK(m->subordinate);
+    CHECK(m->count == 65536);
+    CHECK(m->host_uid == 65534);
+    CHECK(m->subuid_base == 1946157056);
+    CHECK(ns::mapsInsideUid(*m, 0));
+    CHECK(ns::mapsInsideGid(*m, 5));
+    CHECK_FALSE(ns::mapsInsideUid(*m, 65536));
+
+    // A small grant makes a small block, still holding the caller's uid.
+    const auto small = subordinateMapping(1000, 1000, 1000, 1000, {100000, 1000}, {100000, 4000});
+    REQUIRE(small);
+    CHECK(small->count == 1001);
+    // Too small to hold it: refused, naming the file and the numbers.
+    const auto refused = subordinateMapping(1000, 1000, 1000, 1000, {100000, 999}, {100000, 4000});
+    REQUIRE_FALSE(refused);
+    CHECK_THAT(refused.error().text(), Catch::Contains("/etc/subuid"));
+    CHECK_THAT(refused.error().text(), Catch::Contains("999"));
+    const auto refused_gid =
+        subordinateMapping(1000, 1000, 1000, 1000, {100000, 4000}, {100000, 10});
+    REQUIRE_FALSE(refused_gid);
+    CHECK_THAT(refused_gid.error().text(), Catch::Contains("/etc/subgid"));
+}

@@ -97,7 +97,7 @@ const std::map<std::string, std::string> kMalformed = {
     {"top_level_array", "/: expected a JSON object"},
     {"unknown_top_key",
      "/networks: unknown key (expected one of: schema, description, filesystem, environment, "
-     "network, limits, require, seccomp, landlock, lifetime, output)"},
+     "network, limits, require, seccomp, landlock, lifetime, output, map_subids)"},
     {"unknown_filesystem_key",
      "/filesystem/tmpfs_size: unknown key (expected one of: system_dirs, etc, tmp_size, sys)"},
     {"unknown_environment_key",
@@ -407,6 +407,12 @@ TEST_CASE("the first problem found is reported, one path at a time", "[profile][
     CHECK(refusal("p", "{\n  \"schema\": x\n}") ==
           "profile p: not valid JSON at line 2, column 13 (invalid literal; last read: "
           "'\"schema\": x')");
+    CHECK(
+        refusal("p", R"({"schema": "x", "bogus": 1})") ==
+        "profile p: /bogus: unknown key (expected one of: schema, description, filesystem, "
+        "environment, network, limits, require, seccomp, landlock, lifetime, output, map_subids)");
+    CHECK(refusal("p", "") == "profile p: not valid JSON");
+    CHECK(refusal("p", "{} {}") == "profile p: not valid JSON");
     // Comments are not JSON.
     CHECK(refusal("p", "// c\n" + minimalWith(R"({"system_dirs": ["/usr"]})")) ==
           "profile p: not valid JSON at line 1, column 1 (invalid literal; last read: '/')");

@@ -60,6 +60,12 @@ int session(const Args& a);
 int openTty(const Args& a);
 int acquireCtty(const Args& a);
 
+// pty.cpp
+int ptyOpen(const Args& a);
+int ptyControlling(const Args& a);
+int ptyInject(const Args& a);
+int ptyHold(const Args& a);
+
 // privileges.cpp
 int ids(const Args& a);
 int caps(const Args& a);

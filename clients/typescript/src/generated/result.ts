@@ -27,6 +27,15 @@ export interface ResultRecord {
     | "invalid_bounds"
     | "not_ready"
     | "aborted";
+  /**
+   * Present when the command ended by the signal of a bound the profile set (reason stays as it is): SIGXFSZ is the file size bound (RLIMIT_FSIZE, a write past it), SIGXCPU and the SIGKILL after it the CPU time bound (RLIMIT_CPU). Names the bound and the value it had.
+   */
+  bound?: {
+    limit: "file_size" | "cpu_time";
+    rlimit: "RLIMIT_FSIZE" | "RLIMIT_CPU";
+    value: number;
+    unit: "bytes" | "seconds";
+  };
   exit_code: number | null;
   signal: number | null;
   duration_ms: number;
@@ -167,6 +176,41 @@ export const resultSchema = {
         "not_ready",
         "aborted"
       ]
+    },
+    "bound": {
+      "description": "Present when the command ended by the signal of a bound the profile set (reason stays as it is): SIGXFSZ is the file size bound (RLIMIT_FSIZE, a write past it), SIGXCPU and the SIGKILL after it the CPU time bound (RLIMIT_CPU). Names the bound and the value it had.",
+      "type": "object",
+      "additionalProperties": false,
+      "required": [
+        "limit",
+        "rlimit",
+        "value",
+        "unit"
+      ],
+      "properties": {
+        "limit": {
+          "enum": [
+            "file_size",
+            "cpu_time"
+          ]
+        },
+        "rlimit": {
+          "enum": [
+            "RLIMIT_FSIZE",
+            "RLIMIT_CPU"
+          ]
+        },
+        "value": {
+          "type": "integer",
+          "minimum": 0
+        },
+        "unit": {
+          "enum": [
+            "bytes",
+            "seconds"
+          ]
+        }
+      }
     },
     "exit_code": {
       "type": [

@@ -22,7 +22,8 @@ struct Profile {
     std::vector<std::string> etc_entries;
     uint64_t tmp_bytes = 0;
     bool sys = false;
-    std::vector<std::string> env_pass;              // copied from the caller when set
+    WorktreeMaskRules worktree_masks;   // filesystem.worktree (runtime/worktree_masks.h)
+    std::vector<std::string> env_pass;  // copied from the caller when set
     std::vector<std::string> env_pass_interactive;  // only when stdin is a terminal
     std::map<std::string, std::string> env_set;
     NetworkMode network = NetworkMode::None;

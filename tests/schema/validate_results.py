@@ -27,6 +27,9 @@ CASES = [
     ("binary_tail", [], ["sh", "-c", "printf '\\377\\376ok'"], "passed", None, 0),
     # A worktree whose .git file names a gitdir that is not honoured: "git".
     ("git_refused", ["--worktree", "{wt}"], ["true"], "passed", None, 0),
+    # A worktree with a hidden, a read-only and a created name: "worktree_masks".
+    ("worktree_masks", ["--worktree", "{wt}"], ["sh", "-c", ": > /repo/pkg/.npmrc"],
+     "passed", None, 0),
 ]
 
 
@@ -49,6 +52,12 @@ for mode in ("root", "rootless"):
             os.chmod(wt, 0o777)
             with open(os.path.join(wt, ".git"), "w") as f:
                 f.write("gitdir: /nonexistent/.git/worktrees/x\n")
+            if name == "worktree_masks":
+                os.makedirs(os.path.join(wt, "pkg"))
+                os.chmod(os.path.join(wt, "pkg"), 0o777)
+                for rel in (".env", "AGENTS.md"):
+                    with open(os.path.join(wt, rel), "w") as f:
+                        f.write("canary\n")
             args = [a.replace("{wt}", wt) for a in args]
             proc = subprocess.run([STOCKADE, "run", "--quiet", "--result", result, *args, "--", *command],
                                   preexec_fn=demote if mode == "rootless" else None,
@@ -64,6 +73,12 @@ for mode in ("root", "rootless"):
             problems = [f"{'/'.join(map(str, e.path))}: {e.message}" for e in errors]
             if name == "git_refused" and record.get("git", {}).get("gitdir") != "refused":
                 problems.append(f"git {record.get('git')!r}, expected a refused gitdir")
+            if name == "worktree_masks":
+                masks = record.get("worktree_masks", {})
+                seen = {k: masks.get(k, {}).get("first") for k in ("hidden", "read_only", "created")}
+                if seen != {"hidden": ["/repo/.env"], "read_only": ["/repo/AGENTS.md"],
+                            "created": ["/repo/pkg/.npmrc"]}:
+                    problems.append(f"worktree_masks {masks!r}")
             if record.get("status") != status:
                 problems.append(f"status {record.get('status')!r}, expected {status!r}")
             if record.get("reason") != reason:

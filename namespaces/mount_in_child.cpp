@@ -105,7 +105,8 @@ int cloneAndAttachInChild(int from_fd, unsigned attrs, bool recursive, int to_fd
 // Resolves op.target beneath its anchor (the worktree) refusing every
 // symlink, so a link planted in the worktree cannot redirect a mount out of
 // it (the runc mount-target races, CVE-2021-30465).
-int openBeneathInChild(const MountPlan& plan, const MountOp& op, int* out_fd) noexcept {
+int openBeneathInChild(const MountPlan& plan, const MountOp& op, int* out_fd,
+                       int extra_flags = 0) noexcept {
     char anchor[PATH_MAX];
     size_t slen = plan.staging.size(), alen = op.anchor.size();
     if (slen + 1 + alen + 1 > sizeof(anchor)) return ENAMETOOLONG;
@@ -117,13 +118,29 @@ int openBeneathInChild(const MountPlan& plan, const MountOp& op, int* out_fd) no
     const char* rel = op.target.c_str() + alen;
     while (*rel == '/') ++rel;
     open_how how{};
-    how.flags = O_PATH | O_CLOEXEC;
+    how.flags = static_cast<__u64>(O_PATH | O_CLOEXEC | extra_flags);
     how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
     int fd = sysOpenat2(anchor_fd, rel, &how);
     int err = fd < 0 ? errno : 0;
     close(anchor_fd);
     *out_fd = fd;
     return err;
+}
+
+// A worktree name the parent walked and judged (runtime/worktree_masks.h):
+// the name itself, never a symlink's target, and the very inode judged; a
+// swap since then refuses the run rather than cover something else.
+int openJudgedBeneathInChild(const MountPlan& plan, const MountOp& op, int* out_fd) noexcept {
+    int fd = -1;
+    if (int err = openBeneathInChild(plan, op, &fd, O_NOFOLLOW)) return err;
+    struct stat st;
+    if (fstat(fd, &st) < 0 || st.st_dev != op.expect_dev || st.st_ino != op.expect_ino ||
+        S_ISDIR(st.st_mode) != op.target_is_dir) {
+        close(fd);
+        return ESTALE;
+    }
+    *out_fd = fd;
+    return 0;
 }
 
 int writeFileInChild(const MountOp& op) noexcept {
@@ -215,10 +232,24 @@ int applyOpInChild(MountPlan& plan, size_t index) noexcept {
                 MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr));
         case MountKind::ReadOnlyBeneath: {
             int fd = -1;
-            if (int err = openBeneathInChild(plan, op, &fd))
+            if (int err = op.verify_identity ? openJudgedBeneathInChild(plan, op, &fd)
+                                             : openBeneathInChild(plan, op, &fd))
                 return op.optional && err == ENOENT ? 0 : err;
             int err = cloneAndAttachInChild(
                 fd, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, true, fd, "");
+            close(fd);
+            return err;
+        }
+        case MountKind::MaskBeneath: {
+            int fd = -1;
+            if (int err = openJudgedBeneathInChild(plan, op, &fd)) return err;
+            int cover = open(op.data.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC);
+            int err = cover < 0 ? errno
+                                : cloneAndAttachInChild(cover,
+                                                        MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID |
+                                                            MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
+                                                        false, fd, "");
+            if (cover >= 0) close(cover);
             close(fd);
             return err;
         }

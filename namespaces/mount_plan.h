@@ -24,6 +24,9 @@ enum class MountKind {
     ReadOnlyInPlace,   // the target re-bound over itself read-only
     ReadOnlyBeneath,   // like ReadOnlyInPlace, but target is resolved beneath `anchor`
                        // without following symlinks out of it (worktree paths)
+    MaskBeneath,       // the empty file or directory `data` (in the new root) bound
+                       // read-only over target, resolved beneath `anchor` as itself (a
+                       // symlink is covered, not followed): a hidden worktree name
     Directory,         // mkdir
     File,              // a file holding `data`
     CopyFromHost,      // a file copied from the host path `source`: opened with the
@@ -43,6 +46,9 @@ struct MountOp {
     bool recursive = true;
     bool optional = false;  // a missing source or target is skipped, not an error
     int prepared_fd = -1;   // AttachPrepared: the detached mount (owned by the parent)
+    // ReadOnlyBeneath and MaskBeneath with verify_identity: the target is
+    // opened as itself (O_NOFOLLOW) and refused (ESTALE) unless it is the
+    // file the parent judged, by device, inode and directory-ness.
     // BindFromHost of a host path the parent holds open (runtime/host_path.h)
     // but cannot clone itself (rootless: open_tree(OPEN_TREE_CLONE) needs
     // CAP_SYS_ADMIN over the mount namespace, and the child cannot clone a

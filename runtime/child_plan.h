@@ -19,6 +19,7 @@
 #include "runtime/fault_injection.h"
 #include "runtime/git_link.h"
 #include "runtime/userns_limits_in_child.h"
+#include "runtime/worktree_masks.h"
 
 namespace stockade {
 
@@ -63,7 +64,8 @@ struct ChildPlan {
     // parent and attached by the child (MountKind::AttachPrepared); the
     // parent closes its copies once the child is cloned.
     std::vector<UniqueFd> prepared;
-    std::optional<GitLinkReport> git;  // what became of a `.git` file
+    std::optional<GitLinkReport> git;         // what became of a `.git` file
+    std::optional<WorktreeMaskReport> masks;  // names hidden or kept read-only
 
     // The supervisor's own argv and environment strings, which the clone
     // inherits in its copy of the stack: wiped so /proc/1/cmdline and

@@ -16,6 +16,7 @@
 #include "runtime/host_path.h"
 #include "runtime/policy_builder.h"
 #include "runtime/sandbox_path.h"
+#include "runtime/worktree_masks.h"
 
 namespace stockade {
 
@@ -428,6 +429,7 @@ Result<ChildPlan> buildChildPlan(const Policy& policy, const Identity& identity,
             return s.error();
         }
         if (auto s = addGitProtection(policy, worktree_held, plan); !s) return s.error();
+        if (auto s = addWorktreeMasks(policy, worktree_held.get(), plan); !s) return s.error();
     }
     // Extra mounts, shallowest first, so a mount never hides a deeper one.
     std::vector<ExtraMount> extra = policy.fs.mounts;

@@ -112,6 +112,10 @@ po::options_description runOptionsDescription(RunOptions& o, const char* usage =
                           "SIZE of /tmp and /var/tmp (default: the profile's)")(
         "require", po::value<std::vector<std::string>>(&o.require)->composing(),
         "LIST of guarantees that must hold, e.g. memory,pids")(
+        "show", po::value<std::vector<std::string>>(&o.show)->composing(),
+        "PATTERN of worktree names not to hide, e.g. .env.example (repeatable)")(
+        "writable", po::value<std::vector<std::string>>(&o.writable)->composing(),
+        "PATTERN of worktree names not to keep read-only, e.g. AGENTS.md (repeatable)")(
         "log-level", po::value<std::string>()->notifier([](const std::string& v) {
             LogLevel level;
             if (!parseLogLevel(v, level))

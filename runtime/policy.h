@@ -37,6 +37,18 @@ struct Limits {
     std::optional<uint64_t> open_files;
 };
 
+// Names inside the worktree to hide or keep read-only (runtime/worktree_masks.h):
+// glob patterns matched by path component at any depth, a pattern with a
+// leading "/repo/" only from the worktree's top.
+struct WorktreeMaskRules {
+    std::vector<std::string> hide;
+    std::vector<std::string> read_only;
+    std::vector<std::string> show;      // exempt from `hide`
+    std::vector<std::string> writable;  // exempt from `read_only`
+    uint32_t max_depth = 24;            // directories below this depth are not walked
+    uint64_t max_entries = 200000;      // directory entries examined, at most
+};
+
 struct FilesystemView {
     std::string rootfs = "/";              // where system directories come from
     std::vector<std::string> system_dirs;  // absolute, e.g. "/usr", "/bin"
@@ -46,6 +58,7 @@ struct FilesystemView {
     HeldPath worktree_held;                // the worktree as opened once (host_path.h)
     HeldPath rootfs_held;                  // --rootfs as opened once
     std::vector<ExtraMount> mounts;
+    WorktreeMaskRules worktree_masks;
 };
 
 struct Policy {

@@ -8,9 +8,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <sstream>
+#include <tuple>
 
 #include "runtime/environment.h"
 #include "runtime/units.h"
+#include "runtime/worktree_masks.h"
 
 namespace stockade {
 
@@ -164,6 +166,16 @@ Result<Policy> buildPolicy(const Profile& profile, const RunOptions& options) {
     } else {
         p.workdir = p.fs.worktree ? "/repo" : "/tmp";
     }
+    p.fs.worktree_masks = profile.worktree_masks;
+    for (const auto& [flag, given, list] :
+         {std::tuple{"--show", &options.show, &p.fs.worktree_masks.show},
+          std::tuple{"--writable", &options.writable, &p.fs.worktree_masks.writable}})
+        for (const std::string& pattern : *given) {
+            if (auto s = checkMaskPattern(flag, pattern); !s) return s.error();
+            list->push_back(pattern);
+        }
+    if (p.fs.worktree)
+        if (auto s = checkMaskRules(p.fs.worktree_masks, p.workdir); !s) return s.error();
     if (options.user) {
         auto colon = options.user->find(':');
         auto uid = parseId(options.user->substr(0, colon), "uid");

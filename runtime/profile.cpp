@@ -13,6 +13,7 @@
 #include "runtime/embedded_profiles.h"
 #include "runtime/sandbox_path.h"
 #include "runtime/units.h"
+#include "runtime/worktree_masks.h"
 
 namespace stockade {
 
@@ -117,8 +118,34 @@ std::string absolutePathAt(const json& value, const std::string& path) {
     return *normal;
 }
 
+// filesystem.worktree: the names inside the worktree to hide or keep
+// read-only, their exemptions, and the bounds of the walk that finds them.
+void parseWorktreeMasks(const json& wt, const std::string& path, WorktreeMaskRules& out) {
+    rejectUnknownKeys(wt, path,
+                      {"hide", "read_only", "show", "writable", "max_depth", "max_entries"});
+    auto patterns = [&](const char* key, std::vector<std::string>& list) {
+        if (!wt.contains(key)) return;
+        list = stringListAt(wt[key], path + "/" + key);
+        for (size_t i = 0; i < list.size(); ++i) {
+            std::string at = path + "/" + key + "/" + std::to_string(i);
+            if (auto s = checkMaskPattern("pattern", list[i]); !s) fail(at, s.error().text());
+        }
+    };
+    patterns("hide", out.hide);
+    patterns("read_only", out.read_only);
+    patterns("show", out.show);
+    patterns("writable", out.writable);
+    if (wt.contains("max_depth")) {
+        uint64_t depth = countAt(wt["max_depth"], path + "/max_depth");
+        if (depth > 256) fail(path + "/max_depth", "at most 256");
+        out.max_depth = static_cast<uint32_t>(depth);
+    }
+    if (wt.contains("max_entries"))
+        out.max_entries = countAt(wt["max_entries"], path + "/max_entries");
+}
+
 void parseFilesystem(const json& fs, const std::string& path, Profile& out) {
-    rejectUnknownKeys(fs, path, {"system_dirs", "etc", "tmp_size", "sys"});
+    rejectUnknownKeys(fs, path, {"system_dirs", "etc", "tmp_size", "sys", "worktree"});
     if (!fs.contains("system_dirs"))
         fail(path + "/system_dirs",
              "missing (expected an array of absolute paths like [\"/usr\"])");
@@ -155,6 +182,8 @@ void parseFilesystem(const json& fs, const std::string& path, Profile& out) {
         if (!fs["sys"].is_boolean()) fail(path + "/sys", "expected true or false");
         out.sys = fs["sys"].get<bool>();
     }
+    if (fs.contains("worktree"))
+        parseWorktreeMasks(objectAt(fs, path, "worktree"), path + "/worktree", out.worktree_masks);
 }
 
 bool isEnvName(const std::string& name) {
@@ -368,7 +397,14 @@ std::string profileToJson(const Profile& p) {
     doc["filesystem"] = {{"system_dirs", p.system_dirs},
                          {"etc", p.etc_entries},
                          {"tmp_size", p.limits.tmp_bytes},
-                         {"sys", p.sys}};
+                         {"sys", p.sys},
+                         {"worktree",
+                          {{"hide", p.worktree_masks.hide},
+                           {"read_only", p.worktree_masks.read_only},
+                           {"show", p.worktree_masks.show},
+                           {"writable", p.worktree_masks.writable},
+                           {"max_depth", p.worktree_masks.max_depth},
+                           {"max_entries", p.worktree_masks.max_entries}}}};
     doc["environment"] = {
         {"pass", p.env_pass}, {"pass_interactive", p.env_pass_interactive}, {"set", p.env_set}};
     doc["network"] = p.network == NetworkMode::None ? "none" : "loopback-publish";

@@ -24,7 +24,8 @@ struct Profile {
     bool sys = false;
     // Rootless: also map what /etc/subuid and /etc/subgid grant the caller.
     bool map_subids = false;
-    std::vector<std::string> env_pass;              // copied from the caller when set
+    WorktreeMaskRules worktree_masks;   // filesystem.worktree (runtime/worktree_masks.h)
+    std::vector<std::string> env_pass;  // copied from the caller when set
     std::vector<std::string> env_pass_interactive;  // only when stdin is a terminal
     std::map<std::string, std::string> env_set;
     NetworkMode network = NetworkMode::None;

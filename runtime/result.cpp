@@ -147,6 +147,18 @@ std::string resultJson(const Policy& policy, const SandboxOutcome& o) {
                       {"gitdir", o.git->status},
                       {"exposed", o.git->exposed.empty() ? json(nullptr) : json(o.git->exposed)},
                       {"reason", o.git->reason.empty() ? json(nullptr) : json(o.git->reason)}};
+    if (o.masks) {
+        // Names only, never content; the first few of each kind, so an
+        // operator sees why a test could not read its .env.
+        const WorktreeMaskReport& m = *o.masks;
+        doc["worktree_masks"] = {
+            {"hidden", {{"count", m.hidden_count}, {"first", m.hidden}}},
+            {"read_only", {{"count", m.read_only_count}, {"first", m.read_only}}},
+            {"created", {{"count", m.created_count}, {"first", m.created}}},
+            {"entries_examined", m.entries},
+            {"unlistable", m.unlistable},
+            {"truncated_by", m.truncated_by.empty() ? json(nullptr) : json(m.truncated_by)}};
+    }
     if (o.ending == Ending::SetupFailed || o.ending == Ending::Refused ||
         o.ending == Ending::NotFound || o.ending == Ending::NotExecutable)
         doc["error"] = {

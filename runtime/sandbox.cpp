@@ -112,6 +112,7 @@ SandboxOutcome enforcementFor(const Policy& policy, const SandboxCgroups& cgroup
         out.enforced[ns] = "true";
     out.enforced["capabilities"] = "none";
     out.git = plan.git;
+    out.masks = plan.masks;
     if (!plan.seccomp_program.empty())
         out.enforced["seccomp"] = policy.seccomp == "default" ? "default" : "custom";
     if (policy.limits.cpu_time_ms) out.enforced["cpu_time"] = "rlimit";
@@ -690,6 +691,7 @@ SandboxOutcome runSandbox(const Policy& policy, ServiceHooks* hooks, const Ident
     if (out.ending == Ending::SetupFailed && supervision.failure())
         childSetupFailure(*supervision.failure(), *plan, out);
     out.duration_ms = msSince(start);
+    if (out.masks) noteCreatedMaskedNames(policy, *out.masks);
     out.supervisor_cpu_ms = (threadCpuNs() - cpu_start) / 1000000;
     return out;
 }

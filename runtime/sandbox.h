@@ -14,6 +14,7 @@
 #include "runtime/output_capture.h"
 #include "runtime/policy.h"
 #include "runtime/service_hooks.h"
+#include "runtime/worktree_masks.h"
 
 namespace stockade {
 
@@ -66,6 +67,8 @@ struct SandboxOutcome {
     std::vector<std::string> degraded;
     // What became of a `.git` file in the worktree (runtime/git_link.h).
     std::optional<GitLinkReport> git;
+    // Worktree names hidden or kept read-only (runtime/worktree_masks.h).
+    std::optional<WorktreeMaskReport> masks;
     // Each refused syscall by name, with a count, when refusals were
     // reported to the supervisor (seccomp user notification).
     bool denials_reported = false;

@@ -63,7 +63,16 @@ BAD_SUITE = ('<testsuites tests="3" failures="0"><testsuite name="\\033[1A\\rs\\
              'failures="0"><testcase name="a"/><testcase name="b"/></testsuite></testsuites>')
 BAD_TAP = "TAP version 13\\n1..2\\nok 1 - \\377\\033[2K\\rok\\n"
 
+ENV_CANARY = "canary-%d-%s" % (os.getpid(), os.urandom(6).hex())
+NODE_READS_ENV = NODE_TEST + """const fs = require('node:fs');
+test('reads the candidate env', () => {
+  for (const f of ['/repo/.env', '/repo/pkg/.env.local']) console.log(f, JSON.stringify(fs.readFileSync(f, 'utf8')));
+  assert.strictEqual(fs.readFileSync('/repo/.env', 'utf8'), '');
+});
+"""
+
 # name, held test file, command, extra args, expected exit, expected verdict, extra check
+# (a check starting with "!" must appear nowhere: not in the verdict, not on stdout or stderr)
 CASES = [
     ("node junit, all pass", NODE_TEST, JUNIT, [], 0, "pass", None),
     ("node junit, one fails", NODE_FAILING, JUNIT, [], 1, "fail", None),
@@ -105,7 +114,13 @@ CASES = [
      "printf '%s' > $STOCKADE_REPORT_DIR/r.tap" % BAD_TAP, ["--report", "tap"], 2, "error",
      "\\ufffd"),
     ("the oracle fails inside after the run", NODE_TEST, JUNIT, [], 2, "error", "injected fault"),
+    # The candidate brings its own .env (issue 21): the held test reads and
+    # prints it, and its canary is in neither the verdict nor the output.
+    ("candidate brings its own .env", NODE_READS_ENV, JUNIT, [], 0, "pass", "!" + ENV_CANARY),
 ]
+# Files a case's candidate adds to its worktree.
+CASE_FILES = {"candidate brings its own .env": {".env": "API_KEY=" + ENV_CANARY + "\n",
+                                                "pkg/.env.local": ENV_CANARY + "\n"}}
 # Cases run with more in the oracle's environment.
 CASE_ENV = {"the oracle fails inside after the run": {"STOCKADE_TEST_ORACLE_FAULT": "after-run"}}
 # STOCKADE_ORACLE_CASES=WORD runs only the cases whose name holds WORD.
@@ -162,6 +177,9 @@ for mode in ("root", "rootless"):
                 open(os.path.join(held, held_test[0]), "w").write(held_test[1])
             elif held_test:
                 open(os.path.join(held, "add.test.js"), "w").write(held_test)
+            for rel, content in CASE_FILES.get(name, {}).items():
+                os.makedirs(os.path.dirname(os.path.join(wt, rel)), exist_ok=True)
+                open(os.path.join(wt, rel), "w").write(content)
             expect = os.path.join(root, "expect.txt")
             open(expect, "w").write("adds\nadds negatives\nmultiplies\n")
             for dirpath, dirnames, filenames in os.walk(root):
@@ -204,6 +222,15 @@ for mode in ("root", "rootless"):
                 if not (v["integrity"]["held_unchanged"] and v["integrity"]["head_unchanged"]
                         and v["integrity"]["git_unchanged"]):
                     problems.append("integrity: %s" % v["integrity"])
+            elif check and check.startswith("!"):
+                absent = check[1:]
+                for where, blob in (("verdict", text), ("stdout", proc.stdout.decode("utf-8", "replace")),
+                                    ("stderr", proc.stderr.decode("utf-8", "replace"))):
+                    if absent in blob:
+                        problems.append("the canary is in the %s" % where)
+                hidden = (v.get("result") or {}).get("worktree_masks", {}).get("hidden", {})
+                if sorted(hidden.get("first", [])) != ["/repo/.env", "/repo/pkg/.env.local"]:
+                    problems.append("worktree_masks.hidden %r" % hidden)
             elif check and check not in text:
                 problems.append("%r not in the verdict" % check)
             label = "%s/%s" % (mode, name)

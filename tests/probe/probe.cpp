@@ -38,6 +38,8 @@ struct ActionSpec {
 const std::map<std::string, ActionSpec>& actions() {
     static const std::map<std::string, ActionSpec> table = {
         {"read-file", {1, "PATH", readFile}},
+        {"read-each", {1, "PATHS (newline-separated)", readEach}},
+        {"open-write-each", {1, "PATHS (newline-separated)", openWriteEach}},
         {"open-write", {1, "PATH", openWrite}},
         {"rewrite-same", {1, "PATH", rewriteSame}},
         {"create-in", {1, "DIR", createIn}},

@@ -37,6 +37,9 @@ CASES = [
      "blocked", "cpu_time", 128 + 24),
     # A worktree whose .git file names a gitdir that is not honoured: "git".
     ("git_refused", ["--worktree", "{wt}"], ["true"], "passed", None, 0),
+    # A worktree with a hidden, a read-only and a created name: "worktree_masks".
+    ("worktree_masks", ["--worktree", "{wt}"], ["sh", "-c", ": > /repo/pkg/.npmrc"],
+     "passed", None, 0),
 ]
 
 
@@ -78,6 +81,12 @@ for mode in ("root", "rootless"):
             os.chmod(wt, 0o777)
             with open(os.path.join(wt, ".git"), "w") as f:
                 f.write("gitdir: /nonexistent/.git/worktrees/x\n")
+            if name == "worktree_masks":
+                os.makedirs(os.path.join(wt, "pkg"))
+                os.chmod(os.path.join(wt, "pkg"), 0o777)
+                for rel in (".env", "AGENTS.md"):
+                    with open(os.path.join(wt, rel), "w") as f:
+                        f.write("canary\n")
             args = [a.replace("{wt}", wt) for a in args]
             if "{small_files}" in args:
                 args = [a.replace("{small_files}", small_files_profile(tmp)) for a in args]
@@ -97,6 +106,12 @@ for mode in ("root", "rootless"):
                 problems.append(f"git {record.get('git')!r}, expected a refused gitdir")
             if name == "denials" and {"syscall": "keyctl", "count": 3} not in record.get("denials", []):
                 problems.append(f"denials {record.get('denials')!r}, expected keyctl x3")
+            if name == "worktree_masks":
+                masks = record.get("worktree_masks", {})
+                seen = {k: masks.get(k, {}).get("first") for k in ("hidden", "read_only", "created")}
+                if seen != {"hidden": ["/repo/.env"], "read_only": ["/repo/AGENTS.md"],
+                            "created": ["/repo/pkg/.npmrc"]}:
+                    problems.append(f"worktree_masks {masks!r}")
             if record.get("status") != status:
                 problems.append(f"status {record.get('status')!r}, expected {status!r}")
             if record.get("reason") != reason:

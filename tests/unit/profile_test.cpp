@@ -69,6 +69,12 @@ void checkSameProfile(const Profile& a, const Profile& b) {
     CHECK(a.etc_entries == b.etc_entries);
     CHECK(a.tmp_bytes == b.tmp_bytes);
     CHECK(a.sys == b.sys);
+    CHECK(a.worktree_masks.hide == b.worktree_masks.hide);
+    CHECK(a.worktree_masks.read_only == b.worktree_masks.read_only);
+    CHECK(a.worktree_masks.show == b.worktree_masks.show);
+    CHECK(a.worktree_masks.writable == b.worktree_masks.writable);
+    CHECK(a.worktree_masks.max_depth == b.worktree_masks.max_depth);
+    CHECK(a.worktree_masks.max_entries == b.worktree_masks.max_entries);
     CHECK(a.env_pass == b.env_pass);
     CHECK(a.env_pass_interactive == b.env_pass_interactive);
     CHECK(a.env_set == b.env_set);
@@ -99,7 +105,8 @@ const std::map<std::string, std::string> kMalformed = {
      "/networks: unknown key (expected one of: schema, description, filesystem, environment, "
      "network, limits, require, seccomp, landlock, lifetime, output, map_subids)"},
     {"unknown_filesystem_key",
-     "/filesystem/tmpfs_size: unknown key (expected one of: system_dirs, etc, tmp_size, sys)"},
+     "/filesystem/tmpfs_size: unknown key (expected one of: system_dirs, etc, tmp_size, sys, "
+     "worktree)"},
     {"unknown_environment_key",
      "/environment/unset: unknown key (expected one of: pass, pass_interactive, set)"},
     {"unknown_limits_key",

@@ -9,6 +9,8 @@ namespace probe {
 
 // filesystem.cpp
 int readFile(const Args& a);
+int readEach(const Args& a);
+int openWriteEach(const Args& a);
 int openWrite(const Args& a);
 int rewriteSame(const Args& a);
 int createIn(const Args& a);

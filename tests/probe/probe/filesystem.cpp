@@ -61,6 +61,32 @@ int readFile(const Args& a) {
     return 0;
 }
 
+// read-file for each of a newline-separated list of paths, in one run:
+// `read=ERR PATH` per path (the path escaped), then its bytes and content.
+int readEach(const Args& a) {
+    for (const std::string& path : split(a[0], '\n')) {
+        if (path.empty()) continue;
+        std::string content;
+        const int rc = readSome(path.c_str(), content, kMaxContent);
+        emit("read", errName(-rc) + " " + escape(path));
+        if (rc == 0) emitContent(content);
+    }
+    return 0;
+}
+
+// open-write for each of a newline-separated list of paths (O_WRONLY, no
+// O_CREAT, no O_TRUNC; nothing written): `write=ERR PATH` per path.
+int openWriteEach(const Args& a) {
+    for (const std::string& path : split(a[0], '\n')) {
+        if (path.empty()) continue;
+        const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        const int err = errno;
+        if (fd >= 0) ::close(fd);
+        emit("write", (fd >= 0 ? std::string("ok") : errName(err)) + " " + escape(path));
+    }
+    return 0;
+}
+
 // Opens for writing without O_CREAT or O_TRUNC, writes nothing.
 int openWrite(const Args& a) {
     return reportOpened(::open(a[0].c_str(), O_WRONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));

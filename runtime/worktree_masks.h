@@ -1,0 +1,108 @@
+// Secrets and agent instructions inside the worktree (issue 21): names the
+// profile hides (credentials: .env, .npmrc, .aws/ ...) or keeps read-only
+// (AGENTS.md, .github/workflows ...), matched by path component at any depth.
+//
+// The worktree is written by earlier sandboxes, so it is walked on the host,
+// before the sandbox exists, through fds: every directory is opened beneath
+// the held worktree with RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS, no link is
+// ever followed, and a name that is a symlink is judged (and covered) as
+// itself. The walk is breadth first, so the shallow names an operator keeps
+// (the top-level .env) are examined before anything a deep planted tree can
+// use up the bound with; it is bounded in depth and in entries examined, and
+// does not descend below a hidden directory.
+//
+// "Hidden" means covered: a hidden file (or symlink, FIFO, socket) is
+// covered by an empty read-only file, a hidden directory by an empty
+// read-only directory, both bound from the sandbox's own root. The sandbox
+// sees the name, empty, and can neither read what was there nor create
+// anything beneath it; a hidden name that does not exist is not created.
+// Each cover is attached to the very inode the walk saw (device and inode
+// checked in the child, attributes set before the attach), so nothing
+// swapped in between is covered instead or left bare: a mismatch refuses
+// the run. A hidden or read-only name the sandbox creates during the run
+// (where the worktree lets it) is found by a second, shorter walk afterwards
+// (its first kCreatedWalkEntries entries) and reported; it is hidden in
+// every later run.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+#include "runtime/policy.h"
+
+namespace stockade {
+
+struct ChildPlan;
+
+// At most this many names are covered in one run: each is a mount, and the
+// kernel's mount-max is shared with the host. More is a refusal, not a run
+// with some names left bare.
+inline constexpr size_t kMaxMaskedNames = 1024;
+// The walk after the run, which finds names the sandbox created, examines
+// at most this many entries.
+inline constexpr uint64_t kCreatedWalkEntries = 10000;
+// How many names of each kind the result lists.
+inline constexpr size_t kReportedMaskNames = 32;
+
+// One pattern's syntax: '/'-separated components, each a glob (*, ?, [...],
+// \ escapes, {a,b} alternatives); matched against the last components of a
+// path at any depth, or with a leading "/repo/" against the whole path
+// below the worktree. `option` names where it came from, for the message.
+Status checkMaskPattern(const std::string& option, const std::string& pattern);
+
+// Refuses rules whose patterns are malformed, and a hide pattern that would
+// hide the directory the command starts in (or one above it).
+Status checkMaskRules(const WorktreeMaskRules& rules, const std::string& workdir);
+
+// What the walk found.
+struct MaskedName {
+    std::string relative;  // below the worktree, '/'-separated
+    bool is_dir = false;
+    dev_t dev = 0;
+    ino_t ino = 0;
+};
+
+struct WorktreeScan {
+    std::vector<MaskedName> hidden;
+    std::vector<MaskedName> read_only;
+    uint64_t entries = 0;      // directory entries examined
+    uint64_t directories = 0;  // directories listed
+    uint64_t unlistable = 0;   // directories that could not be opened or read
+    std::string truncated_by;  // "", "max_entries", "max_depth" or "path_length"
+};
+
+// Walks the worktree held at `worktree_fd` (any fd for the directory).
+// `skip_top_git`: the top-level .git directory is read-only as a whole
+// already, and not walked.
+Result<WorktreeScan> scanWorktree(int worktree_fd, const WorktreeMaskRules& rules,
+                                  bool skip_top_git = true);
+
+// What the result record says of the masks.
+struct WorktreeMaskReport {
+    uint64_t hidden_count = 0;
+    uint64_t read_only_count = 0;
+    std::vector<std::string> hidden;     // the first kReportedMaskNames, as /repo/... paths
+    std::vector<std::string> read_only;  // likewise
+    uint64_t created_count = 0;          // hidden or read-only names that appeared during the run
+    std::vector<std::string> created;
+    uint64_t entries = 0;
+    uint64_t unlistable = 0;
+    std::string truncated_by;
+    // Every name covered, sorted: what the walk after the run compares with.
+    std::vector<std::string> covered;
+};
+
+// Walks the worktree, adds a cover for each hidden name and a read-only
+// bind for each read-only one to the plan (beneath /repo, after the .git
+// protection), and fills plan.masks. Nothing to do without patterns.
+Status addWorktreeMasks(const Policy& policy, int worktree_fd, ChildPlan& plan);
+
+// After the run: walks again and notes in `report` each matching name that
+// was not covered before (the sandbox, or someone beside it, created it).
+void noteCreatedMaskedNames(const Policy& policy, WorktreeMaskReport& report);
+
+}  // namespace stockade

@@ -1,0 +1,407 @@
+// G2, issue 21: credential names inside the worktree are hidden and
+// agent-instruction names read-only, at any depth; what the sandbox reads,
+// writes and sees is the kernel's answer through the probe, and the host's
+// files and the whole result record are checked from outside.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "harness.h"
+
+using namespace stockade::itest;
+
+namespace {
+
+// Files the default held-test profile hides, by name.
+const std::vector<std::string> kHiddenFiles = {
+    ".env",         ".env.local",   ".env.production",  ".envrc",           ".npmrc",
+    ".pypirc",      ".netrc",       "_netrc",           ".git-credentials", ".pgpass",
+    ".vault-token", ".terraformrc", "credentials.json", "credentials.yml",  "auth.json",
+    "auth.toml",    "auth.yaml",    "auth.yml",         "id_rsa",           "id_ecdsa",
+    "id_ed25519",   "id_dsa"};
+// Directories it hides, with a file inside each.
+const std::vector<std::string> kHiddenDirFiles = {
+    ".ssh/id_deploy",     ".aws/credentials", ".azure/accessTokens.json",
+    ".gnupg/private.key", ".codex/auth.json", ".claude/settings.local.json"};
+// Read-only files, and files inside read-only directories.
+const std::vector<std::string> kReadOnlyFiles = {"AGENTS.md",
+                                                 "CLAUDE.md",
+                                                 "GEMINI.md",
+                                                 ".cursorrules",
+                                                 ".gitlab-ci.yml",
+                                                 ".gitmodules",
+                                                 ".mcp.json",
+                                                 ".bashrc",
+                                                 ".bash_profile",
+                                                 ".zshrc",
+                                                 ".profile",
+                                                 ".github/copilot-instructions.md",
+                                                 ".github/workflows/ci.yml",
+                                                 ".vscode/tasks.json",
+                                                 ".idea/workspace.xml"};
+const std::vector<std::string> kDepths = {"", "pkg/", "packages/app/src/deep/"};
+
+std::string joinLines(const std::vector<std::string>& paths) {
+    std::string out;
+    for (const std::string& p : paths) out += p + "\n";
+    return out;
+}
+
+std::string recordText(const Sandbox& sandbox) {
+    return readFileOrEmpty(sandbox.resultPath());
+}
+
+// The probe's `KEY=ERR PATH` line for a path, or "<missing>".
+std::string answerFor(const ProbeRun& run, const std::string& key, const std::string& path) {
+    for (const std::string& line : run.report.all(key))
+        if (line.size() > path.size() && line.ends_with(" " + probeEscape(path)))
+            return line.substr(0, line.size() - path.size() - 1);
+    return "<missing>";
+}
+
+}  // namespace
+
+TEST_CASE(
+    "G2: canaries under every default hidden name, at depth 1 and deeper, are unreadable "
+    "and absent from the record",
+    "[G2][filesystem][masks]") {
+    STOCKADE_EACH_MODE(mode);
+    Sandbox sandbox(mode);
+    std::vector<std::string> files, under_dirs;
+    std::vector<std::pair<std::string, std::string>> canaries;  // host path, content
+    for (const std::string& depth : kDepths) {
+        for (const std::string& name : kHiddenFiles) {
+            const std::string rel = depth + name;
+            const std::string token = randomToken("canary");
+            canaries.emplace_back(sandbox.scratch().writeFile("worktree/" + rel, token + "\n"),
+                                  token + "\n");
+            files.push_back("/repo/" + rel);
+        }
+        for (const std::string& name : kHiddenDirFiles) {
+            const std::string rel = depth + name;
+            const std::string token = randomToken("canary");
+            canaries.emplace_back(sandbox.scratch().writeFile("worktree/" + rel, token + "\n"),
+                                  token + "\n");
+            under_dirs.push_back("/repo/" + rel);
+        }
+    }
+    // A FIFO under a hidden name is covered too, and reading it cannot block.
+    const std::string fifo = sandbox.worktree() + "/pkg/fifo/.env";
+    sandbox.scratch().makeDir("worktree/pkg/fifo");
+    REQUIRE(mkfifo(fifo.c_str(), 0644) == 0);
+    REQUIRE(chown(fifo.c_str(), invokingUid(mode), invokingGid(mode)) == 0);
+    files.push_back("/repo/pkg/fifo/.env");
+
+    std::vector<std::string> all = files;
+    all.insert(all.end(), under_dirs.begin(), under_dirs.end());
+    const ProbeRun run = sandbox.probe({"read-each", joinLines(all)});
+    INFO(run.describe());
+    REQUIRE(run.exitCode() == 0);
+    for (const std::string& path : files) {
+        INFO(path);
+        CHECK(answerFor(run, "read", path) == "ok");  // the empty cover
+    }
+    for (const std::string& path : under_dirs) {
+        INFO(path);
+        CHECK(answerFor(run, "read", path) == "ENOENT");  // the empty directory
+    }
+    for (const std::string& bytes : run.report.all("bytes")) CHECK(bytes == "0");
+
+    const std::string record = recordText(sandbox);
+    REQUIRE_FALSE(record.empty());
+    for (const auto& [path, content] : canaries) {
+        INFO(path);
+        const std::string token = content.substr(0, content.size() - 1);
+        CHECK(run.completed.out.find(token) == std::string::npos);
+        CHECK(run.completed.err.find(token) == std::string::npos);
+        CHECK(record.find(token) == std::string::npos);
+        CHECK(readFileOrEmpty(path) == content);  // the host's file is untouched
+    }
+    const nlohmann::json masks = sandbox.result()["worktree_masks"];
+    INFO(masks.dump());
+    CHECK(masks["hidden"]["count"] ==
+          kDepths.size() * (kHiddenFiles.size() + kHiddenDirFiles.size()) + 1);
+    CHECK(masks["hidden"]["first"].size() == 32);
+    CHECK(masks["truncated_by"].is_null());
+    CHECK(masks["created"]["count"] == 0);
+}
+
+TEST_CASE(
+    "G2: writes to each default read-only name fail with EROFS and the host file is "
+    "unchanged",
+    "[G2][filesystem][masks]") {
+    STOCKADE_EACH_MODE(mode);
+    Sandbox sandbox(mode);
+    std::vector<std::string> paths;
+    std::vector<std::pair<std::string, std::string>> host;
+    for (const std::string& depth : kDepths)
+        for (const std::string& name : kReadOnlyFiles) {
+            const std::string content = "instructions for the next agent\n";
+            host.emplace_back(sandbox.scratch().writeFile("worktree/" + depth + name, content),
+                              content);
+            paths.push_back("/repo/" + depth + name);
+        }
+    // A nested repository's .git directory: its hooks and config.
+    for (const std::string rel : {"vendor/lib/.git/hooks/pre-commit", "vendor/lib/.git/config"}) {
+        host.emplace_back(
+            sandbox.scratch().writeFile(std::string("worktree/") + rel, "#!/bin/sh\n"),
+            "#!/bin/sh\n");
+        paths.push_back(std::string("/repo/") + rel);
+    }
+    const ProbeRun run = sandbox.probe({"open-write-each", joinLines(paths)});
+    INFO(run.describe());
+    REQUIRE(run.exitCode() == 0);
+    for (const std::string& path : paths) {
+        INFO(path);
+        CHECK(answerFor(run, "write", path) == "EROFS");
+    }
+    for (const std::string dir :
+         {"/repo/.github/workflows", "/repo/pkg/.vscode", "/repo/vendor/lib/.git/hooks"}) {
+        const ProbeRun create = sandbox.probe({"create-in", dir});
+        INFO(dir << "\n" << create.describe());
+        CHECK(create.result() == "EROFS");
+    }
+    // Replacing one by a rename is refused too: it is a mount point.
+    sandbox.scratch().writeFile("worktree/planted.md", "planted\n");
+    const ProbeRun rename = sandbox.probe({"rename", "/repo/planted.md", "/repo/AGENTS.md"});
+    INFO(rename.describe());
+    CHECK(rename.result() == "EBUSY");
+    for (const auto& [path, content] : host) {
+        INFO(path);
+        CHECK(readFileOrEmpty(path) == content);
+    }
+    const nlohmann::json masks = sandbox.result()["worktree_masks"];
+    // Per depth: eleven files, copilot-instructions.md, and the .github/workflows,
+    // .vscode and .idea directories; then the nested .git's hooks and config.
+    CHECK(masks["read_only"]["count"] == kDepths.size() * 15 + 2);
+}
+
+TEST_CASE(
+    "G2: a symlinked .env is covered as itself, whether it points into the worktree or "
+    "out of it",
+    "[G2][filesystem][masks]") {
+    STOCKADE_EACH_MODE(mode);
+    Sandbox sandbox(mode);
+    const std::string outside_token = randomToken("outside");
+    ScratchDir outside(scratchRoot(), "outside", invokingUid(mode), invokingGid(mode));
+    const std::string outside_file = outside.writeFile("secret", outside_token + "\n");
+    sandbox.scratch().writeFile("worktree/config/settings.txt", "not a secret\n");
+    sandbox.scratch().makeSymlink("worktree/.env", "config/settings.txt");
+    sandbox.scratch().makeSymlink("worktree/pkg/.env", outside_file);
+    sandbox.scratch().makeSymlink("worktree/pkg/.aws", "../config");
+
+    const ProbeRun read =
+        sandbox.probe({"read-each", "/repo/.env\n/repo/pkg/.env\n/repo/pkg/.aws/settings.txt\n"});
+    INFO(read.describe());
+    REQUIRE(read.exitCode() == 0);
+    CHECK(answerFor(read, "read", "/repo/.env") == "ok");
+    CHECK(answerFor(read, "read", "/repo/pkg/.env") == "ok");
+    CHECK(answerFor(read, "read", "/repo/pkg/.aws/settings.txt") == "ENOTDIR");
+    for (const std::string& bytes : read.report.all("bytes")) CHECK(bytes == "0");
+    const ProbeRun link = sandbox.probe({"readlink", "/repo/.env"});
+    INFO(link.describe());
+    CHECK(link.result() == "EINVAL");  // a covered name, no longer a link
+    CHECK(read.completed.out.find(outside_token) == std::string::npos);
+    CHECK(recordText(sandbox).find(outside_token) == std::string::npos);
+
+    // The host's links are links still, their targets untouched.
+    struct stat st {};
+    REQUIRE(lstat(sandbox.worktree().c_str(), &st) == 0);
+    for (const std::string rel : {"/.env", "/pkg/.env", "/pkg/.aws"}) {
+        INFO(rel);
+        REQUIRE(lstat((sandbox.worktree() + rel).c_str(), &st) == 0);
+        CHECK(S_ISLNK(st.st_mode));
+    }
+    CHECK(readFileOrEmpty(outside_file) == outside_token + "\n");
+    CHECK(readFileOrEmpty(sandbox.worktree() + "/config/settings.txt") == "not a secret\n");
+}
+
+TEST_CASE("G2: --show and --writable exempt names, and a profile's own lists are honoured",
+          "[G2][filesystem][masks]") {
+    STOCKADE_EACH_MODE(mode);
+    Sandbox sandbox(mode);
+    sandbox.scratch().writeFile("worktree/.env.example", "EXAMPLE=1\n");
+    sandbox.scratch().writeFile("worktree/.env", "LIVE=secret\n");
+    sandbox.scratch().writeFile("worktree/AGENTS.md", "instructions\n");
+    sandbox.scratch().writeFile("worktree/CLAUDE.md", "instructions\n");
+    sandbox.option("--show", ".env.example").option("--writable", "AGENTS.md");
+    sandbox.option("--show", "no-such-name-*");  // a pattern that matches nothing is fine
+
+    const ProbeRun read = sandbox.probe({"read-each", "/repo/.env.example\n/repo/.env\n"});
+    INFO(read.describe());
+    REQUIRE(read.exitCode() == 0);
+    CHECK(read.report.all("content") == std::vector<std::string>{"EXAMPLE=1\\n", ""});
+    const ProbeRun write = sandbox.probe({"open-write-each", "/repo/AGENTS.md\n/repo/CLAUDE.md\n"});
+    INFO(write.describe());
+    CHECK(answerFor(write, "write", "/repo/AGENTS.md") == "ok");
+    CHECK(answerFor(write, "write", "/repo/CLAUDE.md") == "EROFS");
+
+    // A profile of the operator's: its own names, anchored and not.
+    const std::string profile = sandbox.scratch().writeFile("custom.json",
+                                                            R"({"schema": "stockade.profile/v1",
+            "filesystem": {"system_dirs": ["/usr", "/bin", "/lib", "/lib64"],
+                           "worktree": {"hide": ["/repo/top-only.key", "*.secret"],
+                                        "read_only": ["config/*.toml"]}}})");
+    sandbox.scratch().writeFile("worktree/top-only.key", "k1\n");
+    sandbox.scratch().writeFile("worktree/sub/top-only.key", "k2\n");
+    sandbox.scratch().writeFile("worktree/a/b/db.secret", "k3\n");
+    sandbox.scratch().writeFile("worktree/config/app.toml", "x=1\n");
+    Sandbox custom(mode);
+    custom.worktreeAt(sandbox.worktree()).option("--profile", profile);
+    const ProbeRun mine = custom.probe(
+        {"read-each",
+         "/repo/top-only.key\n/repo/sub/top-only.key\n/repo/a/b/db.secret\n/repo/.env\n"});
+    INFO(mine.describe());
+    REQUIRE(mine.exitCode() == 0);
+    CHECK(mine.report.all("content") ==
+          std::vector<std::string>{"", "k2\\n", "", "LIVE=secret\\n"});
+    const ProbeRun toml = custom.probe({"open-write", "/repo/config/app.toml"});
+    CHECK(toml.result() == "EROFS");
+}
+
+TEST_CASE("G2: a hidden name the sandbox creates is reported, and hidden in the next run",
+          "[G2][filesystem][masks]") {
+    STOCKADE_EACH_MODE(mode);
+    Sandbox sandbox(mode);
+    sandbox.scratch().makeDir("worktree/pkg");
+    const std::string token = randomToken("planted");
+    const ProbeRun create = sandbox.probe({"create-file", "/repo/pkg/.env", token});
+    INFO(create.describe());
+    REQUIRE(create.result() == "ok");
+    const nlohmann::json masks = sandbox.result()["worktree_masks"];
+    INFO(masks.dump());
+    CHECK(masks["created"]["count"] == 1);
+    CHECK(masks["created"]["first"] == nlohmann::json::array({"/repo/pkg/.env"}));
+
+    const ProbeRun read = sandbox.probe({"read-file", "/repo/pkg/.env"});
+    INFO(read.describe());
+    CHECK(read.result() == "ok");
+    CHECK(read.report.get("bytes") == "0");
+    CHECK(sandbox.result()["worktree_masks"]["created"]["count"] == 0);
+
+    // A hidden directory one run and a file the next: covered as what it is.
+    const std::string first = randomToken("dir");
+    sandbox.scratch().writeFile("worktree/.aws/credentials", first);
+    const ProbeRun as_dir = sandbox.probe({"read-each", "/repo/.aws/credentials\n/repo/.aws\n"});
+    INFO(as_dir.describe());
+    CHECK(answerFor(as_dir, "read", "/repo/.aws/credentials") == "ENOENT");
+    REQUIRE(system(("rm -rf '" + sandbox.worktree() + "/.aws'").c_str()) == 0);
+    const std::string second = randomToken("file");
+    sandbox.scratch().writeFile("worktree/.aws", second);
+    const ProbeRun as_file = sandbox.probe({"read-file", "/repo/.aws"});
+    INFO(as_file.describe());
+    CHECK(as_file.result() == "ok");
+    CHECK(as_file.report.get("bytes") == "0");
+    CHECK(recordText(sandbox).find(second) == std::string::npos);
+    CHECK(as_dir.completed.out.find(first) == std::string::npos);
+}
+
+TEST_CASE("G2: a 50,000-file worktree is walked whole and its deep .env hidden",
+          "[G2][filesystem][masks]") {
+    STOCKADE_EACH_MODE(mode);
+    Sandbox sandbox(mode);
+    // node_modules-like: 2,500 packages of 20 files in lib/.
+    const std::string base = sandbox.scratch().makeDir("worktree/node_modules");
+    for (int p = 0; p < 2500; ++p) {
+        const std::string pkg = base + "/pkg" + std::to_string(p);
+        REQUIRE(mkdir(pkg.c_str(), 0755) == 0);
+        REQUIRE(mkdir((pkg + "/lib").c_str(), 0755) == 0);
+        for (int f = 0; f < 20; ++f)
+            std::ofstream(pkg + "/lib/f" + std::to_string(f) + ".js") << "x";
+    }
+    const std::string token = randomToken("deep");
+    sandbox.scratch().writeFile("worktree/node_modules/pkg2499/lib/.env", token);
+    const ProbeRun read = sandbox.probe({"read-file", "/repo/node_modules/pkg2499/lib/.env"});
+    INFO(read.describe());
+    CHECK(read.result() == "ok");
+    CHECK(read.report.get("bytes") == "0");
+    CHECK(recordText(sandbox).find(token) == std::string::npos);
+    const nlohmann::json masks = sandbox.result()["worktree_masks"];
+    INFO(masks.dump());
+    CHECK(masks["entries_examined"].get<uint64_t>() > 50000);
+    CHECK(masks["truncated_by"].is_null());
+}
+
+TEST_CASE("G2: the walk's entry bound is kept, and the shallow names are examined first",
+          "[G2][filesystem][masks]") {
+    STOCKADE_EACH_MODE(mode);
+    Sandbox sandbox(mode);
+    const std::string token = randomToken("top");
+    sandbox.scratch().writeFile("worktree/.env", token);
+    for (int i = 0; i < 200; ++i)
+        sandbox.scratch().writeFile("worktree/aaa/deep/f" + std::to_string(i), "x");
+    sandbox.scratch().writeFile("worktree/aaa/deep/zz/.env", "beyond the bound\n");
+    const std::string profile = sandbox.scratch().writeFile("bounded.json",
+                                                            R"({"schema": "stockade.profile/v1",
+            "filesystem": {"system_dirs": ["/usr", "/bin", "/lib", "/lib64"],
+                           "worktree": {"hide": [".env"], "max_entries": 50}}})");
+    sandbox.option("--profile", profile);
+    const ProbeRun read = sandbox.probe({"read-file", "/repo/.env"});
+    INFO(read.describe());
+    CHECK(read.result() == "ok");
+    CHECK(read.report.get("bytes") == "0");
+    CHECK(read.completed.err.find("max_entries") != std::string::npos);
+    const nlohmann::json masks = sandbox.result()["worktree_masks"];
+    CHECK(masks["truncated_by"] == "max_entries");
+    CHECK(masks["entries_examined"] == 50);
+}
+
+TEST_CASE("G2: a hidden name in a directory whose name holds a newline is covered",
+          "[G2][filesystem][masks]") {
+    STOCKADE_EACH_MODE(mode);
+    Sandbox sandbox(mode);
+    const std::string token = randomToken("newline");
+    sandbox.scratch().writeFile("worktree/we\nird/.npmrc", token);
+    const ProbeRun read = sandbox.probe({"read-file", "/repo/we\nird/.npmrc"});
+    INFO(read.describe());
+    CHECK(read.result() == "ok");
+    CHECK(read.report.get("bytes") == "0");
+    const nlohmann::json masks = sandbox.result()["worktree_masks"];
+    CHECK(masks["hidden"]["first"] == nlohmann::json::array({"/repo/we\nird/.npmrc"}));
+    CHECK(recordText(sandbox).find(token) == std::string::npos);
+}
+
+TEST_CASE(
+    "G2: a malformed pattern, or one that would hide /repo or the --workdir, is refused "
+    "with exit 125 naming it",
+    "[G2][filesystem][masks][cli]") {
+    STOCKADE_EACH_MODE(mode);
+    Sandbox sandbox(mode);
+    sandbox.scratch().makeDir("worktree/.aws/sub");
+    const std::string bad_profile = sandbox.scratch().writeFile("bad.json",
+                                                                R"({"schema": "stockade.profile/v1",
+            "filesystem": {"system_dirs": ["/usr"], "worktree": {"hide": ["/repo"]}}})");
+    const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+        {{"--show", "[abc"}, "[abc"},
+        {{"--writable", "a/**/b"}, "a/**/b"},
+        {{"--show", "auth.{json"}, "auth.{json"},
+        {{"--show", "/repo"}, "/repo itself"},
+        {{"--show", "../x"}, "../x"},
+        {{"--show", "/etc/passwd"}, "/etc/passwd"},
+        {{"--show", ""}, "--show"},
+        {{"--workdir", "/repo/.aws/sub"}, ".aws"},
+        {{"--profile", bad_profile}, "/filesystem/worktree/hide/0"},
+    };
+    for (const auto& [args, named] : cases) {
+        Launch launch;
+        launch.mode = mode;
+        launch.args = {"run", "--worktree", sandbox.worktree(), "--result", sandbox.resultPath()};
+        launch.args.insert(launch.args.end(), args.begin(), args.end());
+        launch.args.insert(launch.args.end(), {"--", "/bin/true"});
+        const Completed done = runStockade(launch);
+        INFO(args.front() << " " << args.back() << "\n" << done.describe());
+        CHECK(done.exitCode == 125);
+        CHECK(done.err.find(named) != std::string::npos);
+    }
+    // --show exempts the workdir's hidden ancestor.
+    Launch ok;
+    ok.mode = mode;
+    ok.args = {"run",  "--worktree", sandbox.worktree(), "--workdir", "/repo/.aws/sub", "--show",
+               ".aws", "--",         "/bin/true"};
+    const Completed done = runStockade(ok);
+    INFO(done.describe());
+    CHECK(done.exitCode == 0);
+}

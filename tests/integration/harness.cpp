@@ -81,13 +81,15 @@ std::string OneOfMatcher::describe() const {
 // older than the build, or none, would test the wrong thing or nothing.
 static void requireCurrentStage() {
     static const bool current = [] {
-        struct stat staged {}, built {};
+        struct stat staged {
+        }, built{};
         if (::stat(STOCKADE_BINARY, &staged) < 0 || ::stat(STOCKADE_BUILT_BINARY, &built) < 0 ||
             staged.st_size != built.st_size || staged.st_mtim.tv_sec != built.st_mtim.tv_sec ||
             staged.st_mtim.tv_nsec != built.st_mtim.tv_nsec)
-            throw std::runtime_error(std::string("the suite's stage does not hold the current build (") +
-                                     STOCKADE_BINARY + "): run the tests through ctest, which stages " +
-                                     "the binary and the probes first (tests/suite/stage.sh)");
+            throw std::runtime_error(
+                std::string("the suite's stage does not hold the current build (") +
+                STOCKADE_BINARY + "): run the tests through ctest, which stages " +
+                "the binary and the probes first (tests/suite/stage.sh)");
         return true;
     }();
     (void)current;

@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "harness.h"
+#include "host_listener.h"
 
 using namespace stockade::itest;
 using namespace std::chrono_literals;
@@ -357,17 +358,6 @@ std::vector<std::string> stockadeLines(const std::string& err) {
     return lines;
 }
 
-uint16_t unusedPort() {
-    stockade::UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof addr;
-    ::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), len);
-    ::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&addr), &len);
-    return ntohs(addr.sin_port);
-}
-
 // `stockade serve --detach` of `command` in the sandbox's set-up, with
 // `extra` options (XDG_RUNTIME_DIR from `environment` when given).
 Completed serveDetached(const Sandbox& sandbox, const std::string& name, uint16_t port,
@@ -513,7 +503,7 @@ TEST_CASE("CLI: oracle refuses --result by name, and its help is its own", "[cli
 TEST_CASE("CLI: serve --detach says on stderr why a server never became ready", "[cli][serve]") {
     STOCKADE_EACH_MODE(mode);
     Sandbox sandbox(mode);
-    const uint16_t port = unusedPort();
+    const uint16_t port = freeLoopbackPort();
     struct Failure {
         std::string what;
         std::vector<std::string> command;
@@ -522,7 +512,7 @@ TEST_CASE("CLI: serve --detach says on stderr why a server never became ready", 
         std::string said;
     };
     const std::string p = std::to_string(port);
-    const std::string other = std::to_string(unusedPort());
+    const std::string other = std::to_string(freeLoopbackPort());
     const std::vector<Failure> failures = {
         {"it crashes",
          {"sh", "-c", "echo boom >&2; exit 3"},
@@ -578,7 +568,7 @@ TEST_CASE("CLI: a shell with another XDG_RUNTIME_DIR sees and stops the same use
     Sandbox sandbox(mode);
     ScratchDir runtime(scratchRoot(), "xdg-other-shell", invokingUid(mode), invokingGid(mode));
     ::chmod(runtime.path().c_str(), 0700);
-    const uint16_t port = unusedPort();
+    const uint16_t port = freeLoopbackPort();
     const std::string name = randomToken("othershell");
     StopAtEnd stop{mode, name};
     const Completed served = serveDetached(

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <string_view>
@@ -17,6 +18,19 @@
 #include "base/unique_fd.h"
 
 namespace stockade::itest {
+
+// A port nothing on the host's loopback listens on now (bound to 0, then
+// released), for a server the test is about to start.
+inline uint16_t freeLoopbackPort() {
+    UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    ::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), len);
+    ::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&addr), &len);
+    return ntohs(addr.sin_port);
+}
 
 // A listening socket on the host that records whether anyone connected.
 class HostListener {

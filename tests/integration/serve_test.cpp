@@ -29,18 +29,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-// A port nothing on the host listens on now (bound to 0, then released).
-uint16_t freePort() {
-    UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof addr;
-    ::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), len);
-    ::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&addr), &len);
-    return ntohs(addr.sin_port);
-}
-
 // A blocking TCP connection from the host; errno on failure.
 UniqueFd connectFromHost(int family, uint16_t port, int& err) {
     UniqueFd fd(::socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0));
@@ -285,7 +273,7 @@ TEST_CASE("serve: a python http.server answers on the host's loopback, and stop 
           "[serve]") {
     STOCKADE_EACH_SERVE_SETUP(mode, backend);
     Sandbox sandbox(mode);
-    const uint16_t port = freePort();
+    const uint16_t port = freeLoopbackPort();
     Served served(sandbox, serviceName(), port, httpServer(port), {}, backend);
     INFO(served.started().describe());
     REQUIRE(served.ready());
@@ -343,7 +331,7 @@ TEST_CASE(
     "[serve]") {
     STOCKADE_EACH_SERVE_SETUP(mode, backend);
     Sandbox sandbox(mode);
-    const uint16_t port = freePort();
+    const uint16_t port = freeLoopbackPort();
     // Echoes what it gets; answers "bye" only once the client has finished
     // sending (half-close), then ends.
     const std::string script =
@@ -374,7 +362,7 @@ TEST_CASE(
 TEST_CASE("serve: the server reaches nothing outside its sandbox", "[serve][G1]") {
     STOCKADE_EACH_SERVE_SETUP(mode, backend);
     Sandbox sandbox(mode);
-    const uint16_t port = freePort();
+    const uint16_t port = freeLoopbackPort();
     HostListener host_lo = HostListener::tcp(AF_INET, "127.0.0.1");
     REQUIRE(host_lo.ok());
     const std::string outside = hostExternalAddress();
@@ -421,9 +409,9 @@ TEST_CASE("serve: the server reaches nothing outside its sandbox", "[serve][G1]"
 TEST_CASE("serve: a second port opened inside is not published", "[serve]") {
     STOCKADE_EACH_SERVE_SETUP(mode, backend);
     Sandbox sandbox(mode);
-    const uint16_t port = freePort();
-    uint16_t second = freePort();
-    while (second == port) second = freePort();
+    const uint16_t port = freeLoopbackPort();
+    uint16_t second = freeLoopbackPort();
+    while (second == port) second = freeLoopbackPort();
     const std::string script = "/probe/stockade-probe listen-tcp 127.0.0.1 " +
                                std::to_string(second) + " 60 > /repo/second & exec python3 -m " +
                                "http.server --bind 127.0.0.1 " + std::to_string(port);
@@ -451,7 +439,7 @@ TEST_CASE("serve --net-backend veth: the host's end of the pair is out of reach 
           "[serve][G1][veth]") {
     if (!modeUsable(Mode::Root)) return;
     Sandbox sandbox(Mode::Root);
-    const uint16_t port = freePort();
+    const uint16_t port = freeLoopbackPort();
     // Bound to every address of the host, the pair's end included.
     HostListener host_any = HostListener::tcp(AF_INET, "0.0.0.0");
     REQUIRE(host_any.ok());
@@ -504,7 +492,7 @@ TEST_CASE("serve --net-backend veth is refused when not root: 125, nothing made"
           "[serve][cli][veth]") {
     if (!modeUsable(Mode::Rootless)) return;
     Sandbox sandbox(Mode::Rootless);
-    const uint16_t port = freePort();
+    const uint16_t port = freeLoopbackPort();
     Served served(sandbox, serviceName(), port, httpServer(port), {}, "veth");
     INFO(served.started().describe());
     CHECK(served.started().exitCode == 125);
@@ -521,7 +509,7 @@ TEST_CASE("serve: not ready in time is torn down: blocked, not_ready, exit 124",
     STOCKADE_EACH_MODE(mode);
     Sandbox sandbox(mode);
     TokenReaper reaper(randomToken("notready"));
-    const uint16_t port = freePort();
+    const uint16_t port = freeLoopbackPort();
     Served served(sandbox, serviceName(), port,
                   probeCommand({"sleep-with-token", reaper.token(), "60"}),
                   {"--ready-timeout", "1"});
@@ -539,7 +527,7 @@ TEST_CASE("serve: not ready in time is torn down: blocked, not_ready, exit 124",
 TEST_CASE("serve: --ready-pattern needs a word-bounded match", "[serve]") {
     STOCKADE_EACH_MODE(mode);
     Sandbox sandbox(mode);
-    const uint16_t port = freePort();
+    const uint16_t port = freeLoopbackPort();
     // "ready" inside "Already" is no match: the server listens, but it is
     // never ready.
     const std::string script =
@@ -565,7 +553,7 @@ TEST_CASE("serve: --ready-pattern needs a word-bounded match", "[serve]") {
 TEST_CASE("serve: serving a running name again replaces it", "[serve]") {
     STOCKADE_EACH_MODE(mode);
     Sandbox sandbox(mode);
-    const uint16_t port = freePort();
+    const uint16_t port = freeLoopbackPort();
     const std::string name = serviceName();
     Served first(sandbox, name, port, httpServer(port));
     INFO(first.started().describe());
@@ -583,7 +571,7 @@ TEST_CASE("serve: a supervisor killed with SIGKILL takes its sandbox down and fr
           "[serve][G6]") {
     STOCKADE_EACH_SERVE_SETUP(mode, backend);
     Sandbox sandbox(mode);
-    const uint16_t port = freePort();
+    const uint16_t port = freeLoopbackPort();
     Served served(sandbox, serviceName(), port, httpServer(port), {}, backend);
     INFO(served.started().describe());
     REQUIRE(served.ready());
@@ -608,7 +596,7 @@ TEST_CASE("serve: another user can neither see nor stop a dev server", "[serve]"
     if (!modeUsable(Mode::Root) || !modeUsable(Mode::Rootless)) return;
     Sandbox sandbox(Mode::Root);
     Sandbox other(Mode::Rootless);
-    const uint16_t port = freePort();
+    const uint16_t port = freeLoopbackPort();
     Served served(sandbox, serviceName(), port, httpServer(port));
     INFO(served.started().describe());
     REQUIRE(served.ready());
@@ -665,7 +653,7 @@ TEST_CASE("serve: the sandbox is run's, but for the published port", "[serve]") 
     REQUIRE(run.exitCode == 0);
     const json run_result = sandbox.result();
 
-    const uint16_t port = freePort();
+    const uint16_t port = freeLoopbackPort();
     {
         Served served(sandbox, serviceName(), port,
                       {"sh", "-c",
@@ -712,7 +700,7 @@ TEST_CASE(
     "[serve][ready]") {
     STOCKADE_EACH_MODE(mode);
     Sandbox sandbox(mode);
-    const uint16_t port = freePort();
+    const uint16_t port = freeLoopbackPort();
     const std::string script =
         "python3 -c \"import sys\n"
         "sys.stdout.write('Local:' + ' ' * 204800 + '!\\n'); sys.stdout.flush()\n"
@@ -736,7 +724,7 @@ TEST_CASE("serve: a --ready-pattern RE2 cannot use is refused with 125 before an
           "[serve][ready][cli]") {
     STOCKADE_EACH_MODE(mode);
     Sandbox sandbox(mode);
-    const uint16_t port = freePort();
+    const uint16_t port = freeLoopbackPort();
     const std::vector<std::pair<std::string, std::string>> cases = {
         {"(a)\\1", "no backreferences"},
         {"ready(?=!)", "no lookaround"},

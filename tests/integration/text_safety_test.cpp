@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "harness.h"
+#include "host_listener.h"
 
 using namespace stockade::itest;
 using nlohmann::json;
@@ -31,17 +32,6 @@ std::string readWhole(const std::string& path) {
 bool hasRawControl(std::string_view text) {
     return text.find('\x1b') != std::string_view::npos ||
            text.find('\r') != std::string_view::npos || text.find('\x07') != std::string_view::npos;
-}
-
-uint16_t freePort() {
-    UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof addr;
-    ::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), len);
-    ::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&addr), &len);
-    return ntohs(addr.sin_port);
 }
 
 Completed stockadeAs(Mode mode, std::vector<std::string> args) {
@@ -96,7 +86,7 @@ TEST_CASE("text: logs escapes control characters unless --raw, and ps and its JS
           "[text][serve]") {
     STOCKADE_EACH_MODE(mode);
     Sandbox sandbox(mode);
-    const uint16_t port = freePort();
+    const uint16_t port = freeLoopbackPort();
     const std::string name = randomToken("itext");
     const std::string state =
         mode == Mode::Root ? "/run/stockade" : "/tmp/stockade-" + std::to_string(kNobody);

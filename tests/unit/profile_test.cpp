@@ -402,9 +402,10 @@ TEST_CASE("require accepts every known guarantee and refuses anything else",
 
 TEST_CASE("the first problem found is reported, one path at a time", "[profile][validation]") {
     // An unknown key anywhere at the top wins over everything inside.
-    CHECK(refusal("p", R"({"schema": "x", "bogus": 1})") ==
-          "profile p: /bogus: unknown key (expected one of: schema, description, filesystem, "
-          "environment, network, limits, require, seccomp, landlock, lifetime, output)");
+    CHECK(
+        refusal("p", R"({"schema": "x", "bogus": 1})") ==
+        "profile p: /bogus: unknown key (expected one of: schema, description, filesystem, "
+        "environment, network, limits, require, seccomp, landlock, lifetime, output, map_subids)");
     // Where the parser stopped, as line and column, and why.
     CHECK(refusal("p", "") ==
           "profile p: not valid JSON at line 1, column 1 (unexpected end of input; expected '[', "
@@ -414,12 +415,6 @@ TEST_CASE("the first problem found is reported, one path at a time", "[profile][
     CHECK(refusal("p", "{\n  \"schema\": x\n}") ==
           "profile p: not valid JSON at line 2, column 13 (invalid literal; last read: "
           "'\"schema\": x')");
-    CHECK(
-        refusal("p", R"({"schema": "x", "bogus": 1})") ==
-        "profile p: /bogus: unknown key (expected one of: schema, description, filesystem, "
-        "environment, network, limits, require, seccomp, landlock, lifetime, output, map_subids)");
-    CHECK(refusal("p", "") == "profile p: not valid JSON");
-    CHECK(refusal("p", "{} {}") == "profile p: not valid JSON");
     // Comments are not JSON.
     CHECK(refusal("p", "// c\n" + minimalWith(R"({"system_dirs": ["/usr"]})")) ==
           "profile p: not valid JSON at line 1, column 1 (invalid literal; last read: '/')");

@@ -86,6 +86,17 @@ export interface ResultRecord {
     exposed: string | null;
     reason: string | null;
   };
+  /**
+   * present when the profile names worktree entries to hide or keep read-only (filesystem.worktree, --show, --writable): how many were covered, the first 32 of each as /repo/... paths (names only, never content), the hidden or read-only names that appeared during the run, and the walk's extent (docs/guarantees.md, G2)
+   */
+  worktree_masks?: {
+    hidden: MaskedNames;
+    read_only: MaskedNames;
+    created: MaskedNames;
+    entries_examined: number;
+    unlistable: number;
+    truncated_by: null | "max_entries" | "max_depth" | "path_length";
+  };
   error: null | {
     stage: string;
     message: string;
@@ -100,6 +111,13 @@ export interface Stream {
    */
   tail: string;
   truncated: boolean;
+}
+export interface MaskedNames {
+  count: number;
+  /**
+   * @maxItems 32
+   */
+  first: string[];
 }
 
 export const resultSchema = {
@@ -422,6 +440,46 @@ export const resultSchema = {
         }
       }
     },
+    "worktree_masks": {
+      "description": "present when the profile names worktree entries to hide or keep read-only (filesystem.worktree, --show, --writable): how many were covered, the first 32 of each as /repo/... paths (names only, never content), the hidden or read-only names that appeared during the run, and the walk's extent (docs/guarantees.md, G2)",
+      "type": "object",
+      "additionalProperties": false,
+      "required": [
+        "hidden",
+        "read_only",
+        "created",
+        "entries_examined",
+        "unlistable",
+        "truncated_by"
+      ],
+      "properties": {
+        "hidden": {
+          "$ref": "#/$defs/maskedNames"
+        },
+        "read_only": {
+          "$ref": "#/$defs/maskedNames"
+        },
+        "created": {
+          "$ref": "#/$defs/maskedNames"
+        },
+        "entries_examined": {
+          "type": "integer",
+          "minimum": 0
+        },
+        "unlistable": {
+          "type": "integer",
+          "minimum": 0
+        },
+        "truncated_by": {
+          "enum": [
+            null,
+            "max_entries",
+            "max_depth",
+            "path_length"
+          ]
+        }
+      }
+    },
     "error": {
       "oneOf": [
         {
@@ -452,6 +510,28 @@ export const resultSchema = {
     }
   },
   "$defs": {
+    "maskedNames": {
+      "type": "object",
+      "additionalProperties": false,
+      "required": [
+        "count",
+        "first"
+      ],
+      "properties": {
+        "count": {
+          "type": "integer",
+          "minimum": 0
+        },
+        "first": {
+          "type": "array",
+          "maxItems": 32,
+          "items": {
+            "type": "string",
+            "pattern": "^/repo/"
+          }
+        }
+      }
+    },
     "stream": {
       "type": "object",
       "additionalProperties": false,

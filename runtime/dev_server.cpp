@@ -10,6 +10,7 @@
 
 #include <cstdio>
 
+#include "runtime/echo_sink.h"
 #include "runtime/sandbox.h"
 
 namespace stockade {
@@ -161,7 +162,7 @@ void DevServer::tick() {
         itimerspec off{};
         timerfd_settime(timer_.get(), 0, &off, nullptr);
         if (auto s = forwarder_->start(std::move(listeners_)); !s) {
-            std::fprintf(stderr, "stockade: publish the port: %s\n", s.error().describe().c_str());
+            writeWithin(2, "stockade: publish the port: " + s.error().describe() + "\n", 1000);
             ending_ = Ending::SetupFailed;
             return;
         }

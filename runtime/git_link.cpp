@@ -12,6 +12,7 @@
 
 #include "runtime/record_path.h"
 #include "runtime/sandbox_path.h"
+#include "runtime/small_file.h"
 
 namespace stockade {
 
@@ -54,34 +55,8 @@ Result<HeldPath> holdDir(int dir_fd, const std::string& path) {
     return held;
 }
 
-// A regular file beneath `dir_fd`, one component, not a link, at most
-// kMaxLinkFile bytes; a FIFO cannot block (O_NONBLOCK, then refused).
-struct SmallFile {
-    std::string content;
-    struct stat st {};
-};
-
 Result<SmallFile> readSmall(int dir_fd, const char* name, const std::string& shown) {
-    UniqueFd fd(openat(dir_fd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
-    if (!fd) return Error::fromErrno("open(\"" + shown + "\", O_NOFOLLOW)");
-    SmallFile out;
-    if (fstat(fd.get(), &out.st) < 0) return Error::fromErrno("fstat(\"" + shown + "\")");
-    if (!S_ISREG(out.st.st_mode)) return Error::message(shown + " is not a regular file");
-    if (static_cast<uint64_t>(out.st.st_size) > kMaxLinkFile)
-        return Error::message(shown + " is larger than a git link file can be");
-    out.content.resize(kMaxLinkFile + 1);
-    size_t used = 0;
-    while (used < out.content.size()) {
-        ssize_t n = read(fd.get(), out.content.data() + used, out.content.size() - used);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) return Error::fromErrno("read(\"" + shown + "\")");
-        if (n == 0) break;
-        used += static_cast<size_t>(n);
-    }
-    if (used > kMaxLinkFile)
-        return Error::message(shown + " is larger than a git link file can be");
-    out.content.resize(used);
-    return out;
+    return readSmallFile(dir_fd, name, shown, kMaxLinkFile);
 }
 
 // git strips the line end (read_gitfile_gently); a path with a NUL or a

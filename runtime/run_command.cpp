@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "base/log.h"
+#include "runtime/echo_sink.h"
 #include "runtime/host_check.h"
 #include "runtime/policy_builder.h"
 #include "runtime/profile.h"
@@ -22,9 +23,10 @@ namespace {
 constexpr int kRefused = 125;
 
 // A message may carry the command's text or a path of the sandbox's making:
-// shown, never sent, to the terminal (runtime/text_safety.h).
+// shown, never sent, to the terminal (runtime/text_safety.h). A caller that
+// does not read its stderr holds stockade up for at most a second.
 void say(const std::string& line) {
-    std::fprintf(stderr, "stockade: %s\n", escapeForTerminal(line).c_str());
+    writeWithin(2, "stockade: " + escapeForTerminal(line) + "\n", 1000);
 }
 
 // "512m", "2g", "1536k" or a plain byte count: as the user would type it.

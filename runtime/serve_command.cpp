@@ -233,8 +233,7 @@ int serveCommand(const ServeOptions& options) {
         return refuseRun(run, policy.profile_name, "sandbox_unavailable", "error", "state",
                          dir.error().describe());
     const std::string& name = policy.name;
-    std::vector<StateDir> dirs{*dir};
-    for (StateDir& other : StateDir::others(*dir)) dirs.push_back(std::move(other));
+    const std::vector<StateDir> dirs = StateDir::all(*dir);
     bool just_stopped = false;
     for (const StateDir& d : dirs) {
         auto stopped = stopService(d, name, kStopWaitMs);
@@ -299,6 +298,8 @@ int serveCommand(const ServeOptions& options) {
         ready_fd = to_caller.get();
     }
 
+    if (Status marked = StateDir::markHolder(lock->get()); !marked)
+        return refuseLocked("mark the lock", marked.error().describe());
     ServiceRecord record;
     record.name = name;
     record.port = *port;
@@ -346,8 +347,7 @@ int stopCommand(const std::string& name_given, const std::optional<std::string>&
         say(dir.error().describe());
         return kRefused;
     }
-    std::vector<StateDir> dirs{*dir};
-    for (StateDir& other : StateDir::others(*dir)) dirs.push_back(std::move(other));
+    const std::vector<StateDir> dirs = StateDir::all(*dir);
     std::string name = name_given;
     if (port_given) {
         auto port = parsePort(*port_given);
@@ -391,8 +391,7 @@ int psCommand(bool as_json) {
     }
     int64_t now = unixMs();
     std::vector<std::pair<ServiceRecord, std::string>> records;  // and its log
-    std::vector<StateDir> dirs{*dir};
-    for (StateDir& other : StateDir::others(*dir)) dirs.push_back(std::move(other));
+    const std::vector<StateDir> dirs = StateDir::all(*dir);
     for (const StateDir& d : dirs)
         for (ServiceRecord& r : d.list()) {
             std::string log = d.logPath(r.name);

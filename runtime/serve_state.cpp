@@ -12,16 +12,20 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
 
 #include "base/file_lock.h"
 #include "runtime/result.h"
+#include "runtime/small_file.h"
 #include "runtime/text_safety.h"
 
 namespace stockade {
+
+// A record is a few hundred bytes; its command line (at most ARG_MAX,
+// escaped) is the bulk of it.
+constexpr size_t kMaxRecordBytes = size_t{16} << 20;
 
 namespace {
 
@@ -57,27 +61,36 @@ namespace {
 // A runtime directory of this user's own: $XDG_RUNTIME_DIR, or where
 // pam_systemd makes it (/run/user/UID), which a shell opened without a login
 // session (su, sudo -u, cron, a CI agent) lacks in its environment.
-std::optional<std::string> ownRuntimeDir(const char* dir, uid_t uid) {
+// A runtime directory that is the user's own, and its identity.
+struct RuntimeDir {
+    std::string path;
+    dev_t dev;
+    ino_t ino;
+};
+std::optional<RuntimeDir> ownRuntimeDir(const char* dir, uid_t uid) {
     struct stat st;
     if (!dir || dir[0] != '/' || stat(dir, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != uid)
         return std::nullopt;
-    return std::string(dir);
+    return RuntimeDir{dir, st.st_dev, st.st_ino};
 }
 
-// Every place this user's servers may be recorded, the one to use first.
+// Every place this user's servers may be recorded, the one to use first;
+// one directory named twice ("/run/user/1000/", a link to it) is listed once.
 std::vector<std::string> candidatePaths() {
     uid_t uid = geteuid();
     if (uid == 0) return {"/run/stockade"};
-    std::vector<std::string> paths;
     const std::string systemd = "/run/user/" + std::to_string(uid);
+    std::vector<RuntimeDir> dirs;
     for (const auto& dir :
          {ownRuntimeDir(std::getenv("XDG_RUNTIME_DIR"), uid), ownRuntimeDir(systemd.c_str(), uid)})
-        if (dir) paths.push_back(*dir + "/stockade");
+        if (dir && std::none_of(dirs.begin(), dirs.end(), [&](const RuntimeDir& seen) {
+                return seen.dev == dir->dev && seen.ino == dir->ino;
+            }))
+            dirs.push_back(*dir);
+    std::vector<std::string> paths;
+    for (const RuntimeDir& dir : dirs) paths.push_back(dir.path + "/stockade");
     paths.push_back("/tmp/stockade-" + std::to_string(uid));
-    std::vector<std::string> unique;
-    for (const std::string& p : paths)
-        if (std::find(unique.begin(), unique.end(), p) == unique.end()) unique.push_back(p);
-    return unique;
+    return paths;
 }
 
 Status checkPrivate(const std::string& path, uid_t uid) {
@@ -102,6 +115,12 @@ std::vector<StateDir> StateDir::others(const StateDir& primary) {
         if (path == primary.path() || lstat(path.c_str(), &st) < 0) continue;
         if (checkPrivate(path, geteuid())) out.push_back(StateDir(path));
     }
+    return out;
+}
+
+std::vector<StateDir> StateDir::all(const StateDir& primary) {
+    std::vector<StateDir> out{primary};
+    for (StateDir& other : others(primary)) out.push_back(std::move(other));
     return out;
 }
 
@@ -156,13 +175,18 @@ Status StateDir::write(const ServiceRecord& r) const {
 }
 
 std::optional<ServiceRecord> StateDir::read(const std::string& name) const {
-    std::ifstream in(recordPath(name));
-    if (!in) return std::nullopt;
+    // A sandbox that could write here may have left a link, a FIFO or a
+    // huge file under the name; none of them is a record.
+    const std::string path = recordPath(name);
+    auto file = readSmallFile(AT_FDCWD, path.c_str(), path, kMaxRecordBytes);
+    if (!file) return std::nullopt;
     try {
-        json doc = json::parse(in);
+        json doc = json::parse(file->content);
         if (doc.value("schema", "") != kRecordSchema) return std::nullopt;
         ServiceRecord r;
         r.name = doc.at("name").get<std::string>();
+        // The name is what ps prints and stop matches: it must be the file's.
+        if (r.name != name) return std::nullopt;
         r.port = doc.at("port").get<uint16_t>();
         r.pid = doc.at("pid").get<pid_t>();
         r.sandbox_pid = doc.at("sandbox_pid").get<pid_t>();
@@ -203,6 +227,35 @@ std::optional<ServiceRecord> StateDir::findByPort(uint16_t port) const {
     return std::nullopt;
 }
 
+Status StateDir::markHolder(int lock_fd) {
+    struct flock mark {};
+    mark.l_type = F_WRLCK;
+    mark.l_whence = SEEK_SET;
+    mark.l_len = 1;
+    if (fcntl(lock_fd, F_SETLK, &mark) < 0)
+        return Error::fromErrno("fcntl(F_SETLK) on the server's lock file");
+    return okStatus();
+}
+
+namespace {
+
+// The pid of the process that marked itself the holder of the lock file at
+// `path` (StateDir::markHolder), in this process's pid namespace; nullopt
+// when none did.
+std::optional<pid_t> markedHolder(const std::string& path) {
+    UniqueFd fd(open(path.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC));
+    if (!fd) return std::nullopt;
+    struct flock probe {};
+    probe.l_type = F_WRLCK;
+    probe.l_whence = SEEK_SET;
+    probe.l_len = 1;
+    if (fcntl(fd.get(), F_GETLK, &probe) < 0 || probe.l_type == F_UNLCK || probe.l_pid <= 0)
+        return std::nullopt;
+    return probe.l_pid;
+}
+
+}  // namespace
+
 Result<bool> stopService(const StateDir& dir, const std::string& name, uint64_t wait_ms) {
     if (!dir.live(name)) return false;
     // A supervisor still starting has its lock but not yet its record.
@@ -219,6 +272,14 @@ Result<bool> stopService(const StateDir& dir, const std::string& name, uint64_t 
         if (errno != ESRCH)
             return Error::fromErrno("pidfd_open(" + std::to_string(record->pid) + ")");
     } else if (dir.live(name)) {
+        // Checked after pidfd_open: the marked holder is alive while its mark
+        // stands, so the pid the pidfd pins is that process.
+        if (markedHolder(dir.lockPath(name)) != record->pid)
+            return Error::message(
+                "the record of \"" + name + "\" in " + dir.path() + " names pid " +
+                std::to_string(record->pid) +
+                ", which is not the holder of its lock: nothing signalled (remove " + dir.path() +
+                " if no server of yours runs from it)");
         if (syscall(SYS_pidfd_send_signal, pidfd.get(), SIGTERM, nullptr, 0) < 0 && errno != ESRCH)
             return Error::fromErrno("send SIGTERM to the supervisor of \"" + name + "\" (pid " +
                                     std::to_string(record->pid) + ")");

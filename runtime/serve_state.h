@@ -45,6 +45,8 @@ class StateDir {
     // This user's other state directories that exist and are private:
     // where `stop`, `ps` and `logs` look when `primary` has no such server.
     static std::vector<StateDir> others(const StateDir& primary);
+    // `primary` first, then others(primary).
+    static std::vector<StateDir> all(const StateDir& primary);
     const std::string& path() const { return path_; }
     std::string recordPath(const std::string& name) const { return path_ + "/" + name + ".json"; }
     std::string logPath(const std::string& name) const { return path_ + "/" + name + ".log"; }
@@ -55,6 +57,13 @@ class StateDir {
     // True when a supervisor holds NAME's lock. A free lock and its record
     // are stale and removed.
     bool live(const std::string& name) const;
+    // Marks the calling process as the holder of NAME's lock (`lock_fd`, from
+    // lock()): a POSIX record lock on its first byte, which fork does not
+    // pass on and F_GETLK reports with its owner's pid. The supervisor takes
+    // it before it writes its record; stop signals only the pid it names
+    // (a record is what a sandbox that could write here chose). Any close of
+    // another fd of the lock file in this process drops the mark.
+    static Status markHolder(int lock_fd);
     // Removes NAME's record and lock; the caller holds the lock.
     void release(const std::string& name, UniqueFd lock) const;
 

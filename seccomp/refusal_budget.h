@@ -12,7 +12,11 @@
 // for every other call too. So past the bound the supervisor stops reading the
 // listener for a while: a refused call then waits in the kernel for its
 // answer, as any notified call does, and costs neither side CPU while it
-// waits. The answer and the count stay exact; only the flood slows down.
+// waits. Every answered call is counted; only the flood slows down. Two
+// edges: a call still waiting when the run is killed is never answered nor
+// counted (the record's count is then a lower bound), and a signal whose
+// handler lacks SA_RESTART ends the wait with EINTR, not the policy's errno,
+// a window the budget widens from microseconds to up to a second.
 //
 // The wait cannot outlive the run: the caller waits interruptibly
 // (seccomp_do_user_notification), so --timeout, cancellation and the final

@@ -78,18 +78,36 @@ std::string OneOfMatcher::describe() const {
 }
 
 // The stage (tests/suite/stage.sh) holds a copy of the build's binary; a stage
-// older than the build, or none, would test the wrong thing or nothing.
+// older than the build, or none, would test the wrong thing or nothing. It
+// lies under /var/tmp, which anyone may write: outside ctest's fixture the name
+// may be another user's, whose binary the suite would then run as root. So
+// every part of it must be ours, no link, and writable by nobody else.
 static void requireCurrentStage() {
     static const bool current = [] {
+        const std::string binary = STOCKADE_BINARY;
+        const std::string probe_dir = STOCKADE_PROBE_DIR;
+        const std::string stage = fs::path(binary).parent_path().parent_path();
+        auto ours = [](const std::string& path) {
+            struct stat st {};
+            return ::lstat(path.c_str(), &st) == 0 && !S_ISLNK(st.st_mode) &&
+                   st.st_uid == ::geteuid() && (st.st_mode & 022) == 0;
+        };
+        bool good =
+            ours(stage) && ours(fs::path(binary).parent_path()) && ours(binary) && ours(probe_dir);
+        std::error_code ec;
+        for (const auto& entry : fs::directory_iterator(probe_dir, ec))
+            good = good && ours(entry.path());
         struct stat staged {
         }, built{};
-        if (::stat(STOCKADE_BINARY, &staged) < 0 || ::stat(STOCKADE_BUILT_BINARY, &built) < 0 ||
-            staged.st_size != built.st_size || staged.st_mtim.tv_sec != built.st_mtim.tv_sec ||
-            staged.st_mtim.tv_nsec != built.st_mtim.tv_nsec)
+        good = good && !ec && ::stat(binary.c_str(), &staged) == 0 &&
+               ::stat(STOCKADE_BUILT_BINARY, &built) == 0 && staged.st_size == built.st_size &&
+               staged.st_mtim.tv_sec == built.st_mtim.tv_sec &&
+               staged.st_mtim.tv_nsec == built.st_mtim.tv_nsec;
+        if (!good)
             throw std::runtime_error(
-                std::string("the suite's stage does not hold the current build (") +
-                STOCKADE_BINARY + "): run the tests through ctest, which stages " +
-                "the binary and the probes first (tests/suite/stage.sh)");
+                "the suite's stage " + stage + " is missing, stale, or not wholly this user's: " +
+                "run the tests through ctest, which stages the binary and the probes first " +
+                "(tests/suite/stage.sh)");
         return true;
     }();
     (void)current;
@@ -138,6 +156,7 @@ std::string scratchRoot() {
     if (const char* configured = ::getenv("STOCKADE_ITEST_SCRATCH")) {
         root = configured;
     } else {
+        requireCurrentStage();
         root = STOCKADE_SCRATCH_DIR;
     }
     fs::create_directories(root);

@@ -3,8 +3,10 @@
 // it to its budget (seccomp/refusal_budget.h), the record carries stockade's
 // own CPU, and --timeout ends an endless flood. Nothing here asserts a time;
 // what the flood costs is measured by bench/refusal_flood.py.
+#include <regex>
 #include <sstream>
 
+#include "seccomp/refusal_budget.h"
 #include "tests/integration/harness.h"
 
 namespace stockade::itest {
@@ -44,9 +46,16 @@ TEST_CASE("G5: a flood of refusals from four processes is answered EPERM and cou
           "[G5][seccomp]") {
     STOCKADE_EACH_MODE(mode);
     Sandbox sandbox(mode);
-    const Completed run = sandbox.run({kFlood, "4", "1"});
+    sandbox.option("--log-level", "debug");
+    const Completed run = sandbox.run({kFlood, "4", "2"});
     INFO(run.describe());
     REQUIRE(run.exitCode == 0);
+    // The budget was reached (the flood outran it) and held: no more answers
+    // than its burst and its rate over the run's own length allow.
+    std::smatch ran_out;
+    REQUIRE(std::regex_search(run.err, ran_out,
+                              std::regex("the refusal budget ran out ([0-9]+) times")));
+    CHECK(std::stoull(ran_out[1]) > 0);
     const auto counts = tally(run.out);
     REQUIRE(counts.count("calls") == 1);
     // Every call refused by the filter: none reached the kernel.
@@ -59,6 +68,9 @@ TEST_CASE("G5: a flood of refusals from four processes is answered EPERM and cou
     REQUIRE(result.contains("denials"));
     // Exact, not a lower bound: the bound slows the flood, never drops a count.
     CHECK(keyctlCount(result) == counts.at("eperm"));
+    const uint64_t seconds = result["duration_ms"].get<uint64_t>() / 1000 + 1;
+    CHECK(keyctlCount(result) <=
+          seccomp::kRefusalAnswerBurst + seccomp::kRefusalAnswersPerSecond * seconds);
     checkSupervisorCpu(result);
 }
 
@@ -77,6 +89,9 @@ TEST_CASE("G5: --timeout ends an endless flood of refusals, whose callers wait o
     INFO(result.dump(2));
     CHECK(result["status"] == "timed_out");
     CHECK(result["reason"] == "timeout");
+    // The bound itself: 2 s and the teardown's grace, not stretched by the
+    // callers waiting on the supervisor.
+    CHECK(result["duration_ms"].get<uint64_t>() < 5000);
     REQUIRE(result.contains("denials"));
     CHECK(keyctlCount(result) > 0);
     checkSupervisorCpu(result);

@@ -5,11 +5,13 @@
 // adds its own: the host's end of the pair out of reach, and nothing of the
 // pair (link, nftables table, address slot) left after any ending.
 #include <arpa/inet.h>
+#include <grp.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -688,6 +690,60 @@ TEST_CASE("serve: a state directory others could reach is refused, not used", "[
     // Made private, the same directory is used.
     REQUIRE(::chmod(state.c_str(), 0700) == 0);
     CHECK(runStockade(launch).exitCode == 0);
+}
+
+// A rootless sandbox writes files as its user, so a run given a path that
+// holds the user's state directory (/tmp/stockade-UID, $XDG_RUNTIME_DIR) can
+// leave a lock and a record there naming any pid of that user. stop (and
+// serve, which stops the name first) signals only the process that marked
+// itself the lock's holder (a POSIX lock, reported with its owner's pid).
+TEST_CASE("serve: stop signals only the lock's marked holder, never the pid a planted record names",
+          "[serve]") {
+    if (!modeUsable(Mode::Rootless)) return;
+    ScratchDir runtime(scratchRoot(), "xdg", kNobody, kNobody);
+    const std::string state = runtime.makeDir("stockade", 0700);
+    const std::string name = serviceName();
+    const std::string lock = state + "/" + name + ".lock";
+    // The victim: a process of the same user that is no server.
+    HostProcess victim({"/bin/sleep", "60"}, kNobody, kNobody);
+    // What the planter holds: the name's flock, and even a POSIX lock of its
+    // own, so the name looks live and marked, by another pid than the record's.
+    HostProcess holder({"/usr/bin/python3", "-c",
+                        "import fcntl, sys, time\n"
+                        "f = open(sys.argv[1], 'a')\n"
+                        "fcntl.flock(f, fcntl.LOCK_EX)\n"
+                        "fcntl.lockf(f, fcntl.LOCK_EX, 1)\n"
+                        "time.sleep(60)\n",
+                        lock},
+                       kNobody, kNobody);
+    const std::string held = " " + std::to_string(holder.pid()) + " ";
+    for (int i = 0;
+         i < 250 &&
+         readFileOrEmpty("/proc/locks").find("POSIX  ADVISORY  WRITE" + held) == std::string::npos;
+         ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    REQUIRE(readFileOrEmpty("/proc/locks").find(held) != std::string::npos);
+    json record = {{"schema", "stockade.service/v1"},
+                   {"name", name},
+                   {"port", 1},
+                   {"pid", victim.pid()},
+                   {"sandbox_pid", victim.pid()},
+                   {"started_ms", 0},
+                   {"ready", true},
+                   {"profile", "dev-server"},
+                   {"command", {"sleep"}},
+                   {"log", state + "/" + name + ".log"}};
+    runtime.writeFile("stockade/" + name + ".json", record.dump());
+    Launch launch;
+    launch.mode = Mode::Rootless;
+    launch.args = {"stop", name};
+    launch.environment = {"PATH=/usr/bin:/bin", "XDG_RUNTIME_DIR=" + runtime.path()};
+    const Completed stop = runStockade(launch);
+    INFO(stop.describe());
+    CHECK(stop.exitCode != 0);
+    CHECK(stop.err.find("not the holder of its lock") != std::string::npos);
+    // The host's side: the victim was never signalled.
+    CHECK(victim.alive());
 }
 
 // Issue 15: std::regex recursed per character, so `\s+` over one line of

@@ -40,21 +40,22 @@ struct MountOp {
     std::string target;  // relative to the new root ("usr", "repo/.git")
     std::string staged;  // absolute path while assembling: staging + "/" + target
     std::string data;    // tmpfs options, file content or symlink target
-    std::string anchor;  // ReadOnlyBeneath: relative to the new root ("repo")
+    std::string anchor;  // ReadOnlyBeneath, MaskBeneath: relative to the new root ("repo")
     bool target_is_dir = true;
     bool writable = false;
     bool recursive = true;
     bool optional = false;  // a missing source or target is skipped, not an error
     int prepared_fd = -1;   // AttachPrepared: the detached mount (owned by the parent)
-    // ReadOnlyBeneath and MaskBeneath with verify_identity: the target is
-    // opened as itself (O_NOFOLLOW) and refused (ESTALE) unless it is the
-    // file the parent judged, by device, inode and directory-ness.
-    // BindFromHost of a host path the parent holds open (runtime/host_path.h)
-    // but cannot clone itself (rootless: open_tree(OPEN_TREE_CLONE) needs
-    // CAP_SYS_ADMIN over the mount namespace, and the child cannot clone a
-    // mount of the parent's namespace): the child opens `source` without
-    // following any symlink and refuses it (ESTALE) unless it is the very
-    // file the parent held, by device and inode.
+    // verify_identity, for two kinds:
+    // - ReadOnlyBeneath and MaskBeneath: the target is opened as itself
+    //   (O_NOFOLLOW) and refused (ESTALE) unless it is the file the parent
+    //   judged, by device, inode and directory-ness.
+    // - BindFromHost of a host path the parent holds open (runtime/host_path.h)
+    //   but cannot clone itself (rootless: open_tree(OPEN_TREE_CLONE) needs
+    //   CAP_SYS_ADMIN over the mount namespace, and the child cannot clone a
+    //   mount of the parent's namespace): the child opens `source` without
+    //   following any symlink and refuses it (ESTALE) unless it is the very
+    //   file the parent held, by device and inode.
     bool verify_identity = false;
     unsigned long expect_dev = 0;
     unsigned long expect_ino = 0;

@@ -88,9 +88,10 @@ Status runMapHelper(const char* helper, pid_t pid, const std::vector<std::string
     std::string output;
     char buf[512];
     ssize_t n;
-    while (output.size() < 4096 &&
-           ((n = read(err_r.get(), buf, sizeof(buf))) > 0 || (n < 0 && errno == EINTR)))
-        if (n > 0) output.append(buf, static_cast<size_t>(n));
+    // Read to EOF, keeping the first 4 KiB: a helper that writes more must
+    // not block on a full pipe while it is waited for.
+    while ((n = read(err_r.get(), buf, sizeof(buf))) > 0 || (n < 0 && errno == EINTR))
+        if (n > 0 && output.size() < 4096) output.append(buf, static_cast<size_t>(n));
     int status = 0;
     while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
     }

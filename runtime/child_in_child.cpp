@@ -578,6 +578,27 @@ static_assert(before(S::Stdio, S::CloseOnExec) && before(S::Workdir, S::CloseOnE
               "close-on-exec marked after the last fd the command keeps is placed");
 static_assert(before(S::Dumpable, S::ForkCommand) && before(S::WipeMemory, S::ForkCommand),
               "init non-dumpable and wiped before the command exists (CVE-2019-5736)");
+// mount_namespaces(7): a new mount namespace's mounts are shared with the
+// host's until made private; any mount before that would propagate back.
+static_assert(before(S::PrivateMounts, S::OpenSources) && before(S::PrivateMounts, S::BuildRoot),
+              "mounts made private before the first mount");
+// No process of the sandbox is host root while it builds its root, even for
+// an instant (the ids are set before the first mount of the root).
+static_assert(before(S::SetIds, S::BuildRoot), "the sandbox's ids before its root is built");
+// The user namespace's inotify bounds hold before anything of the command
+// runs (issue 15).
+static_assert(before(S::UserNamespaceLimits, S::ForkCommand),
+              "user-namespace bounds before the command");
+// A session of its own before execve: no controlling terminal of the
+// caller's, so TIOCSTI has no terminal to reach and job control no group
+// (G7); done by the command's own process, the one that execs.
+static_assert(before(S::NewSession, S::Exec) &&
+                  kSteps[indexOf(S::NewSession)].info.process == StepProcess::Command &&
+                  kSteps[indexOf(S::Seccomp)].info.process == StepProcess::Command,
+              "the command's own process takes its session and its filter");
+// The child's timings are kept per stage, below the slots the supervisor
+// keeps for the command's end and the stragglers.
+static_assert(kChildStageCount <= ChildPlan::kCommandEndedSlot, "a time slot per stage");
 // Nothing of the command runs outside the limits or the cgroup namespace.
 static_assert(before(S::JoinCgroups, S::CgroupNamespace) &&
                   before(S::CgroupNamespace, S::ForkCommand),

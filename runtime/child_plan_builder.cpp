@@ -289,14 +289,20 @@ Status addGitProtection(const Policy& policy, const HeldPath& worktree_held, Chi
     return okStatus();
 }
 
+// How many ptys one sandbox may hold (devpts max=): a test suite or a REPL
+// needs a handful.
+constexpr int kPtysPerSandbox = 64;
+
 // A devpts instance of the sandbox's own, as Docker gives each container:
 // ptys for test suites, REPLs and `script`, numbered from 0 and listed in no
 // other instance. Slaves are 0620 and group tty where tty is mapped; else
 // (rootless, one id) the kernel gives each slave its opener's gid, which is
-// the sandbox's own. At most 256 ptys: all instances but the host's share
-// kernel.pty.max minus kernel.pty.reserve (3072 by default).
+// the sandbox's own. At most kPtysPerSandbox ptys: all instances but the
+// host's share kernel.pty.max minus kernel.pty.reserve (3072 by default), so
+// that 48 sandboxes, not 12, would be needed to take them all.
 std::string devptsOptions(const ns::IdMapping& ids) {
-    std::string options = "newinstance,ptmxmode=0666,mode=0620,max=256";
+    std::string options =
+        "newinstance,ptmxmode=0666,mode=0620,max=" + std::to_string(kPtysPerSandbox);
     if (ns::mapsInsideGid(ids, kTtyGid)) options += ",gid=" + std::to_string(kTtyGid);
     return options;
 }

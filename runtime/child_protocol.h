@@ -9,11 +9,11 @@
 
 namespace stockade {
 
-// Each step of the child's setup. The order they run in is the table in
-// runtime/child_setup.h (kSetupSteps), which lists them in this order; a
-// test holds the two together. A failure names its step and, where the step
-// knows it, the call; the supervisor turns it into
-// "stockade: <step>: <call>: ENAME".
+// Each step of the child's setup. The order they run in is the table kSteps
+// in runtime/child_in_child.cpp (read through runtime/child_setup.h), which
+// lists them in this order; a static_assert holds the two together. A failure names its step and,
+// where the step knows it, the call; the supervisor turns it into "stockade: <step>: <call>:
+// ENAME".
 enum class ChildStage : uint32_t {
     // init (PID 1), from the clone to the command's start
     StartNetworkHelper,

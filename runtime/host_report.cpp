@@ -271,6 +271,16 @@ HostReport reportFromFacts(const HostFacts& f, const HostCheckRequest& request) 
         }
         if (!report.blockers.empty()) break;
     }
+    // A step of the setup table that failed blocks a run too, whether or not
+    // a verdict above maps it: run executes the same steps and would stop
+    // there.
+    for (const auto& [step, err] : report.setup_steps) {
+        if (err == 0) continue;
+        const std::string blocker =
+            "setup step \"" + step + "\" failed (" + errnoName(err) + "): a run stops there";
+        if (report.blockers.empty()) report.blockers.push_back(blocker);
+        break;
+    }
     report.can_run = report.blockers.empty();
     return report;
 }

@@ -144,6 +144,12 @@ Verdict notReached(const HostFacts& f) {
         if (err != 0)
             return unavailable(prefix + sandboxStepName(step) + " failed (" + errnoName(err) + ")",
                                std::string("see ") + entryOfStep(step));
+    // A step of the table that no verdict maps: named as the table names it.
+    for (const auto& [step, err] : f.setup_steps)
+        if (err != 0)
+            return unavailable(
+                prefix + "setup step \"" + step + "\" failed (" + errnoName(err) + ")",
+                "see the check's setup_steps");
     return unavailable(
         prefix + "the probe child " + (f.sandbox_death.empty() ? "stopped" : f.sandbox_death),
         "run `stockade check` again; report it if it persists");

@@ -1,4 +1,5 @@
 #include "runtime/identity.h"
+#include "runtime/small_file.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -148,7 +149,8 @@ std::optional<SubordinateRange> subordinateRangeFor(std::string_view text, std::
         size_t second = first == std::string_view::npos ? first : line.find(':', first + 1);
         if (second == std::string_view::npos) continue;
         std::string_view who = line.substr(0, first);
-        if (who != name && who != number) continue;
+        // A line with no name matches nobody, a caller without one included.
+        if ((name.empty() || who != name) && who != number) continue;
         uint32_t start = 0, count = 0;
         std::string_view start_text = line.substr(first + 1, second - first - 1);
         std::string_view count_text = line.substr(second + 1);
@@ -197,26 +199,20 @@ Result<ns::IdMapping> subordinateMapping(uid_t inside_uid, uid_t host_uid, gid_t
 
 namespace {
 
-// What /etc/subuid (or subgid) grants the caller; an error naming the file
-// when it grants nothing or cannot be read.
-// A small file's text, at most 1 MiB of it; empty when it cannot be read.
-std::string readSmallText(const char* file) {
-    std::string text;
-    UniqueFd fd(open(file, O_RDONLY | O_CLOEXEC));
-    if (!fd) return text;
-    char buf[4096];
-    ssize_t n;
-    while (text.size() < (1u << 20) &&
-           ((n = read(fd.get(), buf, sizeof(buf))) > 0 || (n < 0 && errno == EINTR)))
-        if (n > 0) text.append(buf, static_cast<size_t>(n));
-    return text;
+// A small system file's text (at most 1 MiB), or the error that kept it.
+Result<std::string> readSystemText(const char* file) {
+    auto read = readSmallFile(AT_FDCWD, file, file, size_t{1} << 20);
+    if (!read) return read.error();
+    return std::move(read->content);
 }
 
 // The name /etc/passwd gives `uid`, or "" (the binary is static: glibc's
 // getpwuid would need NSS modules at run time, so users that only a
 // directory service knows are matched in the grant files by number).
 std::string localUserName(uid_t uid) {
-    const std::string text = readSmallText("/etc/passwd");
+    auto passwd = readSystemText("/etc/passwd");
+    if (!passwd) return "";
+    const std::string& text = *passwd;
     const std::string id = std::to_string(uid);
     size_t at = 0;
     while (at < text.size()) {
@@ -233,11 +229,12 @@ std::string localUserName(uid_t uid) {
     return "";
 }
 
+// What /etc/subuid (or subgid) grants the caller; an error naming the file
+// when it grants nothing or cannot be read.
 Result<SubordinateRange> callerGrant(const char* file, const std::string& name, uint32_t id) {
-    if (access(file, R_OK) < 0)
-        return Error::fromErrno(std::string("--map-subids: open(\"") + file + "\")");
-    const std::string text = readSmallText(file);
-    auto range = subordinateRangeFor(text, name, id);
+    auto text = readSystemText(file);
+    if (!text) return Error::message("--map-subids: " + text.error().describe());
+    auto range = subordinateRangeFor(*text, name, id);
     if (!range)
         return Error::message(
             "--map-subids: " + std::string(file) + " grants " +
@@ -256,12 +253,11 @@ Result<ns::IdMapping> rootlessSubordinateIds(uid_t inside_uid, gid_t inside_gid)
                                   " is not installed (Debian: apt-get install uidmap)");
     const uid_t uid = geteuid();
     const gid_t gid = getegid();
-    const std::string user = localUserName(uid);
     // newgidmap, too, looks the user's name (not a group's) up in /etc/subgid.
-    const std::string& group = user;
+    const std::string user = localUserName(uid);
     auto uids = callerGrant("/etc/subuid", user, uid);
     if (!uids) return uids.error();
-    auto gids = callerGrant("/etc/subgid", group, uid);
+    auto gids = callerGrant("/etc/subgid", user, uid);
     if (!gids) return gids.error();
     return subordinateMapping(inside_uid, uid, inside_gid, gid, *uids, *gids);
 }

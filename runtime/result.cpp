@@ -43,7 +43,10 @@ json enforcedJson(const std::map<std::string, std::string>& enforced) {
 // RLIMIT_FSIZE's (a write past the file size bound), SIGXCPU and the SIGKILL
 // that follows it are RLIMIT_CPU's. Null for any other ending. `reason`
 // stays what it was ("signal", "cpu_time"); this names the bound and its
-// value, so that a test runner can tell a bound from a crash.
+// value, so that a test runner can tell a bound from a crash. cpu_time is
+// classify()'s verdict from the CPU the kernel accounted, so a command that
+// raises SIGXCPU itself is not named; SIGXFSZ is named by its signal alone,
+// and one raised by the command itself reads the same.
 json boundJson(const Policy& policy, const SandboxOutcome& o, const SandboxResult& r) {
     if (o.ending != Ending::Signaled) return nullptr;
     if (o.signal == SIGXFSZ && policy.limits.file_size_bytes)
@@ -51,10 +54,10 @@ json boundJson(const Policy& policy, const SandboxOutcome& o, const SandboxResul
                 {"rlimit", "RLIMIT_FSIZE"},
                 {"value", *policy.limits.file_size_bytes},
                 {"unit", "bytes"}};
-    if (r.reason == "cpu_time" && policy.limits.cpu_time_ms)
+    if (r.reason == "cpu_time" && o.cpu_limit_ms != 0)
         return {{"limit", "cpu_time"},
                 {"rlimit", "RLIMIT_CPU"},
-                {"value", (*policy.limits.cpu_time_ms + 999) / 1000},
+                {"value", o.cpu_limit_ms / 1000},
                 {"unit", "seconds"}};
     return nullptr;
 }
@@ -70,11 +73,11 @@ SandboxResult classify(const SandboxOutcome& o) {
         if (o.oom_killed) return {"blocked", "memory_limit", o.exit_code};
         if (o.pids_limit_hit) return {"blocked", "pids_limit", o.exit_code};
         // RLIMIT_CPU: SIGXCPU at the soft limit, SIGKILL from the kernel a
-        // second later for a command that ignores it; the CPU time used
-        // tells the second case from any other SIGKILL.
-        if (o.ending == Ending::Signaled &&
-            (o.signal == SIGXCPU ||
-             (o.signal == SIGKILL && o.cpu_limit_ms && o.cpu_ms >= o.cpu_limit_ms)))
+        // second later for a command that ignores it. The CPU time used tells
+        // either from the same signal sent by the command itself (`kill -XCPU
+        // $$`), with a tenth of a second for the accounting's granularity.
+        if (o.ending == Ending::Signaled && (o.signal == SIGXCPU || o.signal == SIGKILL) &&
+            o.cpu_limit_ms != 0 && o.cpu_ms + 100 >= o.cpu_limit_ms)
             return {"blocked", "cpu_time", o.exit_code};
     }
     switch (o.ending) {

@@ -649,6 +649,9 @@ SandboxOutcome runSandbox(const Policy& policy, ServiceHooks* hooks, const Ident
         idmapped.tree.reset();
         streams->out_write.reset();
         streams->err_write.reset();
+        // The held host paths cloned for the child: its copies now. (bench
+        // keeps its plan's, for every run of the same plan.)
+        plan->prepared.clear();
     };
     LaunchedSandbox launched;
     SandboxOutcome failed;

@@ -76,9 +76,33 @@ void childSetupFailure(const ChildMessage& msg, const ChildPlan& plan, SandboxOu
     if (!call.empty()) out.error_message += ": " + call;
 }
 
+namespace {
+
+// "CLONE_NEWUSER|CLONE_NEWNS|...": the namespace flags a clone3 asked for.
+std::string cloneFlagNames(uint64_t flags) {
+    static constexpr std::pair<uint64_t, const char*> kNames[] = {
+        {CLONE_NEWUSER, "CLONE_NEWUSER"},        {CLONE_NEWNS, "CLONE_NEWNS"},
+        {CLONE_NEWPID, "CLONE_NEWPID"},          {CLONE_NEWNET, "CLONE_NEWNET"},
+        {CLONE_NEWIPC, "CLONE_NEWIPC"},          {CLONE_NEWUTS, "CLONE_NEWUTS"},
+        {CLONE_INTO_CGROUP, "CLONE_INTO_CGROUP"}};
+    std::string names;
+    for (const auto& [flag, name] : kNames)
+        if (flags & flag) names += (names.empty() ? "" : "|") + std::string(name);
+    return names.empty() ? "no new namespaces" : names;
+}
+
+}  // namespace
+
 bool launchSandbox(ChildPlan& plan, const LaunchSpec& spec, LaunchedSandbox& out,
                    SandboxOutcome& failed) {
     const bool user_ns = spec.namespaces & CLONE_NEWUSER;
+    // Without a user namespace there is no "go" and no "placed": hooks and
+    // cgroups would be skipped, and the sandbox run without them.
+    if (!user_ns && (spec.hooks || spec.cgroups)) {
+        failed = setupFailure("launch the sandbox",
+                              Error::message("a service's hooks or cgroups need a user namespace"));
+        return false;
+    }
     plan.sync_fd = plan.listener_socket_fd = plan.socket_factory_fd = plan.netns_fd_slot = -1;
     UniqueFd sync_child;
     if (user_ns && !socketPair(out.sync, sync_child)) {
@@ -142,13 +166,11 @@ bool launchSandbox(ChildPlan& plan, const LaunchSpec& spec, LaunchedSandbox& out
     listener_child.reset();
     factory_child.reset();
     netns_slot.reset();
-    plan.prepared.clear();  // the held host paths cloned for the child: its copies now
     if (spec.after_clone) spec.after_clone();
     if (pid < 0) {
-        failed = setupFailure("create the namespaces",
-                              Error::fromErrno("clone3(CLONE_NEWUSER|CLONE_NEWNS|CLONE_NEWPID|"
-                                               "CLONE_NEWNET|CLONE_NEWIPC|CLONE_NEWUTS)",
-                                               clone_errno));
+        failed = setupFailure(
+            "create the namespaces",
+            Error::fromErrno("clone3(" + cloneFlagNames(args.flags) + ")", clone_errno));
         return false;
     }
     out.pid = static_cast<pid_t>(pid);
@@ -157,6 +179,7 @@ bool launchSandbox(ChildPlan& plan, const LaunchSpec& spec, LaunchedSandbox& out
         syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, nullptr, 0);
         siginfo_t info;
         syscall(SYS_waitid, P_PIDFD, pidfd, &info, WEXITED, nullptr);
+        out.pid = 0;  // reaped: the number may be another process's now
         // The child may have failed first, and the parent's error be only
         // its reaction (EPIPE or ECONNRESET on the socket the child closed):
         // the child's own first failure is the cause to report.

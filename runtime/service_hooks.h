@@ -37,9 +37,9 @@ class InsideSockets {
 class ServiceHooks {
   public:
     virtual ~ServiceHooks() = default;
-    // The namespaces exist and init waits for its go: nothing of the sandbox
-    // runs yet. The veth backend connects the network namespace here, so the
-    // command starts with its network as it will stay. An error ends the run
+    // The namespaces exist, the id maps are written and init has its go, but
+    // waits for "placed" before anything of the command runs. The veth backend connects the network
+    // namespace here, so the command starts with its network as it will stay. An error ends the run
     // before anything runs (SetupFailed).
     virtual Status beforeStart(pid_t sandbox_pid) {
         (void)sandbox_pid;

@@ -243,8 +243,13 @@ SeccompPolicy defaultPolicy() {
     // ignore the upper half or TIOCSTI | (1 << 32) slips through
     // (CVE-2019-10063). TIOCSTI pushes input into a terminal outside the
     // sandbox (CVE-2017-5226); TIOCLINUX can do the same on a console.
+    // TIOCSETD attaches a line discipline, which the kernel may load as a
+    // module (dev.tty.ldisc_autoload): n_hdlc's CVE-2017-2636 and others were
+    // reached this way, and since every sandbox has ptys of its own (devpts)
+    // no build or test needs it.
     policy.rules.push_back(rule({"ioctl"}, Action::Allow));
-    for (std::uint64_t command : {std::uint64_t{TIOCSTI}, std::uint64_t{TIOCLINUX}}) {
+    for (std::uint64_t command :
+         {std::uint64_t{TIOCSTI}, std::uint64_t{TIOCLINUX}, std::uint64_t{TIOCSETD}}) {
         policy.rules.push_back(
             rule({"ioctl"}, Action::Errno, EPERM,
                  {ArgCondition{1, CompareOp::MaskedEqual, 0xffffffffULL, command}}));

@@ -2,13 +2,18 @@
 // ids the map holds, and rootless --map-subids maps the caller's subordinate
 // ids (newuidmap), so another id is refused with EPERM as on a host.
 #include <fcntl.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 
 #include "harness.h"
 
@@ -65,51 +70,39 @@ size_t mapExtents(const std::string& escaped) {
     return n;
 }
 
-// One line added to /etc/subuid and /etc/subgid for uid 65534, removed (that
-// line only, the files otherwise as they are) when the test ends. newuidmap
-// reads those two files and no others, so a test of it must write there.
-class SubordinateGrant {
+// newuidmap and newgidmap read /etc/subuid and /etc/subgid and nothing else.
+// The test gives them files of its own and never writes the host's: this test
+// process (ctest runs one case per process) moves into a mount namespace of its
+// own, private, and binds two scratch files over the pair. stockade and the
+// helpers it starts inherit the namespace; a killed test leaves nothing.
+class PrivateSubids {
   public:
-    explicit SubordinateGrant(unsigned long base)
-        : line_(std::to_string(kNobody) + ":" + std::to_string(base) + ":65536") {
-        for (const char* file : kFiles) append(file);
+    PrivateSubids() : scratch_(scratchRoot(), "subids", 0, 0) {
+        if (::unshare(CLONE_NEWNS) < 0)
+            throw std::runtime_error("unshare(CLONE_NEWNS): " + std::string(std::strerror(errno)));
+        if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) < 0)
+            throw std::runtime_error("make / private: " + std::string(std::strerror(errno)));
+        for (const char* file : kFiles) {
+            const std::string own = scratch_.writeFile(std::string(file).substr(5), "");
+            if (::mount(own.c_str(), file, nullptr, MS_BIND, nullptr) < 0)
+                throw std::runtime_error("bind over " + std::string(file) + ": " +
+                                         std::strerror(errno));
+        }
     }
-    ~SubordinateGrant() {
-        for (const char* file : kFiles) remove(file);
+    // What both files say from now on: one grant to uid 65534, or none.
+    void grant(const std::string& line) const {
+        for (const char* file : kFiles) std::ofstream(file, std::ios::trunc) << line;
     }
-    SubordinateGrant(const SubordinateGrant&) = delete;
-    SubordinateGrant& operator=(const SubordinateGrant&) = delete;
 
   private:
     static constexpr const char* kFiles[] = {"/etc/subuid", "/etc/subgid"};
-    void append(const char* file) const {
-        const std::string before = readFileOrEmpty(file);
-        std::ofstream out(file, std::ios::app);
-        if (!before.empty() && before.back() != '\n') out << '\n';
-        out << line_ << '\n';
-    }
-    void remove(const char* file) const {
-        std::istringstream in(readFileOrEmpty(file));
-        std::string kept;
-        bool removed = false;
-        for (std::string line; std::getline(in, line);) {
-            if (!removed && line == line_) {
-                removed = true;
-                continue;
-            }
-            kept += line + "\n";
-        }
-        std::ofstream out(file, std::ios::trunc);
-        out << kept;
-    }
-    std::string line_;
+    ScratchDir scratch_;
 };
 
-bool grantsNobody(const char* file) {
-    std::istringstream in(readFileOrEmpty(file));
-    for (std::string line; std::getline(in, line);)
-        if (line.rfind("nobody:", 0) == 0 || line.rfind("65534:", 0) == 0) return true;
-    return false;
+// One namespace per process, made on first use.
+const PrivateSubids& privateSubids() {
+    static const PrivateSubids files;
+    return files;
 }
 
 }  // namespace
@@ -156,12 +149,10 @@ TEST_CASE("G3: rootless --map-subids maps the caller's subordinate ids, so other
         WARN("SKIP: newuidmap/newgidmap missing (package uidmap)");
         return;
     }
-    if (grantsNobody("/etc/subuid") || grantsNobody("/etc/subgid")) {
-        WARN("SKIP: this host already grants 65534 subordinate ids; the test adds its own");
-        return;
-    }
+    const PrivateSubids& subids = privateSubids();
 
     SECTION("with no grant: refused, exit 125, naming /etc/subuid") {
+        subids.grant("");
         Sandbox sandbox(mode);
         sandbox.option("--map-subids");
         const Completed done = sandbox.run(probeCommand({"ids"}));
@@ -177,12 +168,10 @@ TEST_CASE("G3: rootless --map-subids maps the caller's subordinate ids, so other
     }
 
     SECTION("with a grant: a block of 65536 around the caller's own id") {
-        // A base of the test's own, per process, clear of the root-mode
-        // lease range (0x78000000 upward) and of the usual 100000-upward
-        // grants.
-        const unsigned long base =
-            0x74000000ul + (static_cast<unsigned long>(::getpid()) % 512) * 65536;
-        SubordinateGrant grant(base);
+        // A base clear of the root-mode lease range (0x78000000 upward); the
+        // files are this test's own, so no other grant can overlap it.
+        const unsigned long base = 0x74000000ul;
+        subids.grant(std::to_string(kNobody) + ":" + std::to_string(base) + ":65536\n");
         Sandbox sandbox(mode);
         sandbox.option("--map-subids");
         const std::vector<std::vector<std::string>> attempts = {

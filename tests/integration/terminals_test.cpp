@@ -113,7 +113,7 @@ TEST_CASE("G2: /dev/ptmx opens a pty of the sandbox's own devpts instance, and i
     CHECK(line.find("noexec") != std::string::npos);
     CHECK(line.find("mode=620") != std::string::npos);
     CHECK(line.find("ptmxmode=666") != std::string::npos);
-    CHECK(line.find("max=256") != std::string::npos);
+    CHECK(line.find("max=64") != std::string::npos);
     // The kernel shows gid= as the host's id (from_kgid in the initial
     // namespace): inside gid 5 of the block whose 65534 is the run's host gid.
     if (mode == Mode::Root) {
@@ -168,6 +168,19 @@ TEST_CASE("G2: script -qc runs its command on a pty inside the sandbox", "[G2][d
     CHECK(done.out.find("on-a-pty-42") != std::string::npos);
 }
 
+// All devpts instances but the host's share one count (kernel.pty.max less
+// kernel.pty.reserve): one sandbox may take only its own instance's max.
+TEST_CASE("G2: one sandbox holds at most 64 ptys", "[G2][dev][pty][host]") {
+    STOCKADE_EACH_MODE(mode);
+    Sandbox sandbox(mode);
+    const ProbeRun fill = sandbox.probe({"pty-fill"});
+    INFO(fill.describe());
+    REQUIRE(fill.exitCode() == 0);
+    REQUIRE(fill.result() == "ok");
+    CHECK(fill.report.get("opened") == "64");
+    CHECK(fill.report.get("errno") == "ENOSPC");
+}
+
 TEST_CASE("G5: TIOCSTI and TIOCLINUX are refused on a pty the sandbox made", "[G5][seccomp][pty]") {
     STOCKADE_EACH_MODE(mode);
     Sandbox sandbox(mode);
@@ -179,6 +192,7 @@ TEST_CASE("G5: TIOCSTI and TIOCLINUX are refused on a pty the sandbox made", "[G
     CHECK(run.report.get("tiocsti_master") == "EPERM");
     CHECK(run.report.get("tiocsti_high_slave") == "EPERM");
     CHECK(run.report.get("tioclinux_slave") == "EPERM");
+    CHECK(run.report.get("tiocsetd_slave") == "EPERM");
     // Other ioctls on the same terminal reach the kernel.
     CHECK(run.report.get("tiocgwinsz_slave") == "ok");
 }

@@ -88,6 +88,7 @@ const std::map<std::string, ActionSpec>& actions() {
         {"pty-controlling", {0, "", ptyControlling}},
         {"pty-inject", {0, "", ptyInject}},
         {"pty-hold", {2, "TOKEN SECONDS", ptyHold}},
+        {"pty-fill", {0, "", ptyFill}},
         {"hostname", {0, "", hostname}},
         {"sethostname-same", {0, "", sethostnameSame}},
         {"exit", {1, "CODE", exitWith}},

@@ -35,6 +35,9 @@ CASES = [
      ["dd", "if=/dev/zero", "of=/tmp/big", "bs=64k", "count=64"], "failed", "signal", 128 + 25),
     ("cpu_time", ["--cpu-time", "1"], ["sh", "-c", "while :; do :; done"],
      "blocked", "cpu_time", 128 + 24),
+    # The same signal raised by the command itself is no bound's: not named.
+    ("self_sigxcpu", ["--cpu-time", "5"], ["sh", "-c", "kill -XCPU $$"],
+     "failed", "signal", 128 + 24),
     # A worktree whose .git file names a gitdir that is not honoured: "git".
     ("git_refused", ["--worktree", "{wt}"], ["true"], "passed", None, 0),
     # A worktree with a hidden, a read-only and a created name: "worktree_masks".

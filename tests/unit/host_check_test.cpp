@@ -172,6 +172,22 @@ void cloneFails(HostFacts& f, int err) {
 
 // ------------------------------------------------------------------ pure
 
+// A step of the setup table that fails after every step a verdict maps
+// (Landlock's restriction, seccomp, init's last steps) would leave every
+// verdict ok while run stops there: it blocks the run by its own name.
+TEST_CASE("a failed setup step that no verdict maps still blocks the run", "[host_check]") {
+    HostFacts f = healthyFacts(1000);
+    f.setup_steps = {{"mark every fd above 2 close-on-exec", 0},
+                     {"install the seccomp filter", EACCES}};
+    const HostReport r = reportFromFacts(f, {});
+    CHECK_FALSE(r.can_run);
+    REQUIRE(r.blockers.size() == 1);
+    CHECK(contains(r.blockers[0], "install the seccomp filter"));
+    CHECK(contains(r.blockers[0], "EACCES"));
+    f.setup_steps.back().second = 0;
+    CHECK(reportFromFacts(f, {}).can_run);
+}
+
 TEST_CASE("a healthy host: every guarantee ok, the profile can run", "[host_check]") {
     HostReport r = reportFromFacts(healthyFacts(1000), {});
     for (const CheckEntry& e : r.entries) {

@@ -127,6 +127,11 @@ TEST_CASE("a range of a block or more leases whole blocks, aligned on its base",
     }
     // The 5 ids left over make no block: the range is full.
     CHECK_FALSE(IdLease::acquire(range, dir.path()).ok());
+    // Moved by assignment, a lease keeps its whole width (it once lost it).
+    IdLease moved;
+    moved = std::move(held.back());
+    CHECK(moved.id() == 3000000000u + 2 * kIdBlock);
+    CHECK(moved.width() == kIdBlock);
 }
 
 TEST_CASE("subuid lines grant by name or by number, the largest range wins", "[identity][subids]") {

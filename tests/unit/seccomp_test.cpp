@@ -311,7 +311,8 @@ TEST_CASE("the default policy looks at ioctl, socket, personality and clone argu
           "[seccomp]") {
     const CompiledFilter filter = mustCompile(defaultPolicy());
     const int ioctl_nr = nr("ioctl");
-    for (std::uint64_t command : {std::uint64_t{TIOCSTI}, std::uint64_t{TIOCLINUX}}) {
+    for (std::uint64_t command :
+         {std::uint64_t{TIOCSTI}, std::uint64_t{TIOCLINUX}, std::uint64_t{TIOCSETD}}) {
         INFO("command " << command);
         CHECK(answer(filter, ioctl_nr, {0, command}) == errnoAnswer(EPERM));
         CHECK(answer(filter, ioctl_nr, {0, command | kHigh}) == errnoAnswer(EPERM));
@@ -698,6 +699,7 @@ TEST_CASE("installed in a child, the default filter refuses and allows as promis
         expect(EPERM, syscall(SYS_ioctl, 0, TIOCSTI | kHigh, &c));
         expect(EPERM, syscall(SYS_ioctl, 0, TIOCSTI, &c));
         expect(EPERM, syscall(SYS_ioctl, 0, TIOCLINUX | kHigh, &c));
+        expect(EPERM, syscall(SYS_ioctl, 0, TIOCSETD, &c));
         expect(EPERM, syscall(SYS_personality, 0xffffL));
         // Allowed: these reach the kernel.
         expect(0, syscall(SYS_socket, AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
@@ -710,7 +712,7 @@ TEST_CASE("installed in a child, the default filter refuses and allows as promis
     });
     REQUIRE(out.exited);
     CHECK(out.exit_code == 0);
-    checkAnswers(out, 24);
+    checkAnswers(out, 25);
 }
 
 TEST_CASE("installed in a child, no call makes a setuid or setgid file", "[seccomp][kernel][G3]") {

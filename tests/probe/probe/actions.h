@@ -67,6 +67,7 @@ int ptyOpen(const Args& a);
 int ptyControlling(const Args& a);
 int ptyInject(const Args& a);
 int ptyHold(const Args& a);
+int ptyFill(const Args& a);
 
 // privileges.cpp
 int ids(const Args& a);

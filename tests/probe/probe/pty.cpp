@@ -144,7 +144,7 @@ int ptyControlling(const Args&) {
         if (::ioctl(slave, TIOCSCTTY, 0) < 0) answers[1] = errno;
         const int tty = ::open("/dev/tty", O_RDWR | O_CLOEXEC);
         if (tty < 0) answers[2] = errno;
-        if (tty >= 0 && ::tcgetpgrp(tty) != ::getpid()) answers[3] = tty < 0 ? EBADF : ENOTTY;
+        if (tty >= 0 && ::tcgetpgrp(tty) != ::getpid()) answers[3] = ENOTTY;
         if (tty >= 0) (void)!::write(tty, "via-dev-tty\n", 12);
         (void)!::write(report[1], answers, sizeof answers);
         ::_exit(0);
@@ -193,7 +193,8 @@ int ptyControlling(const Args&) {
     return 0;
 }
 
-// TIOCSTI (push input into a terminal) and TIOCLINUX on a pty the probe made:
+// TIOCSTI (push input into a terminal), TIOCLINUX and TIOCSETD (attach a
+// line discipline) on a pty the probe made:
 // the seccomp filter refuses them on every fd, whatever the terminal. A
 // harmless ioctl on the same fds shows that ioctls as such reach the kernel.
 int ptyInject(const Args&) {
@@ -208,6 +209,8 @@ int ptyInject(const Args&) {
     emit("tiocsti_high_slave", answer(::syscall(SYS_ioctl, slave, (1UL << 32) | TIOCSTI, &c)));
     char subcode = 12;  // TIOCL_GETSHIFTSTATE: reads, changes nothing
     emit("tioclinux_slave", answer(::ioctl(slave, TIOCLINUX, &subcode)));
+    int ldisc = N_TTY;  // the discipline it already has: changes nothing
+    emit("tiocsetd_slave", answer(::ioctl(slave, TIOCSETD, &ldisc)));
     winsize ws{};
     emit("tiocgwinsz_slave", answer(::ioctl(slave, TIOCGWINSZ, &ws)));
     ::close(slave);
@@ -234,6 +237,23 @@ int ptyHold(const Args& a) {
     emitPtsListing();
     emit("ready", a[0]);
     sleepSeconds(std::atoi(a[1].c_str()));
+    return 0;
+}
+
+// Opens /dev/ptmx until the kernel refuses: how many ptys one sandbox can
+// take from the pool all instances but the host's share. Held until exit.
+int ptyFill(const Args&) {
+    int opened = 0;
+    int err = 0;
+    for (; opened < 100000; ++opened) {
+        if (::open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC) < 0) {
+            err = errno;
+            break;
+        }
+    }
+    emit("result", "ok");
+    emit("opened", std::to_string(opened));
+    emit("errno", err == 0 ? std::string("none") : errName(err));
     return 0;
 }
 

@@ -45,8 +45,8 @@ struct WorktreeMaskRules {
     std::vector<std::string> read_only;
     std::vector<std::string> show;      // exempt from `hide`
     std::vector<std::string> writable;  // exempt from `read_only`
-    uint32_t max_depth = 24;            // directories below this depth are not walked
-    uint64_t max_entries = 200000;      // directory entries examined, at most
+    uint32_t max_depth = 64;            // a tree deeper than this is refused
+    uint64_t max_entries = 1000000;     // a tree with more entries is refused
 };
 
 struct FilesystemView {

@@ -140,8 +140,11 @@ void parseWorktreeMasks(const json& wt, const std::string& path, WorktreeMaskRul
         if (depth > 256) fail(path + "/max_depth", "at most 256");
         out.max_depth = static_cast<uint32_t>(depth);
     }
-    if (wt.contains("max_entries"))
+    if (wt.contains("max_entries")) {
         out.max_entries = countAt(wt["max_entries"], path + "/max_entries");
+        // The walk runs in the supervisor, outside the sandbox's bounds.
+        if (out.max_entries > 10000000) fail(path + "/max_entries", "at most 10000000");
+    }
 }
 
 void parseFilesystem(const json& fs, const std::string& path, Profile& out) {
@@ -354,6 +357,10 @@ Result<Profile> parseProfile(const std::string& name, const std::string& json_te
             dash == std::string::npos ? "" : " (" + what.substr(dash + 3) + ")";
         return Error::message("profile " + name + ": not valid JSON at line " +
                               std::to_string(line) + ", column " + std::to_string(column) + cause);
+    } catch (const json::exception& e) {
+        // The parser reports a number too large for a double ("1e400") as
+        // out_of_range, not parse_error, and with no position.
+        return Error::message("profile " + name + ": not valid JSON (" + e.what() + ")");
     }
     try {
         return parseDocument(name, doc);

@@ -9,13 +9,18 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <climits>
 #include <cstdio>
 #include <deque>
+#include <optional>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "base/unique_fd.h"
 #include "namespaces/mount_plan.h"
+#include "namespaces/syscalls.h"
 #include "runtime/child_plan.h"
 #include "runtime/text_safety.h"
 
@@ -127,7 +132,10 @@ Glob compileGlob(const std::string& text) {
     if (g.literal) return g;
     g.prefix = text.substr(0, first);
     size_t star = text.rfind('*');
-    if (star != std::string::npos && star + 1 < text.size() && star > 0 && text[star - 1] != '\\' &&
+    // A bracket expression may hold the '*' (or the suffix's characters):
+    // no suffix is taken from a glob with one, fnmatch alone decides.
+    if (text.find('[') == std::string::npos && star != std::string::npos &&
+        star + 1 < text.size() && star > 0 && text[star - 1] != '\\' &&
         std::none_of(text.begin() + static_cast<long>(star) + 1, text.end(), isGlobMeta))
         g.suffix = text.substr(star + 1);
     return g;
@@ -258,20 +266,45 @@ std::vector<std::string> componentsOf(const std::string& relative) {
     return out;
 }
 
-UniqueFd openDirBeneath(int root_fd, const std::string& relative) {
+UniqueFd openBeneathWorktree(int root_fd, const std::string& relative, int flags,
+                             uint64_t resolve) {
     open_how how{};
-    how.flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
-    how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
-    long fd =
-        syscall(SYS_openat2, root_fd, relative.empty() ? "." : relative.c_str(), &how, sizeof(how));
-    return UniqueFd(fd < 0 ? -1 : static_cast<int>(fd));
+    how.flags = static_cast<uint64_t>(flags) | O_CLOEXEC;
+    how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS | resolve;
+    return UniqueFd(ns::sysOpenat2(root_fd, relative.empty() ? "." : relative.c_str(), &how));
+}
+
+UniqueFd openDirBeneath(int root_fd, const std::string& relative) {
+    return openBeneathWorktree(root_fd, relative, O_RDONLY | O_DIRECTORY | O_NOFOLLOW,
+                               RESOLVE_NO_SYMLINKS);
+}
+
+// "a/b/../c" -> "a/c"; nullopt when it climbs above the worktree.
+std::optional<std::string> lexicallyBeneath(const std::string& path) {
+    std::vector<std::string> parts;
+    for (const std::string& c : componentsOf(path)) {
+        if (c.empty() || c == ".") continue;
+        if (c == "..") {
+            if (parts.empty()) return std::nullopt;
+            parts.pop_back();
+        } else {
+            parts.push_back(c);
+        }
+    }
+    std::string out;
+    for (const std::string& c : parts) out += (out.empty() ? "" : "/") + c;
+    return out;
 }
 
 struct PendingDir {
     std::string relative;
-    uint32_t depth;      // of the directory's own entries: 1 for the top
-    bool inside_dotgit;  // a .git directory: its entries are examined, not walked
+    uint32_t depth;  // of the directory's own entries: 1 for the top
 };
+
+// What the directories waiting to be listed may hold of the supervisor's
+// memory (their paths): a tree made to be wide and deep is refused, not
+// walked into the supervisor's exhaustion.
+constexpr size_t kMaxPendingBytes = size_t{64} << 20;
 
 }  // namespace
 
@@ -287,7 +320,8 @@ Status checkMaskRules(const WorktreeMaskRules& rules, const std::string& workdir
         return Error::message("the worktree walk's bounds must be positive");
     if (!workdir.starts_with(kRepoPrefix)) return okStatus();
     PatternSet hide(rules.hide), show(rules.show);
-    std::vector<std::string> components = componentsOf(workdir.substr(6));
+    std::vector<std::string> components =
+        componentsOf(workdir.substr(std::string_view(kRepoPrefix).size()));
     std::vector<std::string> above;
     for (const std::string& name : components) {
         if (const std::string* p = hide.match(above, name); p && !show.match(above, name))
@@ -306,75 +340,157 @@ Result<WorktreeScan> scanWorktree(int worktree_fd, const WorktreeMaskRules& rule
     WorktreeScan scan;
     UniqueFd root = openDirBeneath(worktree_fd, "");
     if (!root) return Error::fromErrno("open the worktree for its walk");
-    std::deque<PendingDir> pending{{"", 1, false}};
+    std::deque<PendingDir> pending{{"", 1}};
+    size_t pending_bytes = 0;
     std::vector<char> buffer(1 << 16);
+    // A cut ends the walk: what lies beyond it was not examined, and the
+    // caller refuses to run on a partial cover (addWorktreeMasks).
+    auto cut = [&](const char* bound) {
+        if (scan.truncated_by.empty()) scan.truncated_by = bound;
+    };
+    auto add = [&](std::vector<MaskedName>& list, MaskedName name) -> Status {
+        list.push_back(std::move(name));
+        if (scan.hidden.size() + scan.read_only.size() > kMaxMaskedNames)
+            return Error::message("the worktree holds more than " +
+                                  std::to_string(kMaxMaskedNames) +
+                                  " names to hide or keep read-only (the latest: " +
+                                  escapeForTerminal(list.back().relative) +
+                                  "); refusing rather than leave some uncovered");
+        return okStatus();
+    };
+    std::unordered_set<std::string> kept_names;
+    // A read-only name, and where it is a link, what it leads to in the
+    // worktree: writes follow a link, so its target is kept read-only too.
+    auto keepReadOnly = [&](const std::string& relative, const struct stat& st) -> Status {
+        if (!kept_names.insert(relative).second) return okStatus();
+        if (Status s = add(scan.read_only, {relative, S_ISDIR(st.st_mode), st.st_dev, st.st_ino});
+            !s)
+            return s;
+        if (!S_ISLNK(st.st_mode)) return okStatus();
+        char target[PATH_MAX];
+        const ssize_t n = readlinkat(root.get(), relative.c_str(), target, sizeof target - 1);
+        if (n < 0)
+            return Error::fromErrno("readlink(\"/repo/" + escapeForTerminal(relative) + "\")");
+        const std::string link(target, static_cast<size_t>(n));
+        std::optional<std::string> inside;
+        if (link == "/repo" || link.starts_with(kRepoPrefix)) {
+            inside = lexicallyBeneath(link.size() > 5 ? link.substr(6) : "");
+        } else if (link.starts_with("/")) {
+            return okStatus();  // outside the worktree: what the sandbox may write anyway
+        } else {
+            const size_t slash = relative.rfind('/');
+            inside = lexicallyBeneath(
+                slash == std::string::npos ? link : relative.substr(0, slash) + "/" + link);
+        }
+        if (!inside) return okStatus();  // climbs out of the worktree: likewise
+        const std::string shown = "/repo/" + escapeForTerminal(relative);
+        if (inside->empty())
+            return Error::message(shown + " is kept read-only but links to /repo itself");
+        UniqueFd to =
+            openBeneathWorktree(root.get(), *inside, O_PATH | O_NOFOLLOW, RESOLVE_NO_SYMLINKS);
+        struct stat at;
+        if (!to || fstat(to.get(), &at) < 0)
+            return Error::message(
+                shown + " is kept read-only but links to /repo/" + escapeForTerminal(*inside) +
+                (errno == ENOENT ? ", which does not exist (a write through the link would make it)"
+                                 : ", which is reached only through another link") +
+                ": refusing rather than leave it writable (--writable the name, or link it to a "
+                "file)");
+        if (!kept_names.insert(*inside).second) return okStatus();
+        return add(scan.read_only, {*inside, S_ISDIR(at.st_mode), at.st_dev, at.st_ino});
+    };
     while (!pending.empty() && scan.truncated_by.empty()) {
         PendingDir dir = std::move(pending.front());
         pending.pop_front();
-        UniqueFd fd = dir.relative.empty() ? openDirBeneath(root.get(), "")
-                                           : openDirBeneath(root.get(), dir.relative);
+        pending_bytes -= dir.relative.size();
+        UniqueFd fd = openDirBeneath(root.get(), dir.relative);
         if (!fd) {
-            // Gone, swapped for a link, or not ours to list: what cannot be
-            // listed here is not walked (docs/threat-model.md).
+            // Gone or swapped for a link since it was listed: nothing of it
+            // can be covered, and nothing needs to be. A directory of the
+            // walker's own that it may not list is one a sandbox of the same
+            // user could have closed to hide what it moved there, and could
+            // open again: the walk is incomplete. Someone else's stays shut
+            // to the sandbox too, and is counted.
+            struct stat st;
+            if (fstatat(root.get(), dir.relative.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+                S_ISDIR(st.st_mode) && st.st_uid == geteuid()) {
+                char mode[8];
+                std::snprintf(mode, sizeof mode, "%03o", st.st_mode & 0777);
+                scan.incomplete = "/repo/" + escapeForTerminal(dir.relative) +
+                                  " cannot be listed (mode " + mode + "), though it is uid " +
+                                  std::to_string(geteuid()) + "'s own";
+                cut("unlistable");
+                break;
+            }
             ++scan.unlistable;
             continue;
         }
-        ++scan.directories;
         const std::vector<std::string> above = componentsOf(dir.relative);
         while (scan.truncated_by.empty()) {
             long n = syscall(SYS_getdents64, fd.get(), buffer.data(), buffer.size());
             if (n < 0) {
-                ++scan.unlistable;
+                scan.incomplete = "/repo/" + escapeForTerminal(dir.relative) +
+                                  ": getdents64: " + errnoName(errno);
+                cut("unlistable");
                 break;
             }
             if (n == 0) break;
-            for (long off = 0; off < n;) {
+            for (long off = 0; off < n && scan.truncated_by.empty();) {
                 auto* d = reinterpret_cast<struct dirent64*>(buffer.data() + off);
                 off += d->d_reclen;
                 const std::string name = d->d_name;
                 if (name == "." || name == "..") continue;
                 if (++scan.entries > rules.max_entries) {
                     scan.entries = rules.max_entries;
-                    scan.truncated_by = "max_entries";
+                    cut("max_entries");
                     break;
                 }
-                auto relative = [&] {
-                    return dir.relative.empty() ? name : dir.relative + "/" + name;
-                };
+                const std::string relative =
+                    dir.relative.empty() ? name : dir.relative + "/" + name;
                 bool is_dir = d->d_type == DT_DIR;
                 bool hidden = hide.match(above, name) && !show.match(above, name);
                 bool kept = !hidden && read_only.match(above, name) && !writable.match(above, name);
                 if (hidden || kept || d->d_type == DT_UNKNOWN) {
                     struct stat st;
-                    if (fstatat(fd.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) < 0) continue;
+                    if (fstatat(fd.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) < 0) {
+                        if (!hidden && !kept) continue;  // nothing to cover
+                        scan.incomplete = "/repo/" + escapeForTerminal(relative) +
+                                          " matches but cannot be examined: " + errnoName(errno);
+                        cut("unexaminable");
+                        break;
+                    }
                     is_dir = S_ISDIR(st.st_mode);
-                    if (hidden || kept)
-                        (hidden ? scan.hidden : scan.read_only)
-                            .push_back({relative(), is_dir, st.st_dev, st.st_ino});
-                    if (scan.hidden.size() + scan.read_only.size() > kMaxMaskedNames)
-                        return Error::message("the worktree holds more than " +
-                                              std::to_string(kMaxMaskedNames) +
-                                              " names to hide or keep read-only (the latest: " +
-                                              escapeForTerminal(relative()) +
-                                              "); refusing rather than leave some uncovered");
+                    if (hidden)
+                        if (Status s = add(scan.hidden, {relative, is_dir, st.st_dev, st.st_ino});
+                            !s)
+                            return s.error();
+                    if (kept)
+                        if (Status s = keepReadOnly(relative, st); !s) return s.error();
+                    // Another name of the same file is not covered with it.
+                    if ((hidden || kept) && !is_dir && st.st_nlink > 1) {
+                        ++scan.linked_count;
+                        if (scan.linked_first.empty()) scan.linked_first = relative;
+                    }
                 }
-                if (!is_dir || hidden || dir.inside_dotgit) continue;
+                if (!is_dir || hidden) continue;
                 if (skip_top_git && dir.relative.empty() && name == ".git") continue;
                 if (dir.depth >= rules.max_depth) {
-                    if (scan.truncated_by.empty()) scan.truncated_by = "max_depth";
-                    continue;
+                    cut("max_depth");
+                    break;
                 }
-                std::string path = relative();
-                if (path.size() > kMaxWalkedPath) {
-                    if (scan.truncated_by.empty()) scan.truncated_by = "path_length";
-                    continue;
+                if (relative.size() > kMaxWalkedPath) {
+                    cut("path_length");
+                    break;
                 }
-                pending.push_back({std::move(path), dir.depth + 1, name == ".git"});
+                pending_bytes += relative.size();
+                if (pending_bytes > kMaxPendingBytes) {
+                    cut("memory");
+                    break;
+                }
+                pending.push_back({relative, dir.depth + 1});
             }
         }
     }
-    // A depth or path-length cut ends no walk: the rest of the tree is still
-    // examined, and the cut is reported.
     return scan;
 }
 
@@ -389,13 +505,32 @@ Status addWorktreeMasks(const Policy& policy, int worktree_fd, ChildPlan& plan) 
     report.truncated_by = scan->truncated_by;
     report.hidden_count = scan->hidden.size();
     report.read_only_count = scan->read_only.size();
-    if (!scan->truncated_by.empty())
-        std::fprintf(
-            stderr,
-            "stockade: the worktree walk stopped at its %s bound after %llu entries; "
-            "names beyond it are not hidden (raise filesystem.worktree.%s)\n",
-            scan->truncated_by.c_str(), static_cast<unsigned long long>(scan->entries),
-            scan->truncated_by == "path_length" ? "max_depth" : scan->truncated_by.c_str());
+    // A walk that stopped short covers only what it saw, and what it did not
+    // see is what a sandbox before this one could have moved out of its
+    // sight (deeper than max_depth, into a directory closed to its owner,
+    // behind a flood of entries): the run is refused, never narrowed.
+    if (!scan->truncated_by.empty()) {
+        const std::string& bound = scan->truncated_by;
+        std::string why = !scan->incomplete.empty()
+                              ? scan->incomplete
+                              : "it stopped at its " + bound + " bound after " +
+                                    std::to_string(scan->entries) + " entries";
+        std::string fix = bound == "max_entries" || bound == "max_depth"
+                              ? "raise filesystem.worktree." + bound + " in the profile"
+                          : bound == "path_length" ? "shorten the worktree's deepest paths"
+                          : bound == "memory" ? "the tree is too wide and deep to walk; trim it"
+                                              : "make it listable, or remove it";
+        return Error::message(
+            "the worktree could not be walked whole for the names to hide or "
+            "keep read-only: " +
+            why + " (" + fix + ")");
+    }
+    if (scan->linked_count)
+        std::fprintf(stderr,
+                     "stockade: %llu hidden or read-only file(s) have other names in the worktree "
+                     "(the first: /repo/%s): hard links are not covered with them\n",
+                     static_cast<unsigned long long>(scan->linked_count),
+                     escapeForTerminal(scan->linked_first).c_str());
 
     if (!scan->hidden.empty()) {
         // The covers: an empty directory and an empty file in the sandbox's
@@ -428,18 +563,16 @@ Status addWorktreeMasks(const Policy& policy, int worktree_fd, ChildPlan& plan) 
         if (shown.size() < kReportedMaskNames) shown.push_back("/repo/" + m.relative);
         report.covered.push_back(m.relative);
     };
-    // Read-only names and hidden ones in one walk order.
-    size_t h = 0, r = 0;
+    // Read-only names and hidden ones in one order, shallowest first (a link's
+    // target comes after the link in the walk, wherever it is).
+    std::vector<std::pair<const MaskedName*, bool>> ordered;
+    for (const MaskedName& m : scan->hidden) ordered.push_back({&m, true});
+    for (const MaskedName& m : scan->read_only) ordered.push_back({&m, false});
     auto depth = [](const std::string& rel) { return std::count(rel.begin(), rel.end(), '/'); };
-    while (h < scan->hidden.size() || r < scan->read_only.size()) {
-        bool take_hidden = r == scan->read_only.size() ||
-                           (h < scan->hidden.size() &&
-                            depth(scan->hidden[h].relative) <= depth(scan->read_only[r].relative));
-        if (take_hidden)
-            add(scan->hidden[h++], true);
-        else
-            add(scan->read_only[r++], false);
-    }
+    std::stable_sort(ordered.begin(), ordered.end(), [&](const auto& a, const auto& b) {
+        return depth(a.first->relative) < depth(b.first->relative);
+    });
+    for (const auto& [name, hidden] : ordered) add(*name, hidden);
     std::sort(report.covered.begin(), report.covered.end());
     plan.masks = std::move(report);
     return okStatus();
@@ -453,7 +586,16 @@ void noteCreatedMaskedNames(const Policy& policy, WorktreeMaskReport& report) {
     WorktreeMaskRules rules = policy.fs.worktree_masks;
     rules.max_entries = std::min<uint64_t>(rules.max_entries, kCreatedWalkEntries);
     auto scan = scanWorktree(policy.fs.worktree_held.get(), rules);
-    if (!scan) return;
+    if (!scan || !scan->truncated_by.empty()) {
+        // What was not examined may hold names the run made: the next run's
+        // walk is whole or refused, this note is not.
+        std::fprintf(stderr,
+                     "stockade: the check for names the run created stopped short (%s); the next "
+                     "run walks the whole worktree again\n",
+                     !scan ? escapeForTerminal(scan.error().describe()).c_str()
+                           : scan->truncated_by.c_str());
+        if (!scan) return;
+    }
     for (const auto* list : {&scan->hidden, &scan->read_only})
         for (const MaskedName& m : *list) {
             if (std::binary_search(report.covered.begin(), report.covered.end(), m.relative))
@@ -465,7 +607,7 @@ void noteCreatedMaskedNames(const Policy& policy, WorktreeMaskReport& report) {
     if (report.created_count)
         std::fprintf(stderr,
                      "stockade: the run created %llu hidden or read-only name(s) in the worktree "
-                     "(the first: %s); later runs hide them too\n",
+                     "(the first: %s); later runs cover them too\n",
                      static_cast<unsigned long long>(report.created_count),
                      escapeForTerminal(report.created.front()).c_str());
 }

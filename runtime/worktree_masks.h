@@ -38,9 +38,9 @@ namespace stockade {
 
 struct ChildPlan;
 
-// At most this many names are covered in one run: each is a mount, and the
-// kernel's mount-max is shared with the host. More is a refusal, not a run
-// with some names left bare.
+// At most this many names are covered in one run: each is a mount, which
+// costs the setup time and kernel memory. More is a refusal, not a run with
+// some names left bare.
 inline constexpr size_t kMaxMaskedNames = 1024;
 // The walk after the run, which finds names the sandbox created, examines
 // at most this many entries.
@@ -69,10 +69,18 @@ struct MaskedName {
 struct WorktreeScan {
     std::vector<MaskedName> hidden;
     std::vector<MaskedName> read_only;
-    uint64_t entries = 0;      // directory entries examined
-    uint64_t directories = 0;  // directories listed
-    uint64_t unlistable = 0;   // directories that could not be opened or read
-    std::string truncated_by;  // "", "max_entries", "max_depth" or "path_length"
+    uint64_t entries = 0;     // directory entries examined
+    uint64_t unlistable = 0;  // someone else's directories the walker may not list
+    // Where the walk stopped short: "", "max_entries", "max_depth",
+    // "path_length", "memory" (the directories waiting to be listed),
+    // "unlistable" or "unexaminable" (a directory of the walker's own it may
+    // not list, a matching name it may not stat: `incomplete` says which).
+    std::string truncated_by;
+    std::string incomplete;
+    // Hidden or read-only files with more names than one: the others are
+    // not covered (the first of them, and how many).
+    uint64_t linked_count = 0;
+    std::string linked_first;
 };
 
 // Walks the worktree held at `worktree_fd` (any fd for the directory).

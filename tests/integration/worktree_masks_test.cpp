@@ -325,28 +325,119 @@ TEST_CASE("G2: a 50,000-file worktree is walked whole and its deep .env hidden",
     CHECK(masks["truncated_by"].is_null());
 }
 
-TEST_CASE("G2: the walk's entry bound is kept, and the shallow names are examined first",
+// What the walk did not see is what an earlier sandbox could have moved out
+// of its sight: a walk cut short refuses the run, naming the bound.
+TEST_CASE("G2: a worktree walk cut short by a bound refuses the run, naming the bound",
           "[G2][filesystem][masks]") {
     STOCKADE_EACH_MODE(mode);
     Sandbox sandbox(mode);
-    const std::string token = randomToken("top");
-    sandbox.scratch().writeFile("worktree/.env", token);
+    const std::string token = randomToken("beyond");
     for (int i = 0; i < 200; ++i)
-        sandbox.scratch().writeFile("worktree/aaa/deep/f" + std::to_string(i), "x");
-    sandbox.scratch().writeFile("worktree/aaa/deep/zz/.env", "beyond the bound\n");
-    const std::string profile = sandbox.scratch().writeFile("bounded.json",
-                                                            R"({"schema": "stockade.profile/v1",
+        sandbox.scratch().writeFile("worktree/aaa/f" + std::to_string(i), "x");
+    // An earlier run's move: the secret's directory put deeper than the bound.
+    sandbox.scratch().writeFile("worktree/d1/d2/d3/d4/config/.env", token);
+    for (const auto& [bounds, named] : std::vector<std::pair<std::string, std::string>>{
+             {R"("max_entries": 50)", "max_entries"}, {R"("max_depth": 3)", "max_depth"}}) {
+        const std::string profile =
+            sandbox.scratch().writeFile("bounded.json", R"({"schema": "stockade.profile/v1",
             "filesystem": {"system_dirs": ["/usr", "/bin", "/lib", "/lib64"],
-                           "worktree": {"hide": [".env"], "max_entries": 50}}})");
-    sandbox.option("--profile", profile);
-    const ProbeRun read = sandbox.probe({"read-file", "/repo/.env"});
+                           "worktree": {"hide": [".env"], )" +
+                                                            bounds + "}}}");
+        Launch launch;
+        launch.mode = mode;
+        launch.args = {"run",   "--worktree", sandbox.worktree(), "--profile",
+                       profile, "--",         "/bin/cat",         "/repo/d1/d2/d3/d4/config/.env"};
+        const Completed done = runStockade(launch);
+        INFO(bounds << "\n" << done.describe());
+        CHECK(done.exitCode == 125);
+        CHECK(done.err.find(named) != std::string::npos);
+        CHECK(done.out.find(token) == std::string::npos);
+    }
+}
+
+// Places a walk once skipped: a nested .git directory (its entries were
+// examined, not walked), and, rootless, a directory of the caller's own that
+// an earlier sandbox closed to its owner (and could open again).
+TEST_CASE("G2: a secret moved into a nested .git or a closed directory of its own stays hidden",
+          "[G2][filesystem][masks]") {
+    STOCKADE_EACH_MODE(mode);
+    Sandbox sandbox(mode);
+    const std::string token = randomToken("stash");
+    sandbox.scratch().writeFile("worktree/x/.git/stash/.env", token);
+    const ProbeRun read = sandbox.probe({"read-file", "/repo/x/.git/stash/.env"});
     INFO(read.describe());
     CHECK(read.result() == "ok");
     CHECK(read.report.get("bytes") == "0");
-    CHECK(read.completed.err.find("max_entries") != std::string::npos);
-    const nlohmann::json masks = sandbox.result()["worktree_masks"];
-    CHECK(masks["truncated_by"] == "max_entries");
-    CHECK(masks["entries_examined"] == 50);
+    CHECK(recordText(sandbox).find(token) == std::string::npos);
+
+    sandbox.scratch().writeFile("worktree/locked/config/.env", token);
+    const std::string locked = sandbox.worktree() + "/locked";
+    REQUIRE(::chmod(locked.c_str(), 0) == 0);
+    Launch launch;
+    launch.mode = mode;
+    launch.args = {"run", "--worktree", sandbox.worktree(), "--", "/bin/true"};
+    const Completed done = runStockade(launch);
+    ::chmod(locked.c_str(), 0755);
+    INFO(done.describe());
+    if (mode == Mode::Rootless) {
+        // The caller's own directory it may not list: refused, named.
+        CHECK(done.exitCode == 125);
+        CHECK(done.err.find("/repo/locked cannot be listed") != std::string::npos);
+    } else {
+        // Root lists it whatever its mode: walked, and the run goes on.
+        CHECK(done.exitCode == 0);
+    }
+}
+
+// A write follows a link: a read-only name that is one keeps its target in the
+// worktree read-only too; one whose target is missing refuses the run (the
+// write would make it). A second name of a read-only file is said on stderr.
+TEST_CASE("G2: a read-only name that is a link keeps its target read-only",
+          "[G2][filesystem][masks]") {
+    STOCKADE_EACH_MODE(mode);
+    Sandbox sandbox(mode);
+    const std::string content = "the operator's instructions\n";
+    const std::string target =
+        sandbox.scratch().writeFile("worktree/docs/instructions.md", content);
+    sandbox.scratch().makeSymlink("worktree/AGENTS.md", "docs/instructions.md");
+    const std::string workflow = sandbox.scratch().writeFile("worktree/realwf/ci.yml", content);
+    sandbox.scratch().makeSymlink("worktree/.github/workflows", "../realwf");
+    const ProbeRun run =
+        sandbox.probe({"open-write-each", "/repo/AGENTS.md\n/repo/.github/workflows/ci.yml\n"});
+    INFO(run.describe());
+    REQUIRE(run.exitCode() == 0);
+    CHECK(answerFor(run, "write", "/repo/AGENTS.md") == "EROFS");
+    CHECK(answerFor(run, "write", "/repo/.github/workflows/ci.yml") == "EROFS");
+    CHECK(readFileOrEmpty(target) == content);
+    CHECK(readFileOrEmpty(workflow) == content);
+
+    // A dangling one: refused, nothing run.
+    ::unlink((sandbox.worktree() + "/AGENTS.md").c_str());
+    sandbox.scratch().makeSymlink("worktree/AGENTS.md", "notes/missing.md");
+    Launch launch;
+    launch.mode = mode;
+    launch.args = {"run",
+                   "--worktree",
+                   sandbox.worktree(),
+                   "--",
+                   "/bin/sh",
+                   "-c",
+                   "echo planted > /repo/AGENTS.md"};
+    const Completed dangling = runStockade(launch);
+    INFO(dangling.describe());
+    CHECK(dangling.exitCode == 125);
+    CHECK(dangling.err.find("does not exist") != std::string::npos);
+    CHECK_FALSE(pathExists(sandbox.worktree() + "/notes/missing.md"));
+
+    // A hard link of a read-only file: said, not stopped.
+    ::unlink((sandbox.worktree() + "/AGENTS.md").c_str());
+    sandbox.scratch().writeFile("worktree/AGENTS.md", content);
+    REQUIRE(::link((sandbox.worktree() + "/AGENTS.md").c_str(),
+                   (sandbox.worktree() + "/notes.txt").c_str()) == 0);
+    const Completed linked = sandbox.run({"/bin/true"});
+    INFO(linked.describe());
+    CHECK(linked.exitCode == 0);
+    CHECK(linked.err.find("have other names in the worktree") != std::string::npos);
 }
 
 TEST_CASE("G2: a hidden name in a directory whose name holds a newline is covered",

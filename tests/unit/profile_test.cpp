@@ -419,6 +419,9 @@ TEST_CASE("the first problem found is reported, one path at a time", "[profile][
     CHECK(refusal("p", "// c\n" + minimalWith(R"({"system_dirs": ["/usr"]})")) ==
           "profile p: not valid JSON at line 1, column 1 (invalid literal; last read: '/')");
     CHECK(refusal("p", "42") == "profile p: /: expected a JSON object");
+    // A number no double holds is refused, not thrown past the caller (found by the fuzzer).
+    CHECK(refusal("p", R"({"schema": "stockade.profile/v1", "limits": {"memory": 1e400}})")
+              .starts_with("profile p: not valid JSON ("));
 }
 
 // --- valid profiles ----------------------------------------------------------------

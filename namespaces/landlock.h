@@ -152,8 +152,12 @@ struct LandlockPath {
 
 enum class LandlockNetwork {
     Unrestricted,  // TCP not handled: the network namespace alone decides
-    DenyTcp,       // ABI 4: no TCP bind and no TCP connect at all (one-shot runs)
-    BindPortOnly,  // ABI 4: TCP bind on `bind_port` only, no connect (dev servers)
+    // Where no network namespace holds (the lower tier, issue 18), these
+    // are what is left: ports, never addresses, so both also forbid the
+    // sandbox's own loopback. Sandboxes with a network namespace do not use
+    // them (runtime/child_plan_builder.cpp says why).
+    DenyTcp,       // ABI 4: no TCP bind and no TCP connect at all
+    BindPortOnly,  // ABI 4: TCP bind on `bind_port` only, no connect
 };
 
 struct LandlockRequest {

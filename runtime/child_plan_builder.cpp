@@ -482,18 +482,18 @@ Result<ChildPlan> buildChildPlan(const Policy& policy, const Identity& identity,
     plan.last_cap = lastCapability();
 
     // Landlock mirrors the mount plan just built (G10): a second wall with
-    // the same shape, raised by the command itself before exec. One-shot
-    // runs leave TCP to the network namespace (test suites start loopback
-    // servers of their own); a dev server may bind its published port and
-    // connect nowhere.
+    // the same shape, raised by the command itself before exec. TCP is left
+    // to the network namespace, for dev servers too: Landlock's TCP rules
+    // name ports, not addresses, so they cannot tell the sandbox's own
+    // loopback from anywhere else, and a server that proxies to an API it
+    // started on another port (or a test suite with servers of its own)
+    // must be able to bind and connect there. What keeps a dev server's
+    // traffic in is the namespace and, with the veth backend, the rules on
+    // both ends of the pair (docs/dev-servers.md, "which layer holds what").
     if (policy.landlock != LandlockMode::Off) {
         ns::LandlockRequest request;
         ns::mirrorMountPlan(plan.mounts, request);
         request.network = ns::LandlockNetwork::Unrestricted;
-        if (policy.publish_port) {
-            request.network = ns::LandlockNetwork::BindPortOnly;
-            request.bind_port = *policy.publish_port;
-        }
         auto landlock = ns::buildLandlockPlan(request);
         if (!landlock) return landlock.error().withContext("plan the Landlock ruleset");
         plan.landlock = std::move(*landlock);

@@ -549,6 +549,112 @@ http.server.HTTPServer(("127.0.0.1", port), Web).serve_forever()
     if (hostHasIpv6Loopback()) CHECK(connectResult(AF_INET6, api) == std::strerror(ECONNREFUSED));
 }
 
+// A hot-reload channel: an HTTP upgrade to a websocket (RFC 6455) on the
+// published port, held open, frames both ways, the server pushing one of its
+// own. The server binds `::` dual-stack, as Node and Python servers told
+// "all addresses" do, and is reached through both of the host's loopbacks.
+TEST_CASE(
+    "serve: a websocket on the published port of a dual-stack server carries frames both "
+    "ways",
+    "[serve]") {
+    STOCKADE_EACH_SERVE_SETUP(mode, backend);
+    Sandbox sandbox(mode);
+    const uint16_t port = freeLoopbackPort();
+    sandbox.scratch().writeFile("worktree/ws.py", R"(import base64, hashlib, socket, sys, threading
+GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+def frame(text):
+    data = text.encode()
+    return bytes([0x81, len(data)]) + data
+def session(c):
+    request = b""
+    while b"\r\n\r\n" not in request:
+        chunk = c.recv(4096)
+        if not chunk:
+            return
+        request += chunk
+    # The client may send its first frame with the request.
+    request, pending = request.split(b"\r\n\r\n", 1)
+    def recv_exact(n):
+        nonlocal pending
+        while len(pending) < n:
+            chunk = c.recv(4096)
+            if not chunk:
+                raise EOFError
+            pending += chunk
+        out, pending = pending[:n], pending[n:]
+        return out
+    key = [l.split(b":", 1)[1].strip() for l in request.split(b"\r\n")
+           if l.lower().startswith(b"sec-websocket-key:")][0]
+    accept = base64.b64encode(hashlib.sha1(key + GUID).digest())
+    c.sendall(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
+              b"Connection: Upgrade\r\nSec-WebSocket-Accept: " + accept + b"\r\n\r\n")
+    head = recv_exact(2)
+    length = head[1] & 0x7f
+    mask = recv_exact(4)
+    payload = bytes(b ^ mask[i % 4] for i, b in enumerate(recv_exact(length)))
+    c.sendall(frame("echo:" + payload.decode()))
+    c.sendall(frame("update:/src/App.tsx"))
+    c.recv(1)  # held until the client goes
+    c.close()
+s = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("::", int(sys.argv[1])))
+s.listen(16)
+while True:
+    c, _ = s.accept()
+    threading.Thread(target=session, args=(c,), daemon=True).start()
+)");
+    Served served(sandbox, serviceName(), port, {"python3", "/repo/ws.py", std::to_string(port)},
+                  {}, backend);
+    INFO(served.started().describe());
+    REQUIRE(served.ready());
+
+    std::vector<int> families = {AF_INET};
+    if (hostHasIpv6Loopback()) families.push_back(AF_INET6);
+    UniqueFd held;  // the last session, open across the stop below
+    for (int family : families) {
+        INFO("family " << (family == AF_INET ? "AF_INET" : "AF_INET6"));
+        int err = 0;
+        UniqueFd fd = connectFromHost(family, port, err);
+        REQUIRE(fd);
+        // RFC 6455's own example key, whose answer it gives.
+        sendAll(fd.get(),
+                "GET /hmr HTTP/1.1\r\nHost: localhost\r\nUpgrade: websocket\r\nConnection: "
+                "Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+                "Sec-WebSocket-Version: 13\r\n\r\n");
+        // A masked text frame "hello" (mask 1,2,3,4), as a browser sends it.
+        const std::string text = "hello";
+        std::string masked = {'\x81', static_cast<char>(0x80 | text.size()), 1, 2, 3, 4};
+        for (size_t i = 0; i < text.size(); ++i) masked += static_cast<char>(text[i] ^ (1 + i % 4));
+        sendAll(fd.get(), masked);
+        const std::string want_echo =
+            "\x81\x0a"
+            "echo:hello";
+        const std::string want_push = std::string("\x81\x13") + "update:/src/App.tsx";
+        std::string got;
+        char buf[4096];
+        while (got.find(want_push) == std::string::npos) {
+            const ssize_t n = ::recv(fd.get(), buf, sizeof buf, 0);  // 5 s SO_RCVTIMEO
+            if (n <= 0) break;
+            got.append(buf, static_cast<size_t>(n));
+        }
+        CHECK(got.rfind("HTTP/1.1 101 Switching Protocols\r\n", 0) == 0);
+        CHECK(got.find("Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n") !=
+              std::string::npos);
+        CHECK(got.find(want_echo) != std::string::npos);
+        CHECK(got.find(want_push) != std::string::npos);
+        held = std::move(fd);
+    }
+    // Stopped mid-session: the client sees its connection end (EOF or a
+    // reset, never a hang), and the port is free.
+    REQUIRE(served.stockade({"stop", served.name()}).exitCode == 0);
+    char byte;
+    const ssize_t n = ::recv(held.get(), &byte, 1, 0);
+    CHECK((n == 0 || (n < 0 && errno == ECONNRESET)));
+    CHECK(connectResult(AF_INET, port) == std::strerror(ECONNREFUSED));
+}
+
 TEST_CASE("serve --net-backend veth: the host's end of the pair is out of reach from inside",
           "[serve][G1][veth]") {
     if (!modeUsable(Mode::Root)) return;

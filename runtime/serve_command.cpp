@@ -153,11 +153,7 @@ std::string serverEndLine(const std::string& name, const ServeOptions& options,
         r.reason &&
         (*r.reason == "memory_limit" || *r.reason == "pids_limit" || *r.reason == "cpu_time"))
         return "";  // a bound: finishRun's line names it
-    // Inside, binding is allowed on the published port only (Landlock ABI 4,
-    // where the kernel has it): a server set to another port fails to bind.
-    const std::string when =
-        server.ready() ? ""
-                       : " before it was ready (inside, it may listen only on --port " + port + ")";
+    const std::string when = server.ready() ? "" : " before it was ready";
     if (o.ending == Ending::Exited)
         return "\"" + name + "\" exited with code " + std::to_string(o.exit_code) + when + logs;
     if (o.ending == Ending::Signaled)

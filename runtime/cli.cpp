@@ -399,7 +399,8 @@ int oracleSubcommand(const std::vector<std::string>& args) {
 }
 
 const char* kServeUsage = R"(Usage: stockade serve [OPTIONS] --port N [--ready-pattern RE]
-                      [--ready-timeout SEC] [--detach] [--net-backend userspace|veth]
+                      [--ready-timeout SEC] [--detach]
+                      [--net-backend userspace|direct|veth]
                       -- COMMAND [ARG...]
 
 Runs a dev server in the same sandbox as `run` (profile dev-server): its
@@ -407,13 +408,17 @@ network namespace holds only lo, and stockade publishes one port, on the
 host's 127.0.0.1:N (and [::1]:N), carrying each connection to the sandbox's
 own 127.0.0.1:N (then [::1]:N). So a server that binds localhost, 0.0.0.0
 or :: works, and nothing else crosses: no other port, nothing outward.
-With --net-backend veth (root only) the sandbox gets an eth0 on a veth pair
+With --net-backend direct the server's listen(2) on N gets stockade's own
+listener on the host's loopback in place of its socket (bound to lo, locked
+so that it can never connect anywhere): no forwarder in between. With
+--net-backend veth (root only) the sandbox gets an eth0 on a veth pair
 instead, guarded by nftables rules on both ends; the port is still published
 on the host's loopback only.
 
 Ready when a connection to the port inside succeeds and, with --ready-pattern,
 the pattern has matched a word-bounded run of the output; then one JSON line
-on stdout: {"event":"ready","name":...,"port":...,"pid":...,"elapsed_ms":...}.
+on stdout: {"event":"ready","name":...,"port":...,"pid":...,"backend":...,
+"elapsed_ms":...}.
 The output goes to a bounded log (stockade logs NAME), and to stderr too in
 the foreground unless --quiet. Serving a NAME that runs stops it first.
 
@@ -440,8 +445,9 @@ int serveSubcommand(const std::vector<std::string>& args) {
         "SEC to become ready before the server is torn down (not_ready)")(
         "detach", po::bool_switch(&serve.detach), "return once ready; the server runs on")(
         "net-backend", po::value<std::string>(&serve.net_backend)->default_value("userspace"),
-        "userspace|veth: how the port reaches the server; veth (root only) puts a veth pair "
-        "and nftables rules between the host and the sandbox");
+        "userspace|direct|veth: how the port reaches the server; direct hands the server a "
+        "listener of the host's loopback; veth (root only) puts a veth pair and nftables "
+        "rules between the host and the sandbox");
     desc.add(extra);
     std::ostringstream help;
     help << desc;

@@ -31,6 +31,18 @@ void writeAll(int fd, const char* data, size_t size) {
 
 }  // namespace
 
+const char* netBackendName(NetBackend backend) {
+    switch (backend) {
+        case NetBackend::Userspace:
+            return "userspace";
+        case NetBackend::Veth:
+            return "veth";
+        case NetBackend::Direct:
+            return "direct";
+    }
+    return "userspace";
+}
+
 Result<BoundedLog> BoundedLog::create(std::string path, uint64_t limit) {
     unlink((path + ".1").c_str());
     UniqueFd fd(open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600));
@@ -77,6 +89,15 @@ Result<std::unique_ptr<DevServer>> DevServer::create(const DevServerOptions& opt
         if (!pattern) return pattern.error();
         server->pattern_ = std::move(*pattern);
     }
+    if (options.backend == NetBackend::Direct) {
+        std::vector<int> fds;
+        for (const UniqueFd& fd : server->listeners_) fds.push_back(fd.get());
+        server->ingress_.emplace(options.port, std::move(fds));
+        DevServer* self = server.get();
+        server->call_server_ = [self](int listener_fd, const seccomp_notif& call) {
+            return self->ingress_->serve(listener_fd, call);
+        };
+    }
     server->timer_.reset(timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK));
     if (!server->timer_) return Error::fromErrno("timerfd_create()");
     server->timer_handler_ = std::make_unique<ProbeTimer>(*server);
@@ -92,6 +113,7 @@ DevServer::DevServer(const DevServerOptions& options, std::vector<UniqueFd> list
       listeners_(std::move(listeners)),
       log_(std::move(log)),
       epoll_(std::move(epoll)),
+      in_use_(options.backend == NetBackend::Veth ? NetBackend::Veth : NetBackend::Userspace),
       start_(std::chrono::steady_clock::now()) {}
 
 DevServer::~DevServer() = default;
@@ -115,7 +137,11 @@ void DevServer::started(pid_t sandbox_pid, InsideSockets& sockets) {
     else
         targets_.push_back(insideLoopback(AF_INET, options_.port, inside));
     targets_.push_back(insideLoopback(AF_INET6, options_.port, inside));
-    forwarder_ = std::make_unique<Forwarder>(epoll_.get(), targets_);
+    if (ingress_)
+        if (auto s = ingress_->setSandbox(sandbox_pid); !s) {
+            writeWithin(2, "stockade: the direct ingress: " + s.error().describe() + "\n", 1000);
+            ending_ = Ending::SetupFailed;
+        }
     itimerspec every{};
     every.it_interval.tv_nsec = kProbeIntervalMs * 1000000;
     every.it_value = every.it_interval;
@@ -155,13 +181,35 @@ void DevServer::tick() {
     uint64_t elapsed = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
                                                  std::chrono::steady_clock::now() - start_)
                                                  .count());
+    // Direct: the server listens on the host's socket once it is handed over
+    // (and only then: before, the host listener accepts into a queue no one
+    // reads). Its listen may also have run in the sandbox (no listener for
+    // the filter, an old kernel): then the forwarder serves, as userspace.
+    if (ingress_ && ingress_->handedFamily()) probe_ok_ = true;
     for (const ForwardTarget& target : targets_)
         if (!probe_ok_) probe_ok_ = probe(target);
     if (probe_ok_ && (!pattern_ || pattern_->matched())) {
         ready_ = true;
         itimerspec off{};
         timerfd_settime(timer_.get(), 0, &off, nullptr);
-        if (auto s = forwarder_->start(std::move(listeners_)); !s) {
+        std::vector<UniqueFd> forwarded = std::move(listeners_);
+        if (ingress_ && ingress_->handedFamily()) {
+            // The other loopback is carried to the server's socket on the
+            // host's own; the one handed over is the server's alone.
+            in_use_ = NetBackend::Direct;
+            const int family = ingress_->handedFamily();
+            std::vector<UniqueFd> others;
+            for (UniqueFd& fd : forwarded) {
+                sockaddr_storage address{};
+                socklen_t length = sizeof(address);
+                getsockname(fd.get(), reinterpret_cast<sockaddr*>(&address), &length);
+                (address.ss_family == family ? handed_ : others).push_back(std::move(fd));
+            }
+            forwarded = std::move(others);
+            targets_ = {hostLoopback(family, options_.port)};
+        }
+        forwarder_ = std::make_unique<Forwarder>(epoll_.get(), targets_);
+        if (auto s = forwarder_->start(std::move(forwarded)); !s) {
             writeWithin(2, "stockade: publish the port: " + s.error().describe() + "\n", 1000);
             ending_ = Ending::SetupFailed;
             return;

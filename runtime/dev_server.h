@@ -15,6 +15,7 @@
 
 #include "base/error.h"
 #include "base/unique_fd.h"
+#include "runtime/direct_ingress.h"
 #include "runtime/forwarder.h"
 #include "runtime/ready_pattern.h"
 #include "runtime/service_hooks.h"
@@ -42,7 +43,12 @@ class BoundedLog {
 enum class NetBackend {
     Userspace,  // into the sandbox's loopback through sockets its init makes
     Veth,       // over a veth pair to the sandbox's address, DNAT to its loopback
+    Direct,     // the server's listener is the host's own (runtime/direct_ingress.h)
 };
+
+// The name of a backend, as `serve --net-backend` takes it and the ready
+// event and `ps --json` say it.
+const char* netBackendName(NetBackend backend);
 
 struct DevServerOptions {
     uint16_t port = 0;
@@ -71,12 +77,19 @@ class DevServer : public ServiceHooks {
     // Foreground: both streams to stockade's stderr (stdout carries the
     // ready line), echoed by the supervisor without waiting.
     int echoFd(int) const override { return options_.echo ? 2 : -1; }
+    const seccomp::CallServer* callServer() const override {
+        return ingress_ ? &call_server_ : nullptr;
+    }
     int pollFd() const override { return epoll_.get(); }
     std::optional<Ending> onReadable() override;
     bool ready() const { return ready_; }
     // Whether a connection to the port inside succeeded (so a server not
     // ready was waiting on --ready-pattern alone).
     bool portAnswered() const { return probe_ok_; }
+    // The way the published port reaches the server, once ready: for the
+    // direct backend, "userspace" when the server's listener could not be
+    // handed over (its listen ran in the sandbox; the forwarder serves).
+    NetBackend backendInUse() const { return in_use_; }
 
   private:
     class ProbeTimer;
@@ -95,6 +108,10 @@ class DevServer : public ServiceHooks {
     std::unique_ptr<VethNetwork> veth_;
     std::vector<ForwardTarget> targets_;
     std::unique_ptr<Forwarder> forwarder_;
+    std::optional<DirectIngress> ingress_;
+    seccomp::CallServer call_server_;
+    std::vector<UniqueFd> handed_;  // host listeners the server holds now
+    NetBackend in_use_ = NetBackend::Userspace;
     std::chrono::steady_clock::time_point start_;
     bool probe_ok_ = false;
     bool ready_ = false;

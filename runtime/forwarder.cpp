@@ -10,6 +10,8 @@
 #include <array>
 #include <string>
 
+#include "runtime/direct_ingress.h"
+
 namespace stockade {
 
 namespace {
@@ -101,7 +103,20 @@ ForwardTarget hostRoute(in_addr address, uint16_t port) {
     return target;
 }
 
-Result<std::vector<UniqueFd>> listenOnLoopback(uint16_t port) {
+ForwardTarget hostLoopback(int family, uint16_t port) {
+    Loopback where = loopback(family, port);
+    ForwardTarget target;
+    target.address = where.address;
+    target.length = where.length;
+    target.socket = [family]() -> Result<UniqueFd> {
+        UniqueFd fd(socket(family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+        if (!fd) return Error::fromErrno("socket() on the host's loopback");
+        return fd;
+    };
+    return target;
+}
+
+Result<std::vector<UniqueFd>> listenOnLoopback(uint16_t port, bool confine) {
     std::vector<UniqueFd> out;
     for (int family : {AF_INET, AF_INET6}) {
         const char* where = family == AF_INET ? "127.0.0.1" : "[::1]";
@@ -113,6 +128,9 @@ Result<std::vector<UniqueFd>> listenOnLoopback(uint16_t port) {
         int one = 1;
         setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
         if (family == AF_INET6) setsockopt(fd.get(), IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+        if (confine)
+            if (auto s = confineHandedSocket(fd.get()); !s)
+                return s.error().withContext(std::string("confine the listener on ") + where);
         Loopback address = loopback(family, port);
         if (bind(fd.get(), reinterpret_cast<sockaddr*>(&address.address), address.length) < 0) {
             // No IPv6 loopback on this host: publish on 127.0.0.1 alone.

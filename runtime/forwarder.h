@@ -55,10 +55,15 @@ struct ForwardTarget {
 ForwardTarget insideLoopback(int family, uint16_t port, SocketSource inside);
 // address:port reached with an ordinary host socket (the veth backend).
 ForwardTarget hostRoute(in_addr address, uint16_t port);
+// The host's own 127.0.0.1:port or [::1]:port (the direct ingress: the other
+// loopback is carried to the server's socket, which is the host's now).
+ForwardTarget hostLoopback(int family, uint16_t port);
 
 // Binds 127.0.0.1:port and, where IPv6 is up, [::1]:port on the host. An
-// address that is in use is an error; IPv6 missing is not.
-Result<std::vector<UniqueFd>> listenOnLoopback(uint16_t port);
+// address that is in use is an error; IPv6 missing is not. With `confine`,
+// each is confined before it is bound, so that it may be handed to a
+// sandbox (runtime/direct_ingress.h, confineHandedSocket).
+Result<std::vector<UniqueFd>> listenOnLoopback(uint16_t port, bool confine = false);
 
 class Forwarder {
   public:

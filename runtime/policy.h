@@ -75,8 +75,12 @@ struct Policy {
     std::string hostname = "stockade";
     NetworkMode network = NetworkMode::None;
     // serve: the port published on the host's loopback and forwarded into
-    // the sandbox's; the server may bind only it (Landlock ABI 4).
+    // the sandbox's (inside, its processes bind and connect freely).
     std::optional<uint16_t> publish_port;
+    // serve --net-backend direct: the filter sends every listen(2) to the
+    // supervisor, which hands the published one a host socket
+    // (runtime/direct_ingress.h). Needs a seccomp filter.
+    bool listen_to_supervisor = false;
     StdinMode stdin_mode = StdinMode::Null;
     bool quiet = false;
     std::optional<RecordTarget> result;  // --result, judged and fixed (record_path.h)

@@ -349,7 +349,8 @@ void Supervision::logEcho() const {
 // A refused syscall waits in the kernel until answered: answer it now, as
 // the budget allows (runtime/sandbox_seccomp.h).
 void Supervision::answerDenial() {
-    if (!refusals_.answerOne(listener_.get())) listener_.reset();
+    const seccomp::CallServer* server = hooks_ ? hooks_->callServer() : nullptr;
+    if (!refusals_.answerOne(listener_.get(), server)) listener_.reset();
 }
 
 void Supervision::readMessages() {

@@ -2,6 +2,8 @@
 
 #include <time.h>
 
+#include <algorithm>
+
 #include "seccomp/default_program.h"
 #include "seccomp/denials.h"
 #include "seccomp/filter.h"
@@ -9,8 +11,53 @@
 
 namespace stockade {
 
+namespace {
+
+// The direct ingress's filters: the policy as it is (installed where no
+// listener can be had: listen then runs in the sandbox, and the dev server
+// falls back to its forwarder), and with listen(2) sent to the supervisor
+// beside the notified refusals.
+Status compileListenToSupervisor(seccomp::SeccompPolicy policy, ChildPlan& plan) {
+    // The supervisor performs the calls it does not hand a host socket, so
+    // it may serve only a listen the policy allows whatever its arguments.
+    bool named = false;
+    for (const seccomp::SyscallRule& r : policy.rules)
+        if (std::find(r.names.begin(), r.names.end(), "listen") != r.names.end()) {
+            named = true;
+            if (r.action != seccomp::Action::Allow || !r.args.empty())
+                return Error::message(
+                    "the seccomp policy refuses or conditions listen(2), which the direct "
+                    "ingress would answer itself; use another --net-backend");
+        }
+    if (!named && policy.default_action != seccomp::Action::Allow)
+        return Error::message(
+            "the seccomp policy does not allow listen(2), which the direct ingress would "
+            "answer itself; use another --net-backend");
+    seccomp::addHostSocketRefusals(policy);
+    auto plain = seccomp::compileFilter(policy);
+    if (!plain) return plain.error().withContext("seccomp policy");
+    if (auto s = seccomp::checkDenialsReportable(policy); !s)
+        return s.error().withContext("the direct ingress needs the seccomp listener");
+    seccomp::sendCallToSupervisor(policy, "listen");
+    auto notified = seccomp::compileFilter(seccomp::withNotifiedDenials(policy));
+    if (!notified) return notified.error().withContext("seccomp policy with listen notified");
+    plan.seccomp_program = std::move(plain->program);
+    plan.seccomp_notified_program = std::move(notified->program);
+    return okStatus();
+}
+
+}  // namespace
+
 Status compileSeccompInto(const Policy& policy, ChildPlan& plan) {
-    if (policy.seccomp == "none") return okStatus();
+    if (policy.seccomp == "none") {
+        if (policy.listen_to_supervisor)
+            return Error::message(
+                "the direct ingress answers the server's listen(2) through the seccomp filter, "
+                "and this profile has \"seccomp\": \"none\"; use another --net-backend");
+        return okStatus();
+    }
+    if (policy.listen_to_supervisor && policy.seccomp == "default")
+        return compileListenToSupervisor(seccomp::defaultPolicy(), plan);
     if (policy.seccomp == "default") {
         auto plain = seccomp::defaultProgram();
         auto notified = seccomp::defaultNotifiedProgram();
@@ -27,6 +74,7 @@ Status compileSeccompInto(const Policy& policy, ChildPlan& plan) {
     if (auto s = seccomp::checkNoSetidRulesHold(*imported); !s)
         return s.error().withContext("seccomp profile " + policy.seccomp);
     seccomp::addNoSetidRules(*imported);
+    if (policy.listen_to_supervisor) return compileListenToSupervisor(*imported, plan);
     auto compiled = seccomp::compileFilter(*imported);
     if (!compiled) return compiled.error().withContext("seccomp profile " + policy.seccomp);
     plan.seccomp_program = std::move(compiled->program);
@@ -41,11 +89,19 @@ Status compileSeccompInto(const Policy& policy, ChildPlan& plan) {
 }
 
 seccomp::SeccompPolicy seccompPolicyFor(const Policy& policy) {
-    if (policy.seccomp == "default" || policy.seccomp == "none") return seccomp::defaultPolicy();
-    auto imported = seccomp::loadOciSeccompFile(policy.seccomp);
-    if (!imported) return seccomp::defaultPolicy();
-    seccomp::addNoSetidRules(*imported);
-    return *imported;
+    seccomp::SeccompPolicy out = seccomp::defaultPolicy();
+    if (policy.seccomp != "default" && policy.seccomp != "none")
+        if (auto imported = seccomp::loadOciSeccompFile(policy.seccomp)) {
+            seccomp::addNoSetidRules(*imported);
+            out = std::move(*imported);
+        }
+    // As compileListenToSupervisor built it, so that each refusal is
+    // answered with its own errno.
+    if (policy.listen_to_supervisor) {
+        seccomp::addHostSocketRefusals(out);
+        seccomp::sendCallToSupervisor(out, "listen");
+    }
+    return out;
 }
 
 namespace {
@@ -71,10 +127,10 @@ int RefusalAnswering::pollTimeoutMs() {
     return budget_.msUntilAnswer(monotonicNs());
 }
 
-Status RefusalAnswering::answerOne(int listener_fd) {
+Status RefusalAnswering::answerOne(int listener_fd, const seccomp::CallServer* server) {
     if (!collector_) collector_.emplace(seccomp::DenialAnswers(seccompPolicyFor(policy_)));
     budget_.spend();
-    return collector_->handleOne(listener_fd);
+    return collector_->handleOne(listener_fd, server);
 }
 
 std::vector<std::pair<std::string, std::uint64_t>> RefusalAnswering::denials() const {

@@ -43,7 +43,9 @@ class RefusalAnswering {
     // The listener is readable: answer one refused call. An error means the
     // listener is broken; the caller closes it (the kernel then answers the
     // rest ENOSYS, unreported).
-    Status answerOne(int listener_fd);
+    // A call `server` answers (the direct ingress's listen) spends the
+    // budget too, and is not a refusal.
+    Status answerOne(int listener_fd, const seccomp::CallServer* server = nullptr);
 
     // Every refused call answered, by name, with its exact count.
     std::vector<std::pair<std::string, std::uint64_t>> denials() const;

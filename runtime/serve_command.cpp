@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "runtime/dev_server.h"
+#include "runtime/direct_ingress.h"
 #include "runtime/echo_sink.h"
 #include "runtime/forwarder.h"
 #include "runtime/result.h"
@@ -58,10 +59,12 @@ Result<uint16_t> parsePort(const std::string& text) {
 // Binds the published port. Only a server just stopped (`just_stopped`) is
 // waited for, up to 5 s, to let go of it; a port another program holds is
 // said at once, with how to find it.
-Result<std::vector<UniqueFd>> bindPublished(const StateDir& dir, uint16_t port, bool just_stopped) {
+// `confine`: the listeners may be handed to the server (the direct ingress).
+Result<std::vector<UniqueFd>> bindPublished(const StateDir& dir, uint16_t port, bool just_stopped,
+                                            bool confine) {
     const int attempts = just_stopped ? 100 : 0;
     for (int attempt = 0;; ++attempt) {
-        auto listeners = listenOnLoopback(port);
+        auto listeners = listenOnLoopback(port, confine);
         if (listeners || listeners.error().errnum() != EADDRINUSE || attempt >= attempts) {
             if (!listeners && listeners.error().errnum() == EADDRINUSE) {
                 const std::string p = std::to_string(port);
@@ -180,10 +183,20 @@ int serveCommand(const ServeOptions& options) {
         if (auto problem = vethBackendProblem())
             return refuseRun(run, run.profile, "sandbox_unavailable", "error", "net-backend",
                              *problem);
+    } else if (options.net_backend == "direct") {
+        backend = NetBackend::Direct;
+        // Never an unconfined host socket in the sandbox's hands: where one
+        // cannot be confined, the forwarder serves, and the ready line and
+        // ps say "userspace".
+        if (auto problem = directIngressProblem()) {
+            if (!run.quiet)
+                say("--net-backend direct: " + *problem + "; the userspace forwarder serves");
+            backend = NetBackend::Userspace;
+        }
     } else if (options.net_backend != "userspace") {
-        return refuseRun(
-            run, run.profile, "sandbox_unavailable", "error", "arguments",
-            "--net-backend: expected userspace or veth, got \"" + options.net_backend + "\"");
+        return refuseRun(run, run.profile, "sandbox_unavailable", "error", "arguments",
+                         "--net-backend: expected userspace, direct or veth, got \"" +
+                             options.net_backend + "\"");
     }
     auto timeout = parseSecondsAsMs(options.ready_timeout);
     if (!timeout || *timeout == 0)
@@ -216,6 +229,7 @@ int serveCommand(const ServeOptions& options) {
                              "\" has \"network\": \"none\"; serve needs a profile with "
                              "\"network\": \"loopback-publish\" (such as dev-server)");
     policy.publish_port = *port;
+    policy.listen_to_supervisor = backend == NetBackend::Direct;
 
     DevServerOptions server_options;
     server_options.port = *port;
@@ -249,7 +263,7 @@ int serveCommand(const ServeOptions& options) {
         dir->release(name, std::move(*lock));
         return refuseRun(run, policy.profile_name, "sandbox_unavailable", "error", stage, message);
     };
-    auto listeners = bindPublished(*dir, *port, just_stopped);
+    auto listeners = bindPublished(*dir, *port, just_stopped, backend == NetBackend::Direct);
     if (!listeners)
         return refuseLocked("publish", "cannot publish port " + std::to_string(*port) + ": " +
                                            listeners.error().describe());
@@ -311,12 +325,14 @@ int serveCommand(const ServeOptions& options) {
     };
     (*server)->on_ready = [&] {
         record.ready = true;
+        record.backend = netBackendName((*server)->backendInUse());
         (void)dir->write(record);
         nlohmann::ordered_json line{
             {"event", "ready"},
             {"name", name},
             {"port", *port},
             {"pid", record.pid},
+            {"backend", record.backend},
             {"elapsed_ms", std::chrono::duration_cast<std::chrono::milliseconds>(
                                std::chrono::steady_clock::now() - start)
                                .count()}};
@@ -404,6 +420,7 @@ int psCommand(bool as_json) {
                            {"uptime_s", (now - r.started_ms) / 1000},
                            {"profile", r.profile},
                            {"command", r.command},
+                           {"backend", r.backend},
                            {"log", log}});
         std::printf("%s\n", jsonText(out, 2).c_str());
         return 0;

@@ -170,6 +170,7 @@ Status StateDir::write(const ServiceRecord& r) const {
              {"ready", r.ready},
              {"profile", r.profile},
              {"command", r.command},
+             {"backend", r.backend},
              {"log", logPath(r.name)}};
     return writeFileAtomically(recordPath(r.name), jsonText(doc) + "\n");
 }
@@ -194,6 +195,7 @@ std::optional<ServiceRecord> StateDir::read(const std::string& name) const {
         r.ready = doc.at("ready").get<bool>();
         r.profile = doc.at("profile").get<std::string>();
         r.command = doc.at("command").get<std::vector<std::string>>();
+        r.backend = doc.value("backend", "");
         return r;
     } catch (const json::exception&) {
         return std::nullopt;

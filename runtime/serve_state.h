@@ -32,6 +32,9 @@ struct ServiceRecord {
     bool ready = false;
     std::string profile;
     std::vector<std::string> command;
+    // How the port reaches the server once ready (netBackendName); empty
+    // until then, and in records of stockade before 0.3.
+    std::string backend;
 };
 
 // A name must be usable as a file name: [A-Za-z0-9][A-Za-z0-9_.-]{0,63}.

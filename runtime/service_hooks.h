@@ -13,6 +13,7 @@
 
 #include "base/error.h"
 #include "base/unique_fd.h"
+#include "seccomp/denials.h"
 
 namespace stockade {
 
@@ -56,6 +57,9 @@ class ServiceHooks {
         (void)stream;
         return -1;
     }
+    // Calls the seccomp filter sends to the supervisor that the hooks answer
+    // themselves (a dev server's listen under the direct ingress), or null.
+    virtual const seccomp::CallServer* callServer() const { return nullptr; }
     // An fd the loop polls for readability (the hooks' own epoll set).
     virtual int pollFd() const = 0;
     // Called when pollFd() is readable; an Ending ends the sandbox with it.

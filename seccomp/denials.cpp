@@ -195,7 +195,7 @@ std::string DenialAnswers::nameOf(int nr) const {
 
 DenialCollector::DenialCollector(DenialAnswers answers) : answers_(std::move(answers)) {}
 
-Status DenialCollector::handleOne(int listener_fd) {
+Status DenialCollector::handleOne(int listener_fd, const CallServer* server) {
     if (request_.empty()) {
         seccomp_notif_sizes sizes{};
         if (syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0U, &sizes) != 0)
@@ -215,13 +215,17 @@ Status DenialCollector::handleOne(int listener_fd) {
         return Error::fromErrno("ioctl(seccomp listener, SECCOMP_IOCTL_NOTIF_RECV)");
     }
 
-    const int err = answers_.errnoFor(request->data);
+    std::optional<ServedAnswer> served;
+    if (server && *server) served = (*server)(listener_fd, *request);
+    const int err = served ? served->error : answers_.errnoFor(request->data);
     std::fill(response_.begin(), response_.end(), 0);
     auto* response = reinterpret_cast<seccomp_notif_resp*>(response_.data());
     response->id = request->id;
-    response->val = 0;
+    response->val = served && served->error == 0 ? served->value : 0;
     response->error = -err;
-    response->flags = 0;  // never SECCOMP_USER_NOTIF_FLAG_CONTINUE: the call must not run
+    // Never SECCOMP_USER_NOTIF_FLAG_CONTINUE: a refused call must not run,
+    // and a served one was performed by the supervisor on what it judged.
+    response->flags = 0;
     while (ioctl(listener_fd, SECCOMP_IOCTL_NOTIF_SEND, response) < 0) {
         if (errno == EINTR) continue;
         // The caller died or a signal interrupted it while it waited: the
@@ -231,6 +235,10 @@ Status DenialCollector::handleOne(int listener_fd) {
                                 std::to_string(request->data.nr) + ", " + errnoName(err) + ")");
     }
 
+    if (served) {
+        ++served_;
+        return okStatus();
+    }
     const int nr = request->data.nr;
     if (nr >= 0 && nr < kTrackedNumbers) {
         ++counts_[static_cast<std::size_t>(nr)];

@@ -20,6 +20,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -86,6 +87,21 @@ struct Denial {
     bool operator==(const Denial&) const = default;
 };
 
+// The answer to a call the supervisor served itself: the call's return value,
+// or an errno (then `value` is ignored).
+struct ServedAnswer {
+    std::int64_t value = 0;
+    int error = 0;
+};
+
+// A notified call the supervisor performs or judges itself rather than
+// refuses: a dev server's listen(2) under the direct ingress
+// (runtime/direct_ingress.h). It may act on the caller through
+// `listener_fd` (SECCOMP_IOCTL_NOTIF_ADDFD) before the answer is sent, and
+// returns that answer; nullopt leaves the call to the refusal path.
+using CallServer =
+    std::function<std::optional<ServedAnswer>(int listener_fd, const seccomp_notif& call)>;
+
 // The supervisor's side of the listener: answers and counts notifications.
 // Single-threaded; allocates only on the first handleOne() and in denials().
 class DenialCollector {
@@ -100,7 +116,9 @@ class DenialCollector {
     // the kernel restarts is notified afresh, so each call is counted once,
     // when its answer is delivered. EINTR returns success with nothing
     // handled; poll again. Any other failure is an error naming the ioctl.
-    Status handleOne(int listener_fd);
+    // With `server`, each notification goes to it first; a call it answers
+    // is not a refusal and is counted in served() alone.
+    Status handleOne(int listener_fd, const CallServer* server = nullptr);
 
     // Every refused call answered so far, sorted by name. Numbers outside
     // 0..1023 (reachable only under a policy that turns off ENOSYS above its
@@ -109,6 +127,7 @@ class DenialCollector {
     std::vector<Denial> denials() const;
 
     std::uint64_t total() const { return total_; }
+    std::uint64_t served() const { return served_; }
 
   private:
     static constexpr int kTrackedNumbers = 1024;
@@ -121,6 +140,7 @@ class DenialCollector {
     std::array<std::uint64_t, kTrackedNumbers> counts_{};
     std::uint64_t other_ = 0;
     std::uint64_t total_ = 0;
+    std::uint64_t served_ = 0;
 };
 
 // The supervisor's half of sendListenerInChild (listener_in_child.h): receives

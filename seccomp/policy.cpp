@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sched.h>
 #include <sys/ioctl.h>
 #include <sys/personality.h>
@@ -165,6 +166,41 @@ constexpr const char* kModeCalls[] = {"chmod", "fchmod",  "fchmodat", "fchmodat2
 
 }  // namespace
 
+void addHostSocketRefusals(SeccompPolicy& policy) {
+    auto refuse = [&](const char* name, std::vector<ArgCondition> args) {
+        policy.rules.push_back(rule({name}, Action::Errno, EPERM, std::move(args)));
+    };
+    // Both are ints to the kernel: compared on the lower 32 bits.
+    auto int32 = [](unsigned index, std::uint64_t value) {
+        return ArgCondition{index, CompareOp::MaskedEqual, 0xffffffffULL, value};
+    };
+    // The other way to TCP Fast Open's data in a SYN (the first is
+    // MSG_FASTOPEN, refused in every policy).
+    for (std::uint64_t option : {std::uint64_t{TCP_FASTOPEN_CONNECT}, std::uint64_t{34}})
+        refuse("setsockopt", {int32(1, IPPROTO_TCP), int32(2, option)});  // 34: ..._NO_COOKIE
+    // The drop counter: the confining filter's drops, told apart by how many
+    // SYN-ACKs an open port resends, would say which host ports listen.
+    refuse("getsockopt", {int32(1, SOL_SOCKET), int32(2, SO_MEMINFO)});
+    refuse("setsockopt", {int32(1, SOL_SOCKET), int32(2, SO_RXQ_OVFL)});
+    // The interface ioctls answer for the socket's own network namespace:
+    // SIOCGIFNAME (0x8910) to SIOCDEVPRIVATE's end (0x89ff), and the wireless
+    // ones (0x8b00-0x8bff). The few below 0x8910 (FIOSETOWN, SIOCATMARK,
+    // SIOCGSTAMP) say nothing of the host.
+    for (std::uint64_t high = 0x8910; high <= 0x89f0; high += 0x10)
+        refuse("ioctl", {ArgCondition{1, CompareOp::MaskedEqual, 0xfffffff0ULL, high}});
+    refuse("ioctl", {ArgCondition{1, CompareOp::MaskedEqual, 0xffffff00ULL, 0x8b00}});
+}
+
+void sendCallToSupervisor(SeccompPolicy& policy, const std::string& name) {
+    std::vector<SyscallRule> kept;
+    for (SyscallRule& r : policy.rules) {
+        std::erase(r.names, name);
+        if (!r.names.empty()) kept.push_back(std::move(r));
+    }
+    kept.insert(kept.begin(), rule({name}, Action::Notify));
+    policy.rules = std::move(kept);
+}
+
 Status checkNoSetidRulesHold(const SeccompPolicy& policy) {
     // Among conditional rules for one call, libseccomp decides which matches
     // first, not the policy's order: a policy's own conditional rule for one
@@ -264,9 +300,10 @@ SeccompPolicy defaultPolicy() {
     }
     // IP with the protocols programs ask for by number: the default (0), TCP,
     // UDP, UDP-Lite and ICMP (unprivileged ping). Not MPTCP (IPPROTO_MPTCP,
-    // 262): Landlock's TCP rules do not see it, so it would get past a dev
-    // server's "bind its port only, connect nowhere" (Go falls back to TCP on
-    // any error). Compared on all 64 bits, like the family.
+    // 262): Landlock's TCP rules do not see it (it once got past a dev
+    // server's "bind its port only, connect nowhere"), and no build needs it
+    // (Go falls back to TCP on any error). Compared on all 64 bits, like the
+    // family.
     for (int family : {AF_INET, AF_INET6}) {
         for (int protocol : {0, int{IPPROTO_TCP}, int{IPPROTO_UDP}, int{IPPROTO_UDPLITE},
                              family == AF_INET ? int{IPPROTO_ICMP} : int{IPPROTO_ICMPV6}}) {
@@ -276,9 +313,11 @@ SeccompPolicy defaultPolicy() {
     }
 
     // TCP Fast Open from the client side connects inside sendto/sendmsg,
-    // without connect(2), where Landlock's connect rule never looks. Refused
-    // as a kernel with client TFO off refuses it (EOPNOTSUPP), so programs
-    // fall back to connect. The flags are an int to the kernel: the mask
+    // without connect(2), where Landlock's connect rule never looks, and
+    // puts data in the SYN, which a host service with server TFO takes
+    // before any handshake (the direct ingress's host sockets: runtime/
+    // direct_ingress.h). Refused as a kernel with client TFO off refuses it
+    // (EOPNOTSUPP), so programs fall back to connect. The flags are an int to the kernel: the mask
     // looks at the one bit whatever the upper half holds.
     for (const auto& [name, flags_index] :
          {std::pair{"sendto", 3u}, std::pair{"sendmsg", 2u}, std::pair{"sendmmsg", 3u}}) {

@@ -84,6 +84,21 @@ SeccompPolicy defaultPolicy();
 // any rule of the policy's own for openat2 is dropped.
 void addNoSetidRules(SeccompPolicy& policy);
 
+// What a sandbox holding host sockets (the direct ingress's listener and the
+// connections accepted from it, runtime/direct_ingress.h) must not do with
+// them, refused with EPERM whatever the fd: TCP_FASTOPEN_CONNECT and
+// TCP_FASTOPEN_NO_COOKIE (data in a SYN), SO_MEMINFO and SO_RXQ_OVFL (the
+// drop counter, a port scan), and the interface ioctls 0x8910-0x89ff and
+// 0x8b00-0x8bff (the host's interfaces, addresses and neighbours).
+void addHostSocketRefusals(SeccompPolicy& policy);
+
+// `name` (a native call) sent to the supervisor's listener whatever its
+// arguments: every rule that names it loses the name, and one Notify rule for
+// it goes first. The supervisor then answers each such call itself (a dev
+// server's listen(2) under the direct ingress, runtime/direct_ingress.h);
+// without a listener the kernel answers ENOSYS.
+void sendCallToSupervisor(SeccompPolicy& policy, const std::string& name);
+
 // Whether addNoSetidRules(policy) will hold as written: an error naming the
 // call when the policy has its own argument conditions for one of the calls
 // whose mode it reads (a conditional ALLOW on another argument could decide

@@ -189,21 +189,24 @@ std::string readFile(const std::string& path) {
     return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
-// The publishing and zero-egress cases run rootless with the userspace
-// backend and as root with each backend. A root run of the veth backend that
-// cannot work here (no nft, no veth) fails: it is not skipped.
+// The publishing and zero-egress cases run as root with each backend and
+// rootless with userspace and direct (which, rootless, serves through the
+// forwarder where the kernel lets only CAP_NET_ADMIN filter a TCP socket,
+// and says so). A root run of the veth or direct backend that cannot work
+// here (no nft, no veth, no socket filter) fails: it is not skipped.
 struct ServeSetup {
     Mode mode;
     const char* backend;
 };
 
-#define STOCKADE_EACH_SERVE_SETUP(mode, backend)                                      \
-    const ServeSetup serve_setup_ =                                                   \
-        GENERATE(ServeSetup{Mode::Root, "userspace"}, ServeSetup{Mode::Root, "veth"}, \
-                 ServeSetup{Mode::Rootless, "userspace"});                            \
-    const Mode mode = serve_setup_.mode;                                              \
-    const std::string backend = serve_setup_.backend;                                 \
-    INFO("mode: " << modeName(mode) << ", backend: " << backend);                     \
+#define STOCKADE_EACH_SERVE_SETUP(mode, backend)                                            \
+    const ServeSetup serve_setup_ =                                                         \
+        GENERATE(ServeSetup{Mode::Root, "userspace"}, ServeSetup{Mode::Root, "veth"},       \
+                 ServeSetup{Mode::Root, "direct"}, ServeSetup{Mode::Rootless, "userspace"}, \
+                 ServeSetup{Mode::Rootless, "direct"});                                     \
+    const Mode mode = serve_setup_.mode;                                                    \
+    const std::string backend = serve_setup_.backend;                                       \
+    INFO("mode: " << modeName(mode) << ", backend: " << backend);                           \
     if (!modeUsable(mode)) return
 
 // A host command's stdout (ip, nft, nsenter: root only).
@@ -293,6 +296,13 @@ TEST_CASE("serve: a python http.server answers on the host's loopback, and stop 
     CHECK(served.readyEvent().value("name", "") == served.name());
     CHECK(served.readyEvent().value("port", 0) == port);
     CHECK(served.readyEvent().contains("elapsed_ms"));
+    // The way it took, said: direct as root; rootless, direct or, where the
+    // kernel refuses the socket filter, userspace with the reason on stderr.
+    const std::string took = served.readyEvent().value("backend", "");
+    if (backend == "direct" && mode == Mode::Rootless && took == "userspace")
+        CHECK(served.started().err.find("--net-backend direct: ") != std::string::npos);
+    else
+        CHECK(took == backend);
 
     const std::string page = httpGet(AF_INET, port, "/");
     CHECK(page.rfind("HTTP/1.0 200", 0) == 0);
@@ -653,6 +663,114 @@ while True:
     const ssize_t n = ::recv(held.get(), &byte, 1, 0);
     CHECK((n == 0 || (n < 0 && errno == ECONNRESET)));
     CHECK(connectResult(AF_INET, port) == std::strerror(ECONNREFUSED));
+}
+
+// The direct ingress hands the server a socket of the host's network
+// namespace. What a hostile server does with it and with a connection
+// accepted from it, from inside: undo the confinement, turn the connection
+// back into one that connects (connect(AF_UNSPEC), then connect) to a host
+// listener, a closed host port and an outside address, Fast Open, the drop
+// counter, the interface ioctls. Every answer is the kernel's, and the host's
+// listener never sees a connection.
+TEST_CASE("serve --net-backend direct: the host's socket in the server's hands reaches nothing",
+          "[serve][G1][direct]") {
+    if (!modeUsable(Mode::Root)) return;
+    Sandbox sandbox(Mode::Root);
+    const uint16_t port = freeLoopbackPort();
+    HostListener host_lo = HostListener::tcp(AF_INET, "127.0.0.1");
+    REQUIRE(host_lo.ok());
+    uint16_t closed = freeLoopbackPort();
+    while (closed == port) closed = freeLoopbackPort();
+    // clang-format off
+    const std::string hostile = R"PY(import ctypes, errno, json, socket, struct, sys
+libc = ctypes.CDLL(None, use_errno=True)
+port, host_port, closed_port = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+def answer(f):
+    try:
+        r = f()
+        return "ok" if r is None else r
+    except socket.timeout:
+        return "timeout"
+    except OSError as e:
+        return errno.errorcode.get(e.errno, str(e.errno))
+def disconnect(s):
+    unspec = ctypes.create_string_buffer(16)
+    if libc.connect(s.fileno(), unspec, 16) != 0:
+        raise OSError(ctypes.get_errno(), "connect to AF_UNSPEC")
+def reconnect(s, address):
+    disconnect(s)
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_SYNCNT, 1)
+    s.settimeout(4)
+    s.connect(address)
+    return "connected"
+listener = socket.socket()
+listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+listener.bind(("127.0.0.1", port))
+listener.listen(8)
+while True:
+    held, _ = listener.accept()   # the connection to turn around
+    asker, _ = listener.accept()  # where the answers go
+    asker.recv(100)
+    accept_all = ctypes.create_string_buffer(struct.pack("HBBI", 0x06, 0, 0, 0xffffffff))
+    fprog = struct.pack("HL", 1, ctypes.addressof(accept_all))
+    results = {
+        "device": answer(lambda: listener.getsockopt(socket.SOL_SOCKET, socket.SO_BINDTODEVICE, 16).rstrip(b"\0").decode()),
+        "unbind": answer(lambda: listener.setsockopt(socket.SOL_SOCKET, socket.SO_BINDTODEVICE, b"")),
+        "detach": answer(lambda: listener.setsockopt(socket.SOL_SOCKET, 27, 0)),
+        "replace": answer(lambda: held.setsockopt(socket.SOL_SOCKET, 26, fprog)),
+        "ifconf": answer(lambda: __import__("fcntl").ioctl(listener.fileno(), 0x8912, struct.pack("iL", 0, 0))),
+        "meminfo": answer(lambda: listener.getsockopt(socket.SOL_SOCKET, 55, 64)),
+        "tfo_connect": answer(lambda: socket.socket().setsockopt(socket.IPPROTO_TCP, 30, 1)),
+        "host_listener": answer(lambda: reconnect(held, ("127.0.0.1", host_port))),
+    }
+    for key, address in (("closed_port", ("127.0.0.1", closed_port)), ("outside", ("192.0.2.1", 80))):
+        c, _ = listener.accept()
+        results[key] = answer(lambda: reconnect(c, address))
+    asker.sendall(json.dumps(results).encode())
+    asker.close()
+)PY";
+    // clang-format on
+    sandbox.scratch().writeFile("worktree/hostile.py", hostile);
+    Served served(sandbox, serviceName(), port,
+                  {"python3", "/repo/hostile.py", std::to_string(port), host_lo.port(),
+                   std::to_string(closed)},
+                  {}, "direct");
+    INFO(served.started().describe());
+    REQUIRE(served.ready());
+    REQUIRE(served.readyEvent().value("backend", "") == "direct");
+    int err = 0;
+    UniqueFd held = connectFromHost(AF_INET, port, err);
+    REQUIRE(held);
+    UniqueFd asker = connectFromHost(AF_INET, port, err);
+    REQUIRE(asker);
+    // Two more connections for the server to turn around.
+    UniqueFd third = connectFromHost(AF_INET, port, err);
+    UniqueFd fourth = connectFromHost(AF_INET, port, err);
+    sendAll(asker.get(), "go");
+    timeval slow{30, 0};
+    ::setsockopt(asker.get(), SOL_SOCKET, SO_RCVTIMEO, &slow, sizeof slow);
+    const json results = json::parse(readToEof(asker.get()), nullptr, false);
+    INFO(results.dump());
+    REQUIRE(results.is_object());
+    CHECK(results.value("device", "") == "lo");
+    CHECK(results.value("unbind", "") == "EPERM");   // needs CAP_NET_RAW over the host's netns
+    CHECK(results.value("detach", "") == "EPERM");   // SO_LOCK_FILTER
+    CHECK(results.value("replace", "") == "EPERM");  // on an accepted one too
+    CHECK(results.value("ifconf", "") == "EPERM");   // seccomp: the host's interfaces
+    CHECK(results.value("meminfo", "") == "EPERM");  // seccomp: the drop counter
+    CHECK(results.value("tfo_connect", "") == "EPERM");
+    // The handshake never completes: the SYN-ACK is dropped, and a closed
+    // port's reset too, so an open and a closed port look the same.
+    CHECK(results.value("host_listener", "") == "timeout");
+    CHECK(results.value("closed_port", "") == "timeout");
+    CHECK_THAT(results.value("outside", ""), IsOneOf({"timeout", "ENETUNREACH", "EHOSTUNREACH"}));
+    CHECK_FALSE(host_lo.sawConnection());
+    // Refusals are counted as any are.
+    held.reset();
+    const Completed stop = served.stockade({"stop", served.name()});
+    CHECK(stop.exitCode == 0);
+    const std::string denials = sandbox.result().at("denials").dump();
+    CHECK(denials.find("ioctl") != std::string::npos);
 }
 
 TEST_CASE("serve --net-backend veth: the host's end of the pair is out of reach from inside",

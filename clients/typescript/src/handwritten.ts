@@ -13,6 +13,8 @@ export interface ReadyEvent {
   name: string;
   port: number;
   pid: number;
+  /** The way the port reaches the server: `direct` may fall back to `userspace`. */
+  backend: 'userspace' | 'direct' | 'veth';
   elapsed_ms: number;
 }
 
@@ -26,6 +28,8 @@ export interface PsEntry {
   uptime_s: number;
   profile: string;
   command: string[];
+  /** As in the ready event; empty until ready (and from older binaries). */
+  backend?: string;
   log: string;
 }
 
@@ -69,12 +73,13 @@ const orNull = { type: ['string', 'null'] } as const;
 
 export const readySchema = {
   type: 'object',
-  required: ['event', 'name', 'port', 'pid', 'elapsed_ms'],
+  required: ['event', 'name', 'port', 'pid', 'backend', 'elapsed_ms'],
   properties: {
     event: { const: 'ready' },
     name: str,
     port: { type: 'integer', minimum: 1, maximum: 65535 },
     pid: int,
+    backend: { enum: ['userspace', 'direct', 'veth'] },
     elapsed_ms: int,
   },
 } as const;
@@ -91,6 +96,7 @@ export const psEntrySchema = {
     uptime_s: int,
     profile: str,
     command: strings,
+    backend: str,
     log: str,
   },
 } as const;

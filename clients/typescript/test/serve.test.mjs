@@ -62,6 +62,33 @@ test('serveArgs: the exact argv, checked', () => {
     BINARY, 'serve', '--quiet', '--port=45001', '--ready-pattern=ready in', '--', 'npm', 'run', 'dev',
   ]);
   assert.throws(() => serveArgs({ binary: BINARY, port: 70000, command: ['x'] }), { option: 'port' });
+  assert.deepEqual(serveArgs({ binary: BINARY, port: 45001, command: ['x'], netBackend: 'direct' }), [
+    BINARY, 'serve', '--quiet', '--port=45001', '--net-backend=direct', '--', 'x',
+  ]);
+  assert.throws(() => serveArgs({ binary: BINARY, port: 45001, command: ['x'], netBackend: 'tun' }), { option: 'netBackend' });
+});
+
+test('a dev server through the direct backend says which way it took', async () => {
+  const port = randomPort();
+  const server = await serve({
+    binary: BINARY,
+    port,
+    netBackend: 'direct',
+    command: ['python3', '-m', 'http.server', String(port), '--bind', '127.0.0.1'],
+    readyTimeout: 30,
+  });
+  try {
+    // Root hands the server the host's listener; rootless, where the kernel
+    // lets only CAP_NET_ADMIN filter a TCP socket, the forwarder serves.
+    assert.ok(['direct', 'userspace'].includes(server.ready.backend), server.ready.backend);
+    if (process.getuid() === 0) assert.equal(server.ready.backend, 'direct');
+    const res = await fetch(`${server.url}`);
+    assert.equal(res.status, 200);
+    await res.text();
+    assert.equal((await server.ps()).backend, server.ready.backend);
+  } finally {
+    await server.stop();
+  }
 });
 
 test('a harness that exits without stop() takes its dev server with it', async () => {

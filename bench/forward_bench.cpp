@@ -1,6 +1,7 @@
 // The published port's cost (SPEC §9, issue 5): the same small server run
 // straight on the host's loopback and under `stockade serve` with each
-// network backend (both by default as root: userspace and veth), measured
+// network backend (all three by default as root: userspace, direct and veth;
+// userspace and direct rootless), measured
 // side by side, interleaved:
 //   - throughput: the server streams BYTES to the client, and the CPU each
 //     party spends per GiB moved (client, server, the forwarder), with how
@@ -8,7 +9,7 @@
 //   - latency: one-byte ping-pongs, median and p99, and the added median;
 //   - concurrency: CONNS connections opened, each echoing once, all held.
 //
-//   stockade_forward_bench STOCKADE [--backend userspace|veth|both] [--bytes N] [--pings N]
+//   stockade_forward_bench STOCKADE [--backend userspace|direct|veth|all] [--bytes N] [--pings N]
 //                          [--conns N] [--rounds N]
 //   stockade_forward_bench server PORT      (what runs on both sides)
 //
@@ -354,15 +355,15 @@ int main(int argc, char** argv) {
         return runServer(static_cast<uint16_t>(std::atoi(argv[2])));
     if (argc < 2) {
         std::fprintf(stderr,
-                     "usage: stockade_forward_bench STOCKADE [--backend userspace|veth|both] "
+                     "usage: stockade_forward_bench STOCKADE [--backend userspace|direct|veth|all] "
                      "[--bytes N] [--pings N] [--conns N] [--rounds N]\n");
         return 2;
     }
     std::string stockade = argv[1];
     uint64_t bytes = 1ull << 30;
     int ping_count = 20000, conns = 1000, rounds = 5;
-    // Both backends side by side where the veth one can run (root).
-    std::string backend_choice = geteuid() == 0 ? "both" : "userspace";
+    // Every backend side by side that can run: veth only as root.
+    std::string backend_choice = "all";
     for (int i = 2; i + 1 < argc; i += 2) {
         std::string flag = argv[i];
         long long value = std::atoll(argv[i + 1]);
@@ -373,12 +374,14 @@ int main(int argc, char** argv) {
         if (flag == "--rounds") rounds = static_cast<int>(value);
     }
     std::vector<std::string> backends;
-    if (backend_choice == "both")
-        backends = {"userspace", "veth"};
-    else if (backend_choice == "userspace" || backend_choice == "veth")
+    if (backend_choice == "all" || backend_choice == "both")
+        backends = geteuid() == 0 ? std::vector<std::string>{"userspace", "direct", "veth"}
+                                  : std::vector<std::string>{"userspace", "direct"};
+    else if (backend_choice == "userspace" || backend_choice == "veth" ||
+             backend_choice == "direct")
         backends = {backend_choice};
     else {
-        std::fprintf(stderr, "--backend: userspace, veth or both\n");
+        std::fprintf(stderr, "--backend: userspace, direct, veth or all\n");
         return 2;
     }
     rlimit files{};

@@ -52,10 +52,12 @@ fuzz: deps
 FUZZ_SECONDS ?= 30
 
 # A clean Debian 12 root for the package test, made once with debootstrap,
-# and the kernel the cgroup v2 VM test boots, fetched once with apt.
+# the kernel the cgroup v2 VM test boots, fetched once with apt, and the Vite
+# test's npm packages, installed once from the registry.
 test-root: deps
 	@sh scripts/clean-root.sh
 	@sh scripts/vm-kernel.sh
+	@sh scripts/vite-app.sh
 
 check: check-normal check-asan fuzz
 

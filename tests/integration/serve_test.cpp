@@ -665,6 +665,75 @@ while True:
     CHECK(connectResult(AF_INET, port) == std::strerror(ECONNREFUSED));
 }
 
+// A real framework as projects run it: Vite's dev server proxying /api to a
+// node server the same command started, in every mode and backend. The npm
+// packages are scripts/vite-app.sh's (made by `make check`'s test-root step),
+// bound read-only at /repo/node_modules; Vite's own cache goes to /tmp, and
+// its config is imported as it is (--configLoader native), not bundled into
+// node_modules.
+TEST_CASE("serve: a Vite dev server proxies /api to a node server it started, HMR included",
+          "[serve][real]") {
+    STOCKADE_EACH_SERVE_SETUP(mode, backend);
+    const char* from_env = std::getenv("STOCKADE_VITE_APP");
+    const std::string app = from_env ? from_env : "/var/cache/stockade-test/vite-app";
+    INFO("the Vite test's npm packages: " << app << " (as root: sh scripts/vite-app.sh)");
+    REQUIRE(pathExists(app + "/node_modules/.bin/vite"));
+    Sandbox sandbox(mode);
+    const uint16_t port = freeLoopbackPort();
+    uint16_t api = freeLoopbackPort();
+    while (api == port) api = freeLoopbackPort();
+    const std::string a = std::to_string(api), p = std::to_string(port);
+    sandbox.scratch().writeFile("worktree/package.json", R"({"type": "module"})");
+    sandbox.scratch().writeFile("worktree/index.html",
+                                "<!doctype html><title>stockade vite test</title>\n");
+    sandbox.scratch().writeFile("worktree/vite.config.js",
+                                "export default { cacheDir: '/tmp/vite-cache', server: { proxy: "
+                                "{ '/api': 'http://127.0.0.1:" +
+                                    a + "' } } };\n");
+    sandbox.scratch().writeFile("worktree/api.js",
+                                "import http from 'node:http';\n"
+                                "http.createServer((req, res) => {\n"
+                                "  res.setHeader('content-type', 'application/json');\n"
+                                "  res.end(JSON.stringify({ from: 'api', path: req.url }));\n"
+                                "}).listen(" +
+                                    a + ", '127.0.0.1');\n");
+    sandbox.scratch().makeDir("worktree/node_modules");
+    Served served(sandbox, serviceName(), port,
+                  {"sh", "-c",
+                   "cd /repo && node api.js & cd /repo && exec node_modules/.bin/vite "
+                   "--configLoader native --port " +
+                       p + " --strictPort --host 127.0.0.1"},
+                  {"--mount", app + "/node_modules:/repo/node_modules", "--ready-timeout", "60"},
+                  backend);
+    INFO(served.started().describe());
+    REQUIRE(served.ready());
+    const std::string page = httpGet(AF_INET, port, "/");
+    CHECK(page.find(" 200 ") != std::string::npos);
+    CHECK(page.find("/@vite/client") != std::string::npos);
+    const std::string proxied = httpGet(AF_INET, port, "/api/hello");
+    CHECK(proxied.find(R"({"from":"api","path":"/api/hello"})") != std::string::npos);
+    // The hot-reload channel: a websocket upgrade with Vite's protocol and
+    // the token its client script carries.
+    const std::string client = httpGet(AF_INET, port, "/@vite/client");
+    const std::string marker = "wsToken = \"";
+    const size_t at = client.find(marker);
+    REQUIRE(at != std::string::npos);
+    const size_t begin = at + marker.size();
+    const std::string token = client.substr(begin, client.find('"', begin) - begin);
+    int err = 0;
+    UniqueFd ws = connectFromHost(AF_INET, port, err);
+    REQUIRE(ws);
+    sendAll(ws.get(), "GET /?token=" + token + " HTTP/1.1\r\nHost: 127.0.0.1:" + p +
+                          "\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: "
+                          "dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
+                          "Sec-WebSocket-Protocol: vite-hmr\r\n\r\n");
+    char buf[4096];
+    const ssize_t n = ::recv(ws.get(), buf, sizeof buf, 0);
+    const std::string reply(buf, n > 0 ? static_cast<size_t>(n) : 0);
+    INFO(reply);
+    CHECK(reply.rfind("HTTP/1.1 101", 0) == 0);
+}
+
 // The direct ingress hands the server a socket of the host's network
 // namespace. What a hostile server does with it and with a connection
 // accepted from it, from inside: undo the confinement, turn the connection

@@ -59,6 +59,17 @@ rules=$(sed -n '/^profile /,/^}/p' "$work/stockade" | sed -e 's/#.*//' -e 's/^ *
 test "$rules" = "userns," || fail "the profile grants more than userns: $rules"
 pass "the profile's one rule is userns"
 
+# The profile `stockade check` tells the owner of an uncovered binary to
+# write (runtime/host_apparmor_verdicts.cpp; unit: "the AppArmor
+# restriction's fix fits the binary" pins its output to this text), for a
+# path that needs AppArmor's quotes.
+printf '%s\n' 'abi <abi/4.0>,' 'include <tunables/global>' \
+    'profile stockade-local "/home/ann/it'"'"'s mine/build/stockade" flags=(unconfined) {' \
+    '  userns,' '}' > "$work/stockade-local"
+# shellcheck disable=SC2086
+out=$(parser $strict /tmp/check/stockade-local 2>&1) || fail "check's suggested profile was refused: $out"
+pass "the profile check suggests for another path parses too"
+
 # A feature set without user-namespace mediation: the rule would not be
 # enforced, which the strict parse must refuse.
 grep -v '^namespaces {mask {userns_create' "$ROOT$features" > "$work/features-no-userns"

@@ -51,11 +51,13 @@ fuzz: deps
 
 FUZZ_SECONDS ?= 30
 
-# A clean Debian 12 root for the package test, made once with debootstrap,
-# the kernel the cgroup v2 VM test boots, fetched once with apt, and the Vite
-# test's npm packages, installed once from the registry.
+# A clean Debian 12 root for the package test and a Debian 13 root with
+# apparmor_parser 4 for the AppArmor profile's syntax test, each made once
+# with debootstrap, the kernel the cgroup v2 VM test boots, fetched once with
+# apt, and the Vite test's npm packages, installed once from the registry.
 test-root: deps
 	@sh scripts/clean-root.sh
+	@sh scripts/apparmor-root.sh
 	@sh scripts/vm-kernel.sh
 	@sh scripts/vite-app.sh
 
@@ -73,6 +75,16 @@ demo: deps-build
 # directories it had to make), for `make uninstall`. Builds only what is
 # installed, not the tests. A build directory copied from another tree (its
 # cache names another source directory, which cmake refuses) is made afresh.
+#
+# The AppArmor profile (contrib/apparmor/stockade.in, for PREFIX/bin/stockade)
+# goes to /etc/apparmor.d whatever the prefix, and is loaded only where
+# AppArmor runs and its parser is installed, and never into the running
+# kernel for a staged install (DESTDIR): without AppArmor the install still
+# succeeds.
+APPARMOR_PROFILE := /etc/apparmor.d/stockade
+APPARMOR_ACTIVE  := [ -z "$(DESTDIR)" ] && \
+                    [ "$$(cat /sys/module/apparmor/parameters/enabled 2>/dev/null)" = Y ] && \
+                    command -v apparmor_parser >/dev/null 2>&1
 INSTALL_DIRS := bin share/stockade/profiles share/man/man1 \
                 share/bash-completion/completions share/zsh/vendor-completions
 
@@ -85,15 +97,25 @@ install: deps-build
 	@cmake --build $(BUILD) -j $(JOBS) --target stockade
 	@mkdir -p $(BUILD) && : > $(BUILD)/install_dirs.new
 	@for d in $(INSTALL_DIRS); do \
-	  p="$(PREFIX)/$$d"; \
-	  while [ "$$p" != "$(PREFIX)" ] && [ ! -e "$$p" ]; do echo "$$p"; p=$$(dirname "$$p"); done; \
+	  p="$(DESTDIR)$(PREFIX)/$$d"; \
+	  while [ "$$p" != "$(DESTDIR)$(PREFIX)" ] && [ ! -e "$$p" ]; do echo "$$p"; p=$$(dirname "$$p"); done; \
 	done | sort -u -r >> $(BUILD)/install_dirs.new
+	@for p in "$(DESTDIR)/etc/apparmor.d" "$(DESTDIR)/etc"; do \
+	  [ -e "$$p" ] || echo "$$p"; done >> $(BUILD)/install_dirs.new
 	cmake --install $(BUILD) --prefix $(PREFIX) --strip
 	@cat $(BUILD)/install_dirs.new >> $(BUILD)/install_dirs.txt; rm -f $(BUILD)/install_dirs.new
+	@if $(APPARMOR_ACTIVE); then \
+	  if apparmor_parser -r $(APPARMOR_PROFILE); then echo "loaded the AppArmor profile $(APPARMOR_PROFILE)"; \
+	  else echo "warning: apparmor_parser could not load $(APPARMOR_PROFILE); see stockade check" >&2; fi; \
+	fi
 
 uninstall:
 	@test -f $(BUILD)/install_manifest.txt || { echo "nothing installed from $(BUILD)"; exit 0; }
-	xargs -r rm -f < $(BUILD)/install_manifest.txt
+	@if grep -qx "$(APPARMOR_PROFILE)" $(BUILD)/install_manifest.txt && \
+	    [ -f $(APPARMOR_PROFILE) ] && $(APPARMOR_ACTIVE); then \
+	  apparmor_parser -R $(APPARMOR_PROFILE) >/dev/null 2>&1 && echo "unloaded the AppArmor profile $(APPARMOR_PROFILE)" || true; \
+	fi
+	sed 's|^|$(DESTDIR)|' $(BUILD)/install_manifest.txt | xargs -r rm -f
 	@if [ -f $(BUILD)/install_dirs.txt ]; then \
 	  sort -u -r $(BUILD)/install_dirs.txt | while read -r d; do rmdir "$$d" 2>/dev/null || true; done; \
 	  rm -f $(BUILD)/install_dirs.txt; fi

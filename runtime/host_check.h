@@ -170,6 +170,14 @@ struct HostFacts {
     // Switches, as read; "" when the file does not exist.
     std::string unprivileged_userns_clone;  // Debian: /proc/sys/kernel/unprivileged_userns_clone
     std::string apparmor_restrict_userns;   // Ubuntu: ...apparmor_restrict_unprivileged_userns
+    std::string apparmor_enabled;           // /sys/module/apparmor/parameters/enabled: "Y", "N"
+    // This process's AppArmor label (/proc/self/attr/apparmor/current, else
+    // /proc/self/attr/current while AppArmor is enabled): "unconfined",
+    // "stockade (unconfined)"; "" unreadable.
+    std::string apparmor_label;
+    // The binary path the installed profile (/etc/apparmor.d/stockade)
+    // attaches to; "" when there is no such file or it names none.
+    std::string apparmor_installed_attachment;
     std::map<std::string, std::string> max_namespaces;  // "user" -> /proc/sys/user/max_user_...
     int seccomp_mode = 0;  // /proc/self/status Seccomp: 2 when a filter confines us
     int seccomp_filters = 0;
@@ -225,6 +233,15 @@ struct HostFacts {
 
     std::vector<std::pair<std::string, uint64_t>> probe_us;
 };
+
+// An AppArmor label as the kernel writes it: "unconfined", or "NAME (MODE)".
+struct AppArmorLabel {
+    std::string profile;  // "unconfined", "stockade"; "" when unknown
+    std::string mode;     // "enforce", "complain", "unconfined"; "" for the unconfined label
+};
+AppArmorLabel parseAppArmorLabel(std::string_view label);
+// The path `profile stockade PATH ...` attaches to in a profile's text ("" if none).
+std::string appArmorAttachment(std::string_view profile_text);
 
 HostFacts probeHost(const HostCheckRequest& request);
 HostReport reportFromFacts(const HostFacts& facts, const HostCheckRequest& request);

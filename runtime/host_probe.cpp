@@ -32,6 +32,7 @@
 #include "runtime/host_check.h"
 #include "runtime/host_check_internal.h"
 #include "runtime/host_probe_in_child.h"
+#include "runtime/host_verdicts.h"
 #include "runtime/identity.h"
 #include "runtime/nftables.h"
 #include "runtime/sandbox_launch.h"
@@ -490,6 +491,13 @@ void readHostSwitches(HostFacts& facts) {
         trimmed(readFile("/proc/sys/kernel/unprivileged_userns_clone"));
     facts.apparmor_restrict_userns =
         trimmed(readFile("/proc/sys/kernel/apparmor_restrict_unprivileged_userns"));
+    facts.apparmor_enabled = trimmed(readFile("/sys/module/apparmor/parameters/enabled"));
+    // The AppArmor-specific file first: with stacked LSMs attr/current is
+    // the first major LSM's (SELinux's context, say).
+    facts.apparmor_label = trimmed(readFile("/proc/self/attr/apparmor/current"));
+    if (facts.apparmor_label.empty() && facts.apparmor_enabled == "Y")
+        facts.apparmor_label = trimmed(readFile("/proc/self/attr/current"));
+    facts.apparmor_installed_attachment = appArmorAttachment(readFile(kAppArmorProfilePath));
     for (const NamespaceKind& kind : kNamespaces)
         facts.max_namespaces[kind.name] =
             trimmed(readFile(std::string("/proc/sys/user/max_") + kind.name + "_namespaces"));

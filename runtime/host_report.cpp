@@ -149,6 +149,8 @@ HostReport reportFromFacts(const HostFacts& f, const HostCheckRequest& request) 
     // Features: what the sandbox's own code needs of the kernel. Every one
     // without a fallback in runtime/ is required.
     feature("user_ns", "user namespace", judgeUserNs(f), true);
+    // Informational: where it fails, user_ns fails too and carries the blocker.
+    feature("apparmor_userns", "AppArmor userns restriction", judgeAppArmorUserns(f), false);
     feature("mount_ns", "mount namespace, fresh root",
             judgeNamespace(f, "mnt", "CLONE_NEWNS",
                            {S::PrivateMounts, S::RootTmpfs, S::BindReadOnly, S::TmpTmpfs,

@@ -24,27 +24,6 @@ bool isPermission(int err) {
     return err == EPERM || err == EACCES;
 }
 
-// Ubuntu 23.10+: unprivileged user namespaces are created, but confined by
-// AppArmor's unprivileged_userns profile, which denies every capability in
-// them; what fails is the first step that needs one.
-bool appArmorRestricts(const HostFacts& f) {
-    return f.euid != 0 && f.apparmor_restrict_userns == "1";
-}
-
-Verdict appArmorVerdict(const HostFacts& f, const std::string& what) {
-    return unavailable(
-        "AppArmor restricts unprivileged user namespaces "
-        "(kernel.apparmor_restrict_unprivileged_userns = 1): the namespace is created without "
-        "capabilities, so " +
-            what + " is refused",
-        "sysctl -w kernel.apparmor_restrict_unprivileged_userns=0, or allow user namespaces to "
-        "stockade alone: /etc/apparmor.d/stockade containing `abi <abi/4.0>, include "
-        "<tunables/global> profile stockade " +
-            f.exe +
-            " flags=(unconfined) { userns, }`, then `apparmor_parser -r "
-            "/etc/apparmor.d/stockade`");
-}
-
 // Why a namespace of kind `name` ("user", "net", ...) could not be created.
 Verdict namespaceCause(const HostFacts& f, const std::string& name, const std::string& call,
                        int err) {

@@ -39,6 +39,20 @@ inline constexpr const char* kSeccompFix =
 // put their detail in parentheses after it.
 std::string headline(const std::string& reason);
 
+// host_apparmor_verdicts.cpp: Ubuntu's user-namespace restriction, and the
+// AppArmor profile that exempts stockade from it (contrib/apparmor/).
+
+inline constexpr const char* kAppArmorProfilePath = "/etc/apparmor.d/stockade";
+// AppArmor leaves this process's user namespaces without capabilities, or
+// denies them: Ubuntu's restriction on an unprivileged process, or a
+// profile that confines this binary without granting userns.
+bool appArmorRestricts(const HostFacts& f);
+// `what` (a step in the user namespace) was refused, and AppArmor restricts.
+Verdict appArmorVerdict(const HostFacts& f, const std::string& what);
+// Whether this binary is covered by a profile that grants userns, where
+// Ubuntu's restriction applies.
+Verdict judgeAppArmorUserns(const HostFacts& f);
+
 // host_sandbox_verdicts.cpp: the sandbox's clone and child sequence.
 
 // The first sandbox step among `steps` that failed or was not reached.

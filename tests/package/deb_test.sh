@@ -33,6 +33,27 @@ sed 's/"description": "[^"]*"/"description": "installed copy"/' \
     "$root/usr/share/stockade/profiles/held-test.json" > "$root/usr/share/stockade/profiles/local.json"
 "$bin" profile show local | grep -q "installed copy"
 "$bin" check >/dev/null
+# The AppArmor profile for /usr/bin/stockade (Ubuntu's userns restriction):
+# shipped as a conffile, loaded by postinst, unloaded and purged by postrm.
+grep -qx 'profile stockade /usr/bin/stockade flags=(unconfined) {' "$root/etc/apparmor.d/stockade" ||
+    { echo "FAIL the package's AppArmor profile does not attach to /usr/bin/stockade"; exit 1; }
+grep -qx '  userns,' "$root/etc/apparmor.d/stockade" ||
+    { echo "FAIL the package's AppArmor profile does not grant userns"; exit 1; }
+dpkg-deb --ctrl-tarfile "$deb" | tar -xO ./conffiles | grep -qx /etc/apparmor.d/stockade ||
+    { echo "FAIL /etc/apparmor.d/stockade is not a conffile"; exit 1; }
+dpkg-deb --ctrl-tarfile "$deb" | tar -xO ./postinst | grep -q 'apparmor_parser -r' ||
+    { echo "FAIL postinst does not load the AppArmor profile"; exit 1; }
+# The packaged file itself, parsed as tests/package/apparmor_profile_test.sh
+# parses the one it writes (that test fails under CI when the root is missing).
+AA_ROOT=${STOCKADE_APPARMOR_ROOT:-/var/cache/stockade-test/trixie-apparmor}
+if [ -x "$AA_ROOT/usr/sbin/apparmor_parser" ]; then
+    bwrap --ro-bind "$AA_ROOT" / --dev /dev --proc /proc --tmpfs /tmp \
+        --ro-bind "$root/etc/apparmor.d" /tmp/check --unshare-all --die-with-parent -- \
+        /usr/sbin/apparmor_parser --skip-kernel-load --skip-cache \
+        --kernel-features /usr/share/apparmor-features/features --Werror --warn=all \
+        /tmp/check/stockade 2>/dev/null ||
+        { echo "FAIL apparmor_parser 4 refuses the package's profile"; exit 1; }
+fi
 mkdir -p "$root/work"
 echo 'echo from-the-package' > "$root/work/job.sh"
 out=$("$bin" run --worktree "$root/work" -- sh job.sh)
@@ -68,6 +89,11 @@ trap 'rm -rf "$root" "$clean"' EXIT
 cp -a "$CLEAN/." "$clean/"
 cp "$deb" "$clean/tmp/stockade.deb"
 chroot "$clean" dpkg -i /tmp/stockade.deb >/dev/null
+# dpkg put the profile in place for the path it installed the binary at (the
+# chroot has no AppArmor: postinst loads nothing and does not fail).
+grep -qx 'profile stockade /usr/bin/stockade flags=(unconfined) {' "$clean/etc/apparmor.d/stockade" ||
+    { echo "FAIL dpkg -i left no AppArmor profile for /usr/bin/stockade"; exit 1; }
+test -x "$clean/usr/bin/stockade"
 mkdir -p "$clean/work"
 echo 'echo from-a-clean-root' > "$clean/work/job.sh"
 chown -R 65534:65534 "$clean/work"
@@ -82,5 +108,13 @@ test "$out" = "from-a-clean-root" || { echo "FAIL root job said: $out"; exit 1; 
 out=$(inside setpriv --reuid 65534 --regid 65534 --clear-groups \
       /usr/bin/stockade run --worktree /work -- sh job.sh)
 test "$out" = "from-a-clean-root" || { echo "FAIL rootless job said: $out"; exit 1; }
-echo "clean Debian 12 root: installed with dpkg, check and a job as root and as 65534"
-echo "2 passed, 0 failed"
+# Removed, the profile stays (a conffile); purged, it is gone.
+chroot "$clean" dpkg -r stockade >/dev/null
+test ! -e "$clean/usr/bin/stockade" && test -f "$clean/etc/apparmor.d/stockade" ||
+    { echo "FAIL dpkg -r did not keep the AppArmor conffile alone"; exit 1; }
+chroot "$clean" dpkg --purge stockade >/dev/null
+test ! -e "$clean/etc/apparmor.d/stockade" ||
+    { echo "FAIL dpkg --purge left /etc/apparmor.d/stockade"; exit 1; }
+echo "clean Debian 12 root: installed with dpkg (AppArmor profile in place for /usr/bin/stockade),"
+echo "check and a job as root and as 65534; removed (profile kept), purged (profile gone)"
+echo "3 passed, 0 failed"

@@ -23,6 +23,7 @@
 
 #include <catch2/catch.hpp>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -300,6 +301,186 @@ TEST_CASE("Ubuntu's AppArmor restriction: a user namespace without capabilities"
     CHECK(contains(user->fix, "userns,"));
     CHECK(contains(r.find("mount_ns")->reason, "AppArmor"));
     CHECK_FALSE(r.can_run);
+}
+
+// Ubuntu's restriction as fixtures (this host has AppArmor inactive): the
+// sysctl's value, this process's label and the installed profile's
+// attachment are the inputs; whether the binary is covered, and the fix, the
+// output.
+namespace {
+
+// The restriction's symptom as the probe sees it: the sandbox's clone3 made
+// the user namespace, and its first mount in it was refused.
+HostFacts restrictedFacts(const std::string& label) {
+    HostFacts f = healthyFacts(1000);
+    f.apparmor_restrict_userns = "1";
+    f.apparmor_enabled = "Y";
+    f.apparmor_label = label;
+    for (auto it = f.sandbox.find(SandboxStep::PrivateMounts); it != f.sandbox.end();)
+        it = f.sandbox.erase(it);
+    f.sandbox[SandboxStep::PrivateMounts] = EPERM;
+    f.sandbox[SandboxStep::PidfdWait] = 0;
+    return f;
+}
+
+// The shell command between the fix's backticks, up to `| sudo tee`: the
+// printf that writes the profile, run for real.
+std::string profileTheFixWrites(const std::string& fix) {
+    auto start = fix.find("`printf ");
+    auto end = fix.find(" | sudo tee ");
+    REQUIRE(start != std::string::npos);
+    REQUIRE(end != std::string::npos);
+    std::string command = fix.substr(start + 1, end - start - 1);
+    FILE* pipe = popen(command.c_str(), "r");
+    REQUIRE(pipe != nullptr);
+    std::string out;
+    char buf[512];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof(buf), pipe)) > 0) out.append(buf, n);
+    REQUIRE(pclose(pipe) == 0);
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("AppArmor labels and the installed profile's attachment are read as written",
+          "[host_check]") {
+    CHECK(parseAppArmorLabel("unconfined\n").profile == "unconfined");
+    CHECK(parseAppArmorLabel("unconfined\n").mode.empty());
+    const AppArmorLabel ours = parseAppArmorLabel("stockade (unconfined)\n");
+    CHECK(ours.profile == "stockade");
+    CHECK(ours.mode == "unconfined");
+    const AppArmorLabel other = parseAppArmorLabel("/usr/bin/my tool (enforce)");
+    CHECK(other.profile == "/usr/bin/my tool");
+    CHECK(other.mode == "enforce");
+    CHECK(parseAppArmorLabel("").profile.empty());
+
+    // The profile the install writes (contrib/apparmor/stockade.in), as it
+    // writes it: check finds the path it covers.
+    std::string in = readFile(std::string(STOCKADE_SOURCE_DIR) + "/contrib/apparmor/stockade.in");
+    REQUIRE(contains(in, "@STOCKADE_BIN@"));
+    in.replace(in.find("@STOCKADE_BIN@"), 14, "/opt/st/bin/stockade");
+    CHECK(appArmorAttachment(in) == "/opt/st/bin/stockade");
+    CHECK(appArmorAttachment("profile stockade \"/opt/my st/stockade\" flags=(unconfined) {") ==
+          "/opt/my st/stockade");
+    CHECK(appArmorAttachment("# profile stockade /usr/bin/stockade\nprofile other /x {}").empty());
+    CHECK(appArmorAttachment("").empty());
+}
+
+TEST_CASE("the AppArmor userns restriction: who it binds, and when this binary is covered",
+          "[host_check]") {
+    // Not restricted: no sysctl, the sysctl at 0, or root.
+    HostFacts f = healthyFacts(1000);
+    const HostReport plain = reportFromFacts(f, {});
+    const CheckEntry* e = plain.find("apparmor_userns");
+    REQUIRE(e != nullptr);
+    CHECK(e->state == CheckState::Ok);
+    CHECK_FALSE(e->required);
+    CHECK(contains(e->mechanism, "no AppArmor user-namespace restriction"));
+    f.apparmor_restrict_userns = "0";
+    CHECK(reportFromFacts(f, {}).find("apparmor_userns")->state == CheckState::Ok);
+    HostFacts root = restrictedFacts("unconfined");
+    root.euid = 0;
+    root.sandbox = healthyFacts(0).sandbox;
+    CHECK(reportFromFacts(root, {}).find("apparmor_userns")->state == CheckState::Ok);
+    CHECK(contains(reportFromFacts(root, {}).find("apparmor_userns")->mechanism, "not root"));
+
+    // Covered: the installed profile confines this binary, and the sandbox works.
+    HostFacts covered = healthyFacts(1000);
+    covered.apparmor_restrict_userns = "1";
+    covered.apparmor_enabled = "Y";
+    covered.apparmor_label = "stockade (unconfined)";
+    HostReport ok = reportFromFacts(covered, {});
+    CHECK(ok.find("apparmor_userns")->state == CheckState::Ok);
+    CHECK(contains(ok.find("apparmor_userns")->mechanism, "profile `stockade`"));
+    CHECK(ok.can_run);
+
+    // Not covered: unconfined, the user namespace made and its mount refused.
+    HostFacts bare = restrictedFacts("unconfined");
+    HostReport r = reportFromFacts(bare, {});
+    e = r.find("apparmor_userns");
+    CHECK(e->state == CheckState::Unavailable);
+    CHECK(contains(e->reason, "/usr/local/bin/stockade) is not covered"));
+    CHECK(contains(e->reason, "AppArmor label `unconfined`"));
+    CHECK(contains(e->fix, "/etc/apparmor.d/stockade"));
+    CHECK(contains(e->fix, "sudo apparmor_parser -r /etc/apparmor.d/stockade`"));
+    CHECK(contains(e->fix, "sysctl -w kernel.apparmor_restrict_unprivileged_userns=0"));
+    // The symptom is named where it was seen, and user_ns carries the blocker.
+    const CheckEntry* user = r.find("user_ns");
+    CHECK(user->state == CheckState::Unavailable);
+    CHECK(contains(user->reason, "runs as AppArmor label `unconfined`"));
+    CHECK(contains(user->reason, "mount(\"/\", MS_REC|MS_PRIVATE): EPERM"));
+    CHECK(user->fix == e->fix);
+    CHECK(contains(r.find("mount_ns")->reason, "AppArmor restricts"));
+    CHECK_FALSE(r.can_run);
+    REQUIRE_FALSE(r.blockers.empty());
+    CHECK(r.blockers.front().starts_with("user_ns: AppArmor restricts"));
+    // The profile the fix writes is the install's shape, for this path.
+    const std::string written = profileTheFixWrites(e->fix);
+    CHECK(written ==
+          "abi <abi/4.0>,\ninclude <tunables/global>\n"
+          "profile stockade /usr/local/bin/stockade flags=(unconfined) {\n  userns,\n}\n");
+    CHECK(appArmorAttachment(written) == "/usr/local/bin/stockade");
+}
+
+TEST_CASE("the AppArmor restriction's fix fits the binary: another prefix, a stale load",
+          "[host_check]") {
+    // A build tree while the package's profile covers /usr/bin/stockade: a
+    // profile of its own, named apart, with a path the shell and AppArmor
+    // must both quote.
+    HostFacts tree = restrictedFacts("unconfined");
+    tree.exe = "/home/ann/it's mine/build/stockade";
+    tree.apparmor_installed_attachment = "/usr/bin/stockade";
+    const HostReport tree_report = reportFromFacts(tree, {});
+    const CheckEntry* e = tree_report.find("apparmor_userns");
+    CHECK(e->state == CheckState::Unavailable);
+    CHECK(contains(e->fix, "/etc/apparmor.d/stockade covers /usr/bin/stockade, not this binary"));
+    CHECK(contains(e->fix, "sudo tee /etc/apparmor.d/stockade-local >/dev/null"));
+    CHECK(contains(e->fix, "sudo apparmor_parser -r /etc/apparmor.d/stockade-local`"));
+    const std::string written = profileTheFixWrites(e->fix);
+    // tests/package/apparmor_profile_test.sh parses this very text.
+    CHECK(written ==
+          "abi <abi/4.0>,\ninclude <tunables/global>\n"
+          "profile stockade-local \"/home/ann/it's mine/build/stockade\" flags=(unconfined) {\n"
+          "  userns,\n}\n");
+
+    // The installed profile covers this path but is not in force (AppArmor
+    // started before it was written, or it was unloaded): load it.
+    HostFacts unloaded = restrictedFacts("unconfined");
+    unloaded.exe = "/usr/bin/stockade";
+    unloaded.apparmor_installed_attachment = "/usr/bin/stockade";
+    const HostReport unloaded_report = reportFromFacts(unloaded, {});
+    e = unloaded_report.find("apparmor_userns");
+    CHECK(contains(e->fix, "/etc/apparmor.d/stockade covers this binary but is not in force"));
+    CHECK(contains(e->fix, "sudo apparmor_parser -r /etc/apparmor.d/stockade`"));
+    CHECK_FALSE(contains(e->fix, "printf"));
+
+    // Under the stockade profile, yet the mount is refused: the profile in
+    // force lacks its rule.
+    HostFacts stale = restrictedFacts("stockade (unconfined)");
+    HostReport r = reportFromFacts(stale, {});
+    CHECK(r.find("apparmor_userns")->state == CheckState::Ok);
+    CHECK(contains(r.find("user_ns")->reason, "may lack its userns rule"));
+    CHECK(contains(r.find("user_ns")->fix, "apparmor_parser -r /etc/apparmor.d/stockade"));
+
+    // Another profile confines the binary: where the sandbox works under it,
+    // covered; where it denies the namespace, that profile is named, with
+    // or without the sysctl.
+    HostFacts site = healthyFacts(1000);
+    site.apparmor_restrict_userns = "1";
+    site.apparmor_enabled = "Y";
+    site.apparmor_label = "ci-runner (enforce)";
+    CHECK(reportFromFacts(site, {}).find("apparmor_userns")->state == CheckState::Ok);
+    site.apparmor_restrict_userns = "";
+    cloneFails(site, EACCES);
+    site.unshare = {{"user", EACCES}};
+    const HostReport site_report = reportFromFacts(site, {});
+    const CheckEntry* user = site_report.find("user_ns");
+    CHECK(contains(user->reason, "under the profile `ci-runner` (enforce)"));
+    CHECK(contains(user->fix, "add `userns,` to the AppArmor profile `ci-runner`"));
+    // AppArmor off: the same label text is not taken for a cause.
+    site.apparmor_enabled = "N";
+    CHECK_FALSE(contains(reportFromFacts(site, {}).find("user_ns")->reason, "ci-runner"));
 }
 
 TEST_CASE("user.max_user_namespaces: zero, and a limit reached", "[host_check]") {

@@ -7,10 +7,13 @@
 //     party spends per GiB moved (client, server, the forwarder), with how
 //     busy the whole machine was meanwhile;
 //   - latency: one-byte ping-pongs, median and p99, and the added median;
+//   - short requests: REQUESTS connections one after another, each opened,
+//     asked one byte, answered and closed (an HTTP/1.0 request's shape),
+//     median and p99 of each whole exchange;
 //   - concurrency: CONNS connections opened, each echoing once, all held.
 //
 //   stockade_forward_bench STOCKADE [--backend userspace|direct|veth|all] [--bytes N] [--pings N]
-//                          [--conns N] [--rounds N]
+//                          [--requests N] [--conns N] [--rounds N]
 //   stockade_forward_bench server PORT      (what runs on both sides)
 //
 // Prints one JSON document. Targets: >= 90% of direct throughput, < 50 us
@@ -285,6 +288,23 @@ std::vector<double> pings(uint16_t port, int count) {
     return out;
 }
 
+// Short requests, one after another: connect, one byte there and back,
+// close. Microseconds per whole exchange.
+std::vector<double> requests(uint16_t port, int count) {
+    std::vector<double> out;
+    for (int i = 0; i < count; ++i) {
+        auto start = Clock::now();
+        int fd = connectTo(port);
+        if (fd < 0) break;
+        char request[2] = {'E', 'x'}, b;
+        const bool ok = writeFull(fd, request, 2) && readFull(fd, &b, 1);
+        close(fd);
+        if (!ok) break;
+        out.push_back(std::chrono::duration<double, std::micro>(Clock::now() - start).count());
+    }
+    return out;
+}
+
 // Opens `count` connections, makes each echo a byte, holds them all, then
 // checks each still echoes. Returns how many did both.
 int concurrent(uint16_t port, int count) {
@@ -356,12 +376,12 @@ int main(int argc, char** argv) {
     if (argc < 2) {
         std::fprintf(stderr,
                      "usage: stockade_forward_bench STOCKADE [--backend userspace|direct|veth|all] "
-                     "[--bytes N] [--pings N] [--conns N] [--rounds N]\n");
+                     "[--bytes N] [--pings N] [--requests N] [--conns N] [--rounds N]\n");
         return 2;
     }
     std::string stockade = argv[1];
     uint64_t bytes = 1ull << 30;
-    int ping_count = 20000, conns = 1000, rounds = 5;
+    int ping_count = 20000, request_count = 1000, conns = 1000, rounds = 5;
     // Every backend side by side that can run: veth only as root.
     std::string backend_choice = "all";
     for (int i = 2; i + 1 < argc; i += 2) {
@@ -370,6 +390,7 @@ int main(int argc, char** argv) {
         if (flag == "--backend") backend_choice = argv[i + 1];
         if (flag == "--bytes") bytes = static_cast<uint64_t>(value);
         if (flag == "--pings") ping_count = static_cast<int>(value);
+        if (flag == "--requests") request_count = static_cast<int>(value);
         if (flag == "--conns") conns = static_cast<int>(value);
         if (flag == "--rounds") rounds = static_cast<int>(value);
     }
@@ -395,19 +416,20 @@ int main(int argc, char** argv) {
     self[len] = 0;
     std::string exe = self, dir = exe.substr(0, exe.rfind('/'));
 
-    // One measured target: the direct server, or one served per backend.
-    // pid is the direct server, or the `stockade serve` supervisor, which
-    // is the forwarder; server is the process that streams.
+    // One measured target: the server straight on the host's loopback, or
+    // one served per backend. pid is that server, or the `stockade serve`
+    // supervisor (the forwarder, where there is one); server is the process
+    // that streams.
     struct Target {
         std::string label;
         uint16_t port = 0;
         pid_t pid = -1, server = -1;
-        std::vector<double> tput, ping;
+        std::vector<double> tput, ping, request;
         CpuRounds cpu;
         int held = 0;
     };
     std::vector<Target> targets(1 + backends.size());
-    targets[0].label = "direct";
+    targets[0].label = "loopback";
     targets[0].port = freePort();
     targets[0].pid = spawn({exe, "server", std::to_string(targets[0].port)});
     targets[0].server = targets[0].pid;
@@ -428,7 +450,7 @@ int main(int argc, char** argv) {
         if (t.pid < 0 || !waitForPort(t.port)) {
             std::fprintf(stderr, "the %s server did not come up\n", t.label.c_str());
             for (const Target& o : targets)
-                if (o.pid > 0) kill(o.pid, o.label == "direct" ? SIGKILL : SIGTERM);
+                if (o.pid > 0) kill(o.pid, o.label == "loopback" ? SIGKILL : SIGTERM);
             for (const Target& o : targets)
                 if (o.pid > 0) waitpid(o.pid, nullptr, 0);
             return 1;
@@ -437,7 +459,7 @@ int main(int argc, char** argv) {
     std::string comm = commOf(getpid());
     for (int r = 0; r < rounds; ++r)  // interleaved, so drift hits all alike
         for (Target& t : targets) {
-            bool served = t.label != "direct";
+            bool served = t.label != "loopback";
             // Looked up here, not at start: the forwarder may accept before
             // the sandboxed command has exec'd the server.
             if (served && t.server < 0) t.server = servedServer(t.pid, comm);
@@ -448,33 +470,38 @@ int main(int argc, char** argv) {
             if (rate > 0) addRound(t.cpu, before, after, bytes);
             auto p = pings(t.port, ping_count / rounds);
             t.ping.insert(t.ping.end(), p.begin(), p.end());
+            auto q = requests(t.port, request_count / rounds);
+            t.request.insert(t.request.end(), q.begin(), q.end());
         }
     for (Target& t : targets) t.held = concurrent(t.port, conns);
 
-    for (const Target& t : targets) kill(t.pid, t.label == "direct" ? SIGKILL : SIGTERM);
+    for (const Target& t : targets) kill(t.pid, t.label == "loopback" ? SIGKILL : SIGTERM);
     for (const Target& t : targets) waitpid(t.pid, nullptr, 0);
 
     auto cpuJson = [](const Target& t) {
         nlohmann::ordered_json parties{{"client", medianOrNull(t.cpu.client)},
                                        {"server", medianOrNull(t.cpu.server)}};
-        if (t.label != "direct") parties["forwarder"] = medianOrNull(t.cpu.forwarder);
+        if (t.label != "loopback") parties["forwarder"] = medianOrNull(t.cpu.forwarder);
         return parties;
     };
-    const Target& direct = targets[0];
-    double md = percentile(direct.tput, 0.5), ld = percentile(direct.ping, 0.5);
+    const Target& loopback = targets[0];
+    double md = percentile(loopback.tput, 0.5), ld = percentile(loopback.ping, 0.5),
+           rd = percentile(loopback.request, 0.5);
     nlohmann::ordered_json out{
-        {"schema", "stockade.forward-bench/v3"},
+        {"schema", "stockade.forward-bench/v4"},
         {"uid", geteuid()},
         {"throughput_bytes", bytes},
         {"pings", ping_count},
+        {"requests", request_count},
         {"concurrent_requested", conns},
-        {"direct",
+        {"loopback",
          {{"throughput_mib_s", md / (1 << 20)},
-          {"latency_us", {{"median", ld}, {"p99", percentile(direct.ping, 0.99)}}},
-          {"concurrent_ok", direct.held},
-          {"cpu_ms_per_gib", cpuJson(direct)},
-          {"machine_cpu_ms_per_gib", medianOrNull(direct.cpu.machine)},
-          {"machine_busy", medianOrNull(direct.cpu.busy)}}},
+          {"latency_us", {{"median", ld}, {"p99", percentile(loopback.ping, 0.99)}}},
+          {"request_us", {{"median", rd}, {"p99", percentile(loopback.request, 0.99)}}},
+          {"concurrent_ok", loopback.held},
+          {"cpu_ms_per_gib", cpuJson(loopback)},
+          {"machine_cpu_ms_per_gib", medianOrNull(loopback.cpu.machine)},
+          {"machine_busy", medianOrNull(loopback.cpu.busy)}}},
     };
     for (size_t i = 1; i < targets.size(); ++i) {
         const Target& t = targets[i];
@@ -484,6 +511,9 @@ int main(int argc, char** argv) {
             {"throughput_ratio", md > 0 ? m / md : 0},
             {"latency_us", {{"median", l}, {"p99", percentile(t.ping, 0.99)}}},
             {"latency_added_median_us", l - ld},
+            {"request_us",
+             {{"median", percentile(t.request, 0.5)}, {"p99", percentile(t.request, 0.99)}}},
+            {"request_added_median_us", percentile(t.request, 0.5) - rd},
             {"concurrent_ok", t.held},
             {"cpu_ms_per_gib", cpuJson(t)},
             {"machine_cpu_ms_per_gib", medianOrNull(t.cpu.machine)},
@@ -496,11 +526,12 @@ int main(int argc, char** argv) {
         // over this backend's client + server + forwarder. With CPUs to
         // spare the parties overlap instead, and this is no limit.
         nlohmann::json ceiling;
-        if (!direct.cpu.client.empty() && !direct.cpu.server.empty() && !t.cpu.client.empty() &&
+        if (!loopback.cpu.client.empty() && !loopback.cpu.server.empty() && !t.cpu.client.empty() &&
             !t.cpu.server.empty() && !t.cpu.forwarder.empty())
-            ceiling = (percentile(direct.cpu.client, 0.5) + percentile(direct.cpu.server, 0.5)) /
-                      (percentile(t.cpu.client, 0.5) + percentile(t.cpu.server, 0.5) +
-                       percentile(t.cpu.forwarder, 0.5));
+            ceiling =
+                (percentile(loopback.cpu.client, 0.5) + percentile(loopback.cpu.server, 0.5)) /
+                (percentile(t.cpu.client, 0.5) + percentile(t.cpu.server, 0.5) +
+                 percentile(t.cpu.forwarder, 0.5));
         out["backends"][t.label]["cpu_bound_ceiling_ratio"] = ceiling;
     }
     std::printf("%s\n", out.dump(2).c_str());

@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -56,6 +57,70 @@ Result<uint16_t> parsePort(const std::string& text) {
     return static_cast<uint16_t>(*n);
 }
 
+// Who listens on TCP `port` of the host, as far as this user may see: "pid
+// 1234 (python3)", else "a process of uid 1000" (the socket tables say whose
+// it is, /proc/PID/fd only the caller's own), else nothing. The tables and
+// /proc are the host's own, nothing a sandbox wrote.
+std::optional<std::string> listenerOwner(uint16_t port) {
+    std::vector<std::pair<unsigned long, unsigned>> sockets;  // inode, uid
+    for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+        std::FILE* in = std::fopen(table, "re");
+        if (!in) continue;
+        char line[512];
+        if (!std::fgets(line, sizeof line, in)) {  // the header
+            std::fclose(in);
+            continue;
+        }
+        while (std::fgets(line, sizeof line, in)) {
+            char local[64], remote[64];
+            unsigned state = 0, uid = 0;
+            unsigned long inode = 0;
+            if (std::sscanf(line, "%*d: %63s %63s %x %*s %*s %*s %u %*d %lu", local, remote, &state,
+                            &uid, &inode) != 5)
+                continue;
+            const char* colon = std::strrchr(local, ':');
+            if (state == 0x0A && colon && std::strtoul(colon + 1, nullptr, 16) == port && inode)
+                sockets.emplace_back(inode, uid);
+        }
+        std::fclose(in);
+    }
+    if (sockets.empty()) return std::nullopt;
+    if (DIR* proc = opendir("/proc")) {
+        while (dirent* entry = readdir(proc)) {
+            if (entry->d_name[0] < '1' || entry->d_name[0] > '9') continue;
+            const std::string fds = std::string("/proc/") + entry->d_name + "/fd";
+            DIR* dir = opendir(fds.c_str());
+            if (!dir) continue;
+            bool found = false;
+            while (dirent* fd = readdir(dir)) {
+                char target[64];
+                const ssize_t n = readlinkat(dirfd(dir), fd->d_name, target, sizeof target - 1);
+                if (n <= 0) continue;
+                target[n] = 0;
+                for (const auto& [inode, uid] : sockets)
+                    if (std::string(target) == "socket:[" + std::to_string(inode) + "]")
+                        found = true;
+                if (found) break;
+            }
+            closedir(dir);
+            if (!found) continue;
+            std::string comm;
+            if (std::FILE* c =
+                    std::fopen((std::string("/proc/") + entry->d_name + "/comm").c_str(), "re")) {
+                char name[64] = "";
+                if (std::fgets(name, sizeof name, c)) comm = name;
+                std::fclose(c);
+                if (!comm.empty() && comm.back() == '\n') comm.pop_back();
+            }
+            closedir(proc);
+            return "pid " + std::string(entry->d_name) +
+                   (comm.empty() ? "" : " (" + escapeForTerminal(comm) + ")");
+        }
+        closedir(proc);
+    }
+    return "a process of uid " + std::to_string(sockets.front().second);
+}
+
 // Binds the published port. Only a server just stopped (`just_stopped`) is
 // waited for, up to 5 s, to let go of it; a port another program holds is
 // said at once, with how to find it.
@@ -71,6 +136,9 @@ Result<std::vector<UniqueFd>> bindPublished(const StateDir& dir, uint16_t port, 
                 if (auto holder = dir.findByPort(port))
                     return Error::message("port " + p + " is published by the dev server \"" +
                                           holder->name + "\" (stockade stop " + holder->name + ")");
+                if (auto owner = listenerOwner(port))
+                    return Error::message("port " + p + " is in use on the host's loopback by " +
+                                          *owner + "; stop it, or choose another --port");
                 return Error::message("port " + p +
                                       " is in use on the host's loopback by another program "
                                       "(ss -ltnp 'sport = :" +

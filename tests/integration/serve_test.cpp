@@ -1042,6 +1042,30 @@ TEST_CASE("serve: bad input is refused with exit 125 and leaves no record", "[se
     CHECK(probe.psEntry().is_null());
 }
 
+// A port another program holds: refused before anything runs, naming the
+// holder as far as the caller may see it (root: the pid and its name;
+// another user: whose it is), and nothing is left behind.
+TEST_CASE("serve: a port another program holds is refused, naming its holder", "[serve][cli]") {
+    STOCKADE_EACH_SERVE_SETUP(mode, backend);
+    Sandbox sandbox(mode);
+    HostListener held = HostListener::tcp(AF_INET, "127.0.0.1");
+    REQUIRE(held.ok());
+    const uint16_t port = static_cast<uint16_t>(std::stoi(held.port()));
+    const std::string name = serviceName();
+    Served served(sandbox, name, port, httpServer(port), {}, backend);
+    INFO(served.started().describe());
+    CHECK(served.started().exitCode == 125);
+    const std::string said = served.started().err;
+    CHECK(said.find("port " + held.port() + " is in use on the host's loopback by ") !=
+          std::string::npos);
+    if (mode == Mode::Root)
+        CHECK(said.find("pid " + std::to_string(::getpid()) + " (") != std::string::npos);
+    else
+        CHECK(said.find("a process of uid 0") != std::string::npos);
+    CHECK(served.psEntry().is_null());
+    CHECK_FALSE(held.sawConnection());
+}
+
 TEST_CASE("serve: the sandbox is run's, but for the published port", "[serve]") {
     STOCKADE_EACH_MODE(mode);
     Sandbox sandbox(mode);

@@ -1042,6 +1042,51 @@ TEST_CASE("serve: bad input is refused with exit 125 and leaves no record", "[se
     CHECK(probe.psEntry().is_null());
 }
 
+// Servers as they start in real life: one that calls listen twice on its
+// socket (a framework's and then the app's), and a second worker process
+// with a socket of its own on the same port (SO_REUSEPORT, as cluster and
+// pre-fork servers do). Every request is answered by one of them.
+TEST_CASE("serve: a server that listens twice, and a second worker on the port, are served",
+          "[serve]") {
+    STOCKADE_EACH_SERVE_SETUP(mode, backend);
+    Sandbox sandbox(mode);
+    const uint16_t port = freeLoopbackPort();
+    // clang-format off
+    sandbox.scratch().writeFile("worktree/workers.py", R"PY(import os, socket, sys
+port = int(sys.argv[1])
+def listener():
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    s.bind(("127.0.0.1", port))
+    s.listen(5)
+    s.listen(128)
+    return s
+def serve(s, me):
+    while True:
+        c, _ = s.accept()
+        c.recv(4096)
+        body = me.encode()
+        c.sendall(b"HTTP/1.0 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+        c.close()
+first = listener()
+if os.fork() == 0:
+    serve(listener(), "second")
+serve(first, "first")
+)PY");
+    // clang-format on
+    Served served(sandbox, serviceName(), port,
+                  {"python3", "/repo/workers.py", std::to_string(port)}, {}, backend);
+    INFO(served.started().describe());
+    REQUIRE(served.ready());
+    for (int i = 0; i < 20; ++i) {
+        const std::string response = httpGet(AF_INET, port, "/");
+        const std::string body = response.substr(response.find("\r\n\r\n") + 4);
+        INFO(response);
+        CHECK_THAT(body, IsOneOf({"first", "second"}));
+    }
+}
+
 // A port another program holds: refused before anything runs, naming the
 // holder as far as the caller may see it (root: the pid and its name;
 // another user: whose it is), and nothing is left behind.

@@ -8,6 +8,7 @@
 #include <linux/keyctl.h>
 #include <linux/seccomp.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/ioctl.h>
@@ -713,6 +714,43 @@ TEST_CASE("installed in a child, the default filter refuses and allows as promis
     REQUIRE(out.exited);
     CHECK(out.exit_code == 0);
     checkAnswers(out, 25);
+}
+
+// The direct ingress's additions (runtime/direct_ingress.h): what a sandbox
+// holding host sockets must not do is refused whatever the fd, the upper
+// halves of int arguments ignored; what is near it still reaches the kernel.
+// Without a listener, the call sent to the supervisor answers ENOSYS.
+TEST_CASE("installed in a child, the direct ingress's refusals and listen sent to the supervisor",
+          "[seccomp][kernel][direct]") {
+    SeccompPolicy policy = defaultPolicy();
+    addHostSocketRefusals(policy);
+    sendCallToSupervisor(policy, "listen");
+    const CompiledFilter filter = mustCompile(policy);
+    int one = 1;
+    char buf[64] = {};
+    socklen_t length = sizeof(buf);
+    const ChildOutcome out = runFiltered(filter, [&](auto expect) {
+        const long tcp = syscall(SYS_socket, AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        expect(EPERM, syscall(SYS_setsockopt, tcp, IPPROTO_TCP, TCP_FASTOPEN_CONNECT, &one, 4L));
+        expect(EPERM, syscall(SYS_setsockopt, tcp, IPPROTO_TCP | kHigh, 34L, &one, 4L));
+        expect(EPERM, syscall(SYS_getsockopt, tcp, SOL_SOCKET, SO_MEMINFO, buf, &length));
+        expect(EPERM, syscall(SYS_setsockopt, tcp, SOL_SOCKET, SO_RXQ_OVFL | kHigh, &one, 4L));
+        expect(EPERM, syscall(SYS_ioctl, tcp, 0x8912L /* SIOCGIFCONF */, buf));
+        expect(EPERM, syscall(SYS_ioctl, tcp, 0x8927L | kHigh /* SIOCGIFHWADDR */, buf));
+        expect(EPERM, syscall(SYS_ioctl, tcp, 0x8946L /* SIOCETHTOOL */, buf));
+        expect(EPERM, syscall(SYS_ioctl, tcp, 0x89ffL, buf));
+        expect(EPERM, syscall(SYS_ioctl, tcp, 0x8b01L /* SIOCGIWNAME */, buf));
+        expect(ENOSYS, syscall(SYS_listen, tcp, 5L));
+        // Near them, and allowed: other TCP options, the socket ioctls below
+        // 0x8910, the terminal ones.
+        expect(0, syscall(SYS_setsockopt, tcp, IPPROTO_TCP, TCP_NODELAY, &one, 4L));
+        expect(0, syscall(SYS_setsockopt, tcp, SOL_SOCKET, SO_REUSEADDR, &one, 4L));
+        expect(0, syscall(SYS_ioctl, tcp, 0x8905L /* SIOCATMARK */, buf));
+        expect(ENOTTY, syscall(SYS_ioctl, 0, TCGETS, kBadPointer));
+    });
+    REQUIRE(out.exited);
+    CHECK(out.exit_code == 0);
+    checkAnswers(out, 14);
 }
 
 TEST_CASE("installed in a child, no call makes a setuid or setgid file", "[seccomp][kernel][G3]") {

@@ -77,15 +77,14 @@ demo: deps-build
 # cache names another source directory, which cmake refuses) is made afresh.
 #
 # The AppArmor profile (contrib/apparmor/stockade.in, for PREFIX/bin/stockade)
-# goes to /etc/apparmor.d whatever the prefix, and is loaded only where
-# AppArmor runs and its parser is installed, and never into the running
-# kernel for a staged install (DESTDIR): without AppArmor the install still
-# succeeds.
-APPARMOR_PROFILE := /etc/apparmor.d/stockade
-APPARMOR_ACTIVE  := [ -z "$(DESTDIR)" ] && \
-                    [ "$$(cat /sys/module/apparmor/parameters/enabled 2>/dev/null)" = Y ] && \
-                    command -v apparmor_parser >/dev/null 2>&1
-INSTALL_DIRS := bin share/stockade/profiles share/man/man1 \
+# is installed under PREFIX/share/stockade/apparmor with its helper, which
+# then copies it into /etc/apparmor.d only where the host's apparmor_parser
+# accepts it (AppArmor 3 refuses its `userns` rule, and a refused profile
+# there fails apparmor.service at every boot), and loads it where AppArmor
+# runs. A staged install (DESTDIR) leaves /etc alone: the target host decides
+# when the helper runs there. Without AppArmor the install still succeeds.
+APPARMOR_HELPER = $(PREFIX)/share/stockade/apparmor/stockade-apparmor
+INSTALL_DIRS := bin share/stockade/profiles share/stockade/apparmor share/man/man1 \
                 share/bash-completion/completions share/zsh/vendor-completions
 
 install: deps-build
@@ -100,21 +99,16 @@ install: deps-build
 	  p="$(DESTDIR)$(PREFIX)/$$d"; \
 	  while [ "$$p" != "$(DESTDIR)$(PREFIX)" ] && [ ! -e "$$p" ]; do echo "$$p"; p=$$(dirname "$$p"); done; \
 	done | sort -u -r >> $(BUILD)/install_dirs.new
-	@for p in "$(DESTDIR)/etc/apparmor.d" "$(DESTDIR)/etc"; do \
-	  [ -e "$$p" ] || echo "$$p"; done >> $(BUILD)/install_dirs.new
 	cmake --install $(BUILD) --prefix $(PREFIX) --strip
 	@cat $(BUILD)/install_dirs.new >> $(BUILD)/install_dirs.txt; rm -f $(BUILD)/install_dirs.new
-	@if $(APPARMOR_ACTIVE); then \
-	  if apparmor_parser -r $(APPARMOR_PROFILE); then echo "loaded the AppArmor profile $(APPARMOR_PROFILE)"; \
-	  else echo "warning: apparmor_parser could not load $(APPARMOR_PROFILE); see stockade check" >&2; fi; \
-	fi
+	@if [ -n "$(DESTDIR)" ]; then \
+	  echo "staged install: /etc/apparmor.d left alone; on the target run sudo sh $(APPARMOR_HELPER) install"; \
+	else sh "$(APPARMOR_HELPER)" install || true; fi
 
 uninstall:
 	@test -f $(BUILD)/install_manifest.txt || { echo "nothing installed from $(BUILD)"; exit 0; }
-	@if grep -qx "$(APPARMOR_PROFILE)" $(BUILD)/install_manifest.txt && \
-	    [ -f $(APPARMOR_PROFILE) ] && $(APPARMOR_ACTIVE); then \
-	  apparmor_parser -R $(APPARMOR_PROFILE) >/dev/null 2>&1 && echo "unloaded the AppArmor profile $(APPARMOR_PROFILE)" || true; \
-	fi
+	@helper=$$(grep -m 1 '/share/stockade/apparmor/stockade-apparmor$$' $(BUILD)/install_manifest.txt); \
+	if [ -z "$(DESTDIR)" ] && [ -f "$$helper" ]; then sh "$$helper" remove || true; fi
 	sed 's|^|$(DESTDIR)|' $(BUILD)/install_manifest.txt | xargs -r rm -f
 	@if [ -f $(BUILD)/install_dirs.txt ]; then \
 	  sort -u -r $(BUILD)/install_dirs.txt | while read -r d; do rmdir "$$d" 2>/dev/null || true; done; \

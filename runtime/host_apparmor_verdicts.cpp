@@ -3,7 +3,9 @@
 // AppArmor's unprivileged_userns profile, which denies every capability in
 // them, so the sandbox's first mount fails. A profile that grants `userns`
 // to the binary lifts it; the install and the .deb ship one for the
-// installed path (contrib/apparmor/stockade.in). These verdicts say whether
+// installed path (contrib/apparmor/stockade.in, under
+// PREFIX/share/stockade/apparmor) and copy it into /etc/apparmor.d where
+// the parser accepts it. These verdicts say whether
 // this binary is covered and, when not (a build tree, another prefix), name
 // the profile to write and the command that loads it.
 #include <errno.h>
@@ -48,6 +50,27 @@ std::string appArmorAttachment(std::string_view text) {
         return path.starts_with('/') ? std::string(path) : "";
     }
     return "";
+}
+
+namespace {
+
+// …/bin/stockade -> …/share/stockade/apparmor/NAME.
+std::string besidePrefix(std::string_view exe, std::string_view name) {
+    const size_t slash = exe.rfind('/');
+    if (slash == std::string_view::npos || slash == 0) return "";
+    const size_t up = exe.rfind('/', slash - 1);
+    if (up == std::string_view::npos) return "";
+    return std::string(exe.substr(0, up)) + "/share/stockade/apparmor/" + std::string(name);
+}
+
+}  // namespace
+
+std::string appArmorShippedProfile(std::string_view exe) {
+    return besidePrefix(exe, "stockade");
+}
+
+std::string appArmorShippedHelper(std::string_view exe) {
+    return besidePrefix(exe, "stockade-apparmor");
 }
 
 namespace host_check_detail {
@@ -98,6 +121,13 @@ std::string appArmorFix(const HostFacts& f) {
                "apparmor_parser -r " +
                kAppArmorProfilePath + "`" + sysctl;
     const bool other = !f.apparmor_installed_attachment.empty();
+    // The install shipped a profile for this path, and its helper did not
+    // put it in /etc/apparmor.d (no parser then, a refusal, a staged
+    // install, or it was deleted): the helper does it now, or says why not.
+    if (!other && !f.apparmor_shipped_attachment.empty() && f.apparmor_shipped_attachment == f.exe)
+        return "the profile for this binary is shipped at " + appArmorShippedProfile(f.exe) +
+               " but not installed: install and load it with `sudo sh " +
+               shellWord(appArmorShippedHelper(f.exe)) + " install`" + sysctl;
     const std::string name = other ? "stockade-local" : "stockade";
     const std::string file = "/etc/apparmor.d/" + name;
     std::string fix =

@@ -178,6 +178,9 @@ struct HostFacts {
     // The binary path the installed profile (/etc/apparmor.d/stockade)
     // attaches to; "" when there is no such file or it names none.
     std::string apparmor_installed_attachment;
+    // The binary path the profile shipped with this binary
+    // (appArmorShippedProfile(exe)) attaches to; "" when there is none.
+    std::string apparmor_shipped_attachment;
     std::map<std::string, std::string> max_namespaces;  // "user" -> /proc/sys/user/max_user_...
     int seccomp_mode = 0;  // /proc/self/status Seccomp: 2 when a filter confines us
     int seccomp_filters = 0;
@@ -242,6 +245,12 @@ struct AppArmorLabel {
 AppArmorLabel parseAppArmorLabel(std::string_view label);
 // The path `profile stockade PATH ...` attaches to in a profile's text ("" if none).
 std::string appArmorAttachment(std::string_view profile_text);
+// Where an install puts the profile for the binary at `exe`, beside its
+// prefix (…/bin/stockade -> …/share/stockade/apparmor/stockade), and the
+// helper that copies it into /etc/apparmor.d where the parser accepts it;
+// "" when `exe` has no such prefix.
+std::string appArmorShippedProfile(std::string_view exe);
+std::string appArmorShippedHelper(std::string_view exe);
 
 HostFacts probeHost(const HostCheckRequest& request);
 HostReport reportFromFacts(const HostFacts& facts, const HostCheckRequest& request);

@@ -520,6 +520,11 @@ void readHostSwitches(HostFacts& facts) {
     char exe[4096];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
     facts.exe = n > 0 ? std::string(exe, static_cast<size_t>(n)) : "/usr/local/bin/stockade";
+    // The profile the install shipped beside this binary, which may not be
+    // in /etc/apparmor.d (the parser refused it, or there was none then).
+    if (n > 0)
+        facts.apparmor_shipped_attachment =
+            appArmorAttachment(readFile(appArmorShippedProfile(facts.exe)));
 }
 
 }  // namespace

@@ -99,4 +99,34 @@ broken relative-attachment 's| /usr/bin/stockade | usr/bin/stockade |' "syntax e
 broken unclosed-block 's/^}$//' "syntax error"
 broken missing-abi 's|<abi/4.0>|<abi/9.9>|' "abi/9.9"
 
+# The helper's decision (contrib/apparmor/stockade-apparmor install) made by
+# each parser, into a scratch directory standing for /etc/apparmor.d:
+# trixie's 4.1 accepts the profile, so it is written, behind a marker
+# holding the shipped copy's sum; and the host's own parser, where it is
+# Debian 12's 3.0 (install-deps.sh installs it), refuses it, so nothing is.
+mkdir -p "$work/share" "$work/etc4" "$work/etc3"
+cp "$SRC/contrib/apparmor/stockade-apparmor" "$work/stockade" "$work/share/"
+said=$(bwrap --ro-bind "$ROOT" / --dev /dev --proc /proc --tmpfs /tmp --ro-bind "$work/share" /tmp/share \
+    --bind "$work/etc4" /tmp/etc --setenv STOCKADE_APPARMOR_DIR /tmp/etc --unshare-all \
+    --die-with-parent -- /bin/sh /tmp/share/stockade-apparmor install)
+test "$said" = "stockade: installed the AppArmor profile /tmp/etc/stockade" ||
+    fail "the helper under apparmor_parser 4 said: $said"
+tail -n +2 "$work/etc4/stockade" | cmp -s - "$work/stockade" ||
+    fail "the helper's copy is not the shipped profile"
+head -n 1 "$work/etc4/stockade" | grep -q "^# stockade-managed sha256 $(sha256sum < "$work/stockade" | cut -d ' ' -f 1) " ||
+    fail "the helper's copy carries no marker with the shipped profile's sum"
+pass "apparmor_parser 4 accepts the profile, so the helper writes it, marked"
+host=$(command -v apparmor_parser || true)
+if [ -n "$host" ] && "$host" --version | head -n 1 | grep -q "version 3\."; then
+    said=$(STOCKADE_APPARMOR_DIR="$work/etc3" sh "$work/share/stockade-apparmor" install)
+    echo "$said" | grep -q "^stockade: $work/etc3/stockade not written: AppArmor parser version 3\..* refuses the profile" ||
+        fail "the helper under the host's apparmor_parser 3 said: $said"
+    test ! -e "$work/etc3/stockade" || fail "the helper wrote a profile apparmor_parser 3 refuses"
+    pass "the host's apparmor_parser 3 refuses it, so the helper writes nothing, saying why: $said"
+elif [ "${CI:-}" = "true" ]; then
+    fail "the host has no apparmor_parser 3 (install-deps.sh installs Debian 12's apparmor)"
+else
+    echo "WARN NOT TESTED here: the host's apparmor_parser is not AppArmor 3 (${host:-none})"
+fi
+
 echo "$passed passed, 0 failed"

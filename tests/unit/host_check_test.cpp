@@ -365,6 +365,12 @@ TEST_CASE("AppArmor labels and the installed profile's attachment are read as wr
           "/opt/my st/stockade");
     CHECK(appArmorAttachment("# profile stockade /usr/bin/stockade\nprofile other /x {}").empty());
     CHECK(appArmorAttachment("").empty());
+    // The shipped copy and its helper sit beside the binary's prefix.
+    CHECK(appArmorShippedProfile("/usr/bin/stockade") == "/usr/share/stockade/apparmor/stockade");
+    CHECK(appArmorShippedHelper("/opt/st/bin/stockade") ==
+          "/opt/st/share/stockade/apparmor/stockade-apparmor");
+    CHECK(appArmorShippedProfile("stockade").empty());
+    CHECK(appArmorShippedProfile("/stockade").empty());
 }
 
 TEST_CASE("the AppArmor userns restriction: who it binds, and when this binary is covered",
@@ -454,6 +460,23 @@ TEST_CASE("the AppArmor restriction's fix fits the binary: another prefix, a sta
     CHECK(contains(e->fix, "/etc/apparmor.d/stockade covers this binary but is not in force"));
     CHECK(contains(e->fix, "sudo apparmor_parser -r /etc/apparmor.d/stockade`"));
     CHECK_FALSE(contains(e->fix, "printf"));
+
+    // The install shipped a profile for this path that its helper did not
+    // put in place (AppArmor installed later, a staged install, deleted):
+    // the fix is the helper beside the binary, which installs and loads it.
+    HostFacts shipped = restrictedFacts("unconfined");
+    shipped.exe = "/opt/st/bin/stockade";
+    shipped.apparmor_shipped_attachment = "/opt/st/bin/stockade";
+    e = reportFromFacts(shipped, {}).find("apparmor_userns");
+    CHECK(
+        contains(e->fix, "shipped at /opt/st/share/stockade/apparmor/stockade but not installed"));
+    CHECK(
+        contains(e->fix, "`sudo sh '/opt/st/share/stockade/apparmor/stockade-apparmor' install`"));
+    CHECK_FALSE(contains(e->fix, "printf"));
+    // A shipped profile for another path (a copy moved away from its
+    // prefix) is no fix for this one: the printf is.
+    shipped.apparmor_shipped_attachment = "/usr/bin/stockade";
+    CHECK(contains(reportFromFacts(shipped, {}).find("apparmor_userns")->fix, "printf"));
 
     // Under the stockade profile, yet the mount is refused: the profile in
     // force lacks its rule.

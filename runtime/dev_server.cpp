@@ -194,20 +194,17 @@ void DevServer::tick() {
         timerfd_settime(timer_.get(), 0, &off, nullptr);
         std::vector<UniqueFd> forwarded = std::move(listeners_);
         if (ingress_ && ingress_->handedFamily()) {
-            // The other loopback is carried to the server's socket on the
-            // host's own; the one handed over is the server's alone.
+            // A loopback not handed over is carried to the server's socket
+            // on the host's own; those handed over are the server's alone,
+            // and the supervisor never accepts on them.
             in_use_ = NetBackend::Direct;
-            const int family = ingress_->handedFamily();
             std::vector<UniqueFd> others;
-            for (UniqueFd& fd : forwarded) {
-                sockaddr_storage address{};
-                socklen_t length = sizeof(address);
-                getsockname(fd.get(), reinterpret_cast<sockaddr*>(&address), &length);
-                (address.ss_family == family ? handed_ : others).push_back(std::move(fd));
-            }
+            for (UniqueFd& fd : forwarded)
+                (ingress_->wasHanded(fd.get()) ? handed_ : others).push_back(std::move(fd));
             forwarded = std::move(others);
-            targets_ = {hostLoopback(family, options_.port)};
+            targets_ = {hostLoopback(ingress_->handedFamily(), options_.port)};
         }
+        if (ingress_) ingress_->freezeHandable();
         forwarder_ = std::make_unique<Forwarder>(epoll_.get(), targets_);
         if (auto s = forwarder_->start(std::move(forwarded)); !s) {
             writeWithin(2, "stockade: publish the port: " + s.error().describe() + "\n", 1000);

@@ -12,6 +12,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -127,6 +128,15 @@ std::optional<std::string> directIngressProblem() {
 DirectIngress::DirectIngress(uint16_t port, std::vector<int> listeners)
     : port_(port), listeners_(std::move(listeners)) {}
 
+bool DirectIngress::wasHanded(int listener) const {
+    return std::find(handed_listeners_.begin(), handed_listeners_.end(), listener) !=
+           handed_listeners_.end();
+}
+
+void DirectIngress::freezeHandable() {
+    listeners_ = handed_listeners_;
+}
+
 Status DirectIngress::setSandbox(pid_t sandbox_pid) {
     const std::string path = "/proc/" + std::to_string(sandbox_pid) + "/ns/net";
     struct stat st {};
@@ -231,6 +241,7 @@ seccomp::ServedAnswer DirectIngress::handOver(int listener_fd, const seccomp_not
         if (errno == ENOENT) return {0, EINTR};
         return performListen(theirs, backlog);
     }
+    if (!wasHanded(listener)) handed_listeners_.push_back(listener);
     if (!handed_family_) {
         sockaddr_storage address{};
         socklen_t length = sizeof(address);

@@ -71,6 +71,15 @@ class DirectIngress {
 
     // The family (AF_INET, AF_INET6) of the first listener handed over, or 0.
     int handedFamily() const { return handed_family_; }
+    // Whether `listener` has been handed to the sandbox: from then on it is
+    // the sandbox's to accept on, and to change (its flags are the file's),
+    // so the supervisor must never accept on it.
+    bool wasHanded(int listener) const;
+    // The server is ready: the listeners not handed over go to the
+    // forwarder, and only those already handed may be handed again (to a
+    // restarted server, a second worker). Any other listen on the published
+    // port runs on the caller's own socket, inside.
+    void freezeHandable();
     uint64_t handedOver() const { return handed_; }
     uint64_t listens() const { return listens_; }
 
@@ -80,7 +89,8 @@ class DirectIngress {
     bool inSandboxNetns(int fd) const;
 
     uint16_t port_;
-    std::vector<int> listeners_;
+    std::vector<int> listeners_;  // may be handed over
+    std::vector<int> handed_listeners_;
     ino_t sandbox_netns_ = 0;
     dev_t sandbox_netns_dev_ = 0;
     int handed_family_ = 0;

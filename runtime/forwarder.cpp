@@ -352,6 +352,9 @@ void Forwarder::accept(Listener& listener) {
             // connection ends, rather than spin on a readable listener.
             if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
                 pauseListeners(true);
+            // No longer listening (shut down by someone holding it): it
+            // would wake the loop forever, so it is dropped.
+            if (errno == EINVAL) epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, listener.fd(), nullptr);
             return;
         }
         auto connection = std::make_unique<Connection>(*this, UniqueFd(fd));

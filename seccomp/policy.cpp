@@ -182,6 +182,8 @@ void addHostSocketRefusals(SeccompPolicy& policy) {
     // SYN-ACKs an open port resends, would say which host ports listen.
     refuse("getsockopt", {int32(1, SOL_SOCKET), int32(2, SO_MEMINFO)});
     refuse("setsockopt", {int32(1, SOL_SOCKET), int32(2, SO_RXQ_OVFL)});
+    // The host's network namespace by its cookie: which namespace it is.
+    refuse("getsockopt", {int32(1, SOL_SOCKET), int32(2, SO_NETNS_COOKIE)});
     // The interface ioctls answer for the socket's own network namespace:
     // SIOCGIFNAME (0x8910) to SIOCDEVPRIVATE's end (0x89ff), and the wireless
     // ones (0x8b00-0x8bff). The few below 0x8910 (FIOSETOWN, SIOCATMARK,

@@ -1042,6 +1042,62 @@ TEST_CASE("serve: bad input is refused with exit 125 and leaves no record", "[se
     CHECK(probe.psEntry().is_null());
 }
 
+// After ready, the listener the forwarder serves is the supervisor's alone:
+// a server that listens on the other loopback later (blocking, then shut
+// down, as a red team did to stall the forwarder) gets a socket of its own,
+// inside, and both loopbacks go on answering; stop is prompt.
+TEST_CASE(
+    "serve --net-backend direct: a late listen on the other loopback cannot take the "
+    "forwarder's listener",
+    "[serve][direct]") {
+    if (!modeUsable(Mode::Root) || !hostHasIpv6Loopback()) return;
+    Sandbox sandbox(Mode::Root);
+    const uint16_t port = freeLoopbackPort();
+    // clang-format off
+    sandbox.scratch().writeFile("worktree/late.py", R"PY(import os, socket, sys, threading, time
+port = int(sys.argv[1])
+def serve(s):
+    while True:
+        c, _ = s.accept()
+        c.recv(4096)
+        c.sendall(b"HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok")
+        c.close()
+first = socket.socket()
+first.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+first.bind(("127.0.0.1", port))
+first.listen(16)
+threading.Thread(target=serve, args=(first,), daemon=True).start()
+while not os.path.exists("/repo/go"):
+    time.sleep(0.05)
+late = socket.socket(socket.AF_INET6)
+late.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+late.bind(("::1", port))
+late.listen(16)
+late.shutdown(socket.SHUT_RDWR)
+open("/repo/done", "w").write("listened")
+time.sleep(3600)
+)PY");
+    // clang-format on
+    Served served(sandbox, serviceName(), port, {"python3", "/repo/late.py", std::to_string(port)},
+                  {}, "direct");
+    INFO(served.started().describe());
+    REQUIRE(served.ready());
+    REQUIRE(served.readyEvent().value("backend", "") == "direct");
+    sandbox.scratch().writeFile("worktree/go", "");
+    REQUIRE(waitUntil([&] { return pathExists(sandbox.worktree() + "/done"); }, 10s));
+    for (int i = 0; i < 10; ++i) {
+        CHECK(httpGet(AF_INET6, port, "/").find("\r\n\r\nok") != std::string::npos);
+        CHECK(httpGet(AF_INET, port, "/").find("\r\n\r\nok") != std::string::npos);
+    }
+    const auto before = std::chrono::steady_clock::now();
+    CHECK(served.stockade({"stop", served.name()}).exitCode == 0);
+    INFO("stop took " << std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::steady_clock::now() - before)
+                             .count()
+                      << " ms");
+    CHECK(processGone(served.supervisor()));
+}
+
 // Servers as they start in real life: one that calls listen twice on its
 // socket (a framework's and then the app's), and a second worker process
 // with a socket of its own on the same port (SO_REUSEPORT, as cluster and

@@ -735,6 +735,7 @@ TEST_CASE("installed in a child, the direct ingress's refusals and listen sent t
         expect(EPERM, syscall(SYS_setsockopt, tcp, IPPROTO_TCP | kHigh, 34L, &one, 4L));
         expect(EPERM, syscall(SYS_getsockopt, tcp, SOL_SOCKET, SO_MEMINFO, buf, &length));
         expect(EPERM, syscall(SYS_setsockopt, tcp, SOL_SOCKET, SO_RXQ_OVFL | kHigh, &one, 4L));
+        expect(EPERM, syscall(SYS_getsockopt, tcp, SOL_SOCKET, SO_NETNS_COOKIE, buf, &length));
         expect(EPERM, syscall(SYS_ioctl, tcp, 0x8912L /* SIOCGIFCONF */, buf));
         expect(EPERM, syscall(SYS_ioctl, tcp, 0x8927L | kHigh /* SIOCGIFHWADDR */, buf));
         expect(EPERM, syscall(SYS_ioctl, tcp, 0x8946L /* SIOCETHTOOL */, buf));
@@ -750,7 +751,7 @@ TEST_CASE("installed in a child, the direct ingress's refusals and listen sent t
     });
     REQUIRE(out.exited);
     CHECK(out.exit_code == 0);
-    checkAnswers(out, 14);
+    checkAnswers(out, 15);
 }
 
 TEST_CASE("installed in a child, no call makes a setuid or setgid file", "[seccomp][kernel][G3]") {

@@ -43,7 +43,8 @@ namespace stockade {
 //    connect(2) on it never completes its handshake, and every RST whose
 //    sequence number is 0, the reset a closed port answers a bare SYN
 //    with, so a closed port looks like an open one (no scan of the host's
-//    ports). Accepted sockets share the filter and the lock.
+//    ports by the reset; docs/dev-servers.md names the other ways, still
+//    open). Accepted sockets share the filter and the lock.
 // Call it before bind(2). Since Linux 6.17 (commit 5d39580f68e6) a filter
 // on a TCP socket needs CAP_NET_ADMIN over its network namespace, so a
 // rootless supervisor cannot confine a host socket there: see below.

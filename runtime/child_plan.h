@@ -87,6 +87,26 @@ struct ChildPlan {
     FaultPoint injected_fault = FaultPoint::None;
     // The sandbox's user namespace's own maxima (runtime/userns_limits_in_child.h).
     UserNamespaceBounds userns_bounds;
+    // An OCI container (oci/): the runtime that creates it exits and its
+    // caller's subreaper becomes init's parent, so init is not tied to it;
+    // the command parks before its execve until `start` writes a byte to
+    // the exec FIFO, whose read end and a held write end (so the read
+    // blocks rather than sees EOF) it keeps. Both -1 otherwise.
+    bool die_with_parent = true;
+    int start_fifo_read_fd = -1;
+    int start_fifo_write_fd = -1;
+    // The command's executable is found before the command parks (so that
+    // `create` fails when it is missing), into exec_path, and exec'ed from
+    // there. Empty exec_path_storage: searched at execve, as `run` does.
+    std::vector<char> exec_path_storage;
+    // Whether the clone's own network namespace needs lo brought up: not
+    // when it joined one by path (OCI linux.namespaces[].path).
+    bool bring_up_loopback = true;
+    // An fd init keeps for the sandbox's whole life and closes with it: the
+    // lock of its leased host ids when no supervisor outlives the setup
+    // (runtime/identity.h). -1: none.
+    int held_by_init_fd = -1;
+
     // How runChildInChild walks the setup table (runtime/child_setup.h):
     // `stockade run`'s way unless check or bench asks otherwise.
     SetupMode setup_mode = SetupMode::Run;

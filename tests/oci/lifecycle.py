@@ -1,0 +1,306 @@
+#!/usr/bin/env python3
+"""stockade as an OCI runtime, driven as runc's clients drive one (issue 19):
+spec, create, state, start, kill, delete, run, on a busybox-static rootfs
+made here, as root or as uid 65534.
+
+usage: lifecycle.py STOCKADE root|rootless
+
+Each case asserts what a client relies on: create returns with the process
+parked (its marker not yet written) and the pid file decimal with no
+newline; start releases it; state says created, running, stopped; kill and
+delete; nothing left under --root; runc's error texts. Exit 77 (a skip) when
+the host cannot run a mode, which CI (env CI=true) turns into a failure.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+BUSYBOX = "/bin/busybox"
+APPLETS = ["sh", "echo", "cat", "sleep", "touch", "id", "hostname", "ls", "true", "ls"]
+
+
+def skip(why):
+    print(f"SKIP: {why}")
+    if os.environ.get("CI") == "true":
+        print("FAIL: CI=true turns this skip into a failure")
+        sys.exit(1)
+    sys.exit(77)
+
+
+def demote():
+    os.setgroups([])
+    os.setresgid(65534, 65534, 65534)
+    os.setresuid(65534, 65534, 65534)
+
+
+class Runtime:
+    def __init__(self, binary, root, mode):
+        self.binary, self.root, self.mode = binary, root, mode
+
+    def __call__(self, *args, stdin=subprocess.DEVNULL, input_text=None, log=None):
+        argv = [self.binary, "--root", self.root]
+        if log:
+            argv += ["--log-format", "json", "--log", log]
+        argv += list(args)
+        preexec = demote if self.mode == "rootless" else None
+        if args[0] == "create":
+            # The container keeps create's stdio as its own (as conmon's
+            # pipes): files, not pipes this script would wait on for EOF.
+            with tempfile.TemporaryFile("w+") as err:
+                p = subprocess.run(argv, stdin=stdin, stdout=subprocess.DEVNULL, stderr=err,
+                                   text=True, timeout=120, preexec_fn=preexec)
+                err.seek(0)
+                return subprocess.CompletedProcess(argv, p.returncode, "", err.read())
+        return subprocess.run(argv, stdin=None if input_text is not None else stdin,
+                              input=input_text, capture_output=True, text=True, timeout=120,
+                              preexec_fn=preexec)
+
+
+failures = []
+# As conmon and containerd's shim are: the subreaper that a container's
+# init is reparented to once create exits, and that reaps it.
+PR_SET_CHILD_SUBREAPER = 36
+reaped = {}
+
+
+def become_subreaper():
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+        skip("prctl(PR_SET_CHILD_SUBREAPER) failed")
+
+
+def reap():
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        reaped[pid] = status
+
+
+def check(what, ok, detail=""):
+    print(("ok   " if ok else "FAIL ") + what + ("" if ok else f"\n     {detail}"))
+    if not ok:
+        failures.append(what)
+
+
+def wait_for(predicate, bound_s=30.0):
+    """Polls until the predicate holds; the bound is a hang guard, not an assertion on time."""
+    deadline = time.monotonic() + bound_s
+    while time.monotonic() < deadline:
+        reap()
+        if predicate():
+            return True
+        time.sleep(0.02)
+    return predicate()
+
+
+def state_of(rt, cid):
+    r = rt("state", cid)
+    return json.loads(r.stdout) if r.returncode == 0 else None
+
+
+def make_bundle(scratch, name, args, owner, base_config):
+    bundle = os.path.join(scratch, name)
+    os.makedirs(bundle)
+    os.symlink("../rootfs", os.path.join(bundle, "rootfs"))
+    config = json.loads(json.dumps(base_config))
+    config["process"]["args"] = args
+    config["mounts"].append({"destination": "/out", "type": "bind",
+                             "source": os.path.join(scratch, "out"), "options": ["rbind", "rw"]})
+    with open(os.path.join(bundle, "config.json"), "w") as f:
+        json.dump(config, f)
+    return bundle
+
+
+def main():
+    binary, mode = sys.argv[1], sys.argv[2]
+    if os.geteuid() != 0:
+        skip("the suite runs as root (rootless cases demote to uid 65534)")
+    if not os.path.exists(BUSYBOX):
+        skip("busybox-static is not installed (scripts/install-deps.sh test)")
+    become_subreaper()
+    scratch = tempfile.mkdtemp(prefix="stockade-oci-", dir="/var/tmp")
+    os.chmod(scratch, 0o755)
+    owner = 0 if mode == "root" else 65534
+    try:
+        rootfs = os.path.join(scratch, "rootfs")
+        for d in ["bin", "proc", "dev", "sys", "tmp", "out"]:
+            os.makedirs(os.path.join(rootfs, d))
+        shutil.copy(BUSYBOX, os.path.join(rootfs, "bin", "busybox"))
+        for applet in set(APPLETS):
+            os.symlink("busybox", os.path.join(rootfs, "bin", applet))
+        out = os.path.join(scratch, "out")
+        os.makedirs(out)
+        os.chmod(out, 0o1777)
+        state_root = os.path.join(scratch, "state")
+        os.makedirs(state_root)
+        os.chown(state_root, owner, owner)
+        os.chmod(state_root, 0o700)
+        rt = Runtime(binary, state_root, mode)
+
+        # spec: a default config.json, refused over an existing one.
+        spec_dir = os.path.join(scratch, "spec")
+        os.makedirs(spec_dir)
+        os.chown(spec_dir, owner, owner)
+        r = rt("spec", "--bundle", spec_dir)
+        check("spec writes a config.json", r.returncode == 0 and
+              os.path.exists(os.path.join(spec_dir, "config.json")), r.stderr)
+        r = rt("spec", "--bundle", spec_dir)
+        check("spec refuses to overwrite one", r.returncode != 0 and "exists" in r.stderr, r.stderr)
+        with open(os.path.join(spec_dir, "config.json")) as f:
+            base = json.load(f)
+
+        # create: parked before exec, pid file with no newline.
+        parked = make_bundle(scratch, "parked", ["sh", "-c", "touch /out/started; exec sleep 1000"],
+                             owner, base)
+        pid_file = os.path.join(scratch, "out", "c1.pid")
+        r = rt("create", "--bundle", parked, "--pid-file", pid_file, "c1")
+        check("create returns 0", r.returncode == 0, r.stderr)
+        st = state_of(rt, "c1")
+        check("state after create says created", st is not None and st["status"] == "created", st)
+        check("state is the runtime-spec's", st is not None and
+              {"ociVersion", "id", "status", "pid", "bundle", "annotations"} <= set(st), st)
+        with open(pid_file) as f:
+            pid_text = f.read()
+        check("the pid file is decimal with no trailing newline",
+              pid_text.isdigit() and st is not None and int(pid_text) == st["pid"], repr(pid_text))
+        check("the process has not run before start",
+              not os.path.exists(os.path.join(out, "started")))
+        check("the container's init is alive", os.path.exists(f"/proc/{pid_text}"))
+        r = rt("create", "--bundle", parked, "c1")
+        check("a second create of the same id is refused",
+              r.returncode != 0 and "container with id exists: c1" in r.stderr, r.stderr)
+        check("...and leaves the first as it was", (state_of(rt, "c1") or {}).get("status") == "created")
+
+        # start: releases it and returns.
+        r = rt("start", "c1")
+        check("start returns 0", r.returncode == 0, r.stderr)
+        check("the process runs after start",
+              wait_for(lambda: os.path.exists(os.path.join(out, "started"))))
+        check("state says running", (state_of(rt, "c1") or {}).get("status") == "running")
+        r = rt("start", "c1")
+        check("start of a running container is refused", r.returncode != 0, r.stderr)
+        r = rt("list", "--format", "json")
+        check("list names it", r.returncode == 0 and any(c["id"] == "c1" for c in json.loads(r.stdout)),
+              r.stdout + r.stderr)
+        r = rt("delete", "c1")
+        check("delete of a running container without --force is refused",
+              r.returncode != 0 and "not stopped" in r.stderr, r.stderr)
+
+        # kill of a running container, then its state and the errors after.
+        r = rt("kill", "c1", "9")
+        check("kill 9 returns 0", r.returncode == 0, r.stderr)
+        check("state says stopped once it is gone",
+              wait_for(lambda: (state_of(rt, "c1") or {}).get("status") == "stopped"))
+        r = rt("kill", "c1", "KILL")
+        check("kill of a stopped container: container not running",
+              r.returncode != 0 and "container not running" in r.stderr, r.stderr)
+        c1_pid = int(pid_text)
+        check("the subreaper reaps the container's init, killed by SIGKILL",
+              wait_for(lambda: c1_pid in reaped) and os.WIFSIGNALED(reaped[c1_pid]) and
+              os.WTERMSIG(reaped[c1_pid]) == 9, reaped.get(c1_pid))
+        r = rt("delete", "c1")
+        check("delete of a stopped container", r.returncode == 0, r.stderr)
+        check("delete leaves nothing under --root", os.listdir(state_root) == [], os.listdir(state_root))
+
+        # A created container can be deleted (killed) without --force.
+        r = rt("create", "--bundle", parked, "c2")
+        check("create c2", r.returncode == 0, r.stderr)
+        pid2 = (state_of(rt, "c2") or {}).get("pid", 0)
+        r = rt("delete", "c2")
+        check("delete of a created container kills it", r.returncode == 0 and
+              wait_for(lambda: not os.path.exists(f"/proc/{pid2}/stat") or
+                       open(f"/proc/{pid2}/stat").read().split(") ")[1][0] in "ZX"), r.stderr)
+
+        # kill with SIGTERM: the container's command exits through init.
+        term = make_bundle(scratch, "term", ["sh", "-c", "trap 'exit 0' TERM; touch /out/t; "
+                                             "while true; do sleep 0.05; done"], owner, base)
+        r = rt("create", "--bundle", term, "c3")
+        check("create c3", r.returncode == 0, r.stderr)
+        rt("start", "c3")
+        wait_for(lambda: os.path.exists(os.path.join(out, "t")))
+        r = rt("kill", "c3", "TERM")
+        check("kill TERM (by name) returns 0", r.returncode == 0, r.stderr)
+        pid3 = (state_of(rt, "c3") or {}).get("pid", 0)
+        check("a SIGTERM the command traps ends it",
+              wait_for(lambda: (state_of(rt, "c3") or {}).get("status") == "stopped"))
+        check("the container's exit status reaches the subreaper: 0",
+              wait_for(lambda: pid3 in reaped) and os.WIFEXITED(reaped[pid3]) and
+              os.WEXITSTATUS(reaped[pid3]) == 0, reaped.get(pid3))
+        rt("delete", "c3")
+
+        # run: create + start + wait; the exit code and the inherited stdio.
+        three = make_bundle(scratch, "three", ["sh", "-c", "echo hello; exit 3"], owner, base)
+        r = rt("run", "--bundle", three, "r1")
+        check("run passes the container's exit code", r.returncode == 3, (r.returncode, r.stderr))
+        check("run: stdout is the inherited fd", r.stdout == "hello\n", repr(r.stdout))
+        cat = make_bundle(scratch, "cat", ["cat"], owner, base)
+        r = rt("run", "--bundle", cat, "r2", input_text="piped\n")
+        check("run: stdin is the inherited fd, its EOF reaches the container",
+              r.returncode == 0 and r.stdout == "piped\n", (r.returncode, r.stdout, r.stderr))
+        check("run leaves nothing under --root", os.listdir(state_root) == [], os.listdir(state_root))
+
+        # Unknown ids, runc's words.
+        for command in (["state", "nope"], ["start", "nope"], ["kill", "nope", "9"], ["delete", "nope"]):
+            r = rt(*command)
+            check(f"{command[0]} of an unknown id: does not exist",
+                  r.returncode != 0 and "does not exist" in r.stderr, r.stderr)
+        r = rt("delete", "--force", "nope")
+        check("delete --force of an unknown id exits 0", r.returncode == 0, r.stderr)
+        for bad in ["../x", "a/b", ".."]:
+            r = rt("create", "--bundle", parked, bad)
+            check(f"create refuses the id {bad!r}", r.returncode != 0 and "invalid id" in r.stderr,
+                  r.stderr)
+
+        # A missing executable fails create (podman maps it to 127); nothing left.
+        missing = make_bundle(scratch, "missing", ["no-such-program"], owner, base)
+        log = os.path.join(scratch, "out", "log.json")
+        r = rt("create", "--bundle", missing, "m1", log=log)
+        check("create fails when the executable is missing",
+              r.returncode != 0 and "executable file not found" in r.stderr, r.stderr)
+        with open(log) as f:
+            lines = [json.loads(line) for line in f if line.strip()]
+        check("--log-format json: the error as {level, msg, time}",
+              lines and lines[-1]["level"] == "error" and "executable file not found" in
+              lines[-1]["msg"] and "time" in lines[-1], lines)
+        check("a failed create leaves nothing under --root", os.listdir(state_root) == [],
+              os.listdir(state_root))
+
+        # A malformed config.json: a clear message, nothing left.
+        broken = os.path.join(scratch, "broken")
+        os.makedirs(broken)
+        os.symlink("../rootfs", os.path.join(broken, "rootfs"))
+        with open(os.path.join(broken, "config.json"), "w") as f:
+            f.write('{"ociVersion": "1.0.2", "process": ')
+        r = rt("create", "--bundle", broken, "b1")
+        check("a malformed config.json fails create with a clear message",
+              r.returncode != 0 and "config.json: not valid JSON" in r.stderr, r.stderr)
+        unsupported = make_bundle(scratch, "unsupported", ["true"], owner, base)
+        with open(os.path.join(unsupported, "config.json")) as f:
+            config = json.load(f)
+        config["linux"]["sysctl"] = {"net.ipv4.ip_forward": "1"}
+        with open(os.path.join(unsupported, "config.json"), "w") as f:
+            json.dump(config, f)
+        r = rt("create", "--bundle", unsupported, "u1")
+        check("an unsupported field fails create naming it",
+              r.returncode != 0 and "linux.sysctl" in r.stderr, r.stderr)
+        check("neither leaves anything under --root", os.listdir(state_root) == [],
+              os.listdir(state_root))
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    if failures:
+        print(f"{len(failures)} failed: " + "; ".join(failures))
+        sys.exit(1)
+    print("all passed")
+
+
+if __name__ == "__main__":
+    main()

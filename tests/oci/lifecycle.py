@@ -175,6 +175,11 @@ def main():
         check("the process has not run before start",
               not os.path.exists(os.path.join(out, "started")))
         check("the container's init is alive", os.path.exists(f"/proc/{pid_text}"))
+        with open(f"/proc/{pid_text}/status") as f:
+            host_uids = [line.split()[1:] for line in f if line.startswith("Uid:")][0]
+        check("the container is never host root (as root: a leased id; rootless: the caller)",
+              all(u != "0" for u in host_uids) and
+              (mode == "root" or all(u == "65534" for u in host_uids)), host_uids)
         r = rt("create", "--bundle", parked, "c1")
         check("a second create of the same id is refused",
               r.returncode != 0 and "container with id exists: c1" in r.stderr, r.stderr)
@@ -242,6 +247,17 @@ def main():
         r = rt("run", "--bundle", three, "r1")
         check("run passes the container's exit code", r.returncode == 3, (r.returncode, r.stderr))
         check("run: stdout is the inherited fd", r.stdout == "hello\n", repr(r.stdout))
+        view = make_bundle(scratch, "view", ["sh", "-c",
+                           "hostname; id -u; test -s /proc/kcore && echo kcore-visible; "
+                           "ls /sys/firmware | wc -l; "
+                           "(echo x > /proc/sys/kernel/hostname) 2>/dev/null && echo sys-writable; "
+                           "touch /new 2>/dev/null && echo root-writable; ls /dev/null /dev/zero"],
+                           owner, base)
+        r = rt("run", "--bundle", view, "r3")
+        check("the spec's view: hostname, uid 0 inside, maskedPaths, readonlyPaths, "
+              "read-only root, default devices",
+              r.returncode == 0 and r.stdout == "stockade\n0\n0\n/dev/null\n/dev/zero\n",
+              (r.returncode, r.stdout, r.stderr))
         cat = make_bundle(scratch, "cat", ["cat"], owner, base)
         r = rt("run", "--bundle", cat, "r2", input_text="piped\n")
         check("run: stdin is the inherited fd, its EOF reaches the container",

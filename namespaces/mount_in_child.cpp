@@ -182,8 +182,8 @@ int copyFileInChild(const MountOp& op, int source_fd) noexcept {
 
 // An image root's target, resolved inside the new root as the container
 // will see it (an absolute symlink in the image is taken as relative to the
-// image, not the host), and named for mount(2) by its /proc/self/fd path.
-// The parent made it, so it exists; 0 or an errno, *fd the caller's.
+// image, not the host), and named for mount(2) by its /proc/self/fd path
+// (the host's procfs, until pivot_root); 0 or an errno, *fd the caller's.
 int resolveInRootInChild(const MountPlan& plan, const MountOp& op, int* fd, char* path,
                          size_t size) noexcept {
     int root = open(plan.staging.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -299,7 +299,8 @@ int remountReadOnlyInChild(const char* path) noexcept {
 }
 
 // The ops an image root's targets take, each on the fd path resolved in the
-// root: no target is created here, and nothing is resolved as a host path.
+// root, a missing mount target first made there: nothing of the image is
+// resolved as a host path, so no symlink it holds can lead a mount out.
 int applyInRootOpInChild(MountPlan& plan, size_t index) noexcept {
     MountOp& op = plan.ops[index];
     if (op.kind == MountKind::Symlink) return symlinkInRootInChild(plan, op);

@@ -57,8 +57,8 @@ struct MountOp {
     // The target lies in an image root (MountPlan::root_source) that its
     // author could fill with symlinks: resolved with openat2(RESOLVE_IN_ROOT)
     // against the new root, never as a plain path that could lead out to the
-    // host's tree, and mounted on through the fd. The parent made the target
-    // beforehand (it must exist).
+    // host's tree, and mounted on through the fd; a missing mount target is
+    // made there first, each component in its parent resolved in the root.
     bool resolve_in_root = false;
     // verify_identity, for two kinds:
     // - ReadOnlyBeneath and MaskBeneath: the target is opened as itself

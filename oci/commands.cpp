@@ -609,9 +609,7 @@ int cmdFeatures() {
           {"seccomp", {{"enabled", true}}},
           {"apparmor", {{"enabled", false}}},
           {"selinux", {{"enabled", false}}}}},
-        {"annotations",
-         {{"org.opencontainers.runc.version", "none"},
-          {"io.github.stockade.version", STOCKADE_VERSION}}}};
+        {"annotations", {{"io.github.stockade.version", STOCKADE_VERSION}}}};
     std::printf("%s\n", doc.dump(2).c_str());
     return 0;
 }

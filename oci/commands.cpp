@@ -604,7 +604,7 @@ int cmdFeatures() {
                           "nomand",   "bind",       "rbind",       "private",       "rprivate"}},
         {"linux",
          {{"namespaces", {"pid", "network", "mount", "ipc", "uts", "user", "cgroup"}},
-          {"capabilities", json::array()},
+          {"capabilities", capabilityNames()},
           {"cgroup", {{"v1", false}, {"v2", false}, {"systemd", false}}},
           {"seccomp", {{"enabled", true}}},
           {"apparmor", {{"enabled", false}}},

@@ -114,16 +114,31 @@ void readProcess(const json& p, Config& out) {
     }
     if (const json* caps = member(p, "capabilities")) {
         if (!caps->is_object()) refuse("process.capabilities", "expected an object");
-        for (const char* set : {"bounding", "effective", "inheritable", "permitted", "ambient"})
+        Config::CapabilityMasks& m = out.capabilities;
+        const std::pair<const char*, uint64_t*> sets[] = {{"bounding", &m.bounding},
+                                                          {"effective", &m.effective},
+                                                          {"inheritable", &m.inheritable},
+                                                          {"permitted", &m.permitted},
+                                                          {"ambient", &m.ambient}};
+        for (const auto& [set, mask] : sets)
             if (const json* names = member(*caps, set)) {
                 std::string field = std::string("process.capabilities.") + set;
-                auto list = stringsAt(*names, field);
-                if (!list.empty())
-                    refuse(field, "keeping capabilities (" + list[0] +
-                                      (list.size() > 1 ? ", ..." : "") +
-                                      ") is not supported yet: stockade runs every container "
-                                      "with none");
+                for (const std::string& name : stringsAt(*names, field)) {
+                    int number = capabilityNumber(name);
+                    if (number < 0) refuse(field, "unknown capability \"" + name + "\"");
+                    *mask |= uint64_t{1} << number;
+                    if (mask == &m.bounding) out.bounding_names.push_back(name);
+                }
             }
+        // What capset(2) and PR_CAP_AMBIENT_RAISE would refuse, said here.
+        auto missing = [](uint64_t set, uint64_t in) { return (set & ~in) != 0; };
+        if (missing(m.effective, m.permitted))
+            refuse("process.capabilities.effective", "holds a capability permitted does not");
+        if (missing(m.permitted, m.bounding))
+            refuse("process.capabilities.permitted", "holds a capability bounding does not");
+        if (missing(m.ambient, m.permitted & m.inheritable))
+            refuse("process.capabilities.ambient",
+                   "holds a capability not both permitted and inheritable");
     }
     if (const json* limits = member(p, "rlimits")) {
         if (!limits->is_array()) refuse("process.rlimits", "expected an array");
@@ -350,7 +365,11 @@ void readLinux(const json& l, Config& out) {
     refuseIfSet(l, "timeOffsets", "linux.timeOffsets", "not supported yet");
     refuseIfSet(l, "memoryPolicy", "linux.memoryPolicy", "not supported yet");
     if (const json* sc = member(l, "seccomp")) {
-        auto policy = seccomp::importOciSeccomp(sc->dump());
+        // A Docker-style rule that needs a capability is in when the
+        // container's bounding set holds it.
+        seccomp::OciImportOptions options;
+        options.capabilities = out.bounding_names;
+        auto policy = seccomp::importOciSeccomp(sc->dump(), options);
         if (!policy) refuse("linux.seccomp", policy.error().describe());
         bool notify = policy->default_action == seccomp::Action::Notify;
         for (const seccomp::SyscallRule& rule : policy->rules)
@@ -425,6 +444,64 @@ Result<Config> parseConfig(std::string_view json_text) {
     return out;
 }
 
+namespace {
+
+// capabilities(7), by number: 0 CAP_CHOWN ... 40 CAP_CHECKPOINT_RESTORE.
+constexpr const char* kCapabilityNames[] = {"CAP_CHOWN",
+                                            "CAP_DAC_OVERRIDE",
+                                            "CAP_DAC_READ_SEARCH",
+                                            "CAP_FOWNER",
+                                            "CAP_FSETID",
+                                            "CAP_KILL",
+                                            "CAP_SETGID",
+                                            "CAP_SETUID",
+                                            "CAP_SETPCAP",
+                                            "CAP_LINUX_IMMUTABLE",
+                                            "CAP_NET_BIND_SERVICE",
+                                            "CAP_NET_BROADCAST",
+                                            "CAP_NET_ADMIN",
+                                            "CAP_NET_RAW",
+                                            "CAP_IPC_LOCK",
+                                            "CAP_IPC_OWNER",
+                                            "CAP_SYS_MODULE",
+                                            "CAP_SYS_RAWIO",
+                                            "CAP_SYS_CHROOT",
+                                            "CAP_SYS_PTRACE",
+                                            "CAP_SYS_PACCT",
+                                            "CAP_SYS_ADMIN",
+                                            "CAP_SYS_BOOT",
+                                            "CAP_SYS_NICE",
+                                            "CAP_SYS_RESOURCE",
+                                            "CAP_SYS_TIME",
+                                            "CAP_SYS_TTY_CONFIG",
+                                            "CAP_MKNOD",
+                                            "CAP_LEASE",
+                                            "CAP_AUDIT_WRITE",
+                                            "CAP_AUDIT_CONTROL",
+                                            "CAP_SETFCAP",
+                                            "CAP_MAC_OVERRIDE",
+                                            "CAP_MAC_ADMIN",
+                                            "CAP_SYSLOG",
+                                            "CAP_WAKE_ALARM",
+                                            "CAP_BLOCK_SUSPEND",
+                                            "CAP_AUDIT_READ",
+                                            "CAP_PERFMON",
+                                            "CAP_BPF",
+                                            "CAP_CHECKPOINT_RESTORE"};
+constexpr int kCapabilityCount = sizeof(kCapabilityNames) / sizeof(kCapabilityNames[0]);
+
+}  // namespace
+
+int capabilityNumber(std::string_view name) {
+    for (int i = 0; i < kCapabilityCount; ++i)
+        if (name == kCapabilityNames[i]) return i;
+    return -1;
+}
+
+std::vector<std::string> capabilityNames() {
+    return std::vector<std::string>(kCapabilityNames, kCapabilityNames + kCapabilityCount);
+}
+
 Result<int> parseSignal(std::string_view text) {
     int value = 0;
     auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
@@ -483,6 +560,10 @@ std::string defaultConfigJson(bool rootless) {
                   {"args", {"sh"}},
                   {"env", {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}},
                   {"cwd", "/"},
+                  {"capabilities",
+                   {{"bounding", {"CAP_AUDIT_WRITE", "CAP_KILL", "CAP_NET_BIND_SERVICE"}},
+                    {"effective", {"CAP_AUDIT_WRITE", "CAP_KILL", "CAP_NET_BIND_SERVICE"}},
+                    {"permitted", {"CAP_AUDIT_WRITE", "CAP_KILL", "CAP_NET_BIND_SERVICE"}}}},
                   {"rlimits", {{{"type", "RLIMIT_NOFILE"}, {"hard", 1024}, {"soft", 1024}}}},
                   {"noNewPrivileges", true}}},
                 {"root", {{"path", "rootfs"}, {"readonly", true}}},

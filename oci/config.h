@@ -56,7 +56,12 @@ struct Config {
     gid_t gid = 0;
     std::vector<Rlimit> rlimits;
     bool no_new_privileges = false;
-    std::string root_path;  // as written: relative to the bundle, or absolute
+    // process.capabilities, by capability number; absent: none.
+    struct CapabilityMasks {
+        uint64_t bounding = 0, effective = 0, inheritable = 0, permitted = 0, ambient = 0;
+    } capabilities;
+    std::vector<std::string> bounding_names;  // for the seccomp importer's `includes.caps`
+    std::string root_path;                    // as written: relative to the bundle, or absolute
     bool root_readonly = false;
     std::string hostname;  // empty: none asked
     std::vector<Mount> mounts;
@@ -77,6 +82,11 @@ inline constexpr size_t kMaxConfigBytes = 4 << 20;
 // Parses and judges config.json's text; errors start with "config.json: "
 // and name the field.
 Result<Config> parseConfig(std::string_view json_text);
+
+// A capability's number by its name ("CAP_KILL"), or -1.
+int capabilityNumber(std::string_view name);
+// Every capability name this reader knows, by number.
+std::vector<std::string> capabilityNames();
 
 // The signal a `kill` names, by number ("9") or name ("KILL", "SIGKILL");
 // an error for anything else or out of range.

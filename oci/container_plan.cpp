@@ -256,6 +256,14 @@ Result<ContainerPlan> planContainer(const Config& config, const std::string& bun
     for (const Rlimit& r : config.rlimits) plan.rlimits.push_back({r.resource, {r.soft, r.hard}});
     std::ifstream last("/proc/sys/kernel/cap_last_cap");
     if (!(last >> plan.last_cap)) plan.last_cap = 63;
+    // The spec's capabilities, in the container's user namespace only;
+    // those this kernel lacks are left out, as runc leaves them.
+    const Config::CapabilityMasks& caps = config.capabilities;
+    const uint64_t known =
+        plan.last_cap >= 63 ? ~uint64_t{0} : (uint64_t{1} << (plan.last_cap + 1)) - 1;
+    plan.keep_capabilities = true;
+    plan.capabilities = {caps.bounding & known, caps.effective & known, caps.permitted & known,
+                         caps.inheritable & known, caps.ambient & known};
 
     // Seccomp as the spec asks: none without linux.seccomp (as runc), else
     // the bundle's, compiled here; either way nothing may mint setuid files.

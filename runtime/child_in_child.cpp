@@ -365,7 +365,9 @@ int closeOnExecInChild(ChildPlan&, StepState&) noexcept {
 
 int dropCapabilitiesInChild(ChildPlan& plan, StepState& state) noexcept {
     int failed_step = 0;
-    int err = dropAllPrivilegesInChild(plan.last_cap, &failed_step);
+    int err = plan.keep_capabilities
+                  ? keepOnlyCapabilitiesInChild(plan.last_cap, plan.capabilities, &failed_step)
+                  : dropAllPrivilegesInChild(plan.last_cap, &failed_step);
     if (err && failed_step == 0) {
         state.renamed = true;
         state.named_stage = ChildStage::Securebits;

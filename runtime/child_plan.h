@@ -18,6 +18,7 @@
 #include "runtime/child_setup.h"
 #include "runtime/fault_injection.h"
 #include "runtime/git_link.h"
+#include "runtime/privileges_in_child.h"
 #include "runtime/userns_limits_in_child.h"
 #include "runtime/worktree_masks.h"
 
@@ -102,6 +103,10 @@ struct ChildPlan {
     // Whether the clone's own network namespace needs lo brought up: not
     // when it joined one by path (OCI linux.namespaces[].path).
     bool bring_up_loopback = true;
+    // An OCI container's process.capabilities, kept instead of none (G4's
+    // drop for every other sandbox); init drops all of them either way.
+    bool keep_capabilities = false;
+    CapabilitySets capabilities;
     // An fd init keeps for the sandbox's whole life and closes with it: the
     // lock of its leased host ids when no supervisor outlives the setup
     // (runtime/identity.h). -1: none.

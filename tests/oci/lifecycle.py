@@ -258,6 +258,17 @@ def main():
               "read-only root, default devices",
               r.returncode == 0 and r.stdout == "stockade\n0\n0\n/dev/null\n/dev/zero\n",
               (r.returncode, r.stdout, r.stderr))
+        caps = make_bundle(scratch, "caps", ["sh", "-c", "grep -E '^(Cap|NoNewPrivs)' /proc/self/status"],
+                           owner, base)
+        r = rt("run", "--bundle", caps, "r4")
+        seen = dict(line.split(":\t") for line in r.stdout.splitlines() if ":\t" in line)
+        # spec's default: CAP_AUDIT_WRITE (29), CAP_KILL (5), CAP_NET_BIND_SERVICE (10).
+        want = "0000000020000420"
+        check("capabilities as the spec lists them, no_new_privs set",
+              r.returncode == 0 and seen.get("CapBnd") == want and seen.get("CapPrm") == want and
+              seen.get("CapEff") == want and seen.get("CapAmb") == "0000000000000000" and
+              seen.get("CapInh") == "0000000000000000" and seen.get("NoNewPrivs") == "1",
+              (r.returncode, r.stdout, r.stderr))
         cat = make_bundle(scratch, "cat", ["cat"], owner, base)
         r = rt("run", "--bundle", cat, "r2", input_text="piped\n")
         check("run: stdin is the inherited fd, its EOF reaches the container",

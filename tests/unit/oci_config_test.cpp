@@ -91,6 +91,27 @@ TEST_CASE("oci config: a real-world config.json is read whole", "[oci]") {
     CHECK(c.annotations.at("org.example.key") == "value");
 }
 
+TEST_CASE("oci config: capabilities as masks by number", "[oci]") {
+    json doc = fixture();
+    doc["process"]["capabilities"] = {{"bounding", {"CAP_CHOWN", "CAP_KILL", "CAP_NET_RAW"}},
+                                      {"permitted", {"CAP_KILL", "CAP_NET_RAW"}},
+                                      {"inheritable", {"CAP_NET_RAW"}},
+                                      {"effective", {"CAP_KILL"}},
+                                      {"ambient", {"CAP_NET_RAW"}}};
+    auto parsed = parseConfig(doc.dump());
+    REQUIRE(parsed);
+    const auto& c = parsed->capabilities;
+    CHECK(c.bounding == ((1ull << 0) | (1ull << 5) | (1ull << 13)));
+    CHECK(c.permitted == ((1ull << 5) | (1ull << 13)));
+    CHECK(c.effective == (1ull << 5));
+    CHECK(c.inheritable == (1ull << 13));
+    CHECK(c.ambient == (1ull << 13));
+    CHECK(capabilityNumber("CAP_CHECKPOINT_RESTORE") == 40);
+    CHECK(capabilityNumber("CAP_SYS_ADMIN") == 21);
+    CHECK(capabilityNumber("SYS_ADMIN") == -1);
+    CHECK(capabilityNames().size() == 41);
+}
+
 TEST_CASE("oci config: a spec without seccomp runs without a filter, as runc", "[oci]") {
     json doc = fixture();
     doc["linux"].erase("seccomp");
@@ -118,9 +139,17 @@ TEST_CASE("oci config: what stockade cannot honour is refused, naming the field"
          [](json& d) { d["process"]["user"]["additionalGids"] = {10}; }},
         {"process.user.umask", [](json& d) { d["process"]["user"]["umask"] = 18; }},
         {"process.capabilities.bounding",
-         [](json& d) { d["process"]["capabilities"]["bounding"] = {"CAP_KILL"}; }},
+         [](json& d) { d["process"]["capabilities"]["bounding"] = {"CAP_BOGUS"}; }},
+        {"process.capabilities.effective",
+         [](json& d) { d["process"]["capabilities"]["effective"] = {"CAP_KILL"}; }},
+        {"process.capabilities.permitted",
+         [](json& d) { d["process"]["capabilities"]["permitted"] = {"CAP_KILL"}; }},
         {"process.capabilities.ambient",
-         [](json& d) { d["process"]["capabilities"]["ambient"] = {"CAP_NET_RAW"}; }},
+         [](json& d) {
+             d["process"]["capabilities"]["bounding"] = {"CAP_NET_RAW"};
+             d["process"]["capabilities"]["permitted"] = {"CAP_NET_RAW"};
+             d["process"]["capabilities"]["ambient"] = {"CAP_NET_RAW"};
+         }},
         {"process.rlimits[0].type",
          [](json& d) { d["process"]["rlimits"][0]["type"] = "RLIMIT_BOGUS"; }},
         {"process.rlimits[1].type",

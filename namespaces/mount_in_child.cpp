@@ -292,6 +292,24 @@ int symlinkInRootInChild(const MountPlan& plan, const MountOp& op) noexcept {
     return err;
 }
 
+// `data` written into the existing file op.target, resolved in the image
+// root (a sysctl in the container's own /proc/sys).
+int writeInRootInChild(const MountPlan& plan, const MountOp& op) noexcept {
+    int root = open(plan.staging.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (root < 0) return errno;
+    open_how how{};
+    how.flags = O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOFOLLOW;
+    how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
+    int fd = sysOpenat2(root, op.target.c_str(), &how);
+    int err = fd < 0 ? errno : 0;
+    close(root);
+    if (err) return err;
+    ssize_t n = write(fd, op.data.data(), op.data.size());
+    err = n < 0 ? errno : static_cast<size_t>(n) != op.data.size() ? EIO : 0;
+    close(fd);
+    return err;
+}
+
 int remountReadOnlyInChild(const char* path) noexcept {
     return errnoOr(mount(nullptr, path, nullptr,
                          MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
@@ -304,6 +322,7 @@ int remountReadOnlyInChild(const char* path) noexcept {
 int applyInRootOpInChild(MountPlan& plan, size_t index) noexcept {
     MountOp& op = plan.ops[index];
     if (op.kind == MountKind::Symlink) return symlinkInRootInChild(plan, op);
+    if (op.kind == MountKind::File) return writeInRootInChild(plan, op);
     if (op.kind == MountKind::Filesystem || op.kind == MountKind::BindFromHost ||
         op.kind == MountKind::AttachPrepared) {
         if (op.kind == MountKind::BindFromHost && plan.source_fds[index] < 0 && op.optional)

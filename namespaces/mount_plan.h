@@ -28,7 +28,8 @@ enum class MountKind {
                        // read-only over target, resolved beneath `anchor` as itself (a
                        // symlink is covered, not followed): a hidden worktree name
     Directory,         // mkdir
-    File,              // a file holding `data`
+    File,              // a file holding `data` (resolve_in_root: an existing file of the
+                       // image root written with `data`, a sysctl)
     CopyFromHost,      // a file copied from the host path `source`: opened with the
                        // BindFromHost sources, copied in the kernel by sendfile(2)
     Symlink,           // a symlink to `data`

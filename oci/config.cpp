@@ -337,7 +337,11 @@ void readLinux(const json& l, Config& out) {
         out.readonly_paths = stringsAt(*ro, "linux.readonlyPaths");
         for (const std::string& p : out.readonly_paths) requireAbsolute(p, "linux.readonlyPaths");
     }
-    refuseIfSet(l, "sysctl", "linux.sysctl", "sysctls are not supported yet");
+    if (const json* sysctl = member(l, "sysctl")) {
+        if (!sysctl->is_object()) refuse("linux.sysctl", "expected an object");
+        for (const auto& [key, value] : sysctl->items())
+            out.sysctl[key] = stringAt(value, "linux.sysctl." + key);
+    }
     refuseIfSet(l, "devices", "linux.devices", "extra device nodes are not supported yet");
     refuseIfSet(l, "cgroupsPath", "linux.cgroupsPath",
                 "placing the container in a named cgroup is not supported yet");
@@ -418,6 +422,32 @@ Result<Config> parseConfig(std::string_view json_text) {
         const json* linux_section = member(doc, "linux");
         if (!linux_section) refuse("linux", "required on Linux");
         readLinux(*linux_section, out);
+        // Sysctls, as runc judges them: only those a namespace of the
+        // container's own holds (the IPC namespace's kernel.* and fs.mqueue.*,
+        // the network namespace's net.*), written in its /proc/sys.
+        for (const auto& [key, value] : out.sysctl) {
+            const std::string field = "linux.sysctl." + key;
+            if (key.empty() || key.size() > 255 ||
+                key.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789._-") !=
+                    std::string::npos ||
+                key.find("..") != std::string::npos || key[0] == '.')
+                refuse(field, "not a sysctl name");
+            if (value.find('\n') != std::string::npos) refuse(field, "a value holds a newline");
+            static const std::set<std::string> kIpc = {
+                "kernel.msgmax", "kernel.msgmnb", "kernel.msgmni", "kernel.sem",
+                "kernel.shmall", "kernel.shmmax", "kernel.shmmni", "kernel.shm_rmid_forced"};
+            auto own = [&](const char* type) {
+                const Namespace* n = out.findNamespace(type);
+                return n && n->path.empty();
+            };
+            if (kIpc.count(key) || key.starts_with("fs.mqueue.")) {
+                if (!own("ipc")) refuse(field, "needs a new ipc namespace");
+            } else if (key.starts_with("net.")) {
+                if (!own("network")) refuse(field, "needs a new network namespace");
+            } else {
+                refuse(field, "not a namespaced sysctl: it would be the host's");
+            }
+        }
         if (!out.hostname.empty()) {
             const Namespace* uts = out.findNamespace("uts");
             if (!uts || !uts->path.empty())

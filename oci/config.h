@@ -70,6 +70,7 @@ struct Config {
     std::vector<IdMap> gid_mappings;
     std::vector<std::string> masked_paths;
     std::vector<std::string> readonly_paths;
+    std::map<std::string, std::string> sysctl;  // namespaced ones only, judged by the reader
     std::optional<seccomp::SeccompPolicy> seccomp;  // none: no filter, as runc
     std::map<std::string, std::string> annotations;
 

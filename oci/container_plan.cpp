@@ -226,6 +226,18 @@ Result<ContainerPlan> planContainer(const Config& config, const std::string& bun
                                .resolve_in_root = true,
                                .description = std::string("link /") + target});
     }
+    // Sysctls in the container's own /proc/sys, before readonlyPaths can
+    // make it read-only.
+    for (const auto& [key, value] : config.sysctl) {
+        std::string path = "proc/sys/" + key;
+        for (char& c : path)
+            if (c == '.') c = '/';
+        ns::addOp(mounts, {.kind = MountKind::File,
+                           .target = path,
+                           .data = value,
+                           .resolve_in_root = true,
+                           .description = "set the sysctl " + key});
+    }
     for (const std::string& path : config.masked_paths)
         ns::addOp(mounts, {.kind = MountKind::MaskWithTmpfs,
                            .target = relative(path),

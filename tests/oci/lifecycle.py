@@ -269,6 +269,17 @@ def main():
               seen.get("CapEff") == want and seen.get("CapAmb") == "0000000000000000" and
               seen.get("CapInh") == "0000000000000000" and seen.get("NoNewPrivs") == "1",
               (r.returncode, r.stdout, r.stderr))
+        sysctl = make_bundle(scratch, "sysctl", ["cat", "/proc/sys/net/ipv4/ping_group_range",
+                                                 "/proc/sys/kernel/shmmni"], owner, base)
+        with open(os.path.join(sysctl, "config.json")) as f:
+            config = json.load(f)
+        config["linux"]["sysctl"] = {"net.ipv4.ping_group_range": "0 0", "kernel.shmmni": "100"}
+        with open(os.path.join(sysctl, "config.json"), "w") as f:
+            json.dump(config, f)
+        r = rt("run", "--bundle", sysctl, "r5")
+        check("namespaced sysctls are set in the container's own namespaces",
+              r.returncode == 0 and r.stdout.split() == ["0", "0", "100"],
+              (r.returncode, r.stdout, r.stderr))
         cat = make_bundle(scratch, "cat", ["cat"], owner, base)
         r = rt("run", "--bundle", cat, "r2", input_text="piped\n")
         check("run: stdin is the inherited fd, its EOF reaches the container",
@@ -313,12 +324,12 @@ def main():
         unsupported = make_bundle(scratch, "unsupported", ["true"], owner, base)
         with open(os.path.join(unsupported, "config.json")) as f:
             config = json.load(f)
-        config["linux"]["sysctl"] = {"net.ipv4.ip_forward": "1"}
+        config["linux"]["sysctl"] = {"vm.swappiness": "1"}
         with open(os.path.join(unsupported, "config.json"), "w") as f:
             json.dump(config, f)
         r = rt("create", "--bundle", unsupported, "u1")
         check("an unsupported field fails create naming it",
-              r.returncode != 0 and "linux.sysctl" in r.stderr, r.stderr)
+              r.returncode != 0 and "linux.sysctl.vm.swappiness" in r.stderr, r.stderr)
         check("neither leaves anything under --root", os.listdir(state_root) == [],
               os.listdir(state_root))
     finally:

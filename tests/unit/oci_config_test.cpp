@@ -112,6 +112,17 @@ TEST_CASE("oci config: capabilities as masks by number", "[oci]") {
     CHECK(capabilityNames().size() == 41);
 }
 
+TEST_CASE("oci config: namespaced sysctls are read", "[oci]") {
+    json doc = fixture();
+    // The fixture joins a network namespace by path: net.* needs a new one.
+    for (auto& ns : doc["linux"]["namespaces"]) ns.erase("path");
+    doc["linux"]["sysctl"] = {{"net.ipv4.ping_group_range", "0 0"}, {"kernel.shmmni", "100"}};
+    auto parsed = parseConfig(doc.dump());
+    REQUIRE(parsed);
+    CHECK(parsed->sysctl.at("net.ipv4.ping_group_range") == "0 0");
+    CHECK(parsed->sysctl.at("kernel.shmmni") == "100");
+}
+
 TEST_CASE("oci config: a spec without seccomp runs without a filter, as runc", "[oci]") {
     json doc = fixture();
     doc["linux"].erase("seccomp");
@@ -188,9 +199,28 @@ TEST_CASE("oci config: what stockade cannot honour is refused, naming the field"
          [](json& d) { d["linux"]["namespaces"][1]["path"] = "/proc/1/ns/mnt"; }},
         {"linux.namespaces", [](json& d) { d["linux"]["namespaces"].erase(0); }},
         {"linux.uidMappings[0].size", [](json& d) { d["linux"]["uidMappings"][0]["size"] = 0; }},
-        {"linux.sysctl",
+        {"linux.sysctl.net.ipv4.ip_forward",
          [](json& d) {
              d["linux"]["sysctl"] = {{"net.ipv4.ip_forward", "1"}};
+         }},
+        {"linux.sysctl.kernel.domainname",
+         [](json& d) {
+             d["linux"]["sysctl"] = {{"kernel.domainname", "x"}};
+         }},
+        {"linux.sysctl.vm.swappiness",
+         [](json& d) {
+             d["linux"]["sysctl"] = {{"vm.swappiness", "1"}};
+         }},
+        {"linux.sysctl.net/../x",
+         [](json& d) {
+             d["linux"]["sysctl"] = {{"net/../x", "1"}};
+         }},
+        {"linux.sysctl.kernel.shmmax",
+         [](json& d) {
+             d["linux"]["sysctl"] = {{"kernel.shmmax", "1"}};
+             auto& ns = d["linux"]["namespaces"];
+             for (size_t i = 0; i < ns.size(); ++i)
+                 if (ns[i]["type"] == "ipc") ns.erase(i);
          }},
         {"linux.devices",
          [](json& d) {

@@ -390,24 +390,38 @@ void killAndWait(const Record& record) {
     }
 }
 
-// Every process of the container's pid namespace but its init, by the
-// namespace's inode: what `kill --all` signals beside init.
+// Every process of the container but its init: init's descendants, by the
+// parent pids of /proc/N/stat (world-readable, unlike /proc/N/ns of a
+// non-dumpable init seen by its unprivileged owner). Every process of the
+// pid namespace is one, since orphans there reparent to its init.
 std::vector<pid_t> processesIn(pid_t init) {
-    std::vector<pid_t> out;
-    struct stat ns {};
-    if (stat(("/proc/" + std::to_string(init) + "/ns/pid").c_str(), &ns) < 0) return out;
+    std::map<pid_t, pid_t> parent;
     DIR* proc = opendir("/proc");
-    if (!proc) return out;
+    if (!proc) return {};
     while (dirent* e = readdir(proc)) {
         char* end = nullptr;
         long pid = strtol(e->d_name, &end, 10);
-        if (!end || *end || pid <= 0 || pid == init) continue;
-        struct stat st {};
-        if (stat(("/proc/" + std::string(e->d_name) + "/ns/pid").c_str(), &st) == 0 &&
-            st.st_dev == ns.st_dev && st.st_ino == ns.st_ino)
-            out.push_back(static_cast<pid_t>(pid));
+        if (!end || *end || pid <= 0) continue;
+        std::string path = "/proc/" + std::string(e->d_name) + "/stat";
+        UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+        char buf[512];
+        ssize_t n = fd ? read(fd.get(), buf, sizeof(buf) - 1) : -1;
+        if (n <= 0) continue;
+        buf[n] = '\0';
+        const char* close_paren = strrchr(buf, ')');
+        if (!close_paren || strlen(close_paren) < 5) continue;
+        parent[static_cast<pid_t>(pid)] = static_cast<pid_t>(strtol(close_paren + 4, nullptr, 10));
     }
     closedir(proc);
+    std::vector<pid_t> out;
+    for (const auto& [pid, ppid] : parent) {
+        pid_t up = ppid;
+        for (int depth = 0; up > 1 && up != init && depth < 4096; ++depth) {
+            auto it = parent.find(up);
+            up = it == parent.end() ? 0 : it->second;
+        }
+        if (up == init && pid != init) out.push_back(pid);
+    }
     return out;
 }
 
@@ -592,6 +606,30 @@ int cmdList(const Globals& g, const std::vector<std::string>& rest, const Log& l
     return 0;
 }
 
+// The container's processes by host pid, init first: containerd's shim
+// reads `ps --format json ID` as a JSON array of them.
+int cmdPs(const Globals& g, const std::vector<std::string>& rest, const Log& log) {
+    Args a = parseArgs(rest, {{"--format", "format"}, {"-f", "format"}}, {});
+    if (!a.error.empty()) return log.error(a.error);
+    if (a.positional.size() != 1) return log.error("ps: expected exactly one container id");
+    const std::string format = a.values.count("format") ? a.values["format"] : "table";
+    if (format != "table" && format != "json") return log.error("invalid format option");
+    auto c = openExisting(g, a.positional[0]);
+    if (!c) return log.error(c.error().describe());
+    std::vector<pid_t> pids;
+    if (statusOf(c->dir.get(), c->record) != Status3::Stopped) {
+        pids.push_back(c->record.pid);
+        for (pid_t pid : processesIn(c->record.pid)) pids.push_back(pid);
+    }
+    if (format == "json") {
+        std::printf("%s\n", json(pids).dump().c_str());
+    } else {
+        std::printf("PID\n");
+        for (pid_t pid : pids) std::printf("%d\n", pid);
+    }
+    return 0;
+}
+
 int cmdFeatures() {
     json doc = {
         {"ociVersionMin", "1.0.0"},
@@ -617,6 +655,10 @@ int cmdFeatures() {
 }  // namespace
 
 bool isOciInvocation(int argc, char** argv) {
+    // `ps ID` (stockade's own ps takes no id) is the OCI runtime's.
+    if (argc >= 3 && std::string_view(argv[1]) == "ps")
+        for (int i = 2; i < argc; ++i)
+            if (argv[i][0] != '-') return true;
     if (argc >= 1 && std::string_view(argv[0]).ends_with("stockade-oci")) return true;
     if (argc < 2) return false;
     std::string_view first = argv[1];
@@ -688,7 +730,8 @@ int ociMain(int argc, char** argv) {
     if (command == "delete") return cmdDelete(g, rest, log);
     if (command == "run") return cmdRun(g, rest, log);
     if (command == "list") return cmdList(g, rest, log);
-    if (kOciOnly.count(command) || command == "ps")
+    if (command == "ps") return cmdPs(g, rest, log);
+    if (kOciOnly.count(command))
         return log.error(command + " is not supported yet by stockade's OCI runtime");
     return log.error("unknown command \"" + command + "\"");
 }

@@ -193,6 +193,10 @@ def main():
         check("state says running", (state_of(rt, "c1") or {}).get("status") == "running")
         r = rt("start", "c1")
         check("start of a running container is refused", r.returncode != 0, r.stderr)
+        r = rt("ps", "--format", "json", "c1")
+        pids = json.loads(r.stdout) if r.returncode == 0 else []
+        check("ps --format json: init and the command, by host pid",
+              len(pids) == 2 and pids[0] == int(pid_text), (r.stdout, r.stderr))
         r = rt("list", "--format", "json")
         check("list names it", r.returncode == 0 and any(c["id"] == "c1" for c in json.loads(r.stdout)),
               r.stdout + r.stderr)
@@ -241,6 +245,24 @@ def main():
               wait_for(lambda: pid3 in reaped) and os.WIFEXITED(reaped[pid3]) and
               os.WEXITSTATUS(reaped[pid3]) == 0, reaped.get(pid3))
         rt("delete", "c3")
+
+        # kill --all reaches every process, not only the command: the shell
+        # ignores SIGTERM and ends only once both its children have died of it.
+        group = make_bundle(scratch, "group", ["sh", "-c", "trap '' TERM; "
+                                               "(trap - TERM; exec sleep 1000) & "
+                                               "(trap - TERM; exec sleep 1000) & "
+                                               "touch /out/g; wait; wait"], owner, base)
+        r = rt("create", "--bundle", group, "c4")
+        check("create c4", r.returncode == 0, r.stderr)
+        rt("start", "c4")
+        wait_for(lambda: os.path.exists(os.path.join(out, "g")))
+        check("ps lists the shell and its two children",
+              wait_for(lambda: len(json.loads(rt("ps", "--format", "json", "c4").stdout or "[]")) == 4))
+        r = rt("kill", "--all", "c4", "TERM")
+        check("kill --all TERM returns 0", r.returncode == 0, r.stderr)
+        check("kill --all reached the children: the container stops",
+              wait_for(lambda: (state_of(rt, "c4") or {}).get("status") == "stopped"))
+        rt("delete", "--force", "c4")
 
         # run: create + start + wait; the exit code and the inherited stdio.
         three = make_bundle(scratch, "three", ["sh", "-c", "echo hello; exit 3"], owner, base)

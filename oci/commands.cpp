@@ -14,6 +14,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -211,8 +212,24 @@ struct Created {
 // Everything `create` does, for create and run: the container's directory
 // exists from the mkdir on, and is removed again on any failure, with the
 // process killed, so a refused create leaves nothing.
+// The caller's console socket, connected before anything is made: a
+// socket that refuses fails create at once.
+Result<UniqueFd> connectConsole(const std::string& path) {
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    if (path.empty() || path.size() >= sizeof(addr.sun_path))
+        return Error::message("--console-socket: the path is empty or too long");
+    memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+    UniqueFd fd(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    if (!fd) return Error::fromErrno("--console-socket: socket()");
+    if (connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) < 0)
+        return Error::fromErrno("--console-socket: connect(\"" + path + "\")");
+    return fd;
+}
+
 Status createContainer(const Globals& g, const std::string& id, const std::string& bundle_arg,
-                       const std::string& pid_file, const Log& log, Created& out) {
+                       const std::string& pid_file, const std::string& console_socket,
+                       const Log& log, Created& out) {
     if (auto s = validateId(id); !s) return s.error();
     auto bundle = absolutePath(bundle_arg, "bundle");
     if (!bundle) return bundle.error();
@@ -223,6 +240,19 @@ Status createContainer(const Globals& g, const std::string& id, const std::strin
     if (!text) return text.error();
     auto config = parseConfig(text->content);
     if (!config) return config.error();
+    // runc's rules: a terminal needs somewhere to send it, and a socket
+    // needs a terminal to carry.
+    if (config->terminal && console_socket.empty())
+        return Error::message(
+            "cannot allocate tty if stockade will detach without setting console socket");
+    if (!config->terminal && !console_socket.empty())
+        return Error::message("cannot use console socket if stockade will not allocate a tty");
+    UniqueFd console;
+    if (config->terminal) {
+        auto connected = connectConsole(console_socket);
+        if (!connected) return connected.error();
+        console = std::move(*connected);
+    }
     if (!config->no_new_privileges)
         log.line("info",
                  "process.noNewPrivileges is false: stockade sets no_new_privs in every "
@@ -265,6 +295,7 @@ Status createContainer(const Globals& g, const std::string& id, const std::strin
     UniqueFd fifo_write(openat(dir->get(), kExecFifo, O_WRONLY | O_CLOEXEC | O_NOFOLLOW));
     if (!fifo_write) return Error::fromErrno("open(exec.fifo, O_WRONLY)");
     if (fcntl(fifo_read.get(), F_SETFL, 0) < 0) return Error::fromErrno("fcntl(exec.fifo)");
+    plan.console_socket_fd = console.get();
     plan.start_fifo_read_fd = fifo_read.get();
     plan.start_fifo_write_fd = fifo_write.get();
 
@@ -435,15 +466,14 @@ int cmdCreate(const Globals& g, const std::vector<std::string>& rest, const Log&
                        {{"--no-pivot", "no-pivot"}, {"--no-new-keyring", "no-new-keyring"}});
     if (!a.error.empty()) return log.error(a.error);
     if (a.positional.size() != 1) return log.error("create: expected exactly one container id");
-    if (a.values.count("console-socket"))
-        return log.error("--console-socket: a terminal is not supported yet");
     if (a.values.count("preserve-fds") && a.values["preserve-fds"] != "0")
         return log.error("--preserve-fds: not supported yet");
     if (a.bools.count("no-pivot"))
         return log.error("--no-pivot: not supported (stockade always pivots)");
     Created created;
     std::string bundle = a.values.count("bundle") ? a.values["bundle"] : ".";
-    if (auto s = createContainer(g, a.positional[0], bundle, a.values["pid-file"], log, created);
+    if (auto s = createContainer(g, a.positional[0], bundle, a.values["pid-file"],
+                                 a.values["console-socket"], log, created);
         !s)
         return log.error(s.error().describe());
     return 0;
@@ -528,12 +558,12 @@ int cmdRun(const Globals& g, const std::vector<std::string>& rest, const Log& lo
     if (a.positional.size() != 1) return log.error("run: expected exactly one container id");
     if (a.bools.count("detach"))
         return log.error("run --detach: not supported yet (create, start)");
-    if (a.values.count("console-socket"))
-        return log.error("--console-socket: a terminal is not supported yet");
     const std::string& id = a.positional[0];
     Created created;
     std::string bundle = a.values.count("bundle") ? a.values["bundle"] : ".";
-    if (auto s = createContainer(g, id, bundle, a.values["pid-file"], log, created); !s)
+    if (auto s = createContainer(g, id, bundle, a.values["pid-file"], a.values["console-socket"],
+                                 log, created);
+        !s)
         return log.error(s.error().describe());
     {
         auto c = openExisting(g, id);

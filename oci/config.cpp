@@ -82,8 +82,15 @@ void requireAbsolute(const std::string& path, const std::string& field) {
 
 void readProcess(const json& p, Config& out) {
     if (!p.is_object()) refuse("process", "expected an object");
-    if (const json* t = member(p, "terminal"); t && boolAt(*t, "process.terminal"))
-        refuse("process.terminal", "a terminal (--console-socket) is not supported yet");
+    if (const json* t = member(p, "terminal")) out.terminal = boolAt(*t, "process.terminal");
+    if (const json* size = member(p, "consoleSize"); size && out.terminal) {
+        if (const json* h = member(*size, "height"))
+            out.console_rows =
+                static_cast<unsigned short>(unsignedAt(*h, "process.consoleSize.height", 65535));
+        if (const json* w = member(*size, "width"))
+            out.console_cols =
+                static_cast<unsigned short>(unsignedAt(*w, "process.consoleSize.width", 65535));
+    }
     const json* args = member(p, "args");
     if (!args) refuse("process.args", "required");
     out.args = stringsAt(*args, "process.args");

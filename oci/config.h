@@ -56,6 +56,9 @@ struct Config {
     gid_t gid = 0;
     std::vector<Rlimit> rlimits;
     bool no_new_privileges = false;
+    bool terminal = false;  // process.terminal: a pty sent to --console-socket
+    unsigned short console_rows = 0;
+    unsigned short console_cols = 0;
     // process.capabilities, by capability number; absent: none.
     struct CapabilityMasks {
         uint64_t bounding = 0, effective = 0, inheritable = 0, permitted = 0, ambient = 0;
@@ -70,7 +73,7 @@ struct Config {
     std::vector<IdMap> gid_mappings;
     std::vector<std::string> masked_paths;
     std::vector<std::string> readonly_paths;
-    std::map<std::string, std::string> sysctl;  // namespaced ones only, judged by the reader
+    std::map<std::string, std::string> sysctl;      // namespaced ones only, judged by the reader
     std::optional<seccomp::SeccompPolicy> seccomp;  // none: no filter, as runc
     std::map<std::string, std::string> annotations;
 

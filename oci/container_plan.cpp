@@ -264,6 +264,8 @@ Result<ContainerPlan> planContainer(const Config& config, const std::string& bun
     plan.stdin_null = false;
     plan.stdout_fd = 1;
     plan.stderr_fd = 2;
+    plan.console_rows = config.console_rows;
+    plan.console_cols = config.console_cols;
     plan.die_with_parent = false;
     for (const Rlimit& r : config.rlimits) plan.rlimits.push_back({r.resource, {r.soft, r.hard}});
     std::ifstream last("/proc/sys/kernel/cap_last_cap");

@@ -283,8 +283,9 @@ int closeFdsInChild(ChildPlan& plan, StepState& state) noexcept {
                   plan.socket_factory_fd,
                   plan.start_fifo_read_fd,
                   plan.start_fifo_write_fd,
-                  plan.held_by_init_fd};
-    if (int err = closeInheritedFdsInChild(plan, FaultPoint::CloseFds, keep, 10))
+                  plan.held_by_init_fd,
+                  plan.console_socket_fd};
+    if (int err = closeInheritedFdsInChild(plan, FaultPoint::CloseFds, keep, 11))
         return failedCall(state, "close_range()", err);
     return 0;
 }

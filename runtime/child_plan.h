@@ -106,6 +106,13 @@ struct ChildPlan {
     // An OCI container's process.capabilities, kept instead of none (G4's
     // drop for every other sandbox); init drops all of them either way.
     bool keep_capabilities = false;
+    // An OCI container with process.terminal: a socket connected to the
+    // caller's --console-socket. The command opens a pty of the container's
+    // own devpts, makes it its controlling terminal and stdio, and sends
+    // the master over this socket (one message, one fd). -1: none.
+    int console_socket_fd = -1;
+    unsigned short console_rows = 0;  // process.consoleSize; 0: the kernel's
+    unsigned short console_cols = 0;
     CapabilitySets capabilities;
     // An fd init keeps for the sandbox's whole life and closes with it: the
     // lock of its leased host ids when no supervisor outlives the setup

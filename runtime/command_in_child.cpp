@@ -6,12 +6,14 @@
 #include <linux/close_range.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "base/fd_passing.h"
 #include "namespaces/landlock_in_child.h"
 #include "runtime/privileges_in_child.h"
 #include "seccomp/install_in_child.h"
@@ -47,7 +49,40 @@ int placeFdInChild(int from, int to) noexcept {
 
 }  // namespace
 
+namespace {
+
+// An OCI container's terminal: a pty of the container's own devpts (its
+// /dev/ptmx, after pivot_root), the slave opened through the master
+// (TIOCGPTPEER: no path lookup in the container's /dev/pts) and made the
+// command's controlling terminal and stdio, the master sent to the caller.
+int consoleInChild(const ChildPlan& plan) noexcept {
+    int master = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC);
+    if (master < 0) return errno;
+    int unlock = 0;
+    int err = ioctl(master, TIOCSPTLCK, &unlock) < 0 ? errno : 0;
+    if (!err && plan.console_rows && plan.console_cols) {
+        winsize size{plan.console_rows, plan.console_cols, 0, 0};
+        if (ioctl(master, TIOCSWINSZ, &size) < 0) err = errno;
+    }
+    int slave = err ? -1 : ioctl(master, TIOCGPTPEER, O_RDWR | O_NOCTTY);
+    if (!err && slave < 0) err = errno;
+    if (!err && ioctl(slave, TIOCSCTTY, 0) < 0) err = errno;
+    for (int fd = 0; !err && fd < 3; ++fd)
+        if (dup2(slave, fd) < 0) err = errno;
+    if (slave > 2) close(slave);
+    if (!err) {
+        const char name[] = "console";
+        err = sendWithFds(plan.console_socket_fd, name, sizeof(name) - 1, &master, 1);
+    }
+    close(master);
+    close(plan.console_socket_fd);
+    return err;
+}
+
+}  // namespace
+
 int setupStdioInChild(const ChildPlan& plan) noexcept {
+    if (plan.console_socket_fd >= 0) return consoleInChild(plan);
     if (plan.stdin_null) {
         int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
         if (fd < 0) return errno;

@@ -14,13 +14,14 @@ the host cannot run a mode, which CI (env CI=true) turns into a failure.
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
 import time
 
 BUSYBOX = "/bin/busybox"
-APPLETS = ["sh", "echo", "cat", "sleep", "touch", "id", "hostname", "ls", "true", "ls"]
+APPLETS = ["sh", "echo", "cat", "sleep", "touch", "id", "hostname", "ls", "true", "stty"]
 
 
 def skip(why):
@@ -263,6 +264,54 @@ def main():
         check("kill --all reached the children: the container stops",
               wait_for(lambda: (state_of(rt, "c4") or {}).get("status") == "stopped"))
         rt("delete", "--force", "c4")
+
+        # A terminal: the pty master arrives on the console socket, one
+        # message with one fd, before create returns; the container's stdio
+        # is the slave, its controlling terminal, of the size asked.
+        tty = make_bundle(scratch, "tty", ["sh", "-c", "test -t 0 && test -t 1 && echo tty-ok; "
+                                           "stty size"], owner, base)
+        with open(os.path.join(tty, "config.json")) as f:
+            config = json.load(f)
+        config["process"]["terminal"] = True
+        config["process"]["consoleSize"] = {"height": 24, "width": 100}
+        with open(os.path.join(tty, "config.json"), "w") as f:
+            json.dump(config, f)
+        r = rt("create", "--bundle", tty, "t0")
+        check("a terminal without --console-socket is refused",
+              r.returncode != 0 and "console socket" in r.stderr, r.stderr)
+        sock_path = os.path.join(scratch, "console.sock")
+        r = rt("create", "--bundle", tty, "--console-socket", sock_path, "t0")
+        check("a console socket that refuses fails create, leaving nothing",
+              r.returncode != 0 and "console-socket" in r.stderr and os.listdir(state_root) == [],
+              r.stderr)
+        server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        server.bind(sock_path)
+        os.chmod(sock_path, 0o777)
+        server.listen(1)
+        r = rt("create", "--bundle", tty, "--console-socket", sock_path, "t1")
+        check("create with --console-socket", r.returncode == 0, r.stderr)
+        conn, _ = server.accept()
+        msg, fds, _, _ = socket.recv_fds(conn, 1024, 4)
+        check("the console socket gets one message with exactly one fd", len(fds) == 1, fds)
+        rt("start", "t1")
+        output = b""
+        if fds:
+            while True:
+                try:
+                    chunk = os.read(fds[0], 4096)
+                except OSError:
+                    break
+                if not chunk:
+                    break
+                output += chunk
+            for fd in fds:
+                os.close(fd)
+        conn.close()
+        server.close()
+        check("the container's stdio is the pty, of the spec's size",
+              output.replace(b"\r", b"").split() == [b"tty-ok", b"24", b"100"], output)
+        wait_for(lambda: (state_of(rt, "t1") or {}).get("status") == "stopped")
+        rt("delete", "t1")
 
         # run: create + start + wait; the exit code and the inherited stdio.
         three = make_bundle(scratch, "three", ["sh", "-c", "echo hello; exit 3"], owner, base)

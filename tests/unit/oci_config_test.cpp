@@ -140,7 +140,12 @@ TEST_CASE("oci config: what stockade cannot honour is refused, naming the field"
         {"ociVersion", [](json& d) { d["ociVersion"] = "2.0.0"; }},
         {"ociVersion", [](json& d) { d.erase("ociVersion"); }},
         {"root.path", [](json& d) { d.erase("root"); }},
-        {"process.terminal", [](json& d) { d["process"]["terminal"] = true; }},
+        {"process.terminal", [](json& d) { d["process"]["terminal"] = "yes"; }},
+        {"process.consoleSize.height",
+         [](json& d) {
+             d["process"]["terminal"] = true;
+             d["process"]["consoleSize"] = {{"height", 70000}, {"width", 80}};
+         }},
         {"process.args", [](json& d) { d["process"]["args"] = json::array(); }},
         {"process.cwd", [](json& d) { d["process"]["cwd"] = "work"; }},
         {"process.cwd", [](json& d) { d["process"]["cwd"] = "/a/../b"; }},

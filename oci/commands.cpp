@@ -556,8 +556,6 @@ int cmdRun(const Globals& g, const std::vector<std::string>& rest, const Log& lo
                         {"--no-new-keyring", "no-new-keyring"}});
     if (!a.error.empty()) return log.error(a.error);
     if (a.positional.size() != 1) return log.error("run: expected exactly one container id");
-    if (a.bools.count("detach"))
-        return log.error("run --detach: not supported yet (create, start)");
     const std::string& id = a.positional[0];
     Created created;
     std::string bundle = a.values.count("bundle") ? a.values["bundle"] : ".";
@@ -574,6 +572,9 @@ int cmdRun(const Globals& g, const std::vector<std::string>& rest, const Log& lo
             return log.error(s.error().describe());
         }
     }
+    // Detached: the container is left to this process's parent (its
+    // subreaper once this exits), as create and start would leave it.
+    if (a.bools.count("detach")) return 0;
     // init is this process's child: signals that reach `run` go on to it
     // (they are blocked here since the clone), and its end is ours.
     sigset_t mask = signalsForInit();

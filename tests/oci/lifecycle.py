@@ -48,7 +48,7 @@ class Runtime:
             argv += ["--log-format", "json", "--log", log]
         argv += list(args)
         preexec = demote if self.mode == "rootless" else None
-        if args[0] == "create":
+        if args[0] == "create" or "--detach" in args:
             # The container keeps create's stdio as its own (as conmon's
             # pipes): files, not pipes this script would wait on for EOF.
             with tempfile.TemporaryFile("w+") as err:
@@ -351,6 +351,10 @@ def main():
         check("namespaced sysctls are set in the container's own namespaces",
               r.returncode == 0 and r.stdout.split() == ["0", "0", "100"],
               (r.returncode, r.stdout, r.stderr))
+        r = rt("run", "--detach", "--bundle", parked, "d1")
+        check("run --detach returns with the container running",
+              r.returncode == 0 and (state_of(rt, "d1") or {}).get("status") == "running", r.stderr)
+        rt("delete", "--force", "d1")
         cat = make_bundle(scratch, "cat", ["cat"], owner, base)
         r = rt("run", "--bundle", cat, "r2", input_text="piped\n")
         check("run: stdin is the inherited fd, its EOF reaches the container",

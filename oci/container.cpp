@@ -237,6 +237,11 @@ Status createContainer(const std::string& root_dir, const std::string& id,
     if (auto s = writeRecord(dir->get(), record); !s) return s.error();
     if (!pid_file.empty())
         if (auto s = writePidFile(pid_file, *started); !s) return s.error();
+    // Committed: the parked command may now wait for `start`. A create that
+    // dies before this leaves no process behind.
+    char committed = 1;
+    if (send(launched.sync.get(), &committed, 1, MSG_NOSIGNAL) != 1)
+        return Error::fromErrno("send(committed)");
     ok = true;
     out.pid = *started;
     out.pidfd = std::move(started_pidfd);

@@ -388,12 +388,16 @@ int findExecutableStepInChild(ChildPlan& plan, StepState&) noexcept {
     return findExecutableInChild(plan);
 }
 
-// Parked: the supervisor hears that the setup is complete, then the command
-// blocks on the exec FIFO until `start` writes to it. The write end held
-// here keeps the read from seeing EOF; both close at the execve.
+// Parked: the supervisor hears that the setup is complete, and answers one
+// byte once the container's record and pid file are written; a `create`
+// that died before (the socket hung up) leaves no container to start, so
+// the command ends. Then it blocks on the exec FIFO until `start` writes to
+// it. The write end held here keeps the read from seeing EOF; both close
+// at the execve.
 int awaitStartInChild(ChildPlan& plan, StepState& state) noexcept {
     if (plan.start_fifo_read_fd < 0) return 0;
     reportInChild(plan, ChildMessageKind::Parked, ChildStage::AwaitStart, 0, -1);
+    if (!waitForByteInChild(plan.sync_fd)) return kSupervisorGone;
     char byte;
     ssize_t n;
     while ((n = read(plan.start_fifo_read_fd, &byte, 1)) < 0 && errno == EINTR) {

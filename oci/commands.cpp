@@ -227,7 +227,7 @@ int cmdDelete(const Globals& g, const std::vector<std::string>& rest, const Log&
     if (status == Status3::Running && !force)
         return log.error("cannot delete container " + id + " that is not stopped: running");
     if (status != Status3::Stopped) killAndWait(c->record);
-    if (auto s = removeContainer(c->root.get(), id); !s) return log.error(s.error().describe());
+    if (auto s = destroyContainer(*c); !s) return log.error(s.error().describe());
     return 0;
 }
 
@@ -256,7 +256,7 @@ int cmdRun(const Globals& g, const std::vector<std::string>& rest, const Log& lo
         if (!c) return log.error(c.error().describe());
         if (auto s = startContainer(*c); !s) {
             killAndWait(c->record);
-            (void)removeContainer(c->root.get(), id);
+            (void)destroyContainer(*c);
             return log.error(s.error().describe());
         }
     }
@@ -278,7 +278,7 @@ int cmdRun(const Globals& g, const std::vector<std::string>& rest, const Log& lo
         if (waitpid(created.pid, &status, WNOHANG) == created.pid) break;
     }
     if (!a.bools.count("keep"))
-        if (auto root = openRoot(g.root, false); root) (void)removeContainer(root->get(), id);
+        if (auto c = openExisting(g.root, id); c) (void)destroyContainer(*c);
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 

@@ -350,8 +350,8 @@ void readLinux(const json& l, Config& out) {
             out.sysctl[key] = stringAt(value, "linux.sysctl." + key);
     }
     refuseIfSet(l, "devices", "linux.devices", "extra device nodes are not supported yet");
-    refuseIfSet(l, "cgroupsPath", "linux.cgroupsPath",
-                "placing the container in a named cgroup is not supported yet");
+    if (const json* path = member(l, "cgroupsPath"))
+        out.cgroups_path = stringAt(*path, "linux.cgroupsPath");
     if (const json* res = member(l, "resources")) {
         if (!res->is_object()) refuse("linux.resources", "expected an object");
         for (const auto& [key, value] : res->items()) {
@@ -362,6 +362,17 @@ void readLinux(const json& l, Config& out) {
             // the defaults allowed is what holds whatever the rules say.
             if (key == "devices") continue;
             if ((value.is_array() || value.is_object()) && value.empty()) continue;
+            // memory.limit and pids.limit, and nothing else of either yet.
+            if ((key == "memory" || key == "pids") && value.is_object()) {
+                for (const auto& [name, v] : value.items()) {
+                    if (v.is_null()) continue;
+                    const std::string field = "linux.resources." + key + "." + name;
+                    if (name != "limit") refuse(field, "not enforced yet");
+                    if (!v.is_number_integer()) refuse(field, "expected an integer");
+                    (key == "memory" ? out.memory_limit : out.pids_limit) = v.get<int64_t>();
+                }
+                continue;
+            }
             refuse("linux.resources." + key, "resource limits are not enforced yet");
         }
     }

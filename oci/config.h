@@ -76,6 +76,9 @@ struct Config {
     std::map<std::string, std::string> sysctl;      // namespaced ones only, judged by the reader
     std::optional<seccomp::SeccompPolicy> seccomp;  // none: no filter, as runc
     std::map<std::string, std::string> annotations;
+    std::string cgroups_path;             // linux.cgroupsPath, as written
+    std::optional<int64_t> memory_limit;  // linux.resources.memory.limit (<0: none)
+    std::optional<int64_t> pids_limit;    // linux.resources.pids.limit (<=0: none)
 
     const Namespace* findNamespace(std::string_view type) const;
 };

@@ -22,6 +22,7 @@
 #include <map>
 #include <optional>
 
+#include "oci/cgroups.h"
 #include "oci/config.h"
 #include "oci/container_plan.h"
 #include "runtime/child_protocol.h"
@@ -144,6 +145,7 @@ Status createContainer(const std::string& root_dir, const std::string& id,
         return Error::fromErrno("mkdir(\"" + root_dir + "/" + id + "\")");
     }
     bool ok = false;
+    std::optional<ContainerCgroups> cgroups;
     std::optional<pid_t> started;
     UniqueFd started_pidfd;
     struct Cleanup {
@@ -156,12 +158,26 @@ Status createContainer(const std::string& root_dir, const std::string& id,
             siginfo_t info;
             syscall(SYS_waitid, P_PIDFD, started_pidfd.get(), &info, WEXITED, nullptr);
         }
+        if (cgroups) (void)removeContainerCgroups(cgroups->dirs);
         (void)removeContainer(root->get(), id);
     }};
     auto dir = openContainer(root->get(), id);
     if (!dir) return dir.error();
     flock(dir->get(), LOCK_EX);
 
+    // The cgroup first: a limit that cannot be set refuses the container
+    // before anything of it exists.
+    if (!config->cgroups_path.empty() || config->memory_limit || config->pids_limit) {
+        if (geteuid() != 0)
+            return Error::message(
+                "config.json: linux.cgroupsPath, linux.resources: cgroups of a rootless "
+                "container are not supported yet");
+        CgroupAsk ask{config->cgroups_path.empty() ? "/stockade-oci/" + id : config->cgroups_path,
+                      config->memory_limit, config->pids_limit};
+        auto made = makeContainerCgroups(ask);
+        if (!made) return made.error();
+        cgroups = std::move(*made);
+    }
     auto planned = planContainer(*config, *bundle);
     if (!planned) return planned.error();
     ContainerPlan& cplan = *planned;
@@ -233,6 +249,14 @@ Status createContainer(const std::string& root_dir, const std::string& id,
     record.rootfs = cplan.rootfs;
     record.created = rfc3339Now();
     record.annotations = config->annotations;
+    // Into the cgroup while everything of the container is parked: init and
+    // the command, before a byte of the bundle's program has run.
+    if (cgroups) {
+        std::vector<pid_t> pids = processesIn(*started);
+        pids.insert(pids.begin(), *started);
+        if (auto s = joinContainerCgroups(*cgroups, pids); !s) return s.error();
+        record.cgroups = cgroups->dirs;
+    }
     if (record.start_time == 0) return Error::message("container setup failed: its init is gone");
     if (auto s = writeRecord(dir->get(), record); !s) return s.error();
     if (!pid_file.empty())
@@ -262,6 +286,11 @@ Result<Opened> openExisting(const std::string& root_dir, const std::string& id) 
     if (!record) return record.error();
     out.record = std::move(*record);
     return out;
+}
+
+Status destroyContainer(const Opened& c) {
+    if (auto s = removeContainerCgroups(c.record.cgroups); !s) return s.error();
+    return removeContainer(c.root.get(), c.record.id);
 }
 
 Status startContainer(const Opened& c) {

@@ -86,7 +86,8 @@ std::string recordJson(const Record& r) {
                 {"bundle", r.bundle},
                 {"rootfs", r.rootfs},
                 {"created", r.created},
-                {"annotations", r.annotations}};
+                {"annotations", r.annotations},
+                {"cgroups", r.cgroups}};
     return doc.dump();
 }
 
@@ -124,12 +125,19 @@ Result<Record> readRecord(int dir_fd, const std::string& id) {
         r.bundle = doc.at("bundle").get<std::string>();
         r.rootfs = doc.value("rootfs", "");
         r.created = doc.value("created", "");
+        if (doc.contains("cgroups")) r.cgroups = doc["cgroups"].get<std::vector<std::string>>();
         if (doc.contains("annotations"))
             r.annotations = doc["annotations"].get<std::map<std::string, std::string>>();
     } catch (const json::exception&) {
         return bad();
     }
     if (r.id != id || r.pid <= 1) return bad();
+    // delete removes these: only directories of the cgroup tree, by a
+    // path with no way up out of it.
+    for (const std::string& dir : r.cgroups)
+        if (!dir.starts_with("/sys/fs/cgroup/") || dir.find("/..") != std::string::npos ||
+            dir.find("/./") != std::string::npos)
+            return bad();
     return r;
 }
 

@@ -35,6 +35,7 @@ struct Record {
     std::string rootfs;
     std::string created;  // RFC 3339
     std::map<std::string, std::string> annotations;
+    std::vector<std::string> cgroups;  // the container's cgroup directories (oci/cgroups.h)
 };
 
 enum class Status3 { Created, Running, Stopped };

@@ -313,6 +313,54 @@ def main():
         wait_for(lambda: (state_of(rt, "t1") or {}).get("status") == "stopped")
         rt("delete", "t1")
 
+        # linux.cgroupsPath with memory and pids limits: as root the init and
+        # its command sit in the cgroup named, with the limits written, and
+        # delete removes it; rootless it is refused by name, leaving nothing.
+        parent = f"stockade-oci-test-{os.getpid()}"
+        limited = make_bundle(scratch, "limited", ["sleep", "1000"], owner, base)
+        with open(os.path.join(limited, "config.json")) as f:
+            config = json.load(f)
+        config["linux"]["cgroupsPath"] = f"/{parent}/c5"
+        config["linux"]["resources"] = {"memory": {"limit": 67108864}, "pids": {"limit": 20}}
+        with open(os.path.join(limited, "config.json"), "w") as f:
+            json.dump(config, f)
+        r = rt("create", "--bundle", limited, "c5")
+        v1 = not os.path.exists("/sys/fs/cgroup/cgroup.controllers")
+        if mode == "root":
+            check("create with cgroupsPath and limits", r.returncode == 0, r.stderr)
+            pid5 = (state_of(rt, "c5") or {}).get("pid", 0)
+            memory_dir = f"/sys/fs/cgroup/memory/{parent}/c5" if v1 else f"/sys/fs/cgroup/{parent}/c5"
+            pids_dir = f"/sys/fs/cgroup/pids/{parent}/c5" if v1 else memory_dir
+
+            def read(path):
+                try:
+                    with open(path) as f:
+                        return f.read().split()
+                except OSError as e:
+                    return [str(e)]
+            check("the limits are in the cgroup named",
+                  read(f"{memory_dir}/{'memory.limit_in_bytes' if v1 else 'memory.max'}") ==
+                  ["67108864"] and read(f"{pids_dir}/pids.max") == ["20"],
+                  (read(f"{memory_dir}/memory.limit_in_bytes"), read(f"{pids_dir}/pids.max")))
+            check("init and its command sit in it before start",
+                  str(pid5) in read(f"{pids_dir}/cgroup.procs") and
+                  len(read(f"{pids_dir}/cgroup.procs")) == 2 and
+                  str(pid5) in read(f"{memory_dir}/cgroup.procs"),
+                  read(f"{pids_dir}/cgroup.procs"))
+            r = rt("delete", "--force", "c5")
+            check("delete removes the container's cgroup", r.returncode == 0 and
+                  not os.path.exists(memory_dir) and not os.path.exists(pids_dir), r.stderr)
+            for top in ([f"/sys/fs/cgroup/memory/{parent}", f"/sys/fs/cgroup/pids/{parent}"] if v1
+                        else [f"/sys/fs/cgroup/{parent}"]):
+                try:
+                    os.rmdir(top)
+                except OSError:
+                    pass
+        else:
+            check("rootless, cgroupsPath and limits are refused by name, leaving nothing",
+                  r.returncode != 0 and "linux.cgroupsPath" in r.stderr and
+                  os.listdir(state_root) == [], r.stderr)
+
         # run: create + start + wait; the exit code and the inherited stdio.
         three = make_bundle(scratch, "three", ["sh", "-c", "echo hello; exit 3"], owner, base)
         r = rt("run", "--bundle", three, "r1")

@@ -123,6 +123,18 @@ TEST_CASE("oci config: namespaced sysctls are read", "[oci]") {
     CHECK(parsed->sysctl.at("kernel.shmmni") == "100");
 }
 
+TEST_CASE("oci config: memory and pids limits and the cgroup path are read", "[oci]") {
+    json doc = fixture();
+    doc["linux"]["cgroupsPath"] = "/stockade-test/c1";
+    doc["linux"]["resources"]["memory"] = {{"limit", 67108864}, {"swap", nullptr}};
+    doc["linux"]["resources"]["pids"] = {{"limit", 20}};
+    auto parsed = parseConfig(doc.dump());
+    REQUIRE(parsed);
+    CHECK(parsed->cgroups_path == "/stockade-test/c1");
+    CHECK(parsed->memory_limit == 67108864);
+    CHECK(parsed->pids_limit == 20);
+}
+
 TEST_CASE("oci config: a spec without seccomp runs without a filter, as runc", "[oci]") {
     json doc = fixture();
     doc["linux"].erase("seccomp");
@@ -232,15 +244,19 @@ TEST_CASE("oci config: what stockade cannot honour is refused, naming the field"
              d["linux"]["devices"] = {
                  {{"path", "/dev/fuse"}, {"type", "c"}, {"major", 10}, {"minor", 229}}};
          }},
-        {"linux.resources.memory",
+        {"linux.resources.memory.swap",
          [](json& d) {
-             d["linux"]["resources"]["memory"] = {{"limit", 1 << 20}};
+             d["linux"]["resources"]["memory"] = {{"limit", 1 << 20}, {"swap", 1 << 21}};
          }},
-        {"linux.resources.pids",
+        {"linux.resources.pids.limit",
          [](json& d) {
-             d["linux"]["resources"]["pids"] = {{"limit", 10}};
+             d["linux"]["resources"]["pids"] = {{"limit", "ten"}};
          }},
-        {"linux.cgroupsPath", [](json& d) { d["linux"]["cgroupsPath"] = "/kubepods/x"; }},
+        {"linux.resources.cpu",
+         [](json& d) {
+             d["linux"]["resources"]["cpu"] = {{"shares", 1024}};
+         }},
+        {"linux.cgroupsPath", [](json& d) { d["linux"]["cgroupsPath"] = 7; }},
         {"linux.rootfsPropagation", [](json& d) { d["linux"]["rootfsPropagation"] = "shared"; }},
         {"linux.seccomp",
          [](json& d) { d["linux"]["seccomp"]["syscalls"][0]["action"] = "SCMP_ACT_NOTIFY"; }},

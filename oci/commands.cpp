@@ -362,7 +362,7 @@ int cmdFeatures() {
         {"linux",
          {{"namespaces", {"pid", "network", "mount", "ipc", "uts", "user", "cgroup"}},
           {"capabilities", capabilityNames()},
-          {"cgroup", {{"v1", false}, {"v2", false}, {"systemd", false}}},
+          {"cgroup", {{"v1", true}, {"v2", true}, {"systemd", false}, {"rdma", false}}},
           {"seccomp", {{"enabled", true}}},
           {"apparmor", {{"enabled", false}}},
           {"selinux", {{"enabled", false}}}}},

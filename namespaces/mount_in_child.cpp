@@ -69,6 +69,8 @@ int createStagedFileInChild(const MountOp& op) noexcept {
 unsigned bindAttrs(const MountOp& op) noexcept {
     unsigned attrs = MOUNT_ATTR_NOSUID;
     if (!op.writable) attrs |= MOUNT_ATTR_RDONLY;
+    if (op.flags & MS_NODEV) attrs |= MOUNT_ATTR_NODEV;
+    if (op.flags & MS_NOEXEC) attrs |= MOUNT_ATTR_NOEXEC;
     return attrs;
 }
 
@@ -178,10 +180,216 @@ int copyFileInChild(const MountOp& op, int source_fd) noexcept {
     return err;
 }
 
+// An image root's target, resolved inside the new root as the container
+// will see it (an absolute symlink in the image is taken as relative to the
+// image, not the host), and named for mount(2) by its /proc/self/fd path
+// (the host's procfs, until pivot_root); 0 or an errno, *fd the caller's.
+int resolveInRootInChild(const MountPlan& plan, const MountOp& op, int* fd, char* path,
+                         size_t size) noexcept {
+    int root = open(plan.staging.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (root < 0) return errno;
+    open_how how{};
+    how.flags = O_PATH | O_CLOEXEC;
+    how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
+    *fd = sysOpenat2(root, op.target.c_str(), &how);
+    int err = *fd < 0 ? errno : 0;
+    close(root);
+    if (err) return err;
+    // "/proc/self/fd/" and a decimal fd, without snprintf.
+    const char prefix[] = "/proc/self/fd/";
+    char digits[12];
+    int n = 0;
+    for (unsigned v = static_cast<unsigned>(*fd); n == 0 || v; v /= 10) digits[n++] = '0' + v % 10;
+    if (sizeof(prefix) + static_cast<size_t>(n) > size) return ENAMETOOLONG;
+    memcpy(path, prefix, sizeof(prefix) - 1);
+    for (int i = 0; i < n; ++i) path[sizeof(prefix) - 1 + i] = digits[n - 1 - i];
+    path[sizeof(prefix) - 1 + n] = '\0';
+    return 0;
+}
+
+// Opens `rel` (a relative path) in the image root; -errno on failure.
+int openInRootInChild(int root, const char* rel) noexcept {
+    open_how how{};
+    how.flags = O_PATH | O_CLOEXEC;
+    how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
+    int fd = sysOpenat2(root, rel[0] ? rel : ".", &how);
+    return fd < 0 ? -errno : fd;
+}
+
+// The parent directory of `target` in the image root, resolved in it, and
+// the last component's offset; the parent directory is the caller's.
+int openParentInRootInChild(int root, char* target, size_t len, size_t* name_at) noexcept {
+    size_t slash = len;
+    while (slash > 0 && target[slash - 1] != '/') --slash;
+    *name_at = slash;
+    if (slash == 0) return openInRootInChild(root, ".");
+    target[slash - 1] = '\0';
+    int fd = openInRootInChild(root, target);
+    target[slash - 1] = '/';
+    return fd;
+}
+
+// Makes op.target in the image root where it is missing, as runc does: each
+// missing directory made by mkdirat in its parent resolved in the root (so
+// a symlink in the image leads nowhere outside it), the last one a
+// directory or an empty file as op.target_is_dir says.
+int makeTargetInRootInChild(const MountPlan& plan, const MountOp& op) noexcept {
+    char buf[PATH_MAX];
+    size_t len = op.target.size();
+    if (len + 1 > sizeof(buf)) return ENAMETOOLONG;
+    memcpy(buf, op.target.c_str(), len + 1);
+    int root = open(plan.staging.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (root < 0) return errno;
+    int err = 0;
+    for (size_t i = 1; i <= len && !err; ++i) {
+        if (i < len && buf[i] != '/') continue;
+        char saved = buf[i];
+        buf[i] = '\0';
+        int fd = openInRootInChild(root, buf);
+        if (fd >= 0) {
+            close(fd);
+        } else if (fd != -ENOENT) {
+            err = -fd;
+        } else {
+            size_t name_at = 0;
+            int parent = openParentInRootInChild(root, buf, i, &name_at);
+            if (parent < 0) {
+                err = -parent;
+            } else {
+                const char* name = buf + name_at;
+                if (i < len || op.target_is_dir) {
+                    if (mkdirat(parent, name, 0755) < 0 && errno != EEXIST) err = errno;
+                } else {
+                    int f = openat(parent, name,
+                                   O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0644);
+                    if (f < 0 && errno != EEXIST) err = errno;
+                    if (f >= 0) close(f);
+                }
+                close(parent);
+            }
+        }
+        buf[i] = saved;
+    }
+    close(root);
+    return err;
+}
+
+// A symlink `data` at op.target, made in its parent resolved in the image
+// root; one already there is left as the image has it.
+int symlinkInRootInChild(const MountPlan& plan, const MountOp& op) noexcept {
+    char buf[PATH_MAX];
+    size_t len = op.target.size();
+    if (len + 1 > sizeof(buf)) return ENAMETOOLONG;
+    memcpy(buf, op.target.c_str(), len + 1);
+    int root = open(plan.staging.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (root < 0) return errno;
+    size_t name_at = 0;
+    int parent = openParentInRootInChild(root, buf, len, &name_at);
+    close(root);
+    if (parent < 0) return -parent;
+    int err = symlinkat(op.data.c_str(), parent, buf + name_at) < 0 && errno != EEXIST ? errno : 0;
+    close(parent);
+    return err;
+}
+
+// `data` written into the existing file op.target, resolved in the image
+// root (a sysctl in the container's own /proc/sys).
+int writeInRootInChild(const MountPlan& plan, const MountOp& op) noexcept {
+    int root = open(plan.staging.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (root < 0) return errno;
+    open_how how{};
+    how.flags = O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOFOLLOW;
+    how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
+    int fd = sysOpenat2(root, op.target.c_str(), &how);
+    int err = fd < 0 ? errno : 0;
+    close(root);
+    if (err) return err;
+    ssize_t n = write(fd, op.data.data(), op.data.size());
+    err = n < 0 ? errno : static_cast<size_t>(n) != op.data.size() ? EIO : 0;
+    close(fd);
+    return err;
+}
+
+int remountReadOnlyInChild(const char* path) noexcept {
+    return errnoOr(mount(nullptr, path, nullptr,
+                         MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                         nullptr));
+}
+
+// The ops an image root's targets take, each on the fd path resolved in the
+// root, a missing mount target first made there: nothing of the image is
+// resolved as a host path, so no symlink it holds can lead a mount out.
+int applyInRootOpInChild(MountPlan& plan, size_t index) noexcept {
+    MountOp& op = plan.ops[index];
+    if (op.kind == MountKind::Symlink) return symlinkInRootInChild(plan, op);
+    if (op.kind == MountKind::File) return writeInRootInChild(plan, op);
+    if (op.kind == MountKind::Filesystem || op.kind == MountKind::BindFromHost ||
+        op.kind == MountKind::AttachPrepared) {
+        if (op.kind == MountKind::BindFromHost && plan.source_fds[index] < 0 && op.optional)
+            return 0;
+        if (int err = makeTargetInRootInChild(plan, op)) return err;
+    }
+    int fd = -1;
+    char at[32];
+    if (int err = resolveInRootInChild(plan, op, &fd, at, sizeof(at)))
+        return op.optional && err == ENOENT ? 0 : err;
+    int err = EINVAL;
+    switch (op.kind) {
+        case MountKind::Filesystem:
+            err = errnoOr(mount(op.source.c_str(), at, op.fstype.c_str(), op.flags,
+                                op.data.empty() ? nullptr : op.data.c_str()));
+            break;
+        case MountKind::MaskWithTmpfs: {
+            struct stat st;
+            if (fstat(fd, &st) < 0) {
+                err = errno;
+            } else if (S_ISDIR(st.st_mode)) {
+                err = errnoOr(mount("tmpfs", at, "tmpfs",
+                                    MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                                    "size=0,mode=0555"));
+            } else {
+                err = errnoOr(mount("/dev/null", at, nullptr, MS_BIND, nullptr));
+            }
+            break;
+        }
+        case MountKind::MaskWithNull:
+            err = errnoOr(mount("/dev/null", at, nullptr, MS_BIND, nullptr));
+            break;
+        case MountKind::ReadOnlyInPlace:
+            // The bind lands on top of the fd's mount; the remount must name
+            // the new one, so the target is resolved again.
+            err = errnoOr(mount(at, at, nullptr, MS_BIND | MS_REC, nullptr));
+            if (err) break;
+            close(fd);
+            fd = -1;
+            if ((err = resolveInRootInChild(plan, op, &fd, at, sizeof(at)))) break;
+            err = remountReadOnlyInChild(at);
+            break;
+        case MountKind::AttachPrepared:
+            err = errnoOr(sysMoveMount(op.prepared_fd, "", fd, "",
+                                       MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH));
+            break;
+        case MountKind::BindFromHost: {
+            int src = plan.source_fds[index];
+            err = src < 0 ? (op.optional ? 0 : ENOENT)
+                          : attachTreeInChild(src, bindAttrs(op), op.recursive, fd, "");
+            break;
+        }
+        default:
+            break;
+    }
+    if (fd >= 0) close(fd);
+    return err;
+}
+
 int applyOpInChild(MountPlan& plan, size_t index) noexcept {
     MountOp& op = plan.ops[index];
+    if (op.resolve_in_root) return applyInRootOpInChild(plan, index);
     const char* staged = op.staged.c_str();
     switch (op.kind) {
+        case MountKind::Filesystem:
+        case MountKind::MaskWithTmpfs:
+            return EINVAL;  // image roots only (resolve_in_root)
         case MountKind::Directory:
             return withParentsInChild(staged, [&]() noexcept {
                 return mkdir(staged, 0755) < 0 && errno != EEXIST ? errno : 0;
@@ -290,7 +498,36 @@ int makeMountsPrivateInChild() noexcept {
     return errnoOr(mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr));
 }
 
+namespace {
+
+// The image root, as the caller, before the ids change: opened without
+// following a symlink and refused unless it is the directory the parent
+// judged, then cloned (with the mounts beneath it) before the staging root
+// exists.
+int openImageRootInChild(MountPlan& plan) noexcept {
+    if (plan.root_source.empty() || plan.root_prepared_fd >= 0) return 0;
+    open_how how{};
+    how.flags = O_PATH | O_CLOEXEC | O_DIRECTORY;
+    how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+    int fd = sysOpenat2(AT_FDCWD, plan.root_source.c_str(), &how);
+    if (fd < 0) return errno;
+    struct stat st;
+    if (fstat(fd, &st) < 0 || st.st_dev != plan.root_dev || st.st_ino != plan.root_ino) {
+        close(fd);
+        return ESTALE;
+    }
+    int tree = cloneTreeInChild(fd, true);
+    close(fd);
+    if (tree < 0) return -tree;
+    plan.root_source_fd = tree;
+    return 0;
+}
+
+}  // namespace
+
 int openSourcesInChild(MountPlan& plan, size_t* failed_op) noexcept {
+    *failed_op = static_cast<size_t>(-1);
+    if (int err = openImageRootInChild(plan)) return err;
     for (size_t i = 0; i < plan.ops.size(); ++i) {
         const MountOp& op = plan.ops[i];
         if (op.kind != MountKind::BindFromHost && op.kind != MountKind::CopyFromHost) continue;
@@ -334,9 +571,17 @@ int openSourcesInChild(MountPlan& plan, size_t* failed_op) noexcept {
 
 int buildRootInChild(MountPlan& plan, size_t* failed_op) noexcept {
     *failed_op = static_cast<size_t>(-1);
-    if (mount("tmpfs", plan.staging.c_str(), "tmpfs", MS_NOSUID | MS_NODEV,
-              plan.root_options.c_str()) < 0)
+    if (!plan.root_source.empty()) {
+        // An image root: the clone attached at the staging directory, nosuid
+        // (and the rest read-only only once sealed, if it is to be).
+        int tree = plan.root_prepared_fd >= 0 ? plan.root_prepared_fd : plan.root_source_fd;
+        if (int err =
+                attachTreeInChild(tree, MOUNT_ATTR_NOSUID, true, AT_FDCWD, plan.staging.c_str()))
+            return err;
+    } else if (mount("tmpfs", plan.staging.c_str(), "tmpfs", MS_NOSUID | MS_NODEV,
+                     plan.root_options.c_str()) < 0) {
         return errno;
+    }
     for (size_t i = 0; i < plan.ops.size(); ++i) {
         if (int err = applyOpInChild(plan, i)) {
             *failed_op = i;
@@ -351,9 +596,12 @@ void closeSourcesInChild(MountPlan& plan) noexcept {
         if (fd >= 0) close(fd);
         fd = -1;
     }
+    if (plan.root_source_fd >= 0) close(plan.root_source_fd);
+    plan.root_source_fd = -1;
 }
 
 int sealRootInChild(const MountPlan& plan) noexcept {
+    if (!plan.root_source.empty() && plan.root_writable) return 0;
     return errnoOr(mount(nullptr, plan.staging.c_str(), nullptr,
                          MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, nullptr));
 }

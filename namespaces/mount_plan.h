@@ -28,10 +28,15 @@ enum class MountKind {
                        // read-only over target, resolved beneath `anchor` as itself (a
                        // symlink is covered, not followed): a hidden worktree name
     Directory,         // mkdir
-    File,              // a file holding `data`
+    File,              // a file holding `data` (resolve_in_root: an existing file of the
+                       // image root written with `data`, a sysctl)
     CopyFromHost,      // a file copied from the host path `source`: opened with the
                        // BindFromHost sources, copied in the kernel by sendfile(2)
     Symlink,           // a symlink to `data`
+    Filesystem,        // a filesystem of type `fstype` from `source` with `flags` and
+                       // options `data` (an OCI bundle's proc, sysfs, mqueue, tmpfs...)
+    MaskWithTmpfs,     // an OCI maskedPath: an empty read-only tmpfs over a directory,
+                       // host /dev/null over anything else (image roots only)
 };
 
 struct MountOp {
@@ -46,6 +51,16 @@ struct MountOp {
     bool recursive = true;
     bool optional = false;  // a missing source or target is skipped, not an error
     int prepared_fd = -1;   // AttachPrepared: the detached mount (owned by the parent)
+    std::string fstype;     // Filesystem: the type given to mount(2)
+    // Filesystem: MS_* flags given to mount(2); binds: MS_NODEV and MS_NOEXEC
+    // become the mount's attributes (0 for every bind but an OCI bundle's).
+    unsigned long flags = 0;
+    // The target lies in an image root (MountPlan::root_source) that its
+    // author could fill with symlinks: resolved with openat2(RESOLVE_IN_ROOT)
+    // against the new root, never as a plain path that could lead out to the
+    // host's tree, and mounted on through the fd; a missing mount target is
+    // made there first, each component in its parent resolved in the root.
+    bool resolve_in_root = false;
     // verify_identity, for two kinds:
     // - ReadOnlyBeneath and MaskBeneath: the target is opened as itself
     //   (O_NOFOLLOW) and refused (ESTALE) unless it is the file the parent
@@ -65,6 +80,16 @@ struct MountOp {
 struct MountPlan {
     std::string staging = "/tmp";  // where the new root is assembled before pivot_root
     std::string root_options;      // options of the root tmpfs
+    // An image root instead of the tmpfs (an OCI bundle's root.path): bound
+    // recursively at `staging`, from the parent's detached clone
+    // (root_prepared_fd, as root) or from this path opened by the child
+    // (rootless, verified against root_dev/root_ino like a held bind).
+    std::string root_source;
+    int root_prepared_fd = -1;
+    unsigned long root_dev = 0;
+    unsigned long root_ino = 0;
+    bool root_writable = false;  // an image root left writable (root.readonly false)
+    int root_source_fd = -1;     // scratch for the child: the root's cloned tree
     std::vector<MountOp> ops;
     // Scratch for the child: one slot per op, allocated here so the child
     // never allocates. Holds each BindFromHost source's cloned tree and each

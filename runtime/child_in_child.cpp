@@ -227,6 +227,9 @@ int setIdsInChild(ChildPlan& plan, StepState& state) noexcept {
 }
 
 int parentDeathInChild(ChildPlan& plan, StepState& state) noexcept {
+    // An OCI container outlives the runtime that created it: its life is
+    // its caller's subreaper's to end (kill, delete), not tied to `create`.
+    if (!plan.die_with_parent) return 0;
     if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
         return failedCall(state, "prctl(PR_SET_PDEATHSIG, SIGKILL)", errno);
     return supervisorGoneInChild(plan.sync_fd) ? kSupervisorGone : 0;
@@ -266,7 +269,8 @@ int loopbackInChild(ChildPlan& plan, StepState& state) noexcept {
                   ns::joinNetworkNamespaceInChild(state.net_helper, plan.netns_fd_slot) == 0;
     if (plan.netns_fd_slot >= 0 && !joined && unshare(CLONE_NEWNET) < 0)
         return failedCall(state, "unshare(CLONE_NEWNET)", errno);
-    return joined ? 0 : ns::bringLoopbackUpInChild();
+    if (joined || !plan.bring_up_loopback) return 0;
+    return ns::bringLoopbackUpInChild();
 }
 
 int closeFdsInChild(ChildPlan& plan, StepState& state) noexcept {
@@ -276,13 +280,18 @@ int closeFdsInChild(ChildPlan& plan, StepState& state) noexcept {
                   plan.stdin_null ? -1 : 0,
                   plan.landlock.ruleset.get(),
                   plan.listener_socket_fd,
-                  plan.socket_factory_fd};
-    if (int err = closeInheritedFdsInChild(plan, FaultPoint::CloseFds, keep, 7))
+                  plan.socket_factory_fd,
+                  plan.start_fifo_read_fd,
+                  plan.start_fifo_write_fd,
+                  plan.held_by_init_fd,
+                  plan.console_socket_fd};
+    if (int err = closeInheritedFdsInChild(plan, FaultPoint::CloseFds, keep, 11))
         return failedCall(state, "close_range()", err);
     return 0;
 }
 
 int hostnameInChild(ChildPlan& plan, StepState&) noexcept {
+    if (plan.hostname.empty()) return 0;  // an OCI container's UTS namespace as it came
     return ns::setHostnameInChild(plan.hostname.c_str(), plan.hostname.size());
 }
 
@@ -357,7 +366,9 @@ int closeOnExecInChild(ChildPlan&, StepState&) noexcept {
 
 int dropCapabilitiesInChild(ChildPlan& plan, StepState& state) noexcept {
     int failed_step = 0;
-    int err = dropAllPrivilegesInChild(plan.last_cap, &failed_step);
+    int err = plan.keep_capabilities
+                  ? keepOnlyCapabilitiesInChild(plan.last_cap, plan.capabilities, &failed_step)
+                  : dropAllPrivilegesInChild(plan.last_cap, &failed_step);
     if (err && failed_step == 0) {
         state.renamed = true;
         state.named_stage = ChildStage::Securebits;
@@ -373,6 +384,28 @@ int landlockRestrictInChild(ChildPlan& plan, StepState&) noexcept {
     return ns::restrictSelfInChild(plan.landlock);
 }
 
+int findExecutableStepInChild(ChildPlan& plan, StepState&) noexcept {
+    return findExecutableInChild(plan);
+}
+
+// Parked: the supervisor hears that the setup is complete, and answers one
+// byte once the container's record and pid file are written; a `create`
+// that died before (the socket hung up) leaves no container to start, so
+// the command ends. Then it blocks on the exec FIFO until `start` writes to
+// it. The write end held here keeps the read from seeing EOF; both close
+// at the execve.
+int awaitStartInChild(ChildPlan& plan, StepState& state) noexcept {
+    if (plan.start_fifo_read_fd < 0) return 0;
+    reportInChild(plan, ChildMessageKind::Parked, ChildStage::AwaitStart, 0, -1);
+    if (!waitForByteInChild(plan.sync_fd)) return kSupervisorGone;
+    char byte;
+    ssize_t n;
+    while ((n = read(plan.start_fifo_read_fd, &byte, 1)) < 0 && errno == EINTR) {
+    }
+    if (n != 1) return failedCall(state, "read(exec fifo)", n < 0 ? errno : EPIPE);
+    return 0;
+}
+
 int seccompInChild(ChildPlan& plan, StepState&) noexcept {
     return installSeccompInChild(plan);
 }
@@ -385,8 +418,8 @@ int initCloseFdsInChild(ChildPlan& plan, StepState& state) noexcept {
     // init keeps only the sync socket (and a dev server's socket factory):
     // no host fd, not even the output pipes, whose EOF must mean the
     // command's whole tree is done.
-    int keep[] = {plan.sync_fd, plan.socket_factory_fd};
-    if (int err = closeInheritedFdsInChild(plan, FaultPoint::InitCloseFds, keep, 2))
+    int keep[] = {plan.sync_fd, plan.socket_factory_fd, plan.held_by_init_fd};
+    if (int err = closeInheritedFdsInChild(plan, FaultPoint::InitCloseFds, keep, 3))
         return failedCall(state, "close_range()", err);
     return 0;
 }
@@ -506,6 +539,14 @@ constexpr SetupStep kSteps[] = {
     {{S::LandlockRestrict, P::Command, L::Landlock,
       "after no_new_privs (landlock_restrict_self(2): EPERM without it or CAP_SYS_ADMIN)"},
      landlockRestrictInChild},
+    {{S::FindExecutable, P::Command, L::PidNs,
+      "an OCI container's executable found before it parks, with the command's own ids and "
+      "root, so that `create` fails when it is missing; a no-op for run"},
+     findExecutableStepInChild},
+    {{S::AwaitStart, P::Command, L::PidNs,
+      "an OCI container parks here until `start`: fully set up but its filter, which would "
+      "have to allow the wait; a no-op for run"},
+     awaitStartInChild},
     {{S::Seccomp, P::Command, L::Seccomp,
       "last: nothing before it has to be on the allowlist, nothing after it but execve"},
      seccompInChild},
@@ -558,6 +599,16 @@ static_assert(before(S::NoNewPrivs, S::LandlockRestrict),
 // filter installed earlier would have to allow every call after it
 // (landlock_restrict_self among them).
 static_assert(before(S::LandlockRestrict, S::Seccomp), "Landlock before seccomp");
+// An OCI container parks only once everything but its filter is in place
+// (runc parks at the same point): `start` releases a process with nothing
+// left to set up but seccomp, and the executable it found with the
+// command's own ids, working directory and Landlock domain.
+static_assert(before(S::DropCapabilities, S::FindExecutable) &&
+                  before(S::Workdir, S::FindExecutable) &&
+                  before(S::LandlockRestrict, S::FindExecutable) &&
+                  indexOf(S::FindExecutable) + 1 == indexOf(S::AwaitStart) &&
+                  indexOf(S::AwaitStart) + 1 == indexOf(S::Seccomp),
+              "the executable found, then the park, then seccomp and execve");
 static_assert(indexOf(S::Seccomp) + 1 == indexOf(S::Exec), "seccomp last before execve");
 // A procfs may be mounted in a user namespace only while a fully visible one
 // is mounted in its mount namespace (the kernel's mount_too_revealing(),

@@ -18,6 +18,7 @@
 #include "runtime/child_setup.h"
 #include "runtime/fault_injection.h"
 #include "runtime/git_link.h"
+#include "runtime/privileges_in_child.h"
 #include "runtime/userns_limits_in_child.h"
 #include "runtime/worktree_masks.h"
 
@@ -87,6 +88,37 @@ struct ChildPlan {
     FaultPoint injected_fault = FaultPoint::None;
     // The sandbox's user namespace's own maxima (runtime/userns_limits_in_child.h).
     UserNamespaceBounds userns_bounds;
+    // An OCI container (oci/): the runtime that creates it exits and its
+    // caller's subreaper becomes init's parent, so init is not tied to it;
+    // the command parks before its execve until `start` writes a byte to
+    // the exec FIFO, whose read end and a held write end (so the read
+    // blocks rather than sees EOF) it keeps. Both -1 otherwise.
+    bool die_with_parent = true;
+    int start_fifo_read_fd = -1;
+    int start_fifo_write_fd = -1;
+    // The command's executable is found before the command parks (so that
+    // `create` fails when it is missing), into exec_path, and exec'ed from
+    // there. Empty exec_path_storage: searched at execve, as `run` does.
+    std::vector<char> exec_path_storage;
+    // Whether the clone's own network namespace needs lo brought up: not
+    // when it joined one by path (OCI linux.namespaces[].path).
+    bool bring_up_loopback = true;
+    // An OCI container's process.capabilities, kept instead of none (G4's
+    // drop for every other sandbox); init drops all of them either way.
+    bool keep_capabilities = false;
+    // An OCI container with process.terminal: a socket connected to the
+    // caller's --console-socket. The command opens a pty of the container's
+    // own devpts, makes it its controlling terminal and stdio, and sends
+    // the master over this socket (one message, one fd). -1: none.
+    int console_socket_fd = -1;
+    unsigned short console_rows = 0;  // process.consoleSize; 0: the kernel's
+    unsigned short console_cols = 0;
+    CapabilitySets capabilities;
+    // An fd init keeps for the sandbox's whole life and closes with it: the
+    // lock of its leased host ids when no supervisor outlives the setup
+    // (runtime/identity.h). -1: none.
+    int held_by_init_fd = -1;
+
     // How runChildInChild walks the setup table (runtime/child_setup.h):
     // `stockade run`'s way unless check or bench asks otherwise.
     SetupMode setup_mode = SetupMode::Run;

@@ -63,7 +63,6 @@ std::string joinRoot(const std::string& rootfs, const std::string& path) {
 
 // System directories keep the host's shape: a merged-/usr host's /bin is a
 // symlink, and so it is in the sandbox (no mount at all).
-Status addHeldBind(ChildPlan& plan, const HeldPath& held, ns::MountOp op);
 Status addSystemDirsFromRootfs(const Policy& policy, ChildPlan& plan);
 
 Status addSystemDirs(const Policy& policy, ChildPlan& child) {
@@ -162,6 +161,8 @@ Status addEtc(const Policy& policy, const ns::IdMapping& ids, ns::MountPlan& pla
     return okStatus();
 }
 
+}  // namespace
+
 // A host path the parent holds (host_path.h) bound at op.target. As root the
 // mount is cloned here, from the fd, and the child only attaches it; rootless,
 // the parent cannot clone a mount (open_tree(OPEN_TREE_CLONE) needs
@@ -177,6 +178,8 @@ Status addHeldBind(ChildPlan& plan, const HeldPath& held, ns::MountOp op) {
         if (!tree) return Error::fromErrno("open_tree(\"" + held.path + "\", OPEN_TREE_CLONE)");
         mount_attr attr{};
         attr.attr_set = MOUNT_ATTR_NOSUID | (op.writable ? 0 : MOUNT_ATTR_RDONLY);
+        if (op.flags & MS_NODEV) attr.attr_set |= MOUNT_ATTR_NODEV;
+        if (op.flags & MS_NOEXEC) attr.attr_set |= MOUNT_ATTR_NOEXEC;
         // A clone of a shared mount joins its peer group: what the sandbox
         // mounts beneath it must not propagate back to the host.
         attr.propagation = MS_PRIVATE;
@@ -195,6 +198,8 @@ Status addHeldBind(ChildPlan& plan, const HeldPath& held, ns::MountOp op) {
     ns::addOp(plan.mounts, std::move(op));
     return okStatus();
 }
+
+namespace {
 
 // A --rootfs is the operator's but may sit where a sandbox wrote (an
 // unpacked image in a worktree): its system directories are found beneath

@@ -5,6 +5,7 @@
 #include "base/error.h"
 #include "base/unique_fd.h"
 #include "runtime/child_plan.h"
+#include "runtime/host_path.h"
 #include "runtime/identity.h"
 #include "runtime/policy.h"
 
@@ -14,5 +15,10 @@ namespace stockade {
 // /repo, or an invalid fd to bind the worktree directly.
 Result<ChildPlan> buildChildPlan(const Policy& policy, const Identity& identity,
                                  const UniqueFd& idmapped_worktree);
+
+// Binds the held host path `held` at op.target (op's other fields as the
+// bind wants them): as root a clone the parent makes and the child attaches,
+// rootless a path the child opens and verifies against the held inode.
+Status addHeldBind(ChildPlan& plan, const HeldPath& held, ns::MountOp op);
 
 }  // namespace stockade

@@ -71,6 +71,10 @@ const char* describeStage(ChildStage stage) {
             return "drop capabilities";
         case ChildStage::NoNewPrivs:
             return "set no_new_privs";
+        case ChildStage::FindExecutable:
+            return "find the executable";
+        case ChildStage::AwaitStart:
+            return "wait for start";
         case ChildStage::Seccomp:
             return "install the seccomp filter";
         case ChildStage::Exec:

@@ -44,6 +44,8 @@ enum class ChildStage : uint32_t {
     DropCapabilities,
     NoNewPrivs,
     LandlockRestrict,
+    FindExecutable,
+    AwaitStart,
     Seccomp,
     Exec,
     // init again, once the command has exec'ed
@@ -61,6 +63,7 @@ enum class ChildMessageKind : uint32_t {
     ExecFailed = 2,   // the command could not be executed (err: ENOENT, EACCES…)
     Finished = 3,     // the command ended; wait_status and stragglers are set
     StepReport = 4,   // `stockade check`: a step ran; err is its errno (0: it worked)
+    Parked = 5,       // an OCI container's command is set up and waits for `start`
 };
 
 struct ChildMessage {

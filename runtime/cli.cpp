@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/log.h"
+#include "oci/commands.h"
 #include "oracle/oracle_run.h"
 #include "runtime/bench_command.h"
 #include "runtime/environment.h"
@@ -628,6 +629,9 @@ int runCli(int argc, char** argv) {
     // Inside a sandbox the oracle mounts this binary as /.stockade/isolate.
     if (argc >= 1 && std::string_view(argv[0]).ends_with("/isolate"))
         return isolateCommand(std::vector<std::string>(argv + 1, argv + argc));
+    // Driven by a container engine (podman, containerd's shim): the
+    // runc-compatible command line of oci/commands.h.
+    if (oci::isOciInvocation(argc, argv)) return oci::ociMain(argc, argv);
     if (argc < 2) {
         std::fputs(kTopHelp, stderr);
         return kUsageError;

@@ -6,11 +6,14 @@
 #include <linux/close_range.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "base/fd_passing.h"
 #include "namespaces/landlock_in_child.h"
 #include "runtime/privileges_in_child.h"
 #include "seccomp/install_in_child.h"
@@ -46,7 +49,40 @@ int placeFdInChild(int from, int to) noexcept {
 
 }  // namespace
 
+namespace {
+
+// An OCI container's terminal: a pty of the container's own devpts (its
+// /dev/ptmx, after pivot_root), the slave opened through the master
+// (TIOCGPTPEER: no path lookup in the container's /dev/pts) and made the
+// command's controlling terminal and stdio, the master sent to the caller.
+int consoleInChild(const ChildPlan& plan) noexcept {
+    int master = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC);
+    if (master < 0) return errno;
+    int unlock = 0;
+    int err = ioctl(master, TIOCSPTLCK, &unlock) < 0 ? errno : 0;
+    if (!err && plan.console_rows && plan.console_cols) {
+        winsize size{plan.console_rows, plan.console_cols, 0, 0};
+        if (ioctl(master, TIOCSWINSZ, &size) < 0) err = errno;
+    }
+    int slave = err ? -1 : ioctl(master, TIOCGPTPEER, O_RDWR | O_NOCTTY);
+    if (!err && slave < 0) err = errno;
+    if (!err && ioctl(slave, TIOCSCTTY, 0) < 0) err = errno;
+    for (int fd = 0; !err && fd < 3; ++fd)
+        if (dup2(slave, fd) < 0) err = errno;
+    if (slave > 2) close(slave);
+    if (!err) {
+        const char name[] = "console";
+        err = sendWithFds(plan.console_socket_fd, name, sizeof(name) - 1, &master, 1);
+    }
+    close(master);
+    close(plan.console_socket_fd);
+    return err;
+}
+
+}  // namespace
+
 int setupStdioInChild(const ChildPlan& plan) noexcept {
+    if (plan.console_socket_fd >= 0) return consoleInChild(plan);
     if (plan.stdin_null) {
         int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
         if (fd < 0) return errno;
@@ -63,6 +99,10 @@ int setupStdioInChild(const ChildPlan& plan) noexcept {
 // execvp(3) without its allocation: each PATH entry is tried in a stack
 // buffer. EACCES from any entry wins over ENOENT, as execvp does.
 int execSearchInChild(const ChildPlan& plan) noexcept {
+    if (!plan.exec_path_storage.empty() && plan.exec_path_storage[0] != '\0') {
+        execve(plan.exec_path_storage.data(), plan.argv.data(), plan.envp.data());
+        return errno;
+    }
     const char* file = plan.argv[0];
     if (strchr(file, '/')) {
         execve(file, plan.argv.data(), plan.envp.data());
@@ -94,6 +134,58 @@ int execSearchInChild(const ChildPlan& plan) noexcept {
         if (*end == '\0') break;
         p = end + 1;
     }
+    return saw_eacces ? EACCES : ENOENT;
+}
+
+namespace {
+
+// 0 when `path` is a regular file this process may execute; else its errno
+// (EACCES for a directory or a file without the x bit).
+int executableInChild(const char* path) noexcept {
+    struct stat st;
+    if (stat(path, &st) < 0) return errno;
+    if (!S_ISREG(st.st_mode)) return EACCES;
+    return access(path, X_OK) < 0 ? errno : 0;
+}
+
+int keepPathInChild(ChildPlan& plan, const char* dir, size_t dir_len, const char* file,
+                    size_t file_len) noexcept {
+    std::vector<char>& out = plan.exec_path_storage;
+    if (dir_len + 1 + file_len + 1 > out.size()) return ENAMETOOLONG;
+    memcpy(out.data(), dir, dir_len);
+    size_t n = dir_len;
+    if (dir_len) out[n++] = '/';
+    memcpy(out.data() + n, file, file_len + 1);
+    return 0;
+}
+
+}  // namespace
+
+int findExecutableInChild(ChildPlan& plan) noexcept {
+    if (plan.exec_path_storage.empty()) return 0;
+    const char* file = plan.argv[0];
+    size_t file_len = strlen(file);
+    if (file_len == 0) return ENOENT;
+    if (strchr(file, '/')) {
+        if (int err = executableInChild(file)) return err;
+        return keepPathInChild(plan, "", 0, file, file_len);
+    }
+    bool saw_eacces = false;
+    const char* p = plan.search_path.c_str();
+    while (true) {
+        const char* end = strchrnul(p, ':');
+        size_t dir_len = static_cast<size_t>(end - p);
+        const char* dir = dir_len ? p : ".";
+        if (!dir_len) dir_len = 1;
+        if (int err = keepPathInChild(plan, dir, dir_len, file, file_len); err == 0) {
+            int found = executableInChild(plan.exec_path_storage.data());
+            if (found == 0) return 0;
+            if (found == EACCES) saw_eacces = true;
+        }
+        if (*end == '\0') break;
+        p = end + 1;
+    }
+    plan.exec_path_storage[0] = '\0';
     return saw_eacces ? EACCES : ENOENT;
 }
 

@@ -21,6 +21,11 @@ int setupStdioInChild(const ChildPlan& plan) noexcept;
 // supervisor when the plan asks for one; 0 or errno.
 int installSeccompInChild(const ChildPlan& plan) noexcept;
 // execvp(3) without its allocation; returns the errno that ended the search.
+// With a path found beforehand (findExecutableInChild), exec's that one.
 int execSearchInChild(const ChildPlan& plan) noexcept;
+// The search alone, as execvp would walk it, into plan.exec_path_storage:
+// the first PATH entry that is an executable regular file; 0, or ENOENT or
+// EACCES as execvp would have ended. A no-op without the storage.
+int findExecutableInChild(ChildPlan& plan) noexcept;
 
 }  // namespace stockade

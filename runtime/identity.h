@@ -62,6 +62,14 @@ class IdLease {
     static Result<IdLease> acquire(const IdRange& range, const std::string& dir = kIdLeaseDir);
 
     bool held() const { return lock_.valid(); }
+    // Gives up the lease's lock to whoever keeps the fd returned (an OCI
+    // container's init, which no supervisor outlives): the lease is then
+    // held for as long as that fd is open, and its file is left for the
+    // next acquire to find free and take over.
+    UniqueFd handOver() {
+        path_.clear();
+        return std::move(lock_);
+    }
     uint32_t id() const { return id_; }  // the first of its ids
     uint32_t width() const { return width_; }
 

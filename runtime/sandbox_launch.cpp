@@ -134,7 +134,7 @@ bool launchSandbox(ChildPlan& plan, const LaunchSpec& spec, LaunchedSandbox& out
     // set-up (ChildPlan::netns_fd_slot). A service's is made by the clone:
     // its hooks reach the namespace through the child's pid at once.
     UniqueFd netns_slot;
-    if ((spec.namespaces & CLONE_NEWNET) && !spec.hooks) {
+    if ((spec.namespaces & CLONE_NEWNET) && !spec.hooks && !spec.net_in_clone) {
         netns_slot.reset(open("/dev/null", O_RDONLY | O_CLOEXEC));
         if (!netns_slot.valid()) {
             failed = setupFailure("hold an fd for the network namespace",

@@ -38,6 +38,10 @@ struct LaunchSpec {
     ServiceHooks* hooks = nullptr;
     FaultPoint fault = FaultPoint::None;
     bool seccomp_listener = true;  // a listener socket when the plan has a notified filter
+    // CLONE_NEWNET made by the clone itself rather than by the child's
+    // helper: an OCI bundle may mount sysfs, which needs the namespace the
+    // child builds its root in to be its own already.
+    bool net_in_clone = false;
     // Right after the clone, before the id maps: what the caller holds only
     // for the child's sake (the pipes' write ends, the idmapped tree).
     std::function<void()> after_clone;

@@ -58,8 +58,8 @@ cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja \
         cat "$BUILD_DIR/configure.log" >&2
         exit 2
     }
-ninja -C "$BUILD_DIR" stockade-fuzz-profile stockade-fuzz-oci-seccomp stockade-fuzz-junit \
-    stockade-fuzz-tap
+ninja -C "$BUILD_DIR" stockade-fuzz-profile stockade-fuzz-oci-seccomp stockade-fuzz-oci-config \
+    stockade-fuzz-junit stockade-fuzz-tap
 
 # JSON tokens and the keys and words of both formats, so mutations stay close
 # to documents the parsers would accept.
@@ -191,6 +191,7 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 run_target profile "$ROOT/profiles" "$ROOT/tests/fixtures/profiles"
 run_target oci-seccomp "$ROOT/tests/fixtures/seccomp" "$ROOT/tests/fixtures/seccomp/malformed"
+run_target oci-config "$ROOT/tests/fixtures/oci"
 run_target junit "$ROOT/tests/fixtures/oracle/junit"
 run_target tap "$ROOT/tests/fixtures/oracle/tap"
 

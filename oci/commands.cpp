@@ -1,0 +1,458 @@
+#include "oci/commands.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/error.h"
+#include "base/unique_fd.h"
+#include "oci/config.h"
+#include "oci/container.h"
+#include "oci/state.h"
+#include "runtime/sandbox_launch.h"
+
+#ifndef STOCKADE_VERSION
+#define STOCKADE_VERSION "0"
+#endif
+#ifndef STOCKADE_GIT_REVISION
+#define STOCKADE_GIT_REVISION "unknown"
+#endif
+
+namespace stockade::oci {
+
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kSpecVersion = "1.2.0";
+
+// Commands only the OCI runtime has; `run` and `ps` are stockade's own too.
+const std::set<std::string_view> kOciOnly = {
+    "create", "start", "state",  "kill",   "delete", "spec",       "list",   "features",
+    "exec",   "pause", "resume", "update", "events", "checkpoint", "restore"};
+const std::set<std::string_view> kGlobalWithValue = {"--root", "--log", "--log-format",
+                                                     "--rootless", "--criu"};
+const std::set<std::string_view> kGlobalBool = {"--systemd-cgroup", "--debug"};
+
+struct Globals {
+    std::string root;
+    std::string log_path;
+    bool log_json = false;
+};
+
+// Errors go to stderr and, with --log, to the log as one line each: JSON
+// {"level","msg","time"} with --log-format json (containerd takes the last
+// error line's msg; podman reads the file), logfmt-like text otherwise.
+class Log {
+  public:
+    explicit Log(const Globals& g) : json_(g.log_json) {
+        if (!g.log_path.empty())
+            file_.reset(open(g.log_path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600));
+    }
+    void line(const char* level, const std::string& msg) const {
+        if (file_) {
+            std::string text;
+            if (json_)
+                text = json{{"level", level}, {"msg", msg}, {"time", rfc3339Now()}}.dump() + "\n";
+            else
+                text = "time=\"" + rfc3339Now() + "\" level=" + level + " msg=" + json(msg).dump() +
+                       "\n";
+            (void)!write(file_.get(), text.data(), text.size());
+        }
+        if (std::string_view(level) == "error" || std::string_view(level) == "warning")
+            std::fprintf(stderr, "stockade: %s\n", msg.c_str());
+    }
+    int error(const std::string& msg) const {
+        line("error", msg);
+        return 1;
+    }
+
+  private:
+    bool json_;
+    UniqueFd file_;
+};
+
+// The info lines of create, into the log.
+std::function<void(const std::string&)> note(const Log& log) {
+    return [&log](const std::string& msg) { log.line("info", msg); };
+}
+
+// A command's own flags, runc's way: `--name value`, `--name=value`, `-n
+// value`, in any place before `--`; the rest are positional.
+struct Args {
+    std::map<std::string, std::string> values;
+    std::set<std::string> bools;
+    std::vector<std::string> positional;
+    std::string error;
+};
+
+Args parseArgs(const std::vector<std::string>& in,
+               const std::map<std::string, std::string>& with_value,  // alias -> name
+               const std::map<std::string, std::string>& flags) {
+    Args out;
+    for (size_t i = 0; i < in.size(); ++i) {
+        const std::string& a = in[i];
+        if (a == "--") {
+            out.positional.insert(out.positional.end(), in.begin() + static_cast<long>(i) + 1,
+                                  in.end());
+            break;
+        }
+        if (a.size() < 2 || a[0] != '-') {
+            out.positional.push_back(a);
+            continue;
+        }
+        std::string name = a, value;
+        bool has_value = false;
+        if (auto eq = a.find('='); eq != std::string::npos) {
+            name = a.substr(0, eq);
+            value = a.substr(eq + 1);
+            has_value = true;
+        }
+        if (auto f = flags.find(name); f != flags.end()) {
+            out.bools.insert(f->second);
+            continue;
+        }
+        auto v = with_value.find(name);
+        if (v == with_value.end()) {
+            out.error = "flag provided but not defined: " + name;
+            return out;
+        }
+        if (!has_value) {
+            if (i + 1 >= in.size()) {
+                out.error = "flag needs an argument: " + name;
+                return out;
+            }
+            value = in[++i];
+        }
+        out.values[v->second] = value;
+    }
+    return out;
+}
+
+int cmdCreate(const Globals& g, const std::vector<std::string>& rest, const Log& log) {
+    Args a = parseArgs(rest,
+                       {{"--bundle", "bundle"},
+                        {"-b", "bundle"},
+                        {"--pid-file", "pid-file"},
+                        {"--console-socket", "console-socket"},
+                        {"--preserve-fds", "preserve-fds"}},
+                       {{"--no-pivot", "no-pivot"}, {"--no-new-keyring", "no-new-keyring"}});
+    if (!a.error.empty()) return log.error(a.error);
+    if (a.positional.size() != 1) return log.error("create: expected exactly one container id");
+    if (a.values.count("preserve-fds") && a.values["preserve-fds"] != "0")
+        return log.error("--preserve-fds: not supported yet");
+    if (a.bools.count("no-pivot"))
+        return log.error("--no-pivot: not supported (stockade always pivots)");
+    Created created;
+    std::string bundle = a.values.count("bundle") ? a.values["bundle"] : ".";
+    if (auto s = createContainer(g.root, a.positional[0], bundle, a.values["pid-file"],
+                                 a.values["console-socket"], note(log), created);
+        !s)
+        return log.error(s.error().describe());
+    return 0;
+}
+
+int cmdStart(const Globals& g, const std::vector<std::string>& rest, const Log& log) {
+    Args a = parseArgs(rest, {}, {});
+    if (!a.error.empty()) return log.error(a.error);
+    if (a.positional.size() != 1) return log.error("start: expected exactly one container id");
+    auto c = openExisting(g.root, a.positional[0]);
+    if (!c) return log.error(c.error().describe());
+    if (auto s = startContainer(*c); !s) return log.error(s.error().describe());
+    return 0;
+}
+
+int cmdState(const Globals& g, const std::vector<std::string>& rest, const Log& log) {
+    Args a = parseArgs(rest, {}, {});
+    if (!a.error.empty()) return log.error(a.error);
+    if (a.positional.size() != 1) return log.error("state: expected exactly one container id");
+    auto c = openExisting(g.root, a.positional[0]);
+    if (!c) return log.error(c.error().describe());
+    std::printf("%s\n", stateJson(c->record, statusOf(c->dir.get(), c->record)).c_str());
+    return 0;
+}
+
+int cmdKill(const Globals& g, const std::vector<std::string>& rest, const Log& log) {
+    Args a = parseArgs(rest, {}, {{"--all", "all"}, {"-a", "all"}});
+    if (!a.error.empty()) return log.error(a.error);
+    if (a.positional.empty() || a.positional.size() > 2)
+        return log.error("kill: expected a container id and an optional signal");
+    auto sig = parseSignal(a.positional.size() == 2 ? a.positional[1] : "SIGTERM");
+    if (!sig) return log.error(sig.error().describe());
+    auto c = openExisting(g.root, a.positional[0]);
+    if (!c) return log.error(c.error().describe());
+    if (statusOf(c->dir.get(), c->record) == Status3::Stopped)
+        return log.error("container not running");
+    UniqueFd fd = pidfdOf(c->record);
+    if (!fd) return log.error("no such process");
+    if (a.bools.count("all") && *sig != SIGKILL)
+        for (pid_t pid : processesIn(c->record.pid)) kill(pid, *sig);
+    if (syscall(SYS_pidfd_send_signal, fd.get(), *sig, nullptr, 0) < 0)
+        return log.error(errno == ESRCH ? "no such process"
+                                        : Error::fromErrno("kill()").describe());
+    return 0;
+}
+
+int cmdDelete(const Globals& g, const std::vector<std::string>& rest, const Log& log) {
+    Args a = parseArgs(rest, {}, {{"--force", "force"}, {"-f", "force"}});
+    if (!a.error.empty()) return log.error(a.error);
+    if (a.positional.size() != 1) return log.error("delete: expected exactly one container id");
+    const std::string& id = a.positional[0];
+    const bool force = a.bools.count("force");
+    auto c = openExisting(g.root, id);
+    if (!c) {
+        if (force && validateId(id)) {
+            // A half-written directory (its record unreadable) goes too.
+            if (auto root = openRoot(g.root, false); root) (void)removeContainer(root->get(), id);
+            return 0;
+        }
+        return log.error(c.error().describe());
+    }
+    Status3 status = statusOf(c->dir.get(), c->record);
+    if (status == Status3::Running && !force)
+        return log.error("cannot delete container " + id + " that is not stopped: running");
+    if (status != Status3::Stopped) killAndWait(c->record);
+    if (auto s = destroyContainer(*c); !s) return log.error(s.error().describe());
+    return 0;
+}
+
+int cmdRun(const Globals& g, const std::vector<std::string>& rest, const Log& log) {
+    Args a = parseArgs(rest,
+                       {{"--bundle", "bundle"},
+                        {"-b", "bundle"},
+                        {"--pid-file", "pid-file"},
+                        {"--console-socket", "console-socket"}},
+                       {{"--detach", "detach"},
+                        {"-d", "detach"},
+                        {"--keep", "keep"},
+                        {"--no-pivot", "no-pivot"},
+                        {"--no-new-keyring", "no-new-keyring"}});
+    if (!a.error.empty()) return log.error(a.error);
+    if (a.positional.size() != 1) return log.error("run: expected exactly one container id");
+    const std::string& id = a.positional[0];
+    Created created;
+    std::string bundle = a.values.count("bundle") ? a.values["bundle"] : ".";
+    if (auto s = createContainer(g.root, id, bundle, a.values["pid-file"],
+                                 a.values["console-socket"], note(log), created);
+        !s)
+        return log.error(s.error().describe());
+    {
+        auto c = openExisting(g.root, id);
+        if (!c) return log.error(c.error().describe());
+        if (auto s = startContainer(*c); !s) {
+            killAndWait(c->record);
+            (void)destroyContainer(*c);
+            return log.error(s.error().describe());
+        }
+    }
+    // Detached: the container is left to this process's parent (its
+    // subreaper once this exits), as create and start would leave it.
+    if (a.bools.count("detach")) return 0;
+    // init is this process's child: signals that reach `run` go on to it
+    // (they are blocked here since the clone), and its end is ours.
+    sigset_t mask = signalsForInit();
+    int status = 0;
+    while (true) {
+        siginfo_t info;
+        int sig = sigwaitinfo(&mask, &info);
+        if (sig < 0) continue;
+        if (sig != SIGCHLD) {
+            kill(created.pid, sig);
+            continue;
+        }
+        if (waitpid(created.pid, &status, WNOHANG) == created.pid) break;
+    }
+    if (!a.bools.count("keep"))
+        if (auto c = openExisting(g.root, id); c) (void)destroyContainer(*c);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+int cmdSpec(const std::vector<std::string>& rest, const Log& log) {
+    Args a =
+        parseArgs(rest, {{"--bundle", "bundle"}, {"-b", "bundle"}}, {{"--rootless", "rootless"}});
+    if (!a.error.empty()) return log.error(a.error);
+    if (!a.positional.empty()) return log.error("spec: takes no arguments");
+    std::string path = (a.values.count("bundle") ? a.values["bundle"] : ".") + "/config.json";
+    UniqueFd fd(open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644));
+    if (!fd) {
+        if (errno == EEXIST) return log.error("File " + path + " exists. Remove it first");
+        return log.error(Error::fromErrno("open(\"" + path + "\")").describe());
+    }
+    std::string text = defaultConfigJson(a.bools.count("rootless") || geteuid() != 0);
+    if (write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()))
+        return log.error(Error::fromErrno("write(\"" + path + "\")").describe());
+    return 0;
+}
+
+int cmdList(const Globals& g, const std::vector<std::string>& rest, const Log& log) {
+    Args a = parseArgs(rest, {{"--format", "format"}, {"-f", "format"}},
+                       {{"--quiet", "quiet"}, {"-q", "quiet"}});
+    if (!a.error.empty()) return log.error(a.error);
+    const std::string format = a.values.count("format") ? a.values["format"] : "table";
+    if (format != "table" && format != "json") return log.error("invalid format option");
+    json all = json::array();
+    std::string table = "ID\tPID\tSTATUS\tBUNDLE\tCREATED\n";
+    if (auto root = openRoot(g.root, false); root)
+        for (const std::string& id : listContainers(root->get())) {
+            auto dir = openContainer(root->get(), id);
+            if (!dir) continue;
+            auto record = readRecord(dir->get(), id);
+            if (!record) continue;
+            Status3 status = statusOf(dir->get(), *record);
+            all.push_back(json::parse(stateJson(*record, status)));
+            table += id + "\t" + std::to_string(status == Status3::Stopped ? 0 : record->pid) +
+                     "\t" + statusName(status) + "\t" + record->bundle + "\t" + record->created +
+                     "\n";
+            if (a.bools.count("quiet") && format == "table") std::printf("%s\n", id.c_str());
+        }
+    if (a.bools.count("quiet") && format == "table") return 0;
+    std::printf("%s", format == "json" ? (all.dump() + "\n").c_str() : table.c_str());
+    return 0;
+}
+
+// The container's processes by host pid, init first: containerd's shim
+// reads `ps --format json ID` as a JSON array of them.
+int cmdPs(const Globals& g, const std::vector<std::string>& rest, const Log& log) {
+    Args a = parseArgs(rest, {{"--format", "format"}, {"-f", "format"}}, {});
+    if (!a.error.empty()) return log.error(a.error);
+    if (a.positional.size() != 1) return log.error("ps: expected exactly one container id");
+    const std::string format = a.values.count("format") ? a.values["format"] : "table";
+    if (format != "table" && format != "json") return log.error("invalid format option");
+    auto c = openExisting(g.root, a.positional[0]);
+    if (!c) return log.error(c.error().describe());
+    std::vector<pid_t> pids;
+    if (statusOf(c->dir.get(), c->record) != Status3::Stopped) {
+        pids.push_back(c->record.pid);
+        for (pid_t pid : processesIn(c->record.pid)) pids.push_back(pid);
+    }
+    if (format == "json") {
+        std::printf("%s\n", json(pids).dump().c_str());
+    } else {
+        std::printf("PID\n");
+        for (pid_t pid : pids) std::printf("%d\n", pid);
+    }
+    return 0;
+}
+
+int cmdFeatures() {
+    json doc = {
+        {"ociVersionMin", "1.0.0"},
+        {"ociVersionMax", kSpecVersion},
+        {"hooks", json::array()},
+        {"mountOptions", {"ro",       "rw",         "nosuid",      "suid",          "nodev",
+                          "dev",      "noexec",     "exec",        "sync",          "async",
+                          "dirsync",  "noatime",    "atime",       "nodiratime",    "diratime",
+                          "relatime", "norelatime", "strictatime", "nostrictatime", "mand",
+                          "nomand",   "bind",       "rbind",       "private",       "rprivate"}},
+        {"linux",
+         {{"namespaces", {"pid", "network", "mount", "ipc", "uts", "user", "cgroup"}},
+          {"capabilities", capabilityNames()},
+          {"cgroup", {{"v1", true}, {"v2", true}, {"systemd", false}, {"rdma", false}}},
+          {"seccomp", {{"enabled", true}}},
+          {"apparmor", {{"enabled", false}}},
+          {"selinux", {{"enabled", false}}}}},
+        {"annotations", {{"io.github.stockade.version", STOCKADE_VERSION}}}};
+    std::printf("%s\n", doc.dump(2).c_str());
+    return 0;
+}
+
+}  // namespace
+
+bool isOciInvocation(int argc, char** argv) {
+    // `ps ID` (stockade's own ps takes no id) is the OCI runtime's.
+    if (argc >= 3 && std::string_view(argv[1]) == "ps")
+        for (int i = 2; i < argc; ++i)
+            if (argv[i][0] != '-') return true;
+    if (argc >= 1 && std::string_view(argv[0]).ends_with("stockade-oci")) return true;
+    if (argc < 2) return false;
+    std::string_view first = argv[1];
+    std::string_view flag = first.substr(0, first.find('='));
+    if (kGlobalWithValue.count(flag) || kGlobalBool.count(flag)) return true;
+    if (kOciOnly.count(first)) return true;
+    if (first == "run")
+        for (int i = 2; i < argc; ++i) {
+            std::string_view a = argv[i];
+            if (a == "--") return false;
+            if (a == "--bundle" || a == "-b" || a.starts_with("--bundle=")) return true;
+        }
+    return false;
+}
+
+int ociMain(int argc, char** argv) {
+    Globals g;
+    int i = 1;
+    for (; i < argc; ++i) {
+        std::string a = argv[i];
+        if (a.empty() || a[0] != '-') break;
+        std::string name = a.substr(0, a.find('='));
+        bool inline_value = name.size() != a.size();
+        if (a == "--version" || a == "-v") {
+            std::printf("stockade version %s\ncommit: %s\nspec: %s\n", STOCKADE_VERSION,
+                        STOCKADE_GIT_REVISION, kSpecVersion);
+            return 0;
+        }
+        if (kGlobalBool.count(name)) continue;
+        if (!kGlobalWithValue.count(name)) {
+            std::fprintf(stderr, "stockade: flag provided but not defined: %s\n", a.c_str());
+            return 1;
+        }
+        std::string value;
+        if (inline_value) {
+            value = a.substr(name.size() + 1);
+        } else if (i + 1 < argc) {
+            value = argv[++i];
+        } else {
+            std::fprintf(stderr, "stockade: flag needs an argument: %s\n", name.c_str());
+            return 1;
+        }
+        if (name == "--root") g.root = value;
+        if (name == "--log") g.log_path = value;
+        if (name == "--log-format") {
+            if (value != "text" && value != "json") {
+                std::fprintf(stderr, "stockade: invalid log-format: %s\n", value.c_str());
+                return 1;
+            }
+            g.log_json = value == "json";
+        }
+    }
+    const Log log(g);
+    if (i >= argc)
+        return log.error("no command given (create, start, state, kill, delete, run, ...)");
+    const std::string command = argv[i];
+    std::vector<std::string> rest(argv + i + 1, argv + argc);
+    if (command == "spec") return cmdSpec(rest, log);
+    if (command == "features") return cmdFeatures();
+    if (g.root.empty()) {
+        auto root = defaultRoot();
+        if (!root) return log.error(root.error().describe());
+        g.root = *root;
+    }
+    if (command == "create") return cmdCreate(g, rest, log);
+    if (command == "start") return cmdStart(g, rest, log);
+    if (command == "state") return cmdState(g, rest, log);
+    if (command == "kill") return cmdKill(g, rest, log);
+    if (command == "delete") return cmdDelete(g, rest, log);
+    if (command == "run") return cmdRun(g, rest, log);
+    if (command == "list") return cmdList(g, rest, log);
+    if (command == "ps") return cmdPs(g, rest, log);
+    if (kOciOnly.count(command))
+        return log.error(command + " is not supported yet by stockade's OCI runtime");
+    return log.error("unknown command \"" + command + "\"");
+}
+
+}  // namespace stockade::oci

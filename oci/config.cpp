@@ -1,0 +1,638 @@
+#include "oci/config.h"
+
+#include <signal.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/resource.h>
+
+#include <charconv>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "seccomp/oci_import.h"
+
+namespace stockade::oci {
+
+namespace {
+
+using nlohmann::json;
+
+// Thrown inside this file only, caught by parseConfig: the field and why.
+struct Refusal {
+    std::string field;
+    std::string why;
+};
+
+[[noreturn]] void refuse(const std::string& field, const std::string& why) {
+    throw Refusal{field, why};
+}
+
+const json* member(const json& object, const char* key) {
+    if (!object.is_object()) return nullptr;
+    auto it = object.find(key);
+    return it == object.end() || it->is_null() ? nullptr : &*it;
+}
+
+std::string stringAt(const json& v, const std::string& field) {
+    if (!v.is_string()) refuse(field, "expected a string");
+    return v.get<std::string>();
+}
+
+bool boolAt(const json& v, const std::string& field) {
+    if (!v.is_boolean()) refuse(field, "expected true or false");
+    return v.get<bool>();
+}
+
+uint64_t unsignedAt(const json& v, const std::string& field, uint64_t max) {
+    if (!v.is_number_integer() ||
+        (v.is_number_integer() && !v.is_number_unsigned() && v.get<int64_t>() < 0))
+        refuse(field, "expected a non-negative integer");
+    uint64_t value = v.get<uint64_t>();
+    if (value > max) refuse(field, "out of range (at most " + std::to_string(max) + ")");
+    return value;
+}
+
+std::vector<std::string> stringsAt(const json& v, const std::string& field) {
+    if (!v.is_array()) refuse(field, "expected an array of strings");
+    std::vector<std::string> out;
+    for (size_t i = 0; i < v.size(); ++i)
+        out.push_back(stringAt(v[i], field + "[" + std::to_string(i) + "]"));
+    return out;
+}
+
+// A field stockade does not honour yet: refused when present and not empty.
+void refuseIfSet(const json& object, const char* key, const std::string& field,
+                 const std::string& why) {
+    const json* v = member(object, key);
+    if (!v) return;
+    if ((v->is_array() || v->is_object() || v->is_string()) && v->empty()) return;
+    refuse(field, why);
+}
+
+void requireAbsolute(const std::string& path, const std::string& field) {
+    if (path.empty() || path[0] != '/') refuse(field, "must be an absolute path");
+    if (path.size() > 4096) refuse(field, "longer than PATH_MAX");
+    for (size_t i = 0; i < path.size();) {
+        size_t end = path.find('/', i + 1);
+        if (end == std::string::npos) end = path.size();
+        if (path.compare(i, end - i, "/..") == 0) refuse(field, "must not contain \"..\"");
+        i = end;
+    }
+}
+
+void readProcess(const json& p, Config& out) {
+    if (!p.is_object()) refuse("process", "expected an object");
+    if (const json* t = member(p, "terminal")) out.terminal = boolAt(*t, "process.terminal");
+    if (const json* size = member(p, "consoleSize"); size && out.terminal) {
+        if (const json* h = member(*size, "height"))
+            out.console_rows =
+                static_cast<unsigned short>(unsignedAt(*h, "process.consoleSize.height", 65535));
+        if (const json* w = member(*size, "width"))
+            out.console_cols =
+                static_cast<unsigned short>(unsignedAt(*w, "process.consoleSize.width", 65535));
+    }
+    const json* args = member(p, "args");
+    if (!args) refuse("process.args", "required");
+    out.args = stringsAt(*args, "process.args");
+    if (out.args.empty() || out.args[0].empty())
+        refuse("process.args", "must name the program to run");
+    if (const json* env = member(p, "env")) out.env = stringsAt(*env, "process.env");
+    for (const std::string& e : out.env)
+        if (e.find('=') == std::string::npos || e[0] == '=')
+            refuse("process.env", "\"" + e + "\" is not KEY=VALUE");
+    const json* cwd = member(p, "cwd");
+    if (!cwd) refuse("process.cwd", "required");
+    out.cwd = stringAt(*cwd, "process.cwd");
+    requireAbsolute(out.cwd, "process.cwd");
+    if (const json* user = member(p, "user")) {
+        if (const json* uid = member(*user, "uid"))
+            out.uid = static_cast<uid_t>(unsignedAt(*uid, "process.user.uid", 0xfffffffe));
+        if (const json* gid = member(*user, "gid"))
+            out.gid = static_cast<gid_t>(unsignedAt(*gid, "process.user.gid", 0xfffffffe));
+        if (const json* groups = member(*user, "additionalGids")) {
+            if (!groups->is_array()) refuse("process.user.additionalGids", "expected an array");
+            for (const json& g : *groups)
+                if (unsignedAt(g, "process.user.additionalGids", 0xfffffffe) != out.gid)
+                    refuse("process.user.additionalGids",
+                           "supplementary groups are not supported yet (stockade denies "
+                           "setgroups in every user namespace)");
+        }
+        refuseIfSet(*user, "umask", "process.user.umask", "not supported yet");
+    }
+    if (const json* caps = member(p, "capabilities")) {
+        if (!caps->is_object()) refuse("process.capabilities", "expected an object");
+        Config::CapabilityMasks& m = out.capabilities;
+        const std::pair<const char*, uint64_t*> sets[] = {{"bounding", &m.bounding},
+                                                          {"effective", &m.effective},
+                                                          {"inheritable", &m.inheritable},
+                                                          {"permitted", &m.permitted},
+                                                          {"ambient", &m.ambient}};
+        for (const auto& [set, mask] : sets)
+            if (const json* names = member(*caps, set)) {
+                std::string field = std::string("process.capabilities.") + set;
+                for (const std::string& name : stringsAt(*names, field)) {
+                    int number = capabilityNumber(name);
+                    if (number < 0) refuse(field, "unknown capability \"" + name + "\"");
+                    *mask |= uint64_t{1} << number;
+                    if (mask == &m.bounding) out.bounding_names.push_back(name);
+                }
+            }
+        // What capset(2) and PR_CAP_AMBIENT_RAISE would refuse, said here.
+        auto missing = [](uint64_t set, uint64_t in) { return (set & ~in) != 0; };
+        if (missing(m.effective, m.permitted))
+            refuse("process.capabilities.effective", "holds a capability permitted does not");
+        if (missing(m.permitted, m.bounding))
+            refuse("process.capabilities.permitted", "holds a capability bounding does not");
+        if (missing(m.ambient, m.permitted & m.inheritable))
+            refuse("process.capabilities.ambient",
+                   "holds a capability not both permitted and inheritable");
+    }
+    if (const json* limits = member(p, "rlimits")) {
+        if (!limits->is_array()) refuse("process.rlimits", "expected an array");
+        static const std::pair<const char*, int> kNames[] = {
+            {"RLIMIT_AS", RLIMIT_AS},
+            {"RLIMIT_CORE", RLIMIT_CORE},
+            {"RLIMIT_CPU", RLIMIT_CPU},
+            {"RLIMIT_DATA", RLIMIT_DATA},
+            {"RLIMIT_FSIZE", RLIMIT_FSIZE},
+            {"RLIMIT_LOCKS", RLIMIT_LOCKS},
+            {"RLIMIT_MEMLOCK", RLIMIT_MEMLOCK},
+            {"RLIMIT_MSGQUEUE", RLIMIT_MSGQUEUE},
+            {"RLIMIT_NICE", RLIMIT_NICE},
+            {"RLIMIT_NOFILE", RLIMIT_NOFILE},
+            {"RLIMIT_NPROC", RLIMIT_NPROC},
+            {"RLIMIT_RSS", RLIMIT_RSS},
+            {"RLIMIT_RTPRIO", RLIMIT_RTPRIO},
+            {"RLIMIT_RTTIME", RLIMIT_RTTIME},
+            {"RLIMIT_SIGPENDING", RLIMIT_SIGPENDING},
+            {"RLIMIT_STACK", RLIMIT_STACK}};
+        std::set<int> seen;
+        for (size_t i = 0; i < limits->size(); ++i) {
+            const json& l = (*limits)[i];
+            std::string field = "process.rlimits[" + std::to_string(i) + "]";
+            const json* type = member(l, "type");
+            if (!type) refuse(field + ".type", "required");
+            std::string name = stringAt(*type, field + ".type");
+            Rlimit r;
+            bool known = false;
+            for (const auto& [n, res] : kNames)
+                if (name == n) {
+                    r.resource = res;
+                    known = true;
+                }
+            if (!known) refuse(field + ".type", "unknown rlimit \"" + name + "\"");
+            if (!seen.insert(r.resource).second) refuse(field + ".type", name + " given twice");
+            const json* soft = member(l, "soft");
+            const json* hard = member(l, "hard");
+            if (!soft || !hard) refuse(field, "soft and hard are required");
+            r.soft = unsignedAt(*soft, field + ".soft", UINT64_MAX);
+            r.hard = unsignedAt(*hard, field + ".hard", UINT64_MAX);
+            if (r.soft > r.hard) refuse(field, "soft above hard");
+            out.rlimits.push_back(r);
+        }
+    }
+    if (const json* nnp = member(p, "noNewPrivileges"))
+        out.no_new_privileges = boolAt(*nnp, "process.noNewPrivileges");
+    refuseIfSet(p, "apparmorProfile", "process.apparmorProfile", "not supported yet");
+    refuseIfSet(p, "selinuxLabel", "process.selinuxLabel", "not supported yet");
+    refuseIfSet(p, "oomScoreAdj", "process.oomScoreAdj", "not supported yet");
+    refuseIfSet(p, "scheduler", "process.scheduler", "not supported yet");
+    refuseIfSet(p, "ioPriority", "process.ioPriority", "not supported yet");
+    refuseIfSet(p, "execCPUAffinity", "process.execCPUAffinity", "not supported yet");
+}
+
+// Mount options: flags for mount(2), the bind forms, and the rest passed
+// as data. Propagation other than private is refused (every mount of a
+// stockade sandbox is private), as is what no code here does yet.
+void readMountOptions(const std::vector<std::string>& options, const std::string& field, Mount& m) {
+    static const std::pair<const char*, unsigned long> kSet[] = {
+        {"ro", MS_RDONLY},         {"nosuid", MS_NOSUID},
+        {"nodev", MS_NODEV},       {"noexec", MS_NOEXEC},
+        {"sync", MS_SYNCHRONOUS},  {"dirsync", MS_DIRSYNC},
+        {"noatime", MS_NOATIME},   {"nodiratime", MS_NODIRATIME},
+        {"relatime", MS_RELATIME}, {"strictatime", MS_STRICTATIME},
+        {"mand", MS_MANDLOCK}};
+    static const std::pair<const char*, unsigned long> kClear[] = {
+        {"rw", MS_RDONLY},           {"suid", MS_NOSUID},         {"dev", MS_NODEV},
+        {"exec", MS_NOEXEC},         {"async", MS_SYNCHRONOUS},   {"atime", MS_NOATIME},
+        {"diratime", MS_NODIRATIME}, {"norelatime", MS_RELATIME}, {"nostrictatime", MS_STRICTATIME},
+        {"nomand", MS_MANDLOCK}};
+    std::string data;
+    for (const std::string& o : options) {
+        bool done = false;
+        for (const auto& [name, flag] : kSet)
+            if (o == name) m.flags |= flag, done = true;
+        for (const auto& [name, flag] : kClear)
+            if (o == name) m.flags &= ~flag, done = true;
+        if (done) continue;
+        if (o == "bind" || o == "rbind") {
+            m.bind = true;
+            m.recursive = m.recursive || o == "rbind";
+        } else if (o == "private" || o == "rprivate") {
+            // What every stockade mount is already.
+        } else if (o == "shared" || o == "rshared" || o == "slave" || o == "rslave" ||
+                   o == "unbindable" || o == "runbindable") {
+            refuse(field, "propagation \"" + o + "\" is not supported (every mount is private)");
+        } else if (o == "tmpcopyup") {
+            refuse(field, "tmpcopyup is not supported yet");
+        } else if (o == "remount" || o == "idmap" || o == "ridmap" || o == "move" || o == "rro" ||
+                   o == "rrw" || o.starts_with("rnosuid") || o == "recursive") {
+            refuse(field, "option \"" + o + "\" is not supported yet");
+        } else if (o.find(',') != std::string::npos) {
+            refuse(field, "an option may not hold a comma");
+        } else {
+            data += (data.empty() ? "" : ",") + o;  // newinstance, ptmxmode=, mode=, size=...
+        }
+    }
+    m.data = data;
+}
+
+void readMounts(const json& mounts, Config& out) {
+    if (!mounts.is_array()) refuse("mounts", "expected an array");
+    for (size_t i = 0; i < mounts.size(); ++i) {
+        const json& j = mounts[i];
+        std::string field = "mounts[" + std::to_string(i) + "]";
+        Mount m;
+        const json* dest = member(j, "destination");
+        if (!dest) refuse(field + ".destination", "required");
+        m.destination = stringAt(*dest, field + ".destination");
+        requireAbsolute(m.destination, field + ".destination");
+        field += " (" + m.destination + ")";
+        if (const json* t = member(j, "type")) m.type = stringAt(*t, field + ".type");
+        if (const json* s = member(j, "source")) m.source = stringAt(*s, field + ".source");
+        std::vector<std::string> options;
+        if (const json* o = member(j, "options")) options = stringsAt(*o, field + ".options");
+        readMountOptions(options, field + ".options", m);
+        refuseIfSet(j, "uidMappings", field + ".uidMappings", "idmapped mounts not supported yet");
+        refuseIfSet(j, "gidMappings", field + ".gidMappings", "idmapped mounts not supported yet");
+        if (m.type == "bind" || m.type == "none") m.bind = true;
+        if (m.bind) {
+            m.type = "bind";
+            if (m.source.empty()) refuse(field + ".source", "a bind mount needs a source");
+            if (!m.data.empty())
+                refuse(field + ".options", "option \"" + m.data + "\" means nothing to a bind");
+        } else if (m.type == "cgroup" || m.type == "cgroup2") {
+            refuse(field + ".type", "cgroup mounts are not supported yet");
+        } else if (m.type != "proc" && m.type != "tmpfs" && m.type != "devpts" &&
+                   m.type != "mqueue" && m.type != "sysfs") {
+            refuse(field + ".type", "type \"" + m.type + "\" is not supported");
+        }
+        out.mounts.push_back(std::move(m));
+    }
+}
+
+std::vector<IdMap> readIdMaps(const json& v, const std::string& field) {
+    if (!v.is_array()) refuse(field, "expected an array");
+    std::vector<IdMap> out;
+    for (size_t i = 0; i < v.size(); ++i) {
+        std::string f = field + "[" + std::to_string(i) + "]";
+        const json* c = member(v[i], "containerID");
+        const json* h = member(v[i], "hostID");
+        const json* s = member(v[i], "size");
+        if (!c || !h || !s) refuse(f, "containerID, hostID and size are required");
+        IdMap m{static_cast<uint32_t>(unsignedAt(*c, f + ".containerID", 0xfffffffe)),
+                static_cast<uint32_t>(unsignedAt(*h, f + ".hostID", 0xfffffffe)),
+                static_cast<uint32_t>(unsignedAt(*s, f + ".size", 0xffffffff))};
+        if (m.size == 0) refuse(f + ".size", "must be at least 1");
+        out.push_back(m);
+    }
+    return out;
+}
+
+void readLinux(const json& l, Config& out) {
+    if (!l.is_object()) refuse("linux", "expected an object");
+    std::set<std::string> types;
+    if (const json* nss = member(l, "namespaces")) {
+        if (!nss->is_array()) refuse("linux.namespaces", "expected an array");
+        for (size_t i = 0; i < nss->size(); ++i) {
+            std::string f = "linux.namespaces[" + std::to_string(i) + "]";
+            Namespace n;
+            const json* type = member((*nss)[i], "type");
+            if (!type) refuse(f + ".type", "required");
+            n.type = stringAt(*type, f + ".type");
+            if (const json* path = member((*nss)[i], "path")) n.path = stringAt(*path, f + ".path");
+            static const std::set<std::string> kKnown = {"pid", "network", "mount", "ipc",
+                                                         "uts", "user",    "cgroup"};
+            if (n.type == "time") refuse(f + ".type", "time namespaces are not supported yet");
+            if (!kKnown.count(n.type)) refuse(f + ".type", "unknown namespace \"" + n.type + "\"");
+            if (!types.insert(n.type).second) refuse(f + ".type", n.type + " listed twice");
+            if (!n.path.empty()) {
+                requireAbsolute(n.path, f + ".path");
+                if (n.type != "network" && n.type != "ipc" && n.type != "uts")
+                    refuse(f + ".path", "joining a " + n.type +
+                                            " namespace is not supported yet (network, ipc "
+                                            "and uts can be joined)");
+            }
+            out.namespaces.push_back(n);
+        }
+    }
+    if (!types.count("mount"))
+        refuse("linux.namespaces", "stockade needs a mount namespace of the container's own");
+    if (!types.count("pid"))
+        refuse("linux.namespaces",
+               "a container in the host's pid namespace is not supported yet (stockade's "
+               "init is its PID 1)");
+    if (const json* u = member(l, "uidMappings"))
+        out.uid_mappings = readIdMaps(*u, "linux.uidMappings");
+    if (const json* g = member(l, "gidMappings"))
+        out.gid_mappings = readIdMaps(*g, "linux.gidMappings");
+    if (const json* masked = member(l, "maskedPaths")) {
+        out.masked_paths = stringsAt(*masked, "linux.maskedPaths");
+        for (const std::string& p : out.masked_paths) requireAbsolute(p, "linux.maskedPaths");
+    }
+    if (const json* ro = member(l, "readonlyPaths")) {
+        out.readonly_paths = stringsAt(*ro, "linux.readonlyPaths");
+        for (const std::string& p : out.readonly_paths) requireAbsolute(p, "linux.readonlyPaths");
+    }
+    if (const json* sysctl = member(l, "sysctl")) {
+        if (!sysctl->is_object()) refuse("linux.sysctl", "expected an object");
+        for (const auto& [key, value] : sysctl->items())
+            out.sysctl[key] = stringAt(value, "linux.sysctl." + key);
+    }
+    refuseIfSet(l, "devices", "linux.devices", "extra device nodes are not supported yet");
+    if (const json* path = member(l, "cgroupsPath"))
+        out.cgroups_path = stringAt(*path, "linux.cgroupsPath");
+    if (const json* res = member(l, "resources")) {
+        if (!res->is_object()) refuse("linux.resources", "expected an object");
+        for (const auto& [key, value] : res->items()) {
+            if (value.is_null()) continue;
+            // Device rules: inside a user namespace no device node but the
+            // ones stockade binds can be made or opened (mknod is refused,
+            // every filesystem mounted there is nodev), so a deny-all with
+            // the defaults allowed is what holds whatever the rules say.
+            if (key == "devices") continue;
+            if ((value.is_array() || value.is_object()) && value.empty()) continue;
+            // memory.limit and pids.limit, and nothing else of either yet.
+            if ((key == "memory" || key == "pids") && value.is_object()) {
+                for (const auto& [name, v] : value.items()) {
+                    if (v.is_null()) continue;
+                    const std::string field = "linux.resources." + key + "." + name;
+                    if (name != "limit") refuse(field, "not enforced yet");
+                    if (!v.is_number_integer()) refuse(field, "expected an integer");
+                    (key == "memory" ? out.memory_limit : out.pids_limit) = v.get<int64_t>();
+                }
+                continue;
+            }
+            refuse("linux.resources." + key, "resource limits are not enforced yet");
+        }
+    }
+    if (const json* prop = member(l, "rootfsPropagation")) {
+        std::string p = stringAt(*prop, "linux.rootfsPropagation");
+        if (!p.empty() && p != "private" && p != "rprivate")
+            refuse("linux.rootfsPropagation", "\"" + p + "\" is not supported (only private)");
+    }
+    refuseIfSet(l, "mountLabel", "linux.mountLabel", "not supported yet");
+    refuseIfSet(l, "intelRdt", "linux.intelRdt", "not supported");
+    refuseIfSet(l, "personality", "linux.personality", "not supported yet");
+    refuseIfSet(l, "timeOffsets", "linux.timeOffsets", "not supported yet");
+    refuseIfSet(l, "memoryPolicy", "linux.memoryPolicy", "not supported yet");
+    if (const json* sc = member(l, "seccomp")) {
+        // A Docker-style rule that needs a capability is in when the
+        // container's bounding set holds it.
+        seccomp::OciImportOptions options;
+        options.capabilities = out.bounding_names;
+        auto policy = seccomp::importOciSeccomp(sc->dump(), options);
+        if (!policy) refuse("linux.seccomp", policy.error().describe());
+        bool notify = policy->default_action == seccomp::Action::Notify;
+        for (const seccomp::SyscallRule& rule : policy->rules)
+            notify = notify || rule.action == seccomp::Action::Notify;
+        if (notify) refuse("linux.seccomp", "SCMP_ACT_NOTIFY is not supported yet");
+        out.seccomp = std::move(*policy);
+    }
+}
+
+}  // namespace
+
+const Namespace* Config::findNamespace(std::string_view type) const {
+    for (const Namespace& n : namespaces)
+        if (n.type == type) return &n;
+    return nullptr;
+}
+
+Result<Config> parseConfig(std::string_view json_text) {
+    if (json_text.size() > kMaxConfigBytes)
+        return Error::message("config.json: larger than " + std::to_string(kMaxConfigBytes) +
+                              " bytes");
+    json doc = json::parse(json_text, nullptr, false);
+    if (doc.is_discarded()) return Error::message("config.json: not valid JSON");
+    if (!doc.is_object()) return Error::message("config.json: expected an object");
+    Config out;
+    try {
+        const json* version = member(doc, "ociVersion");
+        if (!version) refuse("ociVersion", "required");
+        out.oci_version = stringAt(*version, "ociVersion");
+        if (!out.oci_version.starts_with("1.0") && !out.oci_version.starts_with("1.1") &&
+            !out.oci_version.starts_with("1.2"))
+            refuse("ociVersion", "\"" + out.oci_version + "\" is not 1.0, 1.1 or 1.2");
+        const json* root = member(doc, "root");
+        if (!root || !member(*root, "path")) refuse("root.path", "required");
+        out.root_path = stringAt((*root)["path"], "root.path");
+        if (out.root_path.empty()) refuse("root.path", "must not be empty");
+        if (const json* ro = member(*root, "readonly"))
+            out.root_readonly = boolAt(*ro, "root.readonly");
+        const json* process = member(doc, "process");
+        if (!process) refuse("process", "required (create starts the container's process)");
+        readProcess(*process, out);
+        if (const json* h = member(doc, "hostname")) out.hostname = stringAt(*h, "hostname");
+        if (out.hostname.size() > 64) refuse("hostname", "longer than 64 bytes");
+        refuseIfSet(doc, "domainname", "domainname", "not supported yet");
+        if (const json* m = member(doc, "mounts")) readMounts(*m, out);
+        const json* linux_section = member(doc, "linux");
+        if (!linux_section) refuse("linux", "required on Linux");
+        readLinux(*linux_section, out);
+        // Sysctls, as runc judges them: only those a namespace of the
+        // container's own holds (the IPC namespace's kernel.* and fs.mqueue.*,
+        // the network namespace's net.*), written in its /proc/sys.
+        for (const auto& [key, value] : out.sysctl) {
+            const std::string field = "linux.sysctl." + key;
+            if (key.empty() || key.size() > 255 ||
+                key.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789._-") !=
+                    std::string::npos ||
+                key.find("..") != std::string::npos || key[0] == '.')
+                refuse(field, "not a sysctl name");
+            if (value.find('\n') != std::string::npos) refuse(field, "a value holds a newline");
+            static const std::set<std::string> kIpc = {
+                "kernel.msgmax", "kernel.msgmnb", "kernel.msgmni", "kernel.sem",
+                "kernel.shmall", "kernel.shmmax", "kernel.shmmni", "kernel.shm_rmid_forced"};
+            auto own = [&](const char* type) {
+                const Namespace* n = out.findNamespace(type);
+                return n && n->path.empty();
+            };
+            if (kIpc.count(key) || key.starts_with("fs.mqueue.")) {
+                if (!own("ipc")) refuse(field, "needs a new ipc namespace");
+            } else if (key.starts_with("net.")) {
+                if (!own("network")) refuse(field, "needs a new network namespace");
+            } else {
+                refuse(field, "not a namespaced sysctl: it would be the host's");
+            }
+        }
+        if (!out.hostname.empty()) {
+            const Namespace* uts = out.findNamespace("uts");
+            if (!uts || !uts->path.empty())
+                refuse("hostname", "needs a new uts namespace (linux.namespaces)");
+        }
+        if (const json* hooks = member(doc, "hooks")) {
+            if (!hooks->is_object()) refuse("hooks", "expected an object");
+            for (const auto& [name, list] : hooks->items())
+                if (list.is_array() && !list.empty())
+                    refuse("hooks." + name, "hooks are not supported yet");
+        }
+        for (const char* other : {"solaris", "windows", "vm", "zos"})
+            refuseIfSet(doc, other, other, "not a Linux container");
+        if (const json* a = member(doc, "annotations")) {
+            if (!a->is_object()) refuse("annotations", "expected an object");
+            for (const auto& [k, v] : a->items())
+                out.annotations[k] = stringAt(v, "annotations." + k);
+        }
+    } catch (const Refusal& r) {
+        return Error::message("config.json: " + r.field + ": " + r.why);
+    } catch (const json::exception& e) {
+        return Error::message(std::string("config.json: ") + e.what());
+    }
+    return out;
+}
+
+namespace {
+
+// capabilities(7), by number: 0 CAP_CHOWN ... 40 CAP_CHECKPOINT_RESTORE.
+constexpr const char* kCapabilityNames[] = {"CAP_CHOWN",
+                                            "CAP_DAC_OVERRIDE",
+                                            "CAP_DAC_READ_SEARCH",
+                                            "CAP_FOWNER",
+                                            "CAP_FSETID",
+                                            "CAP_KILL",
+                                            "CAP_SETGID",
+                                            "CAP_SETUID",
+                                            "CAP_SETPCAP",
+                                            "CAP_LINUX_IMMUTABLE",
+                                            "CAP_NET_BIND_SERVICE",
+                                            "CAP_NET_BROADCAST",
+                                            "CAP_NET_ADMIN",
+                                            "CAP_NET_RAW",
+                                            "CAP_IPC_LOCK",
+                                            "CAP_IPC_OWNER",
+                                            "CAP_SYS_MODULE",
+                                            "CAP_SYS_RAWIO",
+                                            "CAP_SYS_CHROOT",
+                                            "CAP_SYS_PTRACE",
+                                            "CAP_SYS_PACCT",
+                                            "CAP_SYS_ADMIN",
+                                            "CAP_SYS_BOOT",
+                                            "CAP_SYS_NICE",
+                                            "CAP_SYS_RESOURCE",
+                                            "CAP_SYS_TIME",
+                                            "CAP_SYS_TTY_CONFIG",
+                                            "CAP_MKNOD",
+                                            "CAP_LEASE",
+                                            "CAP_AUDIT_WRITE",
+                                            "CAP_AUDIT_CONTROL",
+                                            "CAP_SETFCAP",
+                                            "CAP_MAC_OVERRIDE",
+                                            "CAP_MAC_ADMIN",
+                                            "CAP_SYSLOG",
+                                            "CAP_WAKE_ALARM",
+                                            "CAP_BLOCK_SUSPEND",
+                                            "CAP_AUDIT_READ",
+                                            "CAP_PERFMON",
+                                            "CAP_BPF",
+                                            "CAP_CHECKPOINT_RESTORE"};
+constexpr int kCapabilityCount = sizeof(kCapabilityNames) / sizeof(kCapabilityNames[0]);
+
+}  // namespace
+
+int capabilityNumber(std::string_view name) {
+    for (int i = 0; i < kCapabilityCount; ++i)
+        if (name == kCapabilityNames[i]) return i;
+    return -1;
+}
+
+std::vector<std::string> capabilityNames() {
+    return std::vector<std::string>(kCapabilityNames, kCapabilityNames + kCapabilityCount);
+}
+
+Result<int> parseSignal(std::string_view text) {
+    int value = 0;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (!text.empty() && ec == std::errc() && end == text.data() + text.size()) {
+        if (value < 1 || value > SIGRTMAX)
+            return Error::message("invalid signal \"" + std::string(text) + "\"");
+        return value;
+    }
+    std::string name(text);
+    if (name.starts_with("SIG")) name = name.substr(3);
+    static const std::pair<const char*, int> kNames[] = {
+        {"HUP", SIGHUP},       {"INT", SIGINT},   {"QUIT", SIGQUIT},   {"ILL", SIGILL},
+        {"TRAP", SIGTRAP},     {"ABRT", SIGABRT}, {"BUS", SIGBUS},     {"FPE", SIGFPE},
+        {"KILL", SIGKILL},     {"USR1", SIGUSR1}, {"SEGV", SIGSEGV},   {"USR2", SIGUSR2},
+        {"PIPE", SIGPIPE},     {"ALRM", SIGALRM}, {"TERM", SIGTERM},   {"CHLD", SIGCHLD},
+        {"CONT", SIGCONT},     {"STOP", SIGSTOP}, {"TSTP", SIGTSTP},   {"TTIN", SIGTTIN},
+        {"TTOU", SIGTTOU},     {"URG", SIGURG},   {"XCPU", SIGXCPU},   {"XFSZ", SIGXFSZ},
+        {"VTALRM", SIGVTALRM}, {"PROF", SIGPROF}, {"WINCH", SIGWINCH}, {"IO", SIGIO},
+        {"PWR", SIGPWR},       {"SYS", SIGSYS}};
+    for (const auto& [n, sig] : kNames)
+        if (name == n) return sig;
+    return Error::message("invalid signal \"" + std::string(text) + "\"");
+}
+
+std::string defaultConfigJson(bool rootless) {
+    json mounts = json::array({
+        {{"destination", "/proc"}, {"type", "proc"}, {"source", "proc"}},
+        {{"destination", "/dev"},
+         {"type", "tmpfs"},
+         {"source", "tmpfs"},
+         {"options", {"nosuid", "strictatime", "mode=755", "size=65536k"}}},
+        {{"destination", "/dev/pts"},
+         {"type", "devpts"},
+         {"source", "devpts"},
+         {"options",
+          rootless
+              ? json{"nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620"}
+              : json{"nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620", "gid=5"}}},
+        {{"destination", "/dev/shm"},
+         {"type", "tmpfs"},
+         {"source", "shm"},
+         {"options", {"nosuid", "noexec", "nodev", "mode=1777", "size=65536k"}}},
+        {{"destination", "/dev/mqueue"},
+         {"type", "mqueue"},
+         {"source", "mqueue"},
+         {"options", {"nosuid", "noexec", "nodev"}}},
+        {{"destination", "/sys"},
+         {"type", "sysfs"},
+         {"source", "sysfs"},
+         {"options", {"nosuid", "noexec", "nodev", "ro"}}},
+    });
+    json doc = {{"ociVersion", "1.2.0"},
+                {"process",
+                 {{"terminal", false},
+                  {"user", {{"uid", 0}, {"gid", 0}}},
+                  {"args", {"sh"}},
+                  {"env", {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}},
+                  {"cwd", "/"},
+                  {"capabilities",
+                   {{"bounding", {"CAP_AUDIT_WRITE", "CAP_KILL", "CAP_NET_BIND_SERVICE"}},
+                    {"effective", {"CAP_AUDIT_WRITE", "CAP_KILL", "CAP_NET_BIND_SERVICE"}},
+                    {"permitted", {"CAP_AUDIT_WRITE", "CAP_KILL", "CAP_NET_BIND_SERVICE"}}}},
+                  {"rlimits", {{{"type", "RLIMIT_NOFILE"}, {"hard", 1024}, {"soft", 1024}}}},
+                  {"noNewPrivileges", true}}},
+                {"root", {{"path", "rootfs"}, {"readonly", true}}},
+                {"hostname", "stockade"},
+                {"mounts", mounts},
+                {"linux",
+                 {{"namespaces",
+                   {{{"type", "pid"}},
+                    {{"type", "network"}},
+                    {{"type", "ipc"}},
+                    {{"type", "uts"}},
+                    {{"type", "mount"}},
+                    {{"type", "cgroup"}},
+                    {{"type", "user"}}}},
+                  {"maskedPaths",
+                   {"/proc/acpi", "/proc/asound", "/proc/kcore", "/proc/keys",
+                    "/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats",
+                    "/proc/sched_debug", "/sys/firmware", "/proc/scsi"}},
+                  {"readonlyPaths",
+                   {"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"}}}}};
+    return doc.dump(2) + "\n";
+}
+
+}  // namespace stockade::oci

@@ -1,0 +1,106 @@
+// An OCI bundle's config.json (runtime-spec 1.0-1.2), read into plain data.
+// The JSON stays in config.cpp. Reading refuses what stockade cannot honour
+// yet, naming the field ("config.json: process.terminal: ..."), so nothing a
+// spec asks for is silently ignored; unknown properties are ignored, as the
+// spec requires of a reader.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/error.h"
+#include "seccomp/policy.h"
+
+namespace stockade::oci {
+
+struct Mount {
+    std::string destination;  // absolute inside the container
+    std::string type;         // "bind", "proc", "tmpfs", ... ("bind" when options say so)
+    std::string source;
+    unsigned long flags = 0;  // MS_* from the options
+    bool bind = false;        // bind or rbind
+    bool recursive = false;   // rbind
+    std::string data;         // the options mount(2) takes as data ("mode=755,size=65536k")
+};
+
+struct IdMap {
+    uint32_t container_id = 0;
+    uint32_t host_id = 0;
+    uint32_t size = 0;
+};
+
+struct Rlimit {
+    int resource = 0;
+    uint64_t soft = 0;
+    uint64_t hard = 0;
+};
+
+// linux.namespaces: each type once; a path means join, no path means new.
+struct Namespace {
+    std::string type;  // pid, network, mount, ipc, uts, user, cgroup
+    std::string path;
+};
+
+struct Config {
+    std::string oci_version;
+    std::vector<std::string> args;
+    std::vector<std::string> env;
+    std::string cwd = "/";
+    uid_t uid = 0;
+    gid_t gid = 0;
+    std::vector<Rlimit> rlimits;
+    bool no_new_privileges = false;
+    bool terminal = false;  // process.terminal: a pty sent to --console-socket
+    unsigned short console_rows = 0;
+    unsigned short console_cols = 0;
+    // process.capabilities, by capability number; absent: none.
+    struct CapabilityMasks {
+        uint64_t bounding = 0, effective = 0, inheritable = 0, permitted = 0, ambient = 0;
+    } capabilities;
+    std::vector<std::string> bounding_names;  // for the seccomp importer's `includes.caps`
+    std::string root_path;                    // as written: relative to the bundle, or absolute
+    bool root_readonly = false;
+    std::string hostname;  // empty: none asked
+    std::vector<Mount> mounts;
+    std::vector<Namespace> namespaces;
+    std::vector<IdMap> uid_mappings;
+    std::vector<IdMap> gid_mappings;
+    std::vector<std::string> masked_paths;
+    std::vector<std::string> readonly_paths;
+    std::map<std::string, std::string> sysctl;      // namespaced ones only, judged by the reader
+    std::optional<seccomp::SeccompPolicy> seccomp;  // none: no filter, as runc
+    std::map<std::string, std::string> annotations;
+    std::string cgroups_path;             // linux.cgroupsPath, as written
+    std::optional<int64_t> memory_limit;  // linux.resources.memory.limit (<0: none)
+    std::optional<int64_t> pids_limit;    // linux.resources.pids.limit (<=0: none)
+
+    const Namespace* findNamespace(std::string_view type) const;
+};
+
+// Bounds on what is read from a bundle.
+inline constexpr size_t kMaxConfigBytes = 4 << 20;
+
+// Parses and judges config.json's text; errors start with "config.json: "
+// and name the field.
+Result<Config> parseConfig(std::string_view json_text);
+
+// A capability's number by its name ("CAP_KILL"), or -1.
+int capabilityNumber(std::string_view name);
+// Every capability name this reader knows, by number.
+std::vector<std::string> capabilityNames();
+
+// The signal a `kill` names, by number ("9") or name ("KILL", "SIGKILL");
+// an error for anything else or out of range.
+Result<int> parseSignal(std::string_view text);
+
+// A default config.json, as `spec` writes it: busybox-friendly, no
+// capabilities, every namespace of its own.
+std::string defaultConfigJson(bool rootless);
+
+}  // namespace stockade::oci

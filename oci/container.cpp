@@ -1,0 +1,366 @@
+#include "oci/container.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <map>
+#include <optional>
+
+#include "oci/cgroups.h"
+#include "oci/config.h"
+#include "oci/container_plan.h"
+#include "runtime/child_protocol.h"
+#include "runtime/sandbox_launch.h"
+#include "runtime/small_file.h"
+
+namespace stockade::oci {
+
+namespace {
+
+Result<std::string> absolutePath(const std::string& path, const std::string& what) {
+    char buf[PATH_MAX];
+    if (!realpath(path.c_str(), buf))
+        return Error::fromErrno(what + ": realpath(\"" + path + "\")");
+    return std::string(buf);
+}
+
+// Written beside and renamed over, so a reader never sees it half written;
+// decimal with no trailing newline (containerd's parser refuses "1234\n").
+Status writePidFile(const std::string& path, pid_t pid) {
+    const std::string tmp = path + ".stockade-tmp";
+    UniqueFd fd(open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644));
+    if (!fd) return Error::fromErrno("open(\"" + tmp + "\")");
+    const std::string text = std::to_string(pid);
+    if (write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()))
+        return Error::fromErrno("write(\"" + tmp + "\")");
+    if (rename(tmp.c_str(), path.c_str()) < 0) {
+        Error e = Error::fromErrno("rename(\"" + tmp + "\", \"" + path + "\")");
+        unlink(tmp.c_str());
+        return e;
+    }
+    return okStatus();
+}
+
+// The message for a child's setup failure, runc's words where podman maps
+// them to an exit code (127, 126).
+std::string childFailure(const ChildMessage& msg, const ChildPlan& plan) {
+    if (msg.stage == ChildStage::FindExecutable) {
+        std::string name = plan.argv_storage.empty() ? "" : plan.argv_storage[0];
+        if (msg.err == ENOENT || msg.err == ENOTDIR)
+            return "exec: \"" + name + "\": executable file not found in $PATH";
+        if (msg.err == EACCES) return "exec: \"" + name + "\": permission denied";
+    }
+    SandboxOutcome out;
+    childSetupFailure(msg, plan, out);
+    return "container setup failed: " + out.error_message + ": " + errnoName(msg.err);
+}
+
+// Everything `create` does, for create and run: the container's directory
+// exists from the mkdir on, and is removed again on any failure, with the
+// process killed, so a refused create leaves nothing.
+// The caller's console socket, connected before anything is made: a
+// socket that refuses fails create at once.
+Result<UniqueFd> connectConsole(const std::string& path) {
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    if (path.empty() || path.size() >= sizeof(addr.sun_path))
+        return Error::message("--console-socket: the path is empty or too long");
+    memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+    UniqueFd fd(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    if (!fd) return Error::fromErrno("--console-socket: socket()");
+    if (connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) < 0)
+        return Error::fromErrno("--console-socket: connect(\"" + path + "\")");
+    return fd;
+}
+
+}  // namespace
+
+std::string rfc3339Now() {
+    timespec now{};
+    clock_gettime(CLOCK_REALTIME, &now);
+    tm utc{};
+    gmtime_r(&now.tv_sec, &utc);
+    char buf[64];
+    size_t n = strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &utc);
+    snprintf(buf + n, sizeof(buf) - n, ".%09ldZ", now.tv_nsec);
+    return buf;
+}
+
+std::string notExist(const std::string& id) {
+    return "container " + id + " does not exist";
+}
+
+Status createContainer(const std::string& root_dir, const std::string& id,
+                       const std::string& bundle_arg, const std::string& pid_file,
+                       const std::string& console_socket,
+                       const std::function<void(const std::string&)>& note, Created& out) {
+    if (auto s = validateId(id); !s) return s.error();
+    auto bundle = absolutePath(bundle_arg, "bundle");
+    if (!bundle) return bundle.error();
+    UniqueFd bundle_fd(open(bundle->c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (!bundle_fd) return Error::fromErrno("bundle: open(\"" + *bundle + "\")");
+    auto text =
+        readSmallFile(bundle_fd.get(), "config.json", *bundle + "/config.json", kMaxConfigBytes);
+    if (!text) return text.error();
+    auto config = parseConfig(text->content);
+    if (!config) return config.error();
+    // runc's rules: a terminal needs somewhere to send it, and a socket
+    // needs a terminal to carry.
+    if (config->terminal && console_socket.empty())
+        return Error::message(
+            "cannot allocate tty if stockade will detach without setting console socket");
+    if (!config->terminal && !console_socket.empty())
+        return Error::message("cannot use console socket if stockade will not allocate a tty");
+    UniqueFd console;
+    if (config->terminal) {
+        auto connected = connectConsole(console_socket);
+        if (!connected) return connected.error();
+        console = std::move(*connected);
+    }
+    if (!config->no_new_privileges)
+        note(
+            "process.noNewPrivileges is false: stockade sets no_new_privs in every "
+            "container all the same (G4)");
+
+    auto root = openRoot(root_dir, true);
+    if (!root) return root.error();
+    if (mkdirat(root->get(), id.c_str(), 0700) < 0) {
+        if (errno == EEXIST) return Error::message("container with id exists: " + id);
+        return Error::fromErrno("mkdir(\"" + root_dir + "/" + id + "\")");
+    }
+    bool ok = false;
+    std::optional<ContainerCgroups> cgroups;
+    std::optional<pid_t> started;
+    UniqueFd started_pidfd;
+    struct Cleanup {
+        std::function<void()> run;
+        ~Cleanup() { run(); }
+    } cleanup{[&] {
+        if (ok) return;
+        if (started_pidfd) {
+            syscall(SYS_pidfd_send_signal, started_pidfd.get(), SIGKILL, nullptr, 0);
+            siginfo_t info;
+            syscall(SYS_waitid, P_PIDFD, started_pidfd.get(), &info, WEXITED, nullptr);
+        }
+        if (cgroups) (void)removeContainerCgroups(cgroups->dirs);
+        (void)removeContainer(root->get(), id);
+    }};
+    auto dir = openContainer(root->get(), id);
+    if (!dir) return dir.error();
+    flock(dir->get(), LOCK_EX);
+
+    // The cgroup first: a limit that cannot be set refuses the container
+    // before anything of it exists.
+    if (!config->cgroups_path.empty() || config->memory_limit || config->pids_limit) {
+        if (geteuid() != 0)
+            return Error::message(
+                "config.json: linux.cgroupsPath, linux.resources: cgroups of a rootless "
+                "container are not supported yet");
+        CgroupAsk ask{config->cgroups_path.empty() ? "/stockade-oci/" + id : config->cgroups_path,
+                      config->memory_limit, config->pids_limit};
+        auto made = makeContainerCgroups(ask);
+        if (!made) return made.error();
+        cgroups = std::move(*made);
+    }
+    auto planned = planContainer(*config, *bundle);
+    if (!planned) return planned.error();
+    ContainerPlan& cplan = *planned;
+    ChildPlan& plan = cplan.plan;
+
+    if (mkfifoat(dir->get(), kExecFifo, 0600) < 0) return Error::fromErrno("mkfifo(exec.fifo)");
+    UniqueFd fifo_read(
+        openat(dir->get(), kExecFifo, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW));
+    if (!fifo_read) return Error::fromErrno("open(exec.fifo, O_RDONLY)");
+    UniqueFd fifo_write(openat(dir->get(), kExecFifo, O_WRONLY | O_CLOEXEC | O_NOFOLLOW));
+    if (!fifo_write) return Error::fromErrno("open(exec.fifo, O_WRONLY)");
+    if (fcntl(fifo_read.get(), F_SETFL, 0) < 0) return Error::fromErrno("fcntl(exec.fifo)");
+    plan.console_socket_fd = console.get();
+    plan.start_fifo_read_fd = fifo_read.get();
+    plan.start_fifo_write_fd = fifo_write.get();
+
+    for (auto& [fd, type] : cplan.joins)
+        if (setns(fd.get(), type) < 0)
+            return Error::fromErrno("linux.namespaces: setns(" + std::to_string(type) + ")");
+    if (geteuid() == 0 && setgroups(0, nullptr) < 0) return Error::fromErrno("setgroups(0)");
+    // init takes its signals with sigwaitinfo, so they are blocked before
+    // the clone, which inherits the mask (runtime/sandbox_launch.h).
+    sigset_t mask = signalsForInit();
+    if (sigprocmask(SIG_BLOCK, &mask, nullptr) < 0) return Error::fromErrno("sigprocmask()");
+    signal(SIGPIPE, SIG_IGN);
+
+    LaunchSpec spec;
+    spec.namespaces = cplan.clone_flags;
+    spec.ids = &cplan.ids;
+    spec.seccomp_listener = false;
+    spec.net_in_clone = true;
+    spec.after_clone = [&] {
+        plan.prepared.clear();
+        cplan.lease_fd.reset();
+    };
+    LaunchedSandbox launched;
+    SandboxOutcome failed;
+    if (!launchSandbox(plan, spec, launched, failed))
+        return Error::message("container setup failed: " + failed.error_message +
+                              (failed.error_errno ? ": " + errnoName(failed.error_errno) : ""));
+    started = launched.pid;
+    started_pidfd = std::move(launched.pidfd);
+
+    // Parked, or the first failure the child names, or its end.
+    while (true) {
+        pollfd fds[2] = {{launched.sync.get(), POLLIN, 0}, {started_pidfd.get(), POLLIN, 0}};
+        if (poll(fds, 2, -1) < 0) {
+            if (errno == EINTR) continue;
+            return Error::fromErrno("poll()");
+        }
+        ChildMessage msg;
+        ssize_t n = recv(launched.sync.get(), &msg, sizeof(msg), MSG_DONTWAIT);
+        if (n == sizeof(msg)) {
+            if (msg.kind == ChildMessageKind::Parked) break;
+            if (msg.kind == ChildMessageKind::SetupFailed ||
+                msg.kind == ChildMessageKind::ExecFailed)
+                return Error::message(childFailure(msg, plan));
+            continue;
+        }
+        if (n < 0 && errno == EAGAIN && !(fds[1].revents & POLLIN)) continue;
+        return Error::message("container setup failed: its init ended before it was set up");
+    }
+
+    Record record;
+    record.id = id;
+    record.pid = *started;
+    record.start_time = processStartTime(*started);
+    record.bundle = *bundle;
+    record.rootfs = cplan.rootfs;
+    record.created = rfc3339Now();
+    record.annotations = config->annotations;
+    // Into the cgroup while everything of the container is parked: init and
+    // the command, before a byte of the bundle's program has run.
+    if (cgroups) {
+        std::vector<pid_t> pids = processesIn(*started);
+        pids.insert(pids.begin(), *started);
+        if (auto s = joinContainerCgroups(*cgroups, pids); !s) return s.error();
+        record.cgroups = cgroups->dirs;
+    }
+    if (record.start_time == 0) return Error::message("container setup failed: its init is gone");
+    if (auto s = writeRecord(dir->get(), record); !s) return s.error();
+    if (!pid_file.empty())
+        if (auto s = writePidFile(pid_file, *started); !s) return s.error();
+    // Committed: the parked command may now wait for `start`. A create that
+    // dies before this leaves no process behind.
+    char committed = 1;
+    if (send(launched.sync.get(), &committed, 1, MSG_NOSIGNAL) != 1)
+        return Error::fromErrno("send(committed)");
+    ok = true;
+    out.pid = *started;
+    out.pidfd = std::move(started_pidfd);
+    return okStatus();
+}
+
+Result<Opened> openExisting(const std::string& root_dir, const std::string& id) {
+    if (auto s = validateId(id); !s) return s.error();
+    Opened out;
+    auto root = openRoot(root_dir, false);
+    if (!root) return Error::message(notExist(id));
+    out.root = std::move(*root);
+    auto dir = openContainer(out.root.get(), id);
+    if (!dir) return Error::message(notExist(id));
+    out.dir = std::move(*dir);
+    flock(out.dir.get(), LOCK_EX);
+    auto record = readRecord(out.dir.get(), id);
+    if (!record) return record.error();
+    out.record = std::move(*record);
+    return out;
+}
+
+Status destroyContainer(const Opened& c) {
+    if (auto s = removeContainerCgroups(c.record.cgroups); !s) return s.error();
+    return removeContainer(c.root.get(), c.record.id);
+}
+
+Status startContainer(const Opened& c) {
+    Status3 status = statusOf(c.dir.get(), c.record);
+    if (status == Status3::Stopped)
+        return Error::message("cannot start a container that has stopped");
+    if (status == Status3::Running)
+        return Error::message("cannot start an already running container");
+    UniqueFd fifo(openat(c.dir.get(), kExecFifo, O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW));
+    if (!fifo) {
+        if (errno == ENXIO) return Error::message("cannot start a container that has stopped");
+        return Error::fromErrno("open(exec.fifo)");
+    }
+    char go = 0;
+    if (write(fifo.get(), &go, 1) != 1) return Error::fromErrno("write(exec.fifo)");
+    unlinkat(c.dir.get(), kExecFifo, 0);
+    return okStatus();
+}
+
+// The container's init by a pidfd, checked to be the recorded process
+// after it was opened (so a reused pid is never signalled); none when gone.
+UniqueFd pidfdOf(const Record& record) {
+    UniqueFd fd(static_cast<int>(syscall(SYS_pidfd_open, record.pid, 0)));
+    if (!fd) return fd;
+    if (processStartTime(record.pid) != record.start_time) fd.reset();
+    return fd;
+}
+
+void killAndWait(const Record& record) {
+    UniqueFd fd = pidfdOf(record);
+    if (!fd) return;
+    syscall(SYS_pidfd_send_signal, fd.get(), SIGKILL, nullptr, 0);
+    pollfd pfd{fd.get(), POLLIN, 0};
+    while (poll(&pfd, 1, -1) < 0 && errno == EINTR) {
+    }
+}
+
+// Every process of the container but its init: init's descendants, by the
+// parent pids of /proc/N/stat (world-readable, unlike /proc/N/ns of a
+// non-dumpable init seen by its unprivileged owner). Every process of the
+// pid namespace is one, since orphans there reparent to its init.
+std::vector<pid_t> processesIn(pid_t init) {
+    std::map<pid_t, pid_t> parent;
+    DIR* proc = opendir("/proc");
+    if (!proc) return {};
+    while (dirent* e = readdir(proc)) {
+        char* end = nullptr;
+        long pid = strtol(e->d_name, &end, 10);
+        if (!end || *end || pid <= 0) continue;
+        std::string path = "/proc/" + std::string(e->d_name) + "/stat";
+        UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+        char buf[512];
+        ssize_t n = fd ? read(fd.get(), buf, sizeof(buf) - 1) : -1;
+        if (n <= 0) continue;
+        buf[n] = '\0';
+        const char* close_paren = strrchr(buf, ')');
+        if (!close_paren || strlen(close_paren) < 5) continue;
+        parent[static_cast<pid_t>(pid)] = static_cast<pid_t>(strtol(close_paren + 4, nullptr, 10));
+    }
+    closedir(proc);
+    std::vector<pid_t> out;
+    for (const auto& [pid, ppid] : parent) {
+        pid_t up = ppid;
+        for (int depth = 0; up > 1 && up != init && depth < 4096; ++depth) {
+            auto it = parent.find(up);
+            up = it == parent.end() ? 0 : it->second;
+        }
+        if (up == init && pid != init) out.push_back(pid);
+    }
+    return out;
+}
+
+}  // namespace stockade::oci

@@ -1,0 +1,64 @@
+// The container operations the commands are made of, on the state under
+// --root (oci/state.h): create up to the park, start, and what kill, delete
+// and ps need to find and signal a container's processes without ever
+// taking a reused pid for them.
+#pragma once
+
+#include <sys/types.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+#include "base/unique_fd.h"
+#include "oci/state.h"
+
+namespace stockade::oci {
+
+// Now, as RFC 3339 with nanoseconds (records, log lines).
+std::string rfc3339Now();
+
+// runc's words for an id with no container: clients match "does not exist".
+std::string notExist(const std::string& id);
+
+struct Created {
+    pid_t pid = 0;
+    UniqueFd pidfd;
+};
+
+// Everything `create` does, for create and run: the bundle read and judged,
+// the container's directory under `root_dir` made, the sandbox launched and
+// parked, the record and the pid file written. On any failure the process
+// is killed and reaped and the directory removed: nothing is left. `note`
+// gets what is worth an info line in the log.
+Status createContainer(const std::string& root_dir, const std::string& id,
+                       const std::string& bundle, const std::string& pid_file,
+                       const std::string& console_socket,
+                       const std::function<void(const std::string&)>& note, Created& out);
+
+// A container's directory, locked (flock) for as long as this is held, and
+// its record; "does not exist" when there is none.
+struct Opened {
+    UniqueFd root;
+    UniqueFd dir;
+    Record record;
+};
+Result<Opened> openExisting(const std::string& root_dir, const std::string& id);
+
+// Removes what the container left: its cgroups, then its directory. Its
+// processes must be gone (killAndWait).
+Status destroyContainer(const Opened& container);
+
+// One byte into exec.fifo: the parked command goes on to seccomp and exec.
+Status startContainer(const Opened& container);
+
+// The recorded init by a pidfd, checked after opening to be the recorded
+// process (its start time); none when it is gone.
+UniqueFd pidfdOf(const Record& record);
+// SIGKILL to init (the pid namespace dies with it), then waits until it has.
+void killAndWait(const Record& record);
+// init's descendants, every process of the container but init.
+std::vector<pid_t> processesIn(pid_t init);
+
+}  // namespace stockade::oci

@@ -1,0 +1,296 @@
+#include "oci/container_plan.h"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
+
+#include "namespaces/syscalls.h"
+#include "runtime/child_plan_builder.h"
+#include "runtime/host_path.h"
+#include "seccomp/filter.h"
+
+namespace stockade::oci {
+
+namespace {
+
+using ns::MountKind;
+using ns::MountOp;
+
+std::string relative(const std::string& absolute) {
+    size_t start = absolute.find_first_not_of('/');
+    return start == std::string::npos ? "" : absolute.substr(start);
+}
+
+void fill(const std::vector<std::string>& in, std::vector<std::string>& storage,
+          std::vector<char*>& pointers) {
+    storage = in;
+    pointers.clear();
+    for (std::string& s : storage) pointers.push_back(s.data());
+    pointers.push_back(nullptr);
+}
+
+Result<std::string> resolved(const std::string& path, const std::string& field) {
+    char buf[PATH_MAX];
+    if (!realpath(path.c_str(), buf))
+        return Error::fromErrno(field + ": realpath(\"" + path + "\")");
+    return std::string(buf);
+}
+
+int cloneFlagOf(const std::string& type) {
+    if (type == "network") return CLONE_NEWNET;
+    if (type == "ipc") return CLONE_NEWIPC;
+    if (type == "uts") return CLONE_NEWUTS;
+    return 0;
+}
+
+// The devices every container gets (runtime-spec, "Default Devices"), bound
+// from the host's nodes: inside a user namespace no node can be made.
+constexpr const char* kDevices[] = {"null", "zero", "full", "random", "urandom", "tty"};
+
+}  // namespace
+
+Result<ns::IdMapping> idsFor(const Config& config, bool as_root, uid_t caller_uid, gid_t caller_gid,
+                             uint32_t leased_first, uint32_t leased_width) {
+    const uid_t uid = config.uid;
+    const gid_t gid = config.gid;
+    if (config.uid_mappings.empty() != config.gid_mappings.empty())
+        return Error::message(
+            "config.json: linux.uidMappings and linux.gidMappings: give both or "
+            "neither");
+    if (config.uid_mappings.empty()) {
+        if (!as_root) return ns::IdMapping{uid, caller_uid, gid, caller_gid, 1};
+        if (leased_width > 1 && uid < leased_width && gid < leased_width)
+            return ns::IdMapping{uid, leased_first + uid, gid, leased_first + gid, leased_width};
+        return ns::IdMapping{uid, leased_first, gid, leased_first, 1};
+    }
+    if (config.uid_mappings.size() != 1 || config.gid_mappings.size() != 1)
+        return Error::message(
+            "config.json: linux.uidMappings: more than one range is not "
+            "supported yet");
+    const IdMap& u = config.uid_mappings[0];
+    const IdMap& g = config.gid_mappings[0];
+    auto covers = [](const IdMap& m, uint32_t id) {
+        return id >= m.container_id && id - m.container_id < m.size;
+    };
+    if (!covers(u, uid))
+        return Error::message("config.json: linux.uidMappings: process.user.uid is not mapped");
+    if (!covers(g, gid))
+        return Error::message("config.json: linux.gidMappings: process.user.gid is not mapped");
+    if (u.host_id == 0 || g.host_id == 0)
+        return Error::message(
+            "config.json: linux.uidMappings: maps host id 0; stockade never runs "
+            "a container as host root");
+    if (u.size == 1 && g.size == 1) return ns::IdMapping{uid, u.host_id, gid, g.host_id, 1};
+    if (!as_root)
+        return Error::message(
+            "config.json: linux.uidMappings: rootless, only the caller's own "
+            "id (size 1) can be mapped");
+    if (u.container_id != 0 || g.container_id != 0 || u.size != g.size || u.host_id != g.host_id)
+        return Error::message(
+            "config.json: linux.uidMappings: a block must start at container id "
+            "0 and match linux.gidMappings");
+    return ns::IdMapping{uid, u.host_id + uid, gid, g.host_id + gid, u.size};
+}
+
+Result<ContainerPlan> planContainer(const Config& config, const std::string& bundle) {
+    ContainerPlan out;
+    ChildPlan& plan = out.plan;
+    const bool as_root = geteuid() == 0;
+
+    // The ids: as root a leased block, its lock handed to init.
+    uint32_t first = 0, width = 0;
+    if (as_root && config.uid_mappings.empty()) {
+        auto range = idRangeForRoot();
+        if (!range) return range.error();
+        auto lease = IdLease::acquire(*range);
+        if (!lease) return lease.error();
+        first = lease->id();
+        width = lease->width();
+        out.lease_fd = lease->handOver();
+        plan.held_by_init_fd = out.lease_fd.get();
+    }
+    auto ids = idsFor(config, as_root, getuid(), getgid(), first, width);
+    if (!ids) return ids.error();
+    out.ids = *ids;
+    plan.ids = *ids;
+
+    // Namespaces: the user namespace always (G3: never host root), the
+    // mount and pid ones required by the reader, the rest as listed.
+    out.clone_flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID;
+    plan.bring_up_loopback = false;
+    for (const Namespace& n : config.namespaces) {
+        int flag = cloneFlagOf(n.type);
+        if (!flag) continue;
+        if (n.path.empty()) {
+            out.clone_flags |= static_cast<uint64_t>(flag);
+            if (flag == CLONE_NEWNET) plan.bring_up_loopback = true;
+            continue;
+        }
+        UniqueFd fd(open(n.path.c_str(), O_RDONLY | O_CLOEXEC));
+        if (!fd)
+            return Error::fromErrno("linux.namespaces (" + n.type + "): open(\"" + n.path + "\")");
+        out.joins.emplace_back(std::move(fd), flag);
+    }
+    plan.hostname = config.hostname;
+
+    // The image root, bound at the staging directory; the bundle's mounts in
+    // its order, each target resolved inside the image.
+    std::string root =
+        config.root_path[0] == '/' ? config.root_path : bundle + "/" + config.root_path;
+    auto rootfs = resolved(root, "root.path");
+    if (!rootfs) return rootfs.error();
+    out.rootfs = *rootfs;
+    auto held_root = holdHostPath("root.path", *rootfs, false);
+    if (!held_root) return held_root.error();
+    if (!S_ISDIR(held_root->st.st_mode))
+        return Error::message("root.path: " + *rootfs + " is not a directory");
+    ns::MountPlan& mounts = plan.mounts;
+    mounts.staging = "/tmp";
+    mounts.root_source = *rootfs;
+    mounts.root_writable = !config.root_readonly;
+    if (as_root) {
+        UniqueFd tree(
+            ns::sysOpenTree(held_root->get(), "",
+                            OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE));
+        if (!tree)
+            return Error::fromErrno("root.path: open_tree(\"" + *rootfs + "\", OPEN_TREE_CLONE)");
+        mount_attr attr{};
+        attr.propagation = MS_PRIVATE;
+        if (ns::sysMountSetattr(tree.get(), "", AT_EMPTY_PATH | AT_RECURSIVE, &attr) < 0)
+            return Error::fromErrno("root.path: mount_setattr(\"" + *rootfs + "\")");
+        mounts.root_prepared_fd = tree.get();
+        plan.prepared.push_back(std::move(tree));
+    } else {
+        mounts.root_dev = held_root->st.st_dev;
+        mounts.root_ino = held_root->st.st_ino;
+    }
+
+    bool dev_is_tmpfs = false;
+    for (size_t i = 0; i < config.mounts.size(); ++i) {
+        const Mount& m = config.mounts[i];
+        const std::string where = "mounts[" + std::to_string(i) + "] (" + m.destination + ")";
+        if (m.destination == "/") return Error::message(where + ": cannot mount over the root");
+        if (m.bind) {
+            std::string source = m.source[0] == '/' ? m.source : bundle + "/" + m.source;
+            auto path = resolved(source, where + ".source");
+            if (!path) return path.error();
+            auto held = holdHostPath(where + ".source", *path, false);
+            if (!held) return held.error();
+            if (auto s = addHeldBind(plan, *held,
+                                     {.target = relative(m.destination),
+                                      .target_is_dir = S_ISDIR(held->st.st_mode),
+                                      .writable = !(m.flags & MS_RDONLY),
+                                      .recursive = m.recursive,
+                                      .flags = m.flags & (MS_NODEV | MS_NOEXEC),
+                                      .resolve_in_root = true,
+                                      .description = "mount " + *path + " at " + m.destination});
+                !s)
+                return s.error().withContext(where);
+            continue;
+        }
+        if (m.destination == "/dev" && m.type == "tmpfs") dev_is_tmpfs = true;
+        ns::addOp(mounts, {.kind = MountKind::Filesystem,
+                           .source = m.source.empty() ? m.type : m.source,
+                           .target = relative(m.destination),
+                           .data = m.data,
+                           .fstype = m.type,
+                           .flags = m.flags,
+                           .resolve_in_root = true,
+                           .description = "mount " + m.type + " at " + m.destination});
+    }
+    // A /dev of the bundle's own (a tmpfs) gets the default devices and links.
+    if (dev_is_tmpfs) {
+        for (const char* name : kDevices)
+            ns::addOp(mounts, {.kind = MountKind::BindFromHost,
+                               .source = std::string("/dev/") + name,
+                               .target = std::string("dev/") + name,
+                               .target_is_dir = false,
+                               .writable = true,
+                               .recursive = false,
+                               .optional = std::string_view(name) == "tty",
+                               .resolve_in_root = true,
+                               .description = std::string("mount /dev/") + name});
+        const std::pair<const char*, const char*> links[] = {
+            {"dev/ptmx", "pts/ptmx"},          {"dev/fd", "/proc/self/fd"},
+            {"dev/stdin", "/proc/self/fd/0"},  {"dev/stdout", "/proc/self/fd/1"},
+            {"dev/stderr", "/proc/self/fd/2"}, {"dev/core", "/proc/kcore"}};
+        for (const auto& [target, to] : links)
+            ns::addOp(mounts, {.kind = MountKind::Symlink,
+                               .target = target,
+                               .data = to,
+                               .resolve_in_root = true,
+                               .description = std::string("link /") + target});
+    }
+    // Sysctls in the container's own /proc/sys, before readonlyPaths can
+    // make it read-only.
+    for (const auto& [key, value] : config.sysctl) {
+        std::string path = "proc/sys/" + key;
+        for (char& c : path)
+            if (c == '.') c = '/';
+        ns::addOp(mounts, {.kind = MountKind::File,
+                           .target = path,
+                           .data = value,
+                           .resolve_in_root = true,
+                           .description = "set the sysctl " + key});
+    }
+    for (const std::string& path : config.masked_paths)
+        ns::addOp(mounts, {.kind = MountKind::MaskWithTmpfs,
+                           .target = relative(path),
+                           .optional = true,
+                           .resolve_in_root = true,
+                           .description = "mask " + path});
+    for (const std::string& path : config.readonly_paths)
+        ns::addOp(mounts, {.kind = MountKind::ReadOnlyInPlace,
+                           .target = relative(path),
+                           .optional = true,
+                           .resolve_in_root = true,
+                           .description = "make " + path + " read-only"});
+
+    // The process.
+    fill(config.args, plan.argv_storage, plan.argv);
+    fill(config.env, plan.env_storage, plan.envp);
+    plan.search_path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+    for (const std::string& e : config.env)
+        if (e.starts_with("PATH=")) plan.search_path = e.substr(5);
+    plan.workdir = config.cwd;
+    plan.exec_path_storage.assign(PATH_MAX, '\0');
+    // stdio: the inherited fds themselves, so EOF on stdin reaches the
+    // container and its output goes where the caller's shim reads it.
+    plan.stdin_null = false;
+    plan.stdout_fd = 1;
+    plan.stderr_fd = 2;
+    plan.console_rows = config.console_rows;
+    plan.console_cols = config.console_cols;
+    plan.die_with_parent = false;
+    for (const Rlimit& r : config.rlimits) plan.rlimits.push_back({r.resource, {r.soft, r.hard}});
+    std::ifstream last("/proc/sys/kernel/cap_last_cap");
+    if (!(last >> plan.last_cap)) plan.last_cap = 63;
+    // The spec's capabilities, in the container's user namespace only;
+    // those this kernel lacks are left out, as runc leaves them.
+    const Config::CapabilityMasks& caps = config.capabilities;
+    const uint64_t known =
+        plan.last_cap >= 63 ? ~uint64_t{0} : (uint64_t{1} << (plan.last_cap + 1)) - 1;
+    plan.keep_capabilities = true;
+    plan.capabilities = {caps.bounding & known, caps.effective & known, caps.permitted & known,
+                         caps.inheritable & known, caps.ambient & known};
+
+    // Seccomp as the spec asks: none without linux.seccomp (as runc), else
+    // the bundle's, compiled here; either way nothing may mint setuid files.
+    if (config.seccomp) {
+        seccomp::SeccompPolicy policy = *config.seccomp;
+        if (auto s = seccomp::checkNoSetidRulesHold(policy); !s)
+            return s.error().withContext("config.json: linux.seccomp");
+        seccomp::addNoSetidRules(policy);
+        auto compiled = seccomp::compileFilter(policy);
+        if (!compiled) return compiled.error().withContext("config.json: linux.seccomp");
+        plan.seccomp_program = std::move(compiled->program);
+    }
+    return out;
+}
+
+}  // namespace stockade::oci

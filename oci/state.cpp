@@ -1,0 +1,211 @@
+#include "oci/state.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "runtime/small_file.h"
+
+namespace stockade::oci {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr size_t kMaxRecordBytes = 1 << 20;
+
+Status makeDirs(const std::string& path) {
+    std::string sofar;
+    for (size_t i = 1; i <= path.size(); ++i) {
+        if (i < path.size() && path[i] != '/') continue;
+        sofar = path.substr(0, i);
+        if (mkdir(sofar.c_str(), 0700) < 0 && errno != EEXIST)
+            return Error::fromErrno("mkdir(\"" + sofar + "\")");
+    }
+    return okStatus();
+}
+
+}  // namespace
+
+Result<std::string> defaultRoot() {
+    if (geteuid() == 0) return std::string("/run/stockade-oci");
+    const char* xdg = getenv("XDG_RUNTIME_DIR");
+    if (!xdg || xdg[0] != '/')
+        return Error::message("XDG_RUNTIME_DIR is not set: give --root for a rootless runtime");
+    return std::string(xdg) + "/stockade-oci";
+}
+
+Status validateId(const std::string& id) {
+    if (id.empty()) return Error::message("container id cannot be empty");
+    if (id.size() > kMaxIdLength)
+        return Error::message("invalid id format: longer than " + std::to_string(kMaxIdLength));
+    if (id == "." || id == "..") return Error::message("invalid id format: " + id);
+    for (unsigned char c : id)
+        if (c == '/' || c < 0x20 || c == 0x7f) return Error::message("invalid id format: " + id);
+    return okStatus();
+}
+
+const char* statusName(Status3 status) {
+    switch (status) {
+        case Status3::Created:
+            return "created";
+        case Status3::Running:
+            return "running";
+        case Status3::Stopped:
+            return "stopped";
+    }
+    return "stopped";
+}
+
+Result<UniqueFd> openRoot(const std::string& root, bool create) {
+    if (root.empty() || root[0] != '/') return Error::message("--root must be an absolute path");
+    if (create)
+        if (auto s = makeDirs(root); !s) return s.error();
+    UniqueFd fd(open(root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (!fd) return Error::fromErrno("open(\"" + root + "\")");
+    return fd;
+}
+
+Result<UniqueFd> openContainer(int root_fd, const std::string& id) {
+    UniqueFd fd(openat(root_fd, id.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!fd) return Error::fromErrno("open(\"" + id + "\")");
+    return fd;
+}
+
+std::string recordJson(const Record& r) {
+    json doc = {{"id", r.id},
+                {"pid", r.pid},
+                {"start_time", r.start_time},
+                {"bundle", r.bundle},
+                {"rootfs", r.rootfs},
+                {"created", r.created},
+                {"annotations", r.annotations},
+                {"cgroups", r.cgroups}};
+    return doc.dump();
+}
+
+Status writeRecord(int dir_fd, const Record& record) {
+    // Written beside and renamed over: a reader sees the old record or the
+    // new one, never half of one.
+    const std::string text = recordJson(record);
+    const char* tmp = "state.json.tmp";
+    UniqueFd fd(openat(dir_fd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600));
+    if (!fd) return Error::fromErrno("open(state.json.tmp)");
+    size_t done = 0;
+    while (done < text.size()) {
+        ssize_t n = write(fd.get(), text.data() + done, text.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) return Error::fromErrno("write(state.json.tmp)");
+        done += static_cast<size_t>(n);
+    }
+    if (fsync(fd.get()) < 0) return Error::fromErrno("fsync(state.json.tmp)");
+    if (renameat(dir_fd, tmp, dir_fd, kStateFile) < 0)
+        return Error::fromErrno("rename(state.json.tmp, state.json)");
+    return okStatus();
+}
+
+Result<Record> readRecord(int dir_fd, const std::string& id) {
+    auto file = readSmallFile(dir_fd, kStateFile, id + "/state.json", kMaxRecordBytes);
+    if (!file) return file.error();
+    json doc = json::parse(file->content, nullptr, false);
+    auto bad = [&] { return Error::message(id + "/state.json: not a container record"); };
+    if (doc.is_discarded() || !doc.is_object()) return bad();
+    Record r;
+    try {
+        r.id = doc.at("id").get<std::string>();
+        r.pid = doc.at("pid").get<pid_t>();
+        r.start_time = doc.at("start_time").get<uint64_t>();
+        r.bundle = doc.at("bundle").get<std::string>();
+        r.rootfs = doc.value("rootfs", "");
+        r.created = doc.value("created", "");
+        if (doc.contains("cgroups")) r.cgroups = doc["cgroups"].get<std::vector<std::string>>();
+        if (doc.contains("annotations"))
+            r.annotations = doc["annotations"].get<std::map<std::string, std::string>>();
+    } catch (const json::exception&) {
+        return bad();
+    }
+    if (r.id != id || r.pid <= 1) return bad();
+    // delete removes these: only directories of the cgroup tree, by a
+    // path with no way up out of it.
+    for (const std::string& dir : r.cgroups)
+        if (!dir.starts_with("/sys/fs/cgroup/") || dir.find("/..") != std::string::npos ||
+            dir.find("/./") != std::string::npos)
+            return bad();
+    return r;
+}
+
+uint64_t processStartTime(pid_t pid) {
+    std::string path = "/proc/" + std::to_string(pid) + "/stat";
+    UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd) return 0;
+    char buf[1024];
+    ssize_t n = read(fd.get(), buf, sizeof(buf) - 1);
+    if (n <= 0) return 0;
+    buf[n] = '\0';
+    // After the last ')' (the name may hold one): state, then fields 4...
+    char* p = strrchr(buf, ')');
+    if (!p || p[1] != ' ') return 0;
+    p += 2;
+    if (*p == 'Z' || *p == 'X') return 0;
+    for (int field = 3; field < 22; ++field) {
+        p = strchr(p, ' ');
+        if (!p) return 0;
+        ++p;
+    }
+    return strtoull(p, nullptr, 10);
+}
+
+Status3 statusOf(int dir_fd, const Record& record) {
+    uint64_t now = processStartTime(record.pid);
+    if (now == 0 || now != record.start_time) return Status3::Stopped;
+    struct stat st;
+    if (fstatat(dir_fd, kExecFifo, &st, AT_SYMLINK_NOFOLLOW) == 0) return Status3::Created;
+    return Status3::Running;
+}
+
+Status removeContainer(int root_fd, const std::string& id) {
+    UniqueFd dir(openat(root_fd, id.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (dir)
+        for (const char* name : {kExecFifo, kStateFile, "state.json.tmp"})
+            if (unlinkat(dir.get(), name, 0) < 0 && errno != ENOENT)
+                return Error::fromErrno(std::string("unlink(") + id + "/" + name + ")");
+    if (unlinkat(root_fd, id.c_str(), AT_REMOVEDIR) < 0 && errno != ENOENT)
+        return Error::fromErrno("rmdir(" + id + ")");
+    return okStatus();
+}
+
+std::vector<std::string> listContainers(int root_fd) {
+    std::vector<std::string> out;
+    int fd = openat(root_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return out;
+    DIR* dir = fdopendir(fd);
+    if (!dir) {
+        close(fd);
+        return out;
+    }
+    while (dirent* e = readdir(dir)) {
+        std::string name = e->d_name;
+        if (name == "." || name == ".." || !validateId(name)) continue;
+        if (e->d_type == DT_DIR) out.push_back(name);
+    }
+    closedir(dir);
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
+std::string stateJson(const Record& r, Status3 status) {
+    json doc = {{"ociVersion", "1.2.0"},        {"id", r.id},
+                {"status", statusName(status)}, {"pid", status == Status3::Stopped ? 0 : r.pid},
+                {"bundle", r.bundle},           {"rootfs", r.rootfs},
+                {"created", r.created},         {"annotations", r.annotations}};
+    return doc.dump(2);
+}
+
+}  // namespace stockade::oci

@@ -1,0 +1,64 @@
+// The runtime's state under --root: one directory per container id, holding
+// state.json (written atomically, read O_NOFOLLOW and bounded) and, until
+// `start`, exec.fifo. Every call is a new process, so this is all that links
+// create, start, state, kill and delete.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+#include "base/unique_fd.h"
+
+namespace stockade::oci {
+
+inline constexpr const char* kStateFile = "state.json";
+inline constexpr const char* kExecFifo = "exec.fifo";
+inline constexpr size_t kMaxIdLength = 1024;
+
+// /run/stockade-oci as root, $XDG_RUNTIME_DIR/stockade-oci otherwise.
+Result<std::string> defaultRoot();
+
+// Refused: empty, longer than kMaxIdLength, ".", "..", or holding '/', NUL
+// or a control character.
+Status validateId(const std::string& id);
+
+struct Record {
+    std::string id;
+    pid_t pid = 0;
+    uint64_t start_time = 0;  // /proc/PID/stat field 22: tells a reused pid apart
+    std::string bundle;
+    std::string rootfs;
+    std::string created;  // RFC 3339
+    std::map<std::string, std::string> annotations;
+    std::vector<std::string> cgroups;  // the container's cgroup directories (oci/cgroups.h)
+};
+
+enum class Status3 { Created, Running, Stopped };
+const char* statusName(Status3 status);
+
+// The --root directory, made 0700 when `create` (and its parents as needed).
+Result<UniqueFd> openRoot(const std::string& root, bool create);
+// The container's directory beneath the root; ENOENT when there is none.
+Result<UniqueFd> openContainer(int root_fd, const std::string& id);
+Status writeRecord(int dir_fd, const Record& record);
+Result<Record> readRecord(int dir_fd, const std::string& id);
+// What the record's process is now: gone (or another process with its pid)
+// is stopped; alive with exec.fifo still there is created.
+Status3 statusOf(int dir_fd, const Record& record);
+// The process's start time, 0 when it is gone or a zombie.
+uint64_t processStartTime(pid_t pid);
+// Removes the container's directory: only the names this runtime writes.
+Status removeContainer(int root_fd, const std::string& id);
+// The ids under the root, sorted.
+std::vector<std::string> listContainers(int root_fd);
+
+// The record as the runtime-spec's state JSON.
+std::string stateJson(const Record& record, Status3 status);
+std::string recordJson(const Record& record);
+
+}  // namespace stockade::oci

@@ -1,0 +1,467 @@
+#!/usr/bin/env python3
+"""stockade as an OCI runtime, driven as runc's clients drive one (issue 19):
+spec, create, state, start, kill, delete, run, on a busybox-static rootfs
+made here, as root or as uid 65534.
+
+usage: lifecycle.py STOCKADE root|rootless
+
+Each case asserts what a client relies on: create returns with the process
+parked (its marker not yet written) and the pid file decimal with no
+newline; start releases it; state says created, running, stopped; kill and
+delete; nothing left under --root; runc's error texts. Exit 77 (a skip) when
+the host cannot run a mode, which CI (env CI=true) turns into a failure.
+"""
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+BUSYBOX = "/bin/busybox"
+APPLETS = ["sh", "echo", "cat", "sleep", "touch", "id", "hostname", "ls", "true", "stty"]
+
+
+def skip(why):
+    print(f"SKIP: {why}")
+    if os.environ.get("CI") == "true":
+        print("FAIL: CI=true turns this skip into a failure")
+        sys.exit(1)
+    sys.exit(77)
+
+
+def demote():
+    os.setgroups([])
+    os.setresgid(65534, 65534, 65534)
+    os.setresuid(65534, 65534, 65534)
+
+
+class Runtime:
+    def __init__(self, binary, root, mode):
+        self.binary, self.root, self.mode = binary, root, mode
+
+    def __call__(self, *args, stdin=subprocess.DEVNULL, input_text=None, log=None):
+        argv = [self.binary, "--root", self.root]
+        if log:
+            argv += ["--log-format", "json", "--log", log]
+        argv += list(args)
+        preexec = demote if self.mode == "rootless" else None
+        if args[0] == "create" or "--detach" in args:
+            # The container keeps create's stdio as its own (as conmon's
+            # pipes): files, not pipes this script would wait on for EOF.
+            with tempfile.TemporaryFile("w+") as err:
+                p = subprocess.run(argv, stdin=stdin, stdout=subprocess.DEVNULL, stderr=err,
+                                   text=True, timeout=120, preexec_fn=preexec)
+                err.seek(0)
+                return subprocess.CompletedProcess(argv, p.returncode, "", err.read())
+        return subprocess.run(argv, stdin=None if input_text is not None else stdin,
+                              input=input_text, capture_output=True, text=True, timeout=120,
+                              preexec_fn=preexec)
+
+
+failures = []
+# As conmon and containerd's shim are: the subreaper that a container's
+# init is reparented to once create exits, and that reaps it.
+PR_SET_CHILD_SUBREAPER = 36
+reaped = {}
+
+
+def become_subreaper():
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+        skip("prctl(PR_SET_CHILD_SUBREAPER) failed")
+
+
+def reap():
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        reaped[pid] = status
+
+
+def check(what, ok, detail=""):
+    print(("ok   " if ok else "FAIL ") + what + ("" if ok else f"\n     {detail}"))
+    if not ok:
+        failures.append(what)
+
+
+def wait_for(predicate, bound_s=30.0):
+    """Polls until the predicate holds; the bound is a hang guard, not an assertion on time."""
+    deadline = time.monotonic() + bound_s
+    while time.monotonic() < deadline:
+        reap()
+        if predicate():
+            return True
+        time.sleep(0.02)
+    return predicate()
+
+
+def state_of(rt, cid):
+    r = rt("state", cid)
+    return json.loads(r.stdout) if r.returncode == 0 else None
+
+
+def make_bundle(scratch, name, args, owner, base_config):
+    bundle = os.path.join(scratch, name)
+    os.makedirs(bundle)
+    os.symlink("../rootfs", os.path.join(bundle, "rootfs"))
+    config = json.loads(json.dumps(base_config))
+    config["process"]["args"] = args
+    config["mounts"].append({"destination": "/out", "type": "bind",
+                             "source": os.path.join(scratch, "out"), "options": ["rbind", "rw"]})
+    with open(os.path.join(bundle, "config.json"), "w") as f:
+        json.dump(config, f)
+    return bundle
+
+
+def main():
+    binary, mode = sys.argv[1], sys.argv[2]
+    if os.geteuid() != 0:
+        skip("the suite runs as root (rootless cases demote to uid 65534)")
+    if not os.path.exists(BUSYBOX):
+        skip("busybox-static is not installed (scripts/install-deps.sh test)")
+    become_subreaper()
+    scratch = tempfile.mkdtemp(prefix="stockade-oci-", dir="/var/tmp")
+    os.chmod(scratch, 0o755)
+    owner = 0 if mode == "root" else 65534
+    try:
+        rootfs = os.path.join(scratch, "rootfs")
+        for d in ["bin", "proc", "dev", "sys", "tmp", "out"]:
+            os.makedirs(os.path.join(rootfs, d))
+        shutil.copy(BUSYBOX, os.path.join(rootfs, "bin", "busybox"))
+        for applet in set(APPLETS):
+            os.symlink("busybox", os.path.join(rootfs, "bin", applet))
+        out = os.path.join(scratch, "out")
+        os.makedirs(out)
+        os.chmod(out, 0o1777)
+        state_root = os.path.join(scratch, "state")
+        os.makedirs(state_root)
+        os.chown(state_root, owner, owner)
+        os.chmod(state_root, 0o700)
+        rt = Runtime(binary, state_root, mode)
+
+        # spec: a default config.json, refused over an existing one.
+        spec_dir = os.path.join(scratch, "spec")
+        os.makedirs(spec_dir)
+        os.chown(spec_dir, owner, owner)
+        r = rt("spec", "--bundle", spec_dir)
+        check("spec writes a config.json", r.returncode == 0 and
+              os.path.exists(os.path.join(spec_dir, "config.json")), r.stderr)
+        r = rt("spec", "--bundle", spec_dir)
+        check("spec refuses to overwrite one", r.returncode != 0 and "exists" in r.stderr, r.stderr)
+        with open(os.path.join(spec_dir, "config.json")) as f:
+            base = json.load(f)
+
+        # create: parked before exec, pid file with no newline.
+        parked = make_bundle(scratch, "parked", ["sh", "-c", "touch /out/started; exec sleep 1000"],
+                             owner, base)
+        pid_file = os.path.join(scratch, "out", "c1.pid")
+        r = rt("create", "--bundle", parked, "--pid-file", pid_file, "c1")
+        check("create returns 0", r.returncode == 0, r.stderr)
+        st = state_of(rt, "c1")
+        check("state after create says created", st is not None and st["status"] == "created", st)
+        check("state is the runtime-spec's", st is not None and
+              {"ociVersion", "id", "status", "pid", "bundle", "annotations"} <= set(st), st)
+        with open(pid_file) as f:
+            pid_text = f.read()
+        check("the pid file is decimal with no trailing newline",
+              pid_text.isdigit() and st is not None and int(pid_text) == st["pid"], repr(pid_text))
+        check("the process has not run before start",
+              not os.path.exists(os.path.join(out, "started")))
+        check("the container's init is alive", os.path.exists(f"/proc/{pid_text}"))
+        with open(f"/proc/{pid_text}/status") as f:
+            host_uids = [line.split()[1:] for line in f if line.startswith("Uid:")][0]
+        check("the container is never host root (as root: a leased id; rootless: the caller)",
+              all(u != "0" for u in host_uids) and
+              (mode == "root" or all(u == "65534" for u in host_uids)), host_uids)
+        r = rt("create", "--bundle", parked, "c1")
+        check("a second create of the same id is refused",
+              r.returncode != 0 and "container with id exists: c1" in r.stderr, r.stderr)
+        check("...and leaves the first as it was", (state_of(rt, "c1") or {}).get("status") == "created")
+
+        # start: releases it and returns.
+        r = rt("start", "c1")
+        check("start returns 0", r.returncode == 0, r.stderr)
+        check("the process runs after start",
+              wait_for(lambda: os.path.exists(os.path.join(out, "started"))))
+        check("state says running", (state_of(rt, "c1") or {}).get("status") == "running")
+        r = rt("start", "c1")
+        check("start of a running container is refused", r.returncode != 0, r.stderr)
+        r = rt("ps", "--format", "json", "c1")
+        pids = json.loads(r.stdout) if r.returncode == 0 else []
+        check("ps --format json: init and the command, by host pid",
+              len(pids) == 2 and pids[0] == int(pid_text), (r.stdout, r.stderr))
+        r = rt("list", "--format", "json")
+        check("list names it", r.returncode == 0 and any(c["id"] == "c1" for c in json.loads(r.stdout)),
+              r.stdout + r.stderr)
+        r = rt("delete", "c1")
+        check("delete of a running container without --force is refused",
+              r.returncode != 0 and "not stopped" in r.stderr, r.stderr)
+
+        # kill of a running container, then its state and the errors after.
+        r = rt("kill", "c1", "9")
+        check("kill 9 returns 0", r.returncode == 0, r.stderr)
+        check("state says stopped once it is gone",
+              wait_for(lambda: (state_of(rt, "c1") or {}).get("status") == "stopped"))
+        r = rt("kill", "c1", "KILL")
+        check("kill of a stopped container: container not running",
+              r.returncode != 0 and "container not running" in r.stderr, r.stderr)
+        c1_pid = int(pid_text)
+        check("the subreaper reaps the container's init, killed by SIGKILL",
+              wait_for(lambda: c1_pid in reaped) and os.WIFSIGNALED(reaped[c1_pid]) and
+              os.WTERMSIG(reaped[c1_pid]) == 9, reaped.get(c1_pid))
+        r = rt("delete", "c1")
+        check("delete of a stopped container", r.returncode == 0, r.stderr)
+        check("delete leaves nothing under --root", os.listdir(state_root) == [], os.listdir(state_root))
+
+        # A created container can be deleted (killed) without --force.
+        r = rt("create", "--bundle", parked, "c2")
+        check("create c2", r.returncode == 0, r.stderr)
+        pid2 = (state_of(rt, "c2") or {}).get("pid", 0)
+        r = rt("delete", "c2")
+        check("delete of a created container kills it", r.returncode == 0 and
+              wait_for(lambda: not os.path.exists(f"/proc/{pid2}/stat") or
+                       open(f"/proc/{pid2}/stat").read().split(") ")[1][0] in "ZX"), r.stderr)
+
+        # kill with SIGTERM: the container's command exits through init.
+        term = make_bundle(scratch, "term", ["sh", "-c", "trap 'exit 0' TERM; touch /out/t; "
+                                             "while true; do sleep 0.05; done"], owner, base)
+        r = rt("create", "--bundle", term, "c3")
+        check("create c3", r.returncode == 0, r.stderr)
+        rt("start", "c3")
+        wait_for(lambda: os.path.exists(os.path.join(out, "t")))
+        r = rt("kill", "c3", "TERM")
+        check("kill TERM (by name) returns 0", r.returncode == 0, r.stderr)
+        pid3 = (state_of(rt, "c3") or {}).get("pid", 0)
+        check("a SIGTERM the command traps ends it",
+              wait_for(lambda: (state_of(rt, "c3") or {}).get("status") == "stopped"))
+        check("the container's exit status reaches the subreaper: 0",
+              wait_for(lambda: pid3 in reaped) and os.WIFEXITED(reaped[pid3]) and
+              os.WEXITSTATUS(reaped[pid3]) == 0, reaped.get(pid3))
+        rt("delete", "c3")
+
+        # kill --all reaches every process, not only the command: the shell
+        # ignores SIGTERM and ends only once both its children have died of it.
+        group = make_bundle(scratch, "group", ["sh", "-c", "trap '' TERM; "
+                                               "(trap - TERM; exec sleep 1000) & "
+                                               "(trap - TERM; exec sleep 1000) & "
+                                               "touch /out/g; wait; wait"], owner, base)
+        r = rt("create", "--bundle", group, "c4")
+        check("create c4", r.returncode == 0, r.stderr)
+        rt("start", "c4")
+        wait_for(lambda: os.path.exists(os.path.join(out, "g")))
+        check("ps lists the shell and its two children",
+              wait_for(lambda: len(json.loads(rt("ps", "--format", "json", "c4").stdout or "[]")) == 4))
+        r = rt("kill", "--all", "c4", "TERM")
+        check("kill --all TERM returns 0", r.returncode == 0, r.stderr)
+        check("kill --all reached the children: the container stops",
+              wait_for(lambda: (state_of(rt, "c4") or {}).get("status") == "stopped"))
+        rt("delete", "--force", "c4")
+
+        # A terminal: the pty master arrives on the console socket, one
+        # message with one fd, before create returns; the container's stdio
+        # is the slave, its controlling terminal, of the size asked.
+        tty = make_bundle(scratch, "tty", ["sh", "-c", "test -t 0 && test -t 1 && echo tty-ok; "
+                                           "stty size"], owner, base)
+        with open(os.path.join(tty, "config.json")) as f:
+            config = json.load(f)
+        config["process"]["terminal"] = True
+        config["process"]["consoleSize"] = {"height": 24, "width": 100}
+        with open(os.path.join(tty, "config.json"), "w") as f:
+            json.dump(config, f)
+        r = rt("create", "--bundle", tty, "t0")
+        check("a terminal without --console-socket is refused",
+              r.returncode != 0 and "console socket" in r.stderr, r.stderr)
+        sock_path = os.path.join(scratch, "console.sock")
+        r = rt("create", "--bundle", tty, "--console-socket", sock_path, "t0")
+        check("a console socket that refuses fails create, leaving nothing",
+              r.returncode != 0 and "console-socket" in r.stderr and os.listdir(state_root) == [],
+              r.stderr)
+        server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        server.bind(sock_path)
+        os.chmod(sock_path, 0o777)
+        server.listen(1)
+        r = rt("create", "--bundle", tty, "--console-socket", sock_path, "t1")
+        check("create with --console-socket", r.returncode == 0, r.stderr)
+        conn, _ = server.accept()
+        msg, fds, _, _ = socket.recv_fds(conn, 1024, 4)
+        check("the console socket gets one message with exactly one fd", len(fds) == 1, fds)
+        rt("start", "t1")
+        output = b""
+        if fds:
+            while True:
+                try:
+                    chunk = os.read(fds[0], 4096)
+                except OSError:
+                    break
+                if not chunk:
+                    break
+                output += chunk
+            for fd in fds:
+                os.close(fd)
+        conn.close()
+        server.close()
+        check("the container's stdio is the pty, of the spec's size",
+              output.replace(b"\r", b"").split() == [b"tty-ok", b"24", b"100"], output)
+        wait_for(lambda: (state_of(rt, "t1") or {}).get("status") == "stopped")
+        rt("delete", "t1")
+
+        # linux.cgroupsPath with memory and pids limits: as root the init and
+        # its command sit in the cgroup named, with the limits written, and
+        # delete removes it; rootless it is refused by name, leaving nothing.
+        parent = f"stockade-oci-test-{os.getpid()}"
+        limited = make_bundle(scratch, "limited", ["sleep", "1000"], owner, base)
+        with open(os.path.join(limited, "config.json")) as f:
+            config = json.load(f)
+        config["linux"]["cgroupsPath"] = f"/{parent}/c5"
+        config["linux"]["resources"] = {"memory": {"limit": 67108864}, "pids": {"limit": 20}}
+        with open(os.path.join(limited, "config.json"), "w") as f:
+            json.dump(config, f)
+        r = rt("create", "--bundle", limited, "c5")
+        v1 = not os.path.exists("/sys/fs/cgroup/cgroup.controllers")
+        if mode == "root":
+            check("create with cgroupsPath and limits", r.returncode == 0, r.stderr)
+            pid5 = (state_of(rt, "c5") or {}).get("pid", 0)
+            memory_dir = f"/sys/fs/cgroup/memory/{parent}/c5" if v1 else f"/sys/fs/cgroup/{parent}/c5"
+            pids_dir = f"/sys/fs/cgroup/pids/{parent}/c5" if v1 else memory_dir
+
+            def read(path):
+                try:
+                    with open(path) as f:
+                        return f.read().split()
+                except OSError as e:
+                    return [str(e)]
+            check("the limits are in the cgroup named",
+                  read(f"{memory_dir}/{'memory.limit_in_bytes' if v1 else 'memory.max'}") ==
+                  ["67108864"] and read(f"{pids_dir}/pids.max") == ["20"],
+                  (read(f"{memory_dir}/memory.limit_in_bytes"), read(f"{pids_dir}/pids.max")))
+            check("init and its command sit in it before start",
+                  str(pid5) in read(f"{pids_dir}/cgroup.procs") and
+                  len(read(f"{pids_dir}/cgroup.procs")) == 2 and
+                  str(pid5) in read(f"{memory_dir}/cgroup.procs"),
+                  read(f"{pids_dir}/cgroup.procs"))
+            r = rt("delete", "--force", "c5")
+            check("delete removes the container's cgroup", r.returncode == 0 and
+                  not os.path.exists(memory_dir) and not os.path.exists(pids_dir), r.stderr)
+            for top in ([f"/sys/fs/cgroup/memory/{parent}", f"/sys/fs/cgroup/pids/{parent}"] if v1
+                        else [f"/sys/fs/cgroup/{parent}"]):
+                try:
+                    os.rmdir(top)
+                except OSError:
+                    pass
+        else:
+            check("rootless, cgroupsPath and limits are refused by name, leaving nothing",
+                  r.returncode != 0 and "linux.cgroupsPath" in r.stderr and
+                  os.listdir(state_root) == [], r.stderr)
+
+        # run: create + start + wait; the exit code and the inherited stdio.
+        three = make_bundle(scratch, "three", ["sh", "-c", "echo hello; exit 3"], owner, base)
+        r = rt("run", "--bundle", three, "r1")
+        check("run passes the container's exit code", r.returncode == 3, (r.returncode, r.stderr))
+        check("run: stdout is the inherited fd", r.stdout == "hello\n", repr(r.stdout))
+        view = make_bundle(scratch, "view", ["sh", "-c",
+                           "hostname; id -u; test -s /proc/kcore && echo kcore-visible; "
+                           "ls /sys/firmware | wc -l; "
+                           "(echo x > /proc/sys/kernel/hostname) 2>/dev/null && echo sys-writable; "
+                           "touch /new 2>/dev/null && echo root-writable; ls /dev/null /dev/zero"],
+                           owner, base)
+        r = rt("run", "--bundle", view, "r3")
+        check("the spec's view: hostname, uid 0 inside, maskedPaths, readonlyPaths, "
+              "read-only root, default devices",
+              r.returncode == 0 and r.stdout == "stockade\n0\n0\n/dev/null\n/dev/zero\n",
+              (r.returncode, r.stdout, r.stderr))
+        caps = make_bundle(scratch, "caps", ["sh", "-c", "grep -E '^(Cap|NoNewPrivs)' /proc/self/status"],
+                           owner, base)
+        r = rt("run", "--bundle", caps, "r4")
+        seen = dict(line.split(":\t") for line in r.stdout.splitlines() if ":\t" in line)
+        # spec's default: CAP_AUDIT_WRITE (29), CAP_KILL (5), CAP_NET_BIND_SERVICE (10).
+        want = "0000000020000420"
+        check("capabilities as the spec lists them, no_new_privs set",
+              r.returncode == 0 and seen.get("CapBnd") == want and seen.get("CapPrm") == want and
+              seen.get("CapEff") == want and seen.get("CapAmb") == "0000000000000000" and
+              seen.get("CapInh") == "0000000000000000" and seen.get("NoNewPrivs") == "1",
+              (r.returncode, r.stdout, r.stderr))
+        sysctl = make_bundle(scratch, "sysctl", ["cat", "/proc/sys/net/ipv4/ping_group_range",
+                                                 "/proc/sys/kernel/shmmni"], owner, base)
+        with open(os.path.join(sysctl, "config.json")) as f:
+            config = json.load(f)
+        config["linux"]["sysctl"] = {"net.ipv4.ping_group_range": "0 0", "kernel.shmmni": "100"}
+        with open(os.path.join(sysctl, "config.json"), "w") as f:
+            json.dump(config, f)
+        r = rt("run", "--bundle", sysctl, "r5")
+        check("namespaced sysctls are set in the container's own namespaces",
+              r.returncode == 0 and r.stdout.split() == ["0", "0", "100"],
+              (r.returncode, r.stdout, r.stderr))
+        r = rt("run", "--detach", "--bundle", parked, "d1")
+        check("run --detach returns with the container running",
+              r.returncode == 0 and (state_of(rt, "d1") or {}).get("status") == "running", r.stderr)
+        rt("delete", "--force", "d1")
+        cat = make_bundle(scratch, "cat", ["cat"], owner, base)
+        r = rt("run", "--bundle", cat, "r2", input_text="piped\n")
+        check("run: stdin is the inherited fd, its EOF reaches the container",
+              r.returncode == 0 and r.stdout == "piped\n", (r.returncode, r.stdout, r.stderr))
+        check("run leaves nothing under --root", os.listdir(state_root) == [], os.listdir(state_root))
+
+        # Unknown ids, runc's words.
+        for command in (["state", "nope"], ["start", "nope"], ["kill", "nope", "9"], ["delete", "nope"]):
+            r = rt(*command)
+            check(f"{command[0]} of an unknown id: does not exist",
+                  r.returncode != 0 and "does not exist" in r.stderr, r.stderr)
+        r = rt("delete", "--force", "nope")
+        check("delete --force of an unknown id exits 0", r.returncode == 0, r.stderr)
+        for bad in ["../x", "a/b", ".."]:
+            r = rt("create", "--bundle", parked, bad)
+            check(f"create refuses the id {bad!r}", r.returncode != 0 and "invalid id" in r.stderr,
+                  r.stderr)
+
+        # A missing executable fails create (podman maps it to 127); nothing left.
+        missing = make_bundle(scratch, "missing", ["no-such-program"], owner, base)
+        log = os.path.join(scratch, "out", "log.json")
+        r = rt("create", "--bundle", missing, "m1", log=log)
+        check("create fails when the executable is missing",
+              r.returncode != 0 and "executable file not found" in r.stderr, r.stderr)
+        with open(log) as f:
+            lines = [json.loads(line) for line in f if line.strip()]
+        check("--log-format json: the error as {level, msg, time}",
+              lines and lines[-1]["level"] == "error" and "executable file not found" in
+              lines[-1]["msg"] and "time" in lines[-1], lines)
+        check("a failed create leaves nothing under --root", os.listdir(state_root) == [],
+              os.listdir(state_root))
+
+        # A malformed config.json: a clear message, nothing left.
+        broken = os.path.join(scratch, "broken")
+        os.makedirs(broken)
+        os.symlink("../rootfs", os.path.join(broken, "rootfs"))
+        with open(os.path.join(broken, "config.json"), "w") as f:
+            f.write('{"ociVersion": "1.0.2", "process": ')
+        r = rt("create", "--bundle", broken, "b1")
+        check("a malformed config.json fails create with a clear message",
+              r.returncode != 0 and "config.json: not valid JSON" in r.stderr, r.stderr)
+        unsupported = make_bundle(scratch, "unsupported", ["true"], owner, base)
+        with open(os.path.join(unsupported, "config.json")) as f:
+            config = json.load(f)
+        config["linux"]["sysctl"] = {"vm.swappiness": "1"}
+        with open(os.path.join(unsupported, "config.json"), "w") as f:
+            json.dump(config, f)
+        r = rt("create", "--bundle", unsupported, "u1")
+        check("an unsupported field fails create naming it",
+              r.returncode != 0 and "linux.sysctl.vm.swappiness" in r.stderr, r.stderr)
+        check("neither leaves anything under --root", os.listdir(state_root) == [],
+              os.listdir(state_root))
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    if failures:
+        print(f"{len(failures)} failed: " + "; ".join(failures))
+        sys.exit(1)
+    print("all passed")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,381 @@
+// config.json's reader (oci/config.h), the ids a bundle asks for
+// (oci/container_plan.h) and the state directory's id rule (oci/state.h):
+// one fixture a real client could send, accepted whole, then one change to
+// it per refusal, each of which must name its field.
+#include <signal.h>
+#include <sys/mount.h>
+#include <sys/resource.h>
+
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+#include "oci/config.h"
+#include "oci/container_plan.h"
+#include "oci/state.h"
+
+using namespace stockade::oci;
+using nlohmann::json;
+
+namespace {
+
+std::filesystem::path sourceDir() {
+    if (const char* dir = std::getenv("STOCKADE_SOURCE_DIR")) return dir;
+    return std::filesystem::path(STOCKADE_SOURCE_DIR);
+}
+
+json fixture() {
+    std::ifstream in(sourceDir() / "tests/fixtures/oci/accept.json");
+    std::stringstream text;
+    text << in.rdbuf();
+    return json::parse(text.str());
+}
+
+std::string refusalOf(const std::function<void(json&)>& change) {
+    json doc = fixture();
+    change(doc);
+    auto parsed = parseConfig(doc.dump());
+    return parsed ? std::string() : parsed.error().describe();
+}
+
+}  // namespace
+
+TEST_CASE("oci config: a real-world config.json is read whole", "[oci]") {
+    json doc = fixture();
+    auto parsed = parseConfig(doc.dump());
+    REQUIRE(parsed);
+    const Config& c = *parsed;
+    CHECK(c.oci_version == "1.1.0");
+    CHECK(c.args == std::vector<std::string>{"/bin/sh", "-c", "echo ok"});
+    CHECK(c.env.size() == 2);
+    CHECK(c.cwd == "/work");
+    CHECK(c.uid == 1000);
+    CHECK(c.gid == 1000);
+    REQUIRE(c.rlimits.size() == 2);
+    CHECK(c.rlimits[0].resource == RLIMIT_NOFILE);
+    CHECK(c.rlimits[0].soft == 512);
+    CHECK(c.rlimits[0].hard == 1024);
+    CHECK(c.no_new_privileges);
+    CHECK(c.root_path == "rootfs");
+    CHECK(c.root_readonly);
+    CHECK(c.hostname == "box");
+    REQUIRE(c.mounts.size() == 7);
+    CHECK(c.mounts[0].type == "proc");
+    CHECK(c.mounts[0].flags == (MS_NOSUID | MS_NOEXEC | MS_NODEV));
+    CHECK(c.mounts[1].data == "mode=755,size=65536k");
+    CHECK(c.mounts[1].flags == (MS_NOSUID | MS_STRICTATIME));
+    CHECK(c.mounts[2].data == "newinstance,ptmxmode=0666,mode=0620,gid=5");
+    CHECK(c.mounts[4].flags & MS_RDONLY);
+    CHECK(c.mounts[5].bind);
+    CHECK(c.mounts[5].recursive);
+    CHECK(c.mounts[5].flags & MS_RDONLY);
+    // A mount with no type but a bind option (podman writes these).
+    CHECK(c.mounts[6].type == "bind");
+    CHECK_FALSE(c.mounts[6].recursive);
+    CHECK(c.mounts[6].flags == (MS_NODEV | MS_NOEXEC));
+    REQUIRE(c.findNamespace("network"));
+    CHECK(c.findNamespace("network")->path == "/var/run/netns/cni-1234");
+    CHECK(c.findNamespace("pid")->path.empty());
+    CHECK_FALSE(c.findNamespace("time"));
+    REQUIRE(c.uid_mappings.size() == 1);
+    CHECK(c.uid_mappings[0].host_id == 100000);
+    CHECK(c.masked_paths == std::vector<std::string>{"/proc/kcore", "/sys/firmware"});
+    CHECK(c.readonly_paths == std::vector<std::string>{"/proc/sys"});
+    REQUIRE(c.seccomp);
+    CHECK(c.seccomp->rules.size() == 1);
+    CHECK(c.annotations.at("org.example.key") == "value");
+}
+
+TEST_CASE("oci config: capabilities as masks by number", "[oci]") {
+    json doc = fixture();
+    doc["process"]["capabilities"] = {{"bounding", {"CAP_CHOWN", "CAP_KILL", "CAP_NET_RAW"}},
+                                      {"permitted", {"CAP_KILL", "CAP_NET_RAW"}},
+                                      {"inheritable", {"CAP_NET_RAW"}},
+                                      {"effective", {"CAP_KILL"}},
+                                      {"ambient", {"CAP_NET_RAW"}}};
+    auto parsed = parseConfig(doc.dump());
+    REQUIRE(parsed);
+    const auto& c = parsed->capabilities;
+    CHECK(c.bounding == ((1ull << 0) | (1ull << 5) | (1ull << 13)));
+    CHECK(c.permitted == ((1ull << 5) | (1ull << 13)));
+    CHECK(c.effective == (1ull << 5));
+    CHECK(c.inheritable == (1ull << 13));
+    CHECK(c.ambient == (1ull << 13));
+    CHECK(capabilityNumber("CAP_CHECKPOINT_RESTORE") == 40);
+    CHECK(capabilityNumber("CAP_SYS_ADMIN") == 21);
+    CHECK(capabilityNumber("SYS_ADMIN") == -1);
+    CHECK(capabilityNames().size() == 41);
+}
+
+TEST_CASE("oci config: namespaced sysctls are read", "[oci]") {
+    json doc = fixture();
+    // The fixture joins a network namespace by path: net.* needs a new one.
+    for (auto& ns : doc["linux"]["namespaces"]) ns.erase("path");
+    doc["linux"]["sysctl"] = {{"net.ipv4.ping_group_range", "0 0"}, {"kernel.shmmni", "100"}};
+    auto parsed = parseConfig(doc.dump());
+    REQUIRE(parsed);
+    CHECK(parsed->sysctl.at("net.ipv4.ping_group_range") == "0 0");
+    CHECK(parsed->sysctl.at("kernel.shmmni") == "100");
+}
+
+TEST_CASE("oci config: memory and pids limits and the cgroup path are read", "[oci]") {
+    json doc = fixture();
+    doc["linux"]["cgroupsPath"] = "/stockade-test/c1";
+    doc["linux"]["resources"]["memory"] = {{"limit", 67108864}, {"swap", nullptr}};
+    doc["linux"]["resources"]["pids"] = {{"limit", 20}};
+    auto parsed = parseConfig(doc.dump());
+    REQUIRE(parsed);
+    CHECK(parsed->cgroups_path == "/stockade-test/c1");
+    CHECK(parsed->memory_limit == 67108864);
+    CHECK(parsed->pids_limit == 20);
+}
+
+TEST_CASE("oci config: a spec without seccomp runs without a filter, as runc", "[oci]") {
+    json doc = fixture();
+    doc["linux"].erase("seccomp");
+    auto parsed = parseConfig(doc.dump());
+    REQUIRE(parsed);
+    CHECK_FALSE(parsed->seccomp);
+}
+
+TEST_CASE("oci config: what stockade cannot honour is refused, naming the field", "[oci]") {
+    struct Case {
+        const char* field;
+        std::function<void(json&)> change;
+    };
+    const Case cases[] = {
+        {"ociVersion", [](json& d) { d["ociVersion"] = "2.0.0"; }},
+        {"ociVersion", [](json& d) { d.erase("ociVersion"); }},
+        {"root.path", [](json& d) { d.erase("root"); }},
+        {"process.terminal", [](json& d) { d["process"]["terminal"] = "yes"; }},
+        {"process.consoleSize.height",
+         [](json& d) {
+             d["process"]["terminal"] = true;
+             d["process"]["consoleSize"] = {{"height", 70000}, {"width", 80}};
+         }},
+        {"process.args", [](json& d) { d["process"]["args"] = json::array(); }},
+        {"process.cwd", [](json& d) { d["process"]["cwd"] = "work"; }},
+        {"process.cwd", [](json& d) { d["process"]["cwd"] = "/a/../b"; }},
+        {"process.env", [](json& d) { d["process"]["env"] = {"NOEQUALS"}; }},
+        {"process.user.uid", [](json& d) { d["process"]["user"]["uid"] = -1; }},
+        {"process.user.additionalGids",
+         [](json& d) { d["process"]["user"]["additionalGids"] = {10}; }},
+        {"process.user.umask", [](json& d) { d["process"]["user"]["umask"] = 18; }},
+        {"process.capabilities.bounding",
+         [](json& d) { d["process"]["capabilities"]["bounding"] = {"CAP_BOGUS"}; }},
+        {"process.capabilities.effective",
+         [](json& d) { d["process"]["capabilities"]["effective"] = {"CAP_KILL"}; }},
+        {"process.capabilities.permitted",
+         [](json& d) { d["process"]["capabilities"]["permitted"] = {"CAP_KILL"}; }},
+        {"process.capabilities.ambient",
+         [](json& d) {
+             d["process"]["capabilities"]["bounding"] = {"CAP_NET_RAW"};
+             d["process"]["capabilities"]["permitted"] = {"CAP_NET_RAW"};
+             d["process"]["capabilities"]["ambient"] = {"CAP_NET_RAW"};
+         }},
+        {"process.rlimits[0].type",
+         [](json& d) { d["process"]["rlimits"][0]["type"] = "RLIMIT_BOGUS"; }},
+        {"process.rlimits[1].type",
+         [](json& d) { d["process"]["rlimits"][1]["type"] = "RLIMIT_NOFILE"; }},
+        {"process.rlimits[0]", [](json& d) { d["process"]["rlimits"][0]["soft"] = 4096; }},
+        {"process.apparmorProfile",
+         [](json& d) { d["process"]["apparmorProfile"] = "containers-default"; }},
+        {"process.selinuxLabel", [](json& d) { d["process"]["selinuxLabel"] = "system_u"; }},
+        {"process.oomScoreAdj", [](json& d) { d["process"]["oomScoreAdj"] = 100; }},
+        {"mounts[1] (/dev).options",
+         [](json& d) { d["mounts"][1]["options"].push_back("tmpcopyup"); }},
+        {"mounts[5] (/data).options",
+         [](json& d) { d["mounts"][5]["options"].push_back("rshared"); }},
+        {"mounts[5] (/data).options",
+         [](json& d) { d["mounts"][5]["options"].push_back("rslave"); }},
+        {"mounts[5] (/data).options",
+         [](json& d) { d["mounts"][5]["options"].push_back("idmap"); }},
+        {"mounts[0] (/proc).type",
+         [](json& d) {
+             d["mounts"][0] = {{"destination", "/proc"}, {"type", "cgroup"}, {"source", "cgroup"}};
+         }},
+        {"mounts[0] (/proc).type", [](json& d) { d["mounts"][0]["type"] = "overlay"; }},
+        {"mounts[0].destination", [](json& d) { d["mounts"][0]["destination"] = "proc"; }},
+        {"mounts[5] (/data).source", [](json& d) { d["mounts"][5].erase("source"); }},
+        {"linux.namespaces[7].type",
+         [](json& d) {
+             d["linux"]["namespaces"].push_back({{"type", "time"}});
+         }},
+        {"linux.namespaces[7].type",
+         [](json& d) {
+             d["linux"]["namespaces"].push_back({{"type", "pid"}});
+         }},
+        {"linux.namespaces[0].path",
+         [](json& d) { d["linux"]["namespaces"][0]["path"] = "/proc/1/ns/pid"; }},
+        {"linux.namespaces[1].path",
+         [](json& d) { d["linux"]["namespaces"][1]["path"] = "/proc/1/ns/mnt"; }},
+        {"linux.namespaces", [](json& d) { d["linux"]["namespaces"].erase(0); }},
+        {"linux.uidMappings[0].size", [](json& d) { d["linux"]["uidMappings"][0]["size"] = 0; }},
+        {"linux.sysctl.net.ipv4.ip_forward",
+         [](json& d) {
+             d["linux"]["sysctl"] = {{"net.ipv4.ip_forward", "1"}};
+         }},
+        {"linux.sysctl.kernel.domainname",
+         [](json& d) {
+             d["linux"]["sysctl"] = {{"kernel.domainname", "x"}};
+         }},
+        {"linux.sysctl.vm.swappiness",
+         [](json& d) {
+             d["linux"]["sysctl"] = {{"vm.swappiness", "1"}};
+         }},
+        {"linux.sysctl.net/../x",
+         [](json& d) {
+             d["linux"]["sysctl"] = {{"net/../x", "1"}};
+         }},
+        {"linux.sysctl.kernel.shmmax",
+         [](json& d) {
+             d["linux"]["sysctl"] = {{"kernel.shmmax", "1"}};
+             auto& ns = d["linux"]["namespaces"];
+             for (size_t i = 0; i < ns.size(); ++i)
+                 if (ns[i]["type"] == "ipc") ns.erase(i);
+         }},
+        {"linux.devices",
+         [](json& d) {
+             d["linux"]["devices"] = {
+                 {{"path", "/dev/fuse"}, {"type", "c"}, {"major", 10}, {"minor", 229}}};
+         }},
+        {"linux.resources.memory.swap",
+         [](json& d) {
+             d["linux"]["resources"]["memory"] = {{"limit", 1 << 20}, {"swap", 1 << 21}};
+         }},
+        {"linux.resources.pids.limit",
+         [](json& d) {
+             d["linux"]["resources"]["pids"] = {{"limit", "ten"}};
+         }},
+        {"linux.resources.cpu",
+         [](json& d) {
+             d["linux"]["resources"]["cpu"] = {{"shares", 1024}};
+         }},
+        {"linux.cgroupsPath", [](json& d) { d["linux"]["cgroupsPath"] = 7; }},
+        {"linux.rootfsPropagation", [](json& d) { d["linux"]["rootfsPropagation"] = "shared"; }},
+        {"linux.seccomp",
+         [](json& d) { d["linux"]["seccomp"]["syscalls"][0]["action"] = "SCMP_ACT_NOTIFY"; }},
+        {"linux.seccomp", [](json& d) { d["linux"]["seccomp"]["listenerPath"] = "/run/l.sock"; }},
+        {"linux.seccomp", [](json& d) { d["linux"]["seccomp"]["defaultAction"] = "BOGUS"; }},
+        {"linux.personality",
+         [](json& d) {
+             d["linux"]["personality"] = {{"domain", "LINUX32"}};
+         }},
+        {"linux.intelRdt",
+         [](json& d) {
+             d["linux"]["intelRdt"] = {{"closID", "a"}};
+         }},
+        {"hooks.prestart",
+         [](json& d) {
+             d["hooks"] = {{"prestart", {{{"path", "/bin/true"}}}}};
+         }},
+        {"hooks.createRuntime",
+         [](json& d) {
+             d["hooks"] = {{"createRuntime", {{{"path", "/bin/true"}}}}};
+         }},
+        {"hostname",
+         [](json& d) {
+             auto& ns = d["linux"]["namespaces"];
+             for (size_t i = 0; i < ns.size(); ++i)
+                 if (ns[i]["type"] == "uts") ns.erase(i);
+         }},
+        {"domainname", [](json& d) { d["domainname"] = "example"; }},
+        {"linux", [](json& d) { d.erase("linux"); }},
+    };
+    for (const Case& c : cases) {
+        std::string message = refusalOf(c.change);
+        INFO("expected a refusal naming " << c.field << ", got: " << message);
+        CHECK(message.starts_with(std::string("config.json: ") + c.field + ":"));
+    }
+}
+
+TEST_CASE("oci config: malformed input is refused, never read in part", "[oci]") {
+    for (const char* text : {"", "{", "[]", "{\"ociVersion\": 1}", "null"}) {
+        auto parsed = parseConfig(text);
+        INFO(text);
+        REQUIRE_FALSE(parsed);
+        CHECK(parsed.error().describe().starts_with("config.json: "));
+    }
+    CHECK_FALSE(parseConfig(std::string(kMaxConfigBytes + 1, ' ')));
+}
+
+TEST_CASE("oci config: the default spec is one this reader accepts", "[oci]") {
+    for (bool rootless : {false, true}) {
+        auto parsed = parseConfig(defaultConfigJson(rootless));
+        REQUIRE(parsed);
+        CHECK(parsed->args == std::vector<std::string>{"sh"});
+        CHECK(parsed->root_readonly);
+        bool devpts_gid = parsed->mounts[2].data.find("gid=5") != std::string::npos;
+        CHECK(devpts_gid == !rootless);
+    }
+}
+
+TEST_CASE("oci ids: mappings stockade writes, and never host root", "[oci]") {
+    Config c;
+    c.uid = 0;
+    c.gid = 0;
+    // No mappings: rootless the caller's own ids, as root the leased block.
+    auto rootless = idsFor(c, false, 1000, 1001, 0, 0);
+    REQUIRE(rootless);
+    CHECK(rootless->host_uid == 1000);
+    CHECK(rootless->host_gid == 1001);
+    CHECK(rootless->count == 1);
+    auto leased = idsFor(c, true, 0, 0, 0x78000000, 65536);
+    REQUIRE(leased);
+    CHECK(leased->host_uid == 0x78000000);
+    CHECK(leased->count == 65536);
+    // The bundle's block, as root.
+    c.uid_mappings = {{0, 100000, 65536}};
+    c.gid_mappings = {{0, 100000, 65536}};
+    auto block = idsFor(c, true, 0, 0, 0, 0);
+    REQUIRE(block);
+    CHECK(block->host_uid == 100000);
+    CHECK(block->count == 65536);
+    // Rootless, only the caller's own id.
+    CHECK_FALSE(idsFor(c, false, 1000, 1000, 0, 0));
+    c.uid_mappings = {{0, 1000, 1}};
+    c.gid_mappings = {{0, 1000, 1}};
+    CHECK(idsFor(c, false, 1000, 1000, 0, 0));
+    // Host root is never mapped in.
+    c.uid_mappings = {{0, 0, 65536}};
+    c.gid_mappings = {{0, 0, 65536}};
+    auto host_root = idsFor(c, true, 0, 0, 0, 0);
+    REQUIRE_FALSE(host_root);
+    CHECK(host_root.error().describe().find("host root") != std::string::npos);
+    // The process's own id must be mapped; uid without gid mappings refused.
+    c.uid = 70000;
+    c.uid_mappings = {{0, 100000, 65536}};
+    c.gid_mappings = {{0, 100000, 65536}};
+    CHECK_FALSE(idsFor(c, true, 0, 0, 0, 0));
+    c.uid = 0;
+    c.gid_mappings.clear();
+    CHECK_FALSE(idsFor(c, true, 0, 0, 0, 0));
+}
+
+TEST_CASE("oci kill: signals by number or name, in range", "[oci]") {
+    CHECK(*parseSignal("9") == SIGKILL);
+    CHECK(*parseSignal("15") == SIGTERM);
+    CHECK(*parseSignal("KILL") == SIGKILL);
+    CHECK(*parseSignal("SIGTERM") == SIGTERM);
+    CHECK(*parseSignal("SIGWINCH") == SIGWINCH);
+    for (const char* bad : {"0", "-1", "65", "99999999999", "FOO", "SIGFOO", "", "9x"}) {
+        INFO(bad);
+        CHECK_FALSE(parseSignal(bad));
+    }
+}
+
+TEST_CASE("oci state: a container id names one directory beneath the root", "[oci]") {
+    CHECK(validateId("abc-123_x.y"));
+    CHECK(validateId(std::string(kMaxIdLength, 'a')));
+    for (const std::string& bad : {std::string(), std::string("."), std::string(".."),
+                                   std::string("a/b"), std::string("../x"), std::string("a\nb"),
+                                   std::string(kMaxIdLength + 1, 'a'), std::string("a\0b", 3)}) {
+        INFO(bad);
+        CHECK_FALSE(validateId(bad));
+    }
+}

@@ -136,13 +136,10 @@ Result<std::vector<UniqueFd>> bindPublished(const StateDir& dir, uint16_t port, 
                 if (auto holder = dir.findByPort(port))
                     return Error::message("port " + p + " is published by the dev server \"" +
                                           holder->name + "\" (stockade stop " + holder->name + ")");
-                if (auto owner = listenerOwner(port))
-                    return Error::message("port " + p + " is in use on the host's loopback by " +
-                                          *owner + "; stop it, or choose another --port");
-                return Error::message("port " + p +
-                                      " is in use on the host's loopback by another program "
-                                      "(ss -ltnp 'sport = :" +
-                                      p + "' shows which); stop it, or choose another --port");
+                const std::string owner = listenerOwner(port).value_or("another program");
+                return Error::message("port " + p + " is in use on the host's loopback by " +
+                                      owner + " (ss -ltnp 'sport = :" + p +
+                                      "' shows which); stop it, or choose another --port");
             }
             return listeners;
         }

@@ -100,4 +100,15 @@ struct MountPlan {
 // Appends `op` with its staged path filled in.
 void addOp(MountPlan& plan, MountOp op);
 
+// The default devices (null, zero, full, random, urandom, tty; the
+// runtime-spec's "Default Devices" too), each bound from the host's /dev into
+// the new root's dev/, writable: inside a user namespace no node can be made.
+// tty is each process's own controlling terminal, whatever that is: none for
+// the command (G7), a pty of the sandbox's for a process that made one its
+// controlling terminal; never one of the host's. A host without
+// /dev/tty (a minimal container) still runs: the sandbox then has none, as
+// such a host has none. `resolve_in_root`: the targets are resolved inside
+// an image root (the OCI front end), not made in stockade's own.
+void addDefaultDevices(MountPlan& plan, bool resolve_in_root);
+
 }  // namespace stockade::ns

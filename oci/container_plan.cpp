@@ -48,10 +48,6 @@ int cloneFlagOf(const std::string& type) {
     return 0;
 }
 
-// The devices every container gets (runtime-spec, "Default Devices"), bound
-// from the host's nodes: inside a user namespace no node can be made.
-constexpr const char* kDevices[] = {"null", "zero", "full", "random", "urandom", "tty"};
-
 }  // namespace
 
 Result<ns::IdMapping> idsFor(const Config& config, bool as_root, uid_t caller_uid, gid_t caller_gid,
@@ -205,16 +201,7 @@ Result<ContainerPlan> planContainer(const Config& config, const std::string& bun
     }
     // A /dev of the bundle's own (a tmpfs) gets the default devices and links.
     if (dev_is_tmpfs) {
-        for (const char* name : kDevices)
-            ns::addOp(mounts, {.kind = MountKind::BindFromHost,
-                               .source = std::string("/dev/") + name,
-                               .target = std::string("dev/") + name,
-                               .target_is_dir = false,
-                               .writable = true,
-                               .recursive = false,
-                               .optional = std::string_view(name) == "tty",
-                               .resolve_in_root = true,
-                               .description = std::string("mount /dev/") + name});
+        ns::addDefaultDevices(mounts, /*resolve_in_root=*/true);
         const std::pair<const char*, const char*> links[] = {
             {"dev/ptmx", "pts/ptmx"},          {"dev/fd", "/proc/self/fd"},
             {"dev/stdin", "/proc/self/fd/0"},  {"dev/stdout", "/proc/self/fd/1"},

@@ -40,10 +40,6 @@ constexpr const char* kMaskedProc[] = {"asound",      "acpi",          "interrup
                                        "keys",        "latency_stats", "timer_list", "timer_stats",
                                        "sched_debug", "scsi"};
 constexpr const char* kReadOnlyProc[] = {"bus", "fs", "irq", "sys", "sysrq-trigger"};
-// tty is each process's own controlling terminal, whatever that is: none
-// for the command (G7), a pty of the sandbox's for a process that made one
-// its controlling terminal; never one of the host's.
-constexpr const char* kDevices[] = {"null", "zero", "full", "random", "urandom", "tty"};
 
 std::string relative(const std::string& absolute) {
     size_t start = absolute.find_first_not_of('/');
@@ -339,17 +335,7 @@ void addProcAndDev(ns::MountPlan& plan, const ns::IdMapping& ids) {
                      .target = "dev",
                      .data = "mode=0755,size=64k",
                      .description = "mount /dev"});
-    // A host without /dev/tty (a minimal container) still runs: the
-    // sandbox then has none, as such a host has none.
-    for (const char* name : kDevices)
-        ns::addOp(plan, {.kind = MountKind::BindFromHost,
-                         .source = std::string("/dev/") + name,
-                         .target = std::string("dev/") + name,
-                         .target_is_dir = false,
-                         .writable = true,
-                         .recursive = false,
-                         .optional = std::string_view(name) == "tty",
-                         .description = std::string("mount /dev/") + name});
+    ns::addDefaultDevices(plan, /*resolve_in_root=*/false);
     ns::addOp(plan, {.kind = MountKind::Devpts,
                      .target = "dev/pts",
                      .data = devptsOptions(ids),

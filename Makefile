@@ -106,14 +106,14 @@ install: deps-build
 	else sh "$(APPARMOR_HELPER)" install || true; fi
 
 uninstall:
-	@test -f $(BUILD)/install_manifest.txt || { echo "nothing installed from $(BUILD)"; exit 0; }
-	@helper=$$(grep -m 1 '/share/stockade/apparmor/stockade-apparmor$$' $(BUILD)/install_manifest.txt); \
+	@test -f "$(BUILD)/install_manifest.txt" || { echo "nothing installed from $(BUILD)"; exit 0; }
+	@helper=$$(grep -m 1 '/share/stockade/apparmor/stockade-apparmor$$' "$(BUILD)/install_manifest.txt"); \
 	if [ -z "$(DESTDIR)" ] && [ -f "$$helper" ]; then sh "$$helper" remove || true; fi
-	sed 's|^|$(DESTDIR)|' $(BUILD)/install_manifest.txt | xargs -r rm -f
+	sed 's|^|$(DESTDIR)|' "$(BUILD)/install_manifest.txt" | tr '\n' '\0' | xargs -0 -r rm -f
 	@if [ -f $(BUILD)/install_dirs.txt ]; then \
 	  sort -u -r $(BUILD)/install_dirs.txt | while read -r d; do rmdir "$$d" 2>/dev/null || true; done; \
 	  rm -f $(BUILD)/install_dirs.txt; fi
-	@rm -f $(BUILD)/install_manifest.txt
+	@rm -f "$(BUILD)/install_manifest.txt"
 
 deb: build
 	cd $(BUILD) && cpack -G DEB

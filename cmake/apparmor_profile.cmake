@@ -5,6 +5,6 @@
 if(NOT BIN MATCHES "^/[^ \t\n\"{}]*$")
   message(FATAL_ERROR "the AppArmor profile needs an absolute binary path without spaces, quotes or braces, not '${BIN}'")
 endif()
-file(READ ${IN} content)
+file(READ "${IN}" content)
 string(REPLACE "@STOCKADE_BIN@" "${BIN}" content "${content}")
-file(WRITE ${OUT} "${content}")
+file(WRITE "${OUT}" "${content}")

@@ -112,9 +112,9 @@ std::optional<std::string> listenerOwner(uint16_t port) {
                 std::fclose(c);
                 if (!comm.empty() && comm.back() == '\n') comm.pop_back();
             }
+            const std::string pid = entry->d_name;  // the entry is proc's: read before closing it
             closedir(proc);
-            return "pid " + std::string(entry->d_name) +
-                   (comm.empty() ? "" : " (" + escapeForTerminal(comm) + ")");
+            return "pid " + pid + (comm.empty() ? "" : " (" + escapeForTerminal(comm) + ")");
         }
         closedir(proc);
     }

@@ -237,9 +237,10 @@ def main():
         check("create c3", r.returncode == 0, r.stderr)
         rt("start", "c3")
         wait_for(lambda: os.path.exists(os.path.join(out, "t")))
+        # Read while it runs: once stopped, state no longer names a pid.
+        pid3 = (state_of(rt, "c3") or {}).get("pid", 0)
         r = rt("kill", "c3", "TERM")
         check("kill TERM (by name) returns 0", r.returncode == 0, r.stderr)
-        pid3 = (state_of(rt, "c3") or {}).get("pid", 0)
         check("a SIGTERM the command traps ends it",
               wait_for(lambda: (state_of(rt, "c3") or {}).get("status") == "stopped"))
         check("the container's exit status reaches the subreaper: 0",

@@ -467,7 +467,8 @@ TEST_CASE("the AppArmor restriction's fix fits the binary: another prefix, a sta
     HostFacts shipped = restrictedFacts("unconfined");
     shipped.exe = "/opt/st/bin/stockade";
     shipped.apparmor_shipped_attachment = "/opt/st/bin/stockade";
-    e = reportFromFacts(shipped, {}).find("apparmor_userns");
+    const HostReport shipped_report = reportFromFacts(shipped, {});  // e points into it
+    e = shipped_report.find("apparmor_userns");
     CHECK(
         contains(e->fix, "shipped at /opt/st/share/stockade/apparmor/stockade but not installed"));
     CHECK(

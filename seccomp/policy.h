@@ -88,8 +88,8 @@ void addNoSetidRules(SeccompPolicy& policy);
 // connections accepted from it, runtime/direct_ingress.h) must not do with
 // them, refused with EPERM whatever the fd: TCP_FASTOPEN_CONNECT and
 // TCP_FASTOPEN_NO_COOKIE (data in a SYN), SO_MEMINFO and SO_RXQ_OVFL (the
-// drop counter, a port scan), SO_NETNS_COOKIE (which namespace), and the interface ioctls 0x8910-0x89ff and
-// 0x8b00-0x8bff (the host's interfaces, addresses and neighbours).
+// drop counter, a port scan), SO_NETNS_COOKIE (which namespace), and the interface ioctls
+// 0x8910-0x89ff and 0x8b00-0x8bff (the host's interfaces, addresses and neighbours).
 void addHostSocketRefusals(SeccompPolicy& policy);
 
 // `name` (a native call) sent to the supervisor's listener whatever its

@@ -229,17 +229,26 @@ int openParentInRootInChild(int root, char* target, size_t len, size_t* name_at)
     return fd;
 }
 
+// op.target copied into `buf` (PATH_MAX bytes; its length in *len) and the
+// staging root opened O_PATH: an fd, or -errno.
+int openStagingForTargetInChild(const MountPlan& plan, const MountOp& op, char* buf,
+                                size_t* len) noexcept {
+    *len = op.target.size();
+    if (*len + 1 > PATH_MAX) return -ENAMETOOLONG;
+    memcpy(buf, op.target.c_str(), *len + 1);
+    int root = open(plan.staging.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+    return root < 0 ? -errno : root;
+}
+
 // Makes op.target in the image root where it is missing, as runc does: each
 // missing directory made by mkdirat in its parent resolved in the root (so
 // a symlink in the image leads nowhere outside it), the last one a
 // directory or an empty file as op.target_is_dir says.
 int makeTargetInRootInChild(const MountPlan& plan, const MountOp& op) noexcept {
     char buf[PATH_MAX];
-    size_t len = op.target.size();
-    if (len + 1 > sizeof(buf)) return ENAMETOOLONG;
-    memcpy(buf, op.target.c_str(), len + 1);
-    int root = open(plan.staging.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
-    if (root < 0) return errno;
+    size_t len = 0;
+    int root = openStagingForTargetInChild(plan, op, buf, &len);
+    if (root < 0) return -root;
     int err = 0;
     for (size_t i = 1; i <= len && !err; ++i) {
         if (i < len && buf[i] != '/') continue;
@@ -278,11 +287,9 @@ int makeTargetInRootInChild(const MountPlan& plan, const MountOp& op) noexcept {
 // root; one already there is left as the image has it.
 int symlinkInRootInChild(const MountPlan& plan, const MountOp& op) noexcept {
     char buf[PATH_MAX];
-    size_t len = op.target.size();
-    if (len + 1 > sizeof(buf)) return ENAMETOOLONG;
-    memcpy(buf, op.target.c_str(), len + 1);
-    int root = open(plan.staging.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
-    if (root < 0) return errno;
+    size_t len = 0;
+    int root = openStagingForTargetInChild(plan, op, buf, &len);
+    if (root < 0) return -root;
     size_t name_at = 0;
     int parent = openParentInRootInChild(root, buf, len, &name_at);
     close(root);

@@ -19,6 +19,7 @@
 #include <cstring>
 #include <fstream>
 #include <optional>
+#include <sstream>
 #include <thread>
 
 #include "harness.h"
@@ -734,13 +735,38 @@ TEST_CASE("serve: a Vite dev server proxies /api to a node server it started, HM
     CHECK(reply.rfind("HTTP/1.1 101", 0) == 0);
 }
 
+namespace {
+
+// The SYN_RECV entries for a local port in /proc/net/tcp or tcp6: half-open
+// connections a listener holds, one per SYN it answered whose handshake did
+// not complete (the kernel lists request sockets in state 03).
+int synReceivedOn(int family, uint16_t port) {
+    std::ifstream table(family == AF_INET6 ? "/proc/net/tcp6" : "/proc/net/tcp");
+    char local_port[8];
+    std::snprintf(local_port, sizeof local_port, ":%04X", port);
+    int count = 0;
+    std::string line;
+    std::getline(table, line);  // the header
+    while (std::getline(table, line)) {
+        std::istringstream fields(line);
+        std::string slot, local, remote, state;
+        fields >> slot >> local >> remote >> state;
+        if (local.ends_with(local_port) && state == "03") ++count;
+    }
+    return count;
+}
+
+}  // namespace
+
 // The direct ingress hands the server a socket of the host's network
 // namespace. What a hostile server does with it and with a connection
 // accepted from it, from inside: undo the confinement, turn the connection
 // back into one that connects (connect(AF_UNSPEC), then connect) to a host
-// listener, a closed host port and an outside address, Fast Open, the drop
-// counter, the interface ioctls. Every answer is the kernel's, and the host's
-// listener never sees a connection.
+// listener, a closed host port and an outside address, or one that binds
+// (to list the host's addresses and ports), Fast Open, the drop counter, the
+// interface ioctls. Every answer is the kernel's: the listener cgroup's
+// programs refuse the bind and the connect (EPERM) before the kernel looks
+// at the address, so no SYN leaves; the host's listeners never see one.
 TEST_CASE("serve --net-backend direct: the host's socket in the server's hands reaches nothing",
           "[serve][G1][direct]") {
     if (!modeUsable(Mode::Root)) return;
@@ -748,12 +774,16 @@ TEST_CASE("serve --net-backend direct: the host's socket in the server's hands r
     const uint16_t port = freeLoopbackPort();
     HostListener host_lo = HostListener::tcp(AF_INET, "127.0.0.1");
     REQUIRE(host_lo.ok());
+    const bool v6 = hostHasIpv6Loopback();
+    HostListener host_lo6 = v6 ? HostListener::tcp(AF_INET6, "::1") : HostListener();
+    if (v6) REQUIRE(host_lo6.ok());
     uint16_t closed = freeLoopbackPort();
     while (closed == port) closed = freeLoopbackPort();
     // clang-format off
     const std::string hostile = R"PY(import ctypes, errno, json, socket, struct, sys
 libc = ctypes.CDLL(None, use_errno=True)
 port, host_port, closed_port = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+host_port6 = int(sys.argv[4])  # 0: no IPv6 loopback
 def answer(f):
     try:
         r = f()
@@ -776,6 +806,17 @@ listener = socket.socket()
 listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 listener.bind(("127.0.0.1", port))
 listener.listen(8)
+if host_port6:
+    listener6 = socket.socket(socket.AF_INET6)
+    listener6.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+    listener6.bind(("::1", port))
+    listener6.listen(8)
+# Ready only now (--ready-pattern): a listen after ready is not handed over.
+print("both-listening", flush=True)
+def turned(s):
+    disconnect(s)
+    s.setblocking(False)
+    return s
 while True:
     held, _ = listener.accept()   # the connection to turn around
     asker, _ = listener.accept()  # where the answers go
@@ -795,6 +836,20 @@ while True:
     for key, address in (("closed_port", ("127.0.0.1", closed_port)), ("outside", ("192.0.2.1", 80))):
         c, _ = listener.accept()
         results[key] = answer(lambda: reconnect(c, address))
+    # Bound again, an accepted socket would tell the host's addresses apart
+    # (EACCES, EADDRNOTAVAIL) and its ports (EADDRINUSE); a connect without
+    # waiting shows whether a SYN went out (EINPROGRESS).
+    c = turned(listener.accept()[0])
+    for key, address in (("bind_lo", ("127.0.0.1", 1)), ("bind_ephemeral", ("127.0.0.1", 0)),
+                         ("bind_listened", ("127.0.0.1", host_port)), ("bind_lo2", ("127.0.0.2", 1)),
+                         ("bind_any", ("0.0.0.0", 1)), ("bind_outside", ("192.0.2.1", 1))):
+        results[key] = answer(lambda: c.bind(address))
+    results["connect_now"] = answer(lambda: c.connect(("127.0.0.1", host_port)))
+    if host_port6:
+        c6 = turned(listener6.accept()[0])
+        results["bind6_lo"] = answer(lambda: c6.bind(("::1", 1)))
+        results["bind6_mapped"] = answer(lambda: c6.bind(("::ffff:127.0.0.1", 1)))
+        results["connect6_now"] = answer(lambda: c6.connect(("::1", host_port6)))
     asker.sendall(json.dumps(results).encode())
     asker.close()
 )PY";
@@ -802,8 +857,8 @@ while True:
     sandbox.scratch().writeFile("worktree/hostile.py", hostile);
     Served served(sandbox, serviceName(), port,
                   {"python3", "/repo/hostile.py", std::to_string(port), host_lo.port(),
-                   std::to_string(closed)},
-                  {}, "direct");
+                   std::to_string(closed), v6 ? host_lo6.port() : "0"},
+                  {"--ready-pattern", "both-listening"}, "direct");
     INFO(served.started().describe());
     REQUIRE(served.ready());
     REQUIRE(served.readyEvent().value("backend", "") == "direct");
@@ -815,6 +870,9 @@ while True:
     // Two more connections for the server to turn around.
     UniqueFd third = connectFromHost(AF_INET, port, err);
     UniqueFd fourth = connectFromHost(AF_INET, port, err);
+    UniqueFd fifth = connectFromHost(AF_INET, port, err);
+    UniqueFd sixth = v6 ? connectFromHost(AF_INET6, port, err) : UniqueFd();
+    if (v6) REQUIRE(sixth);
     sendAll(asker.get(), "go");
     timeval slow{30, 0};
     ::setsockopt(asker.get(), SOL_SOCKET, SO_RCVTIMEO, &slow, sizeof slow);
@@ -828,12 +886,32 @@ while True:
     CHECK(results.value("ifconf", "") == "EPERM");   // seccomp: the host's interfaces
     CHECK(results.value("meminfo", "") == "EPERM");  // seccomp: the drop counter
     CHECK(results.value("tfo_connect", "") == "EPERM");
-    // The handshake never completes: the SYN-ACK is dropped, and a closed
-    // port's reset too, so an open and a closed port look the same.
-    CHECK(results.value("host_listener", "") == "timeout");
-    CHECK(results.value("closed_port", "") == "timeout");
-    CHECK_THAT(results.value("outside", ""), IsOneOf({"timeout", "ENETUNREACH", "EHOSTUNREACH"}));
+    // The listener cgroup's connect programs: refused before any SYN, to an
+    // open port, a closed one and outside alike.
+    CHECK(results.value("host_listener", "") == "EPERM");
+    CHECK(results.value("closed_port", "") == "EPERM");
+    CHECK(results.value("outside", "") == "EPERM");
+    CHECK(results.value("connect_now", "") == "EPERM");
+    // Its bind programs: one answer for every address and port, so none is
+    // told from another.
+    for (const char* key :
+         {"bind_lo", "bind_ephemeral", "bind_listened", "bind_lo2", "bind_any", "bind_outside"})
+        CHECK(results.value(key, "") == "EPERM");
+    if (v6) {
+        CHECK(results.value("bind6_lo", "") == "EPERM");
+        CHECK(results.value("bind6_mapped", "") == "EPERM");
+        CHECK(results.value("connect6_now", "") == "EPERM");
+    }
+    // On the host's side: no connection, and no half-open one (a SYN
+    // answered whose handshake the sandbox's filter kept from completing)
+    // on the host's listeners. The sandbox's connects returned before it
+    // answered; a SYN sent on the loopback is received within that call.
     CHECK_FALSE(host_lo.sawConnection());
+    CHECK(synReceivedOn(AF_INET, static_cast<uint16_t>(std::stoi(host_lo.port()))) == 0);
+    if (v6) {
+        CHECK_FALSE(host_lo6.sawConnection());
+        CHECK(synReceivedOn(AF_INET6, static_cast<uint16_t>(std::stoi(host_lo6.port()))) == 0);
+    }
     // Refusals are counted as any are.
     held.reset();
     const Completed stop = served.stockade({"stop", served.name()});

@@ -19,6 +19,7 @@
 #include "base/fd_passing.h"
 #include "runtime/cgroup_fs.h"
 #include "runtime/direct_ingress.h"
+#include "runtime/fault_injection.h"
 #include "runtime/listener_cgroup_in_child.h"
 
 namespace stockade {
@@ -109,7 +110,9 @@ Result<UniqueFd> loadProgram(bpf_attach_type type, uint16_t port) {
     attr.insns = reinterpret_cast<uintptr_t>(code.data());
     attr.insn_cnt = static_cast<uint32_t>(code.size());
     attr.license = reinterpret_cast<uintptr_t>("");  // calls no helper
-    UniqueFd fd(static_cast<int>(syscall(SYS_bpf, BPF_PROG_LOAD, &attr, sizeof(attr))));
+    UniqueFd fd(faultInjected(FaultPoint::BpfProgLoad, injectedFault())
+                    ? -1
+                    : static_cast<int>(syscall(SYS_bpf, BPF_PROG_LOAD, &attr, sizeof(attr))));
     if (!fd)
         return Error::fromErrno(std::string("bpf(BPF_PROG_LOAD, CGROUP_SOCK_ADDR for ") +
                                 attachName(type) + ")");

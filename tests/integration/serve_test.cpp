@@ -17,6 +17,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <sstream>
@@ -113,9 +114,11 @@ class Served {
   public:
     Served(const Sandbox& sandbox, std::string name, uint16_t port,
            const std::vector<std::string>& command, std::vector<std::string> options = {},
-           const std::string& backend = "userspace")
+           const std::string& backend = "userspace",
+           const std::vector<std::string>& environment = {})
         : sandbox_(sandbox), name_(std::move(name)), port_(port) {
         Launch launch = sandbox.launch(command);
+        launch.environment.insert(launch.environment.end(), environment.begin(), environment.end());
         launch.args[0] = "serve";
         options.insert(options.end(), {"--detach", "--name", name_, "--port", std::to_string(port_),
                                        "--net-backend", backend});
@@ -756,6 +759,25 @@ int synReceivedOn(int family, uint16_t port) {
     return count;
 }
 
+// The listener cgroups (runtime/listener_cgroup.h) present in the cgroup v2
+// mount: none outlives the making of a server's listeners.
+std::vector<std::string> listenerLeaves() {
+    std::vector<std::string> found;
+    std::ifstream mountinfo("/proc/self/mountinfo");
+    for (std::string line; std::getline(mountinfo, line);) {
+        const size_t dash = line.find(" - cgroup2 ");
+        if (dash == std::string::npos) continue;
+        std::istringstream fields(line);
+        std::string id, parent, device, root, mount;
+        fields >> id >> parent >> device >> root >> mount;
+        std::error_code ec;
+        for (const auto& entry : std::filesystem::directory_iterator(mount, ec))
+            if (entry.path().filename().string().starts_with("stockade-listeners-"))
+                found.push_back(entry.path().string());
+    }
+    return found;
+}
+
 }  // namespace
 
 // The direct ingress hands the server a socket of the host's network
@@ -862,6 +884,7 @@ while True:
     INFO(served.started().describe());
     REQUIRE(served.ready());
     REQUIRE(served.readyEvent().value("backend", "") == "direct");
+    CHECK(listenerLeaves().empty());  // removed once the listeners were made
     int err = 0;
     UniqueFd held = connectFromHost(AF_INET, port, err);
     REQUIRE(held);
@@ -918,6 +941,29 @@ while True:
     CHECK(stop.exitCode == 0);
     const std::string denials = sandbox.result().at("denials").dump();
     CHECK(denials.find("ioctl") != std::string::npos);
+}
+
+// Where the listener cgroup cannot be had (bpf refused here, as it is
+// without CAP_BPF and CAP_NET_ADMIN), no host socket is handed to the
+// server: the forwarder serves, and stderr and the ready event say so.
+TEST_CASE("serve --net-backend direct: bpf refused, the userspace forwarder serves and says why",
+          "[serve][G1][direct]") {
+    if (!modeUsable(Mode::Root)) return;
+    Sandbox sandbox(Mode::Root);
+    const uint16_t port = freeLoopbackPort();
+    Served served(sandbox, serviceName(), port, httpServer(port), {}, "direct",
+                  {"STOCKADE_TEST_FAIL=bpf-prog-load"});
+    INFO(served.started().describe());
+    REQUIRE(served.ready());
+    CHECK(served.readyEvent().value("backend", "") == "userspace");
+    CHECK(served.psEntry().value("backend", "") == "userspace");
+    CHECK(served.started().err.find(
+              "--net-backend direct: cannot make the listeners in a cgroup that refuses their "
+              "bind and connect: bpf(BPF_PROG_LOAD, CGROUP_SOCK_ADDR for "
+              "BPF_CGROUP_INET4_BIND): EPERM; the userspace forwarder serves") !=
+          std::string::npos);
+    CHECK(httpGet(AF_INET, port, "/").rfind("HTTP/1.0 200", 0) == 0);
+    CHECK(listenerLeaves().empty());
 }
 
 TEST_CASE("serve --net-backend veth: the host's end of the pair is out of reach from inside",

@@ -759,6 +759,20 @@ int synReceivedOn(int family, uint16_t port) {
     return count;
 }
 
+// The cgroup v2 mount points, from /proc/self/mountinfo.
+std::vector<std::string> cgroup2Mounts() {
+    std::vector<std::string> mounts;
+    std::ifstream mountinfo("/proc/self/mountinfo");
+    for (std::string line; std::getline(mountinfo, line);) {
+        if (line.find(" - cgroup2 ") == std::string::npos) continue;
+        std::istringstream fields(line);
+        std::string id, parent, device, root, mount;
+        fields >> id >> parent >> device >> root >> mount;
+        mounts.push_back(mount);
+    }
+    return mounts;
+}
+
 // The listener cgroups (runtime/listener_cgroup.h) present in the cgroup v2
 // mount: none outlives the making of a server's listeners.
 std::vector<std::string> listenerLeaves() {
@@ -963,6 +977,31 @@ TEST_CASE("serve --net-backend direct: bpf refused, the userspace forwarder serv
               "BPF_CGROUP_INET4_BIND): EPERM; the userspace forwarder serves") !=
           std::string::npos);
     CHECK(httpGet(AF_INET, port, "/").rfind("HTTP/1.0 200", 0) == 0);
+    CHECK(listenerLeaves().empty());
+}
+
+// A stockade killed between making its listener cgroup and removing it
+// leaves the leaf (named by its pid) behind; the next one removes it.
+TEST_CASE("serve --net-backend direct: a listener cgroup left by a dead stockade is removed",
+          "[serve][direct]") {
+    if (!modeUsable(Mode::Root)) return;
+    const std::vector<std::string> mounts = cgroup2Mounts();
+    REQUIRE_FALSE(mounts.empty());  // as the direct backend needs, as root
+    const pid_t dead = ::fork();
+    if (dead == 0) ::_exit(0);
+    REQUIRE(dead > 0);
+    ::waitpid(dead, nullptr, 0);
+    const std::string leaf = mounts.front() + "/stockade-listeners-" + std::to_string(dead);
+    REQUIRE(::mkdir(leaf.c_str(), 0700) == 0);
+    Sandbox sandbox(Mode::Root);
+    const uint16_t port = freeLoopbackPort();
+    Served served(sandbox, serviceName(), port, httpServer(port), {}, "direct");
+    INFO(served.started().describe());
+    REQUIRE(served.ready());
+    CHECK(served.readyEvent().value("backend", "") == "direct");
+    const bool left = pathExists(leaf);
+    if (left) ::rmdir(leaf.c_str());
+    CHECK_FALSE(left);
     CHECK(listenerLeaves().empty());
 }
 

@@ -17,6 +17,7 @@
 #include <string>
 
 #include "base/unique_fd.h"
+#include "runtime/listener_cgroup.h"
 #include "runtime/small_file.h"
 
 namespace stockade {
@@ -99,12 +100,16 @@ UniqueFd openCaller(pid_t tid) {
 
 }  // namespace
 
+sock_fprog handedSocketFilter() {
+    return sock_fprog{static_cast<unsigned short>(std::size(kHandedSocketFilter)),
+                      const_cast<sock_filter*>(kHandedSocketFilter)};
+}
+
 Status confineHandedSocket(int fd) {
     const char device[] = "lo";
     if (setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, device, sizeof(device)) < 0)
         return Error::fromErrno("setsockopt(SO_BINDTODEVICE, \"lo\")");
-    sock_fprog program{static_cast<unsigned short>(std::size(kHandedSocketFilter)),
-                       const_cast<sock_filter*>(kHandedSocketFilter)};
+    sock_fprog program = handedSocketFilter();
     if (setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &program, sizeof(program)) < 0)
         return Error::fromErrno("setsockopt(SO_ATTACH_FILTER)");
     int one = 1;
@@ -122,6 +127,9 @@ std::optional<std::string> directIngressProblem() {
                    " (this kernel lets only CAP_NET_ADMIN filter a TCP socket; as root it can)";
         return s.error().describe();
     }
+    if (auto problem = listenerCgroupProblem())
+        return "cannot make the listeners in a cgroup that refuses their bind and connect: " +
+               *problem;
     return std::nullopt;
 }
 

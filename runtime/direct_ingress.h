@@ -20,6 +20,7 @@
 // docs/dev-servers.md reasons through each way out and names its test.
 #pragma once
 
+#include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <sys/types.h>
 
@@ -49,11 +50,14 @@ namespace stockade {
 // on a TCP socket needs CAP_NET_ADMIN over its network namespace, so a
 // rootless supervisor cannot confine a host socket there: see below.
 Status confineHandedSocket(int fd);
+// That filter, for a socket confined elsewhere (runtime/listener_cgroup.h).
+sock_fprog handedSocketFilter();
 
 // Why this process cannot hand a confined host socket to a sandbox (a TCP
-// socket confined in a throwaway try), or nullopt when it can. `serve
-// --net-backend direct` then serves through the userspace forwarder, and
-// says so: never an unconfined host socket.
+// socket confined in a throwaway try, and listeners made in a throwaway
+// listener cgroup, runtime/listener_cgroup.h), or nullopt when it can.
+// `serve --net-backend direct` then serves through the userspace forwarder,
+// and says so: never an unconfined host socket.
 std::optional<std::string> directIngressProblem();
 
 class DirectIngress {

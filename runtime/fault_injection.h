@@ -4,7 +4,9 @@
 //
 // It is honoured in the shipped binary too, on purpose: a test of the real
 // binary needs it, and it is safe because it can only make a call fail, and
-// every call listed here fails into a refusal. It widens nothing: the caller
+// every call listed here fails into a refusal, but bpf-prog-load, which sends
+// `serve --net-backend direct` to the userspace forwarder (no host socket in
+// the sandbox's hands at all). It widens nothing: the caller
 // who sets it gets no run at all. The sandbox's environment is built from the
 // policy alone, so nothing inside sees it or can set it for a later run.
 #pragma once
@@ -26,6 +28,7 @@ enum class FaultPoint : int {
     InitCloseFds,        // init: close_range() of every fd but the sync socket
     InitDropPrivileges,  // init: securebits and capability sets
     InitNoNewPrivs,      // init: PR_SET_NO_NEW_PRIVS
+    BpfProgLoad,         // serve: bpf(BPF_PROG_LOAD) of the listener cgroup's programs
 };
 
 struct FaultPointName {
@@ -44,6 +47,7 @@ inline constexpr FaultPointName kFaultPoints[] = {
     {FaultPoint::InitCloseFds, "init-close_range", EINVAL},
     {FaultPoint::InitDropPrivileges, "init-drop-privileges", EPERM},
     {FaultPoint::InitNoNewPrivs, "init-no_new_privs", EINVAL},
+    {FaultPoint::BpfProgLoad, "bpf-prog-load", EPERM},
 };
 
 // The point STOCKADE_TEST_FAIL names, read in the supervisor before the

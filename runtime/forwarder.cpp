@@ -10,7 +10,6 @@
 #include <array>
 #include <string>
 
-#include "runtime/direct_ingress.h"
 
 namespace stockade {
 
@@ -116,7 +115,7 @@ ForwardTarget hostLoopback(int family, uint16_t port) {
     return target;
 }
 
-Result<std::vector<UniqueFd>> listenOnLoopback(uint16_t port, bool confine) {
+Result<std::vector<UniqueFd>> listenOnLoopback(uint16_t port) {
     std::vector<UniqueFd> out;
     for (int family : {AF_INET, AF_INET6}) {
         const char* where = family == AF_INET ? "127.0.0.1" : "[::1]";
@@ -128,9 +127,6 @@ Result<std::vector<UniqueFd>> listenOnLoopback(uint16_t port, bool confine) {
         int one = 1;
         setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
         if (family == AF_INET6) setsockopt(fd.get(), IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
-        if (confine)
-            if (auto s = confineHandedSocket(fd.get()); !s)
-                return s.error().withContext(std::string("confine the listener on ") + where);
         Loopback address = loopback(family, port);
         if (bind(fd.get(), reinterpret_cast<sockaddr*>(&address.address), address.length) < 0) {
             // No IPv6 loopback on this host: publish on 127.0.0.1 alone.

@@ -60,10 +60,9 @@ ForwardTarget hostRoute(in_addr address, uint16_t port);
 ForwardTarget hostLoopback(int family, uint16_t port);
 
 // Binds 127.0.0.1:port and, where IPv6 is up, [::1]:port on the host. An
-// address that is in use is an error; IPv6 missing is not. With `confine`,
-// each is confined before it is bound, so that it may be handed to a
-// sandbox (runtime/direct_ingress.h, confineHandedSocket).
-Result<std::vector<UniqueFd>> listenOnLoopback(uint16_t port, bool confine = false);
+// address that is in use is an error; IPv6 missing is not. Listeners that
+// may be handed to a sandbox are made otherwise (runtime/listener_cgroup.h).
+Result<std::vector<UniqueFd>> listenOnLoopback(uint16_t port);
 
 class Forwarder {
   public:

@@ -234,6 +234,12 @@ struct HostFacts {
     std::string nft;
     std::string veth_error;
 
+    // serve --net-backend direct: why this user cannot hand a confined host
+    // socket to a server (directIngressProblem: the socket filter, then the
+    // listener cgroup and its programs, made and removed), "" when it can.
+    bool direct_probed = false;
+    std::string direct_error;
+
     std::vector<std::pair<std::string, uint64_t>> probe_us;
 };
 

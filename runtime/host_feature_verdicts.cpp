@@ -142,6 +142,37 @@ Verdict judgeVeth(const HostFacts& f) {
     return ok("veth pair, nftables (" + f.nft + ")");
 }
 
+Verdict judgeDirect(const HostFacts& f) {
+    const std::string keep =
+        "; otherwise --net-backend direct serves through the userspace forwarder by itself, "
+        "and says so";
+    if (!f.direct_probed)
+        return unavailable(std::string(kNotProbed) + "the probe did not run",
+                           "run `stockade check` again");
+    if (f.direct_error.empty())
+        return ok(
+            "host listeners confined by SO_BINDTODEVICE, a locked socket filter and a "
+            "cgroup's BPF programs refusing their bind and connect");
+    const std::string& why = f.direct_error;
+    if (f.euid != 0)
+        return unavailable(why + (why.find("needs root") == std::string::npos
+                                      ? "; and the cgroup programs that refuse the host "
+                                        "sockets' bind and connect need root"
+                                      : ""),
+                           "run stockade serve as root" + keep);
+    if (why.find("cgroup2") != std::string::npos)
+        return unavailable(why,
+                           "mount cgroup v2 (mount -t cgroup2 none /sys/fs/cgroup/unified on a "
+                           "hybrid host), or boot with systemd.unified_cgroup_hierarchy=1" +
+                               keep);
+    if (why.find("bpf(") != std::string::npos)
+        return unavailable(why,
+                           "a kernel with CONFIG_BPF_SYSCALL and CONFIG_CGROUP_BPF, where no "
+                           "security module refuses bpf(2) to root" +
+                               keep);
+    return unavailable(why, "report this to the stockade maintainers" + keep);
+}
+
 Verdict judgeIdmap(const HostFacts& f) {
     if (!f.idmap_probed)
         return ok("not needed: rootless, the sandbox runs as uid " +

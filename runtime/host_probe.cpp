@@ -29,6 +29,7 @@
 #include "runtime/cgroup_limits.h"
 #include "runtime/child_plan.h"
 #include "runtime/child_protocol.h"
+#include "runtime/direct_ingress.h"
 #include "runtime/host_check.h"
 #include "runtime/host_check_internal.h"
 #include "runtime/host_probe_in_child.h"
@@ -425,6 +426,12 @@ void probeBasics(HostFacts& facts) {
     }
 }
 
+// The same try serve makes before it hands a host socket to a server.
+void probeDirect(HostFacts& facts) {
+    facts.direct_probed = true;
+    if (auto problem = directIngressProblem()) facts.direct_error = *problem;
+}
+
 void probeVeth(HostFacts& facts) {
     if (auto nft = findNft()) facts.nft = *nft;
     if (facts.euid != 0) return;
@@ -565,6 +572,7 @@ HostFacts probeHost(const HostCheckRequest& request) {
     }
     timed("idmapped_mount", [&] { probeIdmap(facts, request); });
     timed("veth_backend", [&] { probeVeth(facts); });
+    timed("direct_backend", [&] { probeDirect(facts); });
     return facts;
 }
 

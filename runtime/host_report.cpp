@@ -193,6 +193,8 @@ HostReport reportFromFacts(const HostFacts& f, const HostCheckRequest& request) 
             f.euid == 0 && f.worktree_root_owned);
     // Only `serve --net-backend veth` needs it; never required.
     feature("veth_backend", "serve --net-backend veth", judgeVeth(f), false);
+    // Only `serve --net-backend direct` needs it, and falls back without it.
+    feature("direct_backend", "serve --net-backend direct", judgeDirect(f), false);
 
     // Mechanisms that can hold a limit, strongest first (SPEC §4).
     auto mechanism = [&](const std::string& id, const std::string& title, Verdict v) {

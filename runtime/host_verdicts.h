@@ -76,6 +76,7 @@ Verdict judgeSeccomp(const HostFacts& f);
 Verdict judgeSeccompListener(const HostFacts& f);
 Verdict judgeLandlock(const HostFacts& f);
 Verdict judgeVeth(const HostFacts& f);
+Verdict judgeDirect(const HostFacts& f);
 Verdict judgeIdmap(const HostFacts& f);
 Verdict judgeCloseRange(const HostFacts& f);
 

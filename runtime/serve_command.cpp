@@ -18,6 +18,7 @@
 #include "runtime/direct_ingress.h"
 #include "runtime/echo_sink.h"
 #include "runtime/forwarder.h"
+#include "runtime/listener_cgroup.h"
 #include "runtime/result.h"
 #include "runtime/run_command.h"
 #include "runtime/sandbox.h"
@@ -124,12 +125,17 @@ std::optional<std::string> listenerOwner(uint16_t port) {
 // Binds the published port. Only a server just stopped (`just_stopped`) is
 // waited for, up to 5 s, to let go of it; a port another program holds is
 // said at once, with how to find it.
-// `confine`: the listeners may be handed to the server (the direct ingress).
+// `confine`: the listeners may be handed to the server (the direct ingress),
+// so they are made in a listener cgroup (runtime/listener_cgroup.h); when
+// that cannot be had, `confinement_failed` is set and nothing is bound.
 Result<std::vector<UniqueFd>> bindPublished(const StateDir& dir, uint16_t port, bool just_stopped,
-                                            bool confine) {
+                                            bool confine, bool& confinement_failed) {
     const int attempts = just_stopped ? 100 : 0;
+    confinement_failed = false;
     for (int attempt = 0;; ++attempt) {
-        auto listeners = listenOnLoopback(port, confine);
+        auto listeners =
+            confine ? listenInListenerCgroup(port, confinement_failed) : listenOnLoopback(port);
+        if (confinement_failed) return listeners;
         if (listeners || listeners.error().errnum() != EADDRINUSE || attempt >= attempts) {
             if (!listeners && listeners.error().errnum() == EADDRINUSE) {
                 const std::string p = std::to_string(port);
@@ -328,7 +334,21 @@ int serveCommand(const ServeOptions& options) {
         dir->release(name, std::move(*lock));
         return refuseRun(run, policy.profile_name, "sandbox_unavailable", "error", stage, message);
     };
-    auto listeners = bindPublished(*dir, *port, just_stopped, backend == NetBackend::Direct);
+    bool confinement_failed = false;
+    auto listeners =
+        bindPublished(*dir, *port, just_stopped, backend == NetBackend::Direct, confinement_failed);
+    if (!listeners && confinement_failed) {
+        // Checked at the start (directIngressProblem), and failed now: the
+        // same fallback, said the same way. Nothing was bound.
+        if (!run.quiet)
+            say("--net-backend direct: cannot make the listeners in a cgroup that refuses their "
+                "bind and connect: " +
+                listeners.error().describe() + "; the userspace forwarder serves");
+        backend = NetBackend::Userspace;
+        policy.listen_to_supervisor = false;
+        server_options.backend = backend;
+        listeners = bindPublished(*dir, *port, just_stopped, false, confinement_failed);
+    }
     if (!listeners)
         return refuseLocked("publish", "cannot publish port " + std::to_string(*port) + ": " +
                                            listeners.error().describe());

@@ -17,8 +17,10 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <optional>
+#include <sstream>
 #include <thread>
 
 #include "harness.h"
@@ -112,9 +114,11 @@ class Served {
   public:
     Served(const Sandbox& sandbox, std::string name, uint16_t port,
            const std::vector<std::string>& command, std::vector<std::string> options = {},
-           const std::string& backend = "userspace")
+           const std::string& backend = "userspace",
+           const std::vector<std::string>& environment = {})
         : sandbox_(sandbox), name_(std::move(name)), port_(port) {
         Launch launch = sandbox.launch(command);
+        launch.environment.insert(launch.environment.end(), environment.begin(), environment.end());
         launch.args[0] = "serve";
         options.insert(options.end(), {"--detach", "--name", name_, "--port", std::to_string(port_),
                                        "--net-backend", backend});
@@ -734,13 +738,71 @@ TEST_CASE("serve: a Vite dev server proxies /api to a node server it started, HM
     CHECK(reply.rfind("HTTP/1.1 101", 0) == 0);
 }
 
+namespace {
+
+// The SYN_RECV entries for a local port in /proc/net/tcp or tcp6: half-open
+// connections a listener holds, one per SYN it answered whose handshake did
+// not complete (the kernel lists request sockets in state 03).
+int synReceivedOn(int family, uint16_t port) {
+    std::ifstream table(family == AF_INET6 ? "/proc/net/tcp6" : "/proc/net/tcp");
+    char local_port[8];
+    std::snprintf(local_port, sizeof local_port, ":%04X", port);
+    int count = 0;
+    std::string line;
+    std::getline(table, line);  // the header
+    while (std::getline(table, line)) {
+        std::istringstream fields(line);
+        std::string slot, local, remote, state;
+        fields >> slot >> local >> remote >> state;
+        if (local.ends_with(local_port) && state == "03") ++count;
+    }
+    return count;
+}
+
+// The cgroup v2 mount points, from /proc/self/mountinfo.
+std::vector<std::string> cgroup2Mounts() {
+    std::vector<std::string> mounts;
+    std::ifstream mountinfo("/proc/self/mountinfo");
+    for (std::string line; std::getline(mountinfo, line);) {
+        if (line.find(" - cgroup2 ") == std::string::npos) continue;
+        std::istringstream fields(line);
+        std::string id, parent, device, root, mount;
+        fields >> id >> parent >> device >> root >> mount;
+        mounts.push_back(mount);
+    }
+    return mounts;
+}
+
+// The listener cgroups (runtime/listener_cgroup.h) present in the cgroup v2
+// mount: none outlives the making of a server's listeners.
+std::vector<std::string> listenerLeaves() {
+    std::vector<std::string> found;
+    std::ifstream mountinfo("/proc/self/mountinfo");
+    for (std::string line; std::getline(mountinfo, line);) {
+        const size_t dash = line.find(" - cgroup2 ");
+        if (dash == std::string::npos) continue;
+        std::istringstream fields(line);
+        std::string id, parent, device, root, mount;
+        fields >> id >> parent >> device >> root >> mount;
+        std::error_code ec;
+        for (const auto& entry : std::filesystem::directory_iterator(mount, ec))
+            if (entry.path().filename().string().starts_with("stockade-listeners-"))
+                found.push_back(entry.path().string());
+    }
+    return found;
+}
+
+}  // namespace
+
 // The direct ingress hands the server a socket of the host's network
 // namespace. What a hostile server does with it and with a connection
 // accepted from it, from inside: undo the confinement, turn the connection
 // back into one that connects (connect(AF_UNSPEC), then connect) to a host
-// listener, a closed host port and an outside address, Fast Open, the drop
-// counter, the interface ioctls. Every answer is the kernel's, and the host's
-// listener never sees a connection.
+// listener, a closed host port and an outside address, or one that binds
+// (to list the host's addresses and ports), Fast Open, the drop counter, the
+// interface ioctls. Every answer is the kernel's: the listener cgroup's
+// programs refuse the bind and the connect (EPERM) before the kernel looks
+// at the address, so no SYN leaves; the host's listeners never see one.
 TEST_CASE("serve --net-backend direct: the host's socket in the server's hands reaches nothing",
           "[serve][G1][direct]") {
     if (!modeUsable(Mode::Root)) return;
@@ -748,12 +810,16 @@ TEST_CASE("serve --net-backend direct: the host's socket in the server's hands r
     const uint16_t port = freeLoopbackPort();
     HostListener host_lo = HostListener::tcp(AF_INET, "127.0.0.1");
     REQUIRE(host_lo.ok());
+    const bool v6 = hostHasIpv6Loopback();
+    HostListener host_lo6 = v6 ? HostListener::tcp(AF_INET6, "::1") : HostListener();
+    if (v6) REQUIRE(host_lo6.ok());
     uint16_t closed = freeLoopbackPort();
     while (closed == port) closed = freeLoopbackPort();
     // clang-format off
     const std::string hostile = R"PY(import ctypes, errno, json, socket, struct, sys
 libc = ctypes.CDLL(None, use_errno=True)
 port, host_port, closed_port = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+host_port6 = int(sys.argv[4])  # 0: no IPv6 loopback
 def answer(f):
     try:
         r = f()
@@ -776,6 +842,17 @@ listener = socket.socket()
 listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 listener.bind(("127.0.0.1", port))
 listener.listen(8)
+if host_port6:
+    listener6 = socket.socket(socket.AF_INET6)
+    listener6.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+    listener6.bind(("::1", port))
+    listener6.listen(8)
+# Ready only now (--ready-pattern): a listen after ready is not handed over.
+print("both-listening", flush=True)
+def turned(s):
+    disconnect(s)
+    s.setblocking(False)
+    return s
 while True:
     held, _ = listener.accept()   # the connection to turn around
     asker, _ = listener.accept()  # where the answers go
@@ -795,6 +872,20 @@ while True:
     for key, address in (("closed_port", ("127.0.0.1", closed_port)), ("outside", ("192.0.2.1", 80))):
         c, _ = listener.accept()
         results[key] = answer(lambda: reconnect(c, address))
+    # Bound again, an accepted socket would tell the host's addresses apart
+    # (EACCES, EADDRNOTAVAIL) and its ports (EADDRINUSE); a connect without
+    # waiting shows whether a SYN went out (EINPROGRESS).
+    c = turned(listener.accept()[0])
+    for key, address in (("bind_lo", ("127.0.0.1", 1)), ("bind_ephemeral", ("127.0.0.1", 0)),
+                         ("bind_listened", ("127.0.0.1", host_port)), ("bind_lo2", ("127.0.0.2", 1)),
+                         ("bind_any", ("0.0.0.0", 1)), ("bind_outside", ("192.0.2.1", 1))):
+        results[key] = answer(lambda: c.bind(address))
+    results["connect_now"] = answer(lambda: c.connect(("127.0.0.1", host_port)))
+    if host_port6:
+        c6 = turned(listener6.accept()[0])
+        results["bind6_lo"] = answer(lambda: c6.bind(("::1", 1)))
+        results["bind6_mapped"] = answer(lambda: c6.bind(("::ffff:127.0.0.1", 1)))
+        results["connect6_now"] = answer(lambda: c6.connect(("::1", host_port6)))
     asker.sendall(json.dumps(results).encode())
     asker.close()
 )PY";
@@ -802,11 +893,12 @@ while True:
     sandbox.scratch().writeFile("worktree/hostile.py", hostile);
     Served served(sandbox, serviceName(), port,
                   {"python3", "/repo/hostile.py", std::to_string(port), host_lo.port(),
-                   std::to_string(closed)},
-                  {}, "direct");
+                   std::to_string(closed), v6 ? host_lo6.port() : "0"},
+                  {"--ready-pattern", "both-listening"}, "direct");
     INFO(served.started().describe());
     REQUIRE(served.ready());
     REQUIRE(served.readyEvent().value("backend", "") == "direct");
+    CHECK(listenerLeaves().empty());  // removed once the listeners were made
     int err = 0;
     UniqueFd held = connectFromHost(AF_INET, port, err);
     REQUIRE(held);
@@ -815,6 +907,9 @@ while True:
     // Two more connections for the server to turn around.
     UniqueFd third = connectFromHost(AF_INET, port, err);
     UniqueFd fourth = connectFromHost(AF_INET, port, err);
+    UniqueFd fifth = connectFromHost(AF_INET, port, err);
+    UniqueFd sixth = v6 ? connectFromHost(AF_INET6, port, err) : UniqueFd();
+    if (v6) REQUIRE(sixth);
     sendAll(asker.get(), "go");
     timeval slow{30, 0};
     ::setsockopt(asker.get(), SOL_SOCKET, SO_RCVTIMEO, &slow, sizeof slow);
@@ -828,18 +923,86 @@ while True:
     CHECK(results.value("ifconf", "") == "EPERM");   // seccomp: the host's interfaces
     CHECK(results.value("meminfo", "") == "EPERM");  // seccomp: the drop counter
     CHECK(results.value("tfo_connect", "") == "EPERM");
-    // The handshake never completes: the SYN-ACK is dropped, and a closed
-    // port's reset too, so an open and a closed port look the same.
-    CHECK(results.value("host_listener", "") == "timeout");
-    CHECK(results.value("closed_port", "") == "timeout");
-    CHECK_THAT(results.value("outside", ""), IsOneOf({"timeout", "ENETUNREACH", "EHOSTUNREACH"}));
+    // The listener cgroup's connect programs: refused before any SYN, to an
+    // open port, a closed one and outside alike.
+    CHECK(results.value("host_listener", "") == "EPERM");
+    CHECK(results.value("closed_port", "") == "EPERM");
+    CHECK(results.value("outside", "") == "EPERM");
+    CHECK(results.value("connect_now", "") == "EPERM");
+    // Its bind programs: one answer for every address and port, so none is
+    // told from another.
+    for (const char* key :
+         {"bind_lo", "bind_ephemeral", "bind_listened", "bind_lo2", "bind_any", "bind_outside"})
+        CHECK(results.value(key, "") == "EPERM");
+    if (v6) {
+        CHECK(results.value("bind6_lo", "") == "EPERM");
+        CHECK(results.value("bind6_mapped", "") == "EPERM");
+        CHECK(results.value("connect6_now", "") == "EPERM");
+    }
+    // On the host's side: no connection, and no half-open one (a SYN
+    // answered whose handshake the sandbox's filter kept from completing)
+    // on the host's listeners. The sandbox's connects returned before it
+    // answered; a SYN sent on the loopback is received within that call.
     CHECK_FALSE(host_lo.sawConnection());
+    CHECK(synReceivedOn(AF_INET, static_cast<uint16_t>(std::stoi(host_lo.port()))) == 0);
+    if (v6) {
+        CHECK_FALSE(host_lo6.sawConnection());
+        CHECK(synReceivedOn(AF_INET6, static_cast<uint16_t>(std::stoi(host_lo6.port()))) == 0);
+    }
     // Refusals are counted as any are.
     held.reset();
     const Completed stop = served.stockade({"stop", served.name()});
     CHECK(stop.exitCode == 0);
     const std::string denials = sandbox.result().at("denials").dump();
     CHECK(denials.find("ioctl") != std::string::npos);
+}
+
+// Where the listener cgroup cannot be had (bpf refused here, as it is
+// without CAP_BPF and CAP_NET_ADMIN), no host socket is handed to the
+// server: the forwarder serves, and stderr and the ready event say so.
+TEST_CASE("serve --net-backend direct: bpf refused, the userspace forwarder serves and says why",
+          "[serve][G1][direct]") {
+    if (!modeUsable(Mode::Root)) return;
+    Sandbox sandbox(Mode::Root);
+    const uint16_t port = freeLoopbackPort();
+    Served served(sandbox, serviceName(), port, httpServer(port), {}, "direct",
+                  {"STOCKADE_TEST_FAIL=bpf-prog-load"});
+    INFO(served.started().describe());
+    REQUIRE(served.ready());
+    CHECK(served.readyEvent().value("backend", "") == "userspace");
+    CHECK(served.psEntry().value("backend", "") == "userspace");
+    CHECK(served.started().err.find(
+              "--net-backend direct: cannot make the listeners in a cgroup that refuses their "
+              "bind and connect: bpf(BPF_PROG_LOAD, CGROUP_SOCK_ADDR for "
+              "BPF_CGROUP_INET4_BIND): EPERM; the userspace forwarder serves") !=
+          std::string::npos);
+    CHECK(httpGet(AF_INET, port, "/").rfind("HTTP/1.0 200", 0) == 0);
+    CHECK(listenerLeaves().empty());
+}
+
+// A stockade killed between making its listener cgroup and removing it
+// leaves the leaf (named by its pid) behind; the next one removes it.
+TEST_CASE("serve --net-backend direct: a listener cgroup left by a dead stockade is removed",
+          "[serve][direct]") {
+    if (!modeUsable(Mode::Root)) return;
+    const std::vector<std::string> mounts = cgroup2Mounts();
+    REQUIRE_FALSE(mounts.empty());  // as the direct backend needs, as root
+    const pid_t dead = ::fork();
+    if (dead == 0) ::_exit(0);
+    REQUIRE(dead > 0);
+    ::waitpid(dead, nullptr, 0);
+    const std::string leaf = mounts.front() + "/stockade-listeners-" + std::to_string(dead);
+    REQUIRE(::mkdir(leaf.c_str(), 0700) == 0);
+    Sandbox sandbox(Mode::Root);
+    const uint16_t port = freeLoopbackPort();
+    Served served(sandbox, serviceName(), port, httpServer(port), {}, "direct");
+    INFO(served.started().describe());
+    REQUIRE(served.ready());
+    CHECK(served.readyEvent().value("backend", "") == "direct");
+    const bool left = pathExists(leaf);
+    if (left) ::rmdir(leaf.c_str());
+    CHECK_FALSE(left);
+    CHECK(listenerLeaves().empty());
 }
 
 TEST_CASE("serve --net-backend veth: the host's end of the pair is out of reach from inside",

@@ -156,6 +156,11 @@ HostFacts healthyFacts(uid_t euid) {
     f.close_range = 0;
     f.nft = "/usr/sbin/nft";
     f.veth_probed = euid == 0;
+    f.direct_probed = true;
+    if (euid != 0)
+        f.direct_error =
+            "setsockopt(SO_ATTACH_FILTER): EPERM (this kernel lets only CAP_NET_ADMIN filter a "
+            "TCP socket; as root it can)";
     for (const char* kind : {"user", "mnt", "pid", "net", "ipc", "uts", "cgroup"})
         f.max_namespaces[kind] = "15000";
     f.exe = "/usr/local/bin/stockade";
@@ -198,8 +203,8 @@ TEST_CASE("a healthy host: every guarantee ok, the profile can run", "[host_chec
             CHECK(contains(e.reason, "no cgroup v1 hierarchy holds"));
             continue;
         }
-        if (e.id == "veth_backend") {  // root only, and optional: harmless too
-            CHECK(contains(e.reason, "needs root"));
+        if (e.id == "veth_backend" || e.id == "direct_backend") {  // root only, and optional
+            CHECK(contains(e.reason, e.id == "veth_backend" ? "needs root" : "CAP_NET_ADMIN"));
             CHECK_FALSE(e.required);
             continue;
         }
@@ -256,6 +261,41 @@ TEST_CASE("the veth backend: ok as root with nft and a working pair, else the ca
     CHECK(e->state == CheckState::Unavailable);
     CHECK(contains(e->reason, "EOPNOTSUPP"));
     CHECK(contains(e->fix, "CONFIG_VETH"));
+}
+
+TEST_CASE("the direct backend: ok as root with the listener cgroup, else the cause and the fix",
+          "[host_check]") {
+    const HostReport fine = reportFromFacts(healthyFacts(0), {});
+    REQUIRE(fine.find("direct_backend") != nullptr);
+    CHECK(fine.find("direct_backend")->state == CheckState::Ok);
+    CHECK_FALSE(fine.find("direct_backend")->required);
+
+    // Rootless on Linux 6.17 and later: the socket filter, and the cgroup
+    // programs in any case.
+    const HostReport rootless = reportFromFacts(healthyFacts(1000), {});
+    const CheckEntry* user = rootless.find("direct_backend");
+    CHECK(user->state == CheckState::Unavailable);
+    CHECK(contains(user->reason, "CAP_NET_ADMIN filter a TCP socket"));
+    CHECK(contains(user->reason, "need root"));
+    CHECK(contains(user->fix, "userspace forwarder"));
+    CHECK(rootless.can_run);  // never a blocker
+
+    HostFacts no_v2 = healthyFacts(0);
+    no_v2.direct_error =
+        "cannot make the listeners in a cgroup that refuses their bind and "
+        "connect: no cgroup2 filesystem is mounted (/proc/self/mountinfo)";
+    const CheckEntry* e = reportFromFacts(no_v2, {}).find("direct_backend");
+    CHECK(e->state == CheckState::Unavailable);
+    CHECK(contains(e->fix, "mount -t cgroup2"));
+
+    HostFacts no_bpf = healthyFacts(0);
+    no_bpf.direct_error =
+        "cannot make the listeners in a cgroup that refuses their bind and "
+        "connect: bpf(BPF_PROG_LOAD, CGROUP_SOCK_ADDR for "
+        "BPF_CGROUP_INET4_BIND): EPERM";
+    e = reportFromFacts(no_bpf, {}).find("direct_backend");
+    CHECK(contains(e->reason, "BPF_PROG_LOAD"));
+    CHECK(contains(e->fix, "CONFIG_CGROUP_BPF"));
 }
 
 TEST_CASE("Debian's kernel.unprivileged_userns_clone=0 is named, with its sysctl", "[host_check]") {

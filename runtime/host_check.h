@@ -189,6 +189,9 @@ struct HostFacts {
     std::string lsm;                           // /sys/kernel/security/lsm, when readable
     std::string exe;                           // /proc/self/exe
     bool dumpable = true;  // PR_GET_DUMPABLE: else /proc/PID of our children is root's
+    // systemd is the init (/run/systemd/system is a directory, sd_booted(3)'s
+    // test): its `systemd-run --user` can delegate a cgroup; without it root must.
+    bool systemd = false;
 
     // The sandbox sequence: errno per step reached (0: it worked). A step
     // absent was not reached.

@@ -11,7 +11,20 @@ namespace stockade::host_check_detail {
 
 namespace {
 
-const char* kDelegateFix = "`systemd-run --user --scope -p Delegate=yes stockade …`";
+// How an unprivileged user gets a cgroup v2 subtree of their own: systemd
+// delegates one on asking; without systemd as init (a container, a CI
+// runner's VM, this test host) only root can, by hand.
+std::string delegateFix(const HostFacts& f) {
+    if (f.systemd) return "`systemd-run --user --scope -p Delegate=yes stockade …`";
+    const std::string mount = f.cgroup2.mount.empty() ? "/sys/fs/cgroup" : f.cgroup2.mount;
+    const std::string dir = mount + "/stockade-" + std::to_string(f.euid);
+    return "one that root makes and hands over (`systemd-run --user` needs systemd as init, "
+           "which this host does not run): as root `mkdir " +
+           dir + " && chown -R " + std::to_string(f.euid) + " " + dir +
+           "`, with memory and pids enabled in " + mount +
+           "/cgroup.subtree_control; then start stockade from a shell moved into it (`echo $$ > " +
+           dir + "/cgroup.procs`)";
+}
 
 std::string cgroupParent(const std::string& path) {
     auto slash = path.rfind('/');
@@ -31,11 +44,10 @@ Verdict judgeCgroup2Base(const HostFacts& f) {
                            "run stockade in a cgroup v2 hierarchy");
     std::string where =
         v2.path + " (controllers: " + (v2.controllers.empty() ? "none" : v2.controllers) + ")";
-    std::string fix = f.euid == 0
-                          ? "mount the cgroup filesystem read-write (a container needs a "
-                            "writable /sys/fs/cgroup)"
-                          : "run stockade in a delegated cgroup: " + std::string(kDelegateFix) +
-                                ", or run it as root";
+    std::string fix = f.euid == 0 ? "mount the cgroup filesystem read-write (a container needs a "
+                                    "writable /sys/fs/cgroup)"
+                                  : "run stockade in a delegated cgroup: " + delegateFix(f) +
+                                        ", or run it as root";
     auto notWritable = [&](const std::string& what, int err) {
         return unavailable(what + " is not writable by uid " + std::to_string(f.euid) + " (" +
                                errnoName(err) + ")",
@@ -60,24 +72,24 @@ Verdict judgeCgroup2(const HostFacts& f, const std::string& controller) {
                 : "";
         return unavailable("controller not available in the unified hierarchy (" + v2.mount +
                                "/cgroup.controllers has no " + controller + bound + ")",
-                           unified + (f.euid == 0 ? "" : "; then " + std::string(kDelegateFix)));
+                           unified + (f.euid == 0 ? "" : "; then " + delegateFix(f)));
     }
     Verdict base = judgeCgroup2Base(f);
     if (base.state != CheckState::Ok) return base;
     if (!hasWord(v2.controllers, controller)) {
         std::string parent = cgroupParent(v2.path);
-        return unavailable(
-            "controller not delegated to " + v2.path + " (" + parent +
-                "/cgroup.subtree_control does not enable " + controller + ")",
-            f.euid == 0 ? "echo +" + controller + " > " + parent + "/cgroup.subtree_control"
-                        : "run stockade in a delegated cgroup: " + std::string(kDelegateFix));
+        return unavailable("controller not delegated to " + v2.path + " (" + parent +
+                               "/cgroup.subtree_control does not enable " + controller + ")",
+                           f.euid == 0
+                               ? "echo +" + controller + " > " + parent + "/cgroup.subtree_control"
+                               : "run stockade in a delegated cgroup: " + delegateFix(f));
     }
     if (v2.other_processes > 0 && !hasWord(v2.subtree_control, controller))
         return unavailable(
             v2.path + " holds " + std::to_string(v2.other_processes) +
                 " other process(es) besides stockade, and cgroup v2 enables no controller "
                 "below a cgroup that holds processes (stockade moves itself out, not others)",
-            "run stockade alone in a delegated cgroup: " + std::string(kDelegateFix));
+            "run stockade alone in a delegated cgroup: " + delegateFix(f));
     return ok("delegated and writable at " + v2.path);
 }
 
@@ -95,7 +107,7 @@ Verdict judgeCgroup1(const HostFacts& f, const std::string& controller) {
     std::string fix = f.euid == 0 ? "mount " + mount + " read-write"
                                   : "run stockade as root (cgroup v1 is not delegated to "
                                     "unprivileged users), or use cgroup v2: " +
-                                        std::string(kDelegateFix);
+                                        delegateFix(f);
     if (v1.dir_errno)
         return unavailable(v1.path + " is not writable by uid " + std::to_string(f.euid) + " (" +
                                errnoName(v1.dir_errno) + ")",
@@ -141,7 +153,7 @@ Verdict judgeLimit(const HostFacts& f, const std::string& limit, const std::stri
     bool on_v1 = f.cgroup1.count(limit) && f.cgroup1.at(limit).bound;
     std::string fix;
     if (f.euid != 0) {
-        fix = "run stockade in a delegated cgroup v2 subtree: " + std::string(kDelegateFix);
+        fix = "run stockade in a delegated cgroup v2 subtree: " + delegateFix(f);
         if (!in_unified && on_v1)
             fix +=
                 ", after booting with systemd.unified_cgroup_hierarchy=1 (this host keeps "

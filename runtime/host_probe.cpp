@@ -524,6 +524,8 @@ void readHostSwitches(HostFacts& facts) {
     }
     facts.lsm = trimmed(readFile("/sys/kernel/security/lsm"));
     facts.dumpable = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) == 1;
+    struct stat systemd_dir;
+    facts.systemd = lstat("/run/systemd/system", &systemd_dir) == 0 && S_ISDIR(systemd_dir.st_mode);
     char exe[4096];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
     facts.exe = n > 0 ? std::string(exe, static_cast<size_t>(n)) : "/usr/local/bin/stockade";

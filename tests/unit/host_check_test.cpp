@@ -126,6 +126,7 @@ HostFacts healthyFacts(uid_t euid) {
     HostFacts f;
     f.euid = euid;
     f.kernel = "6.12.0";
+    f.systemd = true;  // a desktop or server distribution's host
     f.sandbox_uid = f.sandbox_host_uid = euid == 0 ? 65534 : euid;
     f.sandbox_gid = f.sandbox_host_gid = euid == 0 ? 65534 : 100;
     for (SandboxStep s :
@@ -846,19 +847,25 @@ TEST_CASE("as uid 65534: no writable cgroup, memory and pids fall back to rlimit
     REQUIRE_STATE(
         check(r, "cgroup1.memory")["state"] != "ok" && check(r, "cgroup2.memory")["state"] != "ok",
         "a cgroup on this host is writable by uid 65534");
+    // The way to a delegated cgroup this host offers: systemd's, or root's by hand.
+    struct stat systemd_dir;
+    const std::string delegation =
+        lstat("/run/systemd/system", &systemd_dir) == 0 && S_ISDIR(systemd_dir.st_mode)
+            ? "systemd-run --user --scope -p Delegate=yes stockade"
+            : "chown -R 65534 ";
     for (const char* v1 : {"cgroup1.memory", "cgroup1.pids"}) {
         const json& c = check(r, v1);
         if (c["state"] == "ok") continue;
         CHECK(c["state"] == "unavailable");
         CHECK(contains(text(c["reason"]), "not writable by uid 65534"));
-        CHECK(contains(text(c["fix"]), "systemd-run --user --scope -p Delegate=yes"));
+        CHECK(contains(text(c["fix"]), delegation));
     }
     for (auto [limit, rlimit] : {std::pair{"memory", "RLIMIT_DATA"}, {"pids", "RLIMIT_NPROC"}}) {
         const json& c = check(r, limit);
         CHECK(c["state"] == "degraded");
         CHECK(c["mechanism"] == "rlimit (" + std::string(rlimit) + ")");
         CHECK(contains(text(c["reason"]), "no writable cgroup"));
-        CHECK(contains(text(c["fix"]), "systemd-run --user --scope -p Delegate=yes stockade"));
+        CHECK(contains(text(c["fix"]), delegation));
         CHECK(c["required"] == true);
     }
     CHECK(check(r, "G8")["state"] == "degraded");
@@ -962,6 +969,20 @@ TEST_CASE("dropped from root without exec: the id maps' EACCES is explained",
     CHECK(contains(text(user["reason"]), "EACCES"));
     CHECK(contains(text(user["fix"]), "exec"));
     CHECK(r["can_run"] == false);
+}
+
+TEST_CASE("cgroup v2: without systemd as init, the fix is root's delegation, not systemd-run",
+          "[host_check]") {
+    HostFacts f = healthyFacts(1000);
+    f.systemd = false;
+    f.cgroup2.controllers = "cpu";
+    HostReport r = reportFromFacts(f, {});
+    const std::string fix = r.find("cgroup2.memory")->fix;
+    CHECK_FALSE(contains(fix, "Delegate=yes"));
+    CHECK(contains(fix, "mkdir /sys/fs/cgroup/stockade-1000 && chown -R 1000"));
+    CHECK(contains(fix, "/sys/fs/cgroup/cgroup.subtree_control"));
+    CHECK(contains(r.find("memory")->fix, "chown -R 1000"));
+    CHECK_FALSE(contains(r.find("memory")->fix, "Delegate=yes"));
 }
 
 TEST_CASE("cgroup v2: a delegated cgroup shared with other processes cannot enable controllers",

@@ -60,6 +60,7 @@ std::string Completed::describe() const {
 
 StockadeProcess::StockadeProcess(const Launch& launch) {
     std::vector<std::string> argv{stockadeBinary()};
+    if (!launch.wrapper.empty()) argv = {launch.wrapper, "--", stockadeBinary()};
     argv.insert(argv.end(), launch.args.begin(), launch.args.end());
     std::vector<std::string> envp = launch.environment;
     std::vector<char*> argvC = cStrings(argv);

@@ -51,6 +51,8 @@ export interface HostReport {
   uid: number;
   kernel: string;
   can_run: boolean;
+  /** Which sandbox this host gives this user: full, landlock (the lower tier, taken only where a profile or --min-tier allows it) or none; why, and the fix per missing piece. Absent from older binaries. */
+  tier?: { tier: 'full' | 'landlock' | 'none'; reason: string; fixes: string[] };
   blockers: string[];
   elapsed_us: number;
   probe_us: { [probe: string]: number };
@@ -111,6 +113,11 @@ export const hostReportSchema = {
     uid: int,
     kernel: str,
     can_run: { type: 'boolean' },
+    tier: {
+      type: 'object',
+      required: ['tier', 'reason', 'fixes'],
+      properties: { tier: { enum: ['full', 'landlock', 'none'] }, reason: str, fixes: strings },
+    },
     blockers: strings,
     elapsed_us: int,
     probe_us: { type: 'object' },

@@ -15,8 +15,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <fstream>
 
 #include "harness.h"
+#include "host_listener.h"
 
 namespace stockade::itest {
 
@@ -195,6 +197,14 @@ TEST_CASE("lower tier: sockets of every family but AF_UNIX are refused, UDP incl
         CHECK(udp.report.get("stage") == "socket");
         CHECK(udp.result() == "EPERM");
     }
+    // A host abstract unix socket: Landlock's scope (ABI 6) refuses it, and
+    // the listener saw nothing.
+    const std::string name = "stockade-tier-" + host.token();
+    HostListener abstract = HostListener::abstractUnix(name);
+    REQUIRE(abstract.ok());
+    const ProbeRun reach = host.probe({"connect-abstract", name});
+    CHECK(reach.result() == "EPERM");
+    CHECK_FALSE(abstract.sawConnection());
     // AF_UNIX stays: a path that does not exist answers ENOENT, not EPERM.
     const ProbeRun unix_socket = host.probe({"connect-unix", host.worktree() + "/no-such-socket"});
     CHECK(unix_socket.result() == "ENOENT");
@@ -284,6 +294,65 @@ TEST_CASE(
     INFO(limits.describe());
     CHECK(limits.out.starts_with("0\n"));
     CHECK(limits.out.find("\n8192\n") != std::string::npos);
+}
+
+TEST_CASE(
+    "lower tier: what it cannot honour is refused, naming why: a hidden name in the "
+    "worktree, a mount that would move, a root-owned worktree as root",
+    "[tier]") {
+    STOCKADE_EACH_MODE(mode);
+    if (!tierUsable()) return;
+    {
+        BlockedHost host(mode);
+        // Landlock only grants: beneath the writable worktree nothing can be
+        // made unreadable, so a credential there refuses the run.
+        const std::string env_file = host.worktree() + "/.env";
+        {
+            std::ofstream out(env_file);
+            out << "SECRET=" << host.token() << "\n";
+        }
+        REQUIRE(::chown(env_file.c_str(), kNobody, kNobody) == 0);
+        const Completed c = host.run({"--min-tier", "landlock"}, {kProbe, "read-file", env_file});
+        INFO(c.describe());
+        CHECK(c.exitCode == 125);
+        CHECK(c.err.find(".env") != std::string::npos);
+        CHECK(c.err.find("cannot hide") != std::string::npos);
+        CHECK(c.out.find(host.token()) == std::string::npos);
+    }
+    {
+        BlockedHost host(mode);
+        Launch moved =
+            host.launch({"--min-tier", "landlock", "--mount", host.callerDir() + ":/data"},
+                        {kProbe, "exit", "0"});
+        const Completed c = runStockade(moved);
+        INFO(c.describe());
+        CHECK(c.exitCode == 125);
+        CHECK(c.err.find(":/data") != std::string::npos);
+        CHECK(c.err.find("no mount namespace") != std::string::npos);
+    }
+    if (mode == Mode::Root) {
+        ScratchDir rooted(scratchRoot(), "tier-root-worktree", 0, 0);
+        const std::string worktree = rooted.makeDir("worktree");
+        Launch l;
+        l.mode = mode;
+        l.wrapper = kBlocker;
+        l.args = {"run",
+                  "--min-tier",
+                  "landlock",
+                  "--worktree",
+                  worktree,
+                  "--mount",
+                  kProbeDir + ":" + kProbeDir,
+                  "--",
+                  kProbe,
+                  "exit",
+                  "0"};
+        l.environment = {"PATH=/usr/bin:/bin"};
+        const Completed c = runStockade(l);
+        INFO(c.describe());
+        CHECK(c.exitCode == 125);
+        CHECK(c.err.find("owned by root") != std::string::npos);
+    }
 }
 
 TEST_CASE(

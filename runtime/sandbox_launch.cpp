@@ -59,6 +59,8 @@ sigset_t signalsForInit() {
 SandboxOutcome setupFailure(const std::string& stage, const Error& error) {
     SandboxOutcome out;
     out.ending = Ending::SetupFailed;
+    // Nothing ran: the record's streams are the empty ones, hashed as such.
+    out.stdout_summary = out.stderr_summary = OutputCapture().finish();
     out.error_stage = stage;
     out.error_message = stage + ": " + error.text();
     out.error_errno = error.errnum();

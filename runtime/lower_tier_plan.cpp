@@ -1,8 +1,9 @@
 #include "runtime/lower_tier_plan.h"
 
+#include <dirent.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -31,20 +32,48 @@ Result<std::string> hostWorkdir(const Policy& policy, const std::string& tmp) {
     return w;
 }
 
-int removeEntry(const char* path, const struct stat*, int kind, FTW*) {
-    if (kind == FTW_DP)
-        rmdir(path);
-    else
-        unlink(path);
-    return 0;
+// Removes what is beneath `dir` (held open), by fd: each entry is found
+// relative to its parent's fd and never followed as a link, so that a
+// process of the sandbox's uid outside it cannot swap a directory for a link
+// mid-walk and turn a root-run removal onto another tree.
+void removeBeneath(int dir, int depth) {
+    if (depth > 256) return;
+    int listing = dup(dir);
+    if (listing < 0) return;
+    DIR* d = fdopendir(listing);
+    if (!d) {
+        close(listing);
+        return;
+    }
+    while (dirent* entry = readdir(d)) {
+        const char* name = entry->d_name;
+        if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0) continue;
+        struct stat st;
+        if (fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) < 0) continue;
+        if (S_ISDIR(st.st_mode)) {
+            int sub = openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            if (sub >= 0) {
+                removeBeneath(sub, depth + 1);
+                close(sub);
+            }
+            unlinkat(dir, name, AT_REMOVEDIR);
+        } else {
+            unlinkat(dir, name, 0);
+        }
+    }
+    closedir(d);
 }
 
 }  // namespace
 
 LowerTierTmp::~LowerTierTmp() {
-    // Every process of the sandbox is gone by now: nothing can swap a
-    // directory for a link while the walk goes (and FTW_PHYS follows none).
-    if (!path_.empty()) nftw(path_.c_str(), removeEntry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+    if (path_.empty()) return;
+    int dir = open(path_.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dir >= 0) {
+        removeBeneath(dir, 0);
+        close(dir);
+    }
+    rmdir(path_.c_str());
 }
 
 Result<LowerTierTmp> LowerTierTmp::create(uid_t uid, gid_t gid) {

@@ -552,6 +552,18 @@ SandboxOutcome lowerTierEnforcement(const Policy& policy, const SandboxCgroups& 
     return out;
 }
 
+// The lower tier's ids, its private TMPDIR (held in `tmp` until the run
+// returns) and its plan.
+Result<ChildPlan> planLowerTier(const Policy& policy, const Identity& identity,
+                                std::optional<LowerTierTmp>& tmp, size_t* read_only_names) {
+    auto ids = lowerTierIds(policy, identity);
+    if (!ids) return ids.error().withContext("choose the lower tier's ids");
+    auto made = LowerTierTmp::create(ids->host_uid, ids->host_gid);
+    if (!made) return made.error().withContext("make the run's private TMPDIR");
+    tmp.emplace(std::move(*made));
+    return buildLowerTierPlan(policy, *ids, tmp->path(), read_only_names);
+}
+
 // `tier`: the full sandbox, or the lower one. *user_ns_refused (full tier):
 // the clone, or the first mount in the namespace, failed in a way that
 // means no user namespace with capabilities can be had here.
@@ -604,24 +616,16 @@ SandboxOutcome runSandboxIn(const Policy& policy, ServiceHooks* hooks, const Ide
     // The lower tier's private TMPDIR lives until the run returns.
     std::optional<LowerTierTmp> lower_tmp;
     size_t read_only_names = 0;
-    Result<ChildPlan> plan = Error::message("unplanned");
-    if (lower) {
-        auto ids = lowerTierIds(policy, *identity);
-        if (!ids) return setupFailure("choose the lower tier's ids", ids.error());
-        auto tmp = LowerTierTmp::create(ids->host_uid, ids->host_gid);
-        if (!tmp) return setupFailure("make the run's private TMPDIR", tmp.error());
-        lower_tmp.emplace(std::move(*tmp));
-        plan = buildLowerTierPlan(policy, *ids, lower_tmp->path(), &read_only_names);
-        if (!plan) return setupFailure("plan the lower tier", plan.error());
-        if (auto s = compileLowerTierSeccompInto(policy, *plan); !s)
-            return setupFailure("compile the seccomp filter", s.error());
-    } else {
-        plan = buildChildPlan(policy, *identity, idmapped.tree);
-        if (!plan) return setupFailure("plan the sandbox", plan.error());
-        steps.done("plan the sandbox (mounts, environment, Landlock rules)");
-        if (auto s = compileSeccompInto(policy, *plan); !s)
-            return setupFailure("compile the seccomp filter", s.error());
-    }
+    // One expression, so the full tier's plan is built in place as before.
+    auto plan = lower ? planLowerTier(policy, *identity, lower_tmp, &read_only_names)
+                      : buildChildPlan(policy, *identity, idmapped.tree);
+    if (!plan)
+        return setupFailure(lower ? "plan the lower tier" : "plan the sandbox", plan.error());
+    steps.done("plan the sandbox (mounts, environment, Landlock rules)");
+    if (auto s =
+            lower ? compileLowerTierSeccompInto(policy, *plan) : compileSeccompInto(policy, *plan);
+        !s)
+        return setupFailure("compile the seccomp filter", s.error());
     steps.done("choose the seccomp filter");
 
     // Where this process's cgroups are, read once for the sweep and the leaves.

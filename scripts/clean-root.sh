@@ -32,9 +32,7 @@ if [ "$(id -u)" -ne 0 ]; then
     echo "stockade: the package test needs a clean Debian root; as root run: sh scripts/clean-root.sh" >&2
     exit 0
 fi
-mirror=$(sed -n 's/^URIs: *\(http[^ ]*debian\)$/\1/p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -n 1)
-[ -n "$mirror" ] || mirror=$(awk '$1 == "deb" && $2 ~ /^http/ { print $2; exit }' /etc/apt/sources.list 2>/dev/null)
-[ -n "$mirror" ] || mirror=http://deb.debian.org/debian
+mirror=$(sh "$(dirname "$0")/debian-mirror.sh")
 echo "stockade: making a clean Debian 12 root for the package test in $ROOT (debootstrap, ~30 s)" >&2
 rm -rf "$ROOT.tmp"
 mkdir -p "$(dirname "$ROOT")"

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <sstream>
 #include <thread>
 
 #include "harness.h"
@@ -240,4 +241,82 @@ TEST_CASE("G2: a host path swapped between the check and the mount changes nothi
             if (done.exitCode == 0) CHECK(done.out.find("original") != std::string::npos);
         }
     }
+}
+
+// mountinfo's escapes (space, tab, newline, backslash as \ooo) undone.
+static std::string unescapeMountField(const std::string& field) {
+    std::string out;
+    for (size_t i = 0; i < field.size(); ++i) {
+        if (field[i] == '\\' && i + 3 < field.size()) {
+            out += static_cast<char>(std::stoi(field.substr(i + 1, 3), nullptr, 8));
+            i += 3;
+        } else {
+            out += field[i];
+        }
+    }
+    return out;
+}
+
+// Issue 25, point 3. The kernel prints each mount's root as a path within
+// its own filesystem (mountinfo's fourth field), so a bind mount's source
+// path is readable inside: docs/threat-model.md says so and what to do. This
+// test holds that statement to exactly that: the recognisable names of the
+// caller's home and project show in that field of the worktree's and the
+// --mount's lines, and nowhere else the sandbox can read them.
+TEST_CASE("G2: the caller's home and project names show only as mountinfo's root of the mounts",
+          "[G2][filesystem][host-paths][mountinfo]") {
+    STOCKADE_EACH_MODE(mode);
+    Sandbox sandbox(mode);
+    const std::string user = randomToken("alice");
+    const std::string client = randomToken("client-acme");
+    const std::string project = sandbox.scratch().makeDir("home/" + user + "/" + client);
+    const std::string data = sandbox.scratch().makeDir("home/" + user + "/data-" + client);
+    sandbox.scratch().writeFile("home/" + user + "/" + client + "/README", "x\n");
+    sandbox.worktreeAt(project);
+    sandbox.option("--mount", data + ":/data");
+
+    // Everything a process inside reads about itself, init and its system.
+    const Completed run = sandbox.run(
+        {"/bin/sh", "-c",
+         "for f in /proc/self/mountinfo /proc/1/mountinfo; do cat $f; done;"
+         "echo ==rest; for f in /proc/self/mounts /proc/1/mounts /proc/self/cmdline "
+         "/proc/1/cmdline /proc/self/environ /proc/self/cgroup /proc/1/cgroup /etc/passwd "
+         "/etc/group /etc/hostname /proc/sys/kernel/hostname; do cat $f 2>/dev/null; echo; done;"
+         "env; pwd; readlink /proc/self/cwd /proc/self/root /proc/1/cwd 2>/dev/null; true"});
+    INFO(run.describe());
+    REQUIRE(run.exitCode == 0);
+    const size_t split = run.out.find("==rest");
+    REQUIRE(split != std::string::npos);
+
+    // Nowhere outside mountinfo.
+    const std::string rest = run.out.substr(split);
+    CHECK(rest.find(user) == std::string::npos);
+    CHECK(rest.find(client) == std::string::npos);
+
+    // In mountinfo: only as the root field of the two mounts, and that field
+    // is the host path within its filesystem, as the threat model says (a
+    // kernel that hid it would fail here, and the docs should then change).
+    std::istringstream lines(run.out.substr(0, split));
+    std::string line;
+    int shown = 0;
+    while (std::getline(lines, line)) {
+        if (line.find(user) == std::string::npos && line.find(client) == std::string::npos)
+            continue;
+        INFO(line);
+        std::istringstream fields(line);
+        std::string id, parent, device, root, mountpoint;
+        fields >> id >> parent >> device >> root >> mountpoint;
+        root = unescapeMountField(root);
+        CHECK_THAT(mountpoint, IsOneOf({"/repo", "/data"}));
+        const std::string source = mountpoint == "/repo" ? project : data;
+        CHECK(source.size() >= root.size());
+        CHECK(source.compare(source.size() - root.size(), root.size(), root) == 0);
+        // The field names the directory and nothing after it does.
+        std::string tail;
+        std::getline(fields, tail);
+        CHECK(tail.find(user) == std::string::npos);
+        CHECK(tail.find(client) == std::string::npos);
+        ++shown;
+    }
+    CHECK(shown == 4);  // two mounts, each in self's and init's mountinfo
 }

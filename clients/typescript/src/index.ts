@@ -6,7 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import type { ResultRecord } from './generated/index.js';
-import type { HostReport, PsEntry, ReadyEvent } from './handwritten.js';
+import type { HostReport, PsEntry, ReadyEvent } from './records.js';
 import {
   binaryOf,
   oracleArgs,
@@ -31,9 +31,8 @@ import {
 
 export * from './options.js';
 export * from './validate.js';
-export type * from './handwritten.js';
-export type { ResultRecord, VerdictRecord } from './generated/index.js';
-export { resultSchema, verdictSchema } from './generated/index.js';
+export type * from './records.js';
+export * from './generated/index.js';
 
 /** stockade ended without a record the client could read (a refusal, exit 125, or a crash). */
 export class StockadeError extends Error {

@@ -4,7 +4,7 @@
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import { parseSecretNames } from './validate.js';
-import type { SecretNames } from './handwritten.js';
+import type { SecretNames } from './records.js';
 
 /** Thrown before anything is spawned, naming the option that is wrong. */
 export class StockadeOptionsError extends TypeError {

@@ -5,18 +5,17 @@
 // name are tolerated (a later v1 may add some); a missing or mistyped field,
 // or a record of another schema version, is a StockadeRecordError, never a
 // silent undefined.
-import { resultSchema, verdictSchema } from './generated/index.js';
-import type { ResultRecord, VerdictRecord } from './generated/index.js';
 import {
-  hostReportSchema,
+  benchSchema,
+  checkSchema,
   psSchema,
   readySchema,
-  secretNamesSchema,
-  type HostReport,
-  type PsEntry,
-  type ReadyEvent,
-  type SecretNames,
-} from './handwritten.js';
+  resultSchema,
+  secret_namesSchema,
+  verdictSchema,
+} from './generated/index.js';
+import type { ResultRecord, VerdictRecord } from './generated/index.js';
+import type { BenchReport, HostReport, PsEntry, ReadyEvent, SecretNames } from './records.js';
 
 export type RecordErrorKind = 'not_json' | 'malformed' | 'newer_schema' | 'wrong_schema';
 
@@ -153,7 +152,7 @@ export function parseVerdict(input: unknown): Verdict {
 }
 
 export function parseHostReport(input: unknown): HostReport {
-  return validate<HostReport>(input, hostReportSchema, 'stockade.check/v1');
+  return validate<HostReport>(input, checkSchema, 'stockade.check/v1');
 }
 
 export function parseReadyEvent(input: unknown): ReadyEvent {
@@ -165,5 +164,9 @@ export function parsePsList(input: unknown): PsEntry[] {
 }
 
 export function parseSecretNames(input: unknown): SecretNames {
-  return validate<SecretNames>(input, secretNamesSchema, 'stockade.secret-names/v1');
+  return validate<SecretNames>(input, secret_namesSchema, 'stockade.secret-names/v1');
+}
+
+export function parseBenchReport(input: unknown): BenchReport {
+  return validate<BenchReport>(input, benchSchema, 'stockade.bench/v1');
 }

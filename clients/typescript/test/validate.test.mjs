@@ -2,7 +2,16 @@
 // typed errors. Also the host check.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { check, parseResult, parseVerdict, run, StockadeRecordError } from '../dist/index.js';
+import { execFileSync } from 'node:child_process';
+import {
+  check,
+  parseBenchReport,
+  parseHostReport,
+  parseResult,
+  parseVerdict,
+  run,
+  StockadeRecordError,
+} from '../dist/index.js';
 import { BINARY } from './helpers.mjs';
 
 const real = (await run({ binary: BINARY, command: ['true'] })).record;
@@ -45,5 +54,23 @@ test('check(): the host report, typed', async () => {
   assert.equal(report.schema, 'stockade.check/v1');
   assert.equal(typeof report.can_run, 'boolean');
   assert.ok(report.checks.some((c) => c.id === 'G1'));
-  assert.ok(['full', 'landlock', 'none'].includes(report.tier?.tier ?? ''));
+  assert.ok(['full', 'landlock', 'none'].includes(report.tier.tier));
+  assert.ok(report.setup_steps.length > 0, 'the probe ran the setup table');
+});
+
+test('bench --json and the host report validate against their published schemas', () => {
+  const bench = parseBenchReport(
+    execFileSync(BINARY, ['bench', '--runs', '1', '--warmup', '0', '--json'], { encoding: 'utf8' }),
+  );
+  assert.equal(bench.schema, 'stockade.bench/v1');
+  assert.ok(bench.levels.some((l) => l.name === 'full_profile'));
+  const { levels, ...noLevels } = bench;
+  assert.throws(() => parseBenchReport(noLevels), { name: 'StockadeRecordError', kind: 'malformed', path: '$.levels' });
+  const host = JSON.parse(execFileSync(BINARY, ['check', '--json'], { encoding: 'utf8' }));
+  const { checks, ...noChecks } = host;
+  assert.throws(() => parseHostReport(noChecks), { name: 'StockadeRecordError', kind: 'malformed', path: '$.checks' });
+  assert.throws(() => parseHostReport({ ...host, checks: [{ ...checks[0], state: 'maybe' }] }), {
+    name: 'StockadeRecordError',
+    path: '$.checks[0].state',
+  });
 });

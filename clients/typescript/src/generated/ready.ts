@@ -1,0 +1,72 @@
+// GENERATED from docs/ready.schema.json by scripts/generate.mjs. Do not edit;
+// run `npm run generate` after changing the schema.
+
+/**
+ * The one line `stockade serve` prints on stdout once the server answers on its port (runtime/serve_command.cpp).
+ */
+export interface ReadyRecord {
+  event: "ready";
+  name: string;
+  port: number;
+  /**
+   * the supervisor's pid: `stockade stop NAME` or SIGTERM to it ends the server
+   */
+  pid: number;
+  /**
+   * how the port reaches the server; `direct` asked for may be `userspace` (said on stderr)
+   */
+  backend: "userspace" | "direct" | "veth";
+  /**
+   * from the start of `serve` to ready
+   */
+  elapsed_ms: number;
+}
+
+export const readySchema = {
+  "$schema": "https://json-schema.org/draft/2020-12/schema",
+  "$id": "urn:stockade:ready:v1",
+  "title": "stockade dev server ready event",
+  "description": "The one line `stockade serve` prints on stdout once the server answers on its port (runtime/serve_command.cpp).",
+  "type": "object",
+  "additionalProperties": false,
+  "required": [
+    "event",
+    "name",
+    "port",
+    "pid",
+    "backend",
+    "elapsed_ms"
+  ],
+  "properties": {
+    "event": {
+      "const": "ready"
+    },
+    "name": {
+      "type": "string",
+      "minLength": 1
+    },
+    "port": {
+      "type": "integer",
+      "minimum": 1,
+      "maximum": 65535
+    },
+    "pid": {
+      "type": "integer",
+      "minimum": 1,
+      "description": "the supervisor's pid: `stockade stop NAME` or SIGTERM to it ends the server"
+    },
+    "backend": {
+      "enum": [
+        "userspace",
+        "direct",
+        "veth"
+      ],
+      "description": "how the port reaches the server; `direct` asked for may be `userspace` (said on stderr)"
+    },
+    "elapsed_ms": {
+      "type": "integer",
+      "minimum": 0,
+      "description": "from the start of `serve` to ready"
+    }
+  }
+} as const;

@@ -166,11 +166,12 @@ bool launchSandbox(ChildPlan& plan, const LaunchSpec& spec, LaunchedSandbox& out
     if (pid == 0) runChildInChild(plan);
     int clone_errno = errno;
     // Docker's default seccomp profile answers every clone3 ENOSYS, so that
-    // glibc falls back to clone, whose flags it can read. The lower tier
-    // asks for no namespace and can do the same; its v2 leaf is then joined
-    // by pid below, since only clone3 can start a child in one.
+    // glibc falls back to clone, whose flags it can read (older profiles
+    // answered EPERM). The lower tier asks for no namespace and can do the
+    // same; its v2 leaf is then joined by pid below, since only clone3 can
+    // start a child in one.
     bool cloned_plain = false;
-    if (pid < 0 && clone_errno == ENOSYS && spec.lower_tier) {
+    if (pid < 0 && (clone_errno == ENOSYS || clone_errno == EPERM) && spec.lower_tier) {
         pid = syscall(SYS_clone, CLONE_PIDFD | SIGCHLD, nullptr, &pidfd, nullptr, 0);
         if (pid == 0) runChildInChild(plan);
         clone_errno = errno;

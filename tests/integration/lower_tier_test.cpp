@@ -155,6 +155,14 @@ TEST_CASE(
     CHECK(r["enforced"]["seccomp"] == "default");
     for (const char* lost : {"user_ns:", "mount_ns:", "pid_ns:", "net_ns:", "signals:"})
         CHECK(degradedHas(r, lost));
+    // A filter that answers every clone3 EPERM (Docker's before it chose
+    // ENOSYS): the lower tier's plain clone still starts it.
+    Launch eperm = host.launch({"--min-tier", "landlock"}, {kProbe, "exit", "0"});
+    eperm.wrapperArgs = {"--clone3-eperm"};
+    const Completed clone3_eperm = runStockade(eperm);
+    INFO(clone3_eperm.describe());
+    CHECK(clone3_eperm.exitCode == 0);
+    CHECK(host.result()["tier"] == "landlock");
     // The worktree is at its host path, and the command starts there.
     const ProbeRun cwd = host.probe({"cwd"});
     CHECK(cwd.report.get("value") == host.worktree());

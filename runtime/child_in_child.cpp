@@ -29,6 +29,7 @@
 #include "runtime/child_protocol.h"
 #include "runtime/child_setup.h"
 #include "runtime/command_in_child.h"
+#include "runtime/descendants_in_child.h"
 #include "runtime/privileges_in_child.h"
 #include "runtime/userns_limits_in_child.h"
 
@@ -129,8 +130,13 @@ void answerSocketRequestsInChild(int channel) noexcept {
         if (sig < 0) continue;
         // SIGRTMIN from outside the namespace (si_pid 0: the sender has no
         // pid here) is the supervisor's "end it now" (timeout, output
-        // limit, cancellation). From inside, it is just forwarded.
-        if (sig == SIGRTMIN && info.si_pid == 0) break;
+        // limit, cancellation). From inside, it is just forwarded. The lower
+        // tier has no namespace: the supervisor is told by its pid (the
+        // command cannot forge that, and under Landlock's signal scope
+        // cannot signal init at all).
+        if (sig == SIGRTMIN &&
+            (info.si_pid == 0 || (plan.lower_tier && info.si_pid == plan.supervisor_pid)))
+            break;
         if (sig == SIGIO) {
             if (factory >= 0) answerSocketRequestsInChild(factory);
             continue;
@@ -152,15 +158,22 @@ void answerSocketRequestsInChild(int channel) noexcept {
     // one still alive is a straggler, a zombie already dead is not.
     markInChild(plan, ChildPlan::kCommandEndedSlot);
     uint32_t stragglers = 0;
-    kill(-1, SIGKILL);
-    int status;
-    pid_t pid;
-    while ((pid = waitpid(-1, &status, __WALL)) > 0) {
-        if (pid == command) {
-            command_status = status;
-            continue;
+    if (plan.lower_tier) {
+        // Not PID 1: kill(-1) would reach every process of this uid on the
+        // host. What is left of the command's tree is init's children
+        // (it is their subreaper), killed round by round.
+        stragglers = killAllChildrenInChild(-1, command, &command_status);
+    } else {
+        kill(-1, SIGKILL);
+        int status;
+        pid_t pid;
+        while ((pid = waitpid(-1, &status, __WALL)) > 0) {
+            if (pid == command) {
+                command_status = status;
+                continue;
+            }
+            if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) ++stragglers;
         }
-        if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) ++stragglers;
     }
     markInChild(plan, ChildPlan::kInitDoneSlot);
     ChildMessage msg{
@@ -217,6 +230,9 @@ int waitForGoInChild(ChildPlan& plan, StepState&) noexcept {
 }
 
 int setIdsInChild(ChildPlan& plan, StepState& state) noexcept {
+    // Rootless in the lower tier the process already is the caller, the
+    // only id it may have (and keeping capabilities needs CAP_SETPCAP).
+    if (plan.lower_tier && !plan.lower_tier_privileged) return 0;
     if (int err = keepCapabilitiesAcrossSetuidInChild())
         return failedCall(state, "prctl(PR_SET_SECUREBITS, NO_SETUID_FIXUP)", err);
     if (setresgid(plan.ids.inside_gid, plan.ids.inside_gid, plan.ids.inside_gid) < 0)
@@ -232,6 +248,11 @@ int parentDeathInChild(ChildPlan& plan, StepState& state) noexcept {
     if (!plan.die_with_parent) return 0;
     if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
         return failedCall(state, "prctl(PR_SET_PDEATHSIG, SIGKILL)", errno);
+    // The lower tier's init is the command tree's subreaper: what a
+    // double fork orphans comes back to it, not to the host's init, and is
+    // killed at the end (runtime/descendants_in_child.h).
+    if (plan.lower_tier && prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0)
+        return failedCall(state, "prctl(PR_SET_CHILD_SUBREAPER, 1)", errno);
     return supervisorGoneInChild(plan.sync_fd) ? kSupervisorGone : 0;
 }
 
@@ -365,6 +386,7 @@ int closeOnExecInChild(ChildPlan&, StepState&) noexcept {
 }
 
 int dropCapabilitiesInChild(ChildPlan& plan, StepState& state) noexcept {
+    if (plan.lower_tier && !plan.lower_tier_privileged) return dropUnprivilegedInChild();
     int failed_step = 0;
     int err = plan.keep_capabilities
                   ? keepOnlyCapabilitiesInChild(plan.last_cap, plan.capabilities, &failed_step)
@@ -425,6 +447,10 @@ int initCloseFdsInChild(ChildPlan& plan, StepState& state) noexcept {
 }
 
 int initDropPrivilegesInChild(ChildPlan& plan, StepState& state) noexcept {
+    if (plan.lower_tier && !plan.lower_tier_privileged) {
+        if (int err = dropUnprivilegedInChild()) return failedCall(state, "capset()", err);
+        return 0;
+    }
     int failed_step = 0;
     int err = faultInjected(FaultPoint::InitDropPrivileges, plan.injected_fault)
                   ? errno
@@ -655,6 +681,17 @@ static_assert(before(S::JoinCgroups, S::CgroupNamespace) &&
                   before(S::CgroupNamespace, S::ForkCommand),
               "cgroups joined, then the cgroup namespace, then the command");
 
+// The lower tier keeps every step that does not need a namespace; those it
+// skips would act on the host's own (its mounts' propagation, its hostname,
+// its user-namespace sysctls) or have nothing to act on.
+static_assert(lowerTierRuns(S::NewSession) && lowerTierRuns(S::NoNewPrivs) &&
+                  lowerTierRuns(S::LandlockRestrict) && lowerTierRuns(S::Seccomp) &&
+                  lowerTierRuns(S::ParentDeath) && lowerTierRuns(S::CloseFds) &&
+                  lowerTierRuns(S::Rlimits) && lowerTierRuns(S::DropCapabilities) &&
+                  !lowerTierRuns(S::Hostname) && !lowerTierRuns(S::PrivateMounts) &&
+                  !lowerTierRuns(S::UserNamespaceLimits),
+              "the lower tier's steps: all but those that need a namespace");
+
 constexpr std::array<SetupStepInfo, kStepCount> infosOf() {
     std::array<SetupStepInfo, kStepCount> out{};
     for (size_t i = 0; i < kStepCount; ++i) out[i] = kSteps[i].info;
@@ -665,7 +702,8 @@ constexpr std::array<SetupStepInfo, kStepCount> kStepInfos = infosOf();
 // ------------------------------------------------------------ the runner
 
 bool includedInChild(const ChildPlan& plan, const SetupStep& step) noexcept {
-    return stepRunsIn(step.info, plan.setup_mode, plan.bench_level);
+    return stepRunsIn(step.info, plan.setup_mode, plan.bench_level) &&
+           (!plan.lower_tier || lowerTierRuns(step.info.stage));
 }
 
 bool forksCommandInChild(const ChildPlan& plan) noexcept {

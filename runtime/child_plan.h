@@ -122,6 +122,16 @@ struct ChildPlan {
     // How runChildInChild walks the setup table (runtime/child_setup.h):
     // `stockade run`'s way unless check or bench asks otherwise.
     SetupMode setup_mode = SetupMode::Run;
+    // The lower tier (issue 18, runtime/lower_tier_plan.h): no namespace at
+    // all, so the table's namespace steps are skipped (lowerTierRuns), init
+    // is a child subreaper that kills its children rather than kill(-1), and
+    // the supervisor's "end it now" is told by its pid, not by si_pid 0.
+    bool lower_tier = false;
+    // Lower tier as root: the ids are set (and the capabilities then
+    // dropped) as in the full tier. Rootless there is nothing to drop but
+    // what an unprivileged process may: the ambient and inheritable sets.
+    bool lower_tier_privileged = false;
+    pid_t supervisor_pid = 0;
     BenchLevel bench_level = BenchLevel::FullProfile;  // SetupMode::Bench only
 };
 

@@ -371,6 +371,45 @@ int lastCapability() {
 
 }  // namespace
 
+void addCommandRlimits(const Policy& policy, ChildPlan& plan) {
+    auto hard = [&](int resource, uint64_t value) {
+        plan.rlimits.push_back({resource, {value, value}});
+    };
+    hard(RLIMIT_CORE, 0);
+    // Per-user kernel quotas are charged up the user namespaces to the host
+    // uid that made them (user_namespaces(7), ucounts): rootless, that is the
+    // caller, whose other processes got EAGAIN from sigqueue and
+    // timer_create while a sandbox held 96,364 pending signals (issue 15).
+    // The sandbox's own rlimit caps what it can take at its level; the
+    // caller keeps the rest. POSIX timers take their signal from the same
+    // count.
+    // Never above the caller's own hard limit, which no one here may raise.
+    auto at_most_own = [&](int resource, uint64_t value) {
+        rlimit own{};
+        if (getrlimit(resource, &own) == 0 && own.rlim_max != RLIM_INFINITY)
+            value = std::min<uint64_t>(value, own.rlim_max);
+        hard(resource, value);
+    };
+    at_most_own(RLIMIT_SIGPENDING, kSandboxPendingSignals);
+    at_most_own(RLIMIT_MSGQUEUE, kSandboxMessageQueueBytes);
+    if (policy.limits.open_files) {
+        // A profile's open-file count is a ceiling: no higher than the
+        // caller's own hard limit, which the sandbox could not raise either.
+        rlimit own{};
+        uint64_t files = *policy.limits.open_files;
+        if (getrlimit(RLIMIT_NOFILE, &own) == 0 && own.rlim_max != RLIM_INFINITY)
+            files = std::min<uint64_t>(files, own.rlim_max);
+        hard(RLIMIT_NOFILE, files);
+    }
+    if (policy.limits.file_size_bytes) hard(RLIMIT_FSIZE, *policy.limits.file_size_bytes);
+    if (policy.limits.cpu_time_ms) {
+        // SIGXCPU at the soft limit names the cause; the hard limit one second
+        // later is the kernel's SIGKILL for a command that ignores it.
+        uint64_t seconds = (*policy.limits.cpu_time_ms + 999) / 1000;
+        plan.rlimits.push_back({RLIMIT_CPU, {seconds, seconds + 1}});
+    }
+}
+
 Result<ChildPlan> buildChildPlan(const Policy& policy, const Identity& identity,
                                  const UniqueFd& idmapped_worktree) {
     ChildPlan plan;
@@ -490,25 +529,7 @@ Result<ChildPlan> buildChildPlan(const Policy& policy, const Identity& identity,
         plan.landlock = std::move(*landlock);
     }
 
-    auto hard = [&](int resource, uint64_t value) {
-        plan.rlimits.push_back({resource, {value, value}});
-    };
-    hard(RLIMIT_CORE, 0);
-    // Per-user kernel quotas are charged up the user namespaces to the host
-    // uid that made them (user_namespaces(7), ucounts): rootless, that is the
-    // caller, whose other processes got EAGAIN from sigqueue and
-    // timer_create while a sandbox held 96,364 pending signals (issue 15).
-    // The sandbox's own rlimit caps what it can take at its level; the
-    // caller keeps the rest. POSIX timers take their signal from the same
-    // count.
-    // Never above the caller's own hard limit, which no one here may raise.
-    auto at_most_own = [&](int resource, uint64_t value) {
-        rlimit own{};
-        if (getrlimit(resource, &own) == 0 && own.rlim_max != RLIM_INFINITY)
-            value = std::min<uint64_t>(value, own.rlim_max);
-        hard(resource, value);
-    };
-    at_most_own(RLIMIT_SIGPENDING, kSandboxPendingSignals);
+    addCommandRlimits(policy, plan);
     // inotify: a quarter of the host's per-user maxima, no more than 32
     // instances (the host gives each user 128).
     auto quarterOf = [](const char* path, uint32_t cap) -> uint32_t {
@@ -520,23 +541,6 @@ Result<ChildPlan> buildChildPlan(const Policy& policy, const Identity& identity,
     plan.userns_bounds.inotify_instances = quarterOf("/proc/sys/fs/inotify/max_user_instances", 32);
     plan.userns_bounds.inotify_watches =
         quarterOf("/proc/sys/fs/inotify/max_user_watches", 1u << 20);
-    at_most_own(RLIMIT_MSGQUEUE, kSandboxMessageQueueBytes);
-    if (policy.limits.open_files) {
-        // A profile's open-file count is a ceiling: no higher than the
-        // caller's own hard limit, which the sandbox could not raise either.
-        rlimit own{};
-        uint64_t files = *policy.limits.open_files;
-        if (getrlimit(RLIMIT_NOFILE, &own) == 0 && own.rlim_max != RLIM_INFINITY)
-            files = std::min<uint64_t>(files, own.rlim_max);
-        hard(RLIMIT_NOFILE, files);
-    }
-    if (policy.limits.file_size_bytes) hard(RLIMIT_FSIZE, *policy.limits.file_size_bytes);
-    if (policy.limits.cpu_time_ms) {
-        // SIGXCPU at the soft limit names the cause; the hard limit one second
-        // later is the kernel's SIGKILL for a command that ignores it.
-        uint64_t seconds = (*policy.limits.cpu_time_ms + 999) / 1000;
-        plan.rlimits.push_back({RLIMIT_CPU, {seconds, seconds + 1}});
-    }
     return plan;
 }
 

@@ -19,6 +19,11 @@ Result<ChildPlan> buildChildPlan(const Policy& policy, const Identity& identity,
 // Binds the held host path `held` at op.target (op's other fields as the
 // bind wants them): as root a clone the parent makes and the child attaches,
 // rootless a path the child opens and verifies against the held inode.
+// The command's own rlimits, in either tier: no core files, the per-user
+// kernel quotas it may take (pending signals, message queues), and the
+// policy's open files, file size and CPU time.
+void addCommandRlimits(const Policy& policy, ChildPlan& plan);
+
 Status addHeldBind(ChildPlan& plan, const HeldPath& held, ns::MountOp op);
 
 }  // namespace stockade

@@ -63,6 +63,27 @@ const SetupStepInfo* setupSteps(size_t* count) noexcept;
 // Whether the runner takes `step` in `mode` (and, for Bench, at `level`):
 // every step for run and check, the steps of the levels up to `level` for
 // bench. The runner asks this and nothing else.
+// Whether a step runs in the lower tier (no namespace, issue 18): not those
+// that make or fill a namespace, which there would act on the host's own.
+constexpr bool lowerTierRuns(ChildStage stage) noexcept {
+    switch (stage) {
+        case ChildStage::StartNetworkHelper:
+        case ChildStage::PrivateMounts:
+        case ChildStage::OpenSources:
+        case ChildStage::UserNamespaceLimits:
+        case ChildStage::BuildRoot:
+        case ChildStage::SealRoot:
+        case ChildStage::PivotRoot:
+        case ChildStage::LandlockRules:
+        case ChildStage::Loopback:
+        case ChildStage::Hostname:
+        case ChildStage::CgroupNamespace:
+            return false;
+        default:
+            return true;
+    }
+}
+
 constexpr bool stepRunsIn(const SetupStepInfo& step, SetupMode mode, BenchLevel level) noexcept {
     return mode != SetupMode::Bench || static_cast<int>(step.level) <= static_cast<int>(level);
 }

@@ -113,6 +113,9 @@ po::options_description runOptionsDescription(RunOptions& o, const char* usage =
                           "SIZE of /tmp and /var/tmp (default: the profile's)")(
         "require", po::value<std::vector<std::string>>(&o.require)->composing(),
         "LIST of guarantees that must hold, e.g. memory,pids")(
+        "min-tier", text(o.min_tier),
+        "full|landlock: the lowest sandbox accepted where user namespaces are refused "
+        "(default: the profile's, full)")(
         "show", po::value<std::vector<std::string>>(&o.show)->composing(),
         "PATTERN of worktree names not to hide, e.g. .env.example (repeatable)")(
         "writable", po::value<std::vector<std::string>>(&o.writable)->composing(),

@@ -79,8 +79,20 @@ struct CheckEntry {
     bool required = false;
 };
 
+// Which sandbox this host gives this user (SPEC §10): "full" (every
+// namespace), "landlock" (no user namespace, but the lower tier's pieces:
+// Landlock, seccomp, no_new_privs; a run takes it only where the profile or
+// --min-tier allows), or "none". `reason` says why; `fixes` names the fix for
+// each missing piece.
+struct TierVerdict {
+    std::string tier = "none";
+    std::string reason;
+    std::vector<std::string> fixes;
+};
+
 struct HostReport {
     uid_t euid = 0;
+    TierVerdict tier;
     std::string kernel;  // uname -r
     std::vector<CheckEntry> entries;
     // Every required feature and limit is ok. The guarantees summarize and
@@ -263,5 +275,7 @@ std::string appArmorShippedHelper(std::string_view exe);
 
 HostFacts probeHost(const HostCheckRequest& request);
 HostReport reportFromFacts(const HostFacts& facts, const HostCheckRequest& request);
+// The tier line, from the report's feature entries (reportFromFacts sets it).
+TierVerdict judgeTier(const HostReport& report);
 
 }  // namespace stockade

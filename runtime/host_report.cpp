@@ -130,6 +130,64 @@ const CheckEntry* HostReport::find(std::string_view id) const {
     return nullptr;
 }
 
+TierVerdict judgeTier(const HostReport& report) {
+    TierVerdict v;
+    auto okay = [&](const char* id) {
+        const CheckEntry* e = report.find(id);
+        return e && e->state == CheckState::Ok;
+    };
+    auto addFix = [&](const CheckEntry* e) {
+        // "see user_ns" and a fix already named for another piece add nothing.
+        if (!e || e->fix.empty() || e->fix.starts_with("see ")) return;
+        for (const std::string& known : v.fixes)
+            if (known.ends_with(": " + e->fix)) return;
+        v.fixes.push_back(e->id + ": " + e->fix);
+    };
+    std::string missing;
+    for (const char* id : {"user_ns", "mount_ns", "pid_ns", "net_ns", "clone3"}) {
+        if (okay(id)) continue;
+        const CheckEntry* e = report.find(id);
+        if (missing.empty() && e) missing = id + std::string(": ") + headline(e->reason);
+        addFix(e);
+    }
+    if (missing.empty()) {
+        v.tier = "full";
+        v.reason =
+            "user namespaces can be created, with capabilities in them: every namespace "
+            "of the full sandbox";
+        return v;
+    }
+    std::string lower_missing;
+    for (const char* id : {"landlock", "seccomp", "no_new_privs"}) {
+        // An older Landlock ABI degrades the tier (no TCP rules, no scopes)
+        // but still holds its filesystem view.
+        const CheckEntry* entry = report.find(id);
+        if (okay(id) ||
+            (std::string_view(id) == "landlock" && entry && entry->state == CheckState::Degraded))
+            continue;
+        const CheckEntry* e = report.find(id);
+        if (lower_missing.empty() && e)
+            lower_missing = id + std::string(": ") + headline(e->reason);
+        addFix(e);
+    }
+    if (!lower_missing.empty()) {
+        v.reason =
+            "no full sandbox (" + missing + "), and no lower tier either (" + lower_missing + ")";
+        return v;
+    }
+    v.tier = "landlock";
+    const CheckEntry* landlock = report.find("landlock");
+    v.reason = "no full sandbox (" + missing + "); the lower tier can run (Landlock " +
+               (landlock ? landlock->mechanism : "") +
+               ", seccomp, no_new_privs), only where a profile or --min-tier landlock allows it";
+    if (landlock && (landlock->mechanism == "abi-2" || landlock->mechanism == "abi-3" ||
+                     landlock->mechanism == "abi-4" || landlock->mechanism == "abi-5"))
+        v.fixes.push_back(
+            "landlock: below ABI 6 the lower tier does not scope abstract unix "
+            "sockets or signals; Linux 6.12 or later gives them");
+    return v;
+}
+
 HostReport reportFromFacts(const HostFacts& f, const HostCheckRequest& request) {
     HostReport report;
     report.euid = f.euid;
@@ -286,6 +344,7 @@ HostReport reportFromFacts(const HostFacts& f, const HostCheckRequest& request) 
         break;
     }
     report.can_run = report.blockers.empty();
+    report.tier = judgeTier(report);
     return report;
 }
 

@@ -14,6 +14,8 @@ std::string formatReport(const HostReport& report) {
     std::ostringstream out;
     out << "stockade check: uid " << report.euid << ", Linux " << report.kernel << ", "
         << (report.elapsed_us + 500) / 1000 << " ms\n";
+    out << "\nTier: " << report.tier.tier << ": " << report.tier.reason << "\n";
+    for (const std::string& fix : report.tier.fixes) out << "  fix " << fix << "\n";
     const std::pair<CheckKind, const char*> sections[] = {
         {CheckKind::Guarantee, "Guarantees"},
         {CheckKind::Feature, "Kernel features"},
@@ -58,6 +60,8 @@ std::string reportJson(const HostReport& report) {
     doc["uid"] = report.euid;
     doc["kernel"] = report.kernel;
     doc["can_run"] = report.can_run;
+    doc["tier"] = {
+        {"tier", report.tier.tier}, {"reason", report.tier.reason}, {"fixes", report.tier.fixes}};
     doc["blockers"] = report.blockers;
     doc["elapsed_us"] = report.elapsed_us;
     json probes = json::object();

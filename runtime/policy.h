@@ -25,6 +25,12 @@ struct ExtraMount {
 enum class StdinMode { Null, Inherit };
 enum class LandlockMode { Off, BestEffort, Required };
 enum class NetworkMode { None, Loopback };
+// The lowest sandbox a run accepts (SPEC §10, issue 18). Full: every
+// namespace (G1-G10). Landlock: where no user namespace can be had, a
+// sandbox built without namespaces (runtime/lower_tier_plan.h); taken only
+// when the full tier's clone is refused and this allows it.
+enum class Tier { Full, Landlock };
+const char* tierName(Tier tier);  // "full", "landlock"
 
 struct Limits {
     std::optional<uint64_t> memory_bytes;
@@ -88,6 +94,7 @@ struct Policy {
     std::vector<std::string> require;  // guarantees that must hold
     std::string seccomp = "default";   // "default", "none", or a file path
     LandlockMode landlock = LandlockMode::BestEffort;
+    Tier min_tier = Tier::Full;  // --min-tier, the profile's "min_tier"
 };
 
 }  // namespace stockade

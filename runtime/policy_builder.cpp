@@ -252,6 +252,21 @@ Result<Policy> buildPolicy(const Profile& profile, const RunOptions& options) {
     p.seccomp = profile.seccomp;
     p.landlock = profile.landlock;
     if (p.landlock == LandlockMode::Required) p.require.push_back("landlock");
+    p.min_tier = profile.min_tier;
+    if (options.min_tier) {
+        auto tier = parseTier(*options.min_tier);
+        if (!tier) return tier.error().withContext("--min-tier");
+        p.min_tier = *tier;
+    }
+    // Never a weaker run than the caller asked for: a tier that cannot give
+    // a required guarantee is a contradiction, refused before anything runs.
+    if (auto beyond = requirementsBeyondTier(p.min_tier, p.require); !beyond.empty()) {
+        std::string names;
+        for (const std::string& b : beyond) names += (names.empty() ? "" : ",") + b;
+        return Error::message(std::string("--min-tier ") + tierName(p.min_tier) +
+                              " and --require " + names +
+                              " contradict: that tier makes no namespace (see `stockade check`)");
+    }
     return p;
 }
 

@@ -69,4 +69,13 @@ int setNoNewPrivsInChild() noexcept {
     return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ? errno : 0;
 }
 
+int dropUnprivilegedInChild() noexcept {
+    if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+        return errno;
+    __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+    __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3] = {};
+    if (syscall(SYS_capset, &header, data) < 0) return errno;
+    return 0;
+}
+
 }  // namespace stockade

@@ -34,5 +34,10 @@ int keepOnlyCapabilitiesInChild(int last_cap, const CapabilitySets& sets,
                                 int* failed_step) noexcept;
 
 int setNoNewPrivsInChild() noexcept;
+// The lower tier, rootless: what a process without CAP_SETPCAP can shed, the
+// ambient set and every capability it holds (capset may always lower). The
+// bounding set stays (dropping from it needs CAP_SETPCAP); no_new_privs,
+// set next, keeps any execve from gaining from it. Returns 0 or an errno.
+int dropUnprivilegedInChild() noexcept;
 
 }  // namespace stockade

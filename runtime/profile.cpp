@@ -249,9 +249,10 @@ std::string knownList() {
 
 Profile parseDocument(const std::string& name, const json& doc) {
     if (!doc.is_object()) fail("", "expected a JSON object");
-    rejectUnknownKeys(doc, "",
-                      {"schema", "description", "filesystem", "environment", "network", "limits",
-                       "require", "seccomp", "landlock", "lifetime", "output", "map_subids"});
+    rejectUnknownKeys(
+        doc, "",
+        {"schema", "description", "filesystem", "environment", "network", "limits", "require",
+         "seccomp", "landlock", "lifetime", "output", "map_subids", "min_tier"});
     if (!doc.contains("schema") || doc["schema"] != kSchema)
         fail("/schema", std::string("expected \"") + kSchema + "\", got " +
                             (doc.contains("schema") ? shown(doc["schema"]) : "nothing"));
@@ -293,6 +294,16 @@ Profile parseDocument(const std::string& name, const json& doc) {
                                             {{"off", LandlockMode::Off},
                                              {"best-effort", LandlockMode::BestEffort},
                                              {"required", LandlockMode::Required}});
+    if (doc.contains("min_tier")) {
+        auto tier = parseTier(stringAt(doc["min_tier"], "/min_tier"));
+        if (!tier) fail("/min_tier", tier.error().text());
+        out.min_tier = *tier;
+        auto beyond = requirementsBeyondTier(out.min_tier, out.require);
+        if (!beyond.empty())
+            fail("/min_tier", std::string("\"min_tier\": \"") + tierName(out.min_tier) +
+                                  "\" cannot give the required " + beyond.front() +
+                                  " (no namespace is made in that tier)");
+    }
     if (doc.contains("lifetime"))
         out.lifetime =
             enumAt<Lifetime>(doc["lifetime"], "/lifetime",
@@ -338,6 +349,25 @@ const std::vector<std::string>& knownRequirements() {
         "user_ns", "mount_ns",     "pid_ns",       "net_ns", "ipc_ns", "uts_ns",   "cgroup_ns",
         "seccomp", "no_new_privs", "capabilities", "memory", "pids",   "cpu_time", "landlock"};
     return known;
+}
+
+const char* tierName(Tier tier) {
+    return tier == Tier::Landlock ? "landlock" : "full";
+}
+
+Result<Tier> parseTier(const std::string& text) {
+    if (text == "full") return Tier::Full;
+    if (text == "landlock") return Tier::Landlock;
+    return Error::message("unknown tier \"" + text + "\" (expected full or landlock)");
+}
+
+std::vector<std::string> requirementsBeyondTier(Tier tier,
+                                                const std::vector<std::string>& require) {
+    std::vector<std::string> beyond;
+    if (tier == Tier::Full) return beyond;
+    for (const std::string& r : require)
+        if (r.ends_with("_ns")) beyond.push_back(r);
+    return beyond;
 }
 
 Result<Profile> parseProfile(const std::string& name, const std::string& json_text) {
@@ -438,6 +468,7 @@ std::string profileToJson(const Profile& p) {
     doc["landlock"] = p.landlock == LandlockMode::Off        ? "off"
                       : p.landlock == LandlockMode::Required ? "required"
                                                              : "best-effort";
+    doc["min_tier"] = tierName(p.min_tier);
     doc["lifetime"] = p.lifetime == Lifetime::Oneshot ? "oneshot" : "service";
     doc["output"] = p.output == OutputMode::Capture ? "capture" : "log";
     return doc.dump(2) + "\n";

@@ -33,6 +33,7 @@ struct Profile {
     std::vector<std::string> require;
     std::string seccomp;
     LandlockMode landlock = LandlockMode::BestEffort;
+    Tier min_tier = Tier::Full;  // "min_tier": the lowest tier a run accepts
     Lifetime lifetime = Lifetime::Oneshot;
     OutputMode output = OutputMode::Capture;
 };
@@ -49,5 +50,14 @@ std::string profileToJson(const Profile& profile);
 
 // The guarantees and limits that `require` may name.
 const std::vector<std::string>& knownRequirements();
+
+// "full" or "landlock" (--min-tier, "min_tier"); an error naming the
+// accepted values otherwise.
+Result<Tier> parseTier(const std::string& text);
+
+// The guarantees of knownRequirements() that `tier` cannot give (the lower
+// tier has no namespace at all): a policy that requires one of them and
+// accepts that tier is refused, naming both.
+std::vector<std::string> requirementsBeyondTier(Tier tier, const std::vector<std::string>& require);
 
 }  // namespace stockade

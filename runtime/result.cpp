@@ -143,6 +143,7 @@ std::string resultJson(const Policy& policy, const SandboxOutcome& o) {
             denials.push_back({{"syscall", name}, {"count", count}});
         doc["denials"] = denials;
     }
+    doc["tier"] = o.tier ? json(tierName(*o.tier)) : json(nullptr);
     doc["enforced"] = enforcedJson(o.enforced);
     doc["degraded"] = o.degraded;
     if (o.git)
@@ -167,7 +168,8 @@ std::string resultJson(const Policy& policy, const SandboxOutcome& o) {
         doc["error"] = {
             {"stage", o.ending == Ending::SetupFailed || o.ending == Ending::Refused ? o.error_stage
                                                                                      : "exec"},
-            {"message", o.error_message.empty() ? o.error_stage : o.error_message},
+            {"message", (o.error_message.empty() ? o.error_stage : o.error_message) +
+                            (o.tier_advice.empty() ? "" : " (" + o.tier_advice + ")")},
             {"errno", o.error_errno}};
     else
         doc["error"] = nullptr;
@@ -197,6 +199,7 @@ std::string refusalJson(const std::string& name, const std::string& profile,
     doc["stragglers_killed"] = 0;
     doc["host_uid"] = nullptr;
     doc["host_gid"] = nullptr;
+    doc["tier"] = nullptr;  // refused before any sandbox was attempted
     doc["enforced"] = enforcedJson({});
     doc["degraded"] = json::array();
     doc["error"] = {{"stage", stage}, {"message", message}, {"errno", 0}};

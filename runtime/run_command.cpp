@@ -171,6 +171,8 @@ int finishRun(const Policy& policy, const SandboxOutcome& outcome, const RunOpti
     if (outcome.ending == Ending::SetupFailed || outcome.ending == Ending::Refused)
         say(outcome.error_message + setupFailureDetail(policy, outcome) +
             (outcome.error_errno ? ": " + errnoName(outcome.error_errno) : std::string()));
+    if (!outcome.tier_advice.empty())
+        say(outcome.tier_advice);
     else if (outcome.ending == Ending::NotFound)
         say(policy.command[0] + ": command not found in the sandbox");
     else if (outcome.ending == Ending::NotExecutable)

@@ -25,9 +25,10 @@ struct RunOptions {
     bool quiet = false;
     std::optional<std::string> result;
     std::optional<std::string> memory, pids, cpu_time, timeout, output_limit, tmp_size;
-    std::vector<std::string> require;   // comma-separated lists, as given
-    std::vector<std::string> show;      // worktree names exempt from hiding
-    std::vector<std::string> writable;  // worktree names exempt from read-only
+    std::vector<std::string> require;     // comma-separated lists, as given
+    std::optional<std::string> min_tier;  // --min-tier full|landlock
+    std::vector<std::string> show;        // worktree names exempt from hiding
+    std::vector<std::string> writable;    // worktree names exempt from read-only
     std::vector<std::string> command;
 };
 

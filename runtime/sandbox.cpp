@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -29,11 +30,14 @@
 #include "runtime/cgroup_limits.h"
 #include "runtime/child_plan_builder.h"
 #include "runtime/child_protocol.h"
+#include "runtime/descendants_in_child.h"
 #include "runtime/echo_sink.h"
 #include "runtime/fault_injection.h"
+#include "runtime/lower_tier_plan.h"
 #include "runtime/sandbox_launch.h"
 #include "runtime/sandbox_seccomp.h"
 #include "runtime/supervisor_hardening.h"
+#include "runtime/tier_reasons.h"
 #include "seccomp/denials.h"
 
 namespace stockade {
@@ -207,8 +211,16 @@ class Supervision {
     // How often the refusal budget ran out and refused calls waited.
     uint64_t refusalBudgetExhausted() const { return refusals_.budgetExhausted(); }
     void logEcho() const;
+    // The lower tier: stockade is a subreaper too, and once init is gone
+    // (killed by the fallback before its own sweep) what it left is
+    // stockade's children; killed here before the pipes are drained, since
+    // no namespace's end takes them.
+    void sweepOrphansOf(pid_t init) { sweep_init_ = init; }
+    uint32_t orphansKilled() const { return orphans_killed_; }
 
   private:
+    pid_t sweep_init_ = 0;
+    uint32_t orphans_killed_ = 0;
     static int echoFdFor(const Policy& policy, ServiceHooks* hooks, int stream) {
         if (hooks) return hooks->echoFd(stream);
         return policy.quiet ? -1 : stream;
@@ -461,6 +473,8 @@ void Supervision::run(SandboxOutcome& out) {
             // so what is left in them ends in EOF.
             alive = false;
             readMessages();
+            if (sweep_init_ > 0)
+                orphans_killed_ += killAllChildrenInChild(sweep_init_, -1, nullptr);
         }
     }
 
@@ -523,7 +537,43 @@ void Supervision::run(SandboxOutcome& out) {
 
 }  // namespace
 
-SandboxOutcome runSandbox(const Policy& policy, ServiceHooks* hooks, const Identity* chosen) {
+namespace {
+
+// The lower tier's record: what holds each guarantee without namespaces,
+// and, in `degraded`, each one lost (lowerTierDegraded).
+SandboxOutcome lowerTierEnforcement(const Policy& policy, const SandboxCgroups& cgroups,
+                                    ChildPlan& plan, size_t read_only_names) {
+    SandboxOutcome out = enforcementFor(policy, cgroups, plan);
+    for (const char* ns :
+         {"user_ns", "mount_ns", "pid_ns", "net_ns", "ipc_ns", "uts_ns", "cgroup_ns"})
+        out.enforced.erase(ns);
+    std::vector<std::string> lost = lowerTierDegraded(policy, plan, read_only_names);
+    out.degraded.insert(out.degraded.end(), lost.begin(), lost.end());
+    return out;
+}
+
+// The lower tier's ids, its private TMPDIR (held in `tmp` until the run
+// returns) and its plan.
+Result<ChildPlan> planLowerTier(const Policy& policy, const Identity& identity,
+                                std::optional<LowerTierTmp>& tmp, size_t* read_only_names) {
+    auto ids = lowerTierIds(policy, identity);
+    if (!ids) return ids.error().withContext("choose the lower tier's ids");
+    auto made = LowerTierTmp::create(ids->host_uid, ids->host_gid);
+    if (!made) return made.error().withContext("make the run's private TMPDIR");
+    tmp.emplace(std::move(*made));
+    return buildLowerTierPlan(policy, *ids, tmp->path(), read_only_names);
+}
+
+// `tier`: the full sandbox, or the lower one. *user_ns_refused (full tier):
+// the clone, or the first mount in the namespace, failed in a way that
+// means no user namespace with capabilities can be had here.
+SandboxOutcome runSandboxIn(const Policy& policy, ServiceHooks* hooks, const Identity* chosen,
+                            Tier tier, bool* user_ns_refused) {
+    const bool lower = tier == Tier::Landlock;
+    if (lower && hooks)
+        return setupFailure("build the lower tier",
+                            Error::message("a dev server needs a network namespace; the lower "
+                                           "tier runs no service"));
     auto start = Clock::now();
     const uint64_t cpu_start = threadCpuNs();
     StepLog steps;
@@ -546,21 +596,35 @@ SandboxOutcome runSandbox(const Policy& policy, ServiceHooks* hooks, const Ident
         return setupFailure("drop supplementary groups", Error::fromErrno("setgroups(0)"));
 
     ns::IdmappedTree idmapped;
-    if (identity->idmap_worktree) {
+    if (identity->idmap_worktree && !lower) {
         auto tree = ns::makeIdmappedTree(policy.fs.worktree_held.get(), *policy.fs.worktree,
                                          identity->worktree_uid, identity->worktree_gid,
                                          identity->ids.host_uid, identity->ids.host_gid);
-        if (!tree)
+        if (!tree) {
+            // Its own user namespace (for the idmap) refused: as the
+            // sandbox's clone would be, so the same tier decision follows.
+            const int err = tree.error().errnum();
+            if (user_ns_refused && tree.error().text().find("CLONE_NEWUSER") != std::string::npos &&
+                (err == EPERM || err == ENOSPC || err == EINVAL || err == ENOSYS))
+                *user_ns_refused = true;
             return setupFailure("make the worktree writable through an idmapped mount",
                                 tree.error());
+        }
         idmapped = std::move(*tree);
         steps.done("make the worktree writable through an idmapped mount");
     }
-    auto plan = buildChildPlan(policy, *identity, idmapped.tree);
-    if (!plan) return setupFailure("plan the sandbox", plan.error());
+    // The lower tier's private TMPDIR lives until the run returns.
+    std::optional<LowerTierTmp> lower_tmp;
+    size_t read_only_names = 0;
+    // One expression, so the full tier's plan is built in place as before.
+    auto plan = lower ? planLowerTier(policy, *identity, lower_tmp, &read_only_names)
+                      : buildChildPlan(policy, *identity, idmapped.tree);
+    if (!plan)
+        return setupFailure(lower ? "plan the lower tier" : "plan the sandbox", plan.error());
     steps.done("plan the sandbox (mounts, environment, Landlock rules)");
-
-    if (auto s = compileSeccompInto(policy, *plan); !s)
+    if (auto s =
+            lower ? compileLowerTierSeccompInto(policy, *plan) : compileSeccompInto(policy, *plan);
+        !s)
         return setupFailure("compile the seccomp filter", s.error());
     steps.done("choose the seccomp filter");
 
@@ -569,7 +633,9 @@ SandboxOutcome runSandbox(const Policy& policy, ServiceHooks* hooks, const Ident
     auto cgroups = SandboxCgroups::create({policy.limits.memory_bytes, policy.limits.pids}, layout);
     if (!cgroups) return setupFailure("set up the sandbox's cgroups", cgroups.error());
     steps.done("choose the sandbox's cgroups (v2: make its leaf)");
-    SandboxOutcome enforcement = enforcementFor(policy, *cgroups, *plan);
+    SandboxOutcome enforcement =
+        lower ? lowerTierEnforcement(policy, *cgroups, *plan, read_only_names)
+              : enforcementFor(policy, *cgroups, *plan);
     if (auto missing = missingRequirements(policy, enforcement); !missing.empty()) {
         SandboxOutcome out = std::move(enforcement);
         out.ending = Ending::Refused;
@@ -635,8 +701,17 @@ SandboxOutcome runSandbox(const Policy& policy, ServiceHooks* hooks, const Ident
     // CLONE_NEWCGROUP is left to the child, after it has joined its v1
     // cgroups, so the namespace's root is the sandbox's own.
     LaunchSpec spec;
-    spec.namespaces =
-        CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS;
+    spec.namespaces = lower ? 0
+                            : CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET |
+                                  CLONE_NEWIPC | CLONE_NEWUTS;
+    spec.lower_tier = lower;
+    // The lower tier: what init's death orphans comes to stockade, not to
+    // the host's init, and is swept (Supervision::sweepOrphansOf).
+    if (lower && prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0) {
+        Error error = Error::fromErrno("prctl(PR_SET_CHILD_SUBREAPER, 1)");
+        restore();
+        return setupFailure("make stockade the sandbox's subreaper", error);
+    }
     spec.ids = &identity->ids;
     spec.cgroups = &*cgroups;
     spec.hooks = hooks;
@@ -658,6 +733,7 @@ SandboxOutcome runSandbox(const Policy& policy, ServiceHooks* hooks, const Ident
     SandboxOutcome failed;
     if (!launchSandbox(*plan, spec, launched, failed)) {
         restore();
+        if (user_ns_refused) *user_ns_refused = launched.user_ns_refused;
         return failed;
     }
     const long pid = launched.pid;
@@ -665,14 +741,15 @@ SandboxOutcome runSandbox(const Policy& policy, ServiceHooks* hooks, const Ident
     steps.done("clone3 with the new namespaces, the id maps, go, the v1 cgroup leaves");
     SandboxOutcome out = std::move(enforcement);
     out.sandbox_pid = launched.pid;
-    out.host_uid = identity->ids.host_uid;
-    out.host_gid = identity->ids.host_gid;
+    out.host_uid = lower ? plan->ids.host_uid : identity->ids.host_uid;
+    out.host_gid = lower ? plan->ids.host_gid : identity->ids.host_gid;
     // Leaves a killed stockade left behind: swept while the child starts
     // its command, off the path to it.
     removeStaleCgroups(layout);
 
     Supervision supervision(policy, pidfd, *streams, launched.sync.get(), signal_fd.get(),
                             timer_fd.get(), launched.listener.get(), hooks);
+    if (lower) supervision.sweepOrphansOf(launched.pid);
     InsideSockets inside(launched.factory.get());
     if (hooks) hooks->started(static_cast<pid_t>(pid), inside);
     supervision.run(out);
@@ -692,12 +769,55 @@ SandboxOutcome runSandbox(const Policy& policy, ServiceHooks* hooks, const Ident
     out.oom_killed = events.oom_killed;
     out.pids_limit_hit = events.pids_limit_hit;
     if (events.peak_memory) out.peak_memory_bytes = events.peak_memory;
-    if (out.ending == Ending::SetupFailed && supervision.failure())
+    out.stragglers_killed += supervision.orphansKilled();
+    if (out.ending == Ending::SetupFailed && supervision.failure()) {
         childSetupFailure(*supervision.failure(), *plan, out);
+        // Ubuntu's rule: a user namespace without capabilities, whose first
+        // mount fails. Judged only here, on the failure path.
+        const ChildStage stage = supervision.failure()->stage;
+        if (user_ns_refused && !lower &&
+            (stage == ChildStage::PrivateMounts || stage == ChildStage::OpenSources ||
+             stage == ChildStage::BuildRoot) &&
+            looksLikeUnprivilegedUserNamespace(supervision.failure()->err))
+            *user_ns_refused = true;
+    }
     out.duration_ms = msSince(start);
     if (out.masks) noteCreatedMaskedNames(policy, *out.masks);
     out.supervisor_cpu_ms = (threadCpuNs() - cpu_start) / 1000000;
     return out;
+}
+
+}  // namespace
+
+SandboxOutcome runSandbox(const Policy& policy, ServiceHooks* hooks, const Identity* chosen) {
+    bool user_ns_refused = false;
+    SandboxOutcome out = runSandboxIn(policy, hooks, chosen, Tier::Full, &user_ns_refused);
+    out.tier = Tier::Full;
+    if (!user_ns_refused) return out;
+    const int err = out.error_errno;
+    const bool apparmor = out.error_stage != "create the namespaces" &&
+                          out.error_stage.find("idmapped") == std::string::npos;
+    const std::string reason =
+        apparmor ? "the user namespace has no capabilities in it "
+                   "(kernel.apparmor_restrict_unprivileged_userns = 1: Ubuntu's AppArmor rule)"
+                 : userNamespaceRefusalReason(err);
+    const std::string fix =
+        apparmor ? "install stockade's AppArmor profile for this binary (see `stockade check`)"
+                 : userNamespaceRefusalFix(err);
+    if (policy.min_tier != Tier::Landlock) {
+        // Never a weaker run than allowed: the refusal names the cause,
+        // the host's fix, and the tier a profile could accept instead.
+        out.tier_advice = "no user namespace can be had here: " + reason + ". Fix: " + fix + "; " +
+                          kLowerTierHint;
+        return out;
+    }
+    std::fprintf(stderr,
+                 "stockade: no user namespace can be had here (%s); running the lower tier, as "
+                 "--min-tier landlock allows (the result's degraded lists what it loses)\n",
+                 reason.c_str());
+    SandboxOutcome lower = runSandboxIn(policy, hooks, chosen, Tier::Landlock, nullptr);
+    lower.tier = Tier::Landlock;
+    return lower;
 }
 
 }  // namespace stockade

@@ -64,6 +64,14 @@ struct SandboxOutcome {
     // a guarantee missing here did not hold. `degraded` lists what the
     // policy asked for and got only in a weaker form, or not at all.
     std::map<std::string, std::string> enforced;
+    // The sandbox it got (SPEC §10): the full tier, or the lower one where
+    // no user namespace could be had and the policy allowed it. Unset when
+    // nothing was attempted.
+    std::optional<Tier> tier;
+    // A full-tier refusal where no user namespace can be had: the cause,
+    // the host's fix, and the lower tier a profile may accept (said after
+    // the error line, and in the record's error message).
+    std::string tier_advice;
     std::vector<std::string> degraded;
     // What became of a `.git` file in the worktree (runtime/git_link.h).
     std::optional<GitLinkReport> git;

@@ -59,6 +59,8 @@ sigset_t signalsForInit() {
 SandboxOutcome setupFailure(const std::string& stage, const Error& error) {
     SandboxOutcome out;
     out.ending = Ending::SetupFailed;
+    // Nothing ran: the record's streams are the empty ones, hashed as such.
+    out.stdout_summary = out.stderr_summary = OutputCapture().finish();
     out.error_stage = stage;
     out.error_message = stage + ": " + error.text();
     out.error_errno = error.errnum();
@@ -96,16 +98,19 @@ std::string cloneFlagNames(uint64_t flags) {
 bool launchSandbox(ChildPlan& plan, const LaunchSpec& spec, LaunchedSandbox& out,
                    SandboxOutcome& failed) {
     const bool user_ns = spec.namespaces & CLONE_NEWUSER;
-    // Without a user namespace there is no "go" and no "placed": hooks and
-    // cgroups would be skipped, and the sandbox run without them.
-    if (!user_ns && (spec.hooks || spec.cgroups)) {
+    // The child waits for "go" and "placed" with a user namespace, and in
+    // the lower tier; bench's levels below its user namespace have neither.
+    const bool handshake = user_ns || spec.lower_tier;
+    // Without the handshake hooks and cgroups would be skipped, and the
+    // sandbox run without them; the lower tier runs no service.
+    if ((!handshake && spec.cgroups) || (!user_ns && spec.hooks)) {
         failed = setupFailure("launch the sandbox",
                               Error::message("a service's hooks or cgroups need a user namespace"));
         return false;
     }
     plan.sync_fd = plan.listener_socket_fd = plan.socket_factory_fd = plan.netns_fd_slot = -1;
     UniqueFd sync_child;
-    if (user_ns && !socketPair(out.sync, sync_child)) {
+    if (handshake && !socketPair(out.sync, sync_child)) {
         failed = setupFailure("create the sync socket", Error::fromErrno("socketpair()"));
         return false;
     }
@@ -160,6 +165,18 @@ bool launchSandbox(ChildPlan& plan, const LaunchSpec& spec, LaunchedSandbox& out
     long pid = syscall(SYS_clone3, &args, sizeof(args));
     if (pid == 0) runChildInChild(plan);
     int clone_errno = errno;
+    // Docker's default seccomp profile answers every clone3 ENOSYS, so that
+    // glibc falls back to clone, whose flags it can read (older profiles
+    // answered EPERM). The lower tier asks for no namespace and can do the
+    // same; its v2 leaf is then joined by pid below, since only clone3 can
+    // start a child in one.
+    bool cloned_plain = false;
+    if (pid < 0 && (clone_errno == ENOSYS || clone_errno == EPERM) && spec.lower_tier) {
+        pid = syscall(SYS_clone, CLONE_PIDFD | SIGCHLD, nullptr, &pidfd, nullptr, 0);
+        if (pid == 0) runChildInChild(plan);
+        clone_errno = errno;
+        cloned_plain = pid > 0;
+    }
     dumpable.restore();
     out.pidfd.reset(pidfd);
     sync_child.reset();
@@ -168,6 +185,8 @@ bool launchSandbox(ChildPlan& plan, const LaunchSpec& spec, LaunchedSandbox& out
     netns_slot.reset();
     if (spec.after_clone) spec.after_clone();
     if (pid < 0) {
+        out.user_ns_refused = user_ns && (clone_errno == EPERM || clone_errno == ENOSPC ||
+                                          clone_errno == EINVAL || clone_errno == ENOSYS);
         failed = setupFailure(
             "create the namespaces",
             Error::fromErrno("clone3(" + cloneFlagNames(args.flags) + ")", clone_errno));
@@ -192,12 +211,20 @@ bool launchSandbox(ChildPlan& plan, const LaunchSpec& spec, LaunchedSandbox& out
         }
         return false;
     };
-    if (!user_ns) return true;
+    if (!handshake) return true;
     // The id maps first, then "go": the child builds its root while the
     // supervisor makes its v1 cgroup leaves. "Placed" carries their `tasks`
     // fds; the child joins them before anything of the command runs.
-    if (auto maps = ns::writeIdMaps(out.pid, *spec.ids); !maps)
-        return abandon("write the user namespace's id maps", maps.error());
+    if (user_ns)
+        if (auto maps = ns::writeIdMaps(out.pid, *spec.ids); !maps)
+            return abandon("write the user namespace's id maps", maps.error());
+    if (cloned_plain && spec.cgroups && spec.cgroups->cloneIntoFd() >= 0) {
+        UniqueFd procs(openat(spec.cgroups->cloneIntoFd(), "cgroup.procs", O_WRONLY | O_CLOEXEC));
+        std::string text = std::to_string(out.pid);
+        if (!procs || write(procs.get(), text.data(), text.size()) < 0)
+            return abandon("place the sandbox in its cgroup",
+                           Error::fromErrno("write(cgroup.procs, " + text + ")"));
+    }
     char go = 1;
     if (faultInjected(FaultPoint::SendGo, spec.fault) ||
         send(out.sync.get(), &go, 1, MSG_NOSIGNAL) != 1)

@@ -42,6 +42,11 @@ struct LaunchSpec {
     // helper: an OCI bundle may mount sysfs, which needs the namespace the
     // child builds its root in to be its own already.
     bool net_in_clone = false;
+    // The lower tier (issue 18): no namespace, but the sync socket, "go"
+    // and "placed" as with one (there are no id maps to write); a clone3
+    // refused with ENOSYS (a container's seccomp profile) falls back to
+    // clone(CLONE_PIDFD).
+    bool lower_tier = false;
     // Right after the clone, before the id maps: what the caller holds only
     // for the child's sake (the pipes' write ends, the idmapped tree).
     std::function<void()> after_clone;
@@ -55,6 +60,10 @@ struct LaunchedSandbox {
     UniqueFd sync;      // the sync socket (none without CLONE_NEWUSER)
     UniqueFd listener;  // the seccomp listener's socket, or none
     UniqueFd factory;   // a service's socket factory, or none
+    // The clone was refused in a way that means no user namespace can be
+    // had here (EPERM, ENOSPC, EINVAL, ENOSYS from clone3 with
+    // CLONE_NEWUSER): where the policy allows it, the lower tier is next.
+    bool user_ns_refused = false;
 };
 
 // Starts the sandbox and hands it "go" and "placed". On failure nothing of

@@ -48,6 +48,20 @@ Status compileListenToSupervisor(seccomp::SeccompPolicy policy, ChildPlan& plan)
 
 }  // namespace
 
+Status compileLowerTierSeccompInto(const Policy& policy, ChildPlan& plan) {
+    if (policy.seccomp != "default")
+        return Error::message("the lower tier needs the default seccomp filter");
+    seccomp::SeccompPolicy local = seccomp::defaultPolicy();
+    if (auto s = seccomp::allowLocalSocketsOnly(local); !s) return s;
+    auto plain = seccomp::compileFilter(local);
+    if (!plain) return plain.error().withContext("the lower tier's seccomp policy");
+    auto notified = seccomp::compileFilter(seccomp::withNotifiedDenials(local));
+    if (!notified) return notified.error().withContext("the lower tier's seccomp policy, notified");
+    plan.seccomp_program = std::move(plain->program);
+    plan.seccomp_notified_program = std::move(notified->program);
+    return okStatus();
+}
+
 Status compileSeccompInto(const Policy& policy, ChildPlan& plan) {
     if (policy.seccomp == "none") {
         if (policy.listen_to_supervisor)

@@ -21,6 +21,12 @@ namespace stockade {
 
 Status compileSeccompInto(const Policy& policy, ChildPlan& plan);
 
+// The lower tier's filter (issue 18): the default policy with socket(2) and
+// socketpair(2) allowed for AF_UNIX only (seccomp::allowLocalSocketsOnly),
+// since no network namespace holds the others. Compiled per run: only
+// hosts without user namespaces pay for it.
+Status compileLowerTierSeccompInto(const Policy& policy, ChildPlan& plan);
+
 // The policy behind the filter, for answering and naming refusals. Built
 // only when a refusal actually arrives, so runs without one do not pay.
 seccomp::SeccompPolicy seccompPolicyFor(const Policy& policy);

@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <utility>
 
@@ -191,6 +192,33 @@ void addHostSocketRefusals(SeccompPolicy& policy) {
     for (std::uint64_t high = 0x8910; high <= 0x89f0; high += 0x10)
         refuse("ioctl", {ArgCondition{1, CompareOp::MaskedEqual, 0xfffffff0ULL, high}});
     refuse("ioctl", {ArgCondition{1, CompareOp::MaskedEqual, 0xffffff00ULL, 0x8b00}});
+}
+
+Status allowLocalSocketsOnly(SeccompPolicy& policy) {
+    if (policy.default_action == Action::Allow || policy.default_action == Action::Log)
+        return Error::message(
+            "the seccomp policy allows what it does not name, so it cannot "
+            "refuse socket families by leaving them out");
+    std::vector<SyscallRule> kept;
+    for (SyscallRule& r : policy.rules) {
+        const bool names_socket =
+            std::find(r.names.begin(), r.names.end(), "socket") != r.names.end() ||
+            std::find(r.names.begin(), r.names.end(), "socketpair") != r.names.end();
+        if (names_socket && r.action == Action::Allow) {
+            bool unix_only = false;
+            for (const ArgCondition& c : r.args)
+                if (c.index == 0 && c.op == CompareOp::Equal && c.value == AF_UNIX)
+                    unix_only = true;
+            if (!unix_only) {
+                std::erase(r.names, "socket");
+                std::erase(r.names, "socketpair");
+                if (r.names.empty()) continue;
+            }
+        }
+        kept.push_back(std::move(r));
+    }
+    policy.rules = std::move(kept);
+    return okStatus();
 }
 
 void sendCallToSupervisor(SeccompPolicy& policy, const std::string& name) {

@@ -99,6 +99,14 @@ void addHostSocketRefusals(SeccompPolicy& policy);
 // without a listener the kernel answers ENOSYS.
 void sendCallToSupervisor(SeccompPolicy& policy, const std::string& name);
 
+// Where no network namespace holds (the lower tier, issue 18): socket(2) and
+// socketpair(2) allowed for AF_UNIX only. Every rule that allows another
+// family (argument 0) is dropped, so those fall to the policy's default,
+// which must refuse (an error otherwise): AF_INET and AF_INET6 of every
+// type (UDP and ICMP included, which Landlock does not see), netlink (the
+// host's interfaces and routes), and the rest.
+Status allowLocalSocketsOnly(SeccompPolicy& policy);
+
 // Whether addNoSetidRules(policy) will hold as written: an error naming the
 // call when the policy has its own argument conditions for one of the calls
 // whose mode it reads (a conditional ALLOW on another argument could decide

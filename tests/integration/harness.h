@@ -121,6 +121,12 @@ struct Launch {
     std::string leakedFile;  // what fd 7 opens; /etc/hostname when empty
     // A caller that never drains stockade's stdout (or stderr): the pipe's
     // read end stays open, so writes neither fail nor complete once it is full.
+    // A program stockade is started through, as `WRAPPER [WRAPPER ARGS] --
+    // STOCKADE ARGS`
+    // (the lower tier's tests: stockade-userns-blocker makes a host where no
+    // user namespace can be had). Empty: stockade itself.
+    std::string wrapper;
+    std::vector<std::string> wrapperArgs;  // the wrapper's own, before its "--"
     bool leaveStdoutUnread = false;
     bool leaveStderrUnread = false;
 };

@@ -60,6 +60,11 @@ std::string Completed::describe() const {
 
 StockadeProcess::StockadeProcess(const Launch& launch) {
     std::vector<std::string> argv{stockadeBinary()};
+    if (!launch.wrapper.empty()) {
+        argv = {launch.wrapper};
+        argv.insert(argv.end(), launch.wrapperArgs.begin(), launch.wrapperArgs.end());
+        argv.insert(argv.end(), {"--", stockadeBinary()});
+    }
     argv.insert(argv.end(), launch.args.begin(), launch.args.end());
     std::vector<std::string> envp = launch.environment;
     std::vector<char*> argvC = cStrings(argv);

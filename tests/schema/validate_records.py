@@ -63,6 +63,16 @@ def records(mode, cwd):
     p = stockade(mode, ["check", "--json"], cwd)
     check(mode, "check --json", "check", p.stdout)
 
+    # Where no user namespace can be had (issue 18): the tier object says the
+    # lower tier. stockade-userns-blocker is staged beside the probe.
+    blocker = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(STOCKADE))), "probe",
+                           "stockade-userns-blocker")
+    p = subprocess.run([blocker, "--", STOCKADE, "check", "--json"], cwd=cwd, capture_output=True,
+                       text=True, timeout=120, preexec_fn=demote if mode == "rootless" else None)
+    blocked = check(mode, "check --json where user namespaces are refused", "check", p.stdout)
+    if blocked is not None and blocked.get("tier", {}).get("tier") != "landlock":
+        failures.append(f"{mode} check --json, blocked: tier {blocked.get('tier')!r}, expected landlock")
+
     p = stockade(mode, ["profile", "secret-names", "--json"], cwd)
     check(mode, "profile secret-names --json", "secret-names", p.stdout)
 
@@ -107,6 +117,6 @@ for line in checked:
 if failures:
     print("\n".join(failures), file=sys.stderr)
     sys.exit(1)
-if len(checked) != 12:
-    print(f"expected 12 records validated, got {len(checked)}", file=sys.stderr)
+if len(checked) != 14:
+    print(f"expected 14 records validated, got {len(checked)}", file=sys.stderr)
     sys.exit(1)

@@ -43,7 +43,16 @@ CASES = [
     # A worktree with a hidden, a read-only and a created name: "worktree_masks".
     ("worktree_masks", ["--worktree", "{wt}"], ["sh", "-c", ": > /repo/pkg/.npmrc"],
      "passed", None, 0),
+    # Where no user namespace can be had (issue 18; "{blocked}": started through
+    # stockade-userns-blocker): refused, and the lower tier where allowed.
+    ("tier_refused", ["{blocked}"], ["true"], "error", "sandbox_unavailable", 125),
+    ("lower_tier", ["{blocked}", "--min-tier", "landlock", "--worktree", "{wt}"], ["true"],
+     "passed", None, 0),
 ]
+# The tier each case's record must name.
+TIERS = {"tier_refused": "full", "lower_tier": "landlock"}
+BLOCKER = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(STOCKADE))), "probe",
+                       "stockade-userns-blocker")
 
 
 def demote():
@@ -90,10 +99,16 @@ for mode in ("root", "rootless"):
                 for rel in (".env", "AGENTS.md"):
                     with open(os.path.join(wt, rel), "w") as f:
                         f.write("canary\n")
+            if name == "lower_tier" and mode == "root":
+                os.chown(wt, 65534, 65534)  # the lower tier runs as the worktree's owner
+            prefix = []
+            if "{blocked}" in args:
+                args = [a for a in args if a != "{blocked}"]
+                prefix = [BLOCKER, "--"]
             args = [a.replace("{wt}", wt) for a in args]
             if "{small_files}" in args:
                 args = [a.replace("{small_files}", small_files_profile(tmp)) for a in args]
-            proc = subprocess.run([STOCKADE, "run", "--quiet", "--result", result, *args, "--", *command],
+            proc = subprocess.run([*prefix, STOCKADE, "run", "--quiet", "--result", result, *args, "--", *command],
                                   preexec_fn=demote if mode == "rootless" else None,
                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=60)
             label = f"{mode}/{name}"
@@ -115,6 +130,8 @@ for mode in ("root", "rootless"):
                 if seen != {"hidden": ["/repo/.env"], "read_only": ["/repo/AGENTS.md"],
                             "created": ["/repo/pkg/.npmrc"]}:
                     problems.append(f"worktree_masks {masks!r}")
+            if name in TIERS and record.get("tier") != TIERS[name]:
+                problems.append(f"tier {record.get('tier')!r}, expected {TIERS[name]!r}")
             if record.get("status") != status:
                 problems.append(f"status {record.get('status')!r}, expected {status!r}")
             if record.get("reason") != reason:

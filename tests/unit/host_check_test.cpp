@@ -600,6 +600,33 @@ TEST_CASE("a container's seccomp profile: clone3 answered ENOSYS", "[host_check]
     CHECK(contains(reportFromFacts(f, {}).find("clone3")->fix, "Linux 5.3"));
 }
 
+TEST_CASE(
+    "the tier line: full on a healthy host, landlock without user namespaces, none "
+    "without Landlock either, each with the fix",
+    "[host_check][tier]") {
+    CHECK(reportFromFacts(healthyFacts(1000), {}).tier.tier == "full");
+
+    HostFacts f = healthyFacts(1000);
+    cloneFails(f, ENOSPC);
+    f.unshare = {{"user", ENOSPC}};
+    f.max_namespaces["user"] = "0";
+    const HostReport lower = reportFromFacts(f, {});
+    INFO(lower.tier.reason);
+    CHECK(lower.tier.tier == "landlock");
+    CHECK(contains(lower.tier.reason, "user.max_user_namespaces is 0"));
+    CHECK(contains(lower.tier.reason, "--min-tier landlock"));
+    REQUIRE_FALSE(lower.tier.fixes.empty());
+    CHECK(lower.tier.fixes.front() == "user_ns: sysctl -w user.max_user_namespaces=15000");
+    CHECK(contains(formatReport(lower), "Tier: landlock: "));
+    CHECK(contains(reportJson(lower), "\"tier\": \"landlock\""));
+
+    f.landlock = {0, "Landlock is built into the kernel but not enabled (EOPNOTSUPP)"};
+    f.landlock_restrict.reset();
+    const HostReport none = reportFromFacts(f, {});
+    CHECK(none.tier.tier == "none");
+    CHECK(contains(none.tier.reason, "no lower tier either (landlock: "));
+}
+
 TEST_CASE("a masked /proc refuses a fresh procfs, and the masks are listed", "[host_check]") {
     HostFacts f = healthyFacts(1000);
     for (SandboxStep s : {SandboxStep::SealRoot, SandboxStep::PivotRoot, SandboxStep::Hostname,

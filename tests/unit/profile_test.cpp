@@ -103,7 +103,7 @@ const std::map<std::string, std::string> kMalformed = {
     {"top_level_array", "/: expected a JSON object"},
     {"unknown_top_key",
      "/networks: unknown key (expected one of: schema, description, filesystem, environment, "
-     "network, limits, require, seccomp, landlock, lifetime, output, map_subids)"},
+     "network, limits, require, seccomp, landlock, lifetime, output, map_subids, min_tier)"},
     {"unknown_filesystem_key",
      "/filesystem/tmpfs_size: unknown key (expected one of: system_dirs, etc, tmp_size, sys, "
      "worktree)"},
@@ -154,6 +154,9 @@ const std::map<std::string, std::string> kMalformed = {
     {"network_bad", R"(/network: expected one of none | loopback-publish, got "host")"},
     {"landlock_bad", R"(/landlock: expected one of off | best-effort | required, got "on")"},
     {"lifetime_bad", R"(/lifetime: expected one of oneshot | service, got "forever")"},
+    {"min_tier_bad", R"(/min_tier: unknown tier "partial" (expected full or landlock))"},
+    {"min_tier_beyond_require",
+     R"(/min_tier: "min_tier": "landlock" cannot give the required pid_ns (no namespace is made in that tier))"},
     {"output_bad", R"(/output: expected one of capture | log, got "file")"},
     {"limits_not_object", R"(/limits: expected an object, got "2g")"},
     {"limits_memory_negative", R"(/limits/memory: expected a size like "512m", got -1)"},
@@ -402,10 +405,10 @@ TEST_CASE("require accepts every known guarantee and refuses anything else",
 
 TEST_CASE("the first problem found is reported, one path at a time", "[profile][validation]") {
     // An unknown key anywhere at the top wins over everything inside.
-    CHECK(
-        refusal("p", R"({"schema": "x", "bogus": 1})") ==
-        "profile p: /bogus: unknown key (expected one of: schema, description, filesystem, "
-        "environment, network, limits, require, seccomp, landlock, lifetime, output, map_subids)");
+    CHECK(refusal("p", R"({"schema": "x", "bogus": 1})") ==
+          "profile p: /bogus: unknown key (expected one of: schema, description, filesystem, "
+          "environment, network, limits, require, seccomp, landlock, lifetime, output, map_subids, "
+          "min_tier)");
     // Where the parser stopped, as line and column, and why.
     CHECK(refusal("p", "") ==
           "profile p: not valid JSON at line 1, column 1 (unexpected end of input; expected '[', "
@@ -607,6 +610,28 @@ TEST_CASE("profileToJson round-trips unset limits and every field", "[profile]")
         REQUIRE(reparsed.ok());
         checkSameProfile(original, *reparsed);
     }
+}
+
+TEST_CASE(
+    "min_tier: the default profiles require the full tier; a profile may accept the "
+    "lower one, and it round-trips",
+    "[profile][tier]") {
+    for (const char* name : {"held-test", "dev-server", "build"}) {
+        INFO(name);
+        Result<Profile> profile = loadProfile(name);
+        REQUIRE(profile.ok());
+        CHECK(profile->min_tier == Tier::Full);
+    }
+    const std::string text =
+        R"({"schema": "stockade.profile/v1", "filesystem": {"system_dirs": ["/usr"]},
+            "require": ["memory", "landlock"], "min_tier": "landlock"})";
+    const Profile lower = mustParse("p", text);
+    CHECK(lower.min_tier == Tier::Landlock);
+    const Profile again = mustParse("p", profileToJson(lower));
+    CHECK(again.min_tier == Tier::Landlock);
+    CHECK(requirementsBeyondTier(Tier::Landlock, {"memory", "net_ns", "user_ns"}) ==
+          std::vector<std::string>{"net_ns", "user_ns"});
+    CHECK(requirementsBeyondTier(Tier::Full, {"net_ns"}).empty());
 }
 
 // --- --mount and sandbox paths ---------------------------------------------------------

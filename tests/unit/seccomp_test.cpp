@@ -754,6 +754,36 @@ TEST_CASE("installed in a child, the direct ingress's refusals and listen sent t
     checkAnswers(out, 15);
 }
 
+TEST_CASE("the lower tier's filter allows AF_UNIX sockets only, every type of IP refused",
+          "[seccomp][kernel][tier]") {
+    SeccompPolicy policy = defaultPolicy();
+    REQUIRE(allowLocalSocketsOnly(policy).ok());
+    for (const SyscallRule& r : policy.rules)
+        if (r.action == Action::Allow &&
+            std::find(r.names.begin(), r.names.end(), "socket") != r.names.end())
+            CHECK((r.args.size() == 1 && r.args[0].index == 0 && r.args[0].value == AF_UNIX));
+    const CompiledFilter filter = mustCompile(policy);
+    const ChildOutcome out = runFiltered(filter, [&](auto expect) {
+        for (int family : {AF_INET, AF_INET6})
+            for (int type : {SOCK_STREAM, SOCK_DGRAM, SOCK_RAW})
+                expect(EPERM, syscall(SYS_socket, family, type | SOCK_CLOEXEC, 0));
+        expect(EPERM, syscall(SYS_socket, AF_INET, SOCK_DGRAM, IPPROTO_ICMP));
+        expect(EPERM, syscall(SYS_socket, AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, 0));
+        int pair[2];
+        expect(EPERM, syscall(SYS_socketpair, AF_INET, SOCK_STREAM, 0, pair));
+        const long local = syscall(SYS_socket, AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        expect(0, local);
+        expect(0, syscall(SYS_socketpair, AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, pair));
+    });
+    REQUIRE(out.exited);
+    CHECK(out.exit_code == 0);
+    checkAnswers(out, 11);
+
+    SeccompPolicy open_policy;
+    open_policy.default_action = Action::Allow;
+    CHECK_FALSE(allowLocalSocketsOnly(open_policy).ok());
+}
+
 TEST_CASE("installed in a child, no call makes a setuid or setgid file", "[seccomp][kernel][G3]") {
     const CompiledFilter filter = mustCompile(defaultPolicy());
     char dir_template[] = "/tmp/stockade-setid-XXXXXX";

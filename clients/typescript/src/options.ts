@@ -59,6 +59,8 @@ export interface CommonOptions {
   tmpSize?: Size;
   /** Guarantees that must be enforced, else stockade refuses (exit 125). */
   require?: readonly string[];
+  /** The lowest sandbox accepted where no user namespace can be had: 'full' (the default profiles') or 'landlock', a sandbox without namespaces whose losses the record's `degraded` lists (its `tier` says which ran). */
+  minTier?: 'full' | 'landlock';
   name?: string;
   /** Where stockade writes the result record; default a private temp dir. */
   result?: string;
@@ -248,6 +250,10 @@ function common(sub: 'run' | 'serve' | 'oracle', o: CommonOptions): string[] {
   if (o.require !== undefined) {
     for (const r of o.require) if (typeof r !== 'string' || !/^[a-z0-9_-]+$/.test(r)) fail('require', `"${String(r)}" is not a guarantee name`);
     if (o.require.length) flag('require', o.require.join(','));
+  }
+  if (o.minTier !== undefined) {
+    if (o.minTier !== 'full' && o.minTier !== 'landlock') fail('minTier', `"${String(o.minTier)}" is not a tier (expected full or landlock)`);
+    flag('min-tier', o.minTier);
   }
   if (o.name !== undefined) {
     if (!NAME.test(o.name)) fail('name', 'must be letters, digits, ".", "_" or "-"');

@@ -20,6 +20,7 @@ test('a passing held test: passed, exit 0, the output hashed, the private result
       timeout: 60,
     });
     assert.equal(r.status, 'passed', r.stdout.tail + r.stderr.tail + r.diagnostics);
+    assert.equal(r.record.tier, 'full');
     assert.equal(r.exitCode, 0);
     assert.equal(r.record.exit_code, 0);
     assert.equal(r.record.schema, 'stockade.result/v1');
@@ -97,6 +98,8 @@ test('options are checked before anything is spawned', () => {
     option: 'mounts[0].target',
   });
   assert.throws(() => runArgs({ binary: BINARY, command: ['true'], env: { 'A-B': 'x' } }), { option: 'env' });
+  assert.throws(() => runArgs({ binary: BINARY, command: ['true'], minTier: 'partial' }), { option: 'minTier' });
+  assert.ok(runArgs({ binary: BINARY, command: ['true'], minTier: 'landlock' }).includes('--min-tier=landlock'));
   assert.deepEqual(runArgs({ binary: BINARY, command: ['echo', '--x'], memory: '512m', timeout: 2.5, env: { CI: '-1' } }), [
     BINARY, 'run', '--env=CI=-1', '--memory=512m', '--timeout=2.5', '--quiet', '--', 'echo', '--x',
   ]);

@@ -54,6 +54,7 @@ test('check(): the host report, typed', async () => {
   assert.equal(report.schema, 'stockade.check/v1');
   assert.equal(typeof report.can_run, 'boolean');
   assert.ok(report.checks.some((c) => c.id === 'G1'));
+  assert.ok(['full', 'landlock', 'none'].includes(report.tier.tier));
   assert.ok(report.setup_steps.length > 0, 'the probe ran the setup table');
 });
 

@@ -19,6 +19,20 @@ export interface CheckRecord {
    */
   can_run: boolean;
   /**
+   * which sandbox this host gives this user (SPEC section 10): full (every namespace), landlock (no user namespace, but the lower tier's pieces; a run takes it only where a profile or --min-tier landlock allows it) or none
+   */
+  tier: {
+    tier: "full" | "landlock" | "none";
+    /**
+     * why this tier, naming the first missing piece
+     */
+    reason: string;
+    /**
+     * the fix for each missing piece, as "id: fix"
+     */
+    fixes: string[];
+  };
+  /**
    * the ids of the required checks that are unavailable
    */
   blockers: string[];
@@ -76,6 +90,7 @@ export const checkSchema = {
     "uid",
     "kernel",
     "can_run",
+    "tier",
     "blockers",
     "elapsed_us",
     "probe_us",
@@ -98,6 +113,36 @@ export const checkSchema = {
     "can_run": {
       "type": "boolean",
       "description": "whether the default profile runs here: no required check is unavailable"
+    },
+    "tier": {
+      "type": "object",
+      "additionalProperties": false,
+      "required": [
+        "tier",
+        "reason",
+        "fixes"
+      ],
+      "description": "which sandbox this host gives this user (SPEC section 10): full (every namespace), landlock (no user namespace, but the lower tier's pieces; a run takes it only where a profile or --min-tier landlock allows it) or none",
+      "properties": {
+        "tier": {
+          "enum": [
+            "full",
+            "landlock",
+            "none"
+          ]
+        },
+        "reason": {
+          "type": "string",
+          "description": "why this tier, naming the first missing piece"
+        },
+        "fixes": {
+          "type": "array",
+          "items": {
+            "type": "string"
+          },
+          "description": "the fix for each missing piece, as \"id: fix\""
+        }
+      }
     },
     "blockers": {
       "type": "array",

@@ -76,6 +76,10 @@ export interface ResultRecord {
     cpu_time: null | "rlimit";
     landlock: string | null;
   };
+  /**
+   * the sandbox the run got (SPEC section 10): full (every namespace) or landlock (no user namespace could be had and the profile or --min-tier allowed the lower tier; each guarantee it lost is in degraded); null when the run was refused before any sandbox was attempted
+   */
+  tier: "full" | "landlock" | null;
   degraded: string[];
   /**
    * present when the worktree's .git is a file or a symlink: whether the gitdir it names was honoured (a genuine linked worktree, see docs/threat-model.md) or refused
@@ -145,6 +149,7 @@ export const resultSchema = {
     "stragglers_killed",
     "host_uid",
     "host_gid",
+    "tier",
     "enforced",
     "degraded",
     "error"
@@ -398,6 +403,14 @@ export const resultSchema = {
           "pattern": "^abi-[0-9]+$"
         }
       }
+    },
+    "tier": {
+      "description": "the sandbox the run got (SPEC section 10): full (every namespace) or landlock (no user namespace could be had and the profile or --min-tier allowed the lower tier; each guarantee it lost is in degraded); null when the run was refused before any sandbox was attempted",
+      "enum": [
+        "full",
+        "landlock",
+        null
+      ]
     },
     "degraded": {
       "type": "array",

@@ -201,23 +201,32 @@ Status allowLocalSocketsOnly(SeccompPolicy& policy) {
             "refuse socket families by leaving them out");
     std::vector<SyscallRule> kept;
     for (SyscallRule& r : policy.rules) {
-        const bool names_socket =
-            std::find(r.names.begin(), r.names.end(), "socket") != r.names.end() ||
-            std::find(r.names.begin(), r.names.end(), "socketpair") != r.names.end();
-        if (names_socket && r.action == Action::Allow) {
-            bool unix_only = false;
-            for (const ArgCondition& c : r.args)
-                if (c.index == 0 && c.op == CompareOp::Equal && c.value == AF_UNIX)
-                    unix_only = true;
-            if (!unix_only) {
-                std::erase(r.names, "socket");
-                std::erase(r.names, "socketpair");
-                if (r.names.empty()) continue;
-            }
+        // Every rule that allows socket, socketpair or connect goes (the
+        // family and type rules are made again below), so they fall to the
+        // policy's default, which refuses.
+        if (r.action == Action::Allow) {
+            for (const char* name : {"socket", "socketpair", "connect"}) std::erase(r.names, name);
+            if (r.names.empty()) continue;
         }
         kept.push_back(std::move(r));
     }
     policy.rules = std::move(kept);
+    // AF_UNIX streams and seqpackets only. A unix socket reaches another by
+    // the path it is bound to, and a path lookup is not something Landlock
+    // mediates (ABI 7 has no right for connecting to a socket file): with
+    // connect(2) or a datagram's destination a command could reach every
+    // socket of the host its uid may open, a terminal multiplexer's, an
+    // ssh agent's, the session bus's (which starts programs on the host).
+    // So connect is refused and datagram sockets too (sendto or sendmsg with
+    // an address would reach a path); a stream or seqpacket socket ignores
+    // or refuses an address on send. socketpair(2) still gives connected
+    // pairs, and a socket bound in the view can still be listened on.
+    for (int type : {SOCK_STREAM, SOCK_SEQPACKET})
+        policy.rules.push_back(
+            rule({"socket", "socketpair"}, Action::Allow, 0,
+                 {argEquals(0, AF_UNIX),
+                  // The type's low bits; SOCK_NONBLOCK and SOCK_CLOEXEC above.
+                  ArgCondition{1, CompareOp::MaskedEqual, 0xf, static_cast<std::uint64_t>(type)}}));
     return okStatus();
 }
 

@@ -100,11 +100,13 @@ void addHostSocketRefusals(SeccompPolicy& policy);
 void sendCallToSupervisor(SeccompPolicy& policy, const std::string& name);
 
 // Where no network namespace holds (the lower tier, issue 18): socket(2) and
-// socketpair(2) allowed for AF_UNIX only. Every rule that allows another
-// family (argument 0) is dropped, so those fall to the policy's default,
-// which must refuse (an error otherwise): AF_INET and AF_INET6 of every
-// type (UDP and ICMP included, which Landlock does not see), netlink (the
-// host's interfaces and routes), and the rest.
+// socketpair(2) allowed for AF_UNIX streams and seqpackets only, and
+// connect(2) not at all. Every rule that allows socket, socketpair or
+// connect is dropped, so what is not allowed again falls to the policy's
+// default, which must refuse (an error otherwise): AF_INET and AF_INET6 of
+// every type (UDP and ICMP included, which Landlock does not see), netlink
+// (the host's interfaces and routes), unix datagrams, and connecting to any
+// unix socket by path, which would reach the host's (policy.cpp says why).
 Status allowLocalSocketsOnly(SeccompPolicy& policy);
 
 // Whether addNoSetidRules(policy) will hold as written: an error naming the

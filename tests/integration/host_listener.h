@@ -6,6 +6,7 @@
 #include <ifaddrs.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -74,6 +75,25 @@ class HostListener {
         if (!listener.fd_ ||
             ::bind(listener.fd_.get(), reinterpret_cast<sockaddr*>(&addr), len) < 0 ||
             ::listen(listener.fd_.get(), 16) < 0)
+            listener.fd_.reset();
+        return listener;
+    }
+
+    // A unix stream socket bound at `path` (a scratch path the test owns),
+    // mode 0777 so any uid may connect; the file is the caller's to remove.
+    static HostListener pathUnix(const std::string& path) {
+        HostListener listener;
+        listener.fd_.reset(::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+        sockaddr_un addr{};
+        addr.sun_family = AF_UNIX;
+        if (path.size() >= sizeof(addr.sun_path)) {
+            listener.fd_.reset();
+            return listener;
+        }
+        std::memcpy(addr.sun_path, path.data(), path.size());
+        if (!listener.fd_ ||
+            ::bind(listener.fd_.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) < 0 ||
+            ::chmod(path.c_str(), 0777) < 0 || ::listen(listener.fd_.get(), 16) < 0)
             listener.fd_.reset();
         return listener;
     }

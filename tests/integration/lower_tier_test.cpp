@@ -213,9 +213,26 @@ TEST_CASE("lower tier: sockets of every family but AF_UNIX are refused, UDP incl
     const ProbeRun reach = host.probe({"connect-abstract", name});
     CHECK(reach.result() == "EPERM");
     CHECK_FALSE(abstract.sawConnection());
-    // AF_UNIX stays: a path that does not exist answers ENOENT, not EPERM.
-    const ProbeRun unix_socket = host.probe({"connect-unix", host.worktree() + "/no-such-socket"});
-    CHECK(unix_socket.result() == "ENOENT");
+    // A host socket by its path: a terminal multiplexer's, an ssh agent's,
+    // the session bus's would run commands on the host. Landlock does not
+    // mediate the path lookup, so seccomp refuses every connect (and unix
+    // datagrams, which could be sent to a path): EPERM whether the socket is
+    // outside the view, inside the worktree (a host process's), or absent,
+    // and the host's listeners saw nothing.
+    const std::string outside = host.callerDir() + "/h.sock";
+    const std::string inside = host.worktree() + "/h.sock";
+    for (const std::string& path : {outside, inside}) {
+        INFO(path);
+        HostListener listener = HostListener::pathUnix(path);
+        REQUIRE(listener.ok());
+        const ProbeRun connect = host.probe({"connect-unix", path});
+        INFO(connect.describe());
+        CHECK(connect.result() == "EPERM");
+        CHECK_FALSE(listener.sawConnection());
+        ::unlink(path.c_str());
+    }
+    const ProbeRun absent = host.probe({"connect-unix", host.worktree() + "/no-such-socket"});
+    CHECK(absent.result() == "EPERM");
 }
 
 TEST_CASE(

@@ -17,6 +17,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -754,14 +755,17 @@ TEST_CASE("installed in a child, the direct ingress's refusals and listen sent t
     checkAnswers(out, 15);
 }
 
-TEST_CASE("the lower tier's filter allows AF_UNIX sockets only, every type of IP refused",
+TEST_CASE("the lower tier's filter allows AF_UNIX streams and seqpackets only, and no connect",
           "[seccomp][kernel][tier]") {
     SeccompPolicy policy = defaultPolicy();
     REQUIRE(allowLocalSocketsOnly(policy).ok());
-    for (const SyscallRule& r : policy.rules)
-        if (r.action == Action::Allow &&
-            std::find(r.names.begin(), r.names.end(), "socket") != r.names.end())
-            CHECK((r.args.size() == 1 && r.args[0].index == 0 && r.args[0].value == AF_UNIX));
+    for (const SyscallRule& r : policy.rules) {
+        if (r.action != Action::Allow) continue;
+        CHECK(std::find(r.names.begin(), r.names.end(), "connect") == r.names.end());
+        if (std::find(r.names.begin(), r.names.end(), "socket") != r.names.end())
+            CHECK((r.args.size() == 2 && r.args[0].index == 0 && r.args[0].value == AF_UNIX &&
+                   r.args[1].index == 1 && r.args[1].op == CompareOp::MaskedEqual));
+    }
     const CompiledFilter filter = mustCompile(policy);
     const ChildOutcome out = runFiltered(filter, [&](auto expect) {
         for (int family : {AF_INET, AF_INET6})
@@ -771,13 +775,22 @@ TEST_CASE("the lower tier's filter allows AF_UNIX sockets only, every type of IP
         expect(EPERM, syscall(SYS_socket, AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, 0));
         int pair[2];
         expect(EPERM, syscall(SYS_socketpair, AF_INET, SOCK_STREAM, 0, pair));
+        // A unix datagram could be sent to any socket path of the host.
+        expect(EPERM, syscall(SYS_socket, AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+        expect(EPERM, syscall(SYS_socketpair, AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, pair));
         const long local = syscall(SYS_socket, AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
         expect(0, local);
-        expect(0, syscall(SYS_socketpair, AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, pair));
+        expect(0, syscall(SYS_socket, AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK, 0));
+        expect(0, syscall(SYS_socketpair, AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair));
+        // Nor a connect, whatever the path: refused before any lookup.
+        sockaddr_un addr{};
+        addr.sun_family = AF_UNIX;
+        std::strcpy(addr.sun_path, "/nonexistent/stockade.sock");
+        expect(EPERM, syscall(SYS_connect, local, &addr, sizeof(addr)));
     });
     REQUIRE(out.exited);
     CHECK(out.exit_code == 0);
-    checkAnswers(out, 11);
+    checkAnswers(out, 15);
 
     SeccompPolicy open_policy;
     open_policy.default_action = Action::Allow;

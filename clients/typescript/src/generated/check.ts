@@ -33,7 +33,7 @@ export interface CheckRecord {
     fixes: string[];
   };
   /**
-   * the ids of the required checks that are unavailable
+   * one line per required check that is unavailable: its id, a colon, and why ("proc: /proc is over-mounted ...")
    */
   blockers: string[];
   elapsed_us: number;
@@ -149,7 +149,7 @@ export const checkSchema = {
       "items": {
         "type": "string"
       },
-      "description": "the ids of the required checks that are unavailable"
+      "description": "one line per required check that is unavailable: its id, a colon, and why (\"proc: /proc is over-mounted ...\")"
     },
     "elapsed_us": {
       "type": "integer",

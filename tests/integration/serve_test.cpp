@@ -775,7 +775,11 @@ std::vector<std::string> cgroup2Mounts() {
 
 // The listener cgroups (runtime/listener_cgroup.h) present in the cgroup v2
 // mount: none outlives the making of a server's listeners.
-std::vector<std::string> listenerLeaves() {
+// The listener cgroups a supervisor (the ready event's pid) left; other
+// tests' supervisors may make theirs meanwhile (ctest runs in parallel).
+std::vector<std::string> listenerLeaves(const Served& served) {
+    const std::string name =
+        "stockade-listeners-" + std::to_string(served.readyEvent().value("pid", 0));
     std::vector<std::string> found;
     std::ifstream mountinfo("/proc/self/mountinfo");
     for (std::string line; std::getline(mountinfo, line);) {
@@ -786,8 +790,7 @@ std::vector<std::string> listenerLeaves() {
         fields >> id >> parent >> device >> root >> mount;
         std::error_code ec;
         for (const auto& entry : std::filesystem::directory_iterator(mount, ec))
-            if (entry.path().filename().string().starts_with("stockade-listeners-"))
-                found.push_back(entry.path().string());
+            if (entry.path().filename().string() == name) found.push_back(entry.path().string());
     }
     return found;
 }
@@ -898,7 +901,7 @@ while True:
     INFO(served.started().describe());
     REQUIRE(served.ready());
     REQUIRE(served.readyEvent().value("backend", "") == "direct");
-    CHECK(listenerLeaves().empty());  // removed once the listeners were made
+    CHECK(listenerLeaves(served).empty());  // removed once the listeners were made
     int err = 0;
     UniqueFd held = connectFromHost(AF_INET, port, err);
     REQUIRE(held);
@@ -977,7 +980,7 @@ TEST_CASE("serve --net-backend direct: bpf refused, the userspace forwarder serv
               "BPF_CGROUP_INET4_BIND): EPERM; the userspace forwarder serves") !=
           std::string::npos);
     CHECK(httpGet(AF_INET, port, "/").rfind("HTTP/1.0 200", 0) == 0);
-    CHECK(listenerLeaves().empty());
+    CHECK(listenerLeaves(served).empty());
 }
 
 // A stockade killed between making its listener cgroup and removing it
@@ -1002,7 +1005,7 @@ TEST_CASE("serve --net-backend direct: a listener cgroup left by a dead stockade
     const bool left = pathExists(leaf);
     if (left) ::rmdir(leaf.c_str());
     CHECK_FALSE(left);
-    CHECK(listenerLeaves().empty());
+    CHECK(listenerLeaves(served).empty());
 }
 
 TEST_CASE("serve --net-backend veth: the host's end of the pair is out of reach from inside",

@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""Every shell example of the README and docs/cookbook.md that runs stockade,
+"""Every shell example of the README, docs/cookbook.md and the man page's
+EXAMPLES that runs stockade,
 run as written, as root and as uid 65534 (issue 23: "every documented command
 works as written").
 
@@ -28,6 +29,7 @@ import tempfile
 STOCKADE, ROOT = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
 VITE_APP = os.environ.get("STOCKADE_VITE_APP", "/var/cache/stockade-test/vite-app")
 DOCS = ["README.md", "docs/cookbook.md"]
+MAN = "docs/stockade.1"
 
 # (file, the block's first stockade command, up to its first space after
 # "stockade X"): the exit status of each stockade call in the block, in order.
@@ -48,6 +50,9 @@ EXPECTED = {
     ("docs/cookbook.md", "stockade check --profile held-test --require memory,pids >&2 || exit 1  # as the run requires"):
         [0, 0],
     ("docs/cookbook.md", "stockade run --log-level debug -- /bin/true           # each setup step, timed"): [0, 0],
+    # run make test; run npm test; profile show; bench; serve; logs --follow; stop
+    ("docs/stockade.1", "stockade run --worktree . --result ../result.json -- make test"):
+        [0, 0, 0, 0, 0, 0, 0],
 }
 # What is run differs from the text only here, each for a reason.
 EDITS = [
@@ -90,6 +95,12 @@ def blocks():
             first = next((l for l in body.splitlines() if l.lstrip().startswith("stockade ")), None)
             if first is not None:
                 yield doc, first.strip(), body
+    # The man page's EXAMPLES (.nf to .fi), its escapes undone.
+    man = open(os.path.join(ROOT, MAN)).read()
+    m = re.search(r"^\.SH EXAMPLES\n\.nf\n(.*?)^\.fi$", man, re.S | re.M)
+    if m:
+        body = m.group(1).replace("\\-", "-")
+        yield MAN, body.splitlines()[0].strip(), body
 
 
 def write(path, text, mode=0o644):
@@ -109,7 +120,7 @@ def make_project(home, uid):
         "scripts": {"test": "node --test test/"}}))
     write(os.path.join(app, "test", "app.test.js"), NODE_TEST)
     write(os.path.join(app, "index.html"), "<!doctype html><title>app</title><p>hello</p>\n")
-    write(os.path.join(app, "Makefile"), "all:\n\t@echo built > built.txt\n")
+    write(os.path.join(app, "Makefile"), "all:\n\t@echo built > built.txt\ntest: all\n\t@test -f built.txt\n")
     write(os.path.join(app, "node_modules", ".bin", "eslint"), FAKE_ESLINT, 0o755)
     write(os.path.join(app, "deploy-dry-run"), '#!/bin/sh\ntest -n "$GITHUB_TOKEN"\n', 0o755)
     write(os.path.join(app, "scripts", "test"), "#!/bin/sh\nexec npm test\n", 0o755)

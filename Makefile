@@ -54,12 +54,14 @@ FUZZ_SECONDS ?= 30
 # A clean Debian 12 root for the package test and a Debian 13 root with
 # apparmor_parser 4 for the AppArmor profile's syntax test, each made once
 # with debootstrap, the kernel the cgroup v2 VM test boots, fetched once with
-# apt, and the Vite test's npm packages, installed once from the registry.
+# apt, the Vite test's npm packages and Node 18 for the TypeScript client's
+# suite, installed once from the registry.
 test-root: deps
 	@sh scripts/clean-root.sh
 	@sh scripts/apparmor-root.sh
 	@sh scripts/vm-kernel.sh
 	@sh scripts/vite-app.sh
+	@sh scripts/node18.sh
 
 check: check-normal check-asan fuzz
 

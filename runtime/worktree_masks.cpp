@@ -334,7 +334,7 @@ Status checkMaskRules(const WorktreeMaskRules& rules, const std::string& workdir
 }
 
 Result<WorktreeScan> scanWorktree(int worktree_fd, const WorktreeMaskRules& rules,
-                                  bool skip_top_git) {
+                                  bool skip_top_git, const WalkedDirs* before, WalkedDirs* record) {
     const PatternSet hide(rules.hide), read_only(rules.read_only), show(rules.show),
         writable(rules.writable);
     WorktreeScan scan;
@@ -425,6 +425,29 @@ Result<WorktreeScan> scanWorktree(int worktree_fd, const WorktreeMaskRules& rule
             ++scan.unlistable;
             continue;
         }
+        struct stat dir_st;
+        const bool have_st = fstat(fd.get(), &dir_st) == 0;
+        if (before && have_st) {
+            const auto was = before->find(dir.relative);
+            if (was != before->end() && was->second.dev == dir_st.st_dev &&
+                was->second.ino == dir_st.st_ino &&
+                was->second.ctime.tv_sec == dir_st.st_ctim.tv_sec &&
+                was->second.ctime.tv_nsec == dir_st.st_ctim.tv_nsec) {
+                // Unchanged since it was listed: the same names, so the
+                // same subdirectories, each looked at in its turn.
+                for (const std::string& sub : was->second.subdirs) {
+                    pending_bytes += sub.size();
+                    pending.push_back({sub, dir.depth + 1});
+                }
+                if (record) (*record)[dir.relative] = was->second;
+                continue;
+            }
+        }
+        // A node's address outlives the map's rehashing.
+        WalkedDir* walked = nullptr;
+        if (record && have_st)
+            walked = &((*record)[dir.relative] =
+                           WalkedDir{dir_st.st_dev, dir_st.st_ino, dir_st.st_ctim, {}});
         const std::vector<std::string> above = componentsOf(dir.relative);
         while (scan.truncated_by.empty()) {
             long n = syscall(SYS_getdents64, fd.get(), buffer.data(), buffer.size());
@@ -488,6 +511,7 @@ Result<WorktreeScan> scanWorktree(int worktree_fd, const WorktreeMaskRules& rule
                     break;
                 }
                 pending.push_back({relative, dir.depth + 1});
+                if (walked) walked->subdirs.push_back(relative);
             }
         }
     }
@@ -497,9 +521,11 @@ Result<WorktreeScan> scanWorktree(int worktree_fd, const WorktreeMaskRules& rule
 Status addWorktreeMasks(const Policy& policy, int worktree_fd, ChildPlan& plan) {
     const WorktreeMaskRules& rules = policy.fs.worktree_masks;
     if (rules.hide.empty() && rules.read_only.empty()) return okStatus();
-    auto scan = scanWorktree(worktree_fd, rules);
+    auto walked = std::make_shared<WalkedDirs>();
+    auto scan = scanWorktree(worktree_fd, rules, true, nullptr, walked.get());
     if (!scan) return scan.error().withContext("walk the worktree for hidden names");
     WorktreeMaskReport report;
+    report.walked = std::move(walked);
     report.entries = scan->entries;
     report.unlistable = scan->unlistable;
     report.truncated_by = scan->truncated_by;
@@ -580,12 +606,11 @@ Status addWorktreeMasks(const Policy& policy, int worktree_fd, ChildPlan& plan) 
 
 void noteCreatedMaskedNames(const Policy& policy, WorktreeMaskReport& report) {
     if (!policy.fs.worktree_held) return;
-    // Breadth first and bounded lower than the walk before the run: the
-    // shallow names (a planted AGENTS.md) are checked, and a big worktree
-    // does not pay for a second full walk.
-    WorktreeMaskRules rules = policy.fs.worktree_masks;
-    rules.max_entries = std::min<uint64_t>(rules.max_entries, kCreatedWalkEntries);
-    auto scan = scanWorktree(policy.fs.worktree_held.get(), rules);
+    // Only the directories that changed are listed again (WalkedDirs), so a
+    // big worktree does not pay for a second full walk, and the bounds are
+    // the first walk's.
+    auto scan = scanWorktree(policy.fs.worktree_held.get(), policy.fs.worktree_masks, true,
+                             report.walked.get());
     if (!scan || !scan->truncated_by.empty()) {
         // What was not examined may hold names the run made: the next run's
         // walk is whole or refused, this note is not.

@@ -20,15 +20,27 @@
 // checked in the child, attributes set before the attach), so nothing
 // swapped in between is covered instead or left bare: a mismatch refuses
 // the run. A hidden or read-only name the sandbox creates during the run
-// (where the worktree lets it) is found by a second, shorter walk afterwards
-// (its first kCreatedWalkEntries entries) and reported; it is hidden in
-// every later run.
+// (where the worktree lets it) is found by a second walk afterwards and
+// reported; it is hidden in every later run. That walk reads only the
+// directories that changed during the run: the first walk keeps each
+// directory's inode and ctime, which any change of its entries sets anew
+// and no process can set back (utimensat(2) cannot set ctime; and where the
+// filesystem keeps multigrain timestamps, Linux 6.13+ on ext4, XFS, Btrfs
+// and tmpfs, a ctime the first walk queried makes the next change
+// fine-grained), so a directory whose ctime stands gained no name. (On a
+// coarse-grained filesystem a change in the same clock tick as the first
+// walk's listing could go unreported: the next run's walk, which lists
+// everything, covers it all the same.)
 #pragma once
 
 #include <sys/types.h>
 
+#include <time.h>
+
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "base/error.h"
@@ -42,9 +54,6 @@ struct ChildPlan;
 // costs the setup time and kernel memory. More is a refusal, not a run with
 // some names left bare.
 inline constexpr size_t kMaxMaskedNames = 1024;
-// The walk after the run, which finds names the sandbox created, examines
-// at most this many entries.
-inline constexpr uint64_t kCreatedWalkEntries = 10000;
 // How many names of each kind the result lists.
 inline constexpr size_t kReportedMaskNames = 32;
 
@@ -83,11 +92,25 @@ struct WorktreeScan {
     std::string linked_first;
 };
 
+// Each directory a walk listed, by its path below the worktree: what it was
+// then, and the subdirectories the walk went on to.
+struct WalkedDir {
+    dev_t dev = 0;
+    ino_t ino = 0;
+    timespec ctime{};
+    std::vector<std::string> subdirs;
+};
+using WalkedDirs = std::unordered_map<std::string, WalkedDir>;
+
 // Walks the worktree held at `worktree_fd` (any fd for the directory).
 // `skip_top_git`: the top-level .git directory is read-only as a whole
-// already, and not walked.
+// already, and not walked. With `record`, notes each directory listed.
+// With `before` (an earlier walk's record), a directory that is still the
+// same inode with the same ctime is not listed again: its subdirectories
+// are walked as before, and its own names are the ones seen then.
 Result<WorktreeScan> scanWorktree(int worktree_fd, const WorktreeMaskRules& rules,
-                                  bool skip_top_git = true);
+                                  bool skip_top_git = true, const WalkedDirs* before = nullptr,
+                                  WalkedDirs* record = nullptr);
 
 // What the result record says of the masks.
 struct WorktreeMaskReport {
@@ -102,6 +125,9 @@ struct WorktreeMaskReport {
     std::string truncated_by;
     // Every name covered, sorted: what the walk after the run compares with.
     std::vector<std::string> covered;
+    // The directories the walk before the run listed (shared, not copied,
+    // with the record), so that the walk after it lists only those changed.
+    std::shared_ptr<const WalkedDirs> walked;
 };
 
 // Walks the worktree, adds a cover for each hidden name and a read-only

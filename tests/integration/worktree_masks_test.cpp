@@ -323,6 +323,24 @@ TEST_CASE("G2: a 50,000-file worktree is walked whole and its deep .env hidden",
     INFO(masks.dump());
     CHECK(masks["entries_examined"].get<uint64_t>() > 50000);
     CHECK(masks["truncated_by"].is_null());
+
+    // A name the run creates deep in that tree is reported: the walk after
+    // the run lists only the directories that changed, so it reaches every
+    // one of them (a walk of the first 10,000 entries once missed it), and
+    // says nothing of stopping short.
+    // (The tree was made by the test, as root: that one directory is the
+    // invoking user's, as a real checkout's would be.)
+    REQUIRE(::chown((base + "/pkg1234/lib").c_str(), invokingUid(mode), invokingGid(mode)) == 0);
+    const ProbeRun create =
+        sandbox.probe({"create-file", "/repo/node_modules/pkg1234/lib/.env", "x"});
+    INFO(create.describe());
+    REQUIRE(create.result() == "ok");
+    const nlohmann::json after = sandbox.result()["worktree_masks"];
+    INFO(after.dump());
+    CHECK(after["created"]["count"] == 1);
+    CHECK(after["created"]["first"] ==
+          nlohmann::json::array({"/repo/node_modules/pkg1234/lib/.env"}));
+    CHECK(create.completed.err.find("stopped short") == std::string::npos);
 }
 
 // What the walk did not see is what an earlier sandbox could have moved out

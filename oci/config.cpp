@@ -117,7 +117,8 @@ void readProcess(const json& p, Config& out) {
                            "supplementary groups are not supported yet (stockade denies "
                            "setgroups in every user namespace)");
         }
-        refuseIfSet(*user, "umask", "process.user.umask", "not supported yet");
+        if (const json* mask = member(*user, "umask"))
+            out.umask = static_cast<mode_t>(unsignedAt(*mask, "process.user.umask", 0777));
     }
     if (const json* caps = member(p, "capabilities")) {
         if (!caps->is_object()) refuse("process.capabilities", "expected an object");
@@ -272,7 +273,12 @@ void readMounts(const json& mounts, Config& out) {
             if (!m.data.empty())
                 refuse(field + ".options", "option \"" + m.data + "\" means nothing to a bind");
         } else if (m.type == "cgroup" || m.type == "cgroup2") {
-            refuse(field + ".type", "cgroup mounts are not supported yet");
+            // The container's own cgroup directories, bound read-only
+            // (oci/container_plan.cpp); a hierarchy named in the options is
+            // a v1 mount of one controller, which no client measured asks.
+            if (!m.data.empty())
+                refuse(field + ".options",
+                       "option \"" + m.data + "\" means nothing to a cgroup mount");
         } else if (m.type != "proc" && m.type != "tmpfs" && m.type != "devpts" &&
                    m.type != "mqueue" && m.type != "sysfs") {
             refuse(field + ".type", "type \"" + m.type + "\" is not supported");
@@ -391,6 +397,8 @@ void readLinux(const json& l, Config& out) {
         // container's bounding set holds it.
         seccomp::OciImportOptions options;
         options.capabilities = out.bounding_names;
+        options.keep_first_unconditional = true;
+        options.dropped = &out.seccomp_dropped;
         auto policy = seccomp::importOciSeccomp(sc->dump(), options);
         if (!policy) refuse("linux.seccomp", policy.error().describe());
         bool notify = policy->default_action == seccomp::Action::Notify;
@@ -461,7 +469,9 @@ Result<Config> parseConfig(std::string_view json_text) {
             if (kIpc.count(key) || key.starts_with("fs.mqueue.")) {
                 if (!own("ipc")) refuse(field, "needs a new ipc namespace");
             } else if (key.starts_with("net.")) {
-                if (!own("network")) refuse(field, "needs a new network namespace");
+                // A joined one must not be the host's: judged by create,
+                // which writes them there (oci/container_plan.cpp).
+                if (!out.findNamespace("network")) refuse(field, "needs a network namespace");
             } else {
                 refuse(field, "not a namespaced sysctl: it would be the host's");
             }

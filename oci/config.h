@@ -21,7 +21,7 @@ namespace stockade::oci {
 
 struct Mount {
     std::string destination;  // absolute inside the container
-    std::string type;         // "bind", "proc", "tmpfs", ... ("bind" when options say so)
+    std::string type;         // "bind", "proc", "tmpfs", "cgroup"... ("bind" when options say so)
     std::string source;
     unsigned long flags = 0;  // MS_* from the options
     bool bind = false;        // bind or rbind
@@ -54,6 +54,7 @@ struct Config {
     std::string cwd = "/";
     uid_t uid = 0;
     gid_t gid = 0;
+    std::optional<mode_t> umask;  // process.user.umask; none: the caller's
     std::vector<Rlimit> rlimits;
     bool no_new_privileges = false;
     bool terminal = false;  // process.terminal: a pty sent to --console-socket
@@ -75,6 +76,9 @@ struct Config {
     std::vector<std::string> readonly_paths;
     std::map<std::string, std::string> sysctl;      // namespaced ones only, judged by the reader
     std::optional<seccomp::SeccompPolicy> seccomp;  // none: no filter, as runc
+    // Calls a later unconditional rule gave a second action, dropped as
+    // libseccomp drops it for runc and crun (the first rule holds).
+    std::vector<std::string> seccomp_dropped;
     std::map<std::string, std::string> annotations;
     std::string cgroups_path;             // linux.cgroupsPath, as written
     std::optional<int64_t> memory_limit;  // linux.resources.memory.limit (<0: none)

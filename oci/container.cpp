@@ -133,6 +133,9 @@ Status createContainer(const std::string& root_dir, const std::string& id,
         if (!connected) return connected.error();
         console = std::move(*connected);
     }
+    for (const std::string& name : config->seccomp_dropped)
+        note("linux.seccomp: \"" + name +
+             "\" has a second unconditional action; the first holds, as under runc and crun");
     if (!config->no_new_privileges)
         note(
             "process.noNewPrivileges is false: stockade sets no_new_privs in every "
@@ -178,7 +181,8 @@ Status createContainer(const std::string& root_dir, const std::string& id,
         if (!made) return made.error();
         cgroups = std::move(*made);
     }
-    auto planned = planContainer(*config, *bundle);
+    auto planned =
+        planContainer(*config, *bundle, cgroups ? cgroups->dirs : std::vector<std::string>{});
     if (!planned) return planned.error();
     ContainerPlan& cplan = *planned;
     ChildPlan& plan = cplan.plan;
@@ -197,6 +201,9 @@ Status createContainer(const std::string& root_dir, const std::string& id,
     for (auto& [fd, type] : cplan.joins)
         if (setns(fd.get(), type) < 0)
             return Error::fromErrno("linux.namespaces: setns(" + std::to_string(type) + ")");
+    if (auto s = prepareJoinedNetwork(cplan); !s) return s.error();
+    // process.user.umask: the clone inherits it, and so does the command.
+    if (config->umask) ::umask(*config->umask);
     if (geteuid() == 0 && setgroups(0, nullptr) < 0) return Error::fromErrno("setgroups(0)");
     // init takes its signals with sigwaitinfo, so they are blocked before
     // the clone, which inherits the mask (runtime/sandbox_launch.h).

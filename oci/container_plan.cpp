@@ -5,9 +5,13 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
+#include <linux/magic.h>
 #include <fstream>
+#include <sstream>
 
 #include "namespaces/syscalls.h"
 #include "runtime/child_plan_builder.h"
@@ -48,7 +52,162 @@ int cloneFlagOf(const std::string& type) {
     return 0;
 }
 
+// A cgroup mount shows the container its own cgroup and nothing else of
+// the host's tree: a small tmpfs at the destination with each of the
+// container's v1 cgroup directories bound beneath it by controller
+// ("memory", "pids"), or on a unified v2 tree that one directory bound at
+// the destination itself; with no cgroup of its own (no limits, no
+// cgroupsPath), the empty tmpfs. The binds are read-only whatever the
+// options say, and the container's ids own none of the files; `ro` makes
+// the tmpfs read-only too, once everything is in it.
+Status addCgroupMount(ChildPlan& plan, const Mount& m, const std::vector<std::string>& cgroup_dirs,
+                      const std::string& where) {
+    struct statfs fs {};
+    const bool unified = statfs("/sys/fs/cgroup", &fs) == 0 && fs.f_type == CGROUP2_SUPER_MAGIC;
+    const std::string target = relative(m.destination);
+    auto bind = [&](const std::string& dir, const std::string& at) -> Status {
+        auto held = holdHostPath(where, dir, false);
+        if (!held) return held.error();
+        return addHeldBind(plan, *held,
+                           {.target = at,
+                            .target_is_dir = true,
+                            .writable = false,
+                            .recursive = false,
+                            .flags = MS_NODEV | MS_NOEXEC,
+                            .resolve_in_root = true,
+                            .description = "mount the cgroup " + dir + " at /" + at});
+    };
+    if (unified && cgroup_dirs.size() == 1) return bind(cgroup_dirs[0], target);
+    ns::addOp(plan.mounts, {.kind = MountKind::Filesystem,
+                            .source = "cgroup",
+                            .target = target,
+                            .data = "mode=755,size=4k,nr_inodes=64",
+                            .fstype = "tmpfs",
+                            .flags = MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                            .resolve_in_root = true,
+                            .description = "mount a tmpfs for the cgroups at " + m.destination});
+    const std::string prefix = "/sys/fs/cgroup/";
+    for (const std::string& dir : cgroup_dirs) {
+        if (!dir.starts_with(prefix))
+            return Error::message(where + ": cgroup " + dir + " is not under " + prefix);
+        std::string controller =
+            dir.substr(prefix.size(), dir.find('/', prefix.size()) - prefix.size());
+        if (auto s = bind(dir, target + "/" + controller); !s) return s.error();
+    }
+    if (m.flags & MS_RDONLY)
+        ns::addOp(plan.mounts, {.kind = MountKind::ReadOnlyInPlace,
+                                .target = target,
+                                .resolve_in_root = true,
+                                .description = "make " + m.destination + " read-only"});
+    return okStatus();
+}
+
+// As root, the container's uid is a leased id that owns nothing of a
+// root-owned image, so a missing mount target (podman's /etc/resolv.conf,
+// /run/.containerenv) is made here, in the image, as runc makes it: each
+// component resolved in the root (openat2 RESOLVE_IN_ROOT, so no symlink of
+// the image leads out), directories 0755 and files empty 0644. A target
+// beneath an earlier mount of the bundle's (/dev/shm on a /dev tmpfs) is
+// the container's own to make, in that mount.
+Status makeMountTargetInImage(int root_fd, const std::string& target, bool is_dir,
+                              const std::string& where) {
+    std::string done;
+    size_t i = 0;
+    while (i < target.size()) {
+        size_t end = target.find('/', i);
+        if (end == std::string::npos) end = target.size();
+        const std::string name = target.substr(i, end - i);
+        const bool last = end == target.size();
+        i = end + 1;
+        if (name.empty()) continue;
+        open_how how{};
+        how.flags = O_PATH | O_CLOEXEC;
+        how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
+        const std::string path = done.empty() ? name : done + "/" + name;
+        UniqueFd existing(ns::sysOpenat2(root_fd, path.c_str(), &how));
+        if (existing) {
+            done = path;
+            continue;
+        }
+        if (errno != ENOENT)
+            return Error::fromErrno(where + ": open(\"/" + path + "\") in the image");
+        how.flags = O_PATH | O_DIRECTORY | O_CLOEXEC;
+        UniqueFd parent(ns::sysOpenat2(root_fd, done.empty() ? "." : done.c_str(), &how));
+        if (!parent) return Error::fromErrno(where + ": open(\"/" + done + "\") in the image");
+        int made = 0;
+        if (!last || is_dir) {
+            made = mkdirat(parent.get(), name.c_str(), 0755);
+        } else {
+            UniqueFd file(openat(parent.get(), name.c_str(),
+                                 O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
+            made = file ? 0 : -1;
+        }
+        if (made < 0 && errno != EEXIST)
+            return Error::fromErrno(where + ": make \"/" + path + "\" in the image");
+        done = path;
+    }
+    return okStatus();
+}
+
+bool beneath(const std::string& path, const std::string& dir) {
+    return dir == "/" || path == dir || path.starts_with(dir + "/");
+}
+
+unsigned mountAttrsOf(unsigned long flags) {
+    unsigned attrs = 0;
+    if (flags & MS_RDONLY) attrs |= MOUNT_ATTR_RDONLY;
+    if (flags & MS_NOSUID) attrs |= MOUNT_ATTR_NOSUID;
+    if (flags & MS_NODEV) attrs |= MOUNT_ATTR_NODEV;
+    if (flags & MS_NOEXEC) attrs |= MOUNT_ATTR_NOEXEC;
+    if (flags & MS_NOATIME) attrs |= MOUNT_ATTR_NOATIME;
+    if (flags & MS_NODIRATIME) attrs |= MOUNT_ATTR_NODIRATIME;
+    if (flags & MS_STRICTATIME) attrs |= MOUNT_ATTR_STRICTATIME;
+    return attrs;
+}
+
 }  // namespace
+
+std::string pingGroupRangeOnHost(const std::string& value, const ns::IdMapping& ids) {
+    std::istringstream in(value);
+    int64_t low = 0, high = 0;
+    std::string rest;
+    if (!(in >> low >> high) || (in >> rest) || low < 0 || high < low) return value;
+    // The container's gids: 0..count-1 from the block's base, or its one gid.
+    int64_t first = ids.count > 1 ? 0 : ids.inside_gid;
+    int64_t last = ids.count > 1 ? ids.count - 1 : ids.inside_gid;
+    int64_t base = static_cast<int64_t>(ids.host_gid) - ids.inside_gid;
+    low = std::max(low, first);
+    high = std::min(high, last);
+    if (low > high) return "1 0";
+    return std::to_string(low + base) + " " + std::to_string(high + base);
+}
+
+Status prepareJoinedNetwork(ContainerPlan& planned) {
+    for (const auto& [index, attrs] : planned.joined_net_sysfs) {
+        // Made here, in the joined network namespace: a sysfs shows the
+        // network devices of the namespace its mounter is in.
+        UniqueFd fs(static_cast<int>(syscall(SYS_fsopen, "sysfs", FSOPEN_CLOEXEC)));
+        if (!fs) return Error::fromErrno("mount sysfs: fsopen(\"sysfs\")");
+        if (syscall(SYS_fsconfig, fs.get(), FSCONFIG_CMD_CREATE, nullptr, nullptr, 0) < 0)
+            return Error::fromErrno("mount sysfs: fsconfig(FSCONFIG_CMD_CREATE)");
+        UniqueFd mnt(static_cast<int>(syscall(SYS_fsmount, fs.get(), FSMOUNT_CLOEXEC, attrs)));
+        if (!mnt) return Error::fromErrno("mount sysfs: fsmount()");
+        planned.plan.mounts.ops[index].prepared_fd = mnt.get();
+        planned.plan.prepared.push_back(std::move(mnt));
+    }
+    for (const auto& [key, value] : planned.joined_net_sysctls) {
+        std::string path = "/proc/sys/" + key;
+        for (size_t i = 10; i < path.size(); ++i)
+            if (path[i] == '.') path[i] = '/';
+        std::string text =
+            key == "net.ipv4.ping_group_range" ? pingGroupRangeOnHost(value, planned.ids) : value;
+        UniqueFd fd(open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW));
+        if (!fd || write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()))
+            return Error::fromErrno("config.json: linux.sysctl." + key + ": write(\"" + path +
+                                    "\")");
+    }
+    return okStatus();
+}
 
 Result<ns::IdMapping> idsFor(const Config& config, bool as_root, uid_t caller_uid, gid_t caller_gid,
                              uint32_t leased_first, uint32_t leased_width) {
@@ -93,7 +252,8 @@ Result<ns::IdMapping> idsFor(const Config& config, bool as_root, uid_t caller_ui
     return ns::IdMapping{uid, u.host_id + uid, gid, g.host_id + gid, u.size};
 }
 
-Result<ContainerPlan> planContainer(const Config& config, const std::string& bundle) {
+Result<ContainerPlan> planContainer(const Config& config, const std::string& bundle,
+                                    const std::vector<std::string>& cgroup_dirs) {
     ContainerPlan out;
     ChildPlan& plan = out.plan;
     const bool as_root = geteuid() == 0;
@@ -133,6 +293,22 @@ Result<ContainerPlan> planContainer(const Config& config, const std::string& bun
         out.joins.emplace_back(std::move(fd), flag);
     }
     plan.hostname = config.hostname;
+    const Namespace* net = config.findNamespace("network");
+    const bool joined_net = net && !net->path.empty();
+    if (joined_net) {
+        struct stat joined {
+        }, own{};
+        if (stat(net->path.c_str(), &joined) < 0 || stat("/proc/self/ns/net", &own) < 0)
+            return Error::fromErrno("linux.namespaces (network): stat(\"" + net->path + "\")");
+        const bool host = joined.st_dev == own.st_dev && joined.st_ino == own.st_ino;
+        for (const auto& [key, value] : config.sysctl)
+            if (key.starts_with("net.")) {
+                if (host)
+                    return Error::message("config.json: linux.sysctl." + key +
+                                          ": the joined network namespace is the host's");
+                out.joined_net_sysctls.emplace_back(key, value);
+            }
+    }
 
     // The image root, bound at the staging directory; the bundle's mounts in
     // its order, each target resolved inside the image.
@@ -171,6 +347,22 @@ Result<ContainerPlan> planContainer(const Config& config, const std::string& bun
         const Mount& m = config.mounts[i];
         const std::string where = "mounts[" + std::to_string(i) + "] (" + m.destination + ")";
         if (m.destination == "/") return Error::message(where + ": cannot mount over the root");
+        bool in_earlier_mount = false;
+        for (size_t j = 0; j < i; ++j)
+            in_earlier_mount =
+                in_earlier_mount || beneath(m.destination, config.mounts[j].destination);
+        if (as_root && !in_earlier_mount) {
+            bool is_dir = true;
+            if (m.bind) {
+                std::string source = m.source[0] == '/' ? m.source : bundle + "/" + m.source;
+                struct stat st {};
+                is_dir = stat(source.c_str(), &st) < 0 || S_ISDIR(st.st_mode);
+            }
+            if (auto s = makeMountTargetInImage(held_root->get(), relative(m.destination), is_dir,
+                                                where);
+                !s)
+                return s.error();
+        }
         if (m.bind) {
             std::string source = m.source[0] == '/' ? m.source : bundle + "/" + m.source;
             auto path = resolved(source, where + ".source");
@@ -187,6 +379,18 @@ Result<ContainerPlan> planContainer(const Config& config, const std::string& bun
                                       .description = "mount " + *path + " at " + m.destination});
                 !s)
                 return s.error().withContext(where);
+            continue;
+        }
+        if (m.type == "cgroup" || m.type == "cgroup2") {
+            if (auto s = addCgroupMount(plan, m, cgroup_dirs, where); !s) return s.error();
+            continue;
+        }
+        if (m.type == "sysfs" && joined_net) {
+            ns::addOp(mounts, {.kind = MountKind::AttachPrepared,
+                               .target = relative(m.destination),
+                               .resolve_in_root = true,
+                               .description = "mount sysfs at " + m.destination});
+            out.joined_net_sysfs.emplace_back(mounts.ops.size() - 1, mountAttrsOf(m.flags));
             continue;
         }
         if (m.destination == "/dev" && m.type == "tmpfs") dev_is_tmpfs = true;
@@ -216,6 +420,7 @@ Result<ContainerPlan> planContainer(const Config& config, const std::string& bun
     // Sysctls in the container's own /proc/sys, before readonlyPaths can
     // make it read-only.
     for (const auto& [key, value] : config.sysctl) {
+        if (joined_net && key.starts_with("net.")) continue;
         std::string path = "proc/sys/" + key;
         for (char& c : path)
             if (c == '.') c = '/';

@@ -123,6 +123,26 @@ TEST_CASE("oci config: namespaced sysctls are read", "[oci]") {
     CHECK(parsed->sysctl.at("kernel.shmmni") == "100");
 }
 
+TEST_CASE("oci config: podman's umask, cgroup mount and a joined network's sysctl are read",
+          "[oci]") {
+    json doc = fixture();
+    doc["process"]["user"]["umask"] = 18;
+    doc["mounts"].push_back(
+        {{"destination", "/sys/fs/cgroup"},
+         {"type", "cgroup"},
+         {"source", "cgroup"},
+         {"options", {"rprivate", "nosuid", "noexec", "nodev", "relatime", "ro"}}});
+    // The fixture joins a network namespace by path; create judges that it
+    // is not the host's and writes the sysctl there.
+    doc["linux"]["sysctl"] = {{"net.ipv4.ping_group_range", "0 0"}};
+    auto parsed = parseConfig(doc.dump());
+    REQUIRE(parsed);
+    CHECK(parsed->umask == 022);
+    CHECK(parsed->mounts.back().type == "cgroup");
+    CHECK((parsed->mounts.back().flags & MS_RDONLY) != 0);
+    CHECK(parsed->sysctl.at("net.ipv4.ping_group_range") == "0 0");
+}
+
 TEST_CASE("oci config: memory and pids limits and the cgroup path are read", "[oci]") {
     json doc = fixture();
     doc["linux"]["cgroupsPath"] = "/stockade-test/c1";
@@ -165,7 +185,7 @@ TEST_CASE("oci config: what stockade cannot honour is refused, naming the field"
         {"process.user.uid", [](json& d) { d["process"]["user"]["uid"] = -1; }},
         {"process.user.additionalGids",
          [](json& d) { d["process"]["user"]["additionalGids"] = {10}; }},
-        {"process.user.umask", [](json& d) { d["process"]["user"]["umask"] = 18; }},
+        {"process.user.umask", [](json& d) { d["process"]["user"]["umask"] = 01000; }},
         {"process.capabilities.bounding",
          [](json& d) { d["process"]["capabilities"]["bounding"] = {"CAP_BOGUS"}; }},
         {"process.capabilities.effective",
@@ -195,9 +215,12 @@ TEST_CASE("oci config: what stockade cannot honour is refused, naming the field"
          [](json& d) { d["mounts"][5]["options"].push_back("rslave"); }},
         {"mounts[5] (/data).options",
          [](json& d) { d["mounts"][5]["options"].push_back("idmap"); }},
-        {"mounts[0] (/proc).type",
+        {"mounts[0] (/proc).options",
          [](json& d) {
-             d["mounts"][0] = {{"destination", "/proc"}, {"type", "cgroup"}, {"source", "cgroup"}};
+             d["mounts"][0] = {{"destination", "/proc"},
+                               {"type", "cgroup"},
+                               {"source", "cgroup"},
+                               {"options", {"memory"}}};
          }},
         {"mounts[0] (/proc).type", [](json& d) { d["mounts"][0]["type"] = "overlay"; }},
         {"mounts[0].destination", [](json& d) { d["mounts"][0]["destination"] = "proc"; }},
@@ -218,6 +241,10 @@ TEST_CASE("oci config: what stockade cannot honour is refused, naming the field"
         {"linux.uidMappings[0].size", [](json& d) { d["linux"]["uidMappings"][0]["size"] = 0; }},
         {"linux.sysctl.net.ipv4.ip_forward",
          [](json& d) {
+             json kept = json::array();
+             for (auto& ns : d["linux"]["namespaces"])
+                 if (ns["type"] != "network") kept.push_back(ns);
+             d["linux"]["namespaces"] = kept;
              d["linux"]["sysctl"] = {{"net.ipv4.ip_forward", "1"}};
          }},
         {"linux.sysctl.kernel.domainname",

@@ -235,7 +235,7 @@ void readMountOptions(const std::vector<std::string>& options, const std::string
                    o == "unbindable" || o == "runbindable") {
             refuse(field, "propagation \"" + o + "\" is not supported (every mount is private)");
         } else if (o == "tmpcopyup") {
-            refuse(field, "tmpcopyup is not supported yet");
+            m.tmpcopyup = true;  // judged against the image by create
         } else if (o == "remount" || o == "idmap" || o == "ridmap" || o == "move" || o == "rro" ||
                    o == "rrw" || o.starts_with("rnosuid") || o == "recursive") {
             refuse(field, "option \"" + o + "\" is not supported yet");
@@ -267,6 +267,8 @@ void readMounts(const json& mounts, Config& out) {
         refuseIfSet(j, "uidMappings", field + ".uidMappings", "idmapped mounts not supported yet");
         refuseIfSet(j, "gidMappings", field + ".gidMappings", "idmapped mounts not supported yet");
         if (m.type == "bind" || m.type == "none") m.bind = true;
+        if (m.tmpcopyup && (m.bind || m.type != "tmpfs"))
+            refuse(field + ".options", "tmpcopyup is for a tmpfs");
         if (m.bind) {
             m.type = "bind";
             if (m.source.empty()) refuse(field + ".source", "a bind mount needs a source");
@@ -373,15 +375,23 @@ void readLinux(const json& l, Config& out) {
                 for (const auto& [name, v] : value.items()) {
                     if (v.is_null()) continue;
                     const std::string field = "linux.resources." + key + "." + name;
-                    if (name != "limit") refuse(field, "not enforced yet");
+                    const bool swap = key == "memory" && name == "swap";
+                    if (name != "limit" && !swap) refuse(field, "not enforced yet");
                     if (!v.is_number_integer()) refuse(field, "expected an integer");
-                    (key == "memory" ? out.memory_limit : out.pids_limit) = v.get<int64_t>();
+                    (swap              ? out.swap_limit
+                     : key == "memory" ? out.memory_limit
+                                       : out.pids_limit) = v.get<int64_t>();
                 }
                 continue;
             }
             refuse("linux.resources." + key, "resource limits are not enforced yet");
         }
     }
+    // The spec's swap is memory and swap together (cgroup v1's memsw), so
+    // a limit on it needs a limit on memory no higher.
+    if (out.swap_limit && *out.swap_limit >= 0 &&
+        (!out.memory_limit || *out.memory_limit < 0 || *out.swap_limit < *out.memory_limit))
+        refuse("linux.resources.memory.swap", "below memory.limit, or without one");
     if (const json* prop = member(l, "rootfsPropagation")) {
         std::string p = stringAt(*prop, "linux.rootfsPropagation");
         if (!p.empty() && p != "private" && p != "rprivate")

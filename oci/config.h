@@ -26,6 +26,7 @@ struct Mount {
     unsigned long flags = 0;  // MS_* from the options
     bool bind = false;        // bind or rbind
     bool recursive = false;   // rbind
+    bool tmpcopyup = false;   // a tmpfs starts with the image's directory's contents
     std::string data;         // the options mount(2) takes as data ("mode=755,size=65536k")
 };
 
@@ -82,6 +83,7 @@ struct Config {
     std::map<std::string, std::string> annotations;
     std::string cgroups_path;             // linux.cgroupsPath, as written
     std::optional<int64_t> memory_limit;  // linux.resources.memory.limit (<0: none)
+    std::optional<int64_t> swap_limit;    // linux.resources.memory.swap: memory+swap (<0: none)
     std::optional<int64_t> pids_limit;    // linux.resources.pids.limit (<=0: none)
 
     const Namespace* findNamespace(std::string_view type) const;

@@ -170,13 +170,14 @@ Status createContainer(const std::string& root_dir, const std::string& id,
 
     // The cgroup first: a limit that cannot be set refuses the container
     // before anything of it exists.
-    if (!config->cgroups_path.empty() || config->memory_limit || config->pids_limit) {
+    if (!config->cgroups_path.empty() || config->memory_limit || config->pids_limit ||
+        config->swap_limit) {
         if (geteuid() != 0)
             return Error::message(
                 "config.json: linux.cgroupsPath, linux.resources: cgroups of a rootless "
                 "container are not supported yet");
         CgroupAsk ask{config->cgroups_path.empty() ? "/stockade-oci/" + id : config->cgroups_path,
-                      config->memory_limit, config->pids_limit};
+                      config->memory_limit, config->pids_limit, config->swap_limit};
         auto made = makeContainerCgroups(ask);
         if (!made) return made.error();
         cgroups = std::move(*made);

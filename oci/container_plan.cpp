@@ -1,9 +1,11 @@
 #include "oci/container_plan.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <sched.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
@@ -146,6 +148,34 @@ Status makeMountTargetInImage(int root_fd, const std::string& target, bool is_di
             return Error::fromErrno(where + ": make \"/" + path + "\" in the image");
         done = path;
     }
+    return okStatus();
+}
+
+// tmpcopyup: the tmpfs starts with what the image holds at its
+// destination. Copying is not done yet, so it holds only where that is
+// nothing (the directory empty or missing, as podman's --read-only /run,
+// /tmp and /var/tmp usually are); otherwise refused, never a tmpfs that
+// silently hides the image's files.
+Status checkTmpcopyup(int root_fd, const std::string& target, const std::string& where) {
+    open_how how{};
+    how.flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC;
+    how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
+    UniqueFd dir(ns::sysOpenat2(root_fd, target.c_str(), &how));
+    if (!dir) {
+        if (errno == ENOENT) return okStatus();
+        return Error::fromErrno(where + ".options: tmpcopyup: open(\"/" + target +
+                                "\") in the image");
+    }
+    DIR* d = fdopendir(dup(dir.get()));
+    if (!d) return Error::fromErrno(where + ".options: tmpcopyup: fdopendir()");
+    bool empty = true;
+    while (dirent* e = readdir(d))
+        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) empty = false;
+    closedir(d);
+    if (!empty)
+        return Error::message(where +
+                              ".options: tmpcopyup of a directory that holds files in the "
+                              "image is not supported yet");
     return okStatus();
 }
 
@@ -347,6 +377,9 @@ Result<ContainerPlan> planContainer(const Config& config, const std::string& bun
         const Mount& m = config.mounts[i];
         const std::string where = "mounts[" + std::to_string(i) + "] (" + m.destination + ")";
         if (m.destination == "/") return Error::message(where + ": cannot mount over the root");
+        if (m.tmpcopyup)
+            if (auto s = checkTmpcopyup(held_root->get(), relative(m.destination), where); !s)
+                return s.error();
         bool in_earlier_mount = false;
         for (size_t j = 0; j < i; ++j)
             in_earlier_mount =

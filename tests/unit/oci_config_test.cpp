@@ -207,8 +207,8 @@ TEST_CASE("oci config: what stockade cannot honour is refused, naming the field"
          [](json& d) { d["process"]["apparmorProfile"] = "containers-default"; }},
         {"process.selinuxLabel", [](json& d) { d["process"]["selinuxLabel"] = "system_u"; }},
         {"process.oomScoreAdj", [](json& d) { d["process"]["oomScoreAdj"] = 100; }},
-        {"mounts[1] (/dev).options",
-         [](json& d) { d["mounts"][1]["options"].push_back("tmpcopyup"); }},
+        {"mounts[5] (/data).options",
+         [](json& d) { d["mounts"][5]["options"].push_back("tmpcopyup"); }},
         {"mounts[5] (/data).options",
          [](json& d) { d["mounts"][5]["options"].push_back("rshared"); }},
         {"mounts[5] (/data).options",
@@ -273,7 +273,7 @@ TEST_CASE("oci config: what stockade cannot honour is refused, naming the field"
          }},
         {"linux.resources.memory.swap",
          [](json& d) {
-             d["linux"]["resources"]["memory"] = {{"limit", 1 << 20}, {"swap", 1 << 21}};
+             d["linux"]["resources"]["memory"] = {{"limit", 1 << 20}, {"swap", 1 << 19}};
          }},
         {"linux.resources.pids.limit",
          [](json& d) {

@@ -1,0 +1,247 @@
+#!/usr/bin/env python3
+"""podman drives stockade as its OCI runtime (issue 19): `podman --runtime
+STOCKADE run --rootfs ROOT ...` with conmon, as root, on a busybox-static
+rootfs made here. No image registry: --rootfs only.
+
+usage: podman.py STOCKADE
+
+podman runs with storage of its own under a temporary directory (vfs
+driver, its own --root and --runroot), cgroupfs (no systemd as PID 1 here),
+and `--network none` or a network namespace this script makes, so nothing
+of the host's podman state or network is touched. podman's default rlimits
+(RLIMIT_NOFILE 1048576) are above this host's hard limit, which root cannot
+raise without CAP_SYS_RESOURCE, so each run lowers them with --ulimit.
+
+Exit 77 (a skip) when podman is missing or not root; CI (env CI=true) turns
+that into a failure.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+BUSYBOX = "/bin/busybox"
+APPLETS = ["sh", "echo", "cat", "sleep", "touch", "ls", "true", "unshare", "ip", "tty", "grep"]
+ULIMITS = ["--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024"]
+
+
+def skip(why):
+    print(f"SKIP: {why}")
+    if os.environ.get("CI") == "true":
+        print("FAIL: CI=true turns this skip into a failure")
+        sys.exit(1)
+    sys.exit(77)
+
+
+failures = []
+
+
+def check(name, ok, detail=""):
+    print(("ok   " if ok else "FAIL ") + name + ("" if ok else f": {detail}"))
+    if not ok:
+        failures.append(name)
+
+
+def make_rootfs(path):
+    for d in ["bin", "proc", "sys", "dev", "etc", "tmp", "run", "var/tmp"]:
+        os.makedirs(os.path.join(path, d), exist_ok=True)
+    shutil.copy(BUSYBOX, os.path.join(path, "bin/busybox"))
+    for a in APPLETS:
+        os.symlink("busybox", os.path.join(path, "bin", a))
+
+
+class Podman:
+    def __init__(self, stockade, work):
+        self.base = ["podman", "--root", f"{work}/storage", "--runroot", f"{work}/run",
+                     "--storage-driver", "vfs", "--cgroup-manager", "cgroupfs",
+                     "--events-backend", "file", "--runtime", stockade]
+
+    def __call__(self, *args, timeout=120):
+        return subprocess.run(self.base + list(args), capture_output=True, text=True,
+                              stdin=subprocess.DEVNULL, timeout=timeout)
+
+    def run(self, rootfs, *args, opts=(), timeout=120):
+        return self("run", "--rm", *ULIMITS, *opts, "--rootfs", rootfs, *args, timeout=timeout)
+
+    def detached(self, rootfs, *args, opts=()):
+        p = self("run", "-d", *ULIMITS, *opts, "--rootfs", rootfs, *args)
+        if p.returncode != 0:
+            raise RuntimeError(f"podman run -d: {p.returncode} {p.stderr}")
+        return p.stdout.strip()
+
+    def inspect(self, cid, fmt):
+        return self("inspect", cid, "--format", fmt).stdout.strip()
+
+
+def left_behind(cid):
+    """What of the container stockade could leave: its state directory,
+    its cgroups, a mount naming it."""
+    left = []
+    if os.path.exists(f"/run/stockade-oci/{cid}"):
+        left.append(f"/run/stockade-oci/{cid}")
+    for ctl in ("memory", "pids"):
+        d = f"/sys/fs/cgroup/{ctl}/libpod_parent/libpod-{cid}"
+        if os.path.exists(d):
+            left.append(d)
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            if cid in line and "/userdata/shm" not in line:
+                left.append(line.strip())
+    return left
+
+
+def main():
+    if len(sys.argv) != 2:
+        print(__doc__)
+        sys.exit(2)
+    stockade = os.path.abspath(sys.argv[1])
+    if os.geteuid() != 0:
+        skip("podman drives stockade as root here (run as root)")
+    if not shutil.which("podman") or not shutil.which("conmon"):
+        skip("podman or conmon is not installed (scripts/install-deps.sh installs them)")
+    if not os.path.exists(BUSYBOX):
+        skip("busybox-static is not installed")
+    work = tempfile.mkdtemp(prefix="stockade-podman-")
+    netns = f"stockade-podman-{os.getpid()}"
+    try:
+        rootfs, ro_rootfs = f"{work}/rootfs", f"{work}/ro-rootfs"
+        make_rootfs(rootfs)
+        make_rootfs(ro_rootfs)
+        pm = Podman(stockade, work)
+        none = ["--network", "none"]
+        ids = []
+
+        # One-shot runs: output, stderr, exit codes through conmon.
+        p = pm.run(rootfs, "/bin/sh", "-c", "echo hi", opts=none)
+        check("run: output reaches podman", p.returncode == 0 and p.stdout == "hi\n",
+              f"{p.returncode} {p.stdout!r} {p.stderr!r}")
+        p = pm.run(rootfs, "sh", "-c", "echo out; echo err >&2; exit 3", opts=none)
+        check("run: exit 3 gives 3, stdout and stderr apart",
+              p.returncode == 3 and p.stdout == "out\n" and "err\n" in p.stderr,
+              f"{p.returncode} {p.stdout!r} {p.stderr!r}")
+        p = pm.run(rootfs, "/bin/missing", opts=none)
+        check("run: a missing executable gives 127", p.returncode == 127,
+              f"{p.returncode} {p.stderr!r}")
+
+        # A tty: the pty master sent to conmon's console socket.
+        p = subprocess.run(["script", "-qec", " ".join(pm.base + ["run", "--rm", "-t"] + ULIMITS
+                                                      + none + ["--rootfs", rootfs, "sh", "-c",
+                                                                "'tty; exit 4'"]), "/dev/null"],
+                           capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=120)
+        check("run -t: the command's stdio is a pty of the container's devpts",
+              p.returncode == 4 and "/dev/pts/0" in p.stdout, f"{p.returncode} {p.stdout!r}")
+
+        # --network none: a network namespace of its own with only lo.
+        p = pm.run(rootfs, "sh", "-c", "ls /sys/class/net; ip -o link | grep -c .", opts=none)
+        check("--network none: only lo", p.returncode == 0 and p.stdout.split() == ["lo", "1"],
+              f"{p.returncode} {p.stdout!r} {p.stderr!r}")
+
+        # A network namespace joined by path (as podman's own networks are
+        # passed): the sysfs shows its devices, and podman's
+        # ping_group_range "0 0" holds the container's gid 0.
+        subprocess.run(["ip", "netns", "add", netns], check=True)
+        p = pm.run(rootfs, "sh", "-c", "ls /sys/class/net; cat /proc/sys/net/ipv4/ping_group_range",
+                   opts=["--network", f"ns:/run/netns/{netns}"])
+        check("joined network namespace: its sysfs, and ping_group_range for the container's gid 0",
+              p.returncode == 0 and p.stdout.split() == ["lo", "0", "0"],
+              f"{p.returncode} {p.stdout!r} {p.stderr!r}")
+
+        # --read-only: the root is read-only, podman's /tmp tmpfs is not.
+        p = pm.run(ro_rootfs, "sh", "-c", "touch /x 2>/dev/null && echo wrote; touch /tmp/y && "
+                   "echo tmp", opts=none + ["--read-only"])
+        check("--read-only: the root refuses writes, /tmp takes them",
+              p.returncode == 0 and p.stdout == "tmp\n", f"{p.returncode} {p.stdout!r} {p.stderr!r}")
+
+        # --memory and --pids-limit as v1 cgroup limits, read on the host's
+        # side while the container runs, and the container's init in them.
+        cid = pm.detached(rootfs, "sleep", "1000",
+                          opts=none + ["--memory", "64m", "--pids-limit", "50"])
+        ids.append(cid)
+        base = f"libpod_parent/libpod-{cid}"
+        pid = pm.inspect(cid, "{{.State.Pid}}")
+
+        def read(path):
+            try:
+                with open(path) as f:
+                    return f.read().strip()
+            except OSError as e:
+                return str(e)
+        mem = read(f"/sys/fs/cgroup/memory/{base}/memory.limit_in_bytes")
+        memsw = read(f"/sys/fs/cgroup/memory/{base}/memory.memsw.limit_in_bytes")
+        pids = read(f"/sys/fs/cgroup/pids/{base}/pids.max")
+        procs = read(f"/sys/fs/cgroup/pids/{base}/cgroup.procs").split()
+        check("--memory 64m: memory.limit_in_bytes (and podman's memory+swap) on the host",
+              mem == str(64 << 20) and memsw == str(128 << 20), f"{mem} {memsw}")
+        check("--pids-limit 50: pids.max on the host, init in the cgroup",
+              pids == "50" and pid in procs, f"{pids} {pid} {procs}")
+        p = pm("exec", cid, "true")
+        check("exec: refused (not yet supported), the container unharmed",
+              p.returncode != 0 and pm.inspect(cid, "{{.State.Status}}") == "running",
+              f"{p.returncode} {p.stderr!r}")
+        p = pm("stop", "-t", "30", cid)
+        check("stop: SIGTERM ends sleep (143)",
+              p.returncode == 0 and pm.inspect(cid, "{{.State.ExitCode}}") == "143",
+              f"{p.returncode} {pm.inspect(cid, '{{.State.ExitCode}}')} {p.stderr!r}")
+
+        # stop of a command that ignores SIGTERM: SIGKILL after the timeout.
+        cid = pm.detached(rootfs, "sh", "-c", "trap '' TERM; while true; do sleep 1; done",
+                          opts=none)
+        ids.append(cid)
+        p = pm("stop", "-t", "1", cid)
+        check("stop: SIGTERM ignored, then SIGKILL (137)",
+              p.returncode == 0 and pm.inspect(cid, "{{.State.ExitCode}}") == "137",
+              f"{p.returncode} {pm.inspect(cid, '{{.State.ExitCode}}')} {p.stderr!r}")
+
+        cid = pm.detached(rootfs, "sleep", "1000", opts=none)
+        ids.append(cid)
+        p = pm("kill", cid)
+        w = pm("wait", cid)
+        check("kill: SIGKILL, exit 137", p.returncode == 0 and w.stdout.strip() == "137",
+              f"{p.returncode} {w.stdout!r} {p.stderr!r}")
+
+        cid = pm.detached(rootfs, "sleep", "1000", opts=none)
+        p = pm("rm", "-f", cid)
+        check("rm -f of a running container", p.returncode == 0 and
+              pm("inspect", cid).returncode != 0, f"{p.returncode} {p.stderr!r}")
+        check("rm -f: nothing left behind", not left_behind(cid), left_behind(cid))
+
+        # Seccomp from the spec: podman's default profile allows unshare;
+        # the same profile without it denies it (ENOSYS, its default).
+        with open("/usr/share/containers/seccomp.json") as f:
+            profile = json.load(f)
+        for rule in profile["syscalls"]:
+            rule["names"] = [n for n in rule["names"] if n != "unshare"]
+        profile["syscalls"] = [r for r in profile["syscalls"] if r["names"]]
+        with open(f"{work}/no-unshare.json", "w") as f:
+            json.dump(profile, f)
+        p = pm.run(rootfs, "sh", "-c", "unshare -U true && echo allowed", opts=none)
+        check("seccomp: podman's default profile, unshare allowed",
+              p.returncode == 0 and p.stdout == "allowed\n", f"{p.returncode} {p.stderr!r}")
+        p = pm.run(rootfs, "sh", "-c", "unshare -U true && echo allowed",
+                   opts=none + ["--security-opt", f"seccomp={work}/no-unshare.json"])
+        check("seccomp: a profile without unshare denies it",
+              p.returncode != 0 and "Function not implemented" in p.stderr,
+              f"{p.returncode} {p.stdout!r} {p.stderr!r}")
+
+        for cid in ids:
+            pm("rm", cid)
+            check(f"rm: nothing left behind ({cid[:12]})", not left_behind(cid), left_behind(cid))
+        left = os.listdir("/run/stockade-oci") if os.path.isdir("/run/stockade-oci") else []
+        mine = [d for d in left if d in ids]
+        check("nothing of these containers under /run/stockade-oci", not mine, mine)
+    finally:
+        subprocess.run(["ip", "netns", "delete", netns], capture_output=True)
+        subprocess.run(["podman", "--root", f"{work}/storage", "--runroot", f"{work}/run",
+                        "--storage-driver", "vfs", "rm", "-af"], capture_output=True)
+        subprocess.run(["umount", "-R", f"{work}/storage"], capture_output=True)
+        shutil.rmtree(work, ignore_errors=True)
+    if failures:
+        print(f"{len(failures)} failed: {failures}")
+        sys.exit(1)
+    print("all passed")
+
+
+if __name__ == "__main__":
+    main()

@@ -427,6 +427,23 @@ const Namespace* Config::findNamespace(std::string_view type) const {
     return nullptr;
 }
 
+Result<Config> parseProcess(std::string_view json_text) {
+    if (json_text.size() > kMaxConfigBytes)
+        return Error::message("process.json: larger than " + std::to_string(kMaxConfigBytes) +
+                              " bytes");
+    json doc = json::parse(json_text, nullptr, false);
+    if (doc.is_discarded()) return Error::message("process.json: not valid JSON");
+    Config out;
+    try {
+        readProcess(doc, out);
+    } catch (const Refusal& r) {
+        return Error::message("process.json: " + r.field + ": " + r.why);
+    } catch (const json::exception& e) {
+        return Error::message(std::string("process.json: ") + e.what());
+    }
+    return out;
+}
+
 Result<Config> parseConfig(std::string_view json_text) {
     if (json_text.size() > kMaxConfigBytes)
         return Error::message("config.json: larger than " + std::to_string(kMaxConfigBytes) +

@@ -96,6 +96,10 @@ inline constexpr size_t kMaxConfigBytes = 4 << 20;
 // and name the field.
 Result<Config> parseConfig(std::string_view json_text);
 
+// An `exec` process (runc's --process file): the process object alone,
+// judged as config.json's; errors start with "process.json: ".
+Result<Config> parseProcess(std::string_view json_text);
+
 // A capability's number by its name ("CAP_KILL"), or -1.
 int capabilityNumber(std::string_view name);
 // Every capability name this reader knows, by number.

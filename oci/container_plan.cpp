@@ -506,16 +506,21 @@ Result<ContainerPlan> planContainer(const Config& config, const std::string& bun
 
     // Seccomp as the spec asks: none without linux.seccomp (as runc), else
     // the bundle's, compiled here; either way nothing may mint setuid files.
-    if (config.seccomp) {
-        seccomp::SeccompPolicy policy = *config.seccomp;
-        if (auto s = seccomp::checkNoSetidRulesHold(policy); !s)
-            return s.error().withContext("config.json: linux.seccomp");
-        seccomp::addNoSetidRules(policy);
-        auto compiled = seccomp::compileFilter(policy);
-        if (!compiled) return compiled.error().withContext("config.json: linux.seccomp");
-        plan.seccomp_program = std::move(compiled->program);
-    }
+    auto program = seccompProgramFor(config);
+    if (!program) return program.error();
+    plan.seccomp_program = std::move(*program);
     return out;
+}
+
+Result<std::vector<sock_filter>> seccompProgramFor(const Config& config) {
+    if (!config.seccomp) return std::vector<sock_filter>{};
+    seccomp::SeccompPolicy policy = *config.seccomp;
+    if (auto s = seccomp::checkNoSetidRulesHold(policy); !s)
+        return s.error().withContext("config.json: linux.seccomp");
+    seccomp::addNoSetidRules(policy);
+    auto compiled = seccomp::compileFilter(policy);
+    if (!compiled) return compiled.error().withContext("config.json: linux.seccomp");
+    return std::move(compiled->program);
 }
 
 }  // namespace stockade::oci

@@ -45,6 +45,11 @@ struct ContainerPlan {
 Result<ContainerPlan> planContainer(const Config& config, const std::string& bundle,
                                     const std::vector<std::string>& cgroup_dirs);
 
+// The seccomp program of a container: the bundle's filter with stockade's
+// no-setid rules (G3); empty without linux.seccomp, as runc. `exec`'s
+// processes get the same one as the container's command.
+Result<std::vector<sock_filter>> seccompProgramFor(const Config& config);
+
 // What a joined network namespace needs done by create itself (above),
 // called once create has joined it and before the clone.
 Status prepareJoinedNetwork(ContainerPlan& planned);

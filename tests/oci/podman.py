@@ -176,10 +176,40 @@ def main():
               mem == str(64 << 20) and memsw == str(128 << 20), f"{mem} {memsw}")
         check("--pids-limit 50: pids.max on the host, init in the cgroup",
               pids == "50" and pid in procs, f"{pids} {pid} {procs}")
-        p = pm("exec", cid, "true")
-        check("exec: refused (not yet supported), the container unharmed",
-              p.returncode != 0 and pm.inspect(cid, "{{.State.Status}}") == "running",
+        # exec: the container's namespaces, cgroups, ids, capabilities,
+        # no_new_privs and seccomp filter; its exit code, stdin, a tty.
+        p = pm("exec", cid, "sh", "-c", "echo in; cat /proc/self/uid_map; "
+               "grep -E '^(CapEff|NoNewPrivs|Seccomp):' /proc/self/status; "
+               "cat /proc/self/cgroup; ls /proc | grep -c '^[0-9]'; exit 5")
+        lines = p.stdout.split("\n")
+        uid_map = lines[1].split() if len(lines) > 1 else []
+        status = dict(l.split(":\t", 1) for l in lines if ":\t" in l)
+        check("exec: exit 5 gives 5, output reaches podman", p.returncode == 5 and
+              lines[0] == "in", f"{p.returncode} {p.stdout!r} {p.stderr!r}")
+        check("exec: in the container's user namespace, never host root",
+              len(uid_map) == 3 and uid_map[0] == "0" and uid_map[1] != "0", uid_map)
+        check("exec: the container's capabilities, no_new_privs, a seccomp filter",
+              status.get("CapEff") == "00000000800405fb" and status.get("NoNewPrivs") == "1"
+              and status.get("Seccomp") == "2", status)
+        check("exec: in the container's cgroups",
+              f"libpod-{cid}" in p.stdout and read(f"/sys/fs/cgroup/pids/{base}/pids.current")
+              != "0", p.stdout)
+        p = pm("exec", cid, "/bin/missing")
+        check("exec: a missing executable gives 127", p.returncode == 127,
               f"{p.returncode} {p.stderr!r}")
+        p = subprocess.run(pm.base + ["exec", "-i", cid, "cat"], input="piped\n",
+                           capture_output=True, text=True, timeout=120)
+        check("exec -i: stdin reaches the process, and its EOF", p.returncode == 0 and
+              p.stdout == "piped\n", f"{p.returncode} {p.stdout!r} {p.stderr!r}")
+        p = subprocess.run(["script", "-qec", " ".join(pm.base + ["exec", "-t", cid, "sh", "-c",
+                                                                  "'tty; exit 6'"]), "/dev/null"],
+                           capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=120)
+        check("exec -t: a pty of the container's devpts", p.returncode == 6 and
+              "/dev/pts/" in p.stdout, f"{p.returncode} {p.stdout!r}")
+        p = pm("exec", "-d", cid, "sleep", "1000")
+        procs_now = read(f"/sys/fs/cgroup/pids/{base}/cgroup.procs").split()
+        check("exec -d: the process runs on in the container's cgroup",
+              p.returncode == 0 and len(procs_now) == 3, f"{p.returncode} {procs_now} {p.stderr!r}")
         p = pm("stop", "-t", "30", cid)
         check("stop: SIGTERM ends sleep (143)",
               p.returncode == 0 and pm.inspect(cid, "{{.State.ExitCode}}") == "143",

@@ -154,6 +154,21 @@ def main():
         check("--read-only: the root refuses writes, /tmp takes them",
               p.returncode == 0 and p.stdout == "tmp\n", f"{p.returncode} {p.stdout!r} {p.stderr!r}")
 
+        # tmpcopyup of an image directory holding files: refused (the copy
+        # is not done yet), never a tmpfs that hides them; nothing left.
+        full = f"{work}/full-rootfs"
+        make_rootfs(full)
+        with open(f"{full}/run/kept", "w") as f:
+            f.write("image file\n")
+        p = pm("run", "--name", "copyup", *ULIMITS, *none, "--read-only", "--rootfs", full,
+               "true")
+        check("--read-only on an image whose /run holds files: refused, naming tmpcopyup",
+              p.returncode != 0 and "tmpcopyup" in p.stderr, f"{p.returncode} {p.stderr!r}")
+        cid = pm.inspect("copyup", "{{.Id}}")
+        pm("rm", "-f", "copyup")
+        check("the refused create left nothing behind", cid and not left_behind(cid),
+              f"{cid} {left_behind(cid) if cid else ''}")
+
         # --memory and --pids-limit as v1 cgroup limits, read on the host's
         # side while the container runs, and the container's init in them.
         cid = pm.detached(rootfs, "sleep", "1000",

@@ -18,6 +18,7 @@
 #include "oci/config.h"
 #include "oci/container_plan.h"
 #include "oci/state.h"
+#include "seccomp/oci_import.h"
 
 using namespace stockade::oci;
 using nlohmann::json;
@@ -405,4 +406,37 @@ TEST_CASE("oci state: a container id names one directory beneath the root", "[oc
         INFO(bad);
         CHECK_FALSE(validateId(bad));
     }
+}
+
+TEST_CASE("oci config: a second unconditional seccomp action keeps the first, as libseccomp",
+          "[oci]") {
+    // podman's default profile: setns allowed by one rule, denied by a later one.
+    json doc = fixture();
+    doc["linux"]["seccomp"] = {
+        {"defaultAction", "SCMP_ACT_ERRNO"},
+        {"architectures", {"SCMP_ARCH_X86_64"}},
+        {"syscalls",
+         {{{"names", {"read", "write", "setns"}}, {"action", "SCMP_ACT_ALLOW"}},
+          {{"names", {"setns", "bpf"}}, {"action", "SCMP_ACT_ERRNO"}, {"errnoRet", 1}}}}};
+    auto parsed = parseConfig(doc.dump());
+    REQUIRE(parsed);
+    CHECK(parsed->seccomp_dropped == std::vector<std::string>{"setns"});
+    REQUIRE(parsed->seccomp->rules.size() == 2);
+    CHECK(parsed->seccomp->rules[1].names == std::vector<std::string>{"bpf"});
+    // The same pair in a stockade profile's import is still refused.
+    auto strict = stockade::seccomp::importOciSeccomp(doc["linux"]["seccomp"].dump());
+    CHECK_FALSE(strict);
+}
+
+TEST_CASE("oci ping_group_range: the container's gids written as the host's", "[oci]") {
+    // A leased block of 65536 from host id 200000, container gid 0 its first.
+    stockade::ns::IdMapping block{0, 200000, 0, 200000, 65536};
+    CHECK(pingGroupRangeOnHost("0 0", block) == "200000 200000");
+    CHECK(pingGroupRangeOnHost("0 2147483647", block) == "200000 265535");
+    CHECK(pingGroupRangeOnHost("70000 80000", block) == "1 0");
+    // One id (rootless): only that gid.
+    stockade::ns::IdMapping one{0, 1000, 0, 1000, 1};
+    CHECK(pingGroupRangeOnHost("0 0", one) == "1000 1000");
+    CHECK(pingGroupRangeOnHost("5 9", one) == "1 0");
+    CHECK(pingGroupRangeOnHost("not numbers", one) == "not numbers");
 }

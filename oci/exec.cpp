@@ -292,7 +292,12 @@ Result<int> execInContainer(const std::string& root_dir, const std::string& id,
     }
     if (setns(init.get(), CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC |
                               CLONE_NEWUTS | CLONE_NEWCGROUP) < 0)
-        return Error::fromErrno("setns() into the container's namespaces");
+        return Error::fromErrno(
+            geteuid() == 0
+                ? "setns() into the container's namespaces"
+                : "setns() into the container's namespaces (rootless exec is not supported yet: "
+                  "the container's init is not dumpable, so its namespaces are out of its "
+                  "owner's reach)");
 
     pid_t pid = fork();
     if (pid < 0) return Error::fromErrno("fork()");

@@ -326,11 +326,18 @@ Result<ContainerPlan> planContainer(const Config& config, const std::string& bun
     const Namespace* net = config.findNamespace("network");
     const bool joined_net = net && !net->path.empty();
     if (joined_net) {
-        struct stat joined {
-        }, own{};
+        // The host's: the caller's own, or that of PID 1 (the caller may
+        // itself sit in another): create writes these sysctls as the
+        // caller, so they would be the host's.
+        struct stat joined {};
+        struct stat own {};
+        struct stat first {};
         if (stat(net->path.c_str(), &joined) < 0 || stat("/proc/self/ns/net", &own) < 0)
             return Error::fromErrno("linux.namespaces (network): stat(\"" + net->path + "\")");
-        const bool host = joined.st_dev == own.st_dev && joined.st_ino == own.st_ino;
+        const bool init_seen = stat("/proc/1/ns/net", &first) == 0;
+        const bool host =
+            (joined.st_dev == own.st_dev && joined.st_ino == own.st_ino) ||
+            (init_seen && joined.st_dev == first.st_dev && joined.st_ino == first.st_ino);
         for (const auto& [key, value] : config.sysctl)
             if (key.starts_with("net.")) {
                 if (host)
@@ -418,7 +425,10 @@ Result<ContainerPlan> planContainer(const Config& config, const std::string& bun
             if (auto s = addCgroupMount(plan, m, cgroup_dirs, where); !s) return s.error();
             continue;
         }
-        if (m.type == "sysfs" && joined_net) {
+        // Not the container's own network namespace (joined by path, or
+        // none listed: the caller's): its user namespace may not mount a
+        // sysfs of it, so create does (prepareJoinedNetwork).
+        if (m.type == "sysfs" && (joined_net || !net)) {
             ns::addOp(mounts, {.kind = MountKind::AttachPrepared,
                                .target = relative(m.destination),
                                .resolve_in_root = true,

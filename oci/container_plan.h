@@ -29,11 +29,12 @@ struct ContainerPlan {
     std::vector<std::pair<UniqueFd, int>> joins;
     std::string rootfs;  // the image root, resolved
     // A network namespace joined by path (podman's, made and configured
-    // before create) is owned by a user namespace the container's is not
+    // before create), or the caller's own when none is listed (podman's
+    // --network host), is owned by a user namespace the container's is not
     // beneath, so the container can neither mount a sysfs of it nor write
     // its sysctls: create does both after joining it, before the clone
-    // (prepareJoinedNetwork). The sysfs ops wait in plan.mounts for the
-    // mounts made then; the sysctls hold host ids where the kernel reads ids.
+    // (prepareJoinedNetwork); sysctls only in a joined one not the host's. The sysfs ops wait in
+    // plan.mounts for the mounts made then; the sysctls hold host ids where the kernel reads ids.
     std::vector<std::pair<size_t, unsigned>> joined_net_sysfs;  // op index, MOUNT_ATTR_*
     std::vector<std::pair<std::string, std::string>> joined_net_sysctls;
 };

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -284,6 +285,11 @@ Result<int> execInContainer(const std::string& root_dir, const std::string& id,
     // every namespace of its init at once (setns(2) on a pidfd), so the
     // fork lands in its pid namespace.
     if (geteuid() == 0 && setgroups(0, nullptr) < 0) return Error::fromErrno("setgroups(0)");
+    // Not dumpable until the execve (which resets it): between the fork and
+    // its setresuid the process is the caller's host uid inside the
+    // container's pid namespace, where a container process holding
+    // CAP_SYS_PTRACE could otherwise attach to it (runc does the same).
+    if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) return Error::fromErrno("prctl(PR_SET_DUMPABLE)");
     const std::string self = std::to_string(getpid());
     for (const std::string& dir : record.cgroups) {
         std::ofstream procs(dir + "/cgroup.procs");

@@ -105,6 +105,7 @@ def main():
         skip("busybox-static is not installed")
     work = tempfile.mkdtemp(prefix="stockade-podman-")
     netns = f"stockade-podman-{os.getpid()}"
+    hostnet = f"/run/netns/stockade-podman-host-{os.getpid()}"
     try:
         rootfs, ro_rootfs = f"{work}/rootfs", f"{work}/ro-rootfs"
         make_rootfs(rootfs)
@@ -147,6 +148,27 @@ def main():
         check("joined network namespace: its sysfs, and ping_group_range for the container's gid 0",
               p.returncode == 0 and p.stdout.split() == ["lo", "0", "0"],
               f"{p.returncode} {p.stdout!r} {p.stderr!r}")
+
+        # --network host: no network namespace of its own; the sysfs (made
+        # by create, since the container's user namespace may not) is the
+        # host's network namespace's.
+        p = pm.run(rootfs, "ls", "/sys/class/net", opts=["--network", "host"])
+        check("--network host: the sysfs shows the host's network devices",
+              p.returncode == 0 and p.stdout.split() == sorted(os.listdir("/sys/class/net")),
+              f"{p.returncode} {p.stdout!r} {p.stderr!r}")
+        # The host's network namespace joined by path: a net.* sysctl would
+        # be written in the host's, so create refuses it. The value asked is
+        # the one already there, should the refusal ever fail.
+        os.makedirs("/run/netns", exist_ok=True)
+        open(hostnet, "w").close()
+        subprocess.run(["mount", "--bind", "/proc/self/ns/net", hostnet], check=True)
+        with open("/proc/sys/net/ipv4/ping_group_range") as f:
+            current = " ".join(f.read().split())
+        p = pm.run(rootfs, "true", opts=["--network", f"ns:{hostnet}", "--sysctl",
+                                         f"net.ipv4.ping_group_range={current}"])
+        check("a net.* sysctl in the host's network namespace joined by path: refused",
+              p.returncode != 0 and "the joined network namespace is the host's" in p.stderr,
+              f"{p.returncode} {p.stderr!r}")
 
         # --read-only: the root is read-only, podman's /tmp tmpfs is not.
         p = pm.run(ro_rootfs, "sh", "-c", "touch /x 2>/dev/null && echo wrote; touch /tmp/y && "
@@ -278,6 +300,9 @@ def main():
         check("nothing of these containers under /run/stockade-oci", not mine, mine)
     finally:
         subprocess.run(["ip", "netns", "delete", netns], capture_output=True)
+        if os.path.exists(hostnet):
+            subprocess.run(["umount", hostnet], capture_output=True)
+            os.unlink(hostnet)
         subprocess.run(["podman", "--root", f"{work}/storage", "--runroot", f"{work}/run",
                         "--storage-driver", "vfs", "rm", "-af"], capture_output=True)
         subprocess.run(["umount", "-R", f"{work}/storage"], capture_output=True)

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """podman drives stockade as its OCI runtime (issue 19): `podman --runtime
 STOCKADE run --rootfs ROOT ...` with conmon, as root, on a busybox-static
-rootfs made here. No image registry: --rootfs only.
+rootfs made here, and on an overlay of the suite's debootstrap root
+(scripts/clean-root.sh), which stays untouched. No image registry:
+--rootfs only.
 
 usage: podman.py STOCKADE
 
@@ -24,6 +26,7 @@ import tempfile
 
 BUSYBOX = "/bin/busybox"
 APPLETS = ["sh", "echo", "cat", "sleep", "touch", "ls", "true", "unshare", "ip", "tty", "grep"]
+CLEAN_ROOT = os.environ.get("STOCKADE_CLEAN_ROOT", "/var/cache/stockade-test/bookworm")
 ULIMITS = ["--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024"]
 
 
@@ -106,6 +109,7 @@ def main():
     work = tempfile.mkdtemp(prefix="stockade-podman-")
     netns = f"stockade-podman-{os.getpid()}"
     hostnet = f"/run/netns/stockade-podman-host-{os.getpid()}"
+    mounted = []
     try:
         rootfs, ro_rootfs = f"{work}/rootfs", f"{work}/ro-rootfs"
         make_rootfs(rootfs)
@@ -133,6 +137,32 @@ def main():
                            capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=120)
         check("run -t: the command's stdio is a pty of the container's devpts",
               p.returncode == 4 and "/dev/pts/0" in p.stdout, f"{p.returncode} {p.stdout!r}")
+
+        # The suite's debootstrap root (scripts/clean-root.sh), never
+        # written: an overlay of it takes the mount targets create makes
+        # (/etc/hosts is missing from a minbase root, /run/.containerenv
+        # from every image).
+        if os.path.isfile(f"{CLEAN_ROOT}/bin/sh"):
+            merged = f"{work}/debian"
+            for d in ("upper", "overlay-work", "debian"):
+                os.makedirs(f"{work}/{d}")
+            subprocess.run(["mount", "-t", "overlay", "overlay", "-o",
+                            f"lowerdir={CLEAN_ROOT},upperdir={work}/upper,"
+                            f"workdir={work}/overlay-work", merged], check=True)
+            mounted.append(merged)
+            p = pm.run(merged, "sh", "-c", "cat /etc/debian_version; id -u; test -f /etc/hosts",
+                       opts=none)
+            lines = p.stdout.split()
+            check("a Debian 12 root (an overlay of the suite's): runs, uid 0 inside",
+                  p.returncode == 0 and len(lines) == 2 and lines[0].startswith("12") and
+                  lines[1] == "0", f"{p.returncode} {p.stdout!r} {p.stderr!r}")
+            check("...the cached root untouched (the mount targets went to the overlay)",
+                  not os.path.exists(f"{CLEAN_ROOT}/run/.containerenv") and
+                  os.path.exists(f"{work}/upper/run/.containerenv"))
+        elif os.environ.get("CI") == "true":
+            check("the suite's Debian 12 root exists (scripts/clean-root.sh)", False, CLEAN_ROOT)
+        else:
+            print(f"SKIP the Debian 12 root case: no {CLEAN_ROOT} (scripts/clean-root.sh)")
 
         # --network none: a network namespace of its own with only lo.
         p = pm.run(rootfs, "sh", "-c", "ls /sys/class/net; ip -o link | grep -c .", opts=none)
@@ -306,6 +336,8 @@ def main():
         subprocess.run(["podman", "--root", f"{work}/storage", "--runroot", f"{work}/run",
                         "--storage-driver", "vfs", "rm", "-af"], capture_output=True)
         subprocess.run(["umount", "-R", f"{work}/storage"], capture_output=True)
+        for m in mounted:
+            subprocess.run(["umount", m], capture_output=True)
         shutil.rmtree(work, ignore_errors=True)
     if failures:
         print(f"{len(failures)} failed: {failures}")

@@ -152,17 +152,15 @@ Status makeMountTargetInImage(int root_fd, const std::string& target, bool is_di
 }
 
 // tmpcopyup: the tmpfs starts with what the image holds at its
-// destination. Copying is not done yet, so it holds only where that is
-// nothing (the directory empty or missing, as podman's --read-only /run,
-// /tmp and /var/tmp usually are); otherwise refused, never a tmpfs that
-// silently hides the image's files.
-Status checkTmpcopyup(int root_fd, const std::string& target, const std::string& where) {
+// destination. The image's directory, held, when it holds anything; none
+// when it is empty or missing (the child then mounts the tmpfs itself).
+Result<UniqueFd> tmpcopyupSource(int root_fd, const std::string& target, const std::string& where) {
     open_how how{};
     how.flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC;
     how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
     UniqueFd dir(ns::sysOpenat2(root_fd, target.c_str(), &how));
     if (!dir) {
-        if (errno == ENOENT) return okStatus();
+        if (errno == ENOENT) return UniqueFd();
         return Error::fromErrno(where + ".options: tmpcopyup: open(\"/" + target +
                                 "\") in the image");
     }
@@ -172,11 +170,137 @@ Status checkTmpcopyup(int root_fd, const std::string& target, const std::string&
     while (dirent* e = readdir(d))
         if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) empty = false;
     closedir(d);
-    if (!empty)
-        return Error::message(where +
-                              ".options: tmpcopyup of a directory that holds files in the "
-                              "image is not supported yet");
+    if (empty) return UniqueFd();
+    return dir;
+}
+
+// An image file's owner as the tmpfs copy's: the image's ids taken as the
+// container's (its root's files its root's), as an idmapped root would
+// show them; an id outside the container's range is kept (it shows as
+// nobody inside). Rootless, every file is the caller's already.
+uid_t copyOwner(uint32_t image_id, uint32_t inside, uint32_t host, uint32_t count) {
+    if (count > 1) return image_id < count ? host - inside + image_id : image_id;
+    return image_id == inside ? host : image_id;
+}
+
+// Copies the tree under `from` into `to`: directories, regular files and
+// symlinks, never following one; modes without setuid and setgid (the
+// tmpfs is the container's scratch, not a place to carry them); a device,
+// fifo or socket refused. `depth` bounds a hostile image's nesting.
+Status copyTree(int from, int to, const ns::IdMapping& ids, bool as_root, const std::string& where,
+                int depth) {
+    if (depth > 64) return Error::message(where + ": tmpcopyup: nested deeper than 64");
+    DIR* d = fdopendir(dup(from));
+    if (!d) return Error::fromErrno(where + ": tmpcopyup: fdopendir()");
+    rewinddir(d);  // the dup shares the offset of any read before
+    std::vector<std::string> names;
+    while (dirent* e = readdir(d))
+        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+            names.emplace_back(e->d_name);
+    closedir(d);
+    auto owned = [&](int dirfd, const char* name, const struct stat& st, int flags) -> Status {
+        if (!as_root) return okStatus();
+        if (fchownat(dirfd, name, copyOwner(st.st_uid, ids.inside_uid, ids.host_uid, ids.count),
+                     copyOwner(st.st_gid, ids.inside_gid, ids.host_gid, ids.count), flags) < 0)
+            return Error::fromErrno(where + ": tmpcopyup: chown(\"" + std::string(name) + "\")");
+        return okStatus();
+    };
+    for (const std::string& name : names) {
+        const char* n = name.c_str();
+        struct stat st {};
+        if (fstatat(from, n, &st, AT_SYMLINK_NOFOLLOW) < 0)
+            return Error::fromErrno(where + ": tmpcopyup: stat(\"" + name + "\")");
+        const mode_t mode = st.st_mode & 01777;
+        if (S_ISDIR(st.st_mode)) {
+            if (mkdirat(to, n, 0700) < 0)
+                return Error::fromErrno(where + ": tmpcopyup: mkdir(\"" + name + "\")");
+            UniqueFd src(openat(from, n, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+            UniqueFd dst(openat(to, n, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+            if (!src || !dst)
+                return Error::fromErrno(where + ": tmpcopyup: open(\"" + name + "\")");
+            if (auto s = copyTree(src.get(), dst.get(), ids, as_root, where, depth + 1); !s)
+                return s;
+            if (auto s = owned(to, n, st, AT_SYMLINK_NOFOLLOW); !s) return s;
+            if (fchmod(dst.get(), mode) < 0)
+                return Error::fromErrno(where + ": tmpcopyup: chmod(\"" + name + "\")");
+        } else if (S_ISREG(st.st_mode)) {
+            UniqueFd src(openat(from, n, O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+            UniqueFd dst(openat(to, n, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+            if (!src || !dst)
+                return Error::fromErrno(where + ": tmpcopyup: open(\"" + name + "\")");
+            char buf[65536];
+            ssize_t got;
+            while ((got = read(src.get(), buf, sizeof(buf))) > 0)
+                for (ssize_t off = 0; off < got;) {
+                    ssize_t put = write(dst.get(), buf + off, static_cast<size_t>(got - off));
+                    if (put < 0)
+                        return Error::fromErrno(where + ": tmpcopyup: write(\"" + name + "\")");
+                    off += put;
+                }
+            if (got < 0) return Error::fromErrno(where + ": tmpcopyup: read(\"" + name + "\")");
+            if (auto s = owned(to, n, st, AT_SYMLINK_NOFOLLOW); !s) return s;
+            if (fchmod(dst.get(), mode) < 0)
+                return Error::fromErrno(where + ": tmpcopyup: chmod(\"" + name + "\")");
+        } else if (S_ISLNK(st.st_mode)) {
+            char target[PATH_MAX];
+            ssize_t len = readlinkat(from, n, target, sizeof(target) - 1);
+            if (len < 0) return Error::fromErrno(where + ": tmpcopyup: readlink(\"" + name + "\")");
+            target[len] = '\0';
+            if (symlinkat(target, to, n) < 0)
+                return Error::fromErrno(where + ": tmpcopyup: symlink(\"" + name + "\")");
+            if (auto s = owned(to, n, st, AT_SYMLINK_NOFOLLOW); !s) return s;
+        } else {
+            return Error::message(where + ": tmpcopyup: \"" + name +
+                                  "\" is a device, fifo or socket, which is not copied");
+        }
+    }
     return okStatus();
+}
+
+unsigned mountAttrsOf(unsigned long flags);
+
+// The tmpfs made here with the options asked, the image's directory copied
+// in, made read-only after if asked, and attached by the child like a
+// held bind: a tmpfs the child mounted would be empty.
+Result<UniqueFd> copiedTmpfs(const Mount& m, int source, const struct stat& source_st,
+                             const ns::IdMapping& ids, bool as_root, const std::string& where) {
+    UniqueFd fs(static_cast<int>(syscall(SYS_fsopen, "tmpfs", FSOPEN_CLOEXEC)));
+    if (!fs) return Error::fromErrno(where + ": tmpcopyup: fsopen(\"tmpfs\")");
+    std::istringstream options(m.data);
+    std::string option;
+    while (std::getline(options, option, ',')) {
+        if (option.empty()) continue;
+        size_t eq = option.find('=');
+        const std::string key = option.substr(0, eq);
+        int r = eq == std::string::npos
+                    ? static_cast<int>(syscall(SYS_fsconfig, fs.get(), FSCONFIG_SET_FLAG,
+                                               key.c_str(), nullptr, 0))
+                    : static_cast<int>(syscall(SYS_fsconfig, fs.get(), FSCONFIG_SET_STRING,
+                                               key.c_str(), option.c_str() + eq + 1, 0));
+        if (r < 0) return Error::fromErrno(where + ".options: tmpfs option \"" + option + "\"");
+    }
+    if (syscall(SYS_fsconfig, fs.get(), FSCONFIG_CMD_CREATE, nullptr, nullptr, 0) < 0)
+        return Error::fromErrno(where + ": tmpcopyup: fsconfig(FSCONFIG_CMD_CREATE)");
+    const unsigned attrs = mountAttrsOf(m.flags);
+    UniqueFd mnt(static_cast<int>(
+        syscall(SYS_fsmount, fs.get(), FSMOUNT_CLOEXEC, attrs & ~unsigned{MOUNT_ATTR_RDONLY})));
+    if (!mnt) return Error::fromErrno(where + ": tmpcopyup: fsmount()");
+    UniqueFd top(openat(mnt.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!top) return Error::fromErrno(where + ": tmpcopyup: open the tmpfs");
+    if (auto s = copyTree(source, top.get(), ids, as_root, where, 0); !s) return s.error();
+    if (as_root &&
+        fchown(top.get(), copyOwner(source_st.st_uid, ids.inside_uid, ids.host_uid, ids.count),
+               copyOwner(source_st.st_gid, ids.inside_gid, ids.host_gid, ids.count)) < 0)
+        return Error::fromErrno(where + ": tmpcopyup: chown the tmpfs");
+    if (fchmod(top.get(), source_st.st_mode & 01777) < 0)
+        return Error::fromErrno(where + ": tmpcopyup: chmod the tmpfs");
+    if (attrs & MOUNT_ATTR_RDONLY) {
+        mount_attr attr{};
+        attr.attr_set = MOUNT_ATTR_RDONLY;
+        if (ns::sysMountSetattr(mnt.get(), "", AT_EMPTY_PATH, &attr) < 0)
+            return Error::fromErrno(where + ": tmpcopyup: make the tmpfs read-only");
+    }
+    return mnt;
 }
 
 bool beneath(const std::string& path, const std::string& dir) {
@@ -384,9 +508,12 @@ Result<ContainerPlan> planContainer(const Config& config, const std::string& bun
         const Mount& m = config.mounts[i];
         const std::string where = "mounts[" + std::to_string(i) + "] (" + m.destination + ")";
         if (m.destination == "/") return Error::message(where + ": cannot mount over the root");
-        if (m.tmpcopyup)
-            if (auto s = checkTmpcopyup(held_root->get(), relative(m.destination), where); !s)
-                return s.error();
+        UniqueFd copy_from;
+        if (m.tmpcopyup) {
+            auto source = tmpcopyupSource(held_root->get(), relative(m.destination), where);
+            if (!source) return source.error();
+            copy_from = std::move(*source);
+        }
         bool in_earlier_mount = false;
         for (size_t j = 0; j < i; ++j)
             in_earlier_mount =
@@ -434,6 +561,25 @@ Result<ContainerPlan> planContainer(const Config& config, const std::string& bun
                                .resolve_in_root = true,
                                .description = "mount sysfs at " + m.destination});
             out.joined_net_sysfs.emplace_back(mounts.ops.size() - 1, mountAttrsOf(m.flags));
+            continue;
+        }
+        if (copy_from && !as_root)
+            return Error::message(where +
+                                  ".options: tmpcopyup of a directory that holds files in the "
+                                  "image is supported only as root yet (the tmpfs is made "
+                                  "before the clone)");
+        if (copy_from) {
+            struct stat st {};
+            if (fstat(copy_from.get(), &st) < 0)
+                return Error::fromErrno(where + ": tmpcopyup: fstat()");
+            auto tmpfs = copiedTmpfs(m, copy_from.get(), st, out.ids, as_root, where);
+            if (!tmpfs) return tmpfs.error();
+            ns::addOp(mounts, {.kind = MountKind::AttachPrepared,
+                               .target = relative(m.destination),
+                               .prepared_fd = tmpfs->get(),
+                               .resolve_in_root = true,
+                               .description = "mount a tmpfs (tmpcopyup) at " + m.destination});
+            plan.prepared.push_back(std::move(*tmpfs));
             continue;
         }
         if (m.destination == "/dev" && m.type == "tmpfs") dev_is_tmpfs = true;

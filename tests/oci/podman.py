@@ -156,6 +156,11 @@ def main():
             check("a Debian 12 root (an overlay of the suite's): runs, uid 0 inside",
                   p.returncode == 0 and len(lines) == 2 and lines[0].startswith("12") and
                   lines[1] == "0", f"{p.returncode} {p.stdout!r} {p.stderr!r}")
+            r = pm.run(merged, "sh", "-c", "ls /run; touch /run/lock/x && echo wrote",
+                       opts=none + ["--read-only"])
+            check("a Debian 12 root --read-only: /run's lock and mount copied up, writable",
+                  r.returncode == 0 and r.stdout.split() == ["lock", "mount", "wrote"],
+                  f"{r.returncode} {r.stdout!r} {r.stderr!r}")
             check("...the cached root untouched (the mount targets went to the overlay)",
                   not os.path.exists(f"{CLEAN_ROOT}/run/.containerenv") and
                   os.path.exists(f"{work}/upper/run/.containerenv"))
@@ -206,20 +211,26 @@ def main():
         check("--read-only: the root refuses writes, /tmp takes them",
               p.returncode == 0 and p.stdout == "tmp\n", f"{p.returncode} {p.stdout!r} {p.stderr!r}")
 
-        # tmpcopyup of an image directory holding files: refused (the copy
-        # is not done yet), never a tmpfs that hides them; nothing left.
+        # tmpcopyup of an image directory holding files (a Debian image's
+        # /run has lock/ and mount/): the tmpfs starts with a copy of them,
+        # the container's own to write, setuid bits dropped; the image
+        # untouched.
         full = f"{work}/full-rootfs"
         make_rootfs(full)
-        with open(f"{full}/run/kept", "w") as f:
+        os.makedirs(f"{full}/run/lock")
+        with open(f"{full}/run/lock/kept", "w") as f:
             f.write("image file\n")
-        p = pm("run", "--name", "copyup", *ULIMITS, *none, "--read-only", "--rootfs", full,
-               "true")
-        check("--read-only on an image whose /run holds files: refused, naming tmpcopyup",
-              p.returncode != 0 and "tmpcopyup" in p.stderr, f"{p.returncode} {p.stderr!r}")
-        cid = pm.inspect("copyup", "{{.Id}}")
-        pm("rm", "-f", "copyup")
-        check("the refused create left nothing behind", cid and not left_behind(cid),
-              f"{cid} {left_behind(cid) if cid else ''}")
+        os.chmod(f"{full}/run/lock/kept", 0o4755)
+        os.symlink("lock/kept", f"{full}/run/link")
+        p = pm.run(full, "sh", "-c", "cat /run/link; ls -l /run/lock/kept; "
+                   "echo new > /run/lock/new && echo wrote", opts=none + ["--read-only"])
+        lines = p.stdout.split("\n")
+        check("--read-only, tmpcopyup: the image's /run copied into the tmpfs, writable",
+              p.returncode == 0 and lines[0] == "image file" and lines[2:3] == ["wrote"],
+              f"{p.returncode} {p.stdout!r} {p.stderr!r}")
+        check("...its setuid bit dropped, the image untouched",
+              lines[1:2] and lines[1].startswith("-rwxr-xr-x") and
+              not os.path.exists(f"{full}/run/lock/new"), lines)
 
         # --memory and --pids-limit as v1 cgroup limits, read on the host's
         # side while the container runs, and the container's init in them.

@@ -224,6 +224,12 @@ Status copyTree(int from, int to, const ns::IdMapping& ids, bool as_root, const 
             if (fchmod(dst.get(), mode) < 0)
                 return Error::fromErrno(where + ": tmpcopyup: chmod(\"" + name + "\")");
         } else if (S_ISREG(st.st_mode)) {
+            // A second name of a file could be any file of that filesystem
+            // (a host secret linked in by whoever writes the image), whose
+            // copy the container would then own.
+            if (st.st_nlink > 1)
+                return Error::message(where + ": tmpcopyup: \"" + name +
+                                      "\" has more than one link, and is not copied");
             UniqueFd src(openat(from, n, O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
             UniqueFd dst(openat(to, n, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
             if (!src || !dst)

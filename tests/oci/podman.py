@@ -232,6 +232,16 @@ def main():
               lines[1:2] and lines[1].startswith("-rwxr-xr-x") and
               not os.path.exists(f"{full}/run/lock/new"), lines)
 
+        linked = f"{work}/linked-rootfs"
+        make_rootfs(linked)
+        with open(f"{work}/outside-secret", "w") as f:
+            f.write("not the container's\n")
+        os.link(f"{work}/outside-secret", f"{linked}/run/secret")
+        p = pm.run(linked, "cat", "/run/secret", opts=none + ["--read-only"])
+        check("tmpcopyup of a file with a second link: refused, not copied",
+              p.returncode != 0 and "more than one link" in p.stderr and
+              "not the container's" not in p.stdout, f"{p.returncode} {p.stdout!r} {p.stderr!r}")
+
         # --memory and --pids-limit as v1 cgroup limits, read on the host's
         # side while the container runs, and the container's init in them.
         cid = pm.detached(rootfs, "sleep", "1000",

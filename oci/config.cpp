@@ -196,7 +196,11 @@ void readProcess(const json& p, Config& out) {
         out.no_new_privileges = boolAt(*nnp, "process.noNewPrivileges");
     refuseIfSet(p, "apparmorProfile", "process.apparmorProfile", "not supported yet");
     refuseIfSet(p, "selinuxLabel", "process.selinuxLabel", "not supported yet");
-    refuseIfSet(p, "oomScoreAdj", "process.oomScoreAdj", "not supported yet");
+    if (const json* adj = member(p, "oomScoreAdj")) {
+        if (!adj->is_number_integer() || adj->get<int64_t>() < -1000 || adj->get<int64_t>() > 1000)
+            refuse("process.oomScoreAdj", "expected an integer from -1000 to 1000");
+        out.oom_score_adj = static_cast<int>(adj->get<int64_t>());
+    }
     refuseIfSet(p, "scheduler", "process.scheduler", "not supported yet");
     refuseIfSet(p, "ioPriority", "process.ioPriority", "not supported yet");
     refuseIfSet(p, "execCPUAffinity", "process.execCPUAffinity", "not supported yet");

@@ -55,7 +55,8 @@ struct Config {
     std::string cwd = "/";
     uid_t uid = 0;
     gid_t gid = 0;
-    std::optional<mode_t> umask;  // process.user.umask; none: the caller's
+    std::optional<mode_t> umask;       // process.user.umask; none: the caller's
+    std::optional<int> oom_score_adj;  // process.oomScoreAdj, -1000..1000; none: the caller's
     std::vector<Rlimit> rlimits;
     bool no_new_privileges = false;
     bool terminal = false;  // process.terminal: a pty sent to --console-socket

@@ -203,6 +203,14 @@ Status createContainer(const std::string& root_dir, const std::string& id,
         if (setns(fd.get(), type) < 0)
             return Error::fromErrno("linux.namespaces: setns(" + std::to_string(type) + ")");
     if (auto s = prepareJoinedNetwork(cplan); !s) return s.error();
+    // process.oomScoreAdj: inherited by the clone as umask is; a value
+    // below the caller's needs CAP_SYS_RESOURCE, and without it create fails.
+    if (config->oom_score_adj) {
+        UniqueFd adj(open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC));
+        const std::string text = std::to_string(*config->oom_score_adj);
+        if (!adj || write(adj.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()))
+            return Error::fromErrno("config.json: process.oomScoreAdj: write(" + text + ")");
+    }
     // process.user.umask: the clone inherits it, and so does the command.
     if (config->umask) ::umask(*config->umask);
     if (geteuid() == 0 && setgroups(0, nullptr) < 0) return Error::fromErrno("setgroups(0)");

@@ -276,6 +276,15 @@ Result<int> execInContainer(const std::string& root_dir, const std::string& id,
         if (!pid_dir || pid_name.empty())
             return Error::fromErrno("--pid-file: open(\"" + dir + "\")");
     }
+    // process.oomScoreAdj, inherited by the fork (below the caller's it
+    // needs CAP_SYS_RESOURCE).
+    if (process.oom_score_adj) {
+        UniqueFd adj(open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC));
+        const std::string value = std::to_string(*process.oom_score_adj);
+        if (!adj ||
+            write(adj.get(), value.data(), value.size()) != static_cast<ssize_t>(value.size()))
+            return Error::fromErrno("process.json: process.oomScoreAdj: write(" + value + ")");
+    }
     int report[2];
     if (pipe2(report, O_CLOEXEC) < 0) return Error::fromErrno("pipe2()");
     UniqueFd report_read(report[0]), report_write(report[1]);

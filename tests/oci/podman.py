@@ -169,6 +169,13 @@ def main():
         else:
             print(f"SKIP the Debian 12 root case: no {CLEAN_ROOT} (scripts/clean-root.sh)")
 
+        # --oom-score-adj (raised: lowering it needs CAP_SYS_RESOURCE, which
+        # root lacks on some of these machines).
+        p = pm.run(rootfs, "cat", "/proc/self/oom_score_adj", opts=none + ["--oom-score-adj",
+                                                                             "100"])
+        check("--oom-score-adj 100: the container's processes have it",
+              p.returncode == 0 and p.stdout == "100\n", f"{p.returncode} {p.stdout!r} {p.stderr!r}")
+
         # --network none: a network namespace of its own with only lo.
         p = pm.run(rootfs, "sh", "-c", "ls /sys/class/net; ip -o link | grep -c .", opts=none)
         check("--network none: only lo", p.returncode == 0 and p.stdout.split() == ["lo", "1"],

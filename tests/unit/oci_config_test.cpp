@@ -139,6 +139,7 @@ TEST_CASE("oci config: podman's umask, cgroup mount and a joined network's sysct
     auto parsed = parseConfig(doc.dump());
     REQUIRE(parsed);
     CHECK(parsed->umask == 022);
+    CHECK(!parsed->oom_score_adj);
     CHECK(parsed->mounts.back().type == "cgroup");
     CHECK((parsed->mounts.back().flags & MS_RDONLY) != 0);
     CHECK(parsed->sysctl.at("net.ipv4.ping_group_range") == "0 0");
@@ -207,7 +208,7 @@ TEST_CASE("oci config: what stockade cannot honour is refused, naming the field"
         {"process.apparmorProfile",
          [](json& d) { d["process"]["apparmorProfile"] = "containers-default"; }},
         {"process.selinuxLabel", [](json& d) { d["process"]["selinuxLabel"] = "system_u"; }},
-        {"process.oomScoreAdj", [](json& d) { d["process"]["oomScoreAdj"] = 100; }},
+        {"process.oomScoreAdj", [](json& d) { d["process"]["oomScoreAdj"] = 1001; }},
         {"mounts[5] (/data).options",
          [](json& d) { d["mounts"][5]["options"].push_back("tmpcopyup"); }},
         {"mounts[5] (/data).options",

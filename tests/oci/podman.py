@@ -130,6 +130,12 @@ def main():
         check("run: a missing executable gives 127", p.returncode == 127,
               f"{p.returncode} {p.stderr!r}")
 
+        p = subprocess.run(pm.base + ["run", "--rm", "-i", *ULIMITS, *none, "--rootfs", rootfs,
+                                      "cat"], input="piped\n", capture_output=True, text=True,
+                           timeout=120)
+        check("run -i: stdin reaches the container, and its EOF",
+              p.returncode == 0 and p.stdout == "piped\n", f"{p.returncode} {p.stdout!r} {p.stderr!r}")
+
         # A tty: the pty master sent to conmon's console socket.
         p = subprocess.run(["script", "-qec", " ".join(pm.base + ["run", "--rm", "-t"] + ULIMITS
                                                       + none + ["--rootfs", rootfs, "sh", "-c",
@@ -318,6 +324,18 @@ def main():
         check("stop: SIGTERM ignored, then SIGKILL (137)",
               p.returncode == 0 and pm.inspect(cid, "{{.State.ExitCode}}") == "137",
               f"{p.returncode} {pm.inspect(cid, '{{.State.ExitCode}}')} {p.stderr!r}")
+
+        # start again after stop, and restart: a new create of the same id.
+        p = pm("start", cid)
+        check("start after stop: running again",
+              p.returncode == 0 and pm.inspect(cid, "{{.State.Status}}") == "running",
+              f"{p.returncode} {p.stderr!r}")
+        p = pm("restart", "-t", "1", cid)
+        check("restart: running again",
+              p.returncode == 0 and pm.inspect(cid, "{{.State.Status}}") == "running",
+              f"{p.returncode} {p.stderr!r}")
+        pm("kill", cid)
+        pm("wait", cid)
 
         cid = pm.detached(rootfs, "sleep", "1000", opts=none)
         ids.append(cid)

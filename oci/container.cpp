@@ -172,7 +172,7 @@ Status createContainer(const std::string& root_dir, const std::string& id,
     // before anything of it exists.
     if (!config->cgroups_path.empty() || config->memory_limit || config->pids_limit ||
         config->swap_limit) {
-        if (geteuid() != 0)
+        if (!isHostRoot())
             return Error::message(
                 "config.json: linux.cgroupsPath, linux.resources: cgroups of a rootless "
                 "container are not supported yet");
@@ -213,7 +213,7 @@ Status createContainer(const std::string& root_dir, const std::string& id,
     }
     // process.user.umask: the clone inherits it, and so does the command.
     if (config->umask) ::umask(*config->umask);
-    if (geteuid() == 0 && setgroups(0, nullptr) < 0) return Error::fromErrno("setgroups(0)");
+    if (isHostRoot() && setgroups(0, nullptr) < 0) return Error::fromErrno("setgroups(0)");
     // init takes its signals with sigwaitinfo, so they are blocked before
     // the clone, which inherits the mask (runtime/sandbox_launch.h).
     sigset_t mask = signalsForInit();

@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "namespaces/syscalls.h"
+#include "oci/state.h"
 #include "runtime/child_plan_builder.h"
 #include "runtime/host_path.h"
 #include "seccomp/filter.h"
@@ -416,7 +417,7 @@ Result<ContainerPlan> planContainer(const Config& config, const std::string& bun
                                     const std::vector<std::string>& cgroup_dirs) {
     ContainerPlan out;
     ChildPlan& plan = out.plan;
-    const bool as_root = geteuid() == 0;
+    const bool as_root = isHostRoot();
 
     // The ids: as root a leased block, its lock handed to init.
     uint32_t first = 0, width = 0;
@@ -569,7 +570,11 @@ Result<ContainerPlan> planContainer(const Config& config, const std::string& bun
             out.joined_net_sysfs.emplace_back(mounts.ops.size() - 1, mountAttrsOf(m.flags));
             continue;
         }
-        if (copy_from && !as_root)
+        // The tmpfs is made before the clone, by root of the host or of a
+        // user namespace of its own (rootless podman's), never by an
+        // unprivileged caller.
+        const bool privileged = geteuid() == 0;
+        if (copy_from && !privileged)
             return Error::message(where +
                                   ".options: tmpcopyup of a directory that holds files in the "
                                   "image is supported only as root yet (the tmpfs is made "
@@ -578,7 +583,7 @@ Result<ContainerPlan> planContainer(const Config& config, const std::string& bun
             struct stat st {};
             if (fstat(copy_from.get(), &st) < 0)
                 return Error::fromErrno(where + ": tmpcopyup: fstat()");
-            auto tmpfs = copiedTmpfs(m, copy_from.get(), st, out.ids, as_root, where);
+            auto tmpfs = copiedTmpfs(m, copy_from.get(), st, out.ids, privileged, where);
             if (!tmpfs) return tmpfs.error();
             ns::addOp(mounts, {.kind = MountKind::AttachPrepared,
                                .target = relative(m.destination),

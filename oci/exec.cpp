@@ -293,7 +293,7 @@ Result<int> execInContainer(const std::string& root_dir, const std::string& id,
     // container's user namespace denies setgroups); then its cgroups, and
     // every namespace of its init at once (setns(2) on a pidfd), so the
     // fork lands in its pid namespace.
-    if (geteuid() == 0 && setgroups(0, nullptr) < 0) return Error::fromErrno("setgroups(0)");
+    if (isHostRoot() && setgroups(0, nullptr) < 0) return Error::fromErrno("setgroups(0)");
     // Not dumpable until the execve (which resets it): between the fork and
     // its setresuid the process is the caller's host uid inside the
     // container's pid namespace, where a container process holding
@@ -308,7 +308,7 @@ Result<int> execInContainer(const std::string& root_dir, const std::string& id,
     if (setns(init.get(), CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC |
                               CLONE_NEWUTS | CLONE_NEWCGROUP) < 0)
         return Error::fromErrno(
-            geteuid() == 0
+            isHostRoot()
                 ? "setns() into the container's namespaces"
                 : "setns() into the container's namespaces (rootless exec is not supported yet: "
                   "the container's init is not dumpable, so its namespaces are out of its "

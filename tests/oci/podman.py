@@ -5,7 +5,13 @@ rootfs made here, and on an overlay of the suite's debootstrap root
 (scripts/clean-root.sh), which stays untouched. No image registry:
 --rootfs only.
 
-usage: podman.py STOCKADE
+usage: podman.py STOCKADE [root|rootless]
+
+Rootless, the script (as root) runs podman as uid 65534; this host has no
+/etc/subuid ranges, so podman makes a user namespace of that one id, and
+stockade runs inside it as its uid 0. The cases that need root's own
+namespaces or cgroups (limits, a joined or the host's network namespace,
+the Debian root) run only as root.
 
 podman runs with storage of its own under a temporary directory (vfs
 driver, its own --root and --runroot), cgroupfs (no systemd as PID 1 here),
@@ -47,19 +53,35 @@ def check(name, ok, detail=""):
         failures.append(name)
 
 
-def make_rootfs(path):
+def own(path, rootless):
+    """Rootless, podman (uid 65534) owns what it runs: its rootfs."""
+    if not rootless:
+        return
+    for top, dirs, files in os.walk(path):
+        for name in [top] + [os.path.join(top, n) for n in dirs + files]:
+            os.lchown(name, 65534, 65534)
+
+
+def make_rootfs(path, rootless=False):
     for d in ["bin", "proc", "sys", "dev", "etc", "tmp", "run", "var/tmp"]:
         os.makedirs(os.path.join(path, d), exist_ok=True)
     shutil.copy(BUSYBOX, os.path.join(path, "bin/busybox"))
     for a in APPLETS:
         os.symlink("busybox", os.path.join(path, "bin", a))
+    own(path, rootless)
 
 
 class Podman:
-    def __init__(self, stockade, work):
-        self.base = ["podman", "--root", f"{work}/storage", "--runroot", f"{work}/run",
-                     "--storage-driver", "vfs", "--cgroup-manager", "cgroupfs",
-                     "--events-backend", "file", "--runtime", stockade]
+    def __init__(self, stockade, work, rootless):
+        # Rootless: podman as uid 65534, its storage, runtime dir and config
+        # in the work directory (65534 has no home).
+        prefix = ["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups", "env",
+                  f"HOME={work}/home", f"XDG_RUNTIME_DIR={work}/xdg",
+                  f"XDG_CONFIG_HOME={work}/config", f"XDG_DATA_HOME={work}/data"] if rootless else []
+        self.base = prefix + ["podman", "--root", f"{work}/storage", "--runroot", f"{work}/run",
+                              "--storage-driver", "vfs", "--cgroup-manager", "cgroupfs",
+                              "--events-backend", "file", "--runtime", stockade]
+        self.state_dir = f"{work}/xdg/stockade-oci" if rootless else "/run/stockade-oci"
 
     def __call__(self, *args, timeout=120):
         return subprocess.run(self.base + list(args), capture_output=True, text=True,
@@ -78,12 +100,12 @@ class Podman:
         return self("inspect", cid, "--format", fmt).stdout.strip()
 
 
-def left_behind(cid):
+def left_behind(cid, state_dir):
     """What of the container stockade could leave: its state directory,
     its cgroups, a mount naming it."""
     left = []
-    if os.path.exists(f"/run/stockade-oci/{cid}"):
-        left.append(f"/run/stockade-oci/{cid}")
+    if os.path.exists(f"{state_dir}/{cid}"):
+        left.append(f"{state_dir}/{cid}")
     for ctl in ("memory", "pids"):
         d = f"/sys/fs/cgroup/{ctl}/libpod_parent/libpod-{cid}"
         if os.path.exists(d):
@@ -96,12 +118,13 @@ def left_behind(cid):
 
 
 def main():
-    if len(sys.argv) != 2:
+    if len(sys.argv) not in (2, 3) or sys.argv[2:] not in ([], ["root"], ["rootless"]):
         print(__doc__)
         sys.exit(2)
     stockade = os.path.abspath(sys.argv[1])
+    rootless = sys.argv[2:] == ["rootless"]
     if os.geteuid() != 0:
-        skip("podman drives stockade as root here (run as root)")
+        skip("the test runs as root (rootless: it runs podman as uid 65534 itself)")
     if not shutil.which("podman") or not shutil.which("conmon"):
         skip("podman or conmon is not installed (scripts/install-deps.sh installs them)")
     if not os.path.exists(BUSYBOX):
@@ -110,11 +133,17 @@ def main():
     netns = f"stockade-podman-{os.getpid()}"
     hostnet = f"/run/netns/stockade-podman-host-{os.getpid()}"
     mounted = []
+    pm = None
     try:
+        if rootless:
+            for d in ("home", "xdg", "config", "data"):
+                os.makedirs(f"{work}/{d}", mode=0o700)
+            own(work, rootless)
         rootfs, ro_rootfs = f"{work}/rootfs", f"{work}/ro-rootfs"
-        make_rootfs(rootfs)
-        make_rootfs(ro_rootfs)
-        pm = Podman(stockade, work)
+        make_rootfs(rootfs, rootless)
+        make_rootfs(ro_rootfs, rootless)
+        pm = Podman(stockade, work, rootless)
+        root = not rootless
         none = ["--network", "none"]
         ids = []
 
@@ -148,7 +177,9 @@ def main():
         # written: an overlay of it takes the mount targets create makes
         # (/etc/hosts is missing from a minbase root, /run/.containerenv
         # from every image).
-        if os.path.isfile(f"{CLEAN_ROOT}/bin/sh"):
+        if rootless:
+            print("(the Debian 12 root is root's: not in the rootless run)")
+        elif os.path.isfile(f"{CLEAN_ROOT}/bin/sh"):
             merged = f"{work}/debian"
             for d in ("upper", "overlay-work", "debian"):
                 os.makedirs(f"{work}/{d}")
@@ -187,36 +218,38 @@ def main():
         check("--network none: only lo", p.returncode == 0 and p.stdout.split() == ["lo", "1"],
               f"{p.returncode} {p.stdout!r} {p.stderr!r}")
 
-        # A network namespace joined by path (as podman's own networks are
-        # passed): the sysfs shows its devices, and podman's
-        # ping_group_range "0 0" holds the container's gid 0.
-        subprocess.run(["ip", "netns", "add", netns], check=True)
-        p = pm.run(rootfs, "sh", "-c", "ls /sys/class/net; cat /proc/sys/net/ipv4/ping_group_range",
-                   opts=["--network", f"ns:/run/netns/{netns}"])
-        check("joined network namespace: its sysfs, and ping_group_range for the container's gid 0",
-              p.returncode == 0 and p.stdout.split() == ["lo", "0", "0"],
-              f"{p.returncode} {p.stdout!r} {p.stderr!r}")
+        # Namespaces of root's: not in the rootless run.
+        if root:
+            # A network namespace joined by path (as podman's own networks are
+            # passed): the sysfs shows its devices, and podman's
+            # ping_group_range "0 0" holds the container's gid 0.
+            subprocess.run(["ip", "netns", "add", netns], check=True)
+            p = pm.run(rootfs, "sh", "-c", "ls /sys/class/net; cat /proc/sys/net/ipv4/ping_group_range",
+                       opts=["--network", f"ns:/run/netns/{netns}"])
+            check("joined network namespace: its sysfs, and ping_group_range for the container's gid 0",
+                  p.returncode == 0 and p.stdout.split() == ["lo", "0", "0"],
+                  f"{p.returncode} {p.stdout!r} {p.stderr!r}")
 
-        # --network host: no network namespace of its own; the sysfs (made
-        # by create, since the container's user namespace may not) is the
-        # host's network namespace's.
-        p = pm.run(rootfs, "ls", "/sys/class/net", opts=["--network", "host"])
-        check("--network host: the sysfs shows the host's network devices",
-              p.returncode == 0 and p.stdout.split() == sorted(os.listdir("/sys/class/net")),
-              f"{p.returncode} {p.stdout!r} {p.stderr!r}")
-        # The host's network namespace joined by path: a net.* sysctl would
-        # be written in the host's, so create refuses it. The value asked is
-        # the one already there, should the refusal ever fail.
-        os.makedirs("/run/netns", exist_ok=True)
-        open(hostnet, "w").close()
-        subprocess.run(["mount", "--bind", "/proc/self/ns/net", hostnet], check=True)
-        with open("/proc/sys/net/ipv4/ping_group_range") as f:
-            current = " ".join(f.read().split())
-        p = pm.run(rootfs, "true", opts=["--network", f"ns:{hostnet}", "--sysctl",
-                                         f"net.ipv4.ping_group_range={current}"])
-        check("a net.* sysctl in the host's network namespace joined by path: refused",
-              p.returncode != 0 and "the joined network namespace is the host's" in p.stderr,
-              f"{p.returncode} {p.stderr!r}")
+            # --network host: no network namespace of its own; the sysfs (made
+            # by create, since the container's user namespace may not) is the
+            # host's network namespace's.
+            p = pm.run(rootfs, "ls", "/sys/class/net", opts=["--network", "host"])
+            check("--network host: the sysfs shows the host's network devices",
+                  p.returncode == 0 and p.stdout.split() == sorted(os.listdir("/sys/class/net")),
+                  f"{p.returncode} {p.stdout!r} {p.stderr!r}")
+            # The host's network namespace joined by path: a net.* sysctl would
+            # be written in the host's, so create refuses it. The value asked is
+            # the one already there, should the refusal ever fail.
+            os.makedirs("/run/netns", exist_ok=True)
+            open(hostnet, "w").close()
+            subprocess.run(["mount", "--bind", "/proc/self/ns/net", hostnet], check=True)
+            with open("/proc/sys/net/ipv4/ping_group_range") as f:
+                current = " ".join(f.read().split())
+            p = pm.run(rootfs, "true", opts=["--network", f"ns:{hostnet}", "--sysctl",
+                                             f"net.ipv4.ping_group_range={current}"])
+            check("a net.* sysctl in the host's network namespace joined by path: refused",
+                  p.returncode != 0 and "the joined network namespace is the host's" in p.stderr,
+                  f"{p.returncode} {p.stderr!r}")
 
         # --read-only: the root is read-only, podman's /tmp tmpfs is not.
         p = pm.run(ro_rootfs, "sh", "-c", "touch /x 2>/dev/null && echo wrote; touch /tmp/y && "
@@ -229,12 +262,13 @@ def main():
         # the container's own to write, setuid bits dropped; the image
         # untouched.
         full = f"{work}/full-rootfs"
-        make_rootfs(full)
+        make_rootfs(full, rootless)
         os.makedirs(f"{full}/run/lock")
         with open(f"{full}/run/lock/kept", "w") as f:
             f.write("image file\n")
         os.chmod(f"{full}/run/lock/kept", 0o4755)
         os.symlink("lock/kept", f"{full}/run/link")
+        own(full, rootless)
         p = pm.run(full, "sh", "-c", "cat /run/link; ls -l /run/lock/kept; "
                    "echo new > /run/lock/new && echo wrote", opts=none + ["--read-only"])
         lines = p.stdout.split("\n")
@@ -246,7 +280,7 @@ def main():
               not os.path.exists(f"{full}/run/lock/new"), lines)
 
         linked = f"{work}/linked-rootfs"
-        make_rootfs(linked)
+        make_rootfs(linked, rootless)
         with open(f"{work}/outside-secret", "w") as f:
             f.write("not the container's\n")
         os.link(f"{work}/outside-secret", f"{linked}/run/secret")
@@ -257,8 +291,9 @@ def main():
 
         # --memory and --pids-limit as v1 cgroup limits, read on the host's
         # side while the container runs, and the container's init in them.
-        cid = pm.detached(rootfs, "sleep", "1000",
-                          opts=none + ["--memory", "64m", "--pids-limit", "50"])
+        # (Rootless: no cgroup of its own, so no limits asked.)
+        limits = ["--memory", "64m", "--pids-limit", "50"] if root else []
+        cid = pm.detached(rootfs, "sleep", "1000", opts=none + limits)
         ids.append(cid)
         base = f"libpod_parent/libpod-{cid}"
         pid = pm.inspect(cid, "{{.State.Pid}}")
@@ -273,10 +308,11 @@ def main():
         memsw = read(f"/sys/fs/cgroup/memory/{base}/memory.memsw.limit_in_bytes")
         pids = read(f"/sys/fs/cgroup/pids/{base}/pids.max")
         procs = read(f"/sys/fs/cgroup/pids/{base}/cgroup.procs").split()
-        check("--memory 64m: memory.limit_in_bytes (and podman's memory+swap) on the host",
-              mem == str(64 << 20) and memsw == str(128 << 20), f"{mem} {memsw}")
-        check("--pids-limit 50: pids.max on the host, init in the cgroup",
-              pids == "50" and pid in procs, f"{pids} {pid} {procs}")
+        if root:
+            check("--memory 64m: memory.limit_in_bytes (and podman's memory+swap) on the host",
+                  mem == str(64 << 20) and memsw == str(128 << 20), f"{mem} {memsw}")
+            check("--pids-limit 50: pids.max on the host, init in the cgroup",
+                  pids == "50" and pid in procs, f"{pids} {pid} {procs}")
         # exec: the container's namespaces, cgroups, ids, capabilities,
         # no_new_privs and seccomp filter; its exit code, stdin, a tty.
         p = pm("exec", cid, "sh", "-c", "echo in; cat /proc/self/uid_map; "
@@ -287,14 +323,18 @@ def main():
         status = dict(l.split(":\t", 1) for l in lines if ":\t" in l)
         check("exec: exit 5 gives 5, output reaches podman", p.returncode == 5 and
               lines[0] == "in", f"{p.returncode} {p.stdout!r} {p.stderr!r}")
+        # Rootless, the container's uid 0 is podman's uid 0 (one id), which
+        # is uid 65534 on the host.
         check("exec: in the container's user namespace, never host root",
-              len(uid_map) == 3 and uid_map[0] == "0" and uid_map[1] != "0", uid_map)
+              len(uid_map) == 3 and uid_map[0] == "0" and
+              (uid_map[1] != "0" if root else uid_map[1:] == ["0", "1"]), uid_map)
         check("exec: the container's capabilities, no_new_privs, a seccomp filter",
               status.get("CapEff") == "00000000800405fb" and status.get("NoNewPrivs") == "1"
               and status.get("Seccomp") == "2", status)
-        check("exec: in the container's cgroups",
-              f"libpod-{cid}" in p.stdout and read(f"/sys/fs/cgroup/pids/{base}/pids.current")
-              != "0", p.stdout)
+        if root:
+            check("exec: in the container's cgroups",
+                  f"libpod-{cid}" in p.stdout and read(f"/sys/fs/cgroup/pids/{base}/pids.current")
+                  != "0", p.stdout)
         p = pm("exec", cid, "/bin/missing")
         check("exec: a missing executable gives 127", p.returncode == 127,
               f"{p.returncode} {p.stderr!r}")
@@ -309,8 +349,9 @@ def main():
               "/dev/pts/" in p.stdout, f"{p.returncode} {p.stdout!r}")
         p = pm("exec", "-d", cid, "sleep", "1000")
         procs_now = read(f"/sys/fs/cgroup/pids/{base}/cgroup.procs").split()
-        check("exec -d: the process runs on in the container's cgroup",
-              p.returncode == 0 and len(procs_now) == 3, f"{p.returncode} {procs_now} {p.stderr!r}")
+        check("exec -d: the process runs on" + (" in the container's cgroup" if root else ""),
+              p.returncode == 0 and (rootless or len(procs_now) == 3),
+              f"{p.returncode} {procs_now} {p.stderr!r}")
         p = pm("stop", "-t", "30", cid)
         check("stop: SIGTERM ends sleep (143)",
               p.returncode == 0 and pm.inspect(cid, "{{.State.ExitCode}}") == "143",
@@ -348,7 +389,7 @@ def main():
         p = pm("rm", "-f", cid)
         check("rm -f of a running container", p.returncode == 0 and
               pm("inspect", cid).returncode != 0, f"{p.returncode} {p.stderr!r}")
-        check("rm -f: nothing left behind", not left_behind(cid), left_behind(cid))
+        check("rm -f: nothing left behind", not left_behind(cid, pm.state_dir), left_behind(cid, pm.state_dir))
 
         # Seccomp from the spec: podman's default profile allows unshare;
         # the same profile without it denies it (ENOSYS, its default).
@@ -370,17 +411,18 @@ def main():
 
         for cid in ids:
             pm("rm", cid)
-            check(f"rm: nothing left behind ({cid[:12]})", not left_behind(cid), left_behind(cid))
-        left = os.listdir("/run/stockade-oci") if os.path.isdir("/run/stockade-oci") else []
+            left = left_behind(cid, pm.state_dir)
+            check(f"rm: nothing left behind ({cid[:12]})", not left, left)
+        left = os.listdir(pm.state_dir) if os.path.isdir(pm.state_dir) else []
         mine = [d for d in left if d in ids]
-        check("nothing of these containers under /run/stockade-oci", not mine, mine)
+        check(f"nothing of these containers under {pm.state_dir}", not mine, mine)
     finally:
         subprocess.run(["ip", "netns", "delete", netns], capture_output=True)
         if os.path.exists(hostnet):
             subprocess.run(["umount", hostnet], capture_output=True)
             os.unlink(hostnet)
-        subprocess.run(["podman", "--root", f"{work}/storage", "--runroot", f"{work}/run",
-                        "--storage-driver", "vfs", "rm", "-af"], capture_output=True)
+        if pm:
+            subprocess.run(pm.base + ["rm", "-af"], capture_output=True)
         subprocess.run(["umount", "-R", f"{work}/storage"], capture_output=True)
         for m in mounted:
             subprocess.run(["umount", m], capture_output=True)

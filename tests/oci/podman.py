@@ -79,7 +79,8 @@ class Podman:
                   f"HOME={work}/home", f"XDG_RUNTIME_DIR={work}/xdg",
                   f"XDG_CONFIG_HOME={work}/config", f"XDG_DATA_HOME={work}/data"] if rootless else []
         self.base = prefix + ["podman", "--root", f"{work}/storage", "--runroot", f"{work}/run",
-                              "--storage-driver", "vfs", "--cgroup-manager", "cgroupfs",
+                              "--storage-driver", "vfs", "--tmpdir", f"{work}/tmp-podman",
+                              "--cgroup-manager", "cgroupfs",
                               "--events-backend", "file", "--runtime", stockade]
         self.state_dir = f"{work}/xdg/stockade-oci" if rootless else "/run/stockade-oci"
 

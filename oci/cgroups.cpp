@@ -44,8 +44,12 @@ Result<ContainerCgroups> makeContainerCgroups(const CgroupAsk& ask, const std::s
     ContainerCgroups out;
     // No limit: "max" (v2, and pids in v1), -1 (v1's memory).
     auto write = [&](const std::string& dir, const char* file, int64_t value) -> Status {
-        const bool v1_memory = std::string(file) == "memory.limit_in_bytes";
-        const bool none = v1_memory || std::string(file) == "memory.max" ? value < 0 : value <= 0;
+        const bool v1_memory = std::string(file) == "memory.limit_in_bytes" ||
+                               std::string(file) == "memory.memsw.limit_in_bytes";
+        const bool none =
+            v1_memory || std::string(file) == "memory.max" || std::string(file) == "memory.swap.max"
+                ? value < 0
+                : value <= 0;
         return writeCgroupFile(dir + "/" + file,
                                none ? (v1_memory ? "-1" : "max") : std::to_string(value));
     };
@@ -65,6 +69,12 @@ Result<ContainerCgroups> makeContainerCgroups(const CgroupAsk& ask, const std::s
         out.dirs.push_back(dir);
         if (ask.memory_limit)
             if (auto s = write(dir, "memory.max", *ask.memory_limit); !s) return s.error();
+        // v2 limits swap alone: the spec's memory+swap less the memory.
+        if (ask.swap_limit)
+            if (auto s = write(dir, "memory.swap.max",
+                               *ask.swap_limit < 0 ? -1 : *ask.swap_limit - *ask.memory_limit);
+                !s)
+                return s.error();
         if (ask.pids_limit)
             if (auto s = write(dir, "pids.max", *ask.pids_limit); !s) return s.error();
         return out;
@@ -80,6 +90,10 @@ Result<ContainerCgroups> makeContainerCgroups(const CgroupAsk& ask, const std::s
     }
     if (ask.memory_limit)
         if (auto s = write(out.dirs[0], "memory.limit_in_bytes", *ask.memory_limit); !s)
+            return s.error();
+    // After the memory limit: the kernel refuses memsw below it.
+    if (ask.swap_limit)
+        if (auto s = write(out.dirs[0], "memory.memsw.limit_in_bytes", *ask.swap_limit); !s)
             return s.error();
     if (ask.pids_limit)
         if (auto s = write(out.dirs[1], "pids.max", *ask.pids_limit); !s) return s.error();

@@ -22,6 +22,7 @@ struct CgroupAsk {
     std::string path;  // cgroupsPath, or the default one
     std::optional<int64_t> memory_limit;
     std::optional<int64_t> pids_limit;
+    std::optional<int64_t> swap_limit;  // memory and swap together, as the spec's memory.swap
 };
 
 // The cgroup directories made (absolute), in the order to remove them.

@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <functional>
 #include <nlohmann/json.hpp>
@@ -23,6 +24,7 @@
 #include "base/unique_fd.h"
 #include "oci/config.h"
 #include "oci/container.h"
+#include "oci/exec.h"
 #include "oci/state.h"
 #include "runtime/sandbox_launch.h"
 
@@ -165,6 +167,48 @@ int cmdCreate(const Globals& g, const std::vector<std::string>& rest, const Log&
         !s)
         return log.error(s.error().describe());
     return 0;
+}
+
+int cmdExec(const Globals& g, const std::vector<std::string>& all, const Log& log) {
+    // As runc: flags, the id, then the command, whose own flags stay its own.
+    std::vector<std::string> rest, command;
+    for (size_t i = 0; i < all.size(); ++i) {
+        const std::string& a = all[i];
+        if (a == "--" || a.empty() || a[0] != '-') {
+            size_t id = a == "--" ? i + 1 : i;
+            if (id < all.size()) rest.push_back(all[id]);
+            command.assign(all.begin() + static_cast<long>(std::min(id + 1, all.size())),
+                           all.end());
+            break;
+        }
+        rest.push_back(a);
+        static const std::set<std::string> kWithValue = {"--process", "-p", "--pid-file",
+                                                         "--console-socket", "--preserve-fds"};
+        if (kWithValue.count(a) && i + 1 < all.size()) rest.push_back(all[++i]);
+    }
+    Args a = parseArgs(rest,
+                       {{"--process", "process"},
+                        {"-p", "process"},
+                        {"--pid-file", "pid-file"},
+                        {"--console-socket", "console-socket"},
+                        {"--preserve-fds", "preserve-fds"}},
+                       {{"--detach", "detach"}, {"-d", "detach"}, {"--tty", "tty"}, {"-t", "tty"}});
+    if (!a.error.empty()) return log.error(a.error);
+    if (a.positional.size() != 1) return log.error("exec: expected a container id");
+    if (a.values.count("preserve-fds") && a.values["preserve-fds"] != "0")
+        return log.error("--preserve-fds: not supported yet");
+    ExecAsk ask;
+    ask.process_file = a.values["process"];
+    ask.args = command;
+    if (!ask.process_file.empty() && !ask.args.empty())
+        return log.error("exec: give --process or a command, not both");
+    ask.pid_file = a.values["pid-file"];
+    ask.console_socket = a.values["console-socket"];
+    ask.detach = a.bools.count("detach");
+    ask.tty = a.bools.count("tty");
+    auto status = execInContainer(g.root, a.positional[0], ask);
+    if (!status) return log.error(status.error().describe());
+    return *status;
 }
 
 int cmdStart(const Globals& g, const std::vector<std::string>& rest, const Log& log) {
@@ -450,6 +494,7 @@ int ociMain(int argc, char** argv) {
     if (command == "run") return cmdRun(g, rest, log);
     if (command == "list") return cmdList(g, rest, log);
     if (command == "ps") return cmdPs(g, rest, log);
+    if (command == "exec") return cmdExec(g, rest, log);
     if (kOciOnly.count(command))
         return log.error(command + " is not supported yet by stockade's OCI runtime");
     return log.error("unknown command \"" + command + "\"");

@@ -117,7 +117,8 @@ void readProcess(const json& p, Config& out) {
                            "supplementary groups are not supported yet (stockade denies "
                            "setgroups in every user namespace)");
         }
-        refuseIfSet(*user, "umask", "process.user.umask", "not supported yet");
+        if (const json* mask = member(*user, "umask"))
+            out.umask = static_cast<mode_t>(unsignedAt(*mask, "process.user.umask", 0777));
     }
     if (const json* caps = member(p, "capabilities")) {
         if (!caps->is_object()) refuse("process.capabilities", "expected an object");
@@ -195,7 +196,11 @@ void readProcess(const json& p, Config& out) {
         out.no_new_privileges = boolAt(*nnp, "process.noNewPrivileges");
     refuseIfSet(p, "apparmorProfile", "process.apparmorProfile", "not supported yet");
     refuseIfSet(p, "selinuxLabel", "process.selinuxLabel", "not supported yet");
-    refuseIfSet(p, "oomScoreAdj", "process.oomScoreAdj", "not supported yet");
+    if (const json* adj = member(p, "oomScoreAdj")) {
+        if (!adj->is_number_integer() || adj->get<int64_t>() < -1000 || adj->get<int64_t>() > 1000)
+            refuse("process.oomScoreAdj", "expected an integer from -1000 to 1000");
+        out.oom_score_adj = static_cast<int>(adj->get<int64_t>());
+    }
     refuseIfSet(p, "scheduler", "process.scheduler", "not supported yet");
     refuseIfSet(p, "ioPriority", "process.ioPriority", "not supported yet");
     refuseIfSet(p, "execCPUAffinity", "process.execCPUAffinity", "not supported yet");
@@ -234,7 +239,7 @@ void readMountOptions(const std::vector<std::string>& options, const std::string
                    o == "unbindable" || o == "runbindable") {
             refuse(field, "propagation \"" + o + "\" is not supported (every mount is private)");
         } else if (o == "tmpcopyup") {
-            refuse(field, "tmpcopyup is not supported yet");
+            m.tmpcopyup = true;  // judged against the image by create
         } else if (o == "remount" || o == "idmap" || o == "ridmap" || o == "move" || o == "rro" ||
                    o == "rrw" || o.starts_with("rnosuid") || o == "recursive") {
             refuse(field, "option \"" + o + "\" is not supported yet");
@@ -266,13 +271,20 @@ void readMounts(const json& mounts, Config& out) {
         refuseIfSet(j, "uidMappings", field + ".uidMappings", "idmapped mounts not supported yet");
         refuseIfSet(j, "gidMappings", field + ".gidMappings", "idmapped mounts not supported yet");
         if (m.type == "bind" || m.type == "none") m.bind = true;
+        if (m.tmpcopyup && (m.bind || m.type != "tmpfs"))
+            refuse(field + ".options", "tmpcopyup is for a tmpfs");
         if (m.bind) {
             m.type = "bind";
             if (m.source.empty()) refuse(field + ".source", "a bind mount needs a source");
             if (!m.data.empty())
                 refuse(field + ".options", "option \"" + m.data + "\" means nothing to a bind");
         } else if (m.type == "cgroup" || m.type == "cgroup2") {
-            refuse(field + ".type", "cgroup mounts are not supported yet");
+            // The container's own cgroup directories, bound read-only
+            // (oci/container_plan.cpp); a hierarchy named in the options is
+            // a v1 mount of one controller, which no client measured asks.
+            if (!m.data.empty())
+                refuse(field + ".options",
+                       "option \"" + m.data + "\" means nothing to a cgroup mount");
         } else if (m.type != "proc" && m.type != "tmpfs" && m.type != "devpts" &&
                    m.type != "mqueue" && m.type != "sysfs") {
             refuse(field + ".type", "type \"" + m.type + "\" is not supported");
@@ -367,15 +379,23 @@ void readLinux(const json& l, Config& out) {
                 for (const auto& [name, v] : value.items()) {
                     if (v.is_null()) continue;
                     const std::string field = "linux.resources." + key + "." + name;
-                    if (name != "limit") refuse(field, "not enforced yet");
+                    const bool swap = key == "memory" && name == "swap";
+                    if (name != "limit" && !swap) refuse(field, "not enforced yet");
                     if (!v.is_number_integer()) refuse(field, "expected an integer");
-                    (key == "memory" ? out.memory_limit : out.pids_limit) = v.get<int64_t>();
+                    (swap              ? out.swap_limit
+                     : key == "memory" ? out.memory_limit
+                                       : out.pids_limit) = v.get<int64_t>();
                 }
                 continue;
             }
             refuse("linux.resources." + key, "resource limits are not enforced yet");
         }
     }
+    // The spec's swap is memory and swap together (cgroup v1's memsw), so
+    // a limit on it needs a limit on memory no higher.
+    if (out.swap_limit && *out.swap_limit >= 0 &&
+        (!out.memory_limit || *out.memory_limit < 0 || *out.swap_limit < *out.memory_limit))
+        refuse("linux.resources.memory.swap", "below memory.limit, or without one");
     if (const json* prop = member(l, "rootfsPropagation")) {
         std::string p = stringAt(*prop, "linux.rootfsPropagation");
         if (!p.empty() && p != "private" && p != "rprivate")
@@ -391,6 +411,8 @@ void readLinux(const json& l, Config& out) {
         // container's bounding set holds it.
         seccomp::OciImportOptions options;
         options.capabilities = out.bounding_names;
+        options.keep_first_unconditional = true;
+        options.dropped = &out.seccomp_dropped;
         auto policy = seccomp::importOciSeccomp(sc->dump(), options);
         if (!policy) refuse("linux.seccomp", policy.error().describe());
         bool notify = policy->default_action == seccomp::Action::Notify;
@@ -407,6 +429,23 @@ const Namespace* Config::findNamespace(std::string_view type) const {
     for (const Namespace& n : namespaces)
         if (n.type == type) return &n;
     return nullptr;
+}
+
+Result<Config> parseProcess(std::string_view json_text) {
+    if (json_text.size() > kMaxConfigBytes)
+        return Error::message("process.json: larger than " + std::to_string(kMaxConfigBytes) +
+                              " bytes");
+    json doc = json::parse(json_text, nullptr, false);
+    if (doc.is_discarded()) return Error::message("process.json: not valid JSON");
+    Config out;
+    try {
+        readProcess(doc, out);
+    } catch (const Refusal& r) {
+        return Error::message("process.json: " + r.field + ": " + r.why);
+    } catch (const json::exception& e) {
+        return Error::message(std::string("process.json: ") + e.what());
+    }
+    return out;
 }
 
 Result<Config> parseConfig(std::string_view json_text) {
@@ -461,7 +500,9 @@ Result<Config> parseConfig(std::string_view json_text) {
             if (kIpc.count(key) || key.starts_with("fs.mqueue.")) {
                 if (!own("ipc")) refuse(field, "needs a new ipc namespace");
             } else if (key.starts_with("net.")) {
-                if (!own("network")) refuse(field, "needs a new network namespace");
+                // A joined one must not be the host's: judged by create,
+                // which writes them there (oci/container_plan.cpp).
+                if (!out.findNamespace("network")) refuse(field, "needs a network namespace");
             } else {
                 refuse(field, "not a namespaced sysctl: it would be the host's");
             }

@@ -21,11 +21,12 @@ namespace stockade::oci {
 
 struct Mount {
     std::string destination;  // absolute inside the container
-    std::string type;         // "bind", "proc", "tmpfs", ... ("bind" when options say so)
+    std::string type;         // "bind", "proc", "tmpfs", "cgroup"... ("bind" when options say so)
     std::string source;
     unsigned long flags = 0;  // MS_* from the options
     bool bind = false;        // bind or rbind
     bool recursive = false;   // rbind
+    bool tmpcopyup = false;   // a tmpfs starts with the image's directory's contents
     std::string data;         // the options mount(2) takes as data ("mode=755,size=65536k")
 };
 
@@ -54,6 +55,8 @@ struct Config {
     std::string cwd = "/";
     uid_t uid = 0;
     gid_t gid = 0;
+    std::optional<mode_t> umask;       // process.user.umask; none: the caller's
+    std::optional<int> oom_score_adj;  // process.oomScoreAdj, -1000..1000; none: the caller's
     std::vector<Rlimit> rlimits;
     bool no_new_privileges = false;
     bool terminal = false;  // process.terminal: a pty sent to --console-socket
@@ -75,9 +78,13 @@ struct Config {
     std::vector<std::string> readonly_paths;
     std::map<std::string, std::string> sysctl;      // namespaced ones only, judged by the reader
     std::optional<seccomp::SeccompPolicy> seccomp;  // none: no filter, as runc
+    // Calls a later unconditional rule gave a second action, dropped as
+    // libseccomp drops it for runc and crun (the first rule holds).
+    std::vector<std::string> seccomp_dropped;
     std::map<std::string, std::string> annotations;
     std::string cgroups_path;             // linux.cgroupsPath, as written
     std::optional<int64_t> memory_limit;  // linux.resources.memory.limit (<0: none)
+    std::optional<int64_t> swap_limit;    // linux.resources.memory.swap: memory+swap (<0: none)
     std::optional<int64_t> pids_limit;    // linux.resources.pids.limit (<=0: none)
 
     const Namespace* findNamespace(std::string_view type) const;
@@ -89,6 +96,10 @@ inline constexpr size_t kMaxConfigBytes = 4 << 20;
 // Parses and judges config.json's text; errors start with "config.json: "
 // and name the field.
 Result<Config> parseConfig(std::string_view json_text);
+
+// An `exec` process (runc's --process file): the process object alone,
+// judged as config.json's; errors start with "process.json: ".
+Result<Config> parseProcess(std::string_view json_text);
 
 // A capability's number by its name ("CAP_KILL"), or -1.
 int capabilityNumber(std::string_view name);

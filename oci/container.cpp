@@ -133,6 +133,9 @@ Status createContainer(const std::string& root_dir, const std::string& id,
         if (!connected) return connected.error();
         console = std::move(*connected);
     }
+    for (const std::string& name : config->seccomp_dropped)
+        note("linux.seccomp: \"" + name +
+             "\" has a second unconditional action; the first holds, as under runc and crun");
     if (!config->no_new_privileges)
         note(
             "process.noNewPrivileges is false: stockade sets no_new_privs in every "
@@ -167,18 +170,20 @@ Status createContainer(const std::string& root_dir, const std::string& id,
 
     // The cgroup first: a limit that cannot be set refuses the container
     // before anything of it exists.
-    if (!config->cgroups_path.empty() || config->memory_limit || config->pids_limit) {
-        if (geteuid() != 0)
+    if (!config->cgroups_path.empty() || config->memory_limit || config->pids_limit ||
+        config->swap_limit) {
+        if (!isHostRoot())
             return Error::message(
                 "config.json: linux.cgroupsPath, linux.resources: cgroups of a rootless "
                 "container are not supported yet");
         CgroupAsk ask{config->cgroups_path.empty() ? "/stockade-oci/" + id : config->cgroups_path,
-                      config->memory_limit, config->pids_limit};
+                      config->memory_limit, config->pids_limit, config->swap_limit};
         auto made = makeContainerCgroups(ask);
         if (!made) return made.error();
         cgroups = std::move(*made);
     }
-    auto planned = planContainer(*config, *bundle);
+    auto planned =
+        planContainer(*config, *bundle, cgroups ? cgroups->dirs : std::vector<std::string>{});
     if (!planned) return planned.error();
     ContainerPlan& cplan = *planned;
     ChildPlan& plan = cplan.plan;
@@ -197,7 +202,18 @@ Status createContainer(const std::string& root_dir, const std::string& id,
     for (auto& [fd, type] : cplan.joins)
         if (setns(fd.get(), type) < 0)
             return Error::fromErrno("linux.namespaces: setns(" + std::to_string(type) + ")");
-    if (geteuid() == 0 && setgroups(0, nullptr) < 0) return Error::fromErrno("setgroups(0)");
+    if (auto s = prepareJoinedNetwork(cplan); !s) return s.error();
+    // process.oomScoreAdj: inherited by the clone as umask is; a value
+    // below the caller's needs CAP_SYS_RESOURCE, and without it create fails.
+    if (config->oom_score_adj) {
+        UniqueFd adj(open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC));
+        const std::string text = std::to_string(*config->oom_score_adj);
+        if (!adj || write(adj.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()))
+            return Error::fromErrno("config.json: process.oomScoreAdj: write(" + text + ")");
+    }
+    // process.user.umask: the clone inherits it, and so does the command.
+    if (config->umask) ::umask(*config->umask);
+    if (isHostRoot() && setgroups(0, nullptr) < 0) return Error::fromErrno("setgroups(0)");
     // init takes its signals with sigwaitinfo, so they are blocked before
     // the clone, which inherits the mask (runtime/sandbox_launch.h).
     sigset_t mask = signalsForInit();

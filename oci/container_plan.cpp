@@ -1,15 +1,22 @@
 #include "oci/container_plan.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <sched.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
+#include <linux/magic.h>
 #include <fstream>
+#include <sstream>
 
 #include "namespaces/syscalls.h"
+#include "oci/state.h"
 #include "runtime/child_plan_builder.h"
 #include "runtime/host_path.h"
 #include "seccomp/filter.h"
@@ -48,7 +55,320 @@ int cloneFlagOf(const std::string& type) {
     return 0;
 }
 
+// A cgroup mount shows the container its own cgroup and nothing else of
+// the host's tree: a small tmpfs at the destination with each of the
+// container's v1 cgroup directories bound beneath it by controller
+// ("memory", "pids"), or on a unified v2 tree that one directory bound at
+// the destination itself; with no cgroup of its own (no limits, no
+// cgroupsPath), the empty tmpfs. The binds are read-only whatever the
+// options say, and the container's ids own none of the files; `ro` makes
+// the tmpfs read-only too, once everything is in it.
+Status addCgroupMount(ChildPlan& plan, const Mount& m, const std::vector<std::string>& cgroup_dirs,
+                      const std::string& where) {
+    struct statfs fs {};
+    const bool unified = statfs("/sys/fs/cgroup", &fs) == 0 && fs.f_type == CGROUP2_SUPER_MAGIC;
+    const std::string target = relative(m.destination);
+    auto bind = [&](const std::string& dir, const std::string& at) -> Status {
+        auto held = holdHostPath(where, dir, false);
+        if (!held) return held.error();
+        return addHeldBind(plan, *held,
+                           {.target = at,
+                            .target_is_dir = true,
+                            .writable = false,
+                            .recursive = false,
+                            .flags = MS_NODEV | MS_NOEXEC,
+                            .resolve_in_root = true,
+                            .description = "mount the cgroup " + dir + " at /" + at});
+    };
+    if (unified && cgroup_dirs.size() == 1) return bind(cgroup_dirs[0], target);
+    ns::addOp(plan.mounts, {.kind = MountKind::Filesystem,
+                            .source = "cgroup",
+                            .target = target,
+                            .data = "mode=755,size=4k,nr_inodes=64",
+                            .fstype = "tmpfs",
+                            .flags = MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                            .resolve_in_root = true,
+                            .description = "mount a tmpfs for the cgroups at " + m.destination});
+    const std::string prefix = "/sys/fs/cgroup/";
+    for (const std::string& dir : cgroup_dirs) {
+        if (!dir.starts_with(prefix))
+            return Error::message(where + ": cgroup " + dir + " is not under " + prefix);
+        std::string controller =
+            dir.substr(prefix.size(), dir.find('/', prefix.size()) - prefix.size());
+        if (auto s = bind(dir, target + "/" + controller); !s) return s.error();
+    }
+    if (m.flags & MS_RDONLY)
+        ns::addOp(plan.mounts, {.kind = MountKind::ReadOnlyInPlace,
+                                .target = target,
+                                .resolve_in_root = true,
+                                .description = "make " + m.destination + " read-only"});
+    return okStatus();
+}
+
+// As root, the container's uid is a leased id that owns nothing of a
+// root-owned image, so a missing mount target (podman's /etc/resolv.conf,
+// /run/.containerenv) is made here, in the image, as runc makes it: each
+// component resolved in the root (openat2 RESOLVE_IN_ROOT, so no symlink of
+// the image leads out), directories 0755 and files empty 0644. A target
+// beneath an earlier mount of the bundle's (/dev/shm on a /dev tmpfs) is
+// the container's own to make, in that mount.
+Status makeMountTargetInImage(int root_fd, const std::string& target, bool is_dir,
+                              const std::string& where) {
+    std::string done;
+    size_t i = 0;
+    while (i < target.size()) {
+        size_t end = target.find('/', i);
+        if (end == std::string::npos) end = target.size();
+        const std::string name = target.substr(i, end - i);
+        const bool last = end == target.size();
+        i = end + 1;
+        if (name.empty()) continue;
+        open_how how{};
+        how.flags = O_PATH | O_CLOEXEC;
+        how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
+        const std::string path = done.empty() ? name : done + "/" + name;
+        UniqueFd existing(ns::sysOpenat2(root_fd, path.c_str(), &how));
+        if (existing) {
+            done = path;
+            continue;
+        }
+        if (errno != ENOENT)
+            return Error::fromErrno(where + ": open(\"/" + path + "\") in the image");
+        how.flags = O_PATH | O_DIRECTORY | O_CLOEXEC;
+        UniqueFd parent(ns::sysOpenat2(root_fd, done.empty() ? "." : done.c_str(), &how));
+        if (!parent) return Error::fromErrno(where + ": open(\"/" + done + "\") in the image");
+        int made = 0;
+        if (!last || is_dir) {
+            made = mkdirat(parent.get(), name.c_str(), 0755);
+        } else {
+            UniqueFd file(openat(parent.get(), name.c_str(),
+                                 O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
+            made = file ? 0 : -1;
+        }
+        if (made < 0 && errno != EEXIST)
+            return Error::fromErrno(where + ": make \"/" + path + "\" in the image");
+        done = path;
+    }
+    return okStatus();
+}
+
+// tmpcopyup: the tmpfs starts with what the image holds at its
+// destination. The image's directory, held, when it holds anything; none
+// when it is empty or missing (the child then mounts the tmpfs itself).
+Result<UniqueFd> tmpcopyupSource(int root_fd, const std::string& target, const std::string& where) {
+    open_how how{};
+    how.flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC;
+    how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
+    UniqueFd dir(ns::sysOpenat2(root_fd, target.c_str(), &how));
+    if (!dir) {
+        if (errno == ENOENT) return UniqueFd();
+        return Error::fromErrno(where + ".options: tmpcopyup: open(\"/" + target +
+                                "\") in the image");
+    }
+    DIR* d = fdopendir(dup(dir.get()));
+    if (!d) return Error::fromErrno(where + ".options: tmpcopyup: fdopendir()");
+    bool empty = true;
+    while (dirent* e = readdir(d))
+        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) empty = false;
+    closedir(d);
+    if (empty) return UniqueFd();
+    return dir;
+}
+
+// An image file's owner as the tmpfs copy's: the image's ids taken as the
+// container's (its root's files its root's), as an idmapped root would
+// show them; an id outside the container's range is kept (it shows as
+// nobody inside). Rootless, every file is the caller's already.
+uid_t copyOwner(uint32_t image_id, uint32_t inside, uint32_t host, uint32_t count) {
+    if (count > 1) return image_id < count ? host - inside + image_id : image_id;
+    return image_id == inside ? host : image_id;
+}
+
+// Copies the tree under `from` into `to`: directories, regular files and
+// symlinks, never following one; modes without setuid and setgid (the
+// tmpfs is the container's scratch, not a place to carry them); a device,
+// fifo or socket refused. `depth` bounds a hostile image's nesting.
+Status copyTree(int from, int to, const ns::IdMapping& ids, bool as_root, const std::string& where,
+                int depth) {
+    if (depth > 64) return Error::message(where + ": tmpcopyup: nested deeper than 64");
+    DIR* d = fdopendir(dup(from));
+    if (!d) return Error::fromErrno(where + ": tmpcopyup: fdopendir()");
+    rewinddir(d);  // the dup shares the offset of any read before
+    std::vector<std::string> names;
+    while (dirent* e = readdir(d))
+        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+            names.emplace_back(e->d_name);
+    closedir(d);
+    auto owned = [&](int dirfd, const char* name, const struct stat& st, int flags) -> Status {
+        if (!as_root) return okStatus();
+        if (fchownat(dirfd, name, copyOwner(st.st_uid, ids.inside_uid, ids.host_uid, ids.count),
+                     copyOwner(st.st_gid, ids.inside_gid, ids.host_gid, ids.count), flags) < 0)
+            return Error::fromErrno(where + ": tmpcopyup: chown(\"" + std::string(name) + "\")");
+        return okStatus();
+    };
+    for (const std::string& name : names) {
+        const char* n = name.c_str();
+        struct stat st {};
+        if (fstatat(from, n, &st, AT_SYMLINK_NOFOLLOW) < 0)
+            return Error::fromErrno(where + ": tmpcopyup: stat(\"" + name + "\")");
+        const mode_t mode = st.st_mode & 01777;
+        if (S_ISDIR(st.st_mode)) {
+            if (mkdirat(to, n, 0700) < 0)
+                return Error::fromErrno(where + ": tmpcopyup: mkdir(\"" + name + "\")");
+            UniqueFd src(openat(from, n, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+            UniqueFd dst(openat(to, n, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+            if (!src || !dst)
+                return Error::fromErrno(where + ": tmpcopyup: open(\"" + name + "\")");
+            if (auto s = copyTree(src.get(), dst.get(), ids, as_root, where, depth + 1); !s)
+                return s;
+            if (auto s = owned(to, n, st, AT_SYMLINK_NOFOLLOW); !s) return s;
+            if (fchmod(dst.get(), mode) < 0)
+                return Error::fromErrno(where + ": tmpcopyup: chmod(\"" + name + "\")");
+        } else if (S_ISREG(st.st_mode)) {
+            // A second name of a file could be any file of that filesystem
+            // (a host secret linked in by whoever writes the image), whose
+            // copy the container would then own.
+            if (st.st_nlink > 1)
+                return Error::message(where + ": tmpcopyup: \"" + name +
+                                      "\" has more than one link, and is not copied");
+            UniqueFd src(openat(from, n, O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+            UniqueFd dst(openat(to, n, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+            if (!src || !dst)
+                return Error::fromErrno(where + ": tmpcopyup: open(\"" + name + "\")");
+            char buf[65536];
+            ssize_t got;
+            while ((got = read(src.get(), buf, sizeof(buf))) > 0)
+                for (ssize_t off = 0; off < got;) {
+                    ssize_t put = write(dst.get(), buf + off, static_cast<size_t>(got - off));
+                    if (put < 0)
+                        return Error::fromErrno(where + ": tmpcopyup: write(\"" + name + "\")");
+                    off += put;
+                }
+            if (got < 0) return Error::fromErrno(where + ": tmpcopyup: read(\"" + name + "\")");
+            if (auto s = owned(to, n, st, AT_SYMLINK_NOFOLLOW); !s) return s;
+            if (fchmod(dst.get(), mode) < 0)
+                return Error::fromErrno(where + ": tmpcopyup: chmod(\"" + name + "\")");
+        } else if (S_ISLNK(st.st_mode)) {
+            char target[PATH_MAX];
+            ssize_t len = readlinkat(from, n, target, sizeof(target) - 1);
+            if (len < 0) return Error::fromErrno(where + ": tmpcopyup: readlink(\"" + name + "\")");
+            target[len] = '\0';
+            if (symlinkat(target, to, n) < 0)
+                return Error::fromErrno(where + ": tmpcopyup: symlink(\"" + name + "\")");
+            if (auto s = owned(to, n, st, AT_SYMLINK_NOFOLLOW); !s) return s;
+        } else {
+            return Error::message(where + ": tmpcopyup: \"" + name +
+                                  "\" is a device, fifo or socket, which is not copied");
+        }
+    }
+    return okStatus();
+}
+
+unsigned mountAttrsOf(unsigned long flags);
+
+// The tmpfs made here with the options asked, the image's directory copied
+// in, made read-only after if asked, and attached by the child like a
+// held bind: a tmpfs the child mounted would be empty.
+Result<UniqueFd> copiedTmpfs(const Mount& m, int source, const struct stat& source_st,
+                             const ns::IdMapping& ids, bool as_root, const std::string& where) {
+    UniqueFd fs(static_cast<int>(syscall(SYS_fsopen, "tmpfs", FSOPEN_CLOEXEC)));
+    if (!fs) return Error::fromErrno(where + ": tmpcopyup: fsopen(\"tmpfs\")");
+    std::istringstream options(m.data);
+    std::string option;
+    while (std::getline(options, option, ',')) {
+        if (option.empty()) continue;
+        size_t eq = option.find('=');
+        const std::string key = option.substr(0, eq);
+        int r = eq == std::string::npos
+                    ? static_cast<int>(syscall(SYS_fsconfig, fs.get(), FSCONFIG_SET_FLAG,
+                                               key.c_str(), nullptr, 0))
+                    : static_cast<int>(syscall(SYS_fsconfig, fs.get(), FSCONFIG_SET_STRING,
+                                               key.c_str(), option.c_str() + eq + 1, 0));
+        if (r < 0) return Error::fromErrno(where + ".options: tmpfs option \"" + option + "\"");
+    }
+    if (syscall(SYS_fsconfig, fs.get(), FSCONFIG_CMD_CREATE, nullptr, nullptr, 0) < 0)
+        return Error::fromErrno(where + ": tmpcopyup: fsconfig(FSCONFIG_CMD_CREATE)");
+    const unsigned attrs = mountAttrsOf(m.flags);
+    UniqueFd mnt(static_cast<int>(
+        syscall(SYS_fsmount, fs.get(), FSMOUNT_CLOEXEC, attrs & ~unsigned{MOUNT_ATTR_RDONLY})));
+    if (!mnt) return Error::fromErrno(where + ": tmpcopyup: fsmount()");
+    UniqueFd top(openat(mnt.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!top) return Error::fromErrno(where + ": tmpcopyup: open the tmpfs");
+    if (auto s = copyTree(source, top.get(), ids, as_root, where, 0); !s) return s.error();
+    if (as_root &&
+        fchown(top.get(), copyOwner(source_st.st_uid, ids.inside_uid, ids.host_uid, ids.count),
+               copyOwner(source_st.st_gid, ids.inside_gid, ids.host_gid, ids.count)) < 0)
+        return Error::fromErrno(where + ": tmpcopyup: chown the tmpfs");
+    if (fchmod(top.get(), source_st.st_mode & 01777) < 0)
+        return Error::fromErrno(where + ": tmpcopyup: chmod the tmpfs");
+    if (attrs & MOUNT_ATTR_RDONLY) {
+        mount_attr attr{};
+        attr.attr_set = MOUNT_ATTR_RDONLY;
+        if (ns::sysMountSetattr(mnt.get(), "", AT_EMPTY_PATH, &attr) < 0)
+            return Error::fromErrno(where + ": tmpcopyup: make the tmpfs read-only");
+    }
+    return mnt;
+}
+
+bool beneath(const std::string& path, const std::string& dir) {
+    return dir == "/" || path == dir || path.starts_with(dir + "/");
+}
+
+unsigned mountAttrsOf(unsigned long flags) {
+    unsigned attrs = 0;
+    if (flags & MS_RDONLY) attrs |= MOUNT_ATTR_RDONLY;
+    if (flags & MS_NOSUID) attrs |= MOUNT_ATTR_NOSUID;
+    if (flags & MS_NODEV) attrs |= MOUNT_ATTR_NODEV;
+    if (flags & MS_NOEXEC) attrs |= MOUNT_ATTR_NOEXEC;
+    if (flags & MS_NOATIME) attrs |= MOUNT_ATTR_NOATIME;
+    if (flags & MS_NODIRATIME) attrs |= MOUNT_ATTR_NODIRATIME;
+    if (flags & MS_STRICTATIME) attrs |= MOUNT_ATTR_STRICTATIME;
+    return attrs;
+}
+
 }  // namespace
+
+std::string pingGroupRangeOnHost(const std::string& value, const ns::IdMapping& ids) {
+    std::istringstream in(value);
+    int64_t low = 0, high = 0;
+    std::string rest;
+    if (!(in >> low >> high) || (in >> rest) || low < 0 || high < low) return value;
+    // The container's gids: 0..count-1 from the block's base, or its one gid.
+    int64_t first = ids.count > 1 ? 0 : ids.inside_gid;
+    int64_t last = ids.count > 1 ? ids.count - 1 : ids.inside_gid;
+    int64_t base = static_cast<int64_t>(ids.host_gid) - ids.inside_gid;
+    low = std::max(low, first);
+    high = std::min(high, last);
+    if (low > high) return "1 0";
+    return std::to_string(low + base) + " " + std::to_string(high + base);
+}
+
+Status prepareJoinedNetwork(ContainerPlan& planned) {
+    for (const auto& [index, attrs] : planned.joined_net_sysfs) {
+        // Made here, in the joined network namespace: a sysfs shows the
+        // network devices of the namespace its mounter is in.
+        UniqueFd fs(static_cast<int>(syscall(SYS_fsopen, "sysfs", FSOPEN_CLOEXEC)));
+        if (!fs) return Error::fromErrno("mount sysfs: fsopen(\"sysfs\")");
+        if (syscall(SYS_fsconfig, fs.get(), FSCONFIG_CMD_CREATE, nullptr, nullptr, 0) < 0)
+            return Error::fromErrno("mount sysfs: fsconfig(FSCONFIG_CMD_CREATE)");
+        UniqueFd mnt(static_cast<int>(syscall(SYS_fsmount, fs.get(), FSMOUNT_CLOEXEC, attrs)));
+        if (!mnt) return Error::fromErrno("mount sysfs: fsmount()");
+        planned.plan.mounts.ops[index].prepared_fd = mnt.get();
+        planned.plan.prepared.push_back(std::move(mnt));
+    }
+    for (const auto& [key, value] : planned.joined_net_sysctls) {
+        std::string path = "/proc/sys/" + key;
+        for (size_t i = 10; i < path.size(); ++i)
+            if (path[i] == '.') path[i] = '/';
+        std::string text =
+            key == "net.ipv4.ping_group_range" ? pingGroupRangeOnHost(value, planned.ids) : value;
+        UniqueFd fd(open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW));
+        if (!fd || write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()))
+            return Error::fromErrno("config.json: linux.sysctl." + key + ": write(\"" + path +
+                                    "\")");
+    }
+    return okStatus();
+}
 
 Result<ns::IdMapping> idsFor(const Config& config, bool as_root, uid_t caller_uid, gid_t caller_gid,
                              uint32_t leased_first, uint32_t leased_width) {
@@ -93,10 +413,11 @@ Result<ns::IdMapping> idsFor(const Config& config, bool as_root, uid_t caller_ui
     return ns::IdMapping{uid, u.host_id + uid, gid, g.host_id + gid, u.size};
 }
 
-Result<ContainerPlan> planContainer(const Config& config, const std::string& bundle) {
+Result<ContainerPlan> planContainer(const Config& config, const std::string& bundle,
+                                    const std::vector<std::string>& cgroup_dirs) {
     ContainerPlan out;
     ChildPlan& plan = out.plan;
-    const bool as_root = geteuid() == 0;
+    const bool as_root = isHostRoot();
 
     // The ids: as root a leased block, its lock handed to init.
     uint32_t first = 0, width = 0;
@@ -133,6 +454,29 @@ Result<ContainerPlan> planContainer(const Config& config, const std::string& bun
         out.joins.emplace_back(std::move(fd), flag);
     }
     plan.hostname = config.hostname;
+    const Namespace* net = config.findNamespace("network");
+    const bool joined_net = net && !net->path.empty();
+    if (joined_net) {
+        // The host's: the caller's own, or that of PID 1 (the caller may
+        // itself sit in another): create writes these sysctls as the
+        // caller, so they would be the host's.
+        struct stat joined {};
+        struct stat own {};
+        struct stat first {};
+        if (stat(net->path.c_str(), &joined) < 0 || stat("/proc/self/ns/net", &own) < 0)
+            return Error::fromErrno("linux.namespaces (network): stat(\"" + net->path + "\")");
+        const bool init_seen = stat("/proc/1/ns/net", &first) == 0;
+        const bool host =
+            (joined.st_dev == own.st_dev && joined.st_ino == own.st_ino) ||
+            (init_seen && joined.st_dev == first.st_dev && joined.st_ino == first.st_ino);
+        for (const auto& [key, value] : config.sysctl)
+            if (key.starts_with("net.")) {
+                if (host)
+                    return Error::message("config.json: linux.sysctl." + key +
+                                          ": the joined network namespace is the host's");
+                out.joined_net_sysctls.emplace_back(key, value);
+            }
+    }
 
     // The image root, bound at the staging directory; the bundle's mounts in
     // its order, each target resolved inside the image.
@@ -171,6 +515,28 @@ Result<ContainerPlan> planContainer(const Config& config, const std::string& bun
         const Mount& m = config.mounts[i];
         const std::string where = "mounts[" + std::to_string(i) + "] (" + m.destination + ")";
         if (m.destination == "/") return Error::message(where + ": cannot mount over the root");
+        UniqueFd copy_from;
+        if (m.tmpcopyup) {
+            auto source = tmpcopyupSource(held_root->get(), relative(m.destination), where);
+            if (!source) return source.error();
+            copy_from = std::move(*source);
+        }
+        bool in_earlier_mount = false;
+        for (size_t j = 0; j < i; ++j)
+            in_earlier_mount =
+                in_earlier_mount || beneath(m.destination, config.mounts[j].destination);
+        if (as_root && !in_earlier_mount) {
+            bool is_dir = true;
+            if (m.bind) {
+                std::string source = m.source[0] == '/' ? m.source : bundle + "/" + m.source;
+                struct stat st {};
+                is_dir = stat(source.c_str(), &st) < 0 || S_ISDIR(st.st_mode);
+            }
+            if (auto s = makeMountTargetInImage(held_root->get(), relative(m.destination), is_dir,
+                                                where);
+                !s)
+                return s.error();
+        }
         if (m.bind) {
             std::string source = m.source[0] == '/' ? m.source : bundle + "/" + m.source;
             auto path = resolved(source, where + ".source");
@@ -187,6 +553,44 @@ Result<ContainerPlan> planContainer(const Config& config, const std::string& bun
                                       .description = "mount " + *path + " at " + m.destination});
                 !s)
                 return s.error().withContext(where);
+            continue;
+        }
+        if (m.type == "cgroup" || m.type == "cgroup2") {
+            if (auto s = addCgroupMount(plan, m, cgroup_dirs, where); !s) return s.error();
+            continue;
+        }
+        // Not the container's own network namespace (joined by path, or
+        // none listed: the caller's): its user namespace may not mount a
+        // sysfs of it, so create does (prepareJoinedNetwork).
+        if (m.type == "sysfs" && (joined_net || !net)) {
+            ns::addOp(mounts, {.kind = MountKind::AttachPrepared,
+                               .target = relative(m.destination),
+                               .resolve_in_root = true,
+                               .description = "mount sysfs at " + m.destination});
+            out.joined_net_sysfs.emplace_back(mounts.ops.size() - 1, mountAttrsOf(m.flags));
+            continue;
+        }
+        // The tmpfs is made before the clone, by root of the host or of a
+        // user namespace of its own (rootless podman's), never by an
+        // unprivileged caller.
+        const bool privileged = geteuid() == 0;
+        if (copy_from && !privileged)
+            return Error::message(where +
+                                  ".options: tmpcopyup of a directory that holds files in the "
+                                  "image is supported only as root yet (the tmpfs is made "
+                                  "before the clone)");
+        if (copy_from) {
+            struct stat st {};
+            if (fstat(copy_from.get(), &st) < 0)
+                return Error::fromErrno(where + ": tmpcopyup: fstat()");
+            auto tmpfs = copiedTmpfs(m, copy_from.get(), st, out.ids, privileged, where);
+            if (!tmpfs) return tmpfs.error();
+            ns::addOp(mounts, {.kind = MountKind::AttachPrepared,
+                               .target = relative(m.destination),
+                               .prepared_fd = tmpfs->get(),
+                               .resolve_in_root = true,
+                               .description = "mount a tmpfs (tmpcopyup) at " + m.destination});
+            plan.prepared.push_back(std::move(*tmpfs));
             continue;
         }
         if (m.destination == "/dev" && m.type == "tmpfs") dev_is_tmpfs = true;
@@ -216,6 +620,7 @@ Result<ContainerPlan> planContainer(const Config& config, const std::string& bun
     // Sysctls in the container's own /proc/sys, before readonlyPaths can
     // make it read-only.
     for (const auto& [key, value] : config.sysctl) {
+        if (joined_net && key.starts_with("net.")) continue;
         std::string path = "proc/sys/" + key;
         for (char& c : path)
             if (c == '.') c = '/';
@@ -268,16 +673,21 @@ Result<ContainerPlan> planContainer(const Config& config, const std::string& bun
 
     // Seccomp as the spec asks: none without linux.seccomp (as runc), else
     // the bundle's, compiled here; either way nothing may mint setuid files.
-    if (config.seccomp) {
-        seccomp::SeccompPolicy policy = *config.seccomp;
-        if (auto s = seccomp::checkNoSetidRulesHold(policy); !s)
-            return s.error().withContext("config.json: linux.seccomp");
-        seccomp::addNoSetidRules(policy);
-        auto compiled = seccomp::compileFilter(policy);
-        if (!compiled) return compiled.error().withContext("config.json: linux.seccomp");
-        plan.seccomp_program = std::move(compiled->program);
-    }
+    auto program = seccompProgramFor(config);
+    if (!program) return program.error();
+    plan.seccomp_program = std::move(*program);
     return out;
+}
+
+Result<std::vector<sock_filter>> seccompProgramFor(const Config& config) {
+    if (!config.seccomp) return std::vector<sock_filter>{};
+    seccomp::SeccompPolicy policy = *config.seccomp;
+    if (auto s = seccomp::checkNoSetidRulesHold(policy); !s)
+        return s.error().withContext("config.json: linux.seccomp");
+    seccomp::addNoSetidRules(policy);
+    auto compiled = seccomp::compileFilter(policy);
+    if (!compiled) return compiled.error().withContext("config.json: linux.seccomp");
+    return std::move(compiled->program);
 }
 
 }  // namespace stockade::oci

@@ -28,11 +28,37 @@ struct ContainerPlan {
     // Namespaces joined by path (setns before the clone): fd and CLONE_NEW* type.
     std::vector<std::pair<UniqueFd, int>> joins;
     std::string rootfs;  // the image root, resolved
+    // A network namespace joined by path (podman's, made and configured
+    // before create), or the caller's own when none is listed (podman's
+    // --network host), is owned by a user namespace the container's is not
+    // beneath, so the container can neither mount a sysfs of it nor write
+    // its sysctls: create does both after joining it, before the clone
+    // (prepareJoinedNetwork); sysctls only in a joined one not the host's. The sysfs ops wait in
+    // plan.mounts for the mounts made then; the sysctls hold host ids where the kernel reads ids.
+    std::vector<std::pair<size_t, unsigned>> joined_net_sysfs;  // op index, MOUNT_ATTR_*
+    std::vector<std::pair<std::string, std::string>> joined_net_sysctls;
 };
 
 // Builds the plan for the bundle at `bundle` (absolute, resolved). Errors
 // name the config field or the host path at fault.
-Result<ContainerPlan> planContainer(const Config& config, const std::string& bundle);
+// `cgroup_dirs` are the container's cgroup directories (oci/cgroups.h),
+// which a cgroup mount shows it.
+Result<ContainerPlan> planContainer(const Config& config, const std::string& bundle,
+                                    const std::vector<std::string>& cgroup_dirs);
+
+// The seccomp program of a container: the bundle's filter with stockade's
+// no-setid rules (G3); empty without linux.seccomp, as runc. `exec`'s
+// processes get the same one as the container's command.
+Result<std::vector<sock_filter>> seccompProgramFor(const Config& config);
+
+// What a joined network namespace needs done by create itself (above),
+// called once create has joined it and before the clone.
+Status prepareJoinedNetwork(ContainerPlan& planned);
+
+// net.ipv4.ping_group_range's "LOW HIGH" of container gids as the host's
+// gids the container's map to (the kernel reads them in the writer's user
+// namespace); "1 0" (nobody) when none of them is mapped.
+std::string pingGroupRangeOnHost(const std::string& value, const ns::IdMapping& ids);
 
 // The ids the container gets, from linux.uidMappings/gidMappings or, without
 // them, stockade's own choice (as root a leased block, rootless the

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "runtime/small_file.h"
@@ -34,8 +35,16 @@ Status makeDirs(const std::string& path) {
 
 }  // namespace
 
+bool isHostRoot() {
+    if (geteuid() != 0) return false;
+    std::ifstream map("/proc/self/uid_map");
+    uint64_t inside = 1, outside = 1, count = 0;
+    if (!(map >> inside >> outside >> count)) return false;
+    return inside == 0 && outside == 0 && count == 4294967295ull;
+}
+
 Result<std::string> defaultRoot() {
-    if (geteuid() == 0) return std::string("/run/stockade-oci");
+    if (isHostRoot()) return std::string("/run/stockade-oci");
     const char* xdg = getenv("XDG_RUNTIME_DIR");
     if (!xdg || xdg[0] != '/')
         return Error::message("XDG_RUNTIME_DIR is not set: give --root for a rootless runtime");

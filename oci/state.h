@@ -23,6 +23,13 @@ inline constexpr size_t kMaxIdLength = 1024;
 // /run/stockade-oci as root, $XDG_RUNTIME_DIR/stockade-oci otherwise.
 Result<std::string> defaultRoot();
 
+// Whether this process is root of the host: euid 0 in the initial user
+// namespace (its uid_map the whole range). Under rootless podman the
+// runtime runs as uid 0 of podman's own user namespace, which is not: it
+// takes the rootless paths (state under $XDG_RUNTIME_DIR, the caller's own
+// id for the container, no cgroups, no setgroups).
+bool isHostRoot();
+
 // Refused: empty, longer than kMaxIdLength, ".", "..", or holding '/', NUL
 // or a control character.
 Status validateId(const std::string& id);

@@ -10,7 +10,7 @@ BUILD_PACKAGES="cmake ninja-build g++ make libseccomp-dev libcap-dev libboost-pr
 nlohmann-json3-dev nettle-dev libpugixml-dev libre2-dev"
 TEST_PACKAGES="catch2 bubblewrap python3 python3-jsonschema python3-pytest nodejs git util-linux \
 iproute2 nftables debootstrap clang libclang-rt-14-dev llvm-14 hyperfine qemu-system-x86 busybox-static \
-uidmap libpython3.11-testsuite apparmor jq curl"
+uidmap libpython3.11-testsuite apparmor jq curl podman"
 
 case ${1:-test} in
     build) PACKAGES=$BUILD_PACKAGES ;;

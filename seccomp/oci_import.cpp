@@ -429,16 +429,24 @@ class Reader {
         // libseccomp keeps the first of two unconditional actions for one
         // call and drops the second without a word; refuse instead.
         if (rule.args.empty()) {
+            std::vector<std::string> kept;
             for (const std::string& name : rule.names) {
                 auto [it, inserted] =
                     unconditional_.try_emplace(name, Seen{rule.action, rule.errno_ret, path});
                 if (!inserted &&
-                    (it->second.action != rule.action || it->second.err != rule.errno_ret))
-                    failAt(path + "/action", "\"" + name + "\" already has " +
-                                                 std::string(actionName(it->second.action)) +
-                                                 " from " + it->second.path +
-                                                 " without argument conditions");
+                    (it->second.action != rule.action || it->second.err != rule.errno_ret)) {
+                    if (!options_.keep_first_unconditional)
+                        failAt(path + "/action", "\"" + name + "\" already has " +
+                                                     std::string(actionName(it->second.action)) +
+                                                     " from " + it->second.path +
+                                                     " without argument conditions");
+                    if (options_.dropped) options_.dropped->push_back(name);
+                    continue;
+                }
+                kept.push_back(name);
             }
+            if (kept.empty()) return;
+            rule.names = std::move(kept);
         }
         policy.rules.push_back(std::move(rule));
     }

@@ -31,6 +31,12 @@ struct OciImportOptions {
     std::vector<std::string> capabilities;
     // For `minKernel`; nullopt: the running kernel, from uname(2).
     std::optional<KernelVersion> kernel;
+    // An OCI runtime's reading (oci/config.cpp): a second unconditional
+    // action for a call already given one is dropped, as libseccomp drops it
+    // for runc and crun (podman's default profile allows setns, then denies
+    // it), and its names listed in `dropped`; otherwise it is refused.
+    bool keep_first_unconditional = false;
+    std::vector<std::string>* dropped = nullptr;
 };
 
 Result<SeccompPolicy> importOciSeccomp(std::string_view json_text,

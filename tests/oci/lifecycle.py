@@ -201,6 +201,19 @@ def main():
         r = rt("list", "--format", "json")
         check("list names it", r.returncode == 0 and any(c["id"] == "c1" for c in json.loads(r.stdout)),
               r.stdout + r.stderr)
+        # exec: flags, the id, then the command with flags of its own.
+        r = rt("exec", "c1", "sh", "-c", "echo in; exit 7")
+        if mode == "root":
+            check("exec: its output and exit code", r.returncode == 7 and r.stdout == "in\n",
+                  (r.returncode, r.stdout, r.stderr))
+        else:
+            check("exec rootless: refused, saying so",
+                  r.returncode == 1 and "rootless exec is not supported yet" in r.stderr,
+                  (r.returncode, r.stderr))
+        r = rt("ps", "--format", "json", "c1")
+        check("...and the exec'ed process is gone, the container as it was",
+              r.returncode == 0 and len(json.loads(r.stdout)) == 2 and
+              (state_of(rt, "c1") or {}).get("status") == "running", (r.stdout, r.stderr))
         r = rt("delete", "c1")
         check("delete of a running container without --force is refused",
               r.returncode != 0 and "not stopped" in r.stderr, r.stderr)

@@ -18,6 +18,7 @@
 #include "oci/config.h"
 #include "oci/container_plan.h"
 #include "oci/state.h"
+#include "seccomp/oci_import.h"
 
 using namespace stockade::oci;
 using nlohmann::json;
@@ -123,6 +124,27 @@ TEST_CASE("oci config: namespaced sysctls are read", "[oci]") {
     CHECK(parsed->sysctl.at("kernel.shmmni") == "100");
 }
 
+TEST_CASE("oci config: podman's umask, cgroup mount and a joined network's sysctl are read",
+          "[oci]") {
+    json doc = fixture();
+    doc["process"]["user"]["umask"] = 18;
+    doc["mounts"].push_back(
+        {{"destination", "/sys/fs/cgroup"},
+         {"type", "cgroup"},
+         {"source", "cgroup"},
+         {"options", {"rprivate", "nosuid", "noexec", "nodev", "relatime", "ro"}}});
+    // The fixture joins a network namespace by path; create judges that it
+    // is not the host's and writes the sysctl there.
+    doc["linux"]["sysctl"] = {{"net.ipv4.ping_group_range", "0 0"}};
+    auto parsed = parseConfig(doc.dump());
+    REQUIRE(parsed);
+    CHECK(parsed->umask == 022);
+    CHECK(!parsed->oom_score_adj);
+    CHECK(parsed->mounts.back().type == "cgroup");
+    CHECK((parsed->mounts.back().flags & MS_RDONLY) != 0);
+    CHECK(parsed->sysctl.at("net.ipv4.ping_group_range") == "0 0");
+}
+
 TEST_CASE("oci config: memory and pids limits and the cgroup path are read", "[oci]") {
     json doc = fixture();
     doc["linux"]["cgroupsPath"] = "/stockade-test/c1";
@@ -165,7 +187,7 @@ TEST_CASE("oci config: what stockade cannot honour is refused, naming the field"
         {"process.user.uid", [](json& d) { d["process"]["user"]["uid"] = -1; }},
         {"process.user.additionalGids",
          [](json& d) { d["process"]["user"]["additionalGids"] = {10}; }},
-        {"process.user.umask", [](json& d) { d["process"]["user"]["umask"] = 18; }},
+        {"process.user.umask", [](json& d) { d["process"]["user"]["umask"] = 01000; }},
         {"process.capabilities.bounding",
          [](json& d) { d["process"]["capabilities"]["bounding"] = {"CAP_BOGUS"}; }},
         {"process.capabilities.effective",
@@ -186,18 +208,21 @@ TEST_CASE("oci config: what stockade cannot honour is refused, naming the field"
         {"process.apparmorProfile",
          [](json& d) { d["process"]["apparmorProfile"] = "containers-default"; }},
         {"process.selinuxLabel", [](json& d) { d["process"]["selinuxLabel"] = "system_u"; }},
-        {"process.oomScoreAdj", [](json& d) { d["process"]["oomScoreAdj"] = 100; }},
-        {"mounts[1] (/dev).options",
-         [](json& d) { d["mounts"][1]["options"].push_back("tmpcopyup"); }},
+        {"process.oomScoreAdj", [](json& d) { d["process"]["oomScoreAdj"] = 1001; }},
+        {"mounts[5] (/data).options",
+         [](json& d) { d["mounts"][5]["options"].push_back("tmpcopyup"); }},
         {"mounts[5] (/data).options",
          [](json& d) { d["mounts"][5]["options"].push_back("rshared"); }},
         {"mounts[5] (/data).options",
          [](json& d) { d["mounts"][5]["options"].push_back("rslave"); }},
         {"mounts[5] (/data).options",
          [](json& d) { d["mounts"][5]["options"].push_back("idmap"); }},
-        {"mounts[0] (/proc).type",
+        {"mounts[0] (/proc).options",
          [](json& d) {
-             d["mounts"][0] = {{"destination", "/proc"}, {"type", "cgroup"}, {"source", "cgroup"}};
+             d["mounts"][0] = {{"destination", "/proc"},
+                               {"type", "cgroup"},
+                               {"source", "cgroup"},
+                               {"options", {"memory"}}};
          }},
         {"mounts[0] (/proc).type", [](json& d) { d["mounts"][0]["type"] = "overlay"; }},
         {"mounts[0].destination", [](json& d) { d["mounts"][0]["destination"] = "proc"; }},
@@ -218,6 +243,10 @@ TEST_CASE("oci config: what stockade cannot honour is refused, naming the field"
         {"linux.uidMappings[0].size", [](json& d) { d["linux"]["uidMappings"][0]["size"] = 0; }},
         {"linux.sysctl.net.ipv4.ip_forward",
          [](json& d) {
+             json kept = json::array();
+             for (auto& ns : d["linux"]["namespaces"])
+                 if (ns["type"] != "network") kept.push_back(ns);
+             d["linux"]["namespaces"] = kept;
              d["linux"]["sysctl"] = {{"net.ipv4.ip_forward", "1"}};
          }},
         {"linux.sysctl.kernel.domainname",
@@ -246,7 +275,7 @@ TEST_CASE("oci config: what stockade cannot honour is refused, naming the field"
          }},
         {"linux.resources.memory.swap",
          [](json& d) {
-             d["linux"]["resources"]["memory"] = {{"limit", 1 << 20}, {"swap", 1 << 21}};
+             d["linux"]["resources"]["memory"] = {{"limit", 1 << 20}, {"swap", 1 << 19}};
          }},
         {"linux.resources.pids.limit",
          [](json& d) {
@@ -378,4 +407,37 @@ TEST_CASE("oci state: a container id names one directory beneath the root", "[oc
         INFO(bad);
         CHECK_FALSE(validateId(bad));
     }
+}
+
+TEST_CASE("oci config: a second unconditional seccomp action keeps the first, as libseccomp",
+          "[oci]") {
+    // podman's default profile: setns allowed by one rule, denied by a later one.
+    json doc = fixture();
+    doc["linux"]["seccomp"] = {
+        {"defaultAction", "SCMP_ACT_ERRNO"},
+        {"architectures", {"SCMP_ARCH_X86_64"}},
+        {"syscalls",
+         {{{"names", {"read", "write", "setns"}}, {"action", "SCMP_ACT_ALLOW"}},
+          {{"names", {"setns", "bpf"}}, {"action", "SCMP_ACT_ERRNO"}, {"errnoRet", 1}}}}};
+    auto parsed = parseConfig(doc.dump());
+    REQUIRE(parsed);
+    CHECK(parsed->seccomp_dropped == std::vector<std::string>{"setns"});
+    REQUIRE(parsed->seccomp->rules.size() == 2);
+    CHECK(parsed->seccomp->rules[1].names == std::vector<std::string>{"bpf"});
+    // The same pair in a stockade profile's import is still refused.
+    auto strict = stockade::seccomp::importOciSeccomp(doc["linux"]["seccomp"].dump());
+    CHECK_FALSE(strict);
+}
+
+TEST_CASE("oci ping_group_range: the container's gids written as the host's", "[oci]") {
+    // A leased block of 65536 from host id 200000, container gid 0 its first.
+    stockade::ns::IdMapping block{0, 200000, 0, 200000, 65536};
+    CHECK(pingGroupRangeOnHost("0 0", block) == "200000 200000");
+    CHECK(pingGroupRangeOnHost("0 2147483647", block) == "200000 265535");
+    CHECK(pingGroupRangeOnHost("70000 80000", block) == "1 0");
+    // One id (rootless): only that gid.
+    stockade::ns::IdMapping one{0, 1000, 0, 1000, 1};
+    CHECK(pingGroupRangeOnHost("0 0", one) == "1000 1000");
+    CHECK(pingGroupRangeOnHost("5 9", one) == "1 0");
+    CHECK(pingGroupRangeOnHost("not numbers", one) == "not numbers");
 }

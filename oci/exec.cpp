@@ -1,0 +1,366 @@
+#include "oci/exec.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include <fstream>
+
+#include "oci/config.h"
+#include "oci/container.h"
+#include "oci/container_plan.h"
+#include "runtime/privileges_in_child.h"
+#include "runtime/small_file.h"
+#include "seccomp/install_in_child.h"
+
+namespace stockade::oci {
+
+namespace {
+
+// Where the forked process failed, sent to `exec` on a close-on-exec pipe:
+// EOF there means the execve happened.
+enum class ExecStage : int {
+    Console = 1,
+    Ids,
+    Cwd,
+    Rlimits,
+    Capabilities,
+    NoNewPrivs,
+    Find,
+    Seccomp,
+    Exec
+};
+
+struct ExecFailure {
+    ExecStage stage;
+    int err;
+};
+
+const char* stageName(ExecStage stage) {
+    switch (stage) {
+        case ExecStage::Console:
+            return "open the terminal and send it to the console socket";
+        case ExecStage::Ids:
+            return "take the process's uid and gid";
+        case ExecStage::Cwd:
+            return "change to process.cwd";
+        case ExecStage::Rlimits:
+            return "set process.rlimits";
+        case ExecStage::Capabilities:
+            return "set process.capabilities";
+        case ExecStage::NoNewPrivs:
+            return "set no_new_privs";
+        case ExecStage::Find:
+            return "find the executable";
+        case ExecStage::Seccomp:
+            return "install the container's seccomp filter";
+        case ExecStage::Exec:
+            return "execve";
+    }
+    return "?";
+}
+
+Result<UniqueFd> connectSocket(const std::string& path) {
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    if (path.empty() || path.size() >= sizeof(addr.sun_path))
+        return Error::message("--console-socket: the path is empty or too long");
+    memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+    UniqueFd fd(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    if (!fd) return Error::fromErrno("--console-socket: socket()");
+    if (connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) < 0)
+        return Error::fromErrno("--console-socket: connect(\"" + path + "\")");
+    return fd;
+}
+
+// A pty of the container's own devpts (this process is in its mount
+// namespace, whose root is the container's): the master sent on the
+// socket as one message with exactly one fd, the slave the controlling
+// terminal and stdio.
+int takeTerminal(int socket_fd, unsigned short rows, unsigned short cols) {
+    int master = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC);
+    if (master < 0) return errno;
+    if (unlockpt(master) < 0) return errno;
+    int slave = ioctl(master, TIOCGPTPEER, O_RDWR | O_NOCTTY);
+    if (slave < 0) return errno;
+    if (rows || cols) {
+        winsize size{rows, cols, 0, 0};
+        if (ioctl(slave, TIOCSWINSZ, &size) < 0) return errno;
+    }
+    char byte = 0;
+    iovec iov{&byte, 1};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof(control);
+    cmsghdr* c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(c), &master, sizeof(int));
+    if (sendmsg(socket_fd, &msg, MSG_NOSIGNAL) != 1) return errno;
+    close(master);
+    if (setsid() < 0) return errno;
+    if (ioctl(slave, TIOCSCTTY, 0) < 0) return errno;
+    for (int fd = 0; fd < 3; ++fd)
+        if (dup2(slave, fd) < 0) return errno;
+    if (slave > 2) close(slave);
+    return 0;
+}
+
+// The executable, on the PATH of the process's env as create finds the
+// command's (EACCES kept when only that was seen, as execvp does).
+int findExecutable(const Config& p, std::string& out) {
+    const std::string& name = p.args[0];
+    if (name.find('/') != std::string::npos) {
+        out = name;
+        return access(name.c_str(), X_OK) == 0 ? 0 : errno;
+    }
+    std::string path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+    for (const std::string& e : p.env)
+        if (e.starts_with("PATH=")) path = e.substr(5);
+    int err = ENOENT;
+    for (size_t i = 0; i <= path.size();) {
+        size_t end = path.find(':', i);
+        if (end == std::string::npos) end = path.size();
+        std::string dir = end > i ? path.substr(i, end - i) : ".";
+        std::string candidate = dir + "/" + name;
+        struct stat st {};
+        if (stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+            if (access(candidate.c_str(), X_OK) == 0) {
+                out = candidate;
+                return 0;
+            }
+            err = EACCES;
+        }
+        i = end + 1;
+    }
+    return err;
+}
+
+// The forked process, in every namespace of the container: the spec's
+// process set up as the container's command is (ids, cwd, rlimits,
+// capabilities inside the container's user namespace, no_new_privs, the
+// container's seccomp filter last), then execve. Never returns.
+[[noreturn]] void becomeProcess(const Config& p, const std::vector<sock_filter>& program,
+                                int console_fd, int report_fd) {
+    auto fail = [&](ExecStage stage, int err) {
+        ExecFailure f{stage, err};
+        (void)!write(report_fd, &f, sizeof(f));
+        _exit(127);
+    };
+    sigset_t all;
+    sigemptyset(&all);
+    sigprocmask(SIG_SETMASK, &all, nullptr);
+    for (int sig : {SIGPIPE, SIGINT, SIGTERM, SIGHUP, SIGQUIT}) signal(sig, SIG_DFL);
+    if (p.terminal)
+        if (int err = takeTerminal(console_fd, p.console_rows, p.console_cols))
+            fail(ExecStage::Console, err);
+    if (console_fd >= 0) close(console_fd);
+    if (int err = keepCapabilitiesAcrossSetuidInChild()) fail(ExecStage::Ids, err);
+    if (setresgid(p.gid, p.gid, p.gid) < 0) fail(ExecStage::Ids, errno);
+    if (setresuid(p.uid, p.uid, p.uid) < 0) fail(ExecStage::Ids, errno);
+    if (chdir(p.cwd.c_str()) < 0) fail(ExecStage::Cwd, errno);
+    for (const Rlimit& r : p.rlimits) {
+        rlimit value{r.soft, r.hard};
+        if (setrlimit(r.resource, &value) < 0) fail(ExecStage::Rlimits, errno);
+    }
+    if (p.umask) umask(*p.umask);
+    int last_cap = 40;
+    std::ifstream last("/proc/sys/kernel/cap_last_cap");
+    if (!(last >> last_cap)) last_cap = 40;
+    const Config::CapabilityMasks& c = p.capabilities;
+    const uint64_t known = last_cap >= 63 ? ~uint64_t{0} : (uint64_t{1} << (last_cap + 1)) - 1;
+    CapabilitySets sets{c.bounding & known, c.effective & known, c.permitted & known,
+                        c.inheritable & known, c.ambient & known};
+    int step = 0;
+    if (int err = keepOnlyCapabilitiesInChild(last_cap, sets, &step))
+        fail(ExecStage::Capabilities, err);
+    if (int err = setNoNewPrivsInChild()) fail(ExecStage::NoNewPrivs, err);
+    std::string executable;
+    if (int err = findExecutable(p, executable)) fail(ExecStage::Find, err);
+    std::vector<char*> argv, envp;
+    for (const std::string& a : p.args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    for (const std::string& e : p.env) envp.push_back(const_cast<char*>(e.c_str()));
+    envp.push_back(nullptr);
+    if (!program.empty()) {
+        sock_fprog prog{static_cast<unsigned short>(program.size()),
+                        const_cast<sock_filter*>(program.data())};
+        if (int err = seccomp::installFilterInChild(prog)) fail(ExecStage::Seccomp, err);
+    }
+    execve(executable.c_str(), argv.data(), envp.data());
+    fail(ExecStage::Exec, errno);
+    _exit(127);
+}
+
+}  // namespace
+
+Result<int> execInContainer(const std::string& root_dir, const std::string& id,
+                            const ExecAsk& ask) {
+    Config process;
+    if (!ask.process_file.empty()) {
+        auto text =
+            readSmallFile(AT_FDCWD, ask.process_file.c_str(), ask.process_file, kMaxConfigBytes);
+        if (!text) return text.error();
+        auto parsed = parseProcess(text->content);
+        if (!parsed) return parsed.error();
+        process = std::move(*parsed);
+    } else {
+        if (ask.args.empty()) return Error::message("exec: give --process or a command");
+        process.args = ask.args;
+        process.env = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"};
+        process.terminal = ask.tty;
+    }
+    if (process.terminal && ask.console_socket.empty())
+        return Error::message(
+            "cannot allocate tty if stockade will detach without setting console socket");
+    if (!process.terminal && !ask.console_socket.empty())
+        return Error::message("cannot use console socket if stockade will not allocate a tty");
+
+    // The record, then the lock let go: a long exec must not hold up
+    // kill or delete of its container.
+    Record record;
+    UniqueFd init;
+    {
+        auto c = openExisting(root_dir, id);
+        if (!c) return c.error();
+        if (statusOf(c->dir.get(), c->record) != Status3::Running)
+            return Error::message("cannot exec in a container that is not running");
+        record = c->record;
+        init = pidfdOf(record);
+        if (!init) return Error::message("container not running");
+    }
+    // The container's own filter, from its bundle.
+    auto bundle_fd = UniqueFd(open(record.bundle.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (!bundle_fd) return Error::fromErrno("bundle: open(\"" + record.bundle + "\")");
+    auto text = readSmallFile(bundle_fd.get(), "config.json", record.bundle + "/config.json",
+                              kMaxConfigBytes);
+    if (!text) return text.error();
+    auto config = parseConfig(text->content);
+    if (!config) return config.error();
+    auto program = seccompProgramFor(*config);
+    if (!program) return program.error();
+
+    UniqueFd console;
+    if (process.terminal) {
+        auto connected = connectSocket(ask.console_socket);
+        if (!connected) return connected.error();
+        console = std::move(*connected);
+    }
+    // The pid file's directory is the caller's: held before the setns
+    // below puts this process in the container's mount namespace.
+    UniqueFd pid_dir;
+    std::string pid_name;
+    if (!ask.pid_file.empty()) {
+        size_t slash = ask.pid_file.rfind('/');
+        std::string dir = slash == std::string::npos ? "." : ask.pid_file.substr(0, slash + 1);
+        pid_name = slash == std::string::npos ? ask.pid_file : ask.pid_file.substr(slash + 1);
+        pid_dir.reset(open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+        if (!pid_dir || pid_name.empty())
+            return Error::fromErrno("--pid-file: open(\"" + dir + "\")");
+    }
+    // process.oomScoreAdj, inherited by the fork (below the caller's it
+    // needs CAP_SYS_RESOURCE).
+    if (process.oom_score_adj) {
+        UniqueFd adj(open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC));
+        const std::string value = std::to_string(*process.oom_score_adj);
+        if (!adj ||
+            write(adj.get(), value.data(), value.size()) != static_cast<ssize_t>(value.size()))
+            return Error::fromErrno("process.json: process.oomScoreAdj: write(" + value + ")");
+    }
+    int report[2];
+    if (pipe2(report, O_CLOEXEC) < 0) return Error::fromErrno("pipe2()");
+    UniqueFd report_read(report[0]), report_write(report[1]);
+
+    // As host root: none of root's supplementary groups go in (the
+    // container's user namespace denies setgroups); then its cgroups, and
+    // every namespace of its init at once (setns(2) on a pidfd), so the
+    // fork lands in its pid namespace.
+    if (isHostRoot() && setgroups(0, nullptr) < 0) return Error::fromErrno("setgroups(0)");
+    // Not dumpable until the execve (which resets it): between the fork and
+    // its setresuid the process is the caller's host uid inside the
+    // container's pid namespace, where a container process holding
+    // CAP_SYS_PTRACE could otherwise attach to it (runc does the same).
+    if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) return Error::fromErrno("prctl(PR_SET_DUMPABLE)");
+    const std::string self = std::to_string(getpid());
+    for (const std::string& dir : record.cgroups) {
+        std::ofstream procs(dir + "/cgroup.procs");
+        if (!(procs << self << std::flush))
+            return Error::message("join the cgroup " + dir + ": write failed");
+    }
+    if (setns(init.get(), CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC |
+                              CLONE_NEWUTS | CLONE_NEWCGROUP) < 0)
+        return Error::fromErrno(
+            isHostRoot()
+                ? "setns() into the container's namespaces"
+                : "setns() into the container's namespaces (rootless exec is not supported yet: "
+                  "the container's init is not dumpable, so its namespaces are out of its "
+                  "owner's reach)");
+
+    pid_t pid = fork();
+    if (pid < 0) return Error::fromErrno("fork()");
+    if (pid == 0) {
+        report_read.reset();
+        becomeProcess(process, *program, console.get(), report_write.get());
+    }
+    report_write.reset();
+    console.reset();
+    ExecFailure failure{};
+    ssize_t n;
+    while ((n = read(report_read.get(), &failure, sizeof(failure))) < 0 && errno == EINTR) {
+    }
+    if (n == sizeof(failure)) {
+        int status = 0;
+        waitpid(pid, &status, 0);
+        const std::string& name = process.args[0];
+        if (failure.stage == ExecStage::Find || failure.stage == ExecStage::Exec) {
+            if (failure.err == ENOENT || failure.err == ENOTDIR)
+                return Error::message("exec: \"" + name + "\": executable file not found in $PATH");
+            if (failure.err == EACCES)
+                return Error::message("exec: \"" + name + "\": permission denied");
+        }
+        return Error::message(std::string("exec failed: ") + stageName(failure.stage) + ": " +
+                              strerror(failure.err));
+    }
+    if (pid_dir) {
+        const std::string tmp = pid_name + ".stockade-tmp";
+        UniqueFd fd(openat(pid_dir.get(), tmp.c_str(),
+                           O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644));
+        const std::string digits = std::to_string(pid);
+        if (!fd ||
+            write(fd.get(), digits.data(), digits.size()) != static_cast<ssize_t>(digits.size()) ||
+            renameat(pid_dir.get(), tmp.c_str(), pid_dir.get(), pid_name.c_str()) < 0) {
+            Error e = Error::fromErrno("--pid-file: write(\"" + ask.pid_file + "\")");
+            kill(pid, SIGKILL);
+            waitpid(pid, nullptr, 0);
+            unlinkat(pid_dir.get(), tmp.c_str(), 0);
+            return e;
+        }
+    }
+    // Detached, the process is the caller's subreaper's child once this
+    // exits (as the container's init is); otherwise its status is ours.
+    if (ask.detach) return 0;
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+}  // namespace stockade::oci

@@ -1,0 +1,438 @@
+#!/usr/bin/env python3
+"""podman drives stockade as its OCI runtime (issue 19): `podman --runtime
+STOCKADE run --rootfs ROOT ...` with conmon, as root, on a busybox-static
+rootfs made here, and on an overlay of the suite's debootstrap root
+(scripts/clean-root.sh), which stays untouched. No image registry:
+--rootfs only.
+
+usage: podman.py STOCKADE [root|rootless]
+
+Rootless, the script (as root) runs podman as uid 65534; this host has no
+/etc/subuid ranges, so podman makes a user namespace of that one id, and
+stockade runs inside it as its uid 0. The cases that need root's own
+namespaces or cgroups (limits, a joined or the host's network namespace,
+the Debian root) run only as root.
+
+podman runs with storage of its own under a temporary directory (vfs
+driver, its own --root and --runroot), cgroupfs (no systemd as PID 1 here),
+and `--network none` or a network namespace this script makes, so nothing
+of the host's podman state or network is touched. podman's default rlimits
+(RLIMIT_NOFILE 1048576) are above this host's hard limit, which root cannot
+raise without CAP_SYS_RESOURCE, so each run lowers them with --ulimit.
+
+Exit 77 (a skip) when podman is missing or not root; CI (env CI=true) turns
+that into a failure.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+BUSYBOX = "/bin/busybox"
+APPLETS = ["sh", "echo", "cat", "sleep", "touch", "ls", "true", "unshare", "ip", "tty", "grep"]
+CLEAN_ROOT = os.environ.get("STOCKADE_CLEAN_ROOT", "/var/cache/stockade-test/bookworm")
+ULIMITS = ["--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024"]
+
+
+def skip(why):
+    print(f"SKIP: {why}")
+    if os.environ.get("CI") == "true":
+        print("FAIL: CI=true turns this skip into a failure")
+        sys.exit(1)
+    sys.exit(77)
+
+
+failures = []
+
+
+def check(name, ok, detail=""):
+    print(("ok   " if ok else "FAIL ") + name + ("" if ok else f": {detail}"))
+    if not ok:
+        failures.append(name)
+
+
+def own(path, rootless):
+    """Rootless, podman (uid 65534) owns what it runs: its rootfs."""
+    if not rootless:
+        return
+    for top, dirs, files in os.walk(path):
+        for name in [top] + [os.path.join(top, n) for n in dirs + files]:
+            os.lchown(name, 65534, 65534)
+
+
+def make_rootfs(path, rootless=False):
+    for d in ["bin", "proc", "sys", "dev", "etc", "tmp", "run", "var/tmp"]:
+        os.makedirs(os.path.join(path, d), exist_ok=True)
+    shutil.copy(BUSYBOX, os.path.join(path, "bin/busybox"))
+    for a in APPLETS:
+        os.symlink("busybox", os.path.join(path, "bin", a))
+    own(path, rootless)
+
+
+class Podman:
+    def __init__(self, stockade, work, rootless):
+        # Rootless: podman as uid 65534, its storage, runtime dir and config
+        # in the work directory (65534 has no home).
+        prefix = ["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups", "env",
+                  f"HOME={work}/home", f"XDG_RUNTIME_DIR={work}/xdg",
+                  f"XDG_CONFIG_HOME={work}/config", f"XDG_DATA_HOME={work}/data"] if rootless else []
+        self.base = prefix + ["podman", "--root", f"{work}/storage", "--runroot", f"{work}/run",
+                              "--storage-driver", "vfs", "--tmpdir", f"{work}/tmp-podman",
+                              "--cgroup-manager", "cgroupfs",
+                              "--events-backend", "file", "--runtime", stockade]
+        self.state_dir = f"{work}/xdg/stockade-oci" if rootless else "/run/stockade-oci"
+
+    def __call__(self, *args, timeout=120):
+        return subprocess.run(self.base + list(args), capture_output=True, text=True,
+                              stdin=subprocess.DEVNULL, timeout=timeout)
+
+    def run(self, rootfs, *args, opts=(), timeout=120):
+        return self("run", "--rm", *ULIMITS, *opts, "--rootfs", rootfs, *args, timeout=timeout)
+
+    def detached(self, rootfs, *args, opts=()):
+        p = self("run", "-d", *ULIMITS, *opts, "--rootfs", rootfs, *args)
+        if p.returncode != 0:
+            raise RuntimeError(f"podman run -d: {p.returncode} {p.stderr}")
+        return p.stdout.strip()
+
+    def inspect(self, cid, fmt):
+        return self("inspect", cid, "--format", fmt).stdout.strip()
+
+
+def left_behind(cid, state_dir):
+    """What of the container stockade could leave: its state directory,
+    its cgroups, a mount naming it."""
+    left = []
+    if os.path.exists(f"{state_dir}/{cid}"):
+        left.append(f"{state_dir}/{cid}")
+    for ctl in ("memory", "pids"):
+        d = f"/sys/fs/cgroup/{ctl}/libpod_parent/libpod-{cid}"
+        if os.path.exists(d):
+            left.append(d)
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            if cid in line and "/userdata/shm" not in line:
+                left.append(line.strip())
+    return left
+
+
+def main():
+    if len(sys.argv) not in (2, 3) or sys.argv[2:] not in ([], ["root"], ["rootless"]):
+        print(__doc__)
+        sys.exit(2)
+    stockade = os.path.abspath(sys.argv[1])
+    rootless = sys.argv[2:] == ["rootless"]
+    if os.geteuid() != 0:
+        skip("the test runs as root (rootless: it runs podman as uid 65534 itself)")
+    if not shutil.which("podman") or not shutil.which("conmon"):
+        skip("podman or conmon is not installed (scripts/install-deps.sh installs them)")
+    if not os.path.exists(BUSYBOX):
+        skip("busybox-static is not installed")
+    work = tempfile.mkdtemp(prefix="stockade-podman-")
+    netns = f"stockade-podman-{os.getpid()}"
+    hostnet = f"/run/netns/stockade-podman-host-{os.getpid()}"
+    mounted = []
+    pm = None
+    try:
+        if rootless:
+            for d in ("home", "xdg", "config", "data"):
+                os.makedirs(f"{work}/{d}", mode=0o700)
+            own(work, rootless)
+        rootfs, ro_rootfs = f"{work}/rootfs", f"{work}/ro-rootfs"
+        make_rootfs(rootfs, rootless)
+        make_rootfs(ro_rootfs, rootless)
+        pm = Podman(stockade, work, rootless)
+        root = not rootless
+        none = ["--network", "none"]
+        ids = []
+
+        # One-shot runs: output, stderr, exit codes through conmon.
+        p = pm.run(rootfs, "/bin/sh", "-c", "echo hi", opts=none)
+        check("run: output reaches podman", p.returncode == 0 and p.stdout == "hi\n",
+              f"{p.returncode} {p.stdout!r} {p.stderr!r}")
+        p = pm.run(rootfs, "sh", "-c", "echo out; echo err >&2; exit 3", opts=none)
+        check("run: exit 3 gives 3, stdout and stderr apart",
+              p.returncode == 3 and p.stdout == "out\n" and "err\n" in p.stderr,
+              f"{p.returncode} {p.stdout!r} {p.stderr!r}")
+        p = pm.run(rootfs, "/bin/missing", opts=none)
+        check("run: a missing executable gives 127", p.returncode == 127,
+              f"{p.returncode} {p.stderr!r}")
+
+        p = subprocess.run(pm.base + ["run", "--rm", "-i", *ULIMITS, *none, "--rootfs", rootfs,
+                                      "cat"], input="piped\n", capture_output=True, text=True,
+                           timeout=120)
+        check("run -i: stdin reaches the container, and its EOF",
+              p.returncode == 0 and p.stdout == "piped\n", f"{p.returncode} {p.stdout!r} {p.stderr!r}")
+
+        # A tty: the pty master sent to conmon's console socket.
+        p = subprocess.run(["script", "-qec", " ".join(pm.base + ["run", "--rm", "-t"] + ULIMITS
+                                                      + none + ["--rootfs", rootfs, "sh", "-c",
+                                                                "'tty; exit 4'"]), "/dev/null"],
+                           capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=120)
+        check("run -t: the command's stdio is a pty of the container's devpts",
+              p.returncode == 4 and "/dev/pts/0" in p.stdout, f"{p.returncode} {p.stdout!r}")
+
+        # The suite's debootstrap root (scripts/clean-root.sh), never
+        # written: an overlay of it takes the mount targets create makes
+        # (/etc/hosts is missing from a minbase root, /run/.containerenv
+        # from every image).
+        if rootless:
+            print("(the Debian 12 root is root's: not in the rootless run)")
+        elif os.path.isfile(f"{CLEAN_ROOT}/bin/sh"):
+            merged = f"{work}/debian"
+            for d in ("upper", "overlay-work", "debian"):
+                os.makedirs(f"{work}/{d}")
+            subprocess.run(["mount", "-t", "overlay", "overlay", "-o",
+                            f"lowerdir={CLEAN_ROOT},upperdir={work}/upper,"
+                            f"workdir={work}/overlay-work", merged], check=True)
+            mounted.append(merged)
+            p = pm.run(merged, "sh", "-c", "cat /etc/debian_version; id -u; test -f /etc/hosts",
+                       opts=none)
+            lines = p.stdout.split()
+            check("a Debian 12 root (an overlay of the suite's): runs, uid 0 inside",
+                  p.returncode == 0 and len(lines) == 2 and lines[0].startswith("12") and
+                  lines[1] == "0", f"{p.returncode} {p.stdout!r} {p.stderr!r}")
+            r = pm.run(merged, "sh", "-c", "ls /run; touch /run/lock/x && echo wrote",
+                       opts=none + ["--read-only"])
+            check("a Debian 12 root --read-only: /run's lock and mount copied up, writable",
+                  r.returncode == 0 and r.stdout.split() == ["lock", "mount", "wrote"],
+                  f"{r.returncode} {r.stdout!r} {r.stderr!r}")
+            check("...the cached root untouched (the mount targets went to the overlay)",
+                  not os.path.exists(f"{CLEAN_ROOT}/run/.containerenv") and
+                  os.path.exists(f"{work}/upper/run/.containerenv"))
+        elif os.environ.get("CI") == "true":
+            check("the suite's Debian 12 root exists (scripts/clean-root.sh)", False, CLEAN_ROOT)
+        else:
+            print(f"SKIP the Debian 12 root case: no {CLEAN_ROOT} (scripts/clean-root.sh)")
+
+        # --oom-score-adj (raised: lowering it needs CAP_SYS_RESOURCE, which
+        # root lacks on some of these machines).
+        p = pm.run(rootfs, "cat", "/proc/self/oom_score_adj", opts=none + ["--oom-score-adj",
+                                                                             "100"])
+        check("--oom-score-adj 100: the container's processes have it",
+              p.returncode == 0 and p.stdout == "100\n", f"{p.returncode} {p.stdout!r} {p.stderr!r}")
+
+        # --network none: a network namespace of its own with only lo.
+        p = pm.run(rootfs, "sh", "-c", "ls /sys/class/net; ip -o link | grep -c .", opts=none)
+        check("--network none: only lo", p.returncode == 0 and p.stdout.split() == ["lo", "1"],
+              f"{p.returncode} {p.stdout!r} {p.stderr!r}")
+
+        # Namespaces of root's: not in the rootless run.
+        if root:
+            # A network namespace joined by path (as podman's own networks are
+            # passed): the sysfs shows its devices, and podman's
+            # ping_group_range "0 0" holds the container's gid 0.
+            subprocess.run(["ip", "netns", "add", netns], check=True)
+            p = pm.run(rootfs, "sh", "-c", "ls /sys/class/net; cat /proc/sys/net/ipv4/ping_group_range",
+                       opts=["--network", f"ns:/run/netns/{netns}"])
+            check("joined network namespace: its sysfs, and ping_group_range for the container's gid 0",
+                  p.returncode == 0 and p.stdout.split() == ["lo", "0", "0"],
+                  f"{p.returncode} {p.stdout!r} {p.stderr!r}")
+
+            # --network host: no network namespace of its own; the sysfs (made
+            # by create, since the container's user namespace may not) is the
+            # host's network namespace's.
+            p = pm.run(rootfs, "ls", "/sys/class/net", opts=["--network", "host"])
+            check("--network host: the sysfs shows the host's network devices",
+                  p.returncode == 0 and p.stdout.split() == sorted(os.listdir("/sys/class/net")),
+                  f"{p.returncode} {p.stdout!r} {p.stderr!r}")
+            # The host's network namespace joined by path: a net.* sysctl would
+            # be written in the host's, so create refuses it. The value asked is
+            # the one already there, should the refusal ever fail.
+            os.makedirs("/run/netns", exist_ok=True)
+            open(hostnet, "w").close()
+            subprocess.run(["mount", "--bind", "/proc/self/ns/net", hostnet], check=True)
+            with open("/proc/sys/net/ipv4/ping_group_range") as f:
+                current = " ".join(f.read().split())
+            p = pm.run(rootfs, "true", opts=["--network", f"ns:{hostnet}", "--sysctl",
+                                             f"net.ipv4.ping_group_range={current}"])
+            check("a net.* sysctl in the host's network namespace joined by path: refused",
+                  p.returncode != 0 and "the joined network namespace is the host's" in p.stderr,
+                  f"{p.returncode} {p.stderr!r}")
+
+        # --read-only: the root is read-only, podman's /tmp tmpfs is not.
+        p = pm.run(ro_rootfs, "sh", "-c", "touch /x 2>/dev/null && echo wrote; touch /tmp/y && "
+                   "echo tmp", opts=none + ["--read-only"])
+        check("--read-only: the root refuses writes, /tmp takes them",
+              p.returncode == 0 and p.stdout == "tmp\n", f"{p.returncode} {p.stdout!r} {p.stderr!r}")
+
+        # tmpcopyup of an image directory holding files (a Debian image's
+        # /run has lock/ and mount/): the tmpfs starts with a copy of them,
+        # the container's own to write, setuid bits dropped; the image
+        # untouched.
+        full = f"{work}/full-rootfs"
+        make_rootfs(full, rootless)
+        os.makedirs(f"{full}/run/lock")
+        with open(f"{full}/run/lock/kept", "w") as f:
+            f.write("image file\n")
+        os.chmod(f"{full}/run/lock/kept", 0o4755)
+        os.symlink("lock/kept", f"{full}/run/link")
+        own(full, rootless)
+        p = pm.run(full, "sh", "-c", "cat /run/link; ls -l /run/lock/kept; "
+                   "echo new > /run/lock/new && echo wrote", opts=none + ["--read-only"])
+        lines = p.stdout.split("\n")
+        check("--read-only, tmpcopyup: the image's /run copied into the tmpfs, writable",
+              p.returncode == 0 and lines[0] == "image file" and lines[2:3] == ["wrote"],
+              f"{p.returncode} {p.stdout!r} {p.stderr!r}")
+        check("...its setuid bit dropped, the image untouched",
+              lines[1:2] and lines[1].startswith("-rwxr-xr-x") and
+              not os.path.exists(f"{full}/run/lock/new"), lines)
+
+        linked = f"{work}/linked-rootfs"
+        make_rootfs(linked, rootless)
+        with open(f"{work}/outside-secret", "w") as f:
+            f.write("not the container's\n")
+        os.link(f"{work}/outside-secret", f"{linked}/run/secret")
+        p = pm.run(linked, "cat", "/run/secret", opts=none + ["--read-only"])
+        check("tmpcopyup of a file with a second link: refused, not copied",
+              p.returncode != 0 and "more than one link" in p.stderr and
+              "not the container's" not in p.stdout, f"{p.returncode} {p.stdout!r} {p.stderr!r}")
+
+        # --memory and --pids-limit as v1 cgroup limits, read on the host's
+        # side while the container runs, and the container's init in them.
+        # (Rootless: no cgroup of its own, so no limits asked.)
+        limits = ["--memory", "64m", "--pids-limit", "50"] if root else []
+        cid = pm.detached(rootfs, "sleep", "1000", opts=none + limits)
+        ids.append(cid)
+        base = f"libpod_parent/libpod-{cid}"
+        pid = pm.inspect(cid, "{{.State.Pid}}")
+
+        def read(path):
+            try:
+                with open(path) as f:
+                    return f.read().strip()
+            except OSError as e:
+                return str(e)
+        mem = read(f"/sys/fs/cgroup/memory/{base}/memory.limit_in_bytes")
+        memsw = read(f"/sys/fs/cgroup/memory/{base}/memory.memsw.limit_in_bytes")
+        pids = read(f"/sys/fs/cgroup/pids/{base}/pids.max")
+        procs = read(f"/sys/fs/cgroup/pids/{base}/cgroup.procs").split()
+        if root:
+            check("--memory 64m: memory.limit_in_bytes (and podman's memory+swap) on the host",
+                  mem == str(64 << 20) and memsw == str(128 << 20), f"{mem} {memsw}")
+            check("--pids-limit 50: pids.max on the host, init in the cgroup",
+                  pids == "50" and pid in procs, f"{pids} {pid} {procs}")
+        # exec: the container's namespaces, cgroups, ids, capabilities,
+        # no_new_privs and seccomp filter; its exit code, stdin, a tty.
+        p = pm("exec", cid, "sh", "-c", "echo in; cat /proc/self/uid_map; "
+               "grep -E '^(CapEff|NoNewPrivs|Seccomp):' /proc/self/status; "
+               "cat /proc/self/cgroup; ls /proc | grep -c '^[0-9]'; exit 5")
+        lines = p.stdout.split("\n")
+        uid_map = lines[1].split() if len(lines) > 1 else []
+        status = dict(l.split(":\t", 1) for l in lines if ":\t" in l)
+        check("exec: exit 5 gives 5, output reaches podman", p.returncode == 5 and
+              lines[0] == "in", f"{p.returncode} {p.stdout!r} {p.stderr!r}")
+        # Rootless, the container's uid 0 is podman's uid 0 (one id), which
+        # is uid 65534 on the host.
+        check("exec: in the container's user namespace, never host root",
+              len(uid_map) == 3 and uid_map[0] == "0" and
+              (uid_map[1] != "0" if root else uid_map[1:] == ["0", "1"]), uid_map)
+        check("exec: the container's capabilities, no_new_privs, a seccomp filter",
+              status.get("CapEff") == "00000000800405fb" and status.get("NoNewPrivs") == "1"
+              and status.get("Seccomp") == "2", status)
+        if root:
+            check("exec: in the container's cgroups",
+                  f"libpod-{cid}" in p.stdout and read(f"/sys/fs/cgroup/pids/{base}/pids.current")
+                  != "0", p.stdout)
+        p = pm("exec", cid, "/bin/missing")
+        check("exec: a missing executable gives 127", p.returncode == 127,
+              f"{p.returncode} {p.stderr!r}")
+        p = subprocess.run(pm.base + ["exec", "-i", cid, "cat"], input="piped\n",
+                           capture_output=True, text=True, timeout=120)
+        check("exec -i: stdin reaches the process, and its EOF", p.returncode == 0 and
+              p.stdout == "piped\n", f"{p.returncode} {p.stdout!r} {p.stderr!r}")
+        p = subprocess.run(["script", "-qec", " ".join(pm.base + ["exec", "-t", cid, "sh", "-c",
+                                                                  "'tty; exit 6'"]), "/dev/null"],
+                           capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=120)
+        check("exec -t: a pty of the container's devpts", p.returncode == 6 and
+              "/dev/pts/" in p.stdout, f"{p.returncode} {p.stdout!r}")
+        p = pm("exec", "-d", cid, "sleep", "1000")
+        procs_now = read(f"/sys/fs/cgroup/pids/{base}/cgroup.procs").split()
+        check("exec -d: the process runs on" + (" in the container's cgroup" if root else ""),
+              p.returncode == 0 and (rootless or len(procs_now) == 3),
+              f"{p.returncode} {procs_now} {p.stderr!r}")
+        p = pm("stop", "-t", "30", cid)
+        check("stop: SIGTERM ends sleep (143)",
+              p.returncode == 0 and pm.inspect(cid, "{{.State.ExitCode}}") == "143",
+              f"{p.returncode} {pm.inspect(cid, '{{.State.ExitCode}}')} {p.stderr!r}")
+
+        # stop of a command that ignores SIGTERM: SIGKILL after the timeout.
+        cid = pm.detached(rootfs, "sh", "-c", "trap '' TERM; while true; do sleep 1; done",
+                          opts=none)
+        ids.append(cid)
+        p = pm("stop", "-t", "1", cid)
+        check("stop: SIGTERM ignored, then SIGKILL (137)",
+              p.returncode == 0 and pm.inspect(cid, "{{.State.ExitCode}}") == "137",
+              f"{p.returncode} {pm.inspect(cid, '{{.State.ExitCode}}')} {p.stderr!r}")
+
+        # start again after stop, and restart: a new create of the same id.
+        p = pm("start", cid)
+        check("start after stop: running again",
+              p.returncode == 0 and pm.inspect(cid, "{{.State.Status}}") == "running",
+              f"{p.returncode} {p.stderr!r}")
+        p = pm("restart", "-t", "1", cid)
+        check("restart: running again",
+              p.returncode == 0 and pm.inspect(cid, "{{.State.Status}}") == "running",
+              f"{p.returncode} {p.stderr!r}")
+        pm("kill", cid)
+        pm("wait", cid)
+
+        cid = pm.detached(rootfs, "sleep", "1000", opts=none)
+        ids.append(cid)
+        p = pm("kill", cid)
+        w = pm("wait", cid)
+        check("kill: SIGKILL, exit 137", p.returncode == 0 and w.stdout.strip() == "137",
+              f"{p.returncode} {w.stdout!r} {p.stderr!r}")
+
+        cid = pm.detached(rootfs, "sleep", "1000", opts=none)
+        p = pm("rm", "-f", cid)
+        check("rm -f of a running container", p.returncode == 0 and
+              pm("inspect", cid).returncode != 0, f"{p.returncode} {p.stderr!r}")
+        check("rm -f: nothing left behind", not left_behind(cid, pm.state_dir), left_behind(cid, pm.state_dir))
+
+        # Seccomp from the spec: podman's default profile allows unshare;
+        # the same profile without it denies it (ENOSYS, its default).
+        with open("/usr/share/containers/seccomp.json") as f:
+            profile = json.load(f)
+        for rule in profile["syscalls"]:
+            rule["names"] = [n for n in rule["names"] if n != "unshare"]
+        profile["syscalls"] = [r for r in profile["syscalls"] if r["names"]]
+        with open(f"{work}/no-unshare.json", "w") as f:
+            json.dump(profile, f)
+        p = pm.run(rootfs, "sh", "-c", "unshare -U true && echo allowed", opts=none)
+        check("seccomp: podman's default profile, unshare allowed",
+              p.returncode == 0 and p.stdout == "allowed\n", f"{p.returncode} {p.stderr!r}")
+        p = pm.run(rootfs, "sh", "-c", "unshare -U true && echo allowed",
+                   opts=none + ["--security-opt", f"seccomp={work}/no-unshare.json"])
+        check("seccomp: a profile without unshare denies it",
+              p.returncode != 0 and "Function not implemented" in p.stderr,
+              f"{p.returncode} {p.stdout!r} {p.stderr!r}")
+
+        for cid in ids:
+            pm("rm", cid)
+            left = left_behind(cid, pm.state_dir)
+            check(f"rm: nothing left behind ({cid[:12]})", not left, left)
+        left = os.listdir(pm.state_dir) if os.path.isdir(pm.state_dir) else []
+        mine = [d for d in left if d in ids]
+        check(f"nothing of these containers under {pm.state_dir}", not mine, mine)
+    finally:
+        subprocess.run(["ip", "netns", "delete", netns], capture_output=True)
+        if os.path.exists(hostnet):
+            subprocess.run(["umount", hostnet], capture_output=True)
+            os.unlink(hostnet)
+        if pm:
+            subprocess.run(pm.base + ["rm", "-af"], capture_output=True)
+        subprocess.run(["umount", "-R", f"{work}/storage"], capture_output=True)
+        for m in mounted:
+            subprocess.run(["umount", m], capture_output=True)
+        shutil.rmtree(work, ignore_errors=True)
+    if failures:
+        print(f"{len(failures)} failed: {failures}")
+        sys.exit(1)
+    print("all passed")
+
+
+if __name__ == "__main__":
+    main()

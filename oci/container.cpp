@@ -74,20 +74,6 @@ std::string childFailure(const ChildMessage& msg, const ChildPlan& plan) {
 // Everything `create` does, for create and run: the container's directory
 // exists from the mkdir on, and is removed again on any failure, with the
 // process killed, so a refused create leaves nothing.
-// The caller's console socket, connected before anything is made: a
-// socket that refuses fails create at once.
-Result<UniqueFd> connectConsole(const std::string& path) {
-    sockaddr_un addr{};
-    addr.sun_family = AF_UNIX;
-    if (path.empty() || path.size() >= sizeof(addr.sun_path))
-        return Error::message("--console-socket: the path is empty or too long");
-    memcpy(addr.sun_path, path.c_str(), path.size() + 1);
-    UniqueFd fd(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    if (!fd) return Error::fromErrno("--console-socket: socket()");
-    if (connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) < 0)
-        return Error::fromErrno("--console-socket: connect(\"" + path + "\")");
-    return fd;
-}
 
 }  // namespace
 
@@ -129,7 +115,7 @@ Status createContainer(const std::string& root_dir, const std::string& id,
         return Error::message("cannot use console socket if stockade will not allocate a tty");
     UniqueFd console;
     if (config->terminal) {
-        auto connected = connectConsole(console_socket);
+        auto connected = connectConsoleSocket(console_socket);
         if (!connected) return connected.error();
         console = std::move(*connected);
     }
@@ -377,6 +363,19 @@ std::vector<pid_t> processesIn(pid_t init) {
         if (up == init && pid != init) out.push_back(pid);
     }
     return out;
+}
+
+Result<UniqueFd> connectConsoleSocket(const std::string& path) {
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    if (path.empty() || path.size() >= sizeof(addr.sun_path))
+        return Error::message("--console-socket: the path is empty or too long");
+    memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+    UniqueFd fd(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    if (!fd) return Error::fromErrno("--console-socket: socket()");
+    if (connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) < 0)
+        return Error::fromErrno("--console-socket: connect(\"" + path + "\")");
+    return fd;
 }
 
 }  // namespace stockade::oci

@@ -61,4 +61,8 @@ void killAndWait(const Record& record);
 // init's descendants, every process of the container but init.
 std::vector<pid_t> processesIn(pid_t init);
 
+// The caller's --console-socket, connected before anything is made (create
+// and exec alike): a socket that refuses fails the command at once.
+Result<UniqueFd> connectConsoleSocket(const std::string& path);
+
 }  // namespace stockade::oci

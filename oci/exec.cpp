@@ -74,19 +74,6 @@ const char* stageName(ExecStage stage) {
     return "?";
 }
 
-Result<UniqueFd> connectSocket(const std::string& path) {
-    sockaddr_un addr{};
-    addr.sun_family = AF_UNIX;
-    if (path.empty() || path.size() >= sizeof(addr.sun_path))
-        return Error::message("--console-socket: the path is empty or too long");
-    memcpy(addr.sun_path, path.c_str(), path.size() + 1);
-    UniqueFd fd(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    if (!fd) return Error::fromErrno("--console-socket: socket()");
-    if (connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) < 0)
-        return Error::fromErrno("--console-socket: connect(\"" + path + "\")");
-    return fd;
-}
-
 // A pty of the container's own devpts (this process is in its mount
 // namespace, whose root is the container's): the master sent on the
 // socket as one message with exactly one fd, the slave the controlling
@@ -260,7 +247,7 @@ Result<int> execInContainer(const std::string& root_dir, const std::string& id,
 
     UniqueFd console;
     if (process.terminal) {
-        auto connected = connectSocket(ask.console_socket);
+        auto connected = connectConsoleSocket(ask.console_socket);
         if (!connected) return connected.error();
         console = std::move(*connected);
     }

@@ -10,7 +10,6 @@
 #include <array>
 #include <string>
 
-
 namespace stockade {
 
 namespace {

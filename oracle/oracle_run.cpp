@@ -1,6 +1,7 @@
 #include "oracle/oracle_run.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -18,6 +19,7 @@
 #include "oracle/git_head.h"
 #include "oracle/git_tree.h"
 #include "oracle/held_files.h"
+#include "oracle/nodump_blob.h"
 #include "oracle/report_junit.h"
 #include "oracle/report_tap.h"
 #include "oracle/safe_read.h"
@@ -42,6 +44,41 @@ constexpr size_t kMaxReportBytes = 64 << 20;  // a report larger than this is re
 constexpr uint64_t kMaxReportFiles = 64;
 // Where the runner finds `stockade isolate` (runtime/isolate_command.h).
 constexpr const char* kIsolateInside = "/.stockade/isolate";
+constexpr const char* kNodumpInside = "/.stockade/nodump.so";
+
+// The non-dumpable preload (oracle/nodump_blob.h) as a file of the caller's
+// private state directory, for the run to bind read-only: written once, and
+// again only when this binary's differs (an older stockade's, a truncated
+// write). Through a temporary name and rename, so a concurrent oracle reads
+// the old file or the new, never half of one.
+Result<std::string> nodumpPreloadFile(const std::string& state_dir) {
+    const std::string_view object = nodumpPreloadObject();
+    const std::string path = state_dir + "/nodump.so";
+    {
+        std::ifstream in(path, std::ios::binary);
+        std::string have((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        if (in.good() || in.eof())
+            if (have == object) return path;
+    }
+    std::string temp = path + ".XXXXXX";
+    const int fd = mkstemp(temp.data());
+    if (fd < 0) return Error::fromErrno("mkstemp(\"" + temp + "\")");
+    bool ok = fchmod(fd, 0444) == 0;
+    for (size_t done = 0; ok && done < object.size();) {
+        const ssize_t n = write(fd, object.data() + done, object.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        ok = n > 0;
+        if (ok) done += static_cast<size_t>(n);
+    }
+    const int err = errno;
+    if (close(fd) < 0 && ok) ok = false;
+    if (!ok || rename(temp.c_str(), path.c_str()) < 0) {
+        const int e = ok ? errno : err;
+        unlink(temp.c_str());
+        return Error::fromErrno("write \"" + path + "\"", e);
+    }
+    return path;
+}
 
 // Every line on the terminal may carry a name the sandbox chose (a report
 // file, a test, a path in the worktree): shown, never sent.
@@ -278,6 +315,20 @@ int runGuarded(const OracleOptions& options, VerdictSink& sink) {
         return refuse("realpath(\"/proc/self/exe\") failed: cannot offer STOCKADE_ISOLATE");
     run.mounts.push_back(std::string(self) + ":" + kIsolateInside);
     run.env.push_back(std::string("STOCKADE_ISOLATE=") + kIsolateInside);
+    // The held command non-dumpable from its first instruction on, so the
+    // candidate code it starts cannot open its memory through /proc/PID/mem
+    // (docs/oracle.md): preloaded, before any of the caller's LD_PRELOAD.
+    auto nodump = nodumpPreloadFile(state->path());
+    if (!nodump) return refuse(nodump.error().describe());
+    run.mounts.push_back(*nodump + ":" + kNodumpInside);
+    std::string preload = std::string("LD_PRELOAD=") + kNodumpInside;
+    for (auto it = run.env.begin(); it != run.env.end(); ++it)
+        if (it->starts_with("LD_PRELOAD=")) {
+            preload += ":" + it->substr(11);
+            run.env.erase(it);
+            break;
+        }
+    run.env.push_back(preload);
     auto policy = buildPolicy(*profile, run);
     if (!policy) return refuse(policy.error().describe());
     for (const ExtraMount& m : policy->fs.mounts)

@@ -4,12 +4,13 @@ as uid 65534. A held runner.py runs the candidate as a child, keeps its own
 verdict in memory and writes the JUnit report itself. The candidate prints the
 wrong answer and then attacks the runner: rewrites its memory through
 /proc/PPID/mem, kills it, writes into the report directory, uses the runner's
-open files, from itself or from a grandchild. Without STOCKADE_ISOLATE the
-memory forgery must work (so the test is real); through it, every attack
-must fail and the verdict must be `fail`. A runner that makes itself
-non-dumpable (prctl(PR_SET_DUMPABLE, 0), the one thing a runner can do for
-itself: execve made it dumpable, docs/oracle.md) keeps its memory out of the
-candidate's reach without the helper, and nothing more."""
+open files, from itself or from a grandchild. A runner that makes itself
+dumpable again (undoing the oracle's preload) lets the memory forgery work,
+so the test is real; a plain runner is non-dumpable through the oracle's
+preload (oracle/nodump_preload.c), as one that calls prctl itself is, which
+keeps its memory and fds out of the candidate's reach, and nothing more;
+through STOCKADE_ISOLATE every attack must fail and the verdict must be
+`fail`."""
 import json
 import os
 import shutil
@@ -22,12 +23,14 @@ STOCKADE = os.path.abspath(sys.argv[1])
 RUNNER = r'''
 import os, subprocess, sys
 attack, isolate = sys.argv[1], sys.argv[2] == "isolate"
-if sys.argv[2] == "nondumpable":
+if sys.argv[2] in ("nondumpable", "dumpable"):
     import ctypes
     # PR_SET_DUMPABLE = 4. Before anything is started: a child forked before
-    # it would keep a dumpable copy of the runner's memory.
-    if ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0) != 0:
-        sys.exit("prctl(PR_SET_DUMPABLE, 0) failed")
+    # it would keep a dumpable copy of the runner's memory. "dumpable" undoes
+    # the oracle's preload, to show the forgery is real where nothing stops it.
+    if ctypes.CDLL(None, use_errno=True).prctl(4, 1 if sys.argv[2] == "dumpable" else 0,
+                                               0, 0, 0) != 0:
+        sys.exit("prctl(PR_SET_DUMPABLE) failed")
 state = bytearray(b"VERDICT=" + b"FAIL" + b":runner-state")
 report = open("/report/report.xml", "w")
 os.set_inheritable(report.fileno(), True)
@@ -138,7 +141,16 @@ def demote():
 
 # attack, through the helper?, expected verdict, a line stockade's stderr must hold
 CASES = [
-    ("memory", False, "pass", "attack.memory=forged:"),
+    # A runner that makes itself dumpable again: the forgery works, so the
+    # attack is real.
+    ("memory", "dumpable", "pass", "attack.memory=forged:"),
+    # A plain runner: the oracle preloads an object that makes the held
+    # command non-dumpable before its own code runs (oracle/nodump_preload.c),
+    # so its memory, maps and fds are out of the candidate's reach, without
+    # the runner doing anything; not its life (kill it: error).
+    ("memory", False, "fail", "attack.memory=open:Permission denied"),
+    ("grandchild", False, "fail", "attack.grandchild=open:Permission denied"),
+    ("fds", False, "fail", "attack.proc-fd=errno:13"),
     ("memory", True, "fail", "attack.memory=open:"),
     ("grandchild", True, "fail", "attack.grandchild=open:"),
     # The runner's own prctl: its memory, maps and fds are out of reach (the
@@ -193,9 +205,10 @@ for mode in ("root", "rootless"):
                 problems.append("verdict %r, expected %r" % (v.get("verdict"), want))
             if line and line not in err:
                 problems.append("%r not in stderr" % line)
-            if isolate and "forged:" in err:
+            if isolate != "dumpable" and "forged:" in err:
                 problems.append("a forgery went through the helper or a non-dumpable runner")
             how = ("a non-dumpable runner" if isolate == "nondumpable" else
+                   "a runner dumpable again" if isolate == "dumpable" else
                    "through STOCKADE_ISOLATE" if isolate else "direct")
             label = "%s/%s %s" % (mode, attack, how)
             if problems:

@@ -143,6 +143,10 @@ def main():
         rootfs, ro_rootfs = f"{work}/rootfs", f"{work}/ro-rootfs"
         make_rootfs(rootfs, rootless)
         make_rootfs(ro_rootfs, rootless)
+        # podman (and conmon) start in their caller's directory: the build
+        # tree's may be one uid 65534 cannot enter (a checkout under a 0700
+        # home), so every command runs from the work directory.
+        os.chdir(work)
         pm = Podman(stockade, work, rootless)
         root = not rootless
         none = ["--network", "none"]
@@ -427,6 +431,7 @@ def main():
         subprocess.run(["umount", "-R", f"{work}/storage"], capture_output=True)
         for m in mounted:
             subprocess.run(["umount", m], capture_output=True)
+        os.chdir("/")
         shutil.rmtree(work, ignore_errors=True)
     if failures:
         print(f"{len(failures)} failed: {failures}")

@@ -7,11 +7,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstdio>
 #include <fstream>
+#include <string>
+#include <vector>
 
 #include "namespaces/landlock.h"
 #include "runtime/child_plan_builder.h"
 #include "runtime/sandbox_path.h"
+#include "runtime/text_safety.h"
 #include "runtime/worktree_masks.h"
 
 namespace stockade {
@@ -32,36 +37,74 @@ Result<std::string> hostWorkdir(const Policy& policy, const std::string& tmp) {
     return w;
 }
 
-// Removes what is beneath `dir` (held open), by fd: each entry is found
+// Removes what is beneath `top` (held open), by fd: each entry is found
 // relative to its parent's fd and never followed as a link, so that a
 // process of the sandbox's uid outside it cannot swap a directory for a link
-// mid-walk and turn a root-run removal onto another tree.
-void removeBeneath(int dir, int depth) {
-    if (depth > 256) return;
-    int listing = dup(dir);
-    if (listing < 0) return;
-    DIR* d = fdopendir(listing);
-    if (!d) {
-        close(listing);
-        return;
-    }
-    while (dirent* entry = readdir(d)) {
+// mid-walk and turn a root-run removal onto another tree. Iterative, with no
+// depth cap (a red team left a tree 300 levels deep behind a recursion that
+// stopped at 256), and each directory of this uid's own made 0700 before it
+// is listed (one the sandbox closed with chmod 500 kept its files). One fd
+// per level is open at a time. False when something could not be removed.
+bool removeBeneath(int top) {
+    struct Level {
+        DIR* listing;
+        int fd;            // the directory's, for the entries beneath it
+        std::string name;  // its name in the level above ("" for the top)
+    };
+    const uid_t self = geteuid();
+    bool whole = true;
+    (void)fchmod(top, 0700);
+    std::vector<Level> stack;
+    auto enter = [&](int fd, std::string name) {
+        const int listing_fd = dup(fd);
+        DIR* listing = listing_fd < 0 ? nullptr : fdopendir(listing_fd);
+        if (!listing) {
+            if (listing_fd >= 0) close(listing_fd);
+            if (fd != top) close(fd);
+            whole = false;
+            return false;
+        }
+        stack.push_back({listing, fd, std::move(name)});
+        return true;
+    };
+    if (!enter(top, "")) return false;
+    while (!stack.empty()) {
+        Level& level = stack.back();
+        errno = 0;
+        dirent* entry = readdir(level.listing);
+        if (!entry) {
+            if (errno) whole = false;
+            Level done = std::move(stack.back());
+            stack.pop_back();
+            closedir(done.listing);
+            if (done.fd != top) close(done.fd);
+            if (!stack.empty() && unlinkat(stack.back().fd, done.name.c_str(), AT_REMOVEDIR) < 0)
+                whole = false;
+            continue;
+        }
         const char* name = entry->d_name;
         if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0) continue;
         struct stat st;
-        if (fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) < 0) continue;
-        if (S_ISDIR(st.st_mode)) {
-            int sub = openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-            if (sub >= 0) {
-                removeBeneath(sub, depth + 1);
-                close(sub);
-            }
-            unlinkat(dir, name, AT_REMOVEDIR);
-        } else {
-            unlinkat(dir, name, 0);
+        if (fstatat(level.fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+            whole = false;
+            continue;
         }
+        if (!S_ISDIR(st.st_mode)) {
+            if (unlinkat(level.fd, name, 0) < 0) whole = false;
+            continue;
+        }
+        // A link swapped in since the fstatat cannot be changed
+        // (AT_SYMLINK_NOFOLLOW) nor opened (O_NOFOLLOW).
+        if (st.st_uid == self && self != 0)
+            (void)fchmodat(level.fd, name, 0700, AT_SYMLINK_NOFOLLOW);
+        const int sub = openat(level.fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (sub < 0) {
+            whole = false;
+            continue;
+        }
+        enter(sub, name);
     }
-    closedir(d);
+    return whole;
 }
 
 }  // namespace
@@ -69,11 +112,14 @@ void removeBeneath(int dir, int depth) {
 LowerTierTmp::~LowerTierTmp() {
     if (path_.empty()) return;
     int dir = open(path_.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    bool whole = dir >= 0;
     if (dir >= 0) {
-        removeBeneath(dir, 0);
+        whole = removeBeneath(dir);
         close(dir);
     }
-    rmdir(path_.c_str());
+    if (rmdir(path_.c_str()) < 0 || !whole)
+        std::fprintf(stderr, "stockade: the run's private TMPDIR %s could not be removed whole\n",
+                     escapeForTerminal(path_).c_str());
 }
 
 Result<LowerTierTmp> LowerTierTmp::create(uid_t uid, gid_t gid) {
@@ -242,8 +288,21 @@ std::vector<std::string> lowerTierDegraded(const Policy& policy, const ChildPlan
                                 : "abstract unix sockets NOT scoped (Landlock below ABI 6), ";
     net += plan.landlock.handled_net ? "TCP bind and connect denied by Landlock, "
                                      : "TCP left to seccomp alone (Landlock below ABI 4), ";
-    net += "every other socket family but AF_UNIX refused by seccomp (UDP included)";
+    net +=
+        "every other socket family but AF_UNIX streams and seqpackets refused by seccomp "
+        "(UDP and unix datagrams included), and connect(2) refused (a unix socket's path "
+        "lookup is not Landlock's: the host's named sockets stay out of reach, and so does a "
+        "unix server of the sandbox's own)";
     out.push_back(net);
+    out.push_back(
+        "metadata: changing a file's mode, owner, times or extended attributes by path is "
+        "refused (EPERM; Landlock does not govern it, so a path outside the view would be "
+        "changed), fchmod, fchown, futimens and fsetxattr on an open file work; inotify and "
+        "fanotify answer ENOSYS (a watch outside the view would tell its names)");
+    out.push_back(
+        "per-user counts: RLIMIT_NPROC, inotify instances, POSIX message queue bytes and "
+        "pending signals are counted for host uid " +
+        std::to_string(plan.ids.host_uid) + ", with that user's other processes");
     out.push_back(std::string("signals: ") +
                   (plan.landlock.scoped
                        ? "scoped by Landlock: no process outside the sandbox can be signalled"

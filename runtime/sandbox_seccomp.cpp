@@ -53,6 +53,7 @@ Status compileLowerTierSeccompInto(const Policy& policy, ChildPlan& plan) {
         return Error::message("the lower tier needs the default seccomp filter");
     seccomp::SeccompPolicy local = seccomp::defaultPolicy();
     if (auto s = seccomp::allowLocalSocketsOnly(local); !s) return s;
+    seccomp::refuseMetadataByPath(local);
     auto plain = seccomp::compileFilter(local);
     if (!plain) return plain.error().withContext("the lower tier's seccomp policy");
     auto notified = seccomp::compileFilter(seccomp::withNotifiedDenials(local));

@@ -230,6 +230,36 @@ Status allowLocalSocketsOnly(SeccompPolicy& policy) {
     return okStatus();
 }
 
+void refuseMetadataByPath(SeccompPolicy& policy) {
+    // By path (or by an O_PATH fd with AT_EMPTY_PATH, which Landlock does
+    // not check either): every change of a file's mode, owner, times,
+    // extended attributes or inode flags, and every watch. The fd-only
+    // calls (fchmod, fchown, futimens, fsetxattr) stay: their fd came from an
+    // open Landlock allowed, and O_PATH fds are EBADF to them.
+    static const char* const kByPath[] = {
+        "chmod",         "fchmodat",      "fchmodat2",         "chown",
+        "chown32",       "lchown",        "lchown32",          "fchownat",
+        "utime",         "utimes",        "utimensat",         "utimensat_time64",
+        "futimesat",     "file_setattr",  "setxattr",          "lsetxattr",
+        "setxattrat",    "removexattr",   "lremovexattr",      "removexattrat",
+        "inotify_init",  "inotify_init1", "inotify_add_watch", "inotify_rm_watch",
+        "fanotify_init", "fanotify_mark"};
+    std::vector<SyscallRule> kept;
+    for (SyscallRule& r : policy.rules) {
+        for (const char* name : kByPath) std::erase(r.names, name);
+        if (!r.names.empty()) kept.push_back(std::move(r));
+    }
+    policy.rules = std::move(kept);
+    // futimens(fd, times) is utimensat(fd, NULL, times, 0): a null path.
+    policy.rules.push_back(rule({"utimensat"}, Action::Allow, 0, {argEquals(1, 0)}));
+    // No watches at all (a watch needs no right Landlock has, and the
+    // inotify instances are the user's, shared with the host): ENOSYS, as a
+    // kernel without inotify answers, so watchers fall back to polling.
+    policy.rules.push_back(rule(
+        {"inotify_init", "inotify_init1", "inotify_add_watch", "fanotify_init", "fanotify_mark"},
+        Action::Errno, ENOSYS));
+}
+
 void sendCallToSupervisor(SeccompPolicy& policy, const std::string& name) {
     std::vector<SyscallRule> kept;
     for (SyscallRule& r : policy.rules) {

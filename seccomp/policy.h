@@ -109,6 +109,15 @@ void sendCallToSupervisor(SeccompPolicy& policy, const std::string& name);
 // unix socket by path, which would reach the host's (policy.cpp says why).
 Status allowLocalSocketsOnly(SeccompPolicy& policy);
 
+// Where no mount namespace holds (the lower tier): Landlock governs what
+// may be read, written, made and removed beneath the view, but not a file's
+// metadata, nor watching it (a red team changed the mode, times and xattrs
+// of a host file outside the view, and watched a host directory's names):
+// every call that changes metadata by path (chmod, chown, utimes with a
+// path, *setxattr, *removexattr, file_setattr) is refused (EPERM), fd-only
+// ones kept, and inotify and fanotify answer ENOSYS.
+void refuseMetadataByPath(SeccompPolicy& policy);
+
 // Whether addNoSetidRules(policy) will hold as written: an error naming the
 // call when the policy has its own argument conditions for one of the calls
 // whose mode it reads (a conditional ALLOW on another argument could decide

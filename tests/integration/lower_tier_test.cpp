@@ -12,6 +12,7 @@
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -399,6 +400,77 @@ TEST_CASE(
     CHECK(b.exitCode == 125);
     CHECK(b.err.find("--min-tier landlock") != std::string::npos);
     CHECK(b.err.find("pid_ns") != std::string::npos);
+}
+
+// Found by a red team: Landlock governs reading, writing, making and removing
+// beneath the view, not a file's metadata, nor watching it. A scratch canary
+// of the caller's outside the view: its mode, times and extended attributes
+// stay as they were (EPERM inside, checked from the host), and no watch can
+// be put on it (ENOSYS). The run's private TMPDIR goes whole, however deep
+// and however closed the sandbox leaves it.
+TEST_CASE("lower tier: metadata and watches outside the view are refused, and TMPDIR goes whole",
+          "[tier]") {
+    STOCKADE_EACH_MODE(mode);
+    if (!tierUsable()) return;
+    BlockedHost host(mode);
+    struct stat before;
+    REQUIRE(::stat(host.canary().c_str(), &before) == 0);
+    // clang-format off
+    const std::string script = R"PY(
+import ctypes, errno, os, sys
+canary = sys.argv[1]
+def answer(what, call):
+    try:
+        call()
+        print(what + "=ok")
+    except OSError as e:
+        print(what + "=" + errno.errorcode[e.errno])
+st = os.stat(canary)
+answer("chmod", lambda: os.chmod(canary, st.st_mode & 0o7777))
+answer("utime", lambda: os.utime(canary, ns=(st.st_atime_ns, st.st_mtime_ns)))
+answer("setxattr", lambda: os.setxattr(canary, "user.stockade-redteam", b"1"))
+fd = os.open(canary, os.O_PATH)
+libc = ctypes.CDLL(None, use_errno=True)
+# fchmodat2(fd, "", mode, AT_EMPTY_PATH): an O_PATH fd, which Landlock never checked.
+r = libc.syscall(452, fd, b"", st.st_mode & 0o7777, 0x1000)
+print("fchmodat-empty-path=" + ("ok" if r == 0 else errno.errorcode[ctypes.get_errno()]))
+ino = libc.inotify_init1(0)
+print("inotify=" + ("ok" if ino >= 0 else errno.errorcode[ctypes.get_errno()]))
+# The TMPDIR, 300 levels deep and one directory of it closed (by fd: chmod by
+# path is refused here).
+tmp = os.environ["TMPDIR"]
+print("tmpdir=" + tmp)
+deep = os.path.join(tmp, *(["d"] * 300))
+os.makedirs(deep)
+open(os.path.join(deep, "bottom"), "w").close()
+os.mkdir(os.path.join(tmp, "closed"))
+open(os.path.join(tmp, "closed", "inside"), "w").close()
+dfd = os.open(os.path.join(tmp, "closed"), os.O_RDONLY)
+os.fchmod(dfd, 0o500)
+)PY";
+    // clang-format on
+    const Completed run =
+        host.run({"--min-tier", "landlock"}, {"python3", "-c", script, host.canary()});
+    INFO(run.describe());
+    REQUIRE(run.exitCode == 0);
+    for (const char* refused : {"chmod=EPERM", "utime=EPERM", "setxattr=EPERM",
+                                "fchmodat-empty-path=EPERM", "inotify=ENOSYS"})
+        CHECK(run.out.find(refused) != std::string::npos);
+    struct stat after;
+    REQUIRE(::stat(host.canary().c_str(), &after) == 0);
+    CHECK(after.st_mode == before.st_mode);
+    CHECK(after.st_mtim.tv_sec == before.st_mtim.tv_sec);
+    CHECK(after.st_mtim.tv_nsec == before.st_mtim.tv_nsec);
+    char names[256];
+    CHECK(::listxattr(host.canary().c_str(), names, sizeof names) == 0);
+    const size_t at = run.out.find("tmpdir=");
+    REQUIRE(at != std::string::npos);
+    const std::string tmpdir = run.out.substr(at + 7, run.out.find('\n', at) - at - 7);
+    INFO(tmpdir);
+    CHECK(tmpdir.starts_with("/tmp/stockade-run-"));
+    CHECK_FALSE(pathExists(tmpdir));
+    CHECK(run.err.find("could not be removed") == std::string::npos);
+    CHECK(degradedHas(host.result(), "metadata: "));
 }
 
 }  // namespace stockade::itest

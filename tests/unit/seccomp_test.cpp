@@ -11,6 +11,7 @@
 #include <netinet/tcp.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/inotify.h>
 #include <sys/ioctl.h>
 #include <sys/personality.h>
 #include <sys/prctl.h>
@@ -795,6 +796,50 @@ TEST_CASE("the lower tier's filter allows AF_UNIX streams and seqpackets only, a
     SeccompPolicy open_policy;
     open_policy.default_action = Action::Allow;
     CHECK_FALSE(allowLocalSocketsOnly(open_policy).ok());
+}
+
+TEST_CASE("the lower tier's filter refuses metadata changes by path and watches, not by fd",
+          "[seccomp][kernel][tier]") {
+    SeccompPolicy policy = defaultPolicy();
+    refuseMetadataByPath(policy);
+    const CompiledFilter filter = mustCompile(policy);
+    char dir_template[] = "/tmp/stockade-metadata-XXXXXX";
+    REQUIRE(mkdtemp(dir_template) != nullptr);
+    const std::string file = std::string(dir_template) + "/f";
+    const int made = ::open(file.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+    REQUIRE(made >= 0);
+    ::close(made);
+    const ChildOutcome out = runFiltered(filter, [&](auto expect) {
+        expect(EPERM, syscall(SYS_chmod, file.c_str(), 0644));
+        expect(EPERM, syscall(SYS_fchmodat, AT_FDCWD, file.c_str(), 0644));
+        const long opath = syscall(SYS_openat, AT_FDCWD, file.c_str(), O_PATH | O_CLOEXEC);
+        expect(0, opath);
+        // An O_PATH fd with AT_EMPTY_PATH: how a path Landlock never checked
+        // would be reached through an fd.
+        expect(EPERM, syscall(452 /* fchmodat2 */, opath, "", 0644, AT_EMPTY_PATH));
+        expect(EPERM, syscall(SYS_fchownat, opath, "", -1, -1, AT_EMPTY_PATH));
+        expect(EPERM, syscall(SYS_chown, file.c_str(), -1, -1));
+        expect(EPERM, syscall(SYS_utimensat, AT_FDCWD, file.c_str(), nullptr, 0));
+        expect(EPERM, syscall(SYS_utimes, file.c_str(), nullptr));
+        expect(EPERM, syscall(SYS_setxattr, file.c_str(), "user.stockade", "1", 1L, 0L));
+        expect(EPERM, syscall(SYS_removexattr, file.c_str(), "user.stockade"));
+        expect(ENOSYS, syscall(SYS_inotify_init1, IN_CLOEXEC));
+        expect(ENOSYS, syscall(SYS_inotify_add_watch, 0, file.c_str(), IN_ALL_EVENTS));
+        // On a file opened for writing, as Landlock allowed it: kept.
+        const long fd = syscall(SYS_openat, AT_FDCWD, file.c_str(), O_WRONLY | O_CLOEXEC);
+        expect(0, fd);
+        expect(0, syscall(SYS_fchmod, fd, 0640));
+        expect(0, syscall(SYS_utimensat, fd, nullptr, nullptr, 0));
+        expect(0, syscall(SYS_fchown, fd, -1, -1));
+    });
+    struct stat st;
+    REQUIRE(::stat(file.c_str(), &st) == 0);
+    ::unlink(file.c_str());
+    ::rmdir(dir_template);
+    REQUIRE(out.exited);
+    CHECK(out.exit_code == 0);
+    checkAnswers(out, 16);
+    CHECK((st.st_mode & 0777) == 0640);  // the fd's chmod, and none of the refused ones
 }
 
 TEST_CASE("installed in a child, no call makes a setuid or setgid file", "[seccomp][kernel][G3]") {

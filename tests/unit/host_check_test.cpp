@@ -285,7 +285,9 @@ TEST_CASE("the direct backend: ok as root with the listener cgroup, else the cau
     no_v2.direct_error =
         "cannot make the listeners in a cgroup that refuses their bind and "
         "connect: no cgroup2 filesystem is mounted (/proc/self/mountinfo)";
-    const CheckEntry* e = reportFromFacts(no_v2, {}).find("direct_backend");
+    // The report held while its entries are read (find points into it).
+    const HostReport no_v2_report = reportFromFacts(no_v2, {});
+    const CheckEntry* e = no_v2_report.find("direct_backend");
     CHECK(e->state == CheckState::Unavailable);
     CHECK(contains(e->fix, "mount -t cgroup2"));
 
@@ -294,7 +296,8 @@ TEST_CASE("the direct backend: ok as root with the listener cgroup, else the cau
         "cannot make the listeners in a cgroup that refuses their bind and "
         "connect: bpf(BPF_PROG_LOAD, CGROUP_SOCK_ADDR for "
         "BPF_CGROUP_INET4_BIND): EPERM";
-    e = reportFromFacts(no_bpf, {}).find("direct_backend");
+    const HostReport no_bpf_report = reportFromFacts(no_bpf, {});
+    e = no_bpf_report.find("direct_backend");
     CHECK(contains(e->reason, "BPF_PROG_LOAD"));
     CHECK(contains(e->fix, "CONFIG_CGROUP_BPF"));
 }

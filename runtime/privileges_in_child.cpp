@@ -26,12 +26,7 @@ int dropAllPrivilegesInChild(int last_cap, int* failed_step) noexcept {
     *failed_step = 1;
     for (int cap = 0; cap <= last_cap; ++cap)
         if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL) return errno;
-    if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
-        return errno;
-    __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
-    __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3] = {};
-    if (syscall(SYS_capset, &header, data) < 0) return errno;
-    return 0;
+    return dropUnprivilegedInChild();
 }
 
 int keepOnlyCapabilitiesInChild(int last_cap, const CapabilitySets& sets,

@@ -1,7 +1,7 @@
 # Writes OUT: a C++ source that holds every profiles/*.json as a raw string.
 file(GLOB files ${PROFILE_DIR}/*.json)
 list(SORT files)
-set(body "// Generated from profiles/*.json by cmake/embed_profiles.cmake.\n#include \"runtime/embedded_profiles.h\"\n\nnamespace stockade {\n\nconst std::vector<EmbeddedProfile>& embeddedProfiles() {\n    static const std::vector<EmbeddedProfile> profiles = {\n")
+set(body "// Generated from profiles/*.json by cmake/embed_profiles.cmake.\n#include \"runtime/policy/embedded_profiles.h\"\n\nnamespace stockade {\n\nconst std::vector<EmbeddedProfile>& embeddedProfiles() {\n    static const std::vector<EmbeddedProfile> profiles = {\n")
 foreach(f ${files})
   get_filename_component(name ${f} NAME_WE)
   file(READ ${f} content)

@@ -155,7 +155,7 @@ enum class LandlockNetwork {
     // Where no network namespace holds (the lower tier, issue 18), these
     // are what is left: ports, never addresses, so both also forbid the
     // sandbox's own loopback. Sandboxes with a network namespace do not use
-    // them (runtime/child_plan_builder.cpp says why).
+    // them (runtime/plan/child_plan_builder.cpp says why).
     DenyTcp,       // ABI 4: no TCP bind and no TCP connect at all
     BindPortOnly,  // ABI 4: TCP bind on `bind_port` only, no connect
 };

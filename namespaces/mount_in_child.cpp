@@ -129,7 +129,7 @@ int openBeneathInChild(const MountPlan& plan, const MountOp& op, int* out_fd,
     return err;
 }
 
-// A worktree name the parent walked and judged (runtime/worktree_masks.h):
+// A worktree name the parent walked and judged (runtime/plan/worktree_masks.h):
 // the name itself, never a symlink's target, and the very inode judged; a
 // swap since then refuses the run rather than cover something else.
 int openJudgedBeneathInChild(const MountPlan& plan, const MountOp& op, int* out_fd) noexcept {

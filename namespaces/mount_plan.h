@@ -65,7 +65,7 @@ struct MountOp {
     // - ReadOnlyBeneath and MaskBeneath: the target is opened as itself
     //   (O_NOFOLLOW) and refused (ESTALE) unless it is the file the parent
     //   judged, by device, inode and directory-ness.
-    // - BindFromHost of a host path the parent holds open (runtime/host_path.h)
+    // - BindFromHost of a host path the parent holds open (base/host_path.h)
     //   but cannot clone itself (rootless: open_tree(OPEN_TREE_CLONE) needs
     //   CAP_SYS_ADMIN over the mount namespace, and the child cannot clone a
     //   mount of the parent's namespace): the child opens `source` without

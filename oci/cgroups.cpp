@@ -7,7 +7,7 @@
 
 #include <linux/magic.h>
 
-#include "runtime/cgroup_fs.h"
+#include "runtime/cgroups/cgroup_fs.h"
 
 namespace stockade::oci {
 

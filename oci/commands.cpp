@@ -26,7 +26,7 @@
 #include "oci/container.h"
 #include "oci/exec.h"
 #include "oci/state.h"
-#include "runtime/sandbox_launch.h"
+#include "runtime/supervisor/sandbox_launch.h"
 
 #ifndef STOCKADE_VERSION
 #define STOCKADE_VERSION "0"

@@ -22,12 +22,12 @@
 #include <map>
 #include <optional>
 
+#include "base/small_file.h"
 #include "oci/cgroups.h"
 #include "oci/config.h"
 #include "oci/container_plan.h"
-#include "runtime/child_protocol.h"
-#include "runtime/sandbox_launch.h"
-#include "runtime/small_file.h"
+#include "runtime/child/child_protocol.h"
+#include "runtime/supervisor/sandbox_launch.h"
 
 namespace stockade::oci {
 
@@ -201,7 +201,7 @@ Status createContainer(const std::string& root_dir, const std::string& id,
     if (config->umask) ::umask(*config->umask);
     if (isHostRoot() && setgroups(0, nullptr) < 0) return Error::fromErrno("setgroups(0)");
     // init takes its signals with sigwaitinfo, so they are blocked before
-    // the clone, which inherits the mask (runtime/sandbox_launch.h).
+    // the clone, which inherits the mask (runtime/supervisor/sandbox_launch.h).
     sigset_t mask = signalsForInit();
     if (sigprocmask(SIG_BLOCK, &mask, nullptr) < 0) return Error::fromErrno("sigprocmask()");
     signal(SIGPIPE, SIG_IGN);

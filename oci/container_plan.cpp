@@ -15,10 +15,10 @@
 #include <fstream>
 #include <sstream>
 
+#include "base/host_path.h"
 #include "namespaces/syscalls.h"
 #include "oci/state.h"
-#include "runtime/child_plan_builder.h"
-#include "runtime/host_path.h"
+#include "runtime/plan/child_plan_builder.h"
 #include "seccomp/filter.h"
 
 namespace stockade::oci {

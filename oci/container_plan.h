@@ -1,6 +1,6 @@
 // config.json's Config -> the ChildPlan every stockade sandbox is built
 // from, and what the parent's launch needs beside it: the bundle is a
-// second front end to the one setup table (runtime/child_setup.h), not a
+// second front end to the one setup table (runtime/child/child_setup.h), not a
 // copy of it. Policy, the profile's shape, is skipped: a bundle says the
 // mounts, ids and process itself, and Policy has no words for them.
 #pragma once
@@ -14,8 +14,8 @@
 #include "base/unique_fd.h"
 #include "namespaces/user.h"
 #include "oci/config.h"
-#include "runtime/child_plan.h"
-#include "runtime/identity.h"
+#include "runtime/child/child_plan.h"
+#include "runtime/plan/identity.h"
 
 namespace stockade::oci {
 

@@ -24,11 +24,11 @@
 #include <sanitizer/lsan_interface.h>
 #endif
 
+#include "base/small_file.h"
 #include "oci/config.h"
 #include "oci/container.h"
 #include "oci/container_plan.h"
-#include "runtime/privileges_in_child.h"
-#include "runtime/small_file.h"
+#include "runtime/child/privileges_in_child.h"
 #include "seccomp/install_in_child.h"
 
 namespace stockade::oci {

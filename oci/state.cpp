@@ -12,7 +12,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "runtime/small_file.h"
+#include "base/small_file.h"
 
 namespace stockade::oci {
 

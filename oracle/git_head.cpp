@@ -10,7 +10,7 @@
 #include <optional>
 
 #include "oracle/safe_read.h"
-#include "runtime/git_link.h"
+#include "runtime/plan/git_link.h"
 
 namespace stockade::oracle {
 
@@ -146,7 +146,7 @@ Result<OpenedGitDirs> openHostGitDirs(const std::string& worktree,
         // test wrote: the gitdir it names is read only when it is inside the
         // worktree (confined there, as a nested repository's is) or a
         // genuine linked worktree by the rule the run itself applies
-        // (runtime/git_link.h). Nothing else on the host is walked.
+        // (runtime/plan/git_link.h). Nothing else on the host is walked.
         char canonical[PATH_MAX];
         if (!realpath(worktree.c_str(), canonical))
             return Error::fromErrno("realpath(" + quotePath(worktree) + ")");

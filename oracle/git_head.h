@@ -25,7 +25,7 @@ struct GitLocation {
     std::string common_dir;    // objects, packed-refs and shared refs live here
     bool gitdir_file = false;  // `.git` is a file naming the git dir
     // The two directories as opened when they were found (and, for a `.git`
-    // file, judged: runtime/git_link.h); readers use these, not the paths.
+    // file, judged: runtime/plan/git_link.h); readers use these, not the paths.
     std::shared_ptr<UniqueFd> git_dir_fd;
     std::shared_ptr<UniqueFd> common_dir_fd;
 };
@@ -50,7 +50,7 @@ const char* headKindName(HeadState::Kind kind);
 
 // Finds the git dir and common dir of the worktree at `worktree`. A worktree
 // without `.git` is an Error. A `.git` file is followed only as
-// runtime/git_link.h allows; `writable_dirs` are the host trees the sandbox
+// runtime/plan/git_link.h allows; `writable_dirs` are the host trees the sandbox
 // could write besides the worktree (writable --mount sources).
 Result<GitLocation> locateGitDir(const std::string& worktree,
                                  const std::vector<std::string>& writable_dirs = {});

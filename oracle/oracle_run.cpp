@@ -15,6 +15,7 @@
 #include <stdexcept>
 #include <string_view>
 
+#include "base/text_safety.h"
 #include "oracle/git_dir_digest.h"
 #include "oracle/git_head.h"
 #include "oracle/git_tree.h"
@@ -24,15 +25,14 @@
 #include "oracle/report_tap.h"
 #include "oracle/safe_read.h"
 #include "oracle/verdict.h"
-#include "runtime/identity.h"
-#include "runtime/policy_builder.h"
-#include "runtime/profile.h"
-#include "runtime/record_path.h"
-#include "runtime/result.h"
-#include "runtime/sandbox.h"
-#include "runtime/serve_state.h"
-#include "runtime/supervisor_hardening.h"
-#include "runtime/text_safety.h"
+#include "runtime/plan/identity.h"
+#include "runtime/policy/policy_builder.h"
+#include "runtime/policy/profile.h"
+#include "runtime/record/record_path.h"
+#include "runtime/record/result.h"
+#include "runtime/record/state_dir.h"
+#include "runtime/supervisor/sandbox.h"
+#include "runtime/supervisor/supervisor_hardening.h"
 
 namespace stockade::oracle {
 
@@ -42,7 +42,7 @@ constexpr int kRefused = 125;
 constexpr int kInternalError = 2;             // the exit code of an `error` verdict
 constexpr size_t kMaxReportBytes = 64 << 20;  // a report larger than this is refused unread
 constexpr uint64_t kMaxReportFiles = 64;
-// Where the runner finds `stockade isolate` (runtime/isolate_command.h).
+// Where the runner finds `stockade isolate` (cli/isolate_command.h).
 constexpr const char* kIsolateInside = "/.stockade/isolate";
 constexpr const char* kNodumpInside = "/.stockade/nodump.so";
 
@@ -228,7 +228,7 @@ void ReportDir::remove() {
 
 // An oracle killed mid-run (SIGKILL) leaves its report directory; the next
 // one removes those of dead oracles. They live in the caller's private state
-// directory (0700, see runtime/serve_state.h), where no one else can plant
+// directory (0700, see runtime/record/state_dir.h), where no one else can plant
 // anything: report.PID.XXXXXX, whose PID is gone.
 void removeStaleReportDirs(const std::string& parent) {
     DIR* d = opendir(parent.c_str());
@@ -291,10 +291,10 @@ int runGuarded(const OracleOptions& options, VerdictSink& sink) {
     auto before = snapshot(worktree, held, writableHostDirs(probe_policy->fs));
     if (!before) return refuse(before.error().describe());
 
-    auto state = StateDir::open();
+    auto state = openUserStateDir();
     if (!state) return refuse(state.error().describe());
-    removeStaleReportDirs(state->path());
-    std::string report_template = state->path() + "/report." + std::to_string(getpid()) + ".XXXXXX";
+    removeStaleReportDirs(*state);
+    std::string report_template = *state + "/report." + std::to_string(getpid()) + ".XXXXXX";
     if (!mkdtemp(report_template.data())) return refuse("mkdtemp(" + report_template + ") failed");
     ReportDir reports(report_template);
     const std::string& report_dir = reports.path();
@@ -309,7 +309,7 @@ int runGuarded(const OracleOptions& options, VerdictSink& sink) {
     run.mounts.push_back(report_dir + ":/report:rw");
     run.env.push_back("STOCKADE_REPORT_DIR=/report");
     // stockade's own binary, for the runner to start candidate code through
-    // (runtime/isolate_command.h): read-only, at a path no profile uses.
+    // (cli/isolate_command.h): read-only, at a path no profile uses.
     char self[PATH_MAX];
     if (!realpath("/proc/self/exe", self))
         return refuse("realpath(\"/proc/self/exe\") failed: cannot offer STOCKADE_ISOLATE");
@@ -318,7 +318,7 @@ int runGuarded(const OracleOptions& options, VerdictSink& sink) {
     // The held command non-dumpable from its first instruction on, so the
     // candidate code it starts cannot open its memory through /proc/PID/mem
     // (docs/oracle.md): preloaded, before any of the caller's LD_PRELOAD.
-    auto nodump = nodumpPreloadFile(state->path());
+    auto nodump = nodumpPreloadFile(*state);
     if (!nodump) return refuse(nodump.error().describe());
     run.mounts.push_back(*nodump + ":" + kNodumpInside);
     std::string preload = std::string("LD_PRELOAD=") + kNodumpInside;

@@ -7,7 +7,7 @@
 #include <optional>
 #include <string>
 
-#include "runtime/run_options.h"
+#include "runtime/policy/run_options.h"
 
 namespace stockade::oracle {
 

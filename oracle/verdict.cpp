@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
-#include "runtime/text_safety.h"
+#include "base/text_safety.h"
 
 namespace stockade::oracle {
 

@@ -96,7 +96,7 @@ struct ServedAnswer {
 
 // A notified call the supervisor performs or judges itself rather than
 // refuses: a dev server's listen(2) under the direct ingress
-// (runtime/direct_ingress.h). It may act on the caller through
+// (runtime/net/direct_ingress.h). It may act on the caller through
 // `listener_fd` (SECCOMP_IOCTL_NOTIF_ADDFD) before the answer is sent, and
 // returns that answer; nullopt leaves the call to the refusal path.
 using CallServer =

@@ -85,7 +85,7 @@ SeccompPolicy defaultPolicy();
 void addNoSetidRules(SeccompPolicy& policy);
 
 // What a sandbox holding host sockets (the direct ingress's listener and the
-// connections accepted from it, runtime/direct_ingress.h) must not do with
+// connections accepted from it, runtime/net/direct_ingress.h) must not do with
 // them, refused with EPERM whatever the fd: TCP_FASTOPEN_CONNECT and
 // TCP_FASTOPEN_NO_COOKIE (data in a SYN), SO_MEMINFO and SO_RXQ_OVFL (the
 // drop counter, a port scan), SO_NETNS_COOKIE (which namespace), and the interface ioctls
@@ -95,7 +95,7 @@ void addHostSocketRefusals(SeccompPolicy& policy);
 // `name` (a native call) sent to the supervisor's listener whatever its
 // arguments: every rule that names it loses the name, and one Notify rule for
 // it goes first. The supervisor then answers each such call itself (a dev
-// server's listen(2) under the direct ingress, runtime/direct_ingress.h);
+// server's listen(2) under the direct ingress, runtime/net/direct_ingress.h);
 // without a listener the kernel answers ENOSYS.
 void sendCallToSupervisor(SeccompPolicy& policy, const std::string& name);
 

@@ -10,7 +10,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "runtime/profile.h"
+#include "runtime/policy/profile.h"
 
 namespace {
 

@@ -212,7 +212,7 @@ TEST_CASE("G2: the gitdir named by a .git file is read-only, at its own path",
     Sandbox sandbox(mode);
     // `git worktree add` leaves a .git file pointing into the main repo's
     // worktrees/NAME, which points back (gitdir) and names the common dir
-    // (commondir): the layout runtime/git_link.h honours.
+    // (commondir): the layout runtime/plan/git_link.h honours.
     const std::string gitdir = sandbox.scratch().makeDir("main-repo/.git/worktrees/wt");
     sandbox.scratch().writeFile("main-repo/.git/HEAD", "ref: refs/heads/main\n");
     sandbox.scratch().makeDir("main-repo/.git/objects");

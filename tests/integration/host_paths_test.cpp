@@ -1,7 +1,7 @@
 // Issue 14, points 1 and 3: nothing a sandbox wrote may widen a later run.
 // A `.git` file is honoured only as a genuine `git worktree add` link
-// (runtime/git_link.h); host paths on the command line are opened once,
-// symlinks refused, and used by fd (runtime/host_path.h). Every attack here
+// (runtime/plan/git_link.h); host paths on the command line are opened once,
+// symlinks refused, and used by fd (base/host_path.h). Every attack here
 // reads a scratch canary or writes back what is there: harmless if it works.
 #include <sys/stat.h>
 #include <unistd.h>

@@ -56,7 +56,7 @@ bool mapCoversHostRoot(const std::string& map) {
     return false;
 }
 
-// The default range of leased ids (runtime/identity.cpp), 0x78000000 upward.
+// The default range of leased ids (runtime/plan/identity.cpp), 0x78000000 upward.
 bool inDefaultRange(unsigned long id) {
     return id >= 0x78000000ul && id < 0x7C000000ul;
 }

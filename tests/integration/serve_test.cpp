@@ -226,7 +226,7 @@ std::string hostOutput(const std::string& command) {
 }
 
 // The veth backend's address slot of a supervisor: /run/stockade/net/slot-N
-// holds its pid (runtime/veth_backend.h).
+// holds its pid (runtime/net/veth_backend.h).
 std::optional<int> vethSlotOf(pid_t supervisor) {
     for (int slot = 0; slot < 8192; ++slot) {
         const std::string path = "/run/stockade/net/slot-" + std::to_string(slot);
@@ -773,7 +773,7 @@ std::vector<std::string> cgroup2Mounts() {
     return mounts;
 }
 
-// The listener cgroups (runtime/listener_cgroup.h) present in the cgroup v2
+// The listener cgroups (runtime/net/listener_cgroup.h) present in the cgroup v2
 // mount: none outlives the making of a server's listeners.
 // The listener cgroups a supervisor (the ready event's pid) left; other
 // tests' supervisors may make theirs meanwhile (ctest runs in parallel).

@@ -3,7 +3,7 @@
 // run's side is read from what its child noted as each step ended
 // (--log-level debug, ChildPlan::stage_times); check's from its JSON, where
 // each step is what the probe's child reported as it ran it. Both come from
-// the one table (runtime/child_setup.h); the unit test pins the table.
+// the one table (runtime/child/child_setup.h); the unit test pins the table.
 #include <sstream>
 
 #include "harness.h"

@@ -3,7 +3,7 @@
 // (the timeout, a SIGTERM, the output limit, serve's ready timeout fire on
 // time), and every setup call whose failure would weaken a guarantee turns
 // that failure into a refusal that names the step and the call, with the
-// errno once (STOCKADE_TEST_FAIL, runtime/fault_injection.h).
+// errno once (STOCKADE_TEST_FAIL, base/fault_injection.h).
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>

@@ -60,7 +60,7 @@ test "$rules" = "userns," || fail "the profile grants more than userns: $rules"
 pass "the profile's one rule is userns"
 
 # The profile `stockade check` tells the owner of an uncovered binary to
-# write (runtime/host_apparmor_verdicts.cpp; unit: "the AppArmor
+# write (runtime/check/host_apparmor_verdicts.cpp; unit: "the AppArmor
 # restriction's fix fits the binary" pins its output to this text), for a
 # path that needs AppArmor's quotes.
 printf '%s\n' 'abi <abi/4.0>,' 'include <tunables/global>' \

@@ -5,9 +5,9 @@
 #include <fstream>
 #include <map>
 
-#include "runtime/cgroup_limits.h"
-#include "runtime/cgroup_v1.h"
-#include "runtime/cgroup_v2.h"
+#include "runtime/cgroups/cgroup_limits.h"
+#include "runtime/cgroups/cgroup_v1.h"
+#include "runtime/cgroups/cgroup_v2.h"
 
 using namespace stockade;
 

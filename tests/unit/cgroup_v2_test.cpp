@@ -20,8 +20,8 @@
 #include <sstream>
 #include <thread>
 
-#include "runtime/cgroup_limits.h"
-#include "runtime/cgroup_v2.h"
+#include "runtime/cgroups/cgroup_limits.h"
+#include "runtime/cgroups/cgroup_v2.h"
 
 using namespace stockade;
 using namespace std::chrono_literals;

@@ -1,4 +1,4 @@
-// runtime/child_setup.h: the one table of the child's setup steps. What run,
+// runtime/child/child_setup.h: the one table of the child's setup steps. What run,
 // check and bench execute is this table walked by one runner; these cases
 // hold the table to its promises (every stage once, in ChildStage's order,
 // each process's steps together, bench levels that only add), and repeat as
@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "runtime/child_protocol.h"
-#include "runtime/child_setup.h"
+#include "runtime/child/child_protocol.h"
+#include "runtime/child/child_setup.h"
 
 using namespace stockade;
 

@@ -1,7 +1,7 @@
 // The echo on its own, against real pipes and sockets: it never waits for a
 // reader, keeps at most its capacity, counts what it drops, delivers the rest
 // in order, and leaves the caller's file description as it found it.
-#include "runtime/echo_sink.h"
+#include "runtime/supervisor/echo_sink.h"
 
 #include <fcntl.h>
 #include <poll.h>

@@ -1,6 +1,6 @@
 #include <catch2/catch.hpp>
 
-#include "runtime/environment.h"
+#include "runtime/policy/environment.h"
 
 using namespace stockade;
 

@@ -1,6 +1,6 @@
 // The forwarder on its own, host to host: a listener on an ephemeral port
 // forwarded to servers on another, with host sockets as the "inside" ones.
-#include "runtime/forwarder.h"
+#include "runtime/net/forwarder.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>

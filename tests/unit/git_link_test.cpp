@@ -1,6 +1,6 @@
-// runtime/git_link.h: a `.git` file is honoured only as a genuine `git
+// runtime/plan/git_link.h: a `.git` file is honoured only as a genuine `git
 // worktree add` link, judged from what the sandbox cannot have written; and
-// runtime/host_path.h: host paths are held by fd, symlinks refused.
+// base/host_path.h: host paths are held by fd, symlinks refused.
 #include <catch2/catch.hpp>
 
 #include <fcntl.h>
@@ -9,8 +9,8 @@
 
 #include <filesystem>
 
-#include "runtime/git_link.h"
-#include "runtime/host_path.h"
+#include "base/host_path.h"
+#include "runtime/plan/git_link.h"
 #include "tests/unit/oracle_test_support.h"
 
 using namespace stockade;

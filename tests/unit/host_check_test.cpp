@@ -35,8 +35,8 @@
 
 #include "base/error.h"
 #include "namespaces/landlock.h"
-#include "runtime/cgroup_limits.h"
-#include "runtime/host_check.h"
+#include "runtime/cgroups/cgroup_limits.h"
+#include "runtime/check/host_check.h"
 
 using namespace stockade;
 using nlohmann::json;
@@ -770,7 +770,7 @@ TEST_CASE("as root on this host: the probes' own answers", "[host_check][root]")
     CHECK(r.euid == 0);
     CHECK(r.find("user_ns")->state == CheckState::Ok);
     // Inside 65534; outside an id leased from the default range
-    // (runtime/identity.h), not nobody's.
+    // (runtime/plan/identity.h), not nobody's.
     const std::string& mechanism = r.find("user_ns")->mechanism;
     const size_t at = mechanism.find("uid 65534 inside is host uid ");
     REQUIRE(at != std::string::npos);

@@ -1,4 +1,4 @@
-#include "runtime/identity.h"
+#include "runtime/plan/identity.h"
 
 #include <fcntl.h>
 #include <stdlib.h>

@@ -108,7 +108,7 @@ TEST_CASE("a linked worktree has a gitdir file and a commondir", "[oracle][git_h
     CHECK(state.refs == std::vector<std::string>{"refs/heads/feature"});
     CHECK(state.commit == git(linked, "rev-parse HEAD"));
     CHECK(state.location.gitdir_file);
-    // Judged (runtime/git_link.h), so canonical.
+    // Judged (runtime/plan/git_link.h), so canonical.
     CHECK(state.location.git_dir ==
           std::filesystem::canonical(repo + "/.git/worktrees/linked").string());
     CHECK(state.location.common_dir == std::filesystem::canonical(repo + "/.git").string());
@@ -127,7 +127,7 @@ TEST_CASE("a submodule's gitdir file points into the superproject", "[oracle][gi
     REQUIRE(gitdir_file == "gitdir: ../.git/modules/sub\n");
     // The submodule's checkout as the worktree: its gitdir lies outside it
     // and git leaves no back-pointer there, so nothing tells it from a
-    // planted file; it is not read (runtime/git_link.h).
+    // planted file; it is not read (runtime/plan/git_link.h).
     Result<HeadState> alone = resolveHead(super + "/sub");
     REQUIRE_FALSE(alone.ok());
     CHECK_THAT(alone.error().describe(), Catch::Contains("not a genuine linked worktree"));

@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
-#include "runtime/embedded_profiles.h"
-#include "runtime/policy_builder.h"
-#include "runtime/profile.h"
+#include "runtime/policy/embedded_profiles.h"
+#include "runtime/policy/policy_builder.h"
+#include "runtime/policy/profile.h"
 
 using namespace stockade;
 
@@ -97,7 +97,7 @@ void checkSameProfile(const Profile& a, const Profile& b) {
 const std::vector<std::string> kShippedProfiles = {"build", "dev-server", "held-test"};
 
 // Each malformed fixture and the exact error it must give, after
-// "profile NAME: ". One fixture per validation rule of runtime/profile.cpp.
+// "profile NAME: ". One fixture per validation rule of runtime/policy/profile.cpp.
 const std::map<std::string, std::string> kMalformed = {
     {"not_json", "not valid JSON at line 2, column 1 (unexpected end of input; expected '}')"},
     {"top_level_array", "/: expected a JSON object"},

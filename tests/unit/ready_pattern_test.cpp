@@ -1,7 +1,7 @@
 #include <catch2/catch.hpp>
 #include <string>
 
-#include "runtime/ready_pattern.h"
+#include "serve/ready_pattern.h"
 
 using namespace stockade;
 

@@ -718,7 +718,7 @@ TEST_CASE("installed in a child, the default filter refuses and allows as promis
     checkAnswers(out, 25);
 }
 
-// The direct ingress's additions (runtime/direct_ingress.h): what a sandbox
+// The direct ingress's additions (runtime/net/direct_ingress.h): what a sandbox
 // holding host sockets must not do is refused whatever the fd, the upper
 // halves of int arguments ignored; what is near it still reaches the kernel.
 // Without a listener, the call sent to the supervisor answers ENOSYS.

@@ -3,7 +3,7 @@
 #include <random>
 #include <string>
 
-#include "runtime/text_safety.h"
+#include "base/text_safety.h"
 
 using namespace stockade;
 using nlohmann::json;

@@ -1,6 +1,6 @@
 #include <catch2/catch.hpp>
 
-#include "runtime/units.h"
+#include "base/units.h"
 
 using namespace stockade;
 

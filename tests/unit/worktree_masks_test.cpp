@@ -1,6 +1,6 @@
-// runtime/worktree_masks.h: the pattern syntax, the workdir check, and the
+// runtime/plan/worktree_masks.h: the pattern syntax, the workdir check, and the
 // host-side walk (what it matches, what it never follows, its bounds).
-#include "runtime/worktree_masks.h"
+#include "runtime/plan/worktree_masks.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -8,7 +8,7 @@
 export type Load = [number, number, number];
 
 /**
- * What containment costs on this host: `stockade bench --json` (runtime/bench_report.cpp). Wall times of one sandboxed /bin/true built up a layer at a time, the levels interleaved round by round; optionally bubblewrap beside the full run; then sandboxes per second. A measurement, never a pass or fail.
+ * What containment costs on this host: `stockade bench --json` (runtime/bench/bench_report.cpp). Wall times of one sandboxed /bin/true built up a layer at a time, the levels interleaved round by round; optionally bubblewrap beside the full run; then sandboxes per second. A measurement, never a pass or fail.
  */
 export interface BenchRecord {
   schema: "stockade.bench/v1";
@@ -110,7 +110,7 @@ export const benchSchema = {
   "$schema": "https://json-schema.org/draft/2020-12/schema",
   "$id": "urn:stockade:bench:v1",
   "title": "stockade bench",
-  "description": "What containment costs on this host: `stockade bench --json` (runtime/bench_report.cpp). Wall times of one sandboxed /bin/true built up a layer at a time, the levels interleaved round by round; optionally bubblewrap beside the full run; then sandboxes per second. A measurement, never a pass or fail.",
+  "description": "What containment costs on this host: `stockade bench --json` (runtime/bench/bench_report.cpp). Wall times of one sandboxed /bin/true built up a layer at a time, the levels interleaved round by round; optionally bubblewrap beside the full run; then sandboxes per second. A measurement, never a pass or fail.",
   "type": "object",
   "additionalProperties": false,
   "required": [

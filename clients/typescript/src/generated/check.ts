@@ -2,7 +2,7 @@
 // run `npm run generate` after changing the schema.
 
 /**
- * What this host can enforce for this user: `stockade check --json` (runtime/host_report_output.cpp). One entry per guarantee, feature, mechanism and limit, each with what enforces it, or why not and the fix; then the setup steps the probe ran, in the order `stockade run` runs them.
+ * What this host can enforce for this user: `stockade check --json` (runtime/check/host_report_output.cpp). One entry per guarantee, feature, mechanism and limit, each with what enforces it, or why not and the fix; then the setup steps the probe ran, in the order `stockade run` runs them.
  */
 export interface CheckRecord {
   schema: "stockade.check/v1";
@@ -82,7 +82,7 @@ export const checkSchema = {
   "$schema": "https://json-schema.org/draft/2020-12/schema",
   "$id": "urn:stockade:check:v1",
   "title": "stockade host check",
-  "description": "What this host can enforce for this user: `stockade check --json` (runtime/host_report_output.cpp). One entry per guarantee, feature, mechanism and limit, each with what enforces it, or why not and the fix; then the setup steps the probe ran, in the order `stockade run` runs them.",
+  "description": "What this host can enforce for this user: `stockade check --json` (runtime/check/host_report_output.cpp). One entry per guarantee, feature, mechanism and limit, each with what enforces it, or why not and the fix; then the setup steps the probe ran, in the order `stockade run` runs them.",
   "type": "object",
   "additionalProperties": false,
   "required": [

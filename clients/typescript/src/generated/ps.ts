@@ -2,7 +2,7 @@
 // run `npm run generate` after changing the schema.
 
 /**
- * The caller's running dev servers: `stockade ps --json` (runtime/serve_command.cpp), an array with one entry per server, whatever its state.
+ * The caller's running dev servers: `stockade ps --json` (serve/serve_command.cpp), an array with one entry per server, whatever its state.
  */
 export type PsRecord = Server[];
 
@@ -38,7 +38,7 @@ export const psSchema = {
   "$schema": "https://json-schema.org/draft/2020-12/schema",
   "$id": "urn:stockade:ps:v1",
   "title": "stockade dev servers",
-  "description": "The caller's running dev servers: `stockade ps --json` (runtime/serve_command.cpp), an array with one entry per server, whatever its state.",
+  "description": "The caller's running dev servers: `stockade ps --json` (serve/serve_command.cpp), an array with one entry per server, whatever its state.",
   "type": "array",
   "items": {
     "$ref": "#/$defs/server"

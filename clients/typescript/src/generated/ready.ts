@@ -2,7 +2,7 @@
 // run `npm run generate` after changing the schema.
 
 /**
- * The one line `stockade serve` prints on stdout once the server answers on its port (runtime/serve_command.cpp).
+ * The one line `stockade serve` prints on stdout once the server answers on its port (serve/serve_command.cpp).
  */
 export interface ReadyRecord {
   event: "ready";
@@ -26,7 +26,7 @@ export const readySchema = {
   "$schema": "https://json-schema.org/draft/2020-12/schema",
   "$id": "urn:stockade:ready:v1",
   "title": "stockade dev server ready event",
-  "description": "The one line `stockade serve` prints on stdout once the server answers on its port (runtime/serve_command.cpp).",
+  "description": "The one line `stockade serve` prints on stdout once the server answers on its port (serve/serve_command.cpp).",
   "type": "object",
   "additionalProperties": false,
   "required": [

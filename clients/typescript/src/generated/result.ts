@@ -2,7 +2,7 @@
 // run `npm run generate` after changing the schema.
 
 /**
- * One record per sandboxed run (SPEC §6). Written atomically to --result FILE. Every string is valid UTF-8: bytes that are not (in the output's tails, the command, a name) are replaced, one U+FFFD per ill-formed sequence as Python's bytes.decode('utf-8', 'replace') does; control characters, DEL, C1 and bidirectional controls are written as \uXXXX escapes (runtime/text_safety.h).
+ * One record per sandboxed run (SPEC §6). Written atomically to --result FILE. Every string is valid UTF-8: bytes that are not (in the output's tails, the command, a name) are replaced, one U+FFFD per ill-formed sequence as Python's bytes.decode('utf-8', 'replace') does; control characters, DEL, C1 and bidirectional controls are written as \uXXXX escapes (base/text_safety.h).
  */
 export interface ResultRecord {
   schema: "stockade.result/v1";
@@ -128,7 +128,7 @@ export const resultSchema = {
   "$schema": "https://json-schema.org/draft/2020-12/schema",
   "$id": "urn:stockade:result:v1",
   "title": "stockade run result",
-  "description": "One record per sandboxed run (SPEC §6). Written atomically to --result FILE. Every string is valid UTF-8: bytes that are not (in the output's tails, the command, a name) are replaced, one U+FFFD per ill-formed sequence as Python's bytes.decode('utf-8', 'replace') does; control characters, DEL, C1 and bidirectional controls are written as \\uXXXX escapes (runtime/text_safety.h).",
+  "description": "One record per sandboxed run (SPEC §6). Written atomically to --result FILE. Every string is valid UTF-8: bytes that are not (in the output's tails, the command, a name) are replaced, one U+FFFD per ill-formed sequence as Python's bytes.decode('utf-8', 'replace') does; control characters, DEL, C1 and bidirectional controls are written as \\uXXXX escapes (base/text_safety.h).",
   "type": "object",
   "additionalProperties": false,
   "required": [

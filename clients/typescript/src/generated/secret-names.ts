@@ -2,7 +2,7 @@
 // run `npm run generate` after changing the schema.
 
 /**
- * SPEC §5's secret-shaped environment names as the binary matches them, upper-cased: `stockade profile secret-names --json` (runtime/cli.cpp). A name is secret-shaped when it contains a substring, equals a name, or starts or ends with a prefix or suffix.
+ * SPEC §5's secret-shaped environment names as the binary matches them, upper-cased: `stockade profile secret-names --json` (cli/cli.cpp). A name is secret-shaped when it contains a substring, equals a name, or starts or ends with a prefix or suffix.
  */
 export interface SecretNamesRecord {
   schema: "stockade.secret-names/v1";
@@ -16,7 +16,7 @@ export const secret_namesSchema = {
   "$schema": "https://json-schema.org/draft/2020-12/schema",
   "$id": "urn:stockade:secret-names:v1",
   "title": "stockade secret-shaped names",
-  "description": "SPEC §5's secret-shaped environment names as the binary matches them, upper-cased: `stockade profile secret-names --json` (runtime/cli.cpp). A name is secret-shaped when it contains a substring, equals a name, or starts or ends with a prefix or suffix.",
+  "description": "SPEC §5's secret-shaped environment names as the binary matches them, upper-cased: `stockade profile secret-names --json` (cli/cli.cpp). A name is secret-shaped when it contains a substring, equals a name, or starts or ends with a prefix or suffix.",
   "type": "object",
   "additionalProperties": false,
   "required": [

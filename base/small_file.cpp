@@ -1,0 +1,38 @@
+#include "base/small_file.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+
+#include "base/unique_fd.h"
+
+namespace stockade {
+
+Result<SmallFile> readSmallFile(int dir_fd, const char* name, const std::string& shown,
+                                size_t max_bytes) {
+    UniqueFd fd(openat(dir_fd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
+    if (!fd) return Error::fromErrno("open(\"" + shown + "\", O_NOFOLLOW)");
+    SmallFile out;
+    if (fstat(fd.get(), &out.st) < 0) return Error::fromErrno("fstat(\"" + shown + "\")");
+    if (!S_ISREG(out.st.st_mode)) return Error::message(shown + " is not a regular file");
+    const std::string too_large =
+        shown + " is larger than " + std::to_string(max_bytes) + " bytes, more than it can be";
+    if (static_cast<uint64_t>(out.st.st_size) > max_bytes) return Error::message(too_large);
+    // One byte more than the bound: a file that grows while read is caught.
+    out.content.resize(max_bytes + 1);
+    size_t used = 0;
+    while (used < out.content.size()) {
+        ssize_t n = read(fd.get(), out.content.data() + used, out.content.size() - used);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) return Error::fromErrno("read(\"" + shown + "\")");
+        if (n == 0) break;
+        used += static_cast<size_t>(n);
+    }
+    if (used > max_bytes) return Error::message(too_large);
+    out.content.resize(used);
+    return out;
+}
+
+}  // namespace stockade

@@ -1,0 +1,148 @@
+// ChildPlan: everything the child side needs, allocated by the parent before
+// the clone. The child reads it and makes system calls; it never allocates,
+// so every string, array and scratch slot it touches lives here.
+#pragma once
+
+#include <linux/filter.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/fault_injection.h"
+#include "namespaces/landlock.h"
+#include "namespaces/mount_plan.h"
+#include "namespaces/user.h"
+#include "runtime/child/child_setup.h"
+#include "runtime/child/privileges_in_child.h"
+#include "runtime/child/userns_limits_in_child.h"
+
+namespace stockade {
+
+struct RlimitSetting {
+    int resource;
+    rlimit value;
+};
+
+struct ChildPlan {
+    ns::MountPlan mounts;
+    ns::IdMapping ids{};
+    std::string hostname;
+
+    std::vector<std::string> argv_storage;
+    std::vector<char*> argv;  // null-terminated, points into argv_storage
+    std::vector<std::string> env_storage;
+    std::vector<char*> envp;  // null-terminated, points into env_storage
+    std::string search_path;  // PATH used to find argv[0]
+    std::string workdir;
+    bool stdin_null = true;
+    int stdout_fd = -1;  // write ends of the capture pipes, dup'ed to 1 and 2
+    int stderr_fd = -1;
+    int sync_fd = -1;  // the child's end of the sync socket
+
+    int last_cap = 40;
+    std::vector<RlimitSetting> rlimits;
+    std::vector<sock_filter> seccomp_program;  // empty: no filter
+    // The same filter with refusals sent to a listener the command hands to
+    // the supervisor over `listener_socket_fd`; empty when denials are not
+    // reported (then seccomp_program is installed).
+    std::vector<sock_filter> seccomp_notified_program;
+    int listener_socket_fd = -1;
+    // A dev server's: init's end of the socket factory (service_hooks.h).
+    int socket_factory_fd = -1;
+    // >= 0: clone3 made no network namespace; a helper makes it beside the
+    // root's set-up and leaves an fd for it at this number (held open by a
+    // placeholder until then). -1: the clone made it.
+    int netns_fd_slot = -1;
+    ns::LandlockPlan landlock;  // inactive: no Landlock
+
+    // Detached clones of held host paths (base/host_path.h), made by the
+    // parent and attached by the child (MountKind::AttachPrepared); the
+    // parent closes its copies once the child is cloned.
+    std::vector<UniqueFd> prepared;
+
+    // The supervisor's own argv and environment strings, which the clone
+    // inherits in its copy of the stack: wiped so /proc/1/cmdline and
+    // /proc/1/environ in the sandbox show nothing of the caller.
+    struct MemoryRange {
+        uintptr_t start;
+        uintptr_t end;
+    };
+    std::vector<MemoryRange> wipe_ranges;
+
+    // --log-level debug: a page shared with the supervisor, where the child
+    // side notes when each stage ended (CLOCK_MONOTONIC, ns), indexed by
+    // ChildStage; null otherwise.
+    static constexpr int kStageSlots = 64;
+    static constexpr int kCommandEndedSlot = kStageSlots - 2;  // init saw it end
+    static constexpr int kInitDoneSlot = kStageSlots - 1;      // stragglers killed
+    uint64_t* stage_times = nullptr;
+    // STOCKADE_TEST_FAIL's child-side call, if any (base/fault_injection.h).
+    FaultPoint injected_fault = FaultPoint::None;
+    // The sandbox's user namespace's own maxima (runtime/child/userns_limits_in_child.h).
+    UserNamespaceBounds userns_bounds;
+    // An OCI container (oci/): the runtime that creates it exits and its
+    // caller's subreaper becomes init's parent, so init is not tied to it;
+    // the command parks before its execve until `start` writes a byte to
+    // the exec FIFO, whose read end and a held write end (so the read
+    // blocks rather than sees EOF) it keeps. Both -1 otherwise.
+    bool die_with_parent = true;
+    int start_fifo_read_fd = -1;
+    int start_fifo_write_fd = -1;
+    // The command's executable is found before the command parks (so that
+    // `create` fails when it is missing), into exec_path, and exec'ed from
+    // there. Empty exec_path_storage: searched at execve, as `run` does.
+    std::vector<char> exec_path_storage;
+    // Whether the clone's own network namespace needs lo brought up: not
+    // when it joined one by path (OCI linux.namespaces[].path).
+    bool bring_up_loopback = true;
+    // An OCI container's process.capabilities, kept instead of none (G4's
+    // drop for every other sandbox); init drops all of them either way.
+    bool keep_capabilities = false;
+    // An OCI container with process.terminal: a socket connected to the
+    // caller's --console-socket. The command opens a pty of the container's
+    // own devpts, makes it its controlling terminal and stdio, and sends
+    // the master over this socket (one message, one fd). -1: none.
+    int console_socket_fd = -1;
+    unsigned short console_rows = 0;  // process.consoleSize; 0: the kernel's
+    unsigned short console_cols = 0;
+    CapabilitySets capabilities;
+    // An fd init keeps for the sandbox's whole life and closes with it: the
+    // lock of its leased host ids when no supervisor outlives the setup
+    // (runtime/plan/identity.h). -1: none.
+    int held_by_init_fd = -1;
+
+    // How runChildInChild walks the setup table (runtime/child/child_setup.h):
+    // `stockade run`'s way unless check or bench asks otherwise.
+    SetupMode setup_mode = SetupMode::Run;
+    // The lower tier (issue 18, runtime/plan/lower_tier_plan.h): no namespace at
+    // all, so the table's namespace steps are skipped (lowerTierRuns), init
+    // is a child subreaper that kills its children rather than kill(-1), and
+    // the supervisor's "end it now" is told by its pid, not by si_pid 0.
+    bool lower_tier = false;
+    // Lower tier as root: the ids are set (and the capabilities then
+    // dropped) as in the full tier. Rootless there is nothing to drop but
+    // what an unprivileged process may: the ambient and inheritable sets.
+    bool lower_tier_privileged = false;
+    pid_t supervisor_pid = 0;
+    BenchLevel bench_level = BenchLevel::FullProfile;  // SetupMode::Bench only
+};
+
+// Notes that `slot` (a ChildStage, or one of the slots above) has ended.
+inline void markInChild(const ChildPlan& plan, int slot) noexcept {
+    if (!plan.stage_times) return;
+    timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    plan.stage_times[slot] =
+        static_cast<uint64_t>(now.tv_sec) * 1000000000ull + static_cast<uint64_t>(now.tv_nsec);
+}
+
+// The child's entry point: walks the setup table (runtime/child/child_setup.h) in
+// the plan's mode, becomes PID 1's init loop, and never returns. Defined in
+// runtime/child/child_in_child.cpp.
+[[noreturn]] void runChildInChild(ChildPlan& plan) noexcept;
+
+}  // namespace stockade

@@ -1,0 +1,212 @@
+#include "runtime/child/command_in_child.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/close_range.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "base/fd_passing.h"
+#include "namespaces/landlock_in_child.h"
+#include "runtime/child/privileges_in_child.h"
+#include "seccomp/install_in_child.h"
+#include "seccomp/listener_in_child.h"
+
+namespace stockade {
+
+void reportInChild(const ChildPlan& plan, ChildMessageKind kind, ChildStage stage, int err,
+                   int op_index) noexcept {
+    ChildMessage msg{kind, stage, err, op_index, 0, 0};
+    while (send(plan.sync_fd, &msg, sizeof(msg), MSG_NOSIGNAL) < 0 && errno == EINTR) {
+    }
+}
+
+void resetSignalsInChild() noexcept {
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    for (int sig = 1; sig < NSIG; ++sig) sigaction(sig, &dfl, nullptr);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+}
+
+namespace {
+
+// Puts `from` at `to` so that it survives execve: dup2 when they differ, and
+// when they are the same fd already, clears the close-on-exec flag that dup2
+// would have cleared.
+int placeFdInChild(int from, int to) noexcept {
+    if (from == to) return fcntl(to, F_SETFD, 0) < 0 ? errno : 0;
+    return dup2(from, to) < 0 ? errno : 0;
+}
+
+}  // namespace
+
+namespace {
+
+// An OCI container's terminal: a pty of the container's own devpts (its
+// /dev/ptmx, after pivot_root), the slave opened through the master
+// (TIOCGPTPEER: no path lookup in the container's /dev/pts) and made the
+// command's controlling terminal and stdio, the master sent to the caller.
+int consoleInChild(const ChildPlan& plan) noexcept {
+    int master = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC);
+    if (master < 0) return errno;
+    int unlock = 0;
+    int err = ioctl(master, TIOCSPTLCK, &unlock) < 0 ? errno : 0;
+    if (!err && plan.console_rows && plan.console_cols) {
+        winsize size{plan.console_rows, plan.console_cols, 0, 0};
+        if (ioctl(master, TIOCSWINSZ, &size) < 0) err = errno;
+    }
+    int slave = err ? -1 : ioctl(master, TIOCGPTPEER, O_RDWR | O_NOCTTY);
+    if (!err && slave < 0) err = errno;
+    if (!err && ioctl(slave, TIOCSCTTY, 0) < 0) err = errno;
+    for (int fd = 0; !err && fd < 3; ++fd)
+        if (dup2(slave, fd) < 0) err = errno;
+    if (slave > 2) close(slave);
+    if (!err) {
+        const char name[] = "console";
+        err = sendWithFds(plan.console_socket_fd, name, sizeof(name) - 1, &master, 1);
+    }
+    close(master);
+    close(plan.console_socket_fd);
+    return err;
+}
+
+}  // namespace
+
+int setupStdioInChild(const ChildPlan& plan) noexcept {
+    if (plan.console_socket_fd >= 0) return consoleInChild(plan);
+    if (plan.stdin_null) {
+        int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        if (fd < 0) return errno;
+        if (int err = placeFdInChild(fd, 0)) return err;
+        if (fd != 0) close(fd);
+    }
+    if (plan.stdout_fd >= 0)
+        if (int err = placeFdInChild(plan.stdout_fd, 1)) return err;
+    if (plan.stderr_fd >= 0)
+        if (int err = placeFdInChild(plan.stderr_fd, 2)) return err;
+    return 0;
+}
+
+// execvp(3) without its allocation: each PATH entry is tried in a stack
+// buffer. EACCES from any entry wins over ENOENT, as execvp does.
+int execSearchInChild(const ChildPlan& plan) noexcept {
+    if (!plan.exec_path_storage.empty() && plan.exec_path_storage[0] != '\0') {
+        execve(plan.exec_path_storage.data(), plan.argv.data(), plan.envp.data());
+        return errno;
+    }
+    const char* file = plan.argv[0];
+    if (strchr(file, '/')) {
+        execve(file, plan.argv.data(), plan.envp.data());
+        return errno;
+    }
+    size_t file_len = strlen(file);
+    bool saw_eacces = false;
+    const char* p = plan.search_path.c_str();
+    while (true) {
+        const char* end = strchrnul(p, ':');
+        size_t dir_len = static_cast<size_t>(end - p);
+        char buf[PATH_MAX];
+        if (dir_len + 1 + file_len + 1 <= sizeof(buf)) {
+            size_t n = 0;
+            if (dir_len == 0) {
+                buf[n++] = '.';
+            } else {
+                memcpy(buf, p, dir_len);
+                n = dir_len;
+            }
+            buf[n++] = '/';
+            memcpy(buf + n, file, file_len + 1);
+            execve(buf, plan.argv.data(), plan.envp.data());
+            if (errno == EACCES)
+                saw_eacces = true;
+            else if (errno != ENOENT && errno != ENOTDIR)
+                return errno;
+        }
+        if (*end == '\0') break;
+        p = end + 1;
+    }
+    return saw_eacces ? EACCES : ENOENT;
+}
+
+namespace {
+
+// 0 when `path` is a regular file this process may execute; else its errno
+// (EACCES for a directory or a file without the x bit).
+int executableInChild(const char* path) noexcept {
+    struct stat st;
+    if (stat(path, &st) < 0) return errno;
+    if (!S_ISREG(st.st_mode)) return EACCES;
+    return access(path, X_OK) < 0 ? errno : 0;
+}
+
+int keepPathInChild(ChildPlan& plan, const char* dir, size_t dir_len, const char* file,
+                    size_t file_len) noexcept {
+    std::vector<char>& out = plan.exec_path_storage;
+    if (dir_len + 1 + file_len + 1 > out.size()) return ENAMETOOLONG;
+    memcpy(out.data(), dir, dir_len);
+    size_t n = dir_len;
+    if (dir_len) out[n++] = '/';
+    memcpy(out.data() + n, file, file_len + 1);
+    return 0;
+}
+
+}  // namespace
+
+int findExecutableInChild(ChildPlan& plan) noexcept {
+    if (plan.exec_path_storage.empty()) return 0;
+    const char* file = plan.argv[0];
+    size_t file_len = strlen(file);
+    if (file_len == 0) return ENOENT;
+    if (strchr(file, '/')) {
+        if (int err = executableInChild(file)) return err;
+        return keepPathInChild(plan, "", 0, file, file_len);
+    }
+    bool saw_eacces = false;
+    const char* p = plan.search_path.c_str();
+    while (true) {
+        const char* end = strchrnul(p, ':');
+        size_t dir_len = static_cast<size_t>(end - p);
+        const char* dir = dir_len ? p : ".";
+        if (!dir_len) dir_len = 1;
+        if (int err = keepPathInChild(plan, dir, dir_len, file, file_len); err == 0) {
+            int found = executableInChild(plan.exec_path_storage.data());
+            if (found == 0) return 0;
+            if (found == EACCES) saw_eacces = true;
+        }
+        if (*end == '\0') break;
+        p = end + 1;
+    }
+    plan.exec_path_storage[0] = '\0';
+    return saw_eacces ? EACCES : ENOENT;
+}
+
+// With a listener, refusals reach the supervisor, which answers and counts
+// them; the listener fd goes to it and is closed here before execve. Where
+// the kernel cannot give a listener (EBUSY: stockade itself runs under a
+// filter with one; EINVAL: before 5.0), the plain filter goes in instead.
+int installSeccompInChild(const ChildPlan& plan) noexcept {
+    auto fprog = [](const std::vector<sock_filter>& program) {
+        return sock_fprog{static_cast<unsigned short>(program.size()),
+                          const_cast<sock_filter*>(program.data())};
+    };
+    if (!plan.seccomp_notified_program.empty() && plan.listener_socket_fd >= 0) {
+        int listener = -1;
+        int err = seccomp::installFilterWithListenerInChild(fprog(plan.seccomp_notified_program),
+                                                            &listener);
+        if (err == 0) return seccomp::sendListenerInChild(plan.listener_socket_fd, listener);
+        if (err != EBUSY && err != EINVAL) return err;
+    }
+    if (plan.seccomp_program.empty()) return 0;
+    return seccomp::installFilterInChild(fprog(plan.seccomp_program));
+}
+
+}  // namespace stockade

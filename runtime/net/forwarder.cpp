@@ -1,0 +1,389 @@
+#include "runtime/net/forwarder.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <array>
+#include <string>
+
+namespace stockade {
+
+namespace {
+
+constexpr size_t kSpliceChunk = 1 << 20;
+// A pipe of 1 MiB instead of 64 KiB moves a stream in fewer, larger splices
+// (measured: docs/performance.md). Pipe buffers count against the user's
+// pipe-user-pages-soft (64 MiB by default), past which every new pipe of that
+// user, anywhere, gets two pages; so only the first few connections get
+// them, 16 MiB in all.
+constexpr int kBigPipeBytes = 1 << 20;
+constexpr size_t kMaxBigPipeConnections = 8;
+
+void setNoDelay(int fd) {
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+// The address the forwarder connects to inside, or binds on the host.
+struct Loopback {
+    sockaddr_storage address{};
+    socklen_t length = 0;
+};
+
+Loopback loopback(int family, uint16_t port) {
+    Loopback out;
+    if (family == AF_INET6) {
+        auto* a = reinterpret_cast<sockaddr_in6*>(&out.address);
+        a->sin6_family = AF_INET6;
+        a->sin6_port = htons(port);
+        a->sin6_addr = in6addr_loopback;
+        out.length = sizeof(sockaddr_in6);
+    } else {
+        auto* a = reinterpret_cast<sockaddr_in*>(&out.address);
+        a->sin_family = AF_INET;
+        a->sin_port = htons(port);
+        a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        out.length = sizeof(sockaddr_in);
+    }
+    return out;
+}
+
+// A client that cannot be carried inside gets a FIN, not a reset: what it
+// already sent is read and dropped first (closing a socket with unread data
+// sends RST).
+void closeGently(UniqueFd fd) {
+    std::array<char, 4096> scratch;
+    for (int i = 0; i < 16 && recv(fd.get(), scratch.data(), scratch.size(), MSG_DONTWAIT) > 0;
+         ++i) {
+    }
+    shutdown(fd.get(), SHUT_WR);
+}
+
+}  // namespace
+
+std::string ForwardTarget::describe() const {
+    char text[INET6_ADDRSTRLEN] = "?";
+    if (address.ss_family == AF_INET6) {
+        const auto* a = reinterpret_cast<const sockaddr_in6*>(&address);
+        inet_ntop(AF_INET6, &a->sin6_addr, text, sizeof(text));
+        return "[" + std::string(text) + "]:" + std::to_string(ntohs(a->sin6_port));
+    }
+    const auto* a = reinterpret_cast<const sockaddr_in*>(&address);
+    inet_ntop(AF_INET, &a->sin_addr, text, sizeof(text));
+    return std::string(text) + ":" + std::to_string(ntohs(a->sin_port));
+}
+
+ForwardTarget insideLoopback(int family, uint16_t port, SocketSource inside) {
+    Loopback where = loopback(family, port);
+    ForwardTarget target;
+    target.address = where.address;
+    target.length = where.length;
+    target.socket = [family, inside = std::move(inside)] { return inside(family); };
+    return target;
+}
+
+ForwardTarget hostRoute(in_addr address, uint16_t port) {
+    ForwardTarget target;
+    auto* a = reinterpret_cast<sockaddr_in*>(&target.address);
+    a->sin_family = AF_INET;
+    a->sin_port = htons(port);
+    a->sin_addr = address;
+    target.length = sizeof(sockaddr_in);
+    target.socket = []() -> Result<UniqueFd> {
+        UniqueFd fd(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+        if (!fd) return Error::fromErrno("socket(AF_INET)");
+        return fd;
+    };
+    return target;
+}
+
+ForwardTarget hostLoopback(int family, uint16_t port) {
+    Loopback where = loopback(family, port);
+    ForwardTarget target;
+    target.address = where.address;
+    target.length = where.length;
+    target.socket = [family]() -> Result<UniqueFd> {
+        UniqueFd fd(socket(family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+        if (!fd) return Error::fromErrno("socket() on the host's loopback");
+        return fd;
+    };
+    return target;
+}
+
+Result<std::vector<UniqueFd>> listenOnLoopback(uint16_t port) {
+    std::vector<UniqueFd> out;
+    for (int family : {AF_INET, AF_INET6}) {
+        const char* where = family == AF_INET ? "127.0.0.1" : "[::1]";
+        UniqueFd fd(socket(family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+        if (!fd) {
+            if (family == AF_INET6 && errno == EAFNOSUPPORT) break;
+            return Error::fromErrno(std::string("socket() for ") + where);
+        }
+        int one = 1;
+        setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+        if (family == AF_INET6) setsockopt(fd.get(), IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+        Loopback address = loopback(family, port);
+        if (bind(fd.get(), reinterpret_cast<sockaddr*>(&address.address), address.length) < 0) {
+            // No IPv6 loopback on this host: publish on 127.0.0.1 alone.
+            if (family == AF_INET6 && errno == EADDRNOTAVAIL) break;
+            return Error::fromErrno(std::string("bind(") + where + ":" + std::to_string(port) +
+                                    ")" + (errno == EADDRINUSE ? " (the port is in use)" : ""));
+        }
+        if (listen(fd.get(), SOMAXCONN) < 0)
+            return Error::fromErrno(std::string("listen(") + where + ")");
+        out.push_back(std::move(fd));
+    }
+    return out;
+}
+
+class Forwarder::Listener : public EventHandler {
+  public:
+    Listener(Forwarder& owner, UniqueFd fd) : owner_(owner), fd_(std::move(fd)) {}
+    void onEvent(uint32_t) override { owner_.accept(*this); }
+    int fd() const { return fd_.get(); }
+
+  private:
+    Forwarder& owner_;
+    UniqueFd fd_;
+};
+
+// One client and its peer inside. Both sockets are registered edge-triggered
+// for reading and writing; any event on either moves both directions as far
+// as they go, so each stops only at EAGAIN and the next edge resumes it.
+class Forwarder::Connection {
+  public:
+    Connection(Forwarder& owner, UniqueFd client) : owner_(owner), client_(std::move(client)) {}
+
+    // Starts connecting to the first target.
+    void begin() { tryNext(); }
+    bool done() const { return done_; }
+    size_t index = 0;  // in the owner's live_ list
+
+  private:
+    struct Side : EventHandler {
+        Connection* connection = nullptr;
+        void onEvent(uint32_t events) override { connection->onEvent(events); }
+    };
+    struct Direction {
+        int from = -1, to = -1;
+        UniqueFd pipe_read, pipe_write;
+        size_t in_pipe = 0;
+        bool eof = false;   // `from` has nothing more to send
+        bool shut = false;  // and `to` has been told (SHUT_WR)
+    };
+
+    void tryNext() {
+        while (next_target_ < owner_.targets_.size()) {
+            const ForwardTarget& target = owner_.targets_[next_target_++];
+            auto socket = target.socket();
+            if (!socket) continue;
+            upstream_ = std::move(*socket);
+            if (connect(upstream_.get(), reinterpret_cast<const sockaddr*>(&target.address),
+                        target.length) == 0) {
+                open();
+                return;
+            }
+            if (errno == EINPROGRESS) {
+                connecting_ = true;
+                upstream_side_.connection = this;
+                epoll_event ev{EPOLLOUT | EPOLLET,
+                               {.ptr = static_cast<EventHandler*>(&upstream_side_)}};
+                if (epoll_ctl(owner_.epoll_fd_, EPOLL_CTL_ADD, upstream_.get(), &ev) == 0) return;
+            }
+            upstream_.reset();  // refused (nothing listens there): the next
+        }
+        closeGently(std::move(client_));
+        end();
+    }
+
+    void onEvent(uint32_t events) {
+        if (done_) return;
+        if (connecting_) {
+            int err = 0;
+            socklen_t len = sizeof(err);
+            getsockopt(upstream_.get(), SOL_SOCKET, SO_ERROR, &err, &len);
+            if (err == 0 && (events & EPOLLOUT)) {
+                connecting_ = false;
+                epoll_ctl(owner_.epoll_fd_, EPOLL_CTL_DEL, upstream_.get(), nullptr);
+                open();
+            } else if (err != 0 || (events & (EPOLLERR | EPOLLHUP))) {
+                connecting_ = false;
+                upstream_.reset();
+                tryNext();
+            }
+            return;
+        }
+        pumpBoth();
+    }
+
+    void open() {
+        int to_inside[2], to_client[2];
+        if (pipe2(to_inside, O_CLOEXEC | O_NONBLOCK) < 0) return fail();
+        up_.pipe_read.reset(to_inside[0]);
+        up_.pipe_write.reset(to_inside[1]);
+        if (pipe2(to_client, O_CLOEXEC | O_NONBLOCK) < 0) return fail();
+        down_.pipe_read.reset(to_client[0]);
+        down_.pipe_write.reset(to_client[1]);
+        if (owner_.big_pipes_ < kMaxBigPipeConnections &&
+            fcntl(to_inside[1], F_SETPIPE_SZ, kBigPipeBytes) >= 0 &&
+            fcntl(to_client[1], F_SETPIPE_SZ, kBigPipeBytes) >= 0) {
+            big_pipes_ = true;
+            ++owner_.big_pipes_;
+        }
+        up_.from = down_.to = client_.get();
+        up_.to = down_.from = upstream_.get();
+        setNoDelay(client_.get());
+        setNoDelay(upstream_.get());
+        client_side_.connection = upstream_side_.connection = this;
+        uint32_t wanted = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
+        epoll_event c{wanted, {.ptr = static_cast<EventHandler*>(&client_side_)}};
+        epoll_event u{wanted, {.ptr = static_cast<EventHandler*>(&upstream_side_)}};
+        if (epoll_ctl(owner_.epoll_fd_, EPOLL_CTL_ADD, client_.get(), &c) < 0 ||
+            epoll_ctl(owner_.epoll_fd_, EPOLL_CTL_ADD, upstream_.get(), &u) < 0)
+            return fail();
+        pumpBoth();
+    }
+
+    void pumpBoth() {
+        if (!pump(up_) || !pump(down_)) return fail();
+        if (up_.shut && down_.shut) end();
+    }
+
+    // Moves what it can; false on an error that ends the connection.
+    static bool pump(Direction& d) {
+        for (;;) {
+            if (d.in_pipe > 0) {
+                ssize_t n = splice(d.pipe_read.get(), nullptr, d.to, nullptr, d.in_pipe,
+                                   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+                if (n > 0) {
+                    d.in_pipe -= static_cast<size_t>(n);
+                    continue;
+                }
+                if (n < 0 && errno == EINTR) continue;
+                return n < 0 && errno == EAGAIN;  // wait for room in `to`
+            }
+            if (d.eof) {
+                if (!d.shut) {
+                    shutdown(d.to, SHUT_WR);
+                    d.shut = true;
+                }
+                return true;
+            }
+            ssize_t n = splice(d.from, nullptr, d.pipe_write.get(), nullptr, kSpliceChunk,
+                               SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+            if (n > 0) {
+                d.in_pipe += static_cast<size_t>(n);
+                continue;
+            }
+            if (n == 0) {
+                d.eof = true;
+                continue;
+            }
+            if (errno == EINTR) continue;
+            return errno == EAGAIN;  // the pipe is empty: nothing to read yet
+        }
+    }
+
+    // An error on either side (a reset, a failed pipe): both go at once,
+    // each with a reset rather than an orderly end, so neither peer can
+    // take a cut-off stream for a complete one.
+    void fail() {
+        linger hard{1, 0};
+        for (const UniqueFd* side : {&client_, &upstream_})
+            if (*side) setsockopt(side->get(), SOL_SOCKET, SO_LINGER, &hard, sizeof(hard));
+        end();
+    }
+
+    void end() {
+        if (done_) return;
+        done_ = true;
+        if (big_pipes_) --owner_.big_pipes_;
+        client_.reset();
+        upstream_.reset();
+        up_ = Direction{};
+        down_ = Direction{};
+        owner_.finished(this);
+    }
+
+    Forwarder& owner_;
+    UniqueFd client_, upstream_;
+    Side client_side_, upstream_side_;
+    Direction up_, down_;  // client → inside, inside → client
+    size_t next_target_ = 0;
+    bool connecting_ = false;
+    bool big_pipes_ = false;
+    bool done_ = false;
+};
+
+Forwarder::Forwarder(int epoll_fd, std::vector<ForwardTarget> targets)
+    : epoll_fd_(epoll_fd), targets_(std::move(targets)) {}
+
+Forwarder::~Forwarder() = default;
+
+Status Forwarder::start(std::vector<UniqueFd> listeners) {
+    for (UniqueFd& fd : listeners) {
+        // accept() runs until EAGAIN: a blocking listener would stall the loop.
+        int flags = fcntl(fd.get(), F_GETFL);
+        if (flags < 0 || fcntl(fd.get(), F_SETFL, flags | O_NONBLOCK) < 0)
+            return Error::fromErrno("fcntl(O_NONBLOCK) on a published port");
+        auto listener = std::make_unique<Listener>(*this, std::move(fd));
+        epoll_event ev{EPOLLIN, {.ptr = static_cast<EventHandler*>(listener.get())}};
+        if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, listener->fd(), &ev) < 0)
+            return Error::fromErrno("epoll_ctl(ADD, a published port)");
+        listeners_.push_back(std::move(listener));
+    }
+    return okStatus();
+}
+
+void Forwarder::accept(Listener& listener) {
+    for (;;) {
+        int fd = accept4(listener.fd(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            // Out of fds: stop accepting (the backlog waits) until a
+            // connection ends, rather than spin on a readable listener.
+            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+                pauseListeners(true);
+            // No longer listening (shut down by someone holding it): it
+            // would wake the loop forever, so it is dropped.
+            if (errno == EINVAL) epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, listener.fd(), nullptr);
+            return;
+        }
+        auto connection = std::make_unique<Connection>(*this, UniqueFd(fd));
+        Connection* c = connection.get();
+        c->index = live_.size();
+        live_.push_back(std::move(connection));
+        ++open_;
+        c->begin();
+    }
+}
+
+void Forwarder::finished(Connection* connection) {
+    --open_;
+    size_t i = connection->index;
+    ended_.push_back(std::move(live_[i]));
+    if (i + 1 != live_.size()) {
+        live_[i] = std::move(live_.back());
+        live_[i]->index = i;
+    }
+    live_.pop_back();
+    if (paused_) pauseListeners(false);
+}
+
+void Forwarder::pauseListeners(bool paused) {
+    paused_ = paused;
+    for (auto& listener : listeners_) {
+        epoll_event ev{paused ? 0u : static_cast<uint32_t>(EPOLLIN),
+                       {.ptr = static_cast<EventHandler*>(listener.get())}};
+        epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, listener->fd(), &ev);
+    }
+}
+
+void Forwarder::collect() {
+    ended_.clear();
+}
+
+}  // namespace stockade

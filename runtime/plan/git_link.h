@@ -1,0 +1,58 @@
+// Whether a worktree's `.git` FILE is a genuine `git worktree add` link,
+// judged only from facts the sandbox cannot have forged (issue 14). The
+// worktree is writable by the sandbox, so the file's "gitdir:" line is
+// content a previous run may have written; it can narrow a run (a path
+// inside the worktree is made read-only) but never widen it: a host
+// directory outside the worktree is exposed only when git's own
+// administrative files, outside every place the sandbox can write, vouch for
+// the link. Shared by the run (child_plan_builder.cpp, which exposes the
+// common dir read-only) and the oracle (oracle/git_head.cpp, which reads and
+// digests it), so the two never disagree.
+//
+// The rule, for a `.git` file in worktree W naming G:
+//  (a) G, and the common dir C, lie outside every tree the sandbox can write
+//      (runtime/policy/writable_trees.h), and no such tree lies inside C;
+//  (b) G/gitdir, git's back-pointer, names W/.git (the same file: device and
+//      inode of the file the link was read from);
+//  (c) G is C/worktrees/NAME, and G/commondir resolves to C;
+//  (d) C has HEAD, objects/ and refs/, and C, G and G/gitdir are owned by
+//      W's owner or by root.
+// Every path is opened without following a symlink (RESOLVE_NO_SYMLINKS) and
+// every file read is bounded.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+#include "base/host_path.h"
+
+namespace stockade {
+
+struct GitLink {
+    enum class Kind {
+        Linked,          // a genuine linked worktree: expose common_dir read-only
+        InsideWorktree,  // G is inside W: only narrows (made read-only in place)
+    };
+    Kind kind = Kind::Linked;
+    HeldPath git_dir;              // G
+    HeldPath common_dir;           // C (Linked only)
+    std::string git_dir_relative;  // InsideWorktree: G relative to W
+};
+
+// What a run did with a `.git` file, for the result and the log.
+struct GitLinkReport {
+    std::string file;     // host path of the .git file (or symlink)
+    std::string status;   // "honoured", "inside_worktree", "refused"
+    std::string exposed;  // honoured: the common dir, read-only at its own path
+    std::string reason;   // refused: why
+};
+
+// `worktree_fd`: the held worktree (any fd for the directory); `worktree`:
+// its canonical path; `writable`: the canonical host trees the sandbox can
+// write (the worktree and each writable --mount). The Error's text is the
+// reason the link is refused; a refusal is no setup failure.
+Result<GitLink> judgeGitLink(int worktree_fd, const std::string& worktree,
+                             const std::vector<std::string>& writable);
+
+}  // namespace stockade

@@ -1,0 +1,385 @@
+#include "runtime/plan/worktree_masks.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <linux/openat2.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstdio>
+#include <deque>
+#include <optional>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "base/text_safety.h"
+#include "base/unique_fd.h"
+#include "namespaces/mount_plan.h"
+#include "namespaces/syscalls.h"
+#include "runtime/child/child_plan.h"
+#include "runtime/policy/mask_patterns.h"
+
+namespace stockade {
+
+namespace {
+
+// A directory whose path below the worktree is longer is not walked: its
+// names could not be covered within PATH_MAX.
+constexpr size_t kMaxWalkedPath = 3072;
+constexpr const char* kMaskDir = ".stockade-mask-dir";
+constexpr const char* kMaskFile = ".stockade-mask-file";
+
+UniqueFd openBeneathWorktree(int root_fd, const std::string& relative, int flags,
+                             uint64_t resolve) {
+    open_how how{};
+    how.flags = static_cast<uint64_t>(flags) | O_CLOEXEC;
+    how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS | resolve;
+    return UniqueFd(ns::sysOpenat2(root_fd, relative.empty() ? "." : relative.c_str(), &how));
+}
+
+UniqueFd openDirBeneath(int root_fd, const std::string& relative) {
+    return openBeneathWorktree(root_fd, relative, O_RDONLY | O_DIRECTORY | O_NOFOLLOW,
+                               RESOLVE_NO_SYMLINKS);
+}
+
+// "a/b/../c" -> "a/c"; nullopt when it climbs above the worktree.
+std::optional<std::string> lexicallyBeneath(const std::string& path) {
+    std::vector<std::string> parts;
+    for (const std::string& c : pathComponents(path)) {
+        if (c.empty() || c == ".") continue;
+        if (c == "..") {
+            if (parts.empty()) return std::nullopt;
+            parts.pop_back();
+        } else {
+            parts.push_back(c);
+        }
+    }
+    std::string out;
+    for (const std::string& c : parts) out += (out.empty() ? "" : "/") + c;
+    return out;
+}
+
+struct PendingDir {
+    std::string relative;
+    uint32_t depth;  // of the directory's own entries: 1 for the top
+};
+
+// What the directories waiting to be listed may hold of the supervisor's
+// memory (their paths): a tree made to be wide and deep is refused, not
+// walked into the supervisor's exhaustion.
+constexpr size_t kMaxPendingBytes = size_t{64} << 20;
+
+}  // namespace
+
+Result<WorktreeScan> scanWorktree(int worktree_fd, const WorktreeMaskRules& rules,
+                                  bool skip_top_git, const WalkedDirs* before, WalkedDirs* record) {
+    const MaskPatternSet hide(rules.hide), read_only(rules.read_only), show(rules.show),
+        writable(rules.writable);
+    WorktreeScan scan;
+    UniqueFd root = openDirBeneath(worktree_fd, "");
+    if (!root) return Error::fromErrno("open the worktree for its walk");
+    std::deque<PendingDir> pending{{"", 1}};
+    size_t pending_bytes = 0;
+    std::vector<char> buffer(1 << 16);
+    // A cut ends the walk: what lies beyond it was not examined, and the
+    // caller refuses to run on a partial cover (addWorktreeMasks).
+    auto cut = [&](const char* bound) {
+        if (scan.truncated_by.empty()) scan.truncated_by = bound;
+    };
+    auto add = [&](std::vector<MaskedName>& list, MaskedName name) -> Status {
+        list.push_back(std::move(name));
+        if (scan.hidden.size() + scan.read_only.size() > kMaxMaskedNames)
+            return Error::message("the worktree holds more than " +
+                                  std::to_string(kMaxMaskedNames) +
+                                  " names to hide or keep read-only (the latest: " +
+                                  escapeForTerminal(list.back().relative) +
+                                  "); refusing rather than leave some uncovered");
+        return okStatus();
+    };
+    std::unordered_set<std::string> kept_names;
+    // A read-only name, and where it is a link, what it leads to in the
+    // worktree: writes follow a link, so its target is kept read-only too.
+    auto keepReadOnly = [&](const std::string& relative, const struct stat& st) -> Status {
+        if (!kept_names.insert(relative).second) return okStatus();
+        if (Status s = add(scan.read_only, {relative, S_ISDIR(st.st_mode), st.st_dev, st.st_ino});
+            !s)
+            return s;
+        if (!S_ISLNK(st.st_mode)) return okStatus();
+        char target[PATH_MAX];
+        const ssize_t n = readlinkat(root.get(), relative.c_str(), target, sizeof target - 1);
+        if (n < 0)
+            return Error::fromErrno("readlink(\"/repo/" + escapeForTerminal(relative) + "\")");
+        const std::string link(target, static_cast<size_t>(n));
+        std::optional<std::string> inside;
+        if (link == "/repo" || link.starts_with(kMaskRepoPrefix)) {
+            inside = lexicallyBeneath(link.size() > 5 ? link.substr(6) : "");
+        } else if (link.starts_with("/")) {
+            return okStatus();  // outside the worktree: what the sandbox may write anyway
+        } else {
+            const size_t slash = relative.rfind('/');
+            inside = lexicallyBeneath(
+                slash == std::string::npos ? link : relative.substr(0, slash) + "/" + link);
+        }
+        if (!inside) return okStatus();  // climbs out of the worktree: likewise
+        const std::string shown = "/repo/" + escapeForTerminal(relative);
+        if (inside->empty())
+            return Error::message(shown + " is kept read-only but links to /repo itself");
+        UniqueFd to =
+            openBeneathWorktree(root.get(), *inside, O_PATH | O_NOFOLLOW, RESOLVE_NO_SYMLINKS);
+        struct stat at;
+        if (!to || fstat(to.get(), &at) < 0)
+            return Error::message(
+                shown + " is kept read-only but links to /repo/" + escapeForTerminal(*inside) +
+                (errno == ENOENT ? ", which does not exist (a write through the link would make it)"
+                                 : ", which is reached only through another link") +
+                ": refusing rather than leave it writable (--writable the name, or link it to a "
+                "file)");
+        if (!kept_names.insert(*inside).second) return okStatus();
+        return add(scan.read_only, {*inside, S_ISDIR(at.st_mode), at.st_dev, at.st_ino});
+    };
+    while (!pending.empty() && scan.truncated_by.empty()) {
+        PendingDir dir = std::move(pending.front());
+        pending.pop_front();
+        pending_bytes -= dir.relative.size();
+        UniqueFd fd = openDirBeneath(root.get(), dir.relative);
+        if (!fd) {
+            // Gone or swapped for a link since it was listed: nothing of it
+            // can be covered, and nothing needs to be. A directory of the
+            // walker's own that it may not list is one a sandbox of the same
+            // user could have closed to hide what it moved there, and could
+            // open again: the walk is incomplete. Someone else's stays shut
+            // to the sandbox too, and is counted.
+            struct stat st;
+            if (fstatat(root.get(), dir.relative.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+                S_ISDIR(st.st_mode) && st.st_uid == geteuid()) {
+                char mode[8];
+                std::snprintf(mode, sizeof mode, "%03o", st.st_mode & 0777);
+                scan.incomplete = "/repo/" + escapeForTerminal(dir.relative) +
+                                  " cannot be listed (mode " + mode + "), though it is uid " +
+                                  std::to_string(geteuid()) + "'s own";
+                cut("unlistable");
+                break;
+            }
+            ++scan.unlistable;
+            continue;
+        }
+        struct stat dir_st;
+        const bool have_st = fstat(fd.get(), &dir_st) == 0;
+        if (before && have_st) {
+            const auto was = before->find(dir.relative);
+            if (was != before->end() && was->second.dev == dir_st.st_dev &&
+                was->second.ino == dir_st.st_ino &&
+                was->second.ctime.tv_sec == dir_st.st_ctim.tv_sec &&
+                was->second.ctime.tv_nsec == dir_st.st_ctim.tv_nsec) {
+                // Unchanged since it was listed: the same names, so the
+                // same subdirectories, each looked at in its turn.
+                for (const std::string& sub : was->second.subdirs) {
+                    pending_bytes += sub.size();
+                    pending.push_back({sub, dir.depth + 1});
+                }
+                if (record) (*record)[dir.relative] = was->second;
+                continue;
+            }
+        }
+        // A node's address outlives the map's rehashing.
+        WalkedDir* walked = nullptr;
+        if (record && have_st)
+            walked = &((*record)[dir.relative] =
+                           WalkedDir{dir_st.st_dev, dir_st.st_ino, dir_st.st_ctim, {}});
+        const std::vector<std::string> above = pathComponents(dir.relative);
+        while (scan.truncated_by.empty()) {
+            long n = syscall(SYS_getdents64, fd.get(), buffer.data(), buffer.size());
+            if (n < 0) {
+                scan.incomplete = "/repo/" + escapeForTerminal(dir.relative) +
+                                  ": getdents64: " + errnoName(errno);
+                cut("unlistable");
+                break;
+            }
+            if (n == 0) break;
+            for (long off = 0; off < n && scan.truncated_by.empty();) {
+                auto* d = reinterpret_cast<struct dirent64*>(buffer.data() + off);
+                off += d->d_reclen;
+                const std::string name = d->d_name;
+                if (name == "." || name == "..") continue;
+                if (++scan.entries > rules.max_entries) {
+                    scan.entries = rules.max_entries;
+                    cut("max_entries");
+                    break;
+                }
+                const std::string relative =
+                    dir.relative.empty() ? name : dir.relative + "/" + name;
+                bool is_dir = d->d_type == DT_DIR;
+                bool hidden = hide.match(above, name) && !show.match(above, name);
+                bool kept = !hidden && read_only.match(above, name) && !writable.match(above, name);
+                if (hidden || kept || d->d_type == DT_UNKNOWN) {
+                    struct stat st;
+                    if (fstatat(fd.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) < 0) {
+                        if (!hidden && !kept) continue;  // nothing to cover
+                        scan.incomplete = "/repo/" + escapeForTerminal(relative) +
+                                          " matches but cannot be examined: " + errnoName(errno);
+                        cut("unexaminable");
+                        break;
+                    }
+                    is_dir = S_ISDIR(st.st_mode);
+                    if (hidden)
+                        if (Status s = add(scan.hidden, {relative, is_dir, st.st_dev, st.st_ino});
+                            !s)
+                            return s.error();
+                    if (kept)
+                        if (Status s = keepReadOnly(relative, st); !s) return s.error();
+                    // Another name of the same file is not covered with it.
+                    if ((hidden || kept) && !is_dir && st.st_nlink > 1) {
+                        ++scan.linked_count;
+                        if (scan.linked_first.empty()) scan.linked_first = relative;
+                    }
+                }
+                if (!is_dir || hidden) continue;
+                if (skip_top_git && dir.relative.empty() && name == ".git") continue;
+                if (dir.depth >= rules.max_depth) {
+                    cut("max_depth");
+                    break;
+                }
+                if (relative.size() > kMaxWalkedPath) {
+                    cut("path_length");
+                    break;
+                }
+                pending_bytes += relative.size();
+                if (pending_bytes > kMaxPendingBytes) {
+                    cut("memory");
+                    break;
+                }
+                pending.push_back({relative, dir.depth + 1});
+                if (walked) walked->subdirs.push_back(relative);
+            }
+        }
+    }
+    return scan;
+}
+
+Status addWorktreeMasks(const Policy& policy, int worktree_fd, ChildPlan& plan,
+                        std::optional<WorktreeMaskReport>& found) {
+    const WorktreeMaskRules& rules = policy.fs.worktree_masks;
+    if (rules.hide.empty() && rules.read_only.empty()) return okStatus();
+    auto walked = std::make_shared<WalkedDirs>();
+    auto scan = scanWorktree(worktree_fd, rules, true, nullptr, walked.get());
+    if (!scan) return scan.error().withContext("walk the worktree for hidden names");
+    WorktreeMaskReport report;
+    report.walked = std::move(walked);
+    report.entries = scan->entries;
+    report.unlistable = scan->unlistable;
+    report.truncated_by = scan->truncated_by;
+    report.hidden_count = scan->hidden.size();
+    report.read_only_count = scan->read_only.size();
+    // A walk that stopped short covers only what it saw, and what it did not
+    // see is what a sandbox before this one could have moved out of its
+    // sight (deeper than max_depth, into a directory closed to its owner,
+    // behind a flood of entries): the run is refused, never narrowed.
+    if (!scan->truncated_by.empty()) {
+        const std::string& bound = scan->truncated_by;
+        std::string why = !scan->incomplete.empty()
+                              ? scan->incomplete
+                              : "it stopped at its " + bound + " bound after " +
+                                    std::to_string(scan->entries) + " entries";
+        std::string fix = bound == "max_entries" || bound == "max_depth"
+                              ? "raise filesystem.worktree." + bound + " in the profile"
+                          : bound == "path_length" ? "shorten the worktree's deepest paths"
+                          : bound == "memory" ? "the tree is too wide and deep to walk; trim it"
+                                              : "make it listable, or remove it";
+        return Error::message(
+            "the worktree could not be walked whole for the names to hide or "
+            "keep read-only: " +
+            why + " (" + fix + ")");
+    }
+    if (scan->linked_count)
+        std::fprintf(stderr,
+                     "stockade: %llu hidden or read-only file(s) have other names in the worktree "
+                     "(the first: /repo/%s): hard links are not covered with them\n",
+                     static_cast<unsigned long long>(scan->linked_count),
+                     escapeForTerminal(scan->linked_first).c_str());
+
+    if (!scan->hidden.empty()) {
+        // The covers: an empty directory and an empty file in the sandbox's
+        // own root, which nothing untrusted can reach while it is built.
+        ns::addOp(plan.mounts, {.kind = ns::MountKind::Directory,
+                                .target = kMaskDir,
+                                .description = "create the directory that covers hidden names"});
+        ns::addOp(plan.mounts, {.kind = ns::MountKind::File,
+                                .target = kMaskFile,
+                                .target_is_dir = false,
+                                .description = "create the file that covers hidden names"});
+    }
+    // Walk order, shallowest first: a read-only directory is bound before a
+    // cover beneath it, and the recursive bind carries nothing stale.
+    auto add = [&](const MaskedName& m, bool hidden) {
+        ns::MountOp op{.kind = hidden ? ns::MountKind::MaskBeneath : ns::MountKind::ReadOnlyBeneath,
+                       .target = "repo/" + m.relative,
+                       .data = hidden
+                                   ? plan.mounts.staging + "/" + (m.is_dir ? kMaskDir : kMaskFile)
+                                   : std::string(),
+                       .anchor = "repo",
+                       .target_is_dir = m.is_dir,
+                       .verify_identity = true,
+                       .expect_dev = static_cast<unsigned long>(m.dev),
+                       .expect_ino = static_cast<unsigned long>(m.ino),
+                       .description = (hidden ? "hide /repo/" : "make /repo/") +
+                                      escapeForTerminal(m.relative) + (hidden ? "" : " read-only")};
+        ns::addOp(plan.mounts, std::move(op));
+        std::vector<std::string>& shown = hidden ? report.hidden : report.read_only;
+        if (shown.size() < kReportedMaskNames) shown.push_back("/repo/" + m.relative);
+        report.covered.push_back(m.relative);
+    };
+    // Read-only names and hidden ones in one order, shallowest first (a link's
+    // target comes after the link in the walk, wherever it is).
+    std::vector<std::pair<const MaskedName*, bool>> ordered;
+    for (const MaskedName& m : scan->hidden) ordered.push_back({&m, true});
+    for (const MaskedName& m : scan->read_only) ordered.push_back({&m, false});
+    auto depth = [](const std::string& rel) { return std::count(rel.begin(), rel.end(), '/'); };
+    std::stable_sort(ordered.begin(), ordered.end(), [&](const auto& a, const auto& b) {
+        return depth(a.first->relative) < depth(b.first->relative);
+    });
+    for (const auto& [name, hidden] : ordered) add(*name, hidden);
+    std::sort(report.covered.begin(), report.covered.end());
+    found = std::move(report);
+    return okStatus();
+}
+
+void noteCreatedMaskedNames(const Policy& policy, WorktreeMaskReport& report) {
+    if (!policy.fs.worktree_held) return;
+    // Only the directories that changed are listed again (WalkedDirs), so a
+    // big worktree does not pay for a second full walk, and the bounds are
+    // the first walk's.
+    auto scan = scanWorktree(policy.fs.worktree_held.get(), policy.fs.worktree_masks, true,
+                             report.walked.get());
+    if (!scan || !scan->truncated_by.empty()) {
+        // What was not examined may hold names the run made: the next run's
+        // walk is whole or refused, this note is not.
+        std::fprintf(stderr,
+                     "stockade: the check for names the run created stopped short (%s); the next "
+                     "run walks the whole worktree again\n",
+                     !scan ? escapeForTerminal(scan.error().describe()).c_str()
+                           : scan->truncated_by.c_str());
+        if (!scan) return;
+    }
+    for (const auto* list : {&scan->hidden, &scan->read_only})
+        for (const MaskedName& m : *list) {
+            if (std::binary_search(report.covered.begin(), report.covered.end(), m.relative))
+                continue;
+            ++report.created_count;
+            if (report.created.size() < kReportedMaskNames)
+                report.created.push_back("/repo/" + m.relative);
+        }
+    if (report.created_count)
+        std::fprintf(stderr,
+                     "stockade: the run created %llu hidden or read-only name(s) in the worktree "
+                     "(the first: %s); later runs cover them too\n",
+                     static_cast<unsigned long long>(report.created_count),
+                     escapeForTerminal(report.created.front()).c_str());
+}
+
+}  // namespace stockade

@@ -1,0 +1,134 @@
+// Secrets and agent instructions inside the worktree (issue 21): names the
+// profile hides (credentials: .env, .npmrc, .aws/ ...) or keeps read-only
+// (AGENTS.md, .github/workflows ...), matched by path component at any depth.
+//
+// The worktree is written by earlier sandboxes, so it is walked on the host,
+// before the sandbox exists, through fds: every directory is opened beneath
+// the held worktree with RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS, no link is
+// ever followed, and a name that is a symlink is judged (and covered) as
+// itself. The walk is breadth first, so the shallow names an operator keeps
+// (the top-level .env) are examined before anything a deep planted tree can
+// use up the bound with; it is bounded in depth and in entries examined, and
+// does not descend below a hidden directory.
+//
+// "Hidden" means covered: a hidden file (or symlink, FIFO, socket) is
+// covered by an empty read-only file, a hidden directory by an empty
+// read-only directory, both bound from the sandbox's own root. The sandbox
+// sees the name, empty, and can neither read what was there nor create
+// anything beneath it; a hidden name that does not exist is not created.
+// Each cover is attached to the very inode the walk saw (device and inode
+// checked in the child, attributes set before the attach), so nothing
+// swapped in between is covered instead or left bare: a mismatch refuses
+// the run. A hidden or read-only name the sandbox creates during the run
+// (where the worktree lets it) is found by a second walk afterwards and
+// reported; it is hidden in every later run. That walk reads only the
+// directories that changed during the run: the first walk keeps each
+// directory's inode and ctime, which any change of its entries sets anew
+// and no process can set back (utimensat(2) cannot set ctime; and where the
+// filesystem keeps multigrain timestamps, Linux 6.13+ on ext4, XFS, Btrfs
+// and tmpfs, a ctime the first walk queried makes the next change
+// fine-grained), so a directory whose ctime stands gained no name. (On a
+// coarse-grained filesystem a change in the same clock tick as the first
+// walk's listing could go unreported: the next run's walk, which lists
+// everything, covers it all the same.)
+#pragma once
+
+#include <sys/types.h>
+
+#include <time.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "base/error.h"
+#include "runtime/policy/mask_patterns.h"
+#include "runtime/policy/policy.h"
+
+namespace stockade {
+
+struct ChildPlan;
+
+// At most this many names are covered in one run: each is a mount, which
+// costs the setup time and kernel memory. More is a refusal, not a run with
+// some names left bare.
+inline constexpr size_t kMaxMaskedNames = 1024;
+// How many names of each kind the result lists.
+inline constexpr size_t kReportedMaskNames = 32;
+
+// What the walk found.
+struct MaskedName {
+    std::string relative;  // below the worktree, '/'-separated
+    bool is_dir = false;
+    dev_t dev = 0;
+    ino_t ino = 0;
+};
+
+struct WorktreeScan {
+    std::vector<MaskedName> hidden;
+    std::vector<MaskedName> read_only;
+    uint64_t entries = 0;     // directory entries examined
+    uint64_t unlistable = 0;  // someone else's directories the walker may not list
+    // Where the walk stopped short: "", "max_entries", "max_depth",
+    // "path_length", "memory" (the directories waiting to be listed),
+    // "unlistable" or "unexaminable" (a directory of the walker's own it may
+    // not list, a matching name it may not stat: `incomplete` says which).
+    std::string truncated_by;
+    std::string incomplete;
+    // Hidden or read-only files with more names than one: the others are
+    // not covered (the first of them, and how many).
+    uint64_t linked_count = 0;
+    std::string linked_first;
+};
+
+// Each directory a walk listed, by its path below the worktree: what it was
+// then, and the subdirectories the walk went on to.
+struct WalkedDir {
+    dev_t dev = 0;
+    ino_t ino = 0;
+    timespec ctime{};
+    std::vector<std::string> subdirs;
+};
+using WalkedDirs = std::unordered_map<std::string, WalkedDir>;
+
+// Walks the worktree held at `worktree_fd` (any fd for the directory).
+// `skip_top_git`: the top-level .git directory is read-only as a whole
+// already, and not walked. With `record`, notes each directory listed.
+// With `before` (an earlier walk's record), a directory that is still the
+// same inode with the same ctime is not listed again: its subdirectories
+// are walked as before, and its own names are the ones seen then.
+Result<WorktreeScan> scanWorktree(int worktree_fd, const WorktreeMaskRules& rules,
+                                  bool skip_top_git = true, const WalkedDirs* before = nullptr,
+                                  WalkedDirs* record = nullptr);
+
+// What the result record says of the masks.
+struct WorktreeMaskReport {
+    uint64_t hidden_count = 0;
+    uint64_t read_only_count = 0;
+    std::vector<std::string> hidden;     // the first kReportedMaskNames, as /repo/... paths
+    std::vector<std::string> read_only;  // likewise
+    uint64_t created_count = 0;          // hidden or read-only names that appeared during the run
+    std::vector<std::string> created;
+    uint64_t entries = 0;
+    uint64_t unlistable = 0;
+    std::string truncated_by;
+    // Every name covered, sorted: what the walk after the run compares with.
+    std::vector<std::string> covered;
+    // The directories the walk before the run listed (shared, not copied,
+    // with the record), so that the walk after it lists only those changed.
+    std::shared_ptr<const WalkedDirs> walked;
+};
+
+// Walks the worktree, adds a cover for each hidden name and a read-only
+// bind for each read-only one to the plan (beneath /repo, after the .git
+// protection), and fills `report`. Nothing to do without patterns.
+Status addWorktreeMasks(const Policy& policy, int worktree_fd, ChildPlan& plan,
+                        std::optional<WorktreeMaskReport>& report);
+
+// After the run: walks again and notes in `report` each matching name that
+// was not covered before (the sandbox, or someone beside it, created it).
+void noteCreatedMaskedNames(const Policy& policy, WorktreeMaskReport& report);
+
+}  // namespace stockade

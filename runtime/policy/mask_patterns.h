@@ -1,0 +1,70 @@
+// The worktree's hide and read-only patterns (issue 21): their syntax,
+// checked when a profile is read or a policy built, and their matching by
+// path component, which the worktree walk (runtime/plan/worktree_masks.h)
+// applies to every name it examines.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "base/error.h"
+#include "runtime/policy/policy.h"
+
+namespace stockade {
+
+// An anchored pattern starts so: it matches from the worktree's top only.
+inline constexpr const char* kMaskRepoPrefix = "/repo/";
+
+// One pattern's syntax: '/'-separated components, each a glob (*, ?, [...],
+// \ escapes, {a,b} alternatives); matched against the last components of a
+// path at any depth, or with a leading "/repo/" against the whole path
+// below the worktree. `option` names where it came from, for the message.
+Status checkMaskPattern(const std::string& option, const std::string& pattern);
+
+// Refuses rules whose patterns are malformed, and a hide pattern that would
+// hide the directory the command starts in (or one above it).
+Status checkMaskRules(const WorktreeMaskRules& rules, const std::string& workdir);
+
+// "a/b/c" -> {"a", "b", "c"}.
+std::vector<std::string> pathComponents(const std::string& relative);
+
+// One glob component, with what a match must start and end with, so that
+// most names are turned down without fnmatch.
+struct MaskGlob {
+    std::string text;
+    bool literal = true;
+    std::string prefix;
+    std::string suffix;
+};
+
+// Patterns indexed by their last component: a literal one by a hash
+// lookup, a glob only when the name has its literal prefix and suffix, so
+// a 50,000-entry node_modules costs one lookup per name, not one fnmatch
+// per name per pattern. Patterns that do not check are left out (the
+// policy refused them already).
+class MaskPatternSet {
+  public:
+    explicit MaskPatternSet(const std::vector<std::string>& sources);
+
+    bool empty() const { return patterns_.empty(); }
+
+    // The pattern that matches `name` inside the directory whose components
+    // are `dir` (from the worktree's top), or null.
+    const std::string* match(const std::vector<std::string>& dir, const std::string& name) const;
+
+  private:
+    struct Compiled {
+        const std::string* source;  // as the operator wrote it
+        bool anchored = false;      // "/repo/...": from the worktree's top only
+        std::vector<MaskGlob> components;
+    };
+    static bool matchesAbove(const Compiled& p, const std::vector<std::string>& dir);
+
+    std::vector<Compiled> patterns_;
+    std::unordered_map<std::string, std::vector<size_t>> by_last_;
+    std::vector<size_t> globs_;
+};
+
+}  // namespace stockade

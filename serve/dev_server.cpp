@@ -1,0 +1,229 @@
+#include "serve/dev_server.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "runtime/supervisor/echo_sink.h"
+#include "runtime/supervisor/sandbox.h"
+
+namespace stockade {
+
+namespace {
+
+constexpr long kProbeIntervalMs = 25;
+
+void writeAll(int fd, const char* data, size_t size) {
+    while (size > 0) {
+        ssize_t n = ::write(fd, data, size);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return;
+        data += n;
+        size -= static_cast<size_t>(n);
+    }
+}
+
+}  // namespace
+
+const char* netBackendName(NetBackend backend) {
+    switch (backend) {
+        case NetBackend::Userspace:
+            return "userspace";
+        case NetBackend::Veth:
+            return "veth";
+        case NetBackend::Direct:
+            return "direct";
+    }
+    return "userspace";
+}
+
+Result<BoundedLog> BoundedLog::create(std::string path, uint64_t limit) {
+    unlink((path + ".1").c_str());
+    UniqueFd fd(open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600));
+    if (!fd) return Error::fromErrno("open(\"" + path + "\") for the server's log");
+    return BoundedLog(std::move(path), limit, std::move(fd));
+}
+
+void BoundedLog::write(const char* data, size_t size) {
+    if (!fd_) return;
+    if (size_ + size > limit_ && size_ > 0) {
+        rename(path_.c_str(), (path_ + ".1").c_str());
+        fd_.reset(open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600));
+        size_ = 0;
+        if (!fd_) return;
+    }
+    writeAll(fd_.get(), data, size);
+    size_ += size;
+}
+
+class DevServer::ProbeTimer : public EventHandler {
+  public:
+    explicit ProbeTimer(DevServer& owner) : owner_(owner) {}
+    void onEvent(uint32_t) override {
+        uint64_t expirations;
+        (void)!read(owner_.timer_.get(), &expirations, sizeof(expirations));
+        // A prompt that stopped mid-line, whatever sizes its writes had.
+        if (owner_.pattern_) owner_.pattern_->settle();
+        owner_.tick();
+    }
+
+  private:
+    DevServer& owner_;
+};
+
+Result<std::unique_ptr<DevServer>> DevServer::create(const DevServerOptions& options,
+                                                     std::vector<UniqueFd> listeners,
+                                                     BoundedLog log) {
+    UniqueFd epoll(epoll_create1(EPOLL_CLOEXEC));
+    if (!epoll) return Error::fromErrno("epoll_create1()");
+    std::unique_ptr<DevServer> server(
+        new DevServer(options, std::move(listeners), std::move(log), std::move(epoll)));
+    if (options.ready_pattern) {
+        auto pattern = ReadyPattern::compile(*options.ready_pattern);
+        if (!pattern) return pattern.error();
+        server->pattern_ = std::move(*pattern);
+    }
+    if (options.backend == NetBackend::Direct) {
+        std::vector<int> fds;
+        for (const UniqueFd& fd : server->listeners_) fds.push_back(fd.get());
+        server->ingress_.emplace(options.port, std::move(fds));
+        DevServer* self = server.get();
+        server->call_server_ = [self](int listener_fd, const seccomp_notif& call) {
+            return self->ingress_->serve(listener_fd, call);
+        };
+    }
+    server->timer_.reset(timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK));
+    if (!server->timer_) return Error::fromErrno("timerfd_create()");
+    server->timer_handler_ = std::make_unique<ProbeTimer>(*server);
+    epoll_event ev{EPOLLIN, {.ptr = static_cast<EventHandler*>(server->timer_handler_.get())}};
+    if (epoll_ctl(server->epoll_.get(), EPOLL_CTL_ADD, server->timer_.get(), &ev) < 0)
+        return Error::fromErrno("epoll_ctl(ADD, the readiness timer)");
+    return server;
+}
+
+DevServer::DevServer(const DevServerOptions& options, std::vector<UniqueFd> listeners,
+                     BoundedLog log, UniqueFd epoll)
+    : options_(options),
+      listeners_(std::move(listeners)),
+      log_(std::move(log)),
+      epoll_(std::move(epoll)),
+      in_use_(options.backend == NetBackend::Veth ? NetBackend::Veth : NetBackend::Userspace),
+      start_(std::chrono::steady_clock::now()) {}
+
+DevServer::~DevServer() = default;
+
+Status DevServer::beforeStart(pid_t sandbox_pid) {
+    if (options_.backend != NetBackend::Veth) return okStatus();
+    auto network = VethNetwork::create(sandbox_pid, options_.port);
+    if (!network) return network.error();
+    veth_ = std::move(*network);
+    return okStatus();
+}
+
+void DevServer::started(pid_t sandbox_pid, InsideSockets& sockets) {
+    SocketSource inside = [&sockets](int family) { return sockets.open(family); };
+    // IPv4 over the veth when there is one. [::1] only through init's
+    // socket: Linux delivers nothing to ::1 that arrives on another
+    // interface (IPv6 has no route_localnet), and a server that binds
+    // `localhost` may have taken ::1 alone (Node 17+ resolves it so).
+    if (veth_)
+        targets_.push_back(hostRoute(veth_->sandboxAddress(), options_.port));
+    else
+        targets_.push_back(insideLoopback(AF_INET, options_.port, inside));
+    targets_.push_back(insideLoopback(AF_INET6, options_.port, inside));
+    if (ingress_)
+        if (auto s = ingress_->setSandbox(sandbox_pid); !s) {
+            writeWithin(2, "stockade: the direct ingress: " + s.error().describe() + "\n", 1000);
+            ending_ = Ending::SetupFailed;
+        }
+    itimerspec every{};
+    every.it_interval.tv_nsec = kProbeIntervalMs * 1000000;
+    every.it_value = every.it_interval;
+    timerfd_settime(timer_.get(), 0, &every, nullptr);
+    if (on_started) on_started(sandbox_pid);
+}
+
+void DevServer::output(int stream, const char* data, size_t size) {
+    log_.write(data, size);
+    (void)stream;
+    if (pattern_ && !ready_) {
+        pattern_->feed(data, size);
+        if (probe_ok_) tick();  // the pattern was the last condition
+    }
+}
+
+// A connection by the way the forwarder will go (the sandbox's loopback from
+// inside its namespace, or its veth address through the DNAT): the server
+// accepts connections on the port.
+bool DevServer::probe(const ForwardTarget& target) {
+    auto socket = target.socket();
+    if (!socket) return false;
+    if (connect(socket->get(), reinterpret_cast<const sockaddr*>(&target.address), target.length) ==
+        0)
+        return true;
+    if (errno != EINPROGRESS) return false;
+    pollfd pfd{socket->get(), POLLOUT, 0};
+    if (poll(&pfd, 1, 200) <= 0) return false;
+    int err = 0;
+    socklen_t len = sizeof(err);
+    getsockopt(socket->get(), SOL_SOCKET, SO_ERROR, &err, &len);
+    return err == 0;
+}
+
+void DevServer::tick() {
+    if (ready_ || ending_) return;
+    uint64_t elapsed = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                 std::chrono::steady_clock::now() - start_)
+                                                 .count());
+    // Direct: the server listens on the host's socket once it is handed over
+    // (and only then: before, the host listener accepts into a queue no one
+    // reads). Its listen may also have run in the sandbox (no listener for
+    // the filter, an old kernel): then the forwarder serves, as userspace.
+    if (ingress_ && ingress_->handedFamily()) probe_ok_ = true;
+    for (const ForwardTarget& target : targets_)
+        if (!probe_ok_) probe_ok_ = probe(target);
+    if (probe_ok_ && (!pattern_ || pattern_->matched())) {
+        ready_ = true;
+        itimerspec off{};
+        timerfd_settime(timer_.get(), 0, &off, nullptr);
+        std::vector<UniqueFd> forwarded = std::move(listeners_);
+        if (ingress_ && ingress_->handedFamily()) {
+            // A loopback not handed over is carried to the server's socket
+            // on the host's own; those handed over are the server's alone,
+            // and the supervisor never accepts on them.
+            in_use_ = NetBackend::Direct;
+            std::vector<UniqueFd> others;
+            for (UniqueFd& fd : forwarded)
+                (ingress_->wasHanded(fd.get()) ? handed_ : others).push_back(std::move(fd));
+            forwarded = std::move(others);
+            targets_ = {hostLoopback(ingress_->handedFamily(), options_.port)};
+        }
+        if (ingress_) ingress_->freezeHandable();
+        forwarder_ = std::make_unique<Forwarder>(epoll_.get(), targets_);
+        if (auto s = forwarder_->start(std::move(forwarded)); !s) {
+            writeWithin(2, "stockade: publish the port: " + s.error().describe() + "\n", 1000);
+            ending_ = Ending::SetupFailed;
+            return;
+        }
+        if (on_ready) on_ready();
+        return;
+    }
+    if (elapsed >= options_.ready_timeout_ms) ending_ = Ending::NotReady;
+}
+
+std::optional<Ending> DevServer::onReadable() {
+    epoll_event events[64];
+    int n = epoll_wait(epoll_.get(), events, 64, 0);
+    for (int i = 0; i < n; ++i)
+        static_cast<EventHandler*>(events[i].data.ptr)->onEvent(events[i].events);
+    if (forwarder_) forwarder_->collect();
+    return ending_;
+}
+
+}  // namespace stockade

@@ -1,0 +1,241 @@
+#include "serve/serve_state.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+
+#include "base/file_lock.h"
+#include "base/small_file.h"
+#include "base/text_safety.h"
+#include "runtime/record/result.h"
+#include "runtime/record/state_dir.h"
+
+namespace stockade {
+
+// A record is a few hundred bytes; its command line (at most ARG_MAX,
+// escaped) is the bulk of it.
+constexpr size_t kMaxRecordBytes = size_t{16} << 20;
+
+namespace {
+
+using nlohmann::json;
+constexpr const char* kRecordSchema = "stockade.service/v1";
+
+bool waitReadable(int fd, int timeout_ms) {
+    pollfd pfd{fd, POLLIN, 0};
+    int n;
+    while ((n = poll(&pfd, 1, timeout_ms)) < 0 && errno == EINTR) {
+    }
+    return n > 0;
+}
+
+}  // namespace
+
+Status validateServiceName(const std::string& name) {
+    auto ok = [](char c, bool first) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+               (!first && (c == '_' || c == '.' || c == '-'));
+    };
+    bool valid = !name.empty() && name.size() <= 64;
+    for (size_t i = 0; valid && i < name.size(); ++i) valid = ok(name[i], i == 0);
+    if (!valid)
+        return Error::message("--name: \"" + name +
+                              "\" is not a valid name (a letter or digit, then up to 63 letters, "
+                              "digits, '_', '.' or '-')");
+    return okStatus();
+}
+
+std::vector<StateDir> StateDir::others(const StateDir& primary) {
+    std::vector<StateDir> out;
+    for (std::string& path : otherUserStateDirs(primary.path())) out.push_back(StateDir(path));
+    return out;
+}
+
+std::vector<StateDir> StateDir::all(const StateDir& primary) {
+    std::vector<StateDir> out{primary};
+    for (StateDir& other : others(primary)) out.push_back(std::move(other));
+    return out;
+}
+
+Result<StateDir> StateDir::open() {
+    auto path = openUserStateDir();
+    if (!path) return path.error();
+    return StateDir(*path);
+}
+
+Result<UniqueFd> StateDir::lock(const std::string& name) const {
+    auto fd = lockFileExclusive(lockPath(name), true);
+    if (!fd && fd.error().errnum() == EWOULDBLOCK)
+        return Error::message("a dev server named \"" + name + "\" is already running");
+    return fd;
+}
+
+bool StateDir::live(const std::string& name) const {
+    auto fd = lockFileExclusive(lockPath(name), false);
+    if (fd) {
+        release(name, std::move(*fd));
+        return false;
+    }
+    if (fd.error().errnum() == ENOENT) {
+        unlink(recordPath(name).c_str());  // a record without a lock is stale
+        return false;
+    }
+    return true;
+}
+
+void StateDir::release(const std::string& name, UniqueFd lock) const {
+    unlink(recordPath(name).c_str());
+    unlink(lockPath(name).c_str());
+    lock.reset();
+}
+
+Status StateDir::write(const ServiceRecord& r) const {
+    json doc{{"schema", kRecordSchema},
+             {"name", r.name},
+             {"port", r.port},
+             {"pid", r.pid},
+             {"sandbox_pid", r.sandbox_pid},
+             {"started_ms", r.started_ms},
+             {"ready", r.ready},
+             {"profile", r.profile},
+             {"command", r.command},
+             {"backend", r.backend},
+             {"log", logPath(r.name)}};
+    return writeFileAtomically(recordPath(r.name), jsonText(doc) + "\n");
+}
+
+std::optional<ServiceRecord> StateDir::read(const std::string& name) const {
+    // A sandbox that could write here may have left a link, a FIFO or a
+    // huge file under the name; none of them is a record.
+    const std::string path = recordPath(name);
+    auto file = readSmallFile(AT_FDCWD, path.c_str(), path, kMaxRecordBytes);
+    if (!file) return std::nullopt;
+    try {
+        json doc = json::parse(file->content);
+        if (doc.value("schema", "") != kRecordSchema) return std::nullopt;
+        ServiceRecord r;
+        r.name = doc.at("name").get<std::string>();
+        // The name is what ps prints and stop matches: it must be the file's.
+        if (r.name != name) return std::nullopt;
+        r.port = doc.at("port").get<uint16_t>();
+        r.pid = doc.at("pid").get<pid_t>();
+        r.sandbox_pid = doc.at("sandbox_pid").get<pid_t>();
+        r.started_ms = doc.at("started_ms").get<int64_t>();
+        r.ready = doc.at("ready").get<bool>();
+        r.profile = doc.at("profile").get<std::string>();
+        r.command = doc.at("command").get<std::vector<std::string>>();
+        r.backend = doc.value("backend", "");
+        return r;
+    } catch (const json::exception&) {
+        return std::nullopt;
+    }
+}
+
+std::vector<ServiceRecord> StateDir::list() const {
+    std::vector<std::string> names;
+    if (DIR* d = opendir(path_.c_str())) {
+        while (dirent* e = readdir(d)) {
+            std::string file = e->d_name;
+            for (const char* suffix : {".json", ".lock"})
+                if (file.size() > 5 && file.ends_with(suffix))
+                    names.push_back(file.substr(0, file.size() - 5));
+        }
+        closedir(d);
+    }
+    std::sort(names.begin(), names.end());
+    names.erase(std::unique(names.begin(), names.end()), names.end());
+    std::vector<ServiceRecord> out;
+    for (const std::string& name : names) {
+        if (!validateServiceName(name) || !live(name)) continue;
+        if (auto record = read(name)) out.push_back(std::move(*record));
+    }
+    return out;
+}
+
+std::optional<ServiceRecord> StateDir::findByPort(uint16_t port) const {
+    for (ServiceRecord& r : list())
+        if (r.port == port) return r;
+    return std::nullopt;
+}
+
+Status StateDir::markHolder(int lock_fd) {
+    struct flock mark {};
+    mark.l_type = F_WRLCK;
+    mark.l_whence = SEEK_SET;
+    mark.l_len = 1;
+    if (fcntl(lock_fd, F_SETLK, &mark) < 0)
+        return Error::fromErrno("fcntl(F_SETLK) on the server's lock file");
+    return okStatus();
+}
+
+namespace {
+
+// The pid of the process that marked itself the holder of the lock file at
+// `path` (StateDir::markHolder), in this process's pid namespace; nullopt
+// when none did.
+std::optional<pid_t> markedHolder(const std::string& path) {
+    UniqueFd fd(open(path.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC));
+    if (!fd) return std::nullopt;
+    struct flock probe {};
+    probe.l_type = F_WRLCK;
+    probe.l_whence = SEEK_SET;
+    probe.l_len = 1;
+    if (fcntl(fd.get(), F_GETLK, &probe) < 0 || probe.l_type == F_UNLCK || probe.l_pid <= 0)
+        return std::nullopt;
+    return probe.l_pid;
+}
+
+}  // namespace
+
+Result<bool> stopService(const StateDir& dir, const std::string& name, uint64_t wait_ms) {
+    if (!dir.live(name)) return false;
+    // A supervisor still starting has its lock but not yet its record.
+    std::optional<ServiceRecord> record;
+    for (int i = 0; i < 100 && !(record = dir.read(name)); ++i) {
+        if (!dir.live(name)) return false;
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    if (!record) return Error::message("\"" + name + "\" holds its lock but has no record");
+    // The pidfd first, then the lock: while the lock is held its holder is
+    // alive, so the pid cannot have been reused for another process.
+    UniqueFd pidfd(static_cast<int>(syscall(SYS_pidfd_open, record->pid, 0)));
+    if (!pidfd) {
+        if (errno != ESRCH)
+            return Error::fromErrno("pidfd_open(" + std::to_string(record->pid) + ")");
+    } else if (dir.live(name)) {
+        // Checked after pidfd_open: the marked holder is alive while its mark
+        // stands, so the pid the pidfd pins is that process.
+        if (markedHolder(dir.lockPath(name)) != record->pid)
+            return Error::message(
+                "the record of \"" + name + "\" in " + dir.path() + " names pid " +
+                std::to_string(record->pid) +
+                ", which is not the holder of its lock: nothing signalled (remove " + dir.path() +
+                " if no server of yours runs from it)");
+        if (syscall(SYS_pidfd_send_signal, pidfd.get(), SIGTERM, nullptr, 0) < 0 && errno != ESRCH)
+            return Error::fromErrno("send SIGTERM to the supervisor of \"" + name + "\" (pid " +
+                                    std::to_string(record->pid) + ")");
+        if (!waitReadable(pidfd.get(), static_cast<int>(wait_ms))) {
+            syscall(SYS_pidfd_send_signal, pidfd.get(), SIGKILL, nullptr, 0);
+            waitReadable(pidfd.get(), 5000);
+        }
+    }
+    // Its lock and its port go when its last fd closes.
+    for (int i = 0; i < 250 && dir.live(name); ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    if (dir.live(name)) return Error::message("\"" + name + "\" is still running after SIGKILL");
+    return true;
+}
+
+}  // namespace stockade

@@ -204,7 +204,6 @@ Status createContainer(const std::string& root_dir, const std::string& id,
     // the clone, which inherits the mask (runtime/supervisor/sandbox_launch.h).
     sigset_t mask = signalsForInit();
     if (sigprocmask(SIG_BLOCK, &mask, nullptr) < 0) return Error::fromErrno("sigprocmask()");
-    signal(SIGPIPE, SIG_IGN);
 
     LaunchSpec spec;
     spec.namespaces = cplan.clone_flags;

@@ -35,6 +35,10 @@ state = bytearray(b"VERDICT=" + b"FAIL" + b":runner-state")
 report = open("/report/report.xml", "w")
 os.set_inheritable(report.fileno(), True)
 cmd = ["python3", "/repo/candidate.py", attack, str(report.fileno())]
+if attack == "sigpipe":
+    # Not Python, which ignores SIGPIPE itself: the signals a plain program
+    # starts with, as isolate passes them on.
+    cmd = ["sh", "-c", "sed -n 's/^SigIgn:\t/attack.sigign=/p' /proc/self/status >&2"]
 if isolate:
     cmd = [os.environ["STOCKADE_ISOLATE"], "--"] + cmd
 # A runner may give its candidate a clean environment: /report must stay
@@ -168,6 +172,9 @@ CASES = [
     ("prlimit", True, "fail", "attack.affinity=errno:1"),
     ("prlimit", True, "fail", "attack.own-priority=ok"),
     ("report-scrubbed", True, "fail", "attack.report-scrubbed=errno:13"),
+    # The command under isolate starts with no signal ignored: stockade's own
+    # SIGPIPE disposition (set by its main) must not cross the execve.
+    ("sigpipe", True, "fail", "attack.sigign=0000000000000000"),
 ]
 
 failures = 0

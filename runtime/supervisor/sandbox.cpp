@@ -30,6 +30,7 @@
 #include "namespaces/user.h"
 #include "runtime/cgroups/cgroup_limits.h"
 #include "runtime/child/child_protocol.h"
+#include "runtime/child/child_setup.h"
 #include "runtime/child/descendants_in_child.h"
 #include "runtime/plan/child_plan_builder.h"
 #include "runtime/plan/lower_tier_plan.h"
@@ -123,11 +124,35 @@ Result<ChildPlan> planLowerTier(const Policy& policy, const Identity& identity,
     return buildLowerTierPlan(policy, *ids, tmp->path(), read_only_names);
 }
 
-// `tier`: the full sandbox, or the lower one. *user_ns_refused (full tier):
-// the clone, or the first mount in the namespace, failed in a way that
-// means no user namespace with capabilities can be had here.
+// Why the full tier cannot be had on this host, when a failed run says so.
+struct FullTierBlock {
+    // The clone, or the first mount in the namespace, failed in a way that
+    // means no user namespace with capabilities can be had here.
+    bool user_ns = false;
+    // A step that fills a namespace (one the lower tier leaves out, so the
+    // lower tier does not meet it again) was refused by the host: a
+    // container's read-only /proc/sys or masked /proc, its seccomp profile,
+    // an idmapped mount its kernel or filesystem refuses. Nothing of the
+    // command ran; the step and its errno name the cause.
+    bool setup = false;
+    std::string step;
+    int err = 0;
+    bool blocked() const { return user_ns || setup; }
+};
+
+// The errnos by which a host refuses what a namespace setup step asks:
+// privilege and policy (EPERM, EACCES), a read-only or masked /proc (EROFS),
+// a limit of zero (ENOSPC), an unsupported operation (EINVAL, ENOSYS).
+// Never ENOENT and the like, which a profile's own paths cause.
+bool hostRefused(int err) {
+    return err == EPERM || err == EACCES || err == EROFS || err == ENOSPC || err == EINVAL ||
+           err == ENOSYS;
+}
+
+// `tier`: the full sandbox, or the lower one. *block (full tier): why the
+// full tier cannot be had here, when the failure says so.
 SandboxOutcome runSandboxIn(const Policy& policy, ServiceHooks* hooks, const Identity* chosen,
-                            Tier tier, bool* user_ns_refused) {
+                            Tier tier, FullTierBlock* block) {
     const bool lower = tier == Tier::Landlock;
     if (lower && hooks)
         return setupFailure("build the lower tier",
@@ -151,8 +176,20 @@ SandboxOutcome runSandboxIn(const Policy& policy, ServiceHooks* hooks, const Ide
     // As root, shed supplementary groups first: the clone inherits them, and
     // a sandbox that kept host gid 0 as a supplementary group could use it
     // on any host file that mount left visible.
-    if (geteuid() == 0 && setgroups(0, nullptr) < 0)
-        return setupFailure("drop supplementary groups", Error::fromErrno("setgroups(0)"));
+    if (geteuid() == 0 && setgroups(0, nullptr) < 0) {
+        // Root of a user namespace whose setgroups(2) is denied (a rootless
+        // container's, /proc/self/setgroups "deny"): with no group to drop
+        // there is nothing to shed; with some, say why they stay.
+        const int err = errno;
+        if (err != EPERM || getgroups(0, nullptr) != 0)
+            return setupFailure(
+                "drop supplementary groups",
+                Error::fromErrno(err == EPERM ? "setgroups(0) (this user namespace denies "
+                                                "setgroups: /proc/self/setgroups; start stockade "
+                                                "with no supplementary groups)"
+                                              : "setgroups(0)",
+                                 err));
+    }
 
     ns::IdmappedTree idmapped;
     if (identity->idmap_worktree && !lower) {
@@ -163,9 +200,16 @@ SandboxOutcome runSandboxIn(const Policy& policy, ServiceHooks* hooks, const Ide
             // Its own user namespace (for the idmap) refused: as the
             // sandbox's clone would be, so the same tier decision follows.
             const int err = tree.error().errnum();
-            if (user_ns_refused && tree.error().text().find("CLONE_NEWUSER") != std::string::npos &&
-                (err == EPERM || err == ENOSPC || err == EINVAL || err == ENOSYS))
-                *user_ns_refused = true;
+            if (block && tree.error().text().find("CLONE_NEWUSER") != std::string::npos &&
+                (err == EPERM || err == ENOSPC || err == EINVAL || err == ENOSYS)) {
+                block->user_ns = true;
+            } else if (block && hostRefused(err)) {
+                // The mount API refused (open_tree, mount_setattr, the
+                // helper's /proc/PID/ns/user): the lower tier needs no idmap.
+                block->setup = true;
+                block->step = "make the worktree writable through an idmapped mount";
+                block->err = err;
+            }
             return setupFailure("make the worktree writable through an idmapped mount",
                                 tree.error());
         }
@@ -294,7 +338,7 @@ SandboxOutcome runSandboxIn(const Policy& policy, ServiceHooks* hooks, const Ide
     SandboxOutcome failed;
     if (!launchSandbox(*plan, spec, launched, failed)) {
         restore();
-        if (user_ns_refused) *user_ns_refused = launched.user_ns_refused;
+        if (block) block->user_ns = launched.user_ns_refused;
         return failed;
     }
     const long pid = launched.pid;
@@ -336,11 +380,21 @@ SandboxOutcome runSandboxIn(const Policy& policy, ServiceHooks* hooks, const Ide
         // Ubuntu's rule: a user namespace without capabilities, whose first
         // mount fails. Judged only here, on the failure path.
         const ChildStage stage = supervision.failure()->stage;
-        if (user_ns_refused && !lower &&
+        const int err = supervision.failure()->err;
+        if (block && !lower &&
             (stage == ChildStage::PrivateMounts || stage == ChildStage::OpenSources ||
              stage == ChildStage::BuildRoot) &&
-            looksLikeUnprivilegedUserNamespace(supervision.failure()->err))
-            *user_ns_refused = true;
+            looksLikeUnprivilegedUserNamespace(err)) {
+            block->user_ns = true;
+        } else if (block && !lower && !lowerTierRuns(stage) && hostRefused(err) &&
+                   stage != ChildStage::OpenSources && stage != ChildStage::BuildRoot) {
+            // Not the root's own mounts: their sources are the profile's and
+            // the caller's (--mount, the worktree), whose failure is theirs
+            // to fix, not the host's to excuse.
+            block->setup = true;
+            block->step = describeStage(stage);
+            block->err = err;
+        }
     }
     out.duration_ms = msSince(start);
     if (out.masks) noteCreatedMaskedNames(policy, *out.masks);
@@ -351,31 +405,39 @@ SandboxOutcome runSandboxIn(const Policy& policy, ServiceHooks* hooks, const Ide
 }  // namespace
 
 SandboxOutcome runSandbox(const Policy& policy, ServiceHooks* hooks, const Identity* chosen) {
-    bool user_ns_refused = false;
-    SandboxOutcome out = runSandboxIn(policy, hooks, chosen, Tier::Full, &user_ns_refused);
+    FullTierBlock block;
+    SandboxOutcome out = runSandboxIn(policy, hooks, chosen, Tier::Full, &block);
     out.tier = Tier::Full;
-    if (!user_ns_refused) return out;
+    if (!block.blocked()) return out;
     const int err = out.error_errno;
-    const bool apparmor = out.error_stage != "create the namespaces" &&
-                          out.error_stage.find("idmapped") == std::string::npos;
-    const std::string reason =
-        apparmor ? "the user namespace has no capabilities in it "
-                   "(kernel.apparmor_restrict_unprivileged_userns = 1: Ubuntu's AppArmor rule)"
-                 : userNamespaceRefusalReason(err);
-    const std::string fix =
-        apparmor ? "install stockade's AppArmor profile for this binary (see `stockade check`)"
-                 : userNamespaceRefusalFix(err);
+    std::string what, reason, fix;
+    if (block.user_ns) {
+        const bool apparmor = out.error_stage != "create the namespaces" &&
+                              out.error_stage.find("idmapped") == std::string::npos;
+        what = "no user namespace can be had here";
+        reason = apparmor ? "the user namespace has no capabilities in it "
+                            "(kernel.apparmor_restrict_unprivileged_userns = 1: Ubuntu's AppArmor "
+                            "rule)"
+                          : userNamespaceRefusalReason(err);
+        fix = apparmor ? "install stockade's AppArmor profile for this binary (see `stockade check`)"
+                       : userNamespaceRefusalFix(err);
+    } else {
+        what = "the full sandbox cannot be built here";
+        reason = "the host refuses the step \"" + block.step + "\" (" + errnoName(block.err) +
+                 "), as a container's read-only /proc/sys, masked /proc or seccomp profile does";
+        fix = "give the container an unmasked /proc and user namespaces (docs/ci-runners.md; "
+              "`stockade check` names what is missing)";
+    }
     if (policy.min_tier != Tier::Landlock) {
         // Never a weaker run than allowed: the refusal names the cause,
         // the host's fix, and the tier a profile could accept instead.
-        out.tier_advice = "no user namespace can be had here: " + reason + ". Fix: " + fix + "; " +
-                          kLowerTierHint;
+        out.tier_advice = what + ": " + reason + ". Fix: " + fix + "; " + kLowerTierHint;
         return out;
     }
     std::fprintf(stderr,
-                 "stockade: no user namespace can be had here (%s); running the lower tier, as "
-                 "--min-tier landlock allows (the result's degraded lists what it loses)\n",
-                 reason.c_str());
+                 "stockade: %s (%s); running the lower tier, as --min-tier landlock allows (the "
+                 "result's degraded lists what it loses)\n",
+                 what.c_str(), reason.c_str());
     SandboxOutcome lower = runSandboxIn(policy, hooks, chosen, Tier::Landlock, nullptr);
     lower.tier = Tier::Landlock;
     return lower;

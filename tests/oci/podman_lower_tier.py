@@ -340,6 +340,36 @@ def main():
         except (ValueError, KeyError) as e:
             check("stockade check --json: tier landlock", False, f"{e}: {p.stdout[-600:]!r}")
 
+        # A stock container: podman's own seccomp profile (which here allows
+        # user namespaces) and its masked /proc, whose /proc/sys is
+        # read-only. The full tier cannot fill its namespaces there; check
+        # says landlock, and so must run: refused without --min-tier, naming
+        # the step the host refused and the fix; the lower tier with it.
+        p = pm.run(rootfs, "/opt/stockade", "run", "--worktree", "/repo", "--", PROBE_INSIDE,
+                   "exit", "0")
+        err = p.stderr
+        check("a stock container: the default profile refuses with exit 125, naming the host's "
+              "refusal, its fix and --min-tier landlock",
+              p.returncode == 125 and ("the full sandbox cannot be built here" in err or
+                                       "no user namespace can be had here" in err) and
+              "Fix:" in err and "--min-tier landlock" in err,
+              f"{p.returncode} {err[-1200:]!r}")
+        p = pm.run(rootfs, "/opt/stockade", "run", "--min-tier", "landlock", "--worktree", "/repo",
+                   "--result", "/out/stock.json", "--", PROBE_INSIDE, "exit", "0")
+        stock = {}
+        if os.path.exists(f"{rootfs}/out/stock.json"):
+            with open(f"{rootfs}/out/stock.json") as f:
+                stock = json.load(f)
+        check("a stock container: --min-tier landlock runs the lower tier, as check promises",
+              p.returncode == 0 and "running the lower tier" in p.stderr and
+              stock.get("tier") == "landlock" and stock.get("status") == "passed",
+              f"{p.returncode} {p.stderr[-1200:]!r} {json.dumps(stock)[:400]}")
+        p = pm.run(rootfs, "/opt/stockade", "check")
+        tier_lines = [l for l in p.stdout.splitlines() if l.startswith("Tier: ")]
+        check("a stock container: stockade check names tier landlock",
+              tier_lines != [] and tier_lines[0].startswith("Tier: landlock"),
+              f"{p.returncode} {p.stdout[-1500:]!r}")
+
         # The fix the refusal names, as docs/ci-runners.md gives it: a profile
         # that allows user namespaces, and /proc without podman's masks (with
         # them, /proc/sys is read-only and the full tier's proc mount is

@@ -1,5 +1,7 @@
 #include "cli/cli.h"
 
+#include <signal.h>
+
 #include <algorithm>
 #include <boost/program_options.hpp>
 #include <cstdio>
@@ -626,6 +628,18 @@ int profileSubcommand(const std::vector<std::string>& args) {
     return usageError("unknown profile command \"" + args[0] + "\" (expected show or check)");
 }
 
+// For the commands that supervise a sandbox (run, serve, oracle, the OCI
+// runtime): a reader that goes away (`| head`, a harness that closes its
+// pipe, a --result on a FIFO) must give their writes EPIPE, not kill the
+// supervisor before it has torn the sandbox down and written the record.
+// Set here, per command, not by the library, and not for the others: `logs
+// --follow | head` must end as any filter does when its reader leaves, and
+// `isolate` passes its caller's dispositions on to the command untouched.
+// The sandbox's child resets every disposition before exec.
+void superviseWithoutSigpipe() {
+    signal(SIGPIPE, SIG_IGN);
+}
+
 }  // namespace
 
 int runCli(int argc, char** argv) {
@@ -634,7 +648,10 @@ int runCli(int argc, char** argv) {
         return isolateCommand(std::vector<std::string>(argv + 1, argv + argc));
     // Driven by a container engine (podman, containerd's shim): the
     // runc-compatible command line of oci/commands.h.
-    if (oci::isOciInvocation(argc, argv)) return oci::ociMain(argc, argv);
+    if (oci::isOciInvocation(argc, argv)) {
+        superviseWithoutSigpipe();
+        return oci::ociMain(argc, argv);
+    }
     if (argc < 2) {
         std::fputs(kTopHelp, stderr);
         return kUsageError;
@@ -649,6 +666,7 @@ int runCli(int argc, char** argv) {
         std::printf("stockade %s (%s)\n", STOCKADE_VERSION, STOCKADE_GIT_REVISION);
         return 0;
     }
+    if (command == "run" || command == "oracle" || command == "serve") superviseWithoutSigpipe();
     if (command == "run") return runSubcommand(rest);
     if (command == "profile") return profileSubcommand(rest);
     if (command == "check") return checkSubcommand(rest);

@@ -3,7 +3,6 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <linux/close_range.h>
-#include <signal.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -168,9 +167,6 @@ int isolateCommand(const std::vector<std::string>& args) {
     std::vector<char*> argv;
     for (const std::string& a : command) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
-    // main ignores SIGPIPE for stockade's own writes; an ignored signal
-    // survives execve, and the command must start as any would.
-    signal(SIGPIPE, SIG_DFL);
     execvp(argv[0], argv.data());
     const int err = errno;
     std::fprintf(stderr, "stockade isolate: %s: %s\n", command[0].c_str(), std::strerror(err));

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <string_view>
 
+#include "base/inherited_fds.h"
 #include "base/unique_fd.h"
 #include "runtime/policy/sandbox_path.h"
 #include "runtime/policy/writable_trees.h"
@@ -92,10 +93,18 @@ Result<RecordTarget> resolveRecordTarget(const std::string& flag, const std::str
     RecordTarget target;
     if ((target.held_fd = heldFd(path))) {
         // The caller's own descriptor, open before stockade made any: never
-        // one of stockade's, which could be a cgroup or state file.
-        if (fcntl(*target.held_fd, F_GETFD) < 0)
-            return Error::fromErrno(what + ": fcntl(" + std::to_string(*target.held_fd) +
-                                    ", F_GETFD)");
+        // one of stockade's (a held worktree, a lock, a cgroup or state
+        // file), and open for writing, else the record is lost after the run.
+        const int fd = *target.held_fd;
+        const int flags = fcntl(fd, F_GETFL);
+        if (flags < 0)
+            return Error::fromErrno(what + ": fcntl(" + std::to_string(fd) + ", F_GETFL)");
+        if (!wasInherited(fd))
+            return Error::message(what + ": fd " + std::to_string(fd) +
+                                  " was not open when stockade started; give a descriptor the "
+                                  "caller opened for it");
+        if ((flags & O_PATH) == O_PATH || (flags & O_ACCMODE) == O_RDONLY)
+            return Error::message(what + ": fd " + std::to_string(fd) + " is not open for writing");
         // Redirected to a file, that file must not be the sandbox's either.
         char real[PATH_MAX];
         if (realpath(path.c_str(), real))

@@ -191,7 +191,9 @@ int finishRun(const PreparedRun& run, const SandboxOutcome& outcome, const RunOp
         say(policy.command[0] + ": cannot execute: " + errnoName(outcome.error_errno));
     else if (std::string line = boundLine(policy, outcome, result); !line.empty())
         say(line);
-    for (const std::string& line : weakerLimitLines(options, outcome)) say(line);
+    // Only for a run that ran: a refused one held nothing.
+    if (outcome.ending != Ending::Refused && outcome.ending != Ending::SetupFailed)
+        for (const std::string& line : weakerLimitLines(options, outcome)) say(line);
     if (run.record) {
         // The place was judged writable before the run; a write that fails
         // now leaves no record, and the exit says so: a harness must not

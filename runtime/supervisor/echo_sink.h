@@ -25,8 +25,9 @@ class EchoSink {
     static constexpr size_t kCapacity = 1 << 20;  // per stream
 
     // fd: stockade's 1 or 2, or -1 for no echo (--quiet). The fd is borrowed.
-    // SIGPIPE is the owner's to ignore (runSandbox does): a reader gone is
-    // then EPIPE, which turns the echo off.
+    // SIGPIPE is the owner's to ignore (stockade's command line does, for
+    // the commands that supervise): a reader gone is then EPIPE, which turns
+    // the echo off.
     explicit EchoSink(int fd);
     EchoSink(const EchoSink&) = delete;
     EchoSink& operator=(const EchoSink&) = delete;

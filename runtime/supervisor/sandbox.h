@@ -89,7 +89,9 @@ struct SandboxOutcome {
 // hooks: its output goes to them, and they publish its port. A caller that
 // had to know the sandbox's host ids beforehand (the oracle) passes the
 // identity it chose, and holds its lease; otherwise the run chooses and
-// holds one for its lifetime.
+// holds one for its lifetime. The caller ignores SIGPIPE, a process-wide
+// choice the library leaves to it: else an echo to a reader that went away
+// kills the supervisor before the teardown and the record.
 SandboxOutcome runSandbox(const Policy& policy, ServiceHooks* hooks = nullptr,
                           const Identity* identity = nullptr);
 

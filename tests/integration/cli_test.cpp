@@ -84,6 +84,13 @@ std::vector<BadInput> badInputs(Sandbox& sandbox, const std::vector<std::string>
          "no-such-profile-x", wt + "/refused.json"},
         {"--result a descriptor that is not open", withCommand({"--result", "/dev/fd/97"}),
          "/dev/fd/97"},
+        // Open, but stockade's own (the held worktree or --mount source,
+        // opened before the record's place is judged) or read-only: either
+        // would lose the record after the run.
+        {"--result a descriptor stockade opened itself",
+         withCommand({"--worktree", wt, "--result", "/dev/fd/3"}), "was not open when stockade"},
+        {"--result a descriptor open only for reading (stdin, a pipe's read end)",
+         withCommand({"--result", "/dev/fd/0"}), "not open for writing"},
         {"--result in a directory that does not exist",
          withCommand({"--worktree", wt, "--result", missing + "/result.json"}), "--result"},
     };

@@ -174,6 +174,17 @@ disabled_plugins = ["io.containerd.grpc.v1.cri"]
         check("ctr task ps: init, the shell and its two sleeps, by host pid",
               r.returncode == 0 and init_pid in pids and names == ["sh", "sleep", "sleep"],
               (r.stdout, r.stderr, names))
+        with open(f"/proc/{init_pid}/cgroup") as f:
+            memory_cgroup = [line.strip().split(":", 2)[2] for line in f
+                             if line.split(":")[1] in ("memory", "")][0]
+        check("the init sits in the cgroup ctr named (/NAMESPACE/ID)",
+              memory_cgroup == f"/{NAMESPACE}/long", memory_cgroup)
+        # The shim reads the container's stats from that cgroup (as the CRI
+        # plugin does for Kubernetes).
+        r = ctr("task", "metrics", "long")
+        metrics = dict(line.split()[:2] for line in r.stdout.splitlines() if len(line.split()) >= 2)
+        check("ctr task metrics: the shim reads the container's cgroup (pids.current 4)",
+              r.returncode == 0 and metrics.get("pids.current") == "4", (r.stdout, r.stderr))
         r = ctr("task", "exec", "--exec-id", "e1", "long", "/bin/sh", "-c",
                 "echo from-exec; hostname; exit 4")
         check("ctr task exec: its output and exit code",
@@ -273,9 +284,12 @@ disabled_plugins = ["io.containerd.grpc.v1.cri"]
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-        for cg in ["memory", "pids", "freezer", "cpu"]:
+        # ctr names each container's cgroup /NAMESPACE/ID; the runtime
+        # removes the leaf, the parent is this test's to remove (when empty).
+        for top in [f"/sys/fs/cgroup/{NAMESPACE}"] + [
+                f"/sys/fs/cgroup/{h}/{NAMESPACE}" for h in os.listdir("/sys/fs/cgroup")]:
             try:
-                os.rmdir(f"/sys/fs/cgroup/{cg}/{NAMESPACE}")
+                os.rmdir(top)
             except OSError:
                 pass
         if failures:

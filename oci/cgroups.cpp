@@ -3,15 +3,20 @@
 #include <errno.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <linux/magic.h>
+
+#include <sstream>
 
 #include "runtime/cgroups/cgroup_fs.h"
 
 namespace stockade::oci {
 
 namespace {
+
+constexpr const char* kCgroupRoot = "/sys/fs/cgroup";
 
 Status makeDirs(const std::string& base, const std::string& relative) {
     std::string path = base;
@@ -33,6 +38,81 @@ bool isCgroup2(const std::string& path) {
     return statfs(path.c_str(), &fs) == 0 && fs.f_type == CGROUP2_SUPER_MAGIC;
 }
 
+bool exists(const std::string& path) {
+    struct stat st {};
+    return stat(path.c_str(), &st) == 0;
+}
+
+// The container's directory that holds `controller`: the one v2 directory
+// (when the controller is enabled in it), or the v1 directory under that
+// controller's hierarchy; "" when it has none.
+std::string dirOf(const std::vector<std::string>& dirs, const std::string& controller) {
+    if (dirs.size() == 1 && isCgroup2(dirs[0]))
+        return hasWord(readCgroupFileOr(dirs[0] + "/cgroup.controllers"), controller) ? dirs[0]
+                                                                                      : "";
+    const std::string prefix = std::string(kCgroupRoot) + "/" + controller + "/";
+    for (const std::string& dir : dirs)
+        if (dir.starts_with(prefix)) return dir;
+    return "";
+}
+
+// A limit as the file wants it: no limit is "max" (v2, and pids in v1) or
+// -1 (v1's memory files and cfs quota).
+Status writeLimit(const std::string& dir, const std::string& file, int64_t value) {
+    const bool v1_minus_one = file == "memory.limit_in_bytes" ||
+                              file == "memory.memsw.limit_in_bytes" || file == "cpu.cfs_quota_us";
+    const bool none = file == "pids.max" ? value <= 0 : value < 0;
+    return writeCgroupFile(dir + "/" + file,
+                           none ? (v1_minus_one ? "-1" : "max") : std::to_string(value));
+}
+
+void sleepMs(long ms) {
+    timespec ts{0, ms * 1000000L};
+    nanosleep(&ts, nullptr);
+}
+
+// How long pause and resume wait for the kernel to report the whole cgroup
+// frozen or thawed: a task in an uninterruptible sleep holds FREEZING.
+constexpr int kFreezeWaitMs = 5000;
+
+Status freezeV1(const std::string& dir, bool frozen) {
+    const std::string file = dir + "/freezer.state";
+    const char* want = frozen ? "FROZEN" : "THAWED";
+    std::string seen;
+    for (int waited = 0; waited <= kFreezeWaitMs; ++waited) {
+        // Written again each round: a task forked while the cgroup was
+        // FREEZING may otherwise escape being frozen (runc does the same).
+        if (auto s = writeCgroupFile(file, want); !s) return s.error();
+        auto now = readCgroupFile(file);
+        if (!now) return now.error();
+        std::istringstream(*now) >> seen;
+        if (seen == want) return okStatus();
+        sleepMs(1);
+    }
+    if (frozen) (void)writeCgroupFile(file, "THAWED");
+    return Error::message(file + ": still " + seen + " after " + std::to_string(kFreezeWaitMs) +
+                          " ms, not " + want);
+}
+
+Status freezeV2(const std::string& dir, bool frozen) {
+    if (auto s = writeCgroupFile(dir + "/cgroup.freeze", frozen ? "1" : "0"); !s) return s.error();
+    // cgroup.freeze is the wish; cgroup.events' "frozen" is the kernel's
+    // word that every task of the subtree has stopped (cgroup-v2.rst).
+    const std::string events = dir + "/cgroup.events";
+    for (int waited = 0; waited <= kFreezeWaitMs; ++waited) {
+        auto text = readCgroupFile(events);
+        if (!text) return text.error();
+        std::istringstream in(*text);
+        std::string key, value;
+        while (in >> key >> value)
+            if (key == "frozen" && value == (frozen ? "1" : "0")) return okStatus();
+        sleepMs(1);
+    }
+    if (frozen) (void)writeCgroupFile(dir + "/cgroup.freeze", "0");
+    return Error::message(events + ": not " + (frozen ? "frozen" : "thawed") + " after " +
+                          std::to_string(kFreezeWaitMs) + " ms");
+}
+
 }  // namespace
 
 Result<ContainerCgroups> makeContainerCgroups(const CgroupAsk& ask, const std::string& mount_root) {
@@ -42,62 +122,145 @@ Result<ContainerCgroups> makeContainerCgroups(const CgroupAsk& ask, const std::s
                               "\": only an absolute cgroupfs path is supported yet (no \"..\", "
                               "no systemd slice form)");
     ContainerCgroups out;
-    // No limit: "max" (v2, and pids in v1), -1 (v1's memory).
-    auto write = [&](const std::string& dir, const char* file, int64_t value) -> Status {
-        const bool v1_memory = std::string(file) == "memory.limit_in_bytes" ||
-                               std::string(file) == "memory.memsw.limit_in_bytes";
-        const bool none =
-            v1_memory || std::string(file) == "memory.max" || std::string(file) == "memory.swap.max"
-                ? value < 0
-                : value <= 0;
-        return writeCgroupFile(dir + "/" + file,
-                               none ? (v1_memory ? "-1" : "max") : std::to_string(value));
-    };
+    const bool wants_cpu =
+        ask.resources.cpu_shares || ask.resources.cpu_quota || ask.resources.cpu_period;
     if (isCgroup2(mount_root)) {
-        // Each ancestor gives its children the controllers the leaf needs.
+        // Each ancestor gives its children the controllers the leaf needs:
+        // memory and pids always, cpu where the tree has it (required only
+        // when the config asks for a cpu limit), so that update can set one.
         std::string dir = mount_root;
         for (size_t i = 1; i < ask.path.size();) {
             size_t end = ask.path.find('/', i);
             if (end == std::string::npos) end = ask.path.size();
             if (auto s = writeCgroupFile(dir + "/cgroup.subtree_control", "+memory +pids"); !s)
                 return s.error().withContext("linux.resources");
+            if (wants_cpu || hasWord(readCgroupFileOr(dir + "/cgroup.controllers"), "cpu"))
+                if (auto s = writeCgroupFile(dir + "/cgroup.subtree_control", "+cpu");
+                    !s && wants_cpu)
+                    return s.error().withContext("linux.resources.cpu");
             dir += "/" + ask.path.substr(i, end - i);
             if (mkdir(dir.c_str(), 0755) < 0 && errno != EEXIST)
                 return Error::fromErrno("mkdir(\"" + dir + "\")");
             i = end + 1;
         }
         out.dirs.push_back(dir);
-        if (ask.memory_limit)
-            if (auto s = write(dir, "memory.max", *ask.memory_limit); !s) return s.error();
-        // v2 limits swap alone: the spec's memory+swap less the memory.
-        if (ask.swap_limit)
-            if (auto s = write(dir, "memory.swap.max",
-                               *ask.swap_limit < 0 ? -1 : *ask.swap_limit - *ask.memory_limit);
-                !s)
-                return s.error();
-        if (ask.pids_limit)
-            if (auto s = write(dir, "pids.max", *ask.pids_limit); !s) return s.error();
-        return out;
+    } else {
+        // memory and pids hold create's limits and are required; freezer
+        // (pause) and cpu (a cpu limit, now or by update) where mounted.
+        for (const char* controller : {"memory", "pids", "freezer", "cpu"}) {
+            const std::string base = mount_root + "/" + controller;
+            const bool required = std::string(controller) == "memory" ||
+                                  std::string(controller) == "pids" ||
+                                  (std::string(controller) == "cpu" && wants_cpu);
+            if (!exists(base)) {
+                if (!required) continue;
+                return Error::message(std::string("linux.resources: no cgroup v1 ") + controller +
+                                      " hierarchy at " + base);
+            }
+            if (auto s = makeDirs(base, ask.path); !s) return s.error();
+            out.dirs.push_back(base + ask.path);
+        }
     }
-    for (const char* controller : {"memory", "pids"}) {
-        const std::string base = mount_root + "/" + controller;
-        struct stat st {};
-        if (stat(base.c_str(), &st) < 0)
-            return Error::message(std::string("linux.resources: no cgroup v1 ") + controller +
-                                  " hierarchy at " + base);
-        if (auto s = makeDirs(base, ask.path); !s) return s.error();
-        out.dirs.push_back(base + ask.path);
+    if (auto s = applyResources(out.dirs, ask.resources); !s) {
+        (void)removeContainerCgroups(out.dirs);
+        return s.error();
     }
-    if (ask.memory_limit)
-        if (auto s = write(out.dirs[0], "memory.limit_in_bytes", *ask.memory_limit); !s)
-            return s.error();
-    // After the memory limit: the kernel refuses memsw below it.
-    if (ask.swap_limit)
-        if (auto s = write(out.dirs[0], "memory.memsw.limit_in_bytes", *ask.swap_limit); !s)
-            return s.error();
-    if (ask.pids_limit)
-        if (auto s = write(out.dirs[1], "pids.max", *ask.pids_limit); !s) return s.error();
     return out;
+}
+
+Status applyResources(const std::vector<std::string>& dirs, const Resources& r) {
+    if (dirs.empty() && r.any())
+        return Error::message(
+            "linux.resources: the container has no cgroup of its own (stockade makes one only "
+            "as root)");
+    const bool v2 = dirs.size() == 1 && isCgroup2(dirs[0]);
+    auto need = [&](const char* controller, const char* field) -> Result<std::string> {
+        std::string dir = dirOf(dirs, controller);
+        if (dir.empty())
+            return Error::message(std::string(field) + ": the container's cgroup has no " +
+                                  controller + " controller" +
+                                  (v2 ? " (not in " + dirs[0] + "/cgroup.controllers)" : ""));
+        return dir;
+    };
+    if (r.memory_limit || r.swap_limit) {
+        auto dir = need("memory", "linux.resources.memory");
+        if (!dir) return dir.error();
+        if (v2) {
+            if (r.memory_limit)
+                if (auto s = writeLimit(*dir, "memory.max", *r.memory_limit); !s) return s.error();
+            // v2 limits swap alone: the spec's memory+swap less the memory
+            // (the reader refuses a swap limit without a memory one).
+            if (r.swap_limit)
+                if (auto s = writeLimit(*dir, "memory.swap.max",
+                                        *r.swap_limit < 0 ? -1 : *r.swap_limit - *r.memory_limit);
+                    !s)
+                    return s.error().withContext("linux.resources.memory.swap");
+        } else {
+            // The kernel keeps memory <= memsw: raising both, memsw goes
+            // first; lowering both, memory does.
+            const bool memsw_first =
+                r.swap_limit && r.memory_limit &&
+                (*r.swap_limit < 0 ||
+                 static_cast<uint64_t>(*r.swap_limit) >
+                     numberIn(readCgroupFileOr(*dir + "/memory.memsw.limit_in_bytes"))
+                         .value_or(UINT64_MAX));
+            auto memsw = [&]() -> Status {
+                if (!r.swap_limit) return okStatus();
+                if (auto s = writeLimit(*dir, "memory.memsw.limit_in_bytes", *r.swap_limit); !s)
+                    return s.error().withContext("linux.resources.memory.swap");
+                return okStatus();
+            };
+            if (memsw_first)
+                if (auto s = memsw(); !s) return s;
+            if (r.memory_limit)
+                if (auto s = writeLimit(*dir, "memory.limit_in_bytes", *r.memory_limit); !s)
+                    return s.error().withContext("linux.resources.memory.limit");
+            if (!memsw_first)
+                if (auto s = memsw(); !s) return s;
+        }
+    }
+    if (r.pids_limit) {
+        auto dir = need("pids", "linux.resources.pids.limit");
+        if (!dir) return dir.error();
+        if (auto s = writeLimit(*dir, "pids.max", *r.pids_limit); !s) return s.error();
+    }
+    if (r.cpu_shares) {
+        auto dir = need("cpu", "linux.resources.cpu.shares");
+        if (!dir) return dir.error();
+        // v2's weight (1..10000) from v1's shares (2..262144), linearly,
+        // as runc and crun convert it.
+        const uint64_t value = v2 ? 1 + ((*r.cpu_shares - 2) * 9999) / 262142 : *r.cpu_shares;
+        if (auto s =
+                writeCgroupFile(*dir + (v2 ? "/cpu.weight" : "/cpu.shares"), std::to_string(value));
+            !s)
+            return s.error().withContext("linux.resources.cpu.shares");
+    }
+    if (r.cpu_quota || r.cpu_period) {
+        auto dir =
+            need("cpu", r.cpu_quota ? "linux.resources.cpu.quota" : "linux.resources.cpu.period");
+        if (!dir) return dir.error();
+        if (v2) {
+            // cpu.max is "QUOTA PERIOD": what is not given stays as it is.
+            std::istringstream now(readCgroupFileOr(*dir + "/cpu.max"));
+            std::string quota = "max", period = "100000";
+            now >> quota >> period;
+            if (r.cpu_quota) quota = *r.cpu_quota < 0 ? "max" : std::to_string(*r.cpu_quota);
+            if (r.cpu_period) period = std::to_string(*r.cpu_period);
+            if (auto s = writeCgroupFile(*dir + "/cpu.max", quota + " " + period); !s)
+                return s.error().withContext("linux.resources.cpu");
+        } else {
+            // The period first: the kernel judges a quota against it.
+            if (r.cpu_period)
+                if (auto s =
+                        writeCgroupFile(*dir + "/cpu.cfs_period_us", std::to_string(*r.cpu_period));
+                    !s)
+                    return s.error().withContext("linux.resources.cpu.period");
+            if (r.cpu_quota)
+                if (auto s = writeLimit(*dir, "cpu.cfs_quota_us", *r.cpu_quota); !s)
+                    return s.error().withContext("linux.resources.cpu.quota");
+        }
+    }
+    return okStatus();
 }
 
 Status joinContainerCgroups(const ContainerCgroups& cgroups, const std::vector<pid_t>& pids) {
@@ -106,6 +269,32 @@ Status joinContainerCgroups(const ContainerCgroups& cgroups, const std::vector<p
             if (auto s = writeCgroupFile(dir + "/cgroup.procs", std::to_string(pid)); !s)
                 return s.error();
     return okStatus();
+}
+
+Status freezeContainerCgroups(const std::vector<std::string>& dirs, bool frozen) {
+    if (dirs.empty())
+        return Error::message(
+            "the container has no cgroup to freeze (stockade makes one only as root, for a "
+            "config with linux.cgroupsPath or linux.resources)");
+    if (dirs.size() == 1 && isCgroup2(dirs[0])) return freezeV2(dirs[0], frozen);
+    const std::string dir = dirOf(dirs, "freezer");
+    if (dir.empty())
+        return Error::message(std::string("the container has no freezer cgroup (no cgroup v1 "
+                                          "freezer hierarchy at ") +
+                              kCgroupRoot + "/freezer when it was created)");
+    return freezeV1(dir, frozen);
+}
+
+bool containerCgroupsFrozen(const std::vector<std::string>& dirs) {
+    if (dirs.empty()) return false;
+    if (dirs.size() == 1 && isCgroup2(dirs[0]))
+        return keyedValue(readCgroupFileOr(dirs[0] + "/cgroup.events"), "frozen") == 1;
+    const std::string dir = dirOf(dirs, "freezer");
+    if (dir.empty()) return false;
+    // FREEZING counts: the container is on its way to paused, not running.
+    std::string state;
+    std::istringstream(readCgroupFileOr(dir + "/freezer.state")) >> state;
+    return state == "FROZEN" || state == "FREEZING";
 }
 
 Status removeContainerCgroups(const std::vector<std::string>& dirs) {

@@ -1,10 +1,12 @@
-// A container's cgroup (linux.cgroupsPath, linux.resources.memory.limit and
-// pids.limit) with the cgroupfs driver, as root: on cgroup v1 one directory
-// in each of the memory and pids hierarchies, on a unified cgroup v2 tree
-// one directory with both controllers. Made by create, the container's
-// processes moved in before it is committed (while nothing of the bundle's
-// program has run), and removed by delete. Rootless, and systemd's
-// "slice:prefix:name" form, are refused until supported.
+// A container's cgroup (linux.cgroupsPath, linux.resources: memory, pids,
+// cpu) with the cgroupfs driver, as root: on cgroup v1 one directory in each
+// of the memory and pids hierarchies, and in the freezer and cpu ones where
+// they are mounted; on a unified cgroup v2 tree one directory with the
+// controllers. Made by create, the container's processes moved in before it
+// is committed (while nothing of the bundle's program has run), changed by
+// update, frozen by pause and thawed by resume, and removed by delete.
+// Rootless, and systemd's "slice:prefix:name" form, are refused until
+// supported.
 #pragma once
 
 #include <sys/types.h>
@@ -15,14 +17,13 @@
 #include <vector>
 
 #include "base/error.h"
+#include "oci/config.h"
 
 namespace stockade::oci {
 
 struct CgroupAsk {
     std::string path;  // cgroupsPath, or the default one
-    std::optional<int64_t> memory_limit;
-    std::optional<int64_t> pids_limit;
-    std::optional<int64_t> swap_limit;  // memory and swap together, as the spec's memory.swap
+    Resources resources;
 };
 
 // The cgroup directories made (absolute), in the order to remove them.
@@ -33,8 +34,19 @@ struct ContainerCgroups {
 // Makes the directories and writes the limits; an error names the file.
 Result<ContainerCgroups> makeContainerCgroups(const CgroupAsk& ask,
                                               const std::string& mount_root = "/sys/fs/cgroup");
+// Writes what `resources` sets into the container's cgroup directories
+// (create's and update's one path); a field no directory can take is an
+// error that names it, never skipped.
+Status applyResources(const std::vector<std::string>& dirs, const Resources& resources);
 // Moves each of `pids` into every directory.
 Status joinContainerCgroups(const ContainerCgroups& cgroups, const std::vector<pid_t>& pids);
+// The freezer: v1's freezer.state where the container has a freezer
+// directory, else v2's cgroup.freeze. Each returns once the kernel reports
+// the whole cgroup frozen (or thawed), and fails naming the file otherwise;
+// a container with no cgroup to freeze is an error that says so.
+Status freezeContainerCgroups(const std::vector<std::string>& dirs, bool frozen);
+// Whether the kernel reports the cgroup frozen; false with no freezer.
+bool containerCgroupsFrozen(const std::vector<std::string>& dirs);
 // Removes the directories (waiting out a cgroup still busy with a process
 // that just died); what cannot be removed is named.
 Status removeContainerCgroups(const std::vector<std::string>& dirs);

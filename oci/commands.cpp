@@ -22,6 +22,7 @@
 
 #include "base/error.h"
 #include "base/unique_fd.h"
+#include "oci/cgroups.h"
 #include "oci/config.h"
 #include "oci/container.h"
 #include "oci/exec.h"
@@ -249,6 +250,66 @@ int cmdKill(const Globals& g, const std::vector<std::string>& rest, const Log& l
     if (syscall(SYS_pidfd_send_signal, fd.get(), *sig, nullptr, 0) < 0)
         return log.error(errno == ESRCH ? "no such process"
                                         : Error::fromErrno("kill()").describe());
+    // As runc: only SIGKILL thaws a paused container; other signals wait
+    // for resume.
+    if (*sig == SIGKILL) thawAfterKill(c->record);
+    return 0;
+}
+
+// pause and resume: the container's cgroup frozen or thawed, runc's words
+// when the state does not allow it (clients match "container not running"
+// and "container not paused").
+int cmdFreeze(const Globals& g, const std::vector<std::string>& rest, const Log& log, bool frozen) {
+    const char* command = frozen ? "pause" : "resume";
+    Args a = parseArgs(rest, {}, {});
+    if (!a.error.empty()) return log.error(a.error);
+    if (a.positional.size() != 1)
+        return log.error(std::string(command) + ": expected exactly one container id");
+    auto c = openExisting(g.root, a.positional[0]);
+    if (!c) return log.error(c.error().describe());
+    const Status3 status = statusOf(c->dir.get(), c->record);
+    // runc's words even for a paused one (runc 1.1.5 measured).
+    if (frozen && status != Status3::Running && status != Status3::Created)
+        return log.error("container not running");
+    if (!frozen && status != Status3::Paused) return log.error("container not paused");
+    if (auto s = freezeContainerCgroups(c->record.cgroups, frozen); !s)
+        return log.error(std::string(command) + " " + c->record.id + ": " + s.error().describe());
+    return 0;
+}
+
+// update --resources FILE|-: linux.resources JSON (containerd's shim gives
+// it on stdin) applied to the running container's cgroup. The other
+// per-field flags of runc's update are refused rather than dropped.
+int cmdUpdate(const Globals& g, const std::vector<std::string>& rest, const Log& log) {
+    Args a = parseArgs(rest, {{"--resources", "resources"}, {"-r", "resources"}}, {});
+    if (!a.error.empty()) return log.error(a.error + " (stockade's update takes --resources)");
+    if (a.positional.size() != 1) return log.error("update: expected exactly one container id");
+    if (!a.values.count("resources")) return log.error("update: --resources FILE|- is required");
+    const std::string& from = a.values["resources"];
+    std::string text;
+    {
+        UniqueFd fd(from == "-" ? dup(STDIN_FILENO)
+                                : open(from.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY));
+        if (!fd)
+            return log.error(Error::fromErrno("--resources: open(\"" + from + "\")").describe());
+        char buf[65536];
+        while (true) {
+            ssize_t n = read(fd.get(), buf, sizeof(buf));
+            if (n < 0 && errno == EINTR) continue;
+            if (n < 0) return log.error(Error::fromErrno("--resources: read()").describe());
+            if (n == 0) break;
+            text.append(buf, static_cast<size_t>(n));
+            if (text.size() > kMaxConfigBytes) return log.error("--resources: too large");
+        }
+    }
+    auto resources = parseResources(text);
+    if (!resources) return log.error(resources.error().describe());
+    auto c = openExisting(g.root, a.positional[0]);
+    if (!c) return log.error(c.error().describe());
+    if (statusOf(c->dir.get(), c->record) == Status3::Stopped)
+        return log.error("container not running");
+    if (auto s = applyResources(c->record.cgroups, *resources); !s)
+        return log.error("update " + c->record.id + ": " + s.error().describe());
     return 0;
 }
 
@@ -268,8 +329,9 @@ int cmdDelete(const Globals& g, const std::vector<std::string>& rest, const Log&
         return log.error(c.error().describe());
     }
     Status3 status = statusOf(c->dir.get(), c->record);
-    if (status == Status3::Running && !force)
-        return log.error("cannot delete container " + id + " that is not stopped: running");
+    if ((status == Status3::Running || status == Status3::Paused) && !force)
+        return log.error("cannot delete container " + id +
+                         " that is not stopped: " + statusName(status));
     if (status != Status3::Stopped) killAndWait(c->record);
     if (auto s = destroyContainer(*c); !s) return log.error(s.error().describe());
     return 0;
@@ -495,6 +557,9 @@ int ociMain(int argc, char** argv) {
     if (command == "list") return cmdList(g, rest, log);
     if (command == "ps") return cmdPs(g, rest, log);
     if (command == "exec") return cmdExec(g, rest, log);
+    if (command == "pause") return cmdFreeze(g, rest, log, true);
+    if (command == "resume") return cmdFreeze(g, rest, log, false);
+    if (command == "update") return cmdUpdate(g, rest, log);
     if (kOciOnly.count(command))
         return log.error(command + " is not supported yet by stockade's OCI runtime");
     return log.error("unknown command \"" + command + "\"");

@@ -5,6 +5,7 @@
 #include <sys/mount.h>
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <charconv>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -311,6 +312,68 @@ std::vector<IdMap> readIdMaps(const json& v, const std::string& field) {
     return out;
 }
 
+// linux.resources, for create and update alike: what oci/cgroups.cpp can
+// write is read, anything else refused by name. Null members and empty
+// objects and arrays ask nothing (clients send them so).
+void readResources(const json& res, Resources& out) {
+    if (!res.is_object()) refuse("linux.resources", "expected an object");
+    auto integer = [](const json& v, const std::string& field) {
+        if (!v.is_number_integer()) refuse(field, "expected an integer");
+        return v.get<int64_t>();
+    };
+    for (const auto& [key, value] : res.items()) {
+        if (value.is_null()) continue;
+        // Device rules: inside a user namespace no device node but the
+        // ones stockade binds can be made or opened (mknod is refused,
+        // every filesystem mounted there is nodev), so a deny-all with
+        // the defaults allowed is what holds whatever the rules say.
+        if (key == "devices") continue;
+        if ((value.is_array() || value.is_object()) && value.empty()) continue;
+        const std::string section = "linux.resources." + key;
+        if ((key == "memory" || key == "pids" || key == "cpu") && !value.is_object())
+            refuse(section, "expected an object");
+        if (key == "memory" || key == "pids") {
+            for (const auto& [name, v] : value.items()) {
+                if (v.is_null()) continue;
+                const std::string field = section + "." + name;
+                const bool swap = key == "memory" && name == "swap";
+                if (name != "limit" && !swap) refuse(field, "not enforced yet");
+                (swap              ? out.swap_limit
+                 : key == "memory" ? out.memory_limit
+                                   : out.pids_limit) = integer(v, field);
+            }
+            continue;
+        }
+        if (key == "cpu") {
+            for (const auto& [name, v] : value.items()) {
+                const std::string field = section + "." + name;
+                if (v.is_null() || (v.is_string() && v.get<std::string>().empty())) continue;
+                if (name == "shares") {
+                    // runc's "unset"; a weight the kernel keeps in 2..262144.
+                    uint64_t shares = unsignedAt(v, field, 262144);
+                    if (shares != 0) out.cpu_shares = std::max<uint64_t>(shares, 2);
+                } else if (name == "quota") {
+                    if (int64_t quota = integer(v, field); quota != 0) out.cpu_quota = quota;
+                } else if (name == "period") {
+                    if (uint64_t period = unsignedAt(v, field, 1000000); period != 0) {
+                        if (period < 1000) refuse(field, "below the kernel's 1000 microseconds");
+                        out.cpu_period = period;
+                    }
+                } else {
+                    refuse(field, "not enforced yet");
+                }
+            }
+            continue;
+        }
+        refuse(section, "resource limits of this kind are not enforced yet");
+    }
+    // The spec's swap is memory and swap together (cgroup v1's memsw), so
+    // a limit on it needs a limit on memory no higher.
+    if (out.swap_limit && *out.swap_limit >= 0 &&
+        (!out.memory_limit || *out.memory_limit < 0 || *out.swap_limit < *out.memory_limit))
+        refuse("linux.resources.memory.swap", "below memory.limit, or without one");
+}
+
 void readLinux(const json& l, Config& out) {
     if (!l.is_object()) refuse("linux", "expected an object");
     std::set<std::string> types;
@@ -364,38 +427,7 @@ void readLinux(const json& l, Config& out) {
     refuseIfSet(l, "devices", "linux.devices", "extra device nodes are not supported yet");
     if (const json* path = member(l, "cgroupsPath"))
         out.cgroups_path = stringAt(*path, "linux.cgroupsPath");
-    if (const json* res = member(l, "resources")) {
-        if (!res->is_object()) refuse("linux.resources", "expected an object");
-        for (const auto& [key, value] : res->items()) {
-            if (value.is_null()) continue;
-            // Device rules: inside a user namespace no device node but the
-            // ones stockade binds can be made or opened (mknod is refused,
-            // every filesystem mounted there is nodev), so a deny-all with
-            // the defaults allowed is what holds whatever the rules say.
-            if (key == "devices") continue;
-            if ((value.is_array() || value.is_object()) && value.empty()) continue;
-            // memory.limit and pids.limit, and nothing else of either yet.
-            if ((key == "memory" || key == "pids") && value.is_object()) {
-                for (const auto& [name, v] : value.items()) {
-                    if (v.is_null()) continue;
-                    const std::string field = "linux.resources." + key + "." + name;
-                    const bool swap = key == "memory" && name == "swap";
-                    if (name != "limit" && !swap) refuse(field, "not enforced yet");
-                    if (!v.is_number_integer()) refuse(field, "expected an integer");
-                    (swap              ? out.swap_limit
-                     : key == "memory" ? out.memory_limit
-                                       : out.pids_limit) = v.get<int64_t>();
-                }
-                continue;
-            }
-            refuse("linux.resources." + key, "resource limits are not enforced yet");
-        }
-    }
-    // The spec's swap is memory and swap together (cgroup v1's memsw), so
-    // a limit on it needs a limit on memory no higher.
-    if (out.swap_limit && *out.swap_limit >= 0 &&
-        (!out.memory_limit || *out.memory_limit < 0 || *out.swap_limit < *out.memory_limit))
-        refuse("linux.resources.memory.swap", "below memory.limit, or without one");
+    if (const json* res = member(l, "resources")) readResources(*res, out.resources);
     if (const json* prop = member(l, "rootfsPropagation")) {
         std::string p = stringAt(*prop, "linux.rootfsPropagation");
         if (!p.empty() && p != "private" && p != "rprivate")
@@ -444,6 +476,23 @@ Result<Config> parseProcess(std::string_view json_text) {
         return Error::message("process.json: " + r.field + ": " + r.why);
     } catch (const json::exception& e) {
         return Error::message(std::string("process.json: ") + e.what());
+    }
+    return out;
+}
+
+Result<Resources> parseResources(std::string_view json_text) {
+    if (json_text.size() > kMaxConfigBytes)
+        return Error::message("linux.resources: larger than " + std::to_string(kMaxConfigBytes) +
+                              " bytes");
+    json doc = json::parse(json_text, nullptr, false);
+    if (doc.is_discarded()) return Error::message("linux.resources: not valid JSON");
+    Resources out;
+    try {
+        readResources(doc, out);
+    } catch (const Refusal& r) {
+        return Error::message(r.field + ": " + r.why);
+    } catch (const json::exception& e) {
+        return Error::message(std::string("linux.resources: ") + e.what());
     }
     return out;
 }

@@ -48,6 +48,21 @@ struct Namespace {
     std::string path;
 };
 
+// linux.resources as stockade applies them to a container's cgroup
+// (oci/cgroups.h), at create and by `update`. Unset: left as it is.
+struct Resources {
+    std::optional<int64_t> memory_limit;  // memory.limit (<0: none)
+    std::optional<int64_t> swap_limit;    // memory.swap: memory+swap (<0: none)
+    std::optional<int64_t> pids_limit;    // pids.limit (<=0: none)
+    std::optional<uint64_t> cpu_shares;   // cpu.shares (runc's 0, unset, is left out)
+    std::optional<int64_t> cpu_quota;     // cpu.quota in microseconds (<0: none)
+    std::optional<uint64_t> cpu_period;   // cpu.period in microseconds
+
+    bool any() const {
+        return memory_limit || swap_limit || pids_limit || cpu_shares || cpu_quota || cpu_period;
+    }
+};
+
 struct Config {
     std::string oci_version;
     std::vector<std::string> args;
@@ -82,10 +97,8 @@ struct Config {
     // libseccomp drops it for runc and crun (the first rule holds).
     std::vector<std::string> seccomp_dropped;
     std::map<std::string, std::string> annotations;
-    std::string cgroups_path;             // linux.cgroupsPath, as written
-    std::optional<int64_t> memory_limit;  // linux.resources.memory.limit (<0: none)
-    std::optional<int64_t> swap_limit;    // linux.resources.memory.swap: memory+swap (<0: none)
-    std::optional<int64_t> pids_limit;    // linux.resources.pids.limit (<=0: none)
+    std::string cgroups_path;  // linux.cgroupsPath, as written
+    Resources resources;       // linux.resources
 
     const Namespace* findNamespace(std::string_view type) const;
 };
@@ -100,6 +113,11 @@ Result<Config> parseConfig(std::string_view json_text);
 // An `exec` process (runc's --process file): the process object alone,
 // judged as config.json's; errors start with "process.json: ".
 Result<Config> parseProcess(std::string_view json_text);
+
+// `update --resources`: a linux.resources object alone, judged as
+// config.json's (what cannot be applied is refused by name); errors start
+// with "linux.resources".
+Result<Resources> parseResources(std::string_view json_text);
 
 // A capability's number by its name ("CAP_KILL"), or -1.
 int capabilityNumber(std::string_view name);

@@ -156,14 +156,13 @@ Status createContainer(const std::string& root_dir, const std::string& id,
 
     // The cgroup first: a limit that cannot be set refuses the container
     // before anything of it exists.
-    if (!config->cgroups_path.empty() || config->memory_limit || config->pids_limit ||
-        config->swap_limit) {
+    if (!config->cgroups_path.empty() || config->resources.any()) {
         if (!isHostRoot())
             return Error::message(
                 "config.json: linux.cgroupsPath, linux.resources: cgroups of a rootless "
                 "container are not supported yet");
         CgroupAsk ask{config->cgroups_path.empty() ? "/stockade-oci/" + id : config->cgroups_path,
-                      config->memory_limit, config->pids_limit, config->swap_limit};
+                      config->resources};
         auto made = makeContainerCgroups(ask);
         if (!made) return made.error();
         cgroups = std::move(*made);
@@ -300,6 +299,8 @@ Status startContainer(const Opened& c) {
         return Error::message("cannot start a container that has stopped");
     if (status == Status3::Running)
         return Error::message("cannot start an already running container");
+    if (status == Status3::Paused)
+        return Error::message("cannot start a container in the paused state");
     UniqueFd fifo(openat(c.dir.get(), kExecFifo, O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW));
     if (!fifo) {
         if (errno == ENXIO) return Error::message("cannot start a container that has stopped");
@@ -320,10 +321,17 @@ UniqueFd pidfdOf(const Record& record) {
     return fd;
 }
 
+void thawAfterKill(const Record& record) {
+    // A v1 freezer holds even SIGKILL until the cgroup is thawed (v2's
+    // lets fatal signals through); a container paused and killed must die.
+    if (containerCgroupsFrozen(record.cgroups)) (void)freezeContainerCgroups(record.cgroups, false);
+}
+
 void killAndWait(const Record& record) {
     UniqueFd fd = pidfdOf(record);
     if (!fd) return;
     syscall(SYS_pidfd_send_signal, fd.get(), SIGKILL, nullptr, 0);
+    thawAfterKill(record);
     pollfd pfd{fd.get(), POLLIN, 0};
     while (poll(&pfd, 1, -1) < 0 && errno == EINTR) {
     }

@@ -56,6 +56,8 @@ Status startContainer(const Opened& container);
 // The recorded init by a pidfd, checked after opening to be the recorded
 // process (its start time); none when it is gone.
 UniqueFd pidfdOf(const Record& record);
+// After a SIGKILL: thaws a paused container, so that its processes die.
+void thawAfterKill(const Record& record);
 // SIGKILL to init (the pid namespace dies with it), then waits until it has.
 void killAndWait(const Record& record);
 // init's descendants, every process of the container but init.

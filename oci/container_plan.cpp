@@ -344,18 +344,25 @@ std::string pingGroupRangeOnHost(const std::string& value, const ns::IdMapping& 
 }
 
 Status prepareJoinedNetwork(ContainerPlan& planned) {
-    for (const auto& [index, attrs] : planned.joined_net_sysfs) {
-        // Made here, in the joined network namespace: a sysfs shows the
-        // network devices of the namespace its mounter is in.
-        UniqueFd fs(static_cast<int>(syscall(SYS_fsopen, "sysfs", FSOPEN_CLOEXEC)));
-        if (!fs) return Error::fromErrno("mount sysfs: fsopen(\"sysfs\")");
+    // Made here, in the joined namespace: a sysfs shows the network devices
+    // of the namespace its mounter is in, an mqueue the queues of its ipc
+    // namespace.
+    auto make = [&](const char* fstype, size_t index, unsigned attrs) -> Status {
+        const std::string what = std::string("mount ") + fstype;
+        UniqueFd fs(static_cast<int>(syscall(SYS_fsopen, fstype, FSOPEN_CLOEXEC)));
+        if (!fs) return Error::fromErrno(what + ": fsopen(\"" + fstype + "\")");
         if (syscall(SYS_fsconfig, fs.get(), FSCONFIG_CMD_CREATE, nullptr, nullptr, 0) < 0)
-            return Error::fromErrno("mount sysfs: fsconfig(FSCONFIG_CMD_CREATE)");
+            return Error::fromErrno(what + ": fsconfig(FSCONFIG_CMD_CREATE)");
         UniqueFd mnt(static_cast<int>(syscall(SYS_fsmount, fs.get(), FSMOUNT_CLOEXEC, attrs)));
-        if (!mnt) return Error::fromErrno("mount sysfs: fsmount()");
+        if (!mnt) return Error::fromErrno(what + ": fsmount()");
         planned.plan.mounts.ops[index].prepared_fd = mnt.get();
         planned.plan.prepared.push_back(std::move(mnt));
-    }
+        return okStatus();
+    };
+    for (const auto& [index, attrs] : planned.joined_net_sysfs)
+        if (auto s = make("sysfs", index, attrs); !s) return s;
+    for (const auto& [index, attrs] : planned.joined_ipc_mqueue)
+        if (auto s = make("mqueue", index, attrs); !s) return s;
     for (const auto& [key, value] : planned.joined_net_sysctls) {
         std::string path = "/proc/sys/" + key;
         for (size_t i = 10; i < path.size(); ++i)
@@ -456,6 +463,8 @@ Result<ContainerPlan> planContainer(const Config& config, const std::string& bun
     plan.hostname = config.hostname;
     const Namespace* net = config.findNamespace("network");
     const bool joined_net = net && !net->path.empty();
+    const Namespace* ipc = config.findNamespace("ipc");
+    const bool joined_ipc = ipc && !ipc->path.empty();
     if (joined_net) {
         // The host's: the caller's own, or that of PID 1 (the caller may
         // itself sit in another): create writes these sysctls as the
@@ -568,6 +577,14 @@ Result<ContainerPlan> planContainer(const Config& config, const std::string& bun
                                .resolve_in_root = true,
                                .description = "mount sysfs at " + m.destination});
             out.joined_net_sysfs.emplace_back(mounts.ops.size() - 1, mountAttrsOf(m.flags));
+            continue;
+        }
+        if (m.type == "mqueue" && (joined_ipc || !ipc)) {
+            ns::addOp(mounts, {.kind = MountKind::AttachPrepared,
+                               .target = relative(m.destination),
+                               .resolve_in_root = true,
+                               .description = "mount mqueue at " + m.destination});
+            out.joined_ipc_mqueue.emplace_back(mounts.ops.size() - 1, mountAttrsOf(m.flags));
             continue;
         }
         // The tmpfs is made before the clone, by root of the host or of a

@@ -37,6 +37,11 @@ struct ContainerPlan {
     // plan.mounts for the mounts made then; the sysctls hold host ids where the kernel reads ids.
     std::vector<std::pair<size_t, unsigned>> joined_net_sysfs;  // op index, MOUNT_ATTR_*
     std::vector<std::pair<std::string, std::string>> joined_net_sysctls;
+    // An ipc namespace joined by path (a pod's first container's, as the
+    // CRI path joins the pause container's), or the caller's own, is as
+    // foreign: an mqueue is mounted by the ipc namespace's owner, so create
+    // makes that too, and the child attaches it.
+    std::vector<std::pair<size_t, unsigned>> joined_ipc_mqueue;  // op index, MOUNT_ATTR_*
 };
 
 // Builds the plan for the bundle at `bundle` (absolute, resolved). Errors
@@ -51,8 +56,8 @@ Result<ContainerPlan> planContainer(const Config& config, const std::string& bun
 // processes get the same one as the container's command.
 Result<std::vector<sock_filter>> seccompProgramFor(const Config& config);
 
-// What a joined network namespace needs done by create itself (above),
-// called once create has joined it and before the clone.
+// What a joined network or ipc namespace needs done by create itself
+// (above), called once create has joined it and before the clone.
 Status prepareJoinedNetwork(ContainerPlan& planned);
 
 // net.ipv4.ping_group_range's "LOW HIGH" of container gids as the host's

@@ -232,7 +232,9 @@ Result<int> execInContainer(const std::string& root_dir, const std::string& id,
     {
         auto c = openExisting(root_dir, id);
         if (!c) return c.error();
-        if (statusOf(c->dir.get(), c->record) != Status3::Running)
+        const Status3 status = statusOf(c->dir.get(), c->record);
+        if (status == Status3::Paused) return Error::message("cannot exec in a paused container");
+        if (status != Status3::Running)
             return Error::message("cannot exec in a container that is not running");
         record = c->record;
         init = pidfdOf(record);

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/small_file.h"
+#include "oci/cgroups.h"
 
 namespace stockade::oci {
 
@@ -67,6 +68,8 @@ const char* statusName(Status3 status) {
             return "created";
         case Status3::Running:
             return "running";
+        case Status3::Paused:
+            return "paused";
         case Status3::Stopped:
             return "stopped";
     }
@@ -174,6 +177,7 @@ uint64_t processStartTime(pid_t pid) {
 Status3 statusOf(int dir_fd, const Record& record) {
     uint64_t now = processStartTime(record.pid);
     if (now == 0 || now != record.start_time) return Status3::Stopped;
+    if (containerCgroupsFrozen(record.cgroups)) return Status3::Paused;
     struct stat st;
     if (fstatat(dir_fd, kExecFifo, &st, AT_SYMLINK_NOFOLLOW) == 0) return Status3::Created;
     return Status3::Running;

@@ -45,7 +45,7 @@ struct Record {
     std::vector<std::string> cgroups;  // the container's cgroup directories (oci/cgroups.h)
 };
 
-enum class Status3 { Created, Running, Stopped };
+enum class Status3 { Created, Running, Paused, Stopped };
 const char* statusName(Status3 status);
 
 // The --root directory, made 0700 when `create` (and its parents as needed).
@@ -55,7 +55,8 @@ Result<UniqueFd> openContainer(int root_fd, const std::string& id);
 Status writeRecord(int dir_fd, const Record& record);
 Result<Record> readRecord(int dir_fd, const std::string& id);
 // What the record's process is now: gone (or another process with its pid)
-// is stopped; alive with exec.fifo still there is created.
+// is stopped; alive in a frozen cgroup is paused; alive with exec.fifo
+// still there is created.
 Status3 statusOf(int dir_fd, const Record& record);
 // The process's start time, 0 when it is gone or a zombie.
 uint64_t processStartTime(pid_t pid);

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """stockade as an OCI runtime, driven as runc's clients drive one (issue 19):
-spec, create, state, start, kill, delete, run, on a busybox-static rootfs
+spec, create, state, start, kill, delete, run, pause, resume, update, on a busybox-static rootfs
 made here, as root or as uid 65534.
 
 usage: lifecycle.py STOCKADE root|rootless
@@ -366,6 +366,176 @@ def main():
             check("rootless, cgroupsPath and limits are refused by name, leaving nothing",
                   r.returncode != 0 and "linux.cgroupsPath" in r.stderr and
                   os.listdir(state_root) == [], r.stderr)
+
+        # pause, resume, update: the container's cgroup frozen (v1's freezer,
+        # v2's cgroup.freeze) and its limits changed while it runs; runc's
+        # words and exit status 1 where the state does not allow it.
+        ticker = make_bundle(scratch, "ticker", ["sh", "-c", "i=0; while true; do i=$((i+1)); "
+                                                 "echo $i > /out/tick; sleep 0.02; done"],
+                             owner, base)
+        tick_path = os.path.join(out, "tick")
+
+        def tick():
+            try:
+                with open(tick_path) as f:
+                    return f.read().strip()
+            except OSError:
+                return ""
+
+        def ticking():
+            before = tick()
+            time.sleep(0.3)
+            return tick() != before
+        if mode == "root":
+            with open(os.path.join(ticker, "config.json")) as f:
+                config = json.load(f)
+            config["linux"]["cgroupsPath"] = f"/{parent}/c6"
+            config["linux"]["resources"] = {"memory": {"limit": 67108864}, "pids": {"limit": 20}}
+            with open(os.path.join(ticker, "config.json"), "w") as f:
+                json.dump(config, f)
+            r = rt("create", "--bundle", ticker, "c6")
+            check("create c6 with a cgroup", r.returncode == 0, r.stderr)
+            r = rt("pause", "c6")
+            check("pause of a created container (as runc allows)", r.returncode == 0, r.stderr)
+            check("...state says paused", (state_of(rt, "c6") or {}).get("status") == "paused")
+            r = rt("start", "c6")
+            check("start of a paused container is refused",
+                  r.returncode == 1 and "paused" in r.stderr, (r.returncode, r.stderr))
+            r = rt("resume", "c6")
+            check("resume returns 0, state created again",
+                  r.returncode == 0 and (state_of(rt, "c6") or {}).get("status") == "created",
+                  r.stderr)
+            rt("start", "c6")
+            check("the ticker runs", wait_for(lambda: tick() != "") and ticking())
+            r = rt("resume", "c6")
+            check("resume of a running container: container not paused, exit 1",
+                  r.returncode == 1 and "container not paused" in r.stderr, (r.returncode, r.stderr))
+            r = rt("pause", "c6")
+            check("pause of a running container returns 0", r.returncode == 0, r.stderr)
+            check("state says paused", (state_of(rt, "c6") or {}).get("status") == "paused")
+            freezer = (f"/sys/fs/cgroup/freezer/{parent}/c6/freezer.state" if v1
+                       else f"/sys/fs/cgroup/{parent}/c6/cgroup.events")
+            with open(freezer) as f:
+                frozen_text = f.read()
+            check("the kernel reports the cgroup frozen",
+                  ("FROZEN" in frozen_text) if v1 else ("frozen 1" in frozen_text), frozen_text)
+            check("a paused container makes no progress", not ticking(), tick())
+            r = rt("pause", "c6")
+            check("pause of a paused container: runc's container not running, exit 1",
+                  r.returncode == 1 and "container not running" in r.stderr,
+                  (r.returncode, r.stderr))
+            r = rt("delete", "c6")
+            check("delete of a paused container without --force is refused",
+                  r.returncode == 1 and "not stopped: paused" in r.stderr, r.stderr)
+            r = rt("exec", "c6", "true")
+            check("exec in a paused container is refused",
+                  r.returncode != 0 and "paused" in r.stderr, (r.returncode, r.stderr))
+            r = rt("resume", "c6")
+            check("resume returns 0, state running, the ticker goes on",
+                  r.returncode == 0 and (state_of(rt, "c6") or {}).get("status") == "running" and
+                  ticking(), r.stderr)
+
+            memory_dir = f"/sys/fs/cgroup/memory/{parent}/c6" if v1 else f"/sys/fs/cgroup/{parent}/c6"
+            pids_dir = f"/sys/fs/cgroup/pids/{parent}/c6" if v1 else memory_dir
+            cpu_dir = f"/sys/fs/cgroup/cpu/{parent}/c6" if v1 else memory_dir
+
+            def read1(path):
+                try:
+                    with open(path) as f:
+                        return f.read().split()
+                except OSError as e:
+                    return [str(e)]
+            memory_file = f"{memory_dir}/{'memory.limit_in_bytes' if v1 else 'memory.max'}"
+            update = {"memory": {"limit": 134217728}, "pids": {"limit": 30}}
+            has_cpu = os.path.exists(cpu_dir + ("/cpu.shares" if v1 else "/cpu.weight"))
+            if has_cpu:
+                update["cpu"] = {"shares": 512, "quota": 50000, "period": 100000}
+            upd = os.path.join(scratch, "out", "update.json")
+            with open(upd, "w") as f:
+                json.dump(update, f)
+            r = rt("update", "--resources", upd, "c6")
+            check("update --resources FILE returns 0", r.returncode == 0, r.stderr)
+            check("...memory and pids limits changed in the cgroup",
+                  read1(memory_file) == ["134217728"] and read1(f"{pids_dir}/pids.max") == ["30"],
+                  (read1(memory_file), read1(f"{pids_dir}/pids.max")))
+            if has_cpu:
+                want_cpu = ((read1(f"{cpu_dir}/cpu.shares"), read1(f"{cpu_dir}/cpu.cfs_quota_us"),
+                             read1(f"{cpu_dir}/cpu.cfs_period_us")) if v1 else
+                            (read1(f"{cpu_dir}/cpu.weight"), read1(f"{cpu_dir}/cpu.max")))
+                check("...and the cpu shares and quota",
+                      want_cpu == ((["512"], ["50000"], ["100000"]) if v1 else
+                                   (["20"], ["50000", "100000"])), want_cpu)
+            r = rt("update", "--resources", "-", "c6",
+                   input_text=json.dumps({"pids": {"limit": 40}}))
+            check("update --resources - reads stdin (containerd's shim)",
+                  r.returncode == 0 and read1(f"{pids_dir}/pids.max") == ["40"], r.stderr)
+            r = rt("update", "--resources", "-", "c6",
+                   input_text=json.dumps({"pids": {"limit": 50},
+                                          "memory": {"reservation": 1048576}}))
+            check("update with a field it cannot apply fails naming it, changing nothing",
+                  r.returncode == 1 and "linux.resources.memory.reservation" in r.stderr and
+                  read1(f"{pids_dir}/pids.max") == ["40"], (r.returncode, r.stderr))
+            r = rt("update", "--memory", "1000000", "c6")
+            check("runc's per-field update flags are refused, not dropped",
+                  r.returncode == 1 and "--memory" in r.stderr, r.stderr)
+
+            pid6 = (state_of(rt, "c6") or {}).get("pid", 0)
+            r = rt("pause", "c6")
+            check("pause again", r.returncode == 0, r.stderr)
+            r = rt("delete", "--force", "c6")
+            check("delete --force of a paused container kills it (thawed for SIGKILL) and "
+                  "removes its cgroups",
+                  r.returncode == 0 and wait_for(lambda: pid6 in reaped) and
+                  not os.path.exists(memory_dir) and
+                  not os.path.exists(f"/sys/fs/cgroup/freezer/{parent}/c6"), r.stderr)
+            r = rt("create", "--bundle", ticker, "c7")
+            check("create c7", r.returncode == 0, r.stderr)
+            rt("start", "c7")
+            pid7 = (state_of(rt, "c7") or {}).get("pid", 0)
+            rt("pause", "c7")
+            r = rt("kill", "c7", "KILL")
+            check("kill KILL of a paused container: it dies",
+                  r.returncode == 0 and wait_for(lambda: pid7 in reaped) and
+                  (state_of(rt, "c7") or {}).get("status") == "stopped", r.stderr)
+            r = rt("pause", "c7")
+            check("pause of a stopped container: container not running, exit 1",
+                  r.returncode == 1 and "container not running" in r.stderr, (r.returncode, r.stderr))
+            r = rt("resume", "c7")
+            check("resume of a stopped container: container not paused, exit 1",
+                  r.returncode == 1 and "container not paused" in r.stderr, (r.returncode, r.stderr))
+            r = rt("update", "--resources", upd, "c7")
+            check("update of a stopped container: container not running",
+                  r.returncode == 1 and "container not running" in r.stderr, r.stderr)
+            rt("delete", "c7")
+            for top in ([f"/sys/fs/cgroup/{c}/{parent}" for c in
+                         ("memory", "pids", "freezer", "cpu")] if v1
+                        else [f"/sys/fs/cgroup/{parent}"]):
+                try:
+                    os.rmdir(top)
+                except OSError:
+                    pass
+        else:
+            # Rootless containers here have no cgroup of their own: pause
+            # and update fail saying so, and the container runs on.
+            r = rt("create", "--bundle", ticker, "c6")
+            check("create c6", r.returncode == 0, r.stderr)
+            rt("start", "c6")
+            check("the ticker runs", wait_for(lambda: tick() != "") and ticking())
+            r = rt("pause", "c6")
+            check("rootless pause fails, saying the container has no cgroup to freeze",
+                  r.returncode == 1 and "no cgroup to freeze" in r.stderr, (r.returncode, r.stderr))
+            check("...and the container runs on",
+                  (state_of(rt, "c6") or {}).get("status") == "running" and ticking())
+            r = rt("resume", "c6")
+            check("resume of a running container: container not paused, exit 1",
+                  r.returncode == 1 and "container not paused" in r.stderr, (r.returncode, r.stderr))
+            r = rt("update", "--resources", "-", "c6",
+                   input_text=json.dumps({"pids": {"limit": 40}}))
+            check("rootless update fails, saying the container has no cgroup",
+                  r.returncode == 1 and "no cgroup of its own" in r.stderr, (r.returncode, r.stderr))
+            rt("delete", "--force", "c6")
+        check("pause, resume and update leave nothing under --root", os.listdir(state_root) == [],
+              os.listdir(state_root))
 
         # run: create + start + wait; the exit code and the inherited stdio.
         three = make_bundle(scratch, "three", ["sh", "-c", "echo hello; exit 3"], owner, base)

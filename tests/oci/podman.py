@@ -99,7 +99,7 @@ def left_behind(cid, state_dir):
     left = []
     if os.path.exists(f"{state_dir}/{cid}"):
         left.append(f"{state_dir}/{cid}")
-    for ctl in ("memory", "pids"):
+    for ctl in ("memory", "pids", "freezer", "cpu"):
         d = f"/sys/fs/cgroup/{ctl}/libpod_parent/libpod-{cid}"
         if os.path.exists(d):
             left.append(d)
@@ -289,7 +289,7 @@ def main():
         # --memory and --pids-limit as v1 cgroup limits, read on the host's
         # side while the container runs, and the container's init in them.
         # (Rootless: no cgroup of its own, so no limits asked.)
-        limits = ["--memory", "64m", "--pids-limit", "50"] if root else []
+        limits = ["--memory", "64m", "--pids-limit", "50", "--cpus", "0.5"] if root else []
         cid = pm.detached(rootfs, "sleep", "1000", opts=none + limits)
         ids.append(cid)
         base = f"libpod_parent/libpod-{cid}"
@@ -310,6 +310,26 @@ def main():
                   mem == str(64 << 20) and memsw == str(128 << 20), f"{mem} {memsw}")
             check("--pids-limit 50: pids.max on the host, init in the cgroup",
                   pids == "50" and pid in procs, f"{pids} {pid} {procs}")
+            quota = read(f"/sys/fs/cgroup/cpu/{base}/cpu.cfs_quota_us")
+            check("--cpus 0.5: cpu.cfs_quota_us 50000 on the host", quota == "50000", quota)
+            # podman update calls `update --resources FILE`; pause and
+            # unpause call pause and resume.
+            p = pm("update", "--memory", "128m", "--memory-swap", "256m", "--cpus", "0.25", cid)
+            mem = read(f"/sys/fs/cgroup/memory/{base}/memory.limit_in_bytes")
+            quota = read(f"/sys/fs/cgroup/cpu/{base}/cpu.cfs_quota_us")
+            check("podman update --memory 128m --cpus 0.25: the cgroup changed",
+                  p.returncode == 0 and mem == str(128 << 20) and quota == "25000",
+                  f"{p.returncode} {mem} {quota} {p.stderr!r}")
+            p = pm("pause", cid)
+            check("podman pause: paused, the freezer FROZEN",
+                  p.returncode == 0 and pm.inspect(cid, "{{.State.Status}}") == "paused" and
+                  read(f"/sys/fs/cgroup/freezer/{base}/freezer.state") == "FROZEN",
+                  f"{p.returncode} {p.stderr!r}")
+            p = pm("unpause", cid)
+            check("podman unpause: running, the freezer THAWED",
+                  p.returncode == 0 and pm.inspect(cid, "{{.State.Status}}") == "running" and
+                  read(f"/sys/fs/cgroup/freezer/{base}/freezer.state") == "THAWED",
+                  f"{p.returncode} {p.stderr!r}")
         # exec: the container's namespaces, cgroups, ids, capabilities,
         # no_new_privs and seccomp filter; its exit code, stdin, a tty.
         p = pm("exec", cid, "sh", "-c", "echo in; cat /proc/self/uid_map; "

@@ -153,8 +153,32 @@ TEST_CASE("oci config: memory and pids limits and the cgroup path are read", "[o
     auto parsed = parseConfig(doc.dump());
     REQUIRE(parsed);
     CHECK(parsed->cgroups_path == "/stockade-test/c1");
-    CHECK(parsed->memory_limit == 67108864);
-    CHECK(parsed->pids_limit == 20);
+    CHECK(parsed->resources.memory_limit == 67108864);
+    CHECK(parsed->resources.pids_limit == 20);
+}
+
+TEST_CASE("oci update: linux.resources alone, read as config.json's and refused by name", "[oci]") {
+    auto parsed = parseResources(
+        R"({"memory": {"limit": 134217728, "swap": 268435456}, "pids": {"limit": 50},
+            "cpu": {"shares": 512, "quota": 50000, "period": 100000, "cpus": ""},
+            "devices": [{"allow": false, "access": "rwm"}], "hugepageLimits": []})");
+    REQUIRE(parsed);
+    CHECK(parsed->memory_limit == 134217728);
+    CHECK(parsed->swap_limit == 268435456);
+    CHECK(parsed->pids_limit == 50);
+    CHECK(parsed->cpu_shares == 512u);
+    CHECK(parsed->cpu_quota == 50000);
+    CHECK(parsed->cpu_period == 100000u);
+    auto zero = parseResources(R"({"cpu": {"shares": 0, "quota": 0, "period": 0}})");
+    REQUIRE(zero);
+    CHECK_FALSE(zero->any());
+    for (const char* bad : {R"({"memory": {"reservation": 1}})", R"({"cpu": {"cpus": "0-1"}})",
+                            R"({"unified": {"memory.high": "1"}})", R"({"cpu": {"period": 10}})",
+                            R"({"pids": 5})", "[1]", "{"}) {
+        auto r = parseResources(bad);
+        CHECK_FALSE(r);
+        if (!r) CHECK(r.error().describe().starts_with("linux.resources"));
+    }
 }
 
 TEST_CASE("oci config: a spec without seccomp runs without a filter, as runc", "[oci]") {
@@ -281,9 +305,13 @@ TEST_CASE("oci config: what stockade cannot honour is refused, naming the field"
          [](json& d) {
              d["linux"]["resources"]["pids"] = {{"limit", "ten"}};
          }},
-        {"linux.resources.cpu",
+        {"linux.resources.cpu.realtimeRuntime",
          [](json& d) {
-             d["linux"]["resources"]["cpu"] = {{"shares", 1024}};
+             d["linux"]["resources"]["cpu"] = {{"shares", 1024}, {"realtimeRuntime", 950000}};
+         }},
+        {"linux.resources.blockIO",
+         [](json& d) {
+             d["linux"]["resources"]["blockIO"] = {{"weight", 10}};
          }},
         {"linux.cgroupsPath", [](json& d) { d["linux"]["cgroupsPath"] = 7; }},
         {"linux.rootfsPropagation", [](json& d) { d["linux"]["rootfsPropagation"] = "shared"; }},

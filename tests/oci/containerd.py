@@ -1,0 +1,355 @@
+#!/usr/bin/env python3
+"""containerd drives stockade as its OCI runtime (issue 19): a private
+containerd (its own root, state and socket under a temporary directory), its
+runc shim (containerd-shim-runc-v2) told to call stockade through the shim's
+options (BinaryName, Root, SystemdCgroup = false), and `ctr` as the client,
+on a busybox-static rootfs made here. No image registry: `ctr run --rootfs`.
+
+usage: containerd.py STOCKADE
+
+Checked: one-shot output and exit codes (0 and 3), `ctr task ps`, `ctr task
+kill` and the exit status `ctr task delete` returns, `ctr run -d` then `ctr
+task exec` (output and exit code), `ctr task pause` and `resume` (the shim
+calls stockade's pause and resume), a pod: a second container joining the
+first's network, ipc and uts namespaces by path (`--with-ns`, as the CRI
+path joins a pause container's) and reaching a port the first listens on at
+127.0.0.1, and nothing left under the runtime's --root afterwards.
+
+containerd 1.6's shims put their sockets under /run/containerd/s whatever
+the daemon's state directory, and ctr its fifos under /run/containerd/fifo,
+so the whole test runs in a mount namespace of its own with a tmpfs over
+/run (stockade's id leases, /run/stockade, bound back in so that they stay
+the host's): the host's /run/containerd is never touched, which the test
+checks from outside. containerd is stopped at the end whatever happened.
+
+Root only. Exit 77 (a skip) when containerd, ctr, the shim or busybox-static
+is missing or this is not root; CI (env CI=true) turns that into a failure.
+"""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+from oci_common import BUSYBOX, skip
+APPLETS = ["sh", "echo", "cat", "sleep", "true", "hostname", "httpd", "wget", "ls", "mkdir", "readlink"]
+TOOLS = ["containerd", "ctr", "containerd-shim-runc-v2", "unshare", "mount"]
+NAMESPACE = "stockade-test"
+
+failures = []
+
+
+def check(name, ok, detail=""):
+    print(("ok   " if ok else "FAIL ") + name + ("" if ok else f"\n     {detail}"))
+    if not ok:
+        failures.append(name)
+
+
+def wait_for(predicate, bound_s=30.0):
+    """Polls until the predicate holds; the bound is a hang guard, not an assertion on time."""
+    deadline = time.monotonic() + bound_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return predicate()
+
+
+class Ctr:
+    def __init__(self, address, stockade, runtime_root):
+        self.base = ["ctr", "--address", address, "--namespace", NAMESPACE]
+        # The runc shim's options (containerd's runc.v2 Options: BinaryName,
+        # Root, SystemdCgroup), which ctr sets from these flags; Kubernetes'
+        # CRI plugin reads the same fields from its runtimes.NAME.options
+        # (docs/oci.md). ctr ignores --runtime-config-path for runc.v2.
+        self.runtime = ["--runtime", "io.containerd.runc.v2", "--runc-binary", stockade,
+                        "--runc-root", runtime_root]
+
+    def __call__(self, *args, timeout=120):
+        return subprocess.run(self.base + list(args), stdin=subprocess.DEVNULL,
+                              capture_output=True, text=True, timeout=timeout)
+
+    def run(self, *args, timeout=120):
+        # `ctr run [flags] ROOTFS ID CMD...`: the runtime's flags first.
+        return self(*(["run"] + self.runtime + list(args)), timeout=timeout)
+
+
+def make_rootfs(path):
+    for d in ["bin", "proc", "sys", "dev", "etc", "tmp", "www"]:
+        os.makedirs(os.path.join(path, d), exist_ok=True)
+    shutil.copy(BUSYBOX, os.path.join(path, "bin/busybox"))
+    for a in APPLETS:
+        os.symlink("busybox", os.path.join(path, "bin", a))
+    with open(os.path.join(path, "www", "index.html"), "w") as f:
+        f.write("from-the-first\n")
+
+
+def task_status(ctr, cid):
+    r = ctr("task", "ls")
+    for line in r.stdout.splitlines()[1:]:
+        words = line.split()
+        if len(words) >= 3 and words[0] == cid:
+            return words[2], int(words[1])
+    return None, 0
+
+
+def inside(stockade, work):
+    """The test proper, in the private mount namespace."""
+    # /run: a tmpfs of this namespace's own, the host's /run/stockade (id
+    # leases) moved back in first so that leases stay unique host-wide.
+    hold = os.path.join(work, "hold-stockade")
+    os.makedirs(hold)
+    os.makedirs("/run/stockade", exist_ok=True)
+    subprocess.run(["mount", "--bind", "/run/stockade", hold], check=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "mode=755,size=16m", "tmpfs", "/run"], check=True)
+    os.makedirs("/run/stockade")
+    subprocess.run(["mount", "--move", hold, "/run/stockade"], check=True)
+
+    rootfs = os.path.join(work, "rootfs")
+    make_rootfs(rootfs)
+    runtime_root = os.path.join(work, "runtime-root")
+    address = os.path.join(work, "containerd.sock")
+    config = os.path.join(work, "config.toml")
+    with open(config, "w") as f:
+        f.write(f"""version = 2
+root = "{work}/root"
+state = "{work}/state"
+# ctr needs none of the CRI plugin, which would serve on a port of its own.
+disabled_plugins = ["io.containerd.grpc.v1.cri"]
+
+[grpc]
+  address = "{address}"
+
+[debug]
+  level = "info"
+""")
+    log = open(os.path.join(work, "containerd.log"), "w")
+    daemon = subprocess.Popen(["containerd", "--config", config], stdin=subprocess.DEVNULL,
+                              stdout=log, stderr=log, start_new_session=True)
+    ctr = Ctr(address, stockade, runtime_root)
+    try:
+        if not wait_for(lambda: ctr("version").returncode == 0, 60):
+            check("the private containerd answers", False, open(log.name).read()[-2000:])
+            return
+        check("the private containerd answers", True)
+
+        # One-shot runs: output, exit codes 0 and 3.
+        r = ctr.run("--rm", "--rootfs", rootfs, "one", "/bin/sh", "-c", "echo hello; exit 0")
+        check("ctr run: the container's output, exit 0", r.returncode == 0 and
+              r.stdout == "hello\n", (r.returncode, r.stdout, r.stderr))
+        r = ctr.run("--rm", "--rootfs", rootfs, "three", "/bin/sh", "-c", "echo three; exit 3")
+        check("ctr run: exit code 3 passed through", r.returncode == 3 and r.stdout == "three\n",
+              (r.returncode, r.stdout, r.stderr))
+        r = ctr.run("--rm", "--rootfs", rootfs, "missing", "/bin/no-such-program")
+        check("ctr run of a missing executable fails, naming it",
+              r.returncode != 0 and "executable file not found" in r.stderr,
+              (r.returncode, r.stderr))
+
+        # Detached: ps, exec, pause and resume, kill, delete's exit status.
+        r = ctr.run("-d", "--rootfs", rootfs, "long", "/bin/sh", "-c",
+                    "sleep 1000 & sleep 1000 & wait")
+        check("ctr run -d", r.returncode == 0, r.stderr)
+        check("ctr task ls: RUNNING", wait_for(lambda: task_status(ctr, "long")[0] == "RUNNING"),
+              ctr("task", "ls").stdout)
+        init_pid = task_status(ctr, "long")[1]
+        with open(f"/proc/{init_pid}/status") as f:
+            host_uids = [line.split()[1:] for line in f if line.startswith("Uid:")][0]
+        state = stockade_state(stockade, runtime_root, "long")
+        check("the shim ran stockade: its state names the task's pid, never host root",
+              state.get("pid") == init_pid and all(u != "0" for u in host_uids),
+              (state, host_uids))
+        r = ctr("task", "ps", "long")
+        pids = [int(line.split()[0]) for line in r.stdout.splitlines()[1:] if line.split()]
+
+        def comm(pid):
+            try:
+                with open(f"/proc/{pid}/comm") as f:
+                    return f.read().strip()
+            except OSError:
+                return ""
+        names = sorted(comm(p) for p in pids if p != init_pid)
+        check("ctr task ps: init, the shell and its two sleeps, by host pid",
+              r.returncode == 0 and init_pid in pids and names == ["sh", "sleep", "sleep"],
+              (r.stdout, r.stderr, names))
+        with open(f"/proc/{init_pid}/cgroup") as f:
+            memory_cgroup = [line.strip().split(":", 2)[2] for line in f
+                             if line.split(":")[1] in ("memory", "")][0]
+        check("the init sits in the cgroup ctr named (/NAMESPACE/ID)",
+              memory_cgroup == f"/{NAMESPACE}/long", memory_cgroup)
+        # The shim reads the container's stats from that cgroup (as the CRI
+        # plugin does for Kubernetes).
+        r = ctr("task", "metrics", "long")
+        metrics = dict(line.split()[:2] for line in r.stdout.splitlines() if len(line.split()) >= 2)
+        check("ctr task metrics: the shim reads the container's cgroup (pids.current 4)",
+              r.returncode == 0 and metrics.get("pids.current") == "4", (r.stdout, r.stderr))
+        r = ctr("task", "exec", "--exec-id", "e1", "long", "/bin/sh", "-c",
+                "echo from-exec; hostname; exit 4")
+        check("ctr task exec: its output and exit code",
+              r.returncode == 4 and r.stdout.split()[:1] == ["from-exec"],
+              (r.returncode, r.stdout, r.stderr))
+        r = ctr("task", "pause", "long")
+        check("ctr task pause", r.returncode == 0, r.stderr)
+        check("...ctr task ls: PAUSED", task_status(ctr, "long")[0] == "PAUSED",
+              ctr("task", "ls").stdout)
+        state = stockade_state(stockade, runtime_root, "long")
+        check("...stockade's state says paused", state.get("status") == "paused", state)
+        r = ctr("task", "resume", "long")
+        check("ctr task resume: RUNNING again",
+              r.returncode == 0 and task_status(ctr, "long")[0] == "RUNNING", r.stderr)
+        r = ctr("task", "kill", "-s", "SIGKILL", "long")
+        check("ctr task kill -s SIGKILL", r.returncode == 0, r.stderr)
+        check("...ctr task ls: STOPPED",
+              wait_for(lambda: task_status(ctr, "long")[0] == "STOPPED"), ctr("task", "ls").stdout)
+        check("...every process of it gone", wait_for(lambda: not any(
+            os.path.exists(f"/proc/{p}/stat") and
+            open(f"/proc/{p}/stat").read().rsplit(") ", 1)[1][0] not in "ZX" for p in pids)))
+        r = ctr("task", "delete", "long")
+        check("ctr task delete reports the exit status (SIGKILL: 137)",
+              r.returncode == 0 and "exit code 137" in r.stderr, (r.returncode, r.stdout, r.stderr))
+        r = ctr("container", "delete", "long")
+        check("ctr container delete", r.returncode == 0, r.stderr)
+
+        # A pod: the second container joins the first's network, ipc and
+        # uts namespaces by path, as Kubernetes' containers join the pause
+        # container's, and reaches the first's server on 127.0.0.1.
+        r = ctr.run("-d", "--rootfs", rootfs, "pod-first",
+                    "/bin/httpd", "-f", "-p", "127.0.0.1:8080", "-h", "/www")
+        check("pod: the first container runs a server on its 127.0.0.1:8080", r.returncode == 0,
+              r.stderr)
+        wait_for(lambda: task_status(ctr, "pod-first")[0] == "RUNNING")
+        first_pid = task_status(ctr, "pod-first")[1]
+        # The server itself (under stockade, init's child): the namespaces
+        # the second container must end up in.
+        server = [int(line.split()[0]) for line in
+                  ctr("task", "ps", "pod-first").stdout.splitlines()[1:] if line.split()]
+        server = [p for p in server if p != first_pid] or [first_pid]
+        want_ns = []
+        for name in ("net", "ipc", "uts"):
+            try:
+                want_ns.append(os.readlink(f"/proc/{server[0]}/ns/{name}"))
+            except OSError as e:
+                want_ns.append(str(e))
+        joins = []
+        for kind, name in [("network", "net"), ("ipc", "ipc"), ("uts", "uts")]:
+            joins += ["--with-ns", f"{kind}:/proc/{first_pid}/ns/{name}"]
+        fetched = None
+        for attempt in range(50):
+            fetched = ctr.run("--rm", *joins, "--rootfs", rootfs, f"pod-second-{attempt}",
+                              "/bin/sh", "-c",
+                              "for n in net ipc uts; do readlink /proc/self/ns/$n; done; "
+                              "wget -q -O - http://127.0.0.1:8080/index.html")
+            if fetched.returncode == 0 or "Connection refused" not in fetched.stderr + fetched.stdout:
+                break
+            time.sleep(0.1)
+        check("pod: the second container is in the first's network, ipc and uts namespaces "
+              "and reaches its server on 127.0.0.1",
+              fetched.returncode == 0 and fetched.stdout.split() == want_ns + ["from-the-first"],
+              (fetched.returncode, fetched.stdout, fetched.stderr, want_ns))
+        alone = ctr.run("--rm", "--rootfs", rootfs, "pod-outsider", "/bin/sh", "-c",
+                        "wget -q -T 2 -O - http://127.0.0.1:8080/index.html")
+        check("...a container that joins nothing does not",
+              alone.returncode != 0 and "from-the-first" not in alone.stdout,
+              (alone.returncode, alone.stdout, alone.stderr))
+        r = ctr("task", "kill", "-s", "SIGKILL", "pod-first")
+        wait_for(lambda: task_status(ctr, "pod-first")[0] == "STOPPED")
+        ctr("task", "delete", "pod-first")
+        ctr("container", "delete", "pod-first")
+
+        left = [os.path.join(top, n) for top, dirs, files in os.walk(runtime_root)
+                for n in dirs + files]
+        check("nothing left under the runtime's --root (at most its empty namespace directory)",
+              all(os.path.isdir(p) and not os.listdir(p) for p in left), left)
+        r = ctr("task", "ls", "-q")
+        check("containerd lists no task", r.returncode == 0 and r.stdout.strip() == "", r.stdout)
+    finally:
+        # Whatever is left, this run's own: tasks first (each shim then ends).
+        for cid in ctr("container", "ls", "-q").stdout.split():
+            ctr("task", "kill", "-s", "SIGKILL", cid, timeout=30)
+            ctr("task", "delete", "--force", cid, timeout=30)
+            ctr("container", "delete", cid, timeout=30)
+        daemon.send_signal(signal.SIGTERM)
+        try:
+            daemon.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            daemon.kill()
+            daemon.wait()
+        log.close()
+        shims = shims_of(address)
+        check("no shim of this containerd is left", not shims, shims)
+        for pid in shims:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        # ctr names each container's cgroup /NAMESPACE/ID; the runtime
+        # removes the leaf, the parent is this test's to remove (when empty).
+        for top in [f"/sys/fs/cgroup/{NAMESPACE}"] + [
+                f"/sys/fs/cgroup/{h}/{NAMESPACE}" for h in os.listdir("/sys/fs/cgroup")]:
+            try:
+                os.rmdir(top)
+            except OSError:
+                pass
+        if failures:
+            print(open(log.name).read()[-3000:])
+
+
+def stockade_state(stockade, runtime_root, cid):
+    """stockade's own state of a task, under the shim's --root (ROOT/NAMESPACE)."""
+    r = subprocess.run([stockade, "--root", f"{runtime_root}/{NAMESPACE}", "state", cid],
+                       capture_output=True, text=True, timeout=60)
+    return json.loads(r.stdout) if r.returncode == 0 else {"error": r.stderr}
+
+
+def shims_of(address):
+    """The shims this containerd started: their command line names its socket."""
+    out = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+        except OSError:
+            continue
+        if argv and argv[0].endswith(b"containerd-shim-runc-v2") and address.encode() in argv:
+            out.append(int(entry))
+    return out
+
+
+def main():
+    if len(sys.argv) == 4 and sys.argv[1] == "--inside":
+        inside(sys.argv[2], sys.argv[3])
+        if failures:
+            print(f"{len(failures)} failed: " + "; ".join(failures))
+            sys.exit(1)
+        sys.exit(0)
+    stockade = os.path.abspath(sys.argv[1])
+    if os.geteuid() != 0:
+        skip("containerd's test runs as root")
+    missing = [t for t in TOOLS if not shutil.which(t)]
+    if missing:
+        skip(f"not installed: {', '.join(missing)} (scripts/install-deps.sh test)")
+    if not os.path.exists(BUSYBOX):
+        skip("busybox-static is not installed (scripts/install-deps.sh test)")
+    host_run_containerd = os.path.lexists("/run/containerd")
+    work = tempfile.mkdtemp(prefix="stockade-ctr-", dir="/var/tmp")
+    try:
+        r = subprocess.run(["unshare", "--mount", "--propagation", "private", sys.executable,
+                            os.path.abspath(__file__), "--inside", stockade, work], timeout=900)
+        check("the host's /run/containerd is as it was",
+              os.path.lexists("/run/containerd") == host_run_containerd)
+        if r.returncode != 0:
+            failures.append("the test inside its mount namespace")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    if failures:
+        print(f"{len(failures)} failed: " + "; ".join(failures))
+        sys.exit(1)
+    print("all passed")
+
+
+if __name__ == "__main__":
+    main()

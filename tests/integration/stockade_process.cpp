@@ -8,6 +8,7 @@
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <termios.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -114,6 +115,10 @@ StockadeProcess::StockadeProcess(const Launch& launch) {
         } else {
             ::dup2(inRead.get(), STDIN_FILENO);
         }
+        // stockade starts with exactly what the case gives it: the standard
+        // streams and the fds below, not whatever this test process inherited
+        // from ctest without close-on-exec.
+        ::syscall(SYS_close_range, 3U, ~0U, 0U);
         if (launch.leakFds) {
             // Deliberately without O_CLOEXEC: stockade must not pass these on.
             const int file = ::open(leakedFile.c_str(), O_RDONLY);

@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "base/host_path.h"
+#include "base/text_safety.h"
 #include "namespaces/syscalls.h"
 #include "runtime/plan/git_link.h"
 #include "runtime/plan/worktree_masks.h"
@@ -251,10 +252,12 @@ Status addGitProtection(const Policy& policy, const HeldPath& worktree_held, Chi
     if (fstatat(worktree_held.get(), ".git", &st, AT_SYMLINK_NOFOLLOW) < 0) return okStatus();
     auto refused = [&](const std::string& reason) {
         report = GitLinkReport{dotgit, "refused", "", reason};
+        // The reason quotes what the .git file holds: the sandbox's text,
+        // shown, never sent, to the terminal.
         std::fprintf(stderr,
                      "stockade: %s: the gitdir it names is not exposed (%s); .git is an "
                      "ordinary file of the worktree\n",
-                     dotgit.c_str(), reason.c_str());
+                     escapeForTerminal(dotgit).c_str(), escapeForTerminal(reason).c_str());
         return okStatus();
     };
     if (S_ISLNK(st.st_mode)) return refused("a symlink, never followed out of the worktree");

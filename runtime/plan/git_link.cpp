@@ -162,6 +162,11 @@ Result<GitLink> judgeGitLink(int worktree_fd, const std::string& worktree,
     if (common->path != common_path)
         return Error::message(commondir_shown + " names " + common->path + ", not " + common_path);
     if (auto s = outsideWritable(common->path, writable, "the common dir"); !s) return s.error();
+    // (e) the .git directory of a checkout, not a directory laid out as one.
+    if (baseOf(common->path) != ".git")
+        return Error::message("the common dir " + common->path +
+                              " is not a checkout's .git directory (a bare repository, or a "
+                              "layout an earlier run could have written, is never exposed)");
 
     // (d) a git dir, and one of the worktree owner's (or root's): a third
     // user's directory is not theirs to lend, whatever it holds.

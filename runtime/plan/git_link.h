@@ -16,7 +16,18 @@
 //      inode of the file the link was read from);
 //  (c) G is C/worktrees/NAME, and G/commondir resolves to C;
 //  (d) C has HEAD, objects/ and refs/, and C, G and G/gitdir are owned by
-//      W's owner or by root.
+//      W's owner or by root;
+//  (e) C is named `.git`: the git dir of the checkout that holds it, the
+//      layout `git clone` and `git worktree add` make. (a) asks only about
+//      this run's writable trees; an earlier run could write anywhere in its
+//      own worktree P, and so lay out "HEAD, objects, refs, worktrees/NAME"
+//      at P itself or in any directory of P, and name it from a tree this
+//      run writes. With (e) what that exposes is at most a `.git` directory
+//      such a run made, holding what it wrote, never P's own files (its
+//      hidden names among them): P's top-level .git is read-only in every
+//      run on P, and a .git a run creates holds only that run's writing.
+//      A bare repository's worktrees are refused for the same reason: a
+//      bare repository is exactly the layout an earlier run can forge.
 // Every path is opened without following a symlink (RESOLVE_NO_SYMLINKS) and
 // every file read is bounded.
 #pragma once

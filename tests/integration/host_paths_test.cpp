@@ -134,6 +134,47 @@ TEST_CASE("G2: a forged linked-worktree layout in a writable --mount is refused"
           std::string::npos);
 }
 
+TEST_CASE("G2: a repository an earlier run laid out in its own worktree exposes nothing later",
+          "[G2][filesystem][git][host-paths]") {
+    STOCKADE_EACH_MODE(mode);
+    // Run 1 writes, in its worktree `earlier` (writable then), everything a
+    // linked worktree's common dir holds, back-pointer included, and in a
+    // writable --mount a .git naming it. Run 2, on that mount, must not be
+    // handed `earlier`: it holds the operator's files, which no sandbox
+    // wrote (issue 14: facts an earlier run could have forged widen nothing).
+    Sandbox first(mode);
+    const std::string earlier = first.worktree();
+    first.scratch().writeFile("worktree/operator-secret", first.secretCanary() + "\n");
+    const std::string later = first.scratch().makeDir("later");
+    shell(chownTo(mode, first.scratch().path()));
+    first.option("--mount", later + ":/data:rw");
+    const std::string forge =
+        "mkdir -p /repo/objects /repo/refs/heads /repo/worktrees/wt && "
+        "echo 'ref: refs/heads/main' > /repo/HEAD && "
+        "echo 'ref: refs/heads/wt' > /repo/worktrees/wt/HEAD && "
+        "echo ../.. > /repo/worktrees/wt/commondir && "
+        "echo '" +
+        later +
+        "/.git' > /repo/worktrees/wt/gitdir && "
+        "echo 'gitdir: " +
+        earlier + "/worktrees/wt' > /data/.git";
+    const Completed wrote = first.run({"/bin/sh", "-c", forge});
+    INFO(wrote.describe());
+    REQUIRE(wrote.exitCode == 0);
+    REQUIRE(readFileOrEmpty(later + "/.git") == "gitdir: " + earlier + "/worktrees/wt\n");
+
+    Sandbox second(mode);
+    second.worktreeAt(later);
+    const ProbeRun read = second.probe({"read-file", earlier + "/operator-secret"});
+    INFO(read.describe());
+    REQUIRE(read.exitCode() == 0);
+    CHECK(read.result() != "ok");
+    CHECK(read.completed.out.find(first.secretCanary()) == std::string::npos);
+    requireGitRefused(second);
+    CHECK(second.result()["git"]["reason"].get<std::string>().find(
+              "not a checkout's .git directory") != std::string::npos);
+}
+
 TEST_CASE("G2: a real `git worktree add` worktree keeps its common dir, read-only",
           "[G2][filesystem][git][host-paths]") {
     STOCKADE_EACH_MODE(mode);

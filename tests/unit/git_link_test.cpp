@@ -140,6 +140,19 @@ TEST_CASE("git_link: planted .git files expose nothing", "[git_link]") {
         REQUIRE(mkfifo((wt + "/.git").c_str(), 0600) == 0);
         REQUIRE_FALSE(judge(wt).ok());  // and did not block
     }
+    SECTION("a repository laid out at an earlier run's worktree, not a .git directory") {
+        // An earlier run on `earlier` wrote HEAD, objects/, refs/ and
+        // worktrees/wt there (its worktree, writable then), and .git in
+        // this run's worktree naming it: a bare-looking repository whose
+        // exposure would hand this run the earlier worktree's own files.
+        std::string earlier = dir / "earlier";
+        std::filesystem::create_directories(earlier);
+        writeFile(earlier + "/.env", "secret\n");
+        forgeLinkedLayout(earlier, canonical(wt));
+        Result<GitLink> link = judge(wt);
+        REQUIRE_FALSE(link.ok());
+        CHECK_THAT(link.error().describe(), Catch::Contains("not a checkout's .git directory"));
+    }
     SECTION("the same layout, forged by hand outside the worktree, is honoured") {
         // The judgement is of facts, not of who wrote them: this is what
         // git itself leaves, outside every writable tree.

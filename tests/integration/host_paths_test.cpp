@@ -145,7 +145,8 @@ TEST_CASE("G2: a repository an earlier run laid out in its own worktree exposes 
     Sandbox first(mode);
     const std::string earlier = first.worktree();
     first.scratch().writeFile("worktree/operator-secret", first.secretCanary() + "\n");
-    const std::string later = first.scratch().makeDir("later");
+    // Writable by run 1 whatever host uid it runs as.
+    const std::string later = first.scratch().makeDir("later", 0777);
     shell(chownTo(mode, first.scratch().path()));
     first.option("--mount", later + ":/data:rw");
     const std::string forge =

@@ -153,8 +153,9 @@ class Served {
     json psEntry() const {
         const Completed ps = stockade({"ps", "--json"});
         const json all = json::parse(ps.out, nullptr, false);
-        if (all.is_array())
-            for (const json& entry : all)
+        if (all.is_object() && all.value("schema", "") == "stockade.ps/v1" &&
+            all["servers"].is_array())
+            for (const json& entry : all["servers"])
                 if (entry.value("name", "") == name_) return entry;
         return nullptr;
     }

@@ -1506,3 +1506,42 @@ TEST_CASE("serve: a --ready-pattern RE2 cannot use is refused with 125 before an
         CHECK(result["error"].value("stage", "") == "arguments");
     }
 }
+
+// Issue 23: `serve --port 80` as root said nothing on the terminal: the host
+// side bound port 80, but inside, the server (no capabilities) could not,
+// and exited. The sandbox binds any port on its own loopback, as Docker's
+// containers do; rootless, the host's own bound refuses the port, said with
+// the bound and the fix.
+TEST_CASE("serve: port 80 is served as root; rootless, the host's bound is named with the fix",
+          "[serve]") {
+    STOCKADE_EACH_MODE(mode);
+    Sandbox sandbox(mode);
+    const uint16_t port = 80;
+    {
+        // The host's port 80 must be free for the case to mean anything (the
+        // suite runs as root, so the bind is allowed).
+        UniqueFd probe(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+        sockaddr_in addr{};
+        addr.sin_family = AF_INET;
+        addr.sin_port = htons(port);
+        addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        INFO("something on this host holds 127.0.0.1:80; the case needs it free");
+        REQUIRE(::bind(probe.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+    }
+    const int unprivileged_start =
+        std::atoi(readFile("/proc/sys/net/ipv4/ip_unprivileged_port_start").c_str());
+    Served served(sandbox, serviceName(), port, httpServer(port));
+    INFO(served.started().describe());
+    if (mode == Mode::Root || static_cast<int>(port) >= unprivileged_start) {
+        REQUIRE(served.ready());
+        CHECK(httpGet(AF_INET, port, "/").rfind("HTTP/1.0 200", 0) == 0);
+        return;
+    }
+    CHECK(served.started().exitCode == 125);
+    CHECK(served.started().out.empty());
+    const std::string& err = served.started().err;
+    CHECK(err.find("cannot publish port 80: bind(127.0.0.1:80): EACCES") != std::string::npos);
+    CHECK(err.find("ip_unprivileged_port_start (" + std::to_string(unprivileged_start) +
+                   " here)") != std::string::npos);
+    CHECK(err.find("--port 8080") != std::string::npos);
+}

@@ -157,6 +157,7 @@ Result<PreparedRun> prepareRun(const RunOptions& options, int& exit_code) {
         exit_code =
             refuseRun(options, profile->name, bounds ? "invalid_bounds" : "sandbox_unavailable",
                       bounds ? "blocked" : "error", "arguments", policy.error().describe());
+        return policy.error();
     }
     PreparedRun run{std::move(*policy), std::nullopt};
     // Where the record goes is judged before anything runs: a record that

@@ -30,6 +30,14 @@ std::optional<RuntimeDir> ownRuntimeDir(const char* dir, uid_t uid) {
     return RuntimeDir{dir, st.st_dev, st.st_ino};
 }
 
+// The directory every shell of this user can name whatever its environment
+// (the last candidate: no variable decides it), and in it the register of
+// the state directories this user's servers were started from. A shell
+// cannot guess another shell's $XDG_RUNTIME_DIR; it can read this.
+std::string anchorPath() {
+    return "/tmp/stockade-" + std::to_string(geteuid());
+}
+
 // Every place this user's servers may be recorded, the one to use first;
 // one directory named twice ("/run/user/1000/", a link to it) is listed once.
 std::vector<std::string> candidatePaths() {
@@ -45,7 +53,7 @@ std::vector<std::string> candidatePaths() {
             dirs.push_back(*dir);
     std::vector<std::string> paths;
     for (const RuntimeDir& dir : dirs) paths.push_back(dir.path + "/stockade");
-    paths.push_back("/tmp/stockade-" + std::to_string(uid));
+    paths.push_back(anchorPath());
     return paths;
 }
 
@@ -62,13 +70,6 @@ Status checkPrivate(const std::string& path, uid_t uid) {
     return okStatus();
 }
 
-// The directory every shell of this user can name whatever its environment
-// (the last candidate: no variable decides it), and in it the register of
-// the state directories this user's servers were started from. A shell
-// cannot guess another shell's $XDG_RUNTIME_DIR; it can read this.
-std::string anchorPath() {
-    return "/tmp/stockade-" + std::to_string(geteuid());
-}
 std::string registerPath() {
     return anchorPath() + "/elsewhere";
 }
@@ -143,8 +144,17 @@ Status registerUserStateDir(const std::string& path) {
     struct stat st;
     if (lstat(path.c_str(), &st) < 0) return Error::fromErrno("lstat(\"" + path + "\")");
     const std::string link = reg + "/" + registerEntry(st);
-    if (symlink(path.c_str(), link.c_str()) == 0 || errno == EEXIST) return okStatus();
-    return Error::fromErrno("symlink(\"" + path + "\" -> \"" + link + "\")");
+    if (symlink(path.c_str(), link.c_str()) == 0) return okStatus();
+    if (errno != EEXIST) return Error::fromErrno("symlink(\"" + path + "\" -> \"" + link + "\")");
+    // This directory, registered before under another name of it: renamed.
+    char target[4096];
+    ssize_t n = readlink(link.c_str(), target, sizeof(target) - 1);
+    if (n > 0 && std::string(target, static_cast<size_t>(n)) == path) return okStatus();
+    const std::string fresh = link + ".new";
+    unlink(fresh.c_str());
+    if (symlink(path.c_str(), fresh.c_str()) < 0 || rename(fresh.c_str(), link.c_str()) < 0)
+        return Error::fromErrno("replace \"" + link + "\" with a link to \"" + path + "\"");
+    return okStatus();
 }
 
 Result<std::string> openUserStateDir() {

@@ -73,9 +73,13 @@ demo: deps-build
 	@sh scripts/demo.sh $(BUILD)/stockade
 	@echo "--- the whole suite (installs the test toolchain as root): make check"
 
-# Installs under PREFIX, stripped, and records what went where (files and the
-# directories it had to make), for `make uninstall`. Builds only what is
-# installed, not the tests. A build directory copied from another tree (its
+# Installs under DESTDIR/PREFIX, stripped, from a build of its own
+# (INSTALL_BUILD, configured without the tests: only the binary is built),
+# and records what went where (each file with its sha256, and the
+# directories it had to make) for `make uninstall`, which removes exactly
+# that and refuses, removing nothing, when a recorded path is outside
+# DESTDIR/PREFIX or a file is no longer the one install made
+# (scripts/install.sh). A build directory copied from another tree (its
 # cache names another source directory, which cmake refuses) is made afresh.
 #
 # The AppArmor profile (contrib/apparmor/stockade.in, for PREFIX/bin/stockade)
@@ -85,37 +89,13 @@ demo: deps-build
 # there fails apparmor.service at every boot), and loads it where AppArmor
 # runs. A staged install (DESTDIR) leaves /etc alone: the target host decides
 # when the helper runs there. Without AppArmor the install still succeeds.
-APPARMOR_HELPER = $(PREFIX)/share/stockade/apparmor/stockade-apparmor
-INSTALL_DIRS := bin share/stockade/profiles share/stockade/apparmor share/man/man1 \
-                share/bash-completion/completions share/zsh/vendor-completions
+INSTALL_BUILD ?= $(O)/build-install
 
 install: deps-build
-	@if [ -f $(BUILD)/CMakeCache.txt ] && \
-	    ! grep -qx "CMAKE_HOME_DIRECTORY:INTERNAL=$(CURDIR)" $(BUILD)/CMakeCache.txt; then \
-	  echo "$(BUILD) was configured for another source tree: configuring it afresh"; \
-	  rm -rf $(BUILD); fi
-	@cmake -S . -B $(BUILD) $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-	@cmake --build $(BUILD) -j $(JOBS) --target stockade
-	@mkdir -p $(BUILD) && : > $(BUILD)/install_dirs.new
-	@for d in $(INSTALL_DIRS); do \
-	  p="$(DESTDIR)$(PREFIX)/$$d"; \
-	  while [ "$$p" != "$(DESTDIR)$(PREFIX)" ] && [ ! -e "$$p" ]; do echo "$$p"; p=$$(dirname "$$p"); done; \
-	done | sort -u -r >> $(BUILD)/install_dirs.new
-	cmake --install $(BUILD) --prefix $(PREFIX) --strip
-	@cat $(BUILD)/install_dirs.new >> $(BUILD)/install_dirs.txt; rm -f $(BUILD)/install_dirs.new
-	@if [ -n "$(DESTDIR)" ]; then \
-	  echo "staged install: /etc/apparmor.d left alone; on the target run sudo sh $(APPARMOR_HELPER) install"; \
-	else sh "$(APPARMOR_HELPER)" install || true; fi
+	@JOBS=$(JOBS) sh scripts/install.sh install "$(INSTALL_BUILD)" "$(PREFIX)" "$(DESTDIR)"
 
 uninstall:
-	@test -f "$(BUILD)/install_manifest.txt" || { echo "nothing installed from $(BUILD)"; exit 0; }
-	@helper=$$(grep -m 1 '/share/stockade/apparmor/stockade-apparmor$$' "$(BUILD)/install_manifest.txt"); \
-	if [ -z "$(DESTDIR)" ] && [ -f "$$helper" ]; then sh "$$helper" remove || true; fi
-	sed 's|^|$(DESTDIR)|' "$(BUILD)/install_manifest.txt" | tr '\n' '\0' | xargs -0 -r rm -f
-	@if [ -f $(BUILD)/install_dirs.txt ]; then \
-	  sort -u -r $(BUILD)/install_dirs.txt | while read -r d; do rmdir "$$d" 2>/dev/null || true; done; \
-	  rm -f $(BUILD)/install_dirs.txt; fi
-	@rm -f "$(BUILD)/install_manifest.txt"
+	@sh scripts/install.sh uninstall "$(INSTALL_BUILD)" "$(PREFIX)" "$(DESTDIR)"
 
 deb: build
 	cd $(BUILD) && cpack -G DEB
@@ -124,4 +104,4 @@ format:
 	@git ls-files '*.cpp' '*.h' | xargs clang-format -i
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(INSTALL_BUILD)

@@ -13,6 +13,17 @@
 
 namespace stockade::ns {
 
+void allowEveryPortInChild(int proc) noexcept {
+    const char* name = "sys/net/ipv4/ip_unprivileged_port_start";
+    int fd = proc >= 0
+                 ? openat(proc, name, O_WRONLY | O_CLOEXEC)
+                 : open("/proc/sys/net/ipv4/ip_unprivileged_port_start", O_WRONLY | O_CLOEXEC);
+    if (fd < 0) return;
+    ssize_t written = write(fd, "0\n", 2);
+    (void)written;
+    close(fd);
+}
+
 int bringLoopbackUpInChild() noexcept {
     // SIOCSIFFLAGS on any socket in the namespace is one round trip; netlink
     // would need a message built and parsed for the same effect.
@@ -32,13 +43,23 @@ int bringLoopbackUpInChild() noexcept {
 }
 
 int startNetworkNamespaceInChild(int slot) noexcept {
+    // /proc opened here: by the time the helper runs, the caller may have
+    // pivoted into the sandbox's root. The fd table is shared: the helper
+    // closes `proc` itself once done (a close here could come before its use).
+    int proc = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
     // Not CLONE_VM: the helper calls into libc, whose errno it would share.
     // Exit signal 0: the caller reaps it with __WCLONE, and no SIGCHLD is
     // left pending for init's loop.
     long pid = syscall(SYS_clone, CLONE_FILES, 0, 0, 0, 0);
-    if (pid != 0) return pid < 0 ? -errno : static_cast<int>(pid);
+    if (pid != 0) {
+        int err = errno;
+        if (pid < 0 && proc >= 0) close(proc);
+        return pid < 0 ? -err : static_cast<int>(pid);
+    }
     if (unshare(CLONE_NEWNET) < 0) _exit(errno);
     if (int err = bringLoopbackUpInChild()) _exit(err);
+    allowEveryPortInChild(proc);
+    if (proc >= 0) close(proc);
     int fd = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
     if (fd < 0) _exit(errno);
     int err = dup3(fd, slot, O_CLOEXEC) < 0 ? errno : 0;

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "base/small_file.h"
 #include "base/text_safety.h"
 #include "base/units.h"
 #include "runtime/net/direct_ingress.h"
@@ -32,6 +33,8 @@ namespace stockade {
 namespace {
 
 using nlohmann::json;
+// docs/ps.schema.json: the output of `ps --json` and each entry in it.
+constexpr const char* kPsSchema = "stockade.ps/v1";
 constexpr int kRefused = 125;
 constexpr uint64_t kDefaultLogBytes = 64ull << 20;
 // SIGTERM reaches the command at once; the supervisor kills what is left
@@ -208,6 +211,17 @@ void closeLeakedFds() {
 
 // Why the server is gone, in one line with the log to read; empty when it
 // was stopped (stockade stop, a signal) or finishRun has said it already.
+// The host's lowest port an unprivileged process may bind, as the kernel
+// says (1024 when it cannot be read: the kernel's default).
+std::string unprivilegedPortStart() {
+    auto file = readSmallFile(AT_FDCWD, "/proc/sys/net/ipv4/ip_unprivileged_port_start",
+                              "ip_unprivileged_port_start", 64);
+    if (!file || file->content.empty()) return "1024";
+    std::string text = file->content;
+    while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+    return text;
+}
+
 std::string serverEndLine(const std::string& name, const ServeOptions& options,
                           const DevServer& server, const SandboxOutcome& o) {
     const std::string logs = " (its output: stockade logs " + name + ")";
@@ -330,6 +344,11 @@ int serveCommand(const ServeOptions& options) {
     if (!lock)
         return refuseRun(run, policy.profile_name, "sandbox_unavailable", "error", "state",
                          lock.error().describe());
+    // So that a shell of this user with another $XDG_RUNTIME_DIR, or none,
+    // finds this server for ps, stop and logs.
+    if (Status remembered = dir->remember(); !remembered)
+        say("shells with another XDG_RUNTIME_DIR will not see \"" + name +
+            "\": " + remembered.error().describe());
     // From here a refusal also gives the name back, and the log it made.
     auto refuseLocked = [&](const char* stage, const std::string& message) {
         dir->release(name, std::move(*lock));
@@ -350,9 +369,18 @@ int serveCommand(const ServeOptions& options) {
         server_options.backend = backend;
         listeners = bindPublished(*dir, *port, just_stopped, false, confinement_failed);
     }
-    if (!listeners)
-        return refuseLocked("publish", "cannot publish port " + std::to_string(*port) + ": " +
-                                           listeners.error().describe());
+    if (!listeners) {
+        std::string why =
+            "cannot publish port " + std::to_string(*port) + ": " + listeners.error().describe();
+        // A port below the host's unprivileged bound is root's to bind on
+        // the host's loopback (ip(7): net.ipv4.ip_unprivileged_port_start).
+        if (listeners.error().errnum() == EACCES && geteuid() != 0)
+            why += "; a port below net.ipv4.ip_unprivileged_port_start (" +
+                   unprivilegedPortStart() +
+                   " here) is root's alone: publish a higher one (--port 8080, with the "
+                   "server on 8080)";
+        return refuseLocked("publish", why);
+    }
     auto log = BoundedLog::create(dir->logPath(name),
                                   policy.limits.output_bytes.value_or(kDefaultLogBytes));
     if (!log) return refuseLocked("state", log.error().describe());
@@ -414,6 +442,7 @@ int serveCommand(const ServeOptions& options) {
         record.backend = netBackendName((*server)->backendInUse());
         (void)dir->write(record);
         nlohmann::ordered_json line{
+            {"schema", "stockade.ready/v1"},
             {"event", "ready"},
             {"name", name},
             {"port", *port},
@@ -476,6 +505,17 @@ int stopCommand(const std::string& name_given, const std::optional<std::string>&
         }
         any = any || *stopped;
     }
+    if (!any) {
+        // Not in any directory this shell can see is not "not running": a
+        // shell whose /tmp differs (a private /tmp) sees no register either.
+        if (std::optional<pid_t> pid = unrecordedSupervisor(name)) {
+            say("\"" + name + "\" runs (supervisor pid " + std::to_string(*pid) +
+                ") but is recorded in a state directory this shell does not see; stop it from "
+                "the shell that started it (same XDG_RUNTIME_DIR), or kill " +
+                std::to_string(*pid));
+            return 1;
+        }
+    }
     std::printf(any ? "stopped %s\n" : "%s is not running\n", name.c_str());
     return 0;
 }
@@ -496,18 +536,23 @@ int psCommand(bool as_json) {
             records.emplace_back(std::move(r), std::move(log));
         }
     if (as_json) {
-        json out = json::array();
+        // An object, not a bare array, so that the output names its schema
+        // even when no server runs; each entry names it too, so an entry
+        // taken out of the list (jq '.servers[0]') still says what it is.
+        json servers = json::array();
         for (const auto& [r, log] : records)
-            out.push_back({{"name", r.name},
-                           {"port", r.port},
-                           {"pid", r.pid},
-                           {"sandbox_pid", r.sandbox_pid},
-                           {"ready", r.ready},
-                           {"uptime_s", (now - r.started_ms) / 1000},
-                           {"profile", r.profile},
-                           {"command", r.command},
-                           {"backend", r.backend},
-                           {"log", log}});
+            servers.push_back({{"schema", kPsSchema},
+                               {"name", r.name},
+                               {"port", r.port},
+                               {"pid", r.pid},
+                               {"sandbox_pid", r.sandbox_pid},
+                               {"ready", r.ready},
+                               {"uptime_s", (now - r.started_ms) / 1000},
+                               {"profile", r.profile},
+                               {"command", r.command},
+                               {"backend", r.backend},
+                               {"log", log}});
+        json out{{"schema", kPsSchema}, {"servers", std::move(servers)}};
         std::printf("%s\n", jsonText(out, 2).c_str());
         return 0;
     }

@@ -69,6 +69,10 @@ std::vector<StateDir> StateDir::all(const StateDir& primary) {
     return out;
 }
 
+Status StateDir::remember() const {
+    return registerUserStateDir(path_);
+}
+
 Result<StateDir> StateDir::open() {
     auto path = openUserStateDir();
     if (!path) return path.error();
@@ -236,6 +240,74 @@ Result<bool> stopService(const StateDir& dir, const std::string& name, uint64_t 
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
     if (dir.live(name)) return Error::message("\"" + name + "\" is still running after SIGKILL");
     return true;
+}
+
+namespace {
+
+std::vector<std::string> splitNul(const std::string& bytes) {
+    std::vector<std::string> out;
+    size_t start = 0;
+    for (size_t i = 0; i < bytes.size(); ++i)
+        if (bytes[i] == '\0') {
+            out.push_back(bytes.substr(start, i - start));
+            start = i + 1;
+        }
+    return out;
+}
+
+// The NAME a `stockade serve` command line serves under: --name, else
+// dev-PORT (SPEC §7); empty when `args` is not such a command line.
+std::string servedName(const std::vector<std::string>& args) {
+    if (args.size() < 2 || args[1] != "serve") return "";
+    std::string name, port;
+    for (size_t i = 2; i < args.size() && args[i] != "--"; ++i) {
+        for (auto [flag, value] : {std::pair{"--name", &name}, std::pair{"--port", &port}}) {
+            const std::string with = std::string(flag) + "=";
+            if (args[i] == flag && i + 1 < args.size())
+                *value = args[i + 1];
+            else if (args[i].starts_with(with))
+                *value = args[i].substr(with.size());
+        }
+    }
+    if (!name.empty()) return name;
+    return port.empty() ? "" : "dev-" + port;
+}
+
+}  // namespace
+
+std::optional<pid_t> unrecordedSupervisor(const std::string& name) {
+    // By /proc/PID/status and cmdline, which stay readable when a process is
+    // not dumpable (the supervisor is not: supervisor_hardening.h); its exe
+    // link and the owner of /proc/PID do not.
+    std::vector<std::pair<pid_t, pid_t>> matches;  // pid, parent
+    DIR* d = opendir("/proc");
+    if (!d) return std::nullopt;
+    const std::string uid_line =
+        "\nUid:\t" + std::to_string(getuid()) + "\t" + std::to_string(geteuid()) + "\t";
+    while (dirent* e = readdir(d)) {
+        const pid_t pid = std::atoi(e->d_name);
+        if (pid <= 0 || pid == getpid()) continue;
+        const std::string dir = std::string("/proc/") + e->d_name;
+        auto status = readSmallFile(AT_FDCWD, (dir + "/status").c_str(), dir + "/status", 16384);
+        if (!status || !status->content.starts_with("Name:\tstockade\n") ||
+            status->content.find(uid_line) == std::string::npos)
+            continue;
+        auto cmdline =
+            readSmallFile(AT_FDCWD, (dir + "/cmdline").c_str(), dir + "/cmdline", size_t{1} << 20);
+        if (!cmdline || servedName(splitNul(cmdline->content)) != name) continue;
+        pid_t parent = 0;
+        if (size_t at = status->content.find("\nPPid:\t"); at != std::string::npos)
+            parent = std::atoi(status->content.c_str() + at + 7);
+        matches.emplace_back(pid, parent);
+    }
+    closedir(d);
+    // The supervisor is the match whose parent is not one: the sandbox's
+    // init, as the host sees it, may be a fork of it with its command line.
+    for (const auto& [pid, parent] : matches)
+        if (std::none_of(matches.begin(), matches.end(),
+                         [&](const auto& other) { return other.first == parent; }))
+            return pid;
+    return std::nullopt;
 }
 
 }  // namespace stockade

@@ -50,6 +50,9 @@ class StateDir {
     static std::vector<StateDir> others(const StateDir& primary);
     // `primary` first, then others(primary).
     static std::vector<StateDir> all(const StateDir& primary);
+    // Registers this directory where every shell of the user looks
+    // (registerUserStateDir), so that others() of any environment finds it.
+    Status remember() const;
     const std::string& path() const { return path_; }
     std::string recordPath(const std::string& name) const { return path_ + "/" + name + ".json"; }
     std::string logPath(const std::string& name) const { return path_ + "/" + name + ".log"; }
@@ -86,5 +89,11 @@ class StateDir {
 // after `wait_ms`; returns once the supervisor is gone and its port free.
 // Returns false when nothing was running (not an error: stop is idempotent).
 Result<bool> stopService(const StateDir& dir, const std::string& name, uint64_t wait_ms);
+
+// The pid of a `stockade serve` supervisor of this user's serving NAME that
+// no state directory this process can see records (its shell's /tmp or
+// runtime directory is not this one's), found by its command line in /proc;
+// nullopt when there is none. For `stop` to say so rather than "not running".
+std::optional<pid_t> unrecordedSupervisor(const std::string& name);
 
 }  // namespace stockade

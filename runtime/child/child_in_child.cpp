@@ -211,6 +211,8 @@ int startNetworkHelperInChild(ChildPlan& plan, StepState& state) noexcept {
     // then makes the namespace itself (Loopback), as the clone would have.
     if (plan.netns_fd_slot >= 0)
         state.net_helper = ns::startNetworkNamespaceInChild(plan.netns_fd_slot);
+    else if (plan.bring_up_loopback)
+        ns::allowEveryPortInChild(-1);  // the clone's own namespace (a service's), host /proc
     return 0;
 }
 

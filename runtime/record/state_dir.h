@@ -17,7 +17,14 @@ namespace stockade {
 Result<std::string> openUserStateDir();
 
 // This user's other state directories that exist and are private (a shell
-// without XDG_RUNTIME_DIR under su or cron sees another first).
+// without XDG_RUNTIME_DIR under su or cron sees another first): the other
+// candidates, and every directory registered by registerUserStateDir.
 std::vector<std::string> otherUserStateDirs(const std::string& primary);
+
+// Records `path` (this user's state directory, as openUserStateDir gave it)
+// in /tmp/stockade-UID/elsewhere, which every shell of the user finds
+// whatever its $XDG_RUNTIME_DIR: a server started from a shell with
+// XDG_RUNTIME_DIR=/a is seen and stopped from one with /b or none.
+Status registerUserStateDir(const std::string& path);
 
 }  // namespace stockade

@@ -1,6 +1,7 @@
 // The command line's contract (SPEC §2, §6): exit codes, the result JSON, and
 // refusals of bad input that leave nothing behind.
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <netinet/in.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
@@ -594,6 +595,88 @@ TEST_CASE("CLI: a shell with another XDG_RUNTIME_DIR sees and stops the same use
     CHECK(stopped.out == "stopped " + name + "\n");
     const Completed after = stockadeAs(mode, {"ps", "--json"});
     CHECK(after.out.find("\"" + name + "\"") == std::string::npos);
+}
+
+// Issue 23, the other way round: a server started from a shell with its own
+// XDG_RUNTIME_DIR was invisible to a shell with another one or none, which
+// guessed only its own candidates; the register in /tmp/stockade-UID names
+// it. Where even that cannot be seen (a shell with a private /tmp), `stop`
+// says the server runs and where to stop it, exit 1, not "not running".
+TEST_CASE(
+    "CLI: a server started under its own XDG_RUNTIME_DIR is seen and stopped from a "
+    "shell with another or none",
+    "[cli][serve]") {
+    STOCKADE_EACH_MODE(mode);
+    Sandbox sandbox(mode);
+    ScratchDir first(scratchRoot(), "xdg-first-shell", invokingUid(mode), invokingGid(mode));
+    ScratchDir second(scratchRoot(), "xdg-second-shell", invokingUid(mode), invokingGid(mode));
+    ::chmod(first.path().c_str(), 0700);
+    ::chmod(second.path().c_str(), 0700);
+    const std::vector<std::string> in_first = {"PATH=/usr/bin:/bin",
+                                               "XDG_RUNTIME_DIR=" + first.path()};
+    const std::vector<std::vector<std::string>> shells = {
+        {"PATH=/usr/bin:/bin", "XDG_RUNTIME_DIR=" + second.path()}, {"PATH=/usr/bin:/bin"}};
+    for (const std::vector<std::string>& shell : shells) {
+        INFO("the other shell: " << (shell.size() > 1 ? shell[1] : "no XDG_RUNTIME_DIR"));
+        const uint16_t port = freeLoopbackPort();
+        const std::string name = randomToken("firstshell");
+        StopAtEnd stop{mode, name};
+        const Completed served = serveDetached(
+            sandbox, name, port,
+            {"python3", "-m", "http.server", "--bind", "127.0.0.1", std::to_string(port)}, {},
+            in_first);
+        INFO(served.describe());
+        REQUIRE(served.exitCode == 0);
+        const Completed ps = stockadeAs(mode, {"ps", "--json"}, shell);
+        INFO(ps.describe());
+        CHECK(ps.out.find("\"" + name + "\"") != std::string::npos);
+        const Completed logs = stockadeAs(mode, {"logs", name}, shell);
+        CHECK(logs.exitCode == 0);
+        const Completed stopped = stockadeAs(mode, {"stop", name}, shell);
+        INFO(stopped.describe());
+        CHECK(stopped.exitCode == 0);
+        CHECK(stopped.out == "stopped " + name + "\n");
+        const Completed after = stockadeAs(mode, {"ps", "--json"}, in_first);
+        CHECK(after.out.find("\"" + name + "\"") == std::string::npos);
+        stockadeAs(mode, {"stop", name}, in_first);
+    }
+    if (mode == Mode::Root) return;  // root's state is /run/stockade, whatever the shell
+
+    // Unseen: the register's entry for the first shell's directory removed,
+    // as a shell with a private /tmp would see it.
+    const uint16_t port = freeLoopbackPort();
+    const std::string name = randomToken("unseen");
+    StopAtEnd stop{mode, name};
+    const Completed served =
+        serveDetached(sandbox, name, port,
+                      {"python3", "-m", "http.server", "--bind", "127.0.0.1", std::to_string(port)},
+                      {}, in_first);
+    INFO(served.describe());
+    REQUIRE(served.exitCode == 0);
+    const nlohmann::json ready = nlohmann::json::parse(served.out, nullptr, false);
+    const std::string reg = "/tmp/stockade-" + std::to_string(kNobody) + "/elsewhere";
+    int removed = 0;
+    if (DIR* d = ::opendir(reg.c_str())) {
+        while (dirent* e = ::readdir(d)) {
+            const std::string link = reg + "/" + e->d_name;
+            char target[4096];
+            const ssize_t n = ::readlink(link.c_str(), target, sizeof(target) - 1);
+            if (n > 0 && std::string(target, static_cast<size_t>(n)) == first.path() + "/stockade")
+                removed += ::unlink(link.c_str()) == 0;
+        }
+        ::closedir(d);
+    }
+    REQUIRE(removed == 1);
+    const Completed unseen = stockadeAs(mode, {"stop", name}, shells[1]);
+    INFO(unseen.describe());
+    CHECK(unseen.exitCode == 1);
+    CHECK(unseen.out.find("not running") == std::string::npos);
+    const std::vector<std::string> said = stockadeLines(unseen.err);
+    REQUIRE(said.size() == 1);
+    CHECK(said[0].find("runs (supervisor pid " + std::to_string(ready.value("pid", 0)) + ")") !=
+          std::string::npos);
+    const Completed stopped = stockadeAs(mode, {"stop", name}, in_first);
+    CHECK(stopped.out == "stopped " + name + "\n");
 }
 
 // Issue 23: a record whose final write fails (here a full filesystem, which

@@ -153,8 +153,9 @@ class Served {
     json psEntry() const {
         const Completed ps = stockade({"ps", "--json"});
         const json all = json::parse(ps.out, nullptr, false);
-        if (all.is_array())
-            for (const json& entry : all)
+        if (all.is_object() && all.value("schema", "") == "stockade.ps/v1" &&
+            all["servers"].is_array())
+            for (const json& entry : all["servers"])
                 if (entry.value("name", "") == name_) return entry;
         return nullptr;
     }
@@ -1504,4 +1505,46 @@ TEST_CASE("serve: a --ready-pattern RE2 cannot use is refused with 125 before an
         CHECK(result.value("status", "") == "error");
         CHECK(result["error"].value("stage", "") == "arguments");
     }
+}
+
+// Issue 23: `serve --port 80` as root said nothing on the terminal: the host
+// side bound port 80, but inside, the server (no capabilities) could not,
+// and exited. The sandbox binds any port on its own loopback, as Docker's
+// containers do; rootless, the host's own bound refuses the port, said with
+// the bound and the fix.
+TEST_CASE("serve: port 80 is served as root, and rootless the host's bound is named with the fix",
+          "[serve]") {
+    STOCKADE_EACH_MODE(mode);
+    Sandbox sandbox(mode);
+    const uint16_t port = 80;
+    if (mode == Mode::Root) {
+        // The host's port 80 must be free for the case to mean anything.
+        // SO_REUSEADDR: a connection of an earlier run in TIME_WAIT is no
+        // holder (stockade's own listener sets it too).
+        UniqueFd probe(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+        const int on = 1;
+        ::setsockopt(probe.get(), SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
+        sockaddr_in addr{};
+        addr.sin_family = AF_INET;
+        addr.sin_port = htons(port);
+        addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        INFO("something on this host holds 127.0.0.1:80; the case needs it free");
+        REQUIRE(::bind(probe.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+    }
+    const int unprivileged_start =
+        std::atoi(readFile("/proc/sys/net/ipv4/ip_unprivileged_port_start").c_str());
+    Served served(sandbox, serviceName(), port, httpServer(port));
+    INFO(served.started().describe());
+    if (mode == Mode::Root || static_cast<int>(port) >= unprivileged_start) {
+        REQUIRE(served.ready());
+        CHECK(httpGet(AF_INET, port, "/").rfind("HTTP/1.0 200", 0) == 0);
+        return;
+    }
+    CHECK(served.started().exitCode == 125);
+    CHECK(served.started().out.empty());
+    const std::string& err = served.started().err;
+    CHECK(err.find("cannot publish port 80: bind(127.0.0.1:80): EACCES") != std::string::npos);
+    CHECK(err.find("ip_unprivileged_port_start (" + std::to_string(unprivileged_start) +
+                   " here)") != std::string::npos);
+    CHECK(err.find("--port 8080") != std::string::npos);
 }

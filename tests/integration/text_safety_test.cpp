@@ -127,9 +127,10 @@ TEST_CASE("text: logs escapes control characters unless --raw, and ps and its JS
     // in the supervisor) and reads back as valid JSON.
     const Completed ps_json = stockadeAs(mode, {"ps", "--json"});
     const json all = json::parse(ps_json.out, nullptr, false);
-    REQUIRE(all.is_array());
+    REQUIRE(all.is_object());
+    REQUIRE(all["servers"].is_array());
     json entry;
-    for (const json& e : all)
+    for (const json& e : all["servers"])
         if (e.value("name", "") == name) entry = e;
     REQUIRE(entry.is_object());
     CHECK(entry["command"][3] == "label" + kFffd + "\x1b[2K");

@@ -49,6 +49,17 @@ def check(mode, what, schema, text):
     errors = sorted(SCHEMAS[schema].iter_errors(record), key=lambda e: list(e.path))
     for e in errors[:5]:
         failures.append(f"{mode} {what}: {list(e.path)}: {e.message}")
+    # Every machine output names its schema (issue 23): `schema` is
+    # stockade.NAME/v1 for docs/NAME.schema.json, asserted here rather than
+    # left to the schema file, which could drop the field and still validate.
+    named = [("", record)]
+    if schema == "ps" and isinstance(record, dict):
+        named += [(f"servers[{i}]", e) for i, e in enumerate(record.get("servers", []))]
+    for where, part in named:
+        tag = part.get("schema") if isinstance(part, dict) else None
+        if tag != f"stockade.{schema}/v1":
+            failures.append(f"{mode} {what}{' ' + where if where else ''}: schema is {tag!r}, "
+                            f"expected 'stockade.{schema}/v1' naming docs/{schema}.schema.json")
     checked.append(f"{mode} {what}")
     return record
 
@@ -101,7 +112,7 @@ def records(mode, cwd):
             check(mode, "serve's ready event", "ready", lines[0])
         p = stockade(mode, ["ps", "--json"], cwd)
         listed = check(mode, "ps --json", "ps", p.stdout)
-        if listed is not None and name not in [e.get("name") for e in listed]:
+        if listed is not None and name not in [e.get("name") for e in listed.get("servers", [])]:
             failures.append(f"{mode} ps --json: {name} not listed: {p.stdout[:500]}")
     finally:
         stockade(mode, ["stop", name], cwd)

@@ -16,7 +16,7 @@ import type {
 export type ReadyEvent = ReadyRecord;
 
 /** One running dev server, as `stockade ps --json` lists it (docs/ps.schema.json). */
-export type PsEntry = PsRecord[number];
+export type PsEntry = PsRecord['servers'][number];
 
 /** What this host can enforce for this user: `stockade check --json` (docs/check.schema.json). */
 export type HostReport = CheckRecord;

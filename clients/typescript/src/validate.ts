@@ -14,7 +14,7 @@ import {
   secret_namesSchema,
   verdictSchema,
 } from './generated/index.js';
-import type { ResultRecord, VerdictRecord } from './generated/index.js';
+import type { PsRecord, ResultRecord, VerdictRecord } from './generated/index.js';
 import type { BenchReport, HostReport, PsEntry, ReadyEvent, SecretNames } from './records.js';
 
 export type RecordErrorKind = 'not_json' | 'malformed' | 'newer_schema' | 'wrong_schema';
@@ -160,7 +160,8 @@ export function parseReadyEvent(input: unknown): ReadyEvent {
 }
 
 export function parsePsList(input: unknown): PsEntry[] {
-  return validate<PsEntry[]>(input, psSchema, 'ps --json');
+  // stockade.ps/v1 is an object naming its schema; the list is its servers.
+  return validate<PsRecord>(input, psSchema, 'stockade.ps/v1').servers;
 }
 
 export function parseSecretNames(input: unknown): SecretNames {

@@ -2,11 +2,14 @@
 // run `npm run generate` after changing the schema.
 
 /**
- * The caller's running dev servers: `stockade ps --json` (serve/serve_command.cpp), an array with one entry per server, whatever its state.
+ * The caller's running dev servers: `stockade ps --json` (serve/serve_command.cpp), an object naming this schema with one entry per server in `servers`, whatever its state; each entry names the schema too.
  */
-export type PsRecord = Server[];
-
+export interface PsRecord {
+  schema: "stockade.ps/v1";
+  servers: Server[];
+}
 export interface Server {
+  schema: "stockade.ps/v1";
   name: string;
   /**
    * the published port on the host's loopback
@@ -38,16 +41,30 @@ export const psSchema = {
   "$schema": "https://json-schema.org/draft/2020-12/schema",
   "$id": "urn:stockade:ps:v1",
   "title": "stockade dev servers",
-  "description": "The caller's running dev servers: `stockade ps --json` (serve/serve_command.cpp), an array with one entry per server, whatever its state.",
-  "type": "array",
-  "items": {
-    "$ref": "#/$defs/server"
+  "description": "The caller's running dev servers: `stockade ps --json` (serve/serve_command.cpp), an object naming this schema with one entry per server in `servers`, whatever its state; each entry names the schema too.",
+  "type": "object",
+  "additionalProperties": false,
+  "required": [
+    "schema",
+    "servers"
+  ],
+  "properties": {
+    "schema": {
+      "const": "stockade.ps/v1"
+    },
+    "servers": {
+      "type": "array",
+      "items": {
+        "$ref": "#/$defs/server"
+      }
+    }
   },
   "$defs": {
     "server": {
       "type": "object",
       "additionalProperties": false,
       "required": [
+        "schema",
         "name",
         "port",
         "pid",
@@ -60,6 +77,9 @@ export const psSchema = {
         "log"
       ],
       "properties": {
+        "schema": {
+          "const": "stockade.ps/v1"
+        },
         "name": {
           "type": "string",
           "minLength": 1

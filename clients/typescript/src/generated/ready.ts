@@ -5,6 +5,7 @@
  * The one line `stockade serve` prints on stdout once the server answers on its port (serve/serve_command.cpp).
  */
 export interface ReadyRecord {
+  schema: "stockade.ready/v1";
   event: "ready";
   name: string;
   port: number;
@@ -30,6 +31,7 @@ export const readySchema = {
   "type": "object",
   "additionalProperties": false,
   "required": [
+    "schema",
     "event",
     "name",
     "port",
@@ -38,6 +40,9 @@ export const readySchema = {
     "elapsed_ms"
   ],
   "properties": {
+    "schema": {
+      "const": "stockade.ready/v1"
+    },
     "event": {
       "const": "ready"
     },

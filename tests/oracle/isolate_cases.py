@@ -38,7 +38,10 @@ cmd = ["python3", "/repo/candidate.py", attack, str(report.fileno())]
 if attack == "sigpipe":
     # Not Python, which ignores SIGPIPE itself: the signals a plain program
     # starts with, as isolate passes them on.
-    cmd = ["sh", "-c", "sed -n 's/^SigIgn:\t/attack.sigign=/p' /proc/self/status >&2"]
+    # Only SIGPIPE's bit (13): the caller's environment may ignore others.
+    cmd = ["sh", "-c", "m=$(sed -n 's/^SigIgn:\t//p' /proc/self/status); "
+           "if [ $(( 0x$m & 0x1000 )) -eq 0 ]; then echo attack.sigpipe=default >&2; "
+           "else echo attack.sigpipe=ignored >&2; fi"]
 if isolate:
     cmd = [os.environ["STOCKADE_ISOLATE"], "--"] + cmd
 # A runner may give its candidate a clean environment: /report must stay
@@ -172,9 +175,9 @@ CASES = [
     ("prlimit", True, "fail", "attack.affinity=errno:1"),
     ("prlimit", True, "fail", "attack.own-priority=ok"),
     ("report-scrubbed", True, "fail", "attack.report-scrubbed=errno:13"),
-    # The command under isolate starts with no signal ignored: stockade's own
-    # SIGPIPE disposition (set by its main) must not cross the execve.
-    ("sigpipe", True, "fail", "attack.sigign=0000000000000000"),
+    # The command under isolate starts with SIGPIPE at its default: the
+    # disposition stockade's supervising commands set never reaches it.
+    ("sigpipe", True, "fail", "attack.sigpipe=default"),
 ]
 
 failures = 0

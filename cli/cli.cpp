@@ -493,8 +493,8 @@ int psSubcommand(const std::vector<std::string>& args) {
         "Lists your running dev servers: name, port, supervisor pid, uptime, whether\n"
         "ready, command. Stale records of a dead supervisor are removed.\n\n"
         "Example:\n  stockade ps --json | jq -r '.servers[] | \"\\(.name) \\(.port)\"'\n\nOptions");
-    desc.add_options()("json", po::bool_switch(&as_json), "print stockade.ps/v1 JSON")("help,h",
-                                                                                "show this help");
+    desc.add_options()("json", po::bool_switch(&as_json), "print stockade.ps/v1 JSON")(
+        "help,h", "show this help");
     po::options_description hidden;
     return parseNamed(args, desc, hidden, "ps", [&](bool has_name) {
         if (has_name) return usageError("ps takes no NAME");

@@ -419,14 +419,16 @@ SandboxOutcome runSandbox(const Policy& policy, ServiceHooks* hooks, const Ident
                             "(kernel.apparmor_restrict_unprivileged_userns = 1: Ubuntu's AppArmor "
                             "rule)"
                           : userNamespaceRefusalReason(err);
-        fix = apparmor ? "install stockade's AppArmor profile for this binary (see `stockade check`)"
-                       : userNamespaceRefusalFix(err);
+        fix = apparmor
+                  ? "install stockade's AppArmor profile for this binary (see `stockade check`)"
+                  : userNamespaceRefusalFix(err);
     } else {
         what = "the full sandbox cannot be built here";
         reason = "the host refuses the step \"" + block.step + "\" (" + errnoName(block.err) +
                  "), as a container's read-only /proc/sys, masked /proc or seccomp profile does";
-        fix = "give the container an unmasked /proc and user namespaces (docs/ci-runners.md; "
-              "`stockade check` names what is missing)";
+        fix =
+            "give the container an unmasked /proc and user namespaces (docs/ci-runners.md; "
+            "`stockade check` names what is missing)";
     }
     if (policy.min_tier != Tier::Landlock) {
         // Never a weaker run than allowed: the refusal names the cause,

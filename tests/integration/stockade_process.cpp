@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <termios.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>

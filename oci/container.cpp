@@ -94,7 +94,7 @@ std::string notExist(const std::string& id) {
 
 Status createContainer(const std::string& root_dir, const std::string& id,
                        const std::string& bundle_arg, const std::string& pid_file,
-                       const std::string& console_socket,
+                       const std::string& console_socket, bool systemd_cgroup,
                        const std::function<void(const std::string&)>& note, Created& out) {
     if (auto s = validateId(id); !s) return s.error();
     auto bundle = absolutePath(bundle_arg, "bundle");
@@ -122,6 +122,10 @@ Status createContainer(const std::string& root_dir, const std::string& id,
     for (const std::string& name : config->seccomp_dropped)
         note("linux.seccomp: \"" + name +
              "\" has a second unconditional action; the first holds, as under runc and crun");
+    if (config->capabilities.ambient_dropped)
+        note(
+            "process.capabilities.ambient: capabilities not both permitted and inheritable are "
+            "not raised, as under runc and crun");
     if (!config->no_new_privileges)
         note(
             "process.noNewPrivileges is false: stockade sets no_new_privs in every "
@@ -161,8 +165,12 @@ Status createContainer(const std::string& root_dir, const std::string& id,
             return Error::message(
                 "config.json: linux.cgroupsPath, linux.resources: cgroups of a rootless "
                 "container are not supported yet");
-        CgroupAsk ask{config->cgroups_path.empty() ? "/stockade-oci/" + id : config->cgroups_path,
-                      config->resources};
+        auto path = cgroupfsPath(config->cgroups_path, id, systemd_cgroup);
+        if (!path) return path.error();
+        if (systemd_cgroup)
+            note("--systemd-cgroup: " + config->cgroups_path + " made as " + *path +
+                 " by cgroupfs writes (no systemd unit is started)");
+        CgroupAsk ask{*path, config->resources};
         auto made = makeContainerCgroups(ask);
         if (!made) return made.error();
         cgroups = std::move(*made);

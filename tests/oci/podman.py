@@ -28,10 +28,14 @@ import os
 import shutil
 import subprocess
 import sys
+import socket
 import tempfile
+import time
+import urllib.request
 
 from oci_common import BUSYBOX, skip
-APPLETS = ["sh", "echo", "cat", "sleep", "touch", "ls", "true", "unshare", "ip", "tty", "grep"]
+APPLETS = ["sh", "echo", "cat", "sleep", "touch", "ls", "true", "unshare", "ip", "tty", "grep",
+           "httpd", "id", "hostname"]
 CLEAN_ROOT = os.environ.get("STOCKADE_CLEAN_ROOT", "/var/cache/stockade-test/bookworm")
 ULIMITS = ["--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024"]
 
@@ -472,6 +476,39 @@ def main():
               sorted(["in", "stockade"] + (["runc"] if ref else [])) and
               os.listdir(f"{work}/bind-ro") == ["in"],
               (os.listdir(f"{work}/bind-rw"), os.listdir(f"{work}/bind-ro")))
+
+        # A published port on the host's loopback: podman's slirp4netns (a
+        # user-space stack in the container's network namespace; no bridge
+        # on the host) forwards 127.0.0.1:PORT to the container's server.
+        # Root only: /dev/net/tun is 0600 here.
+        if not rootless:
+            os.makedirs(f"{rootfs}/www", exist_ok=True)
+            with open(f"{rootfs}/www/index.html", "w") as f:
+                f.write("from-the-container\n")
+            for name, client in (("stockade", pm), ("runc", ref)):
+                if client is None:
+                    continue
+                with socket.socket() as probe:
+                    probe.bind(("127.0.0.1", 0))
+                    port = probe.getsockname()[1]
+                cid = client.detached(rootfs, "httpd", "-f", "-p", "8080", "-h", "/www",
+                                      opts=["--network", "slirp4netns",
+                                            "-p", f"127.0.0.1:{port}:8080"])
+                body = ""
+                for _ in range(100):
+                    try:
+                        with urllib.request.urlopen(f"http://127.0.0.1:{port}/index.html",
+                                                    timeout=5) as r:
+                            body = r.read().decode()
+                            break
+                    except OSError:
+                        time.sleep(0.1)
+                client("rm", "-f", cid)
+                check(f"-p 127.0.0.1:PORT:8080 (slirp4netns): the host's loopback reaches "
+                      f"the container's server ({name})", body == "from-the-container\n", body)
+                if name == "stockade":
+                    check("...nothing of it left", not left_behind(cid, pm.state_dir),
+                          left_behind(cid, pm.state_dir))
 
         if not rootless and ref is not None:
             os.makedirs(f"{work}/bind-root", mode=0o755)

@@ -62,9 +62,8 @@ Status writePidFile(const std::string& path, pid_t pid) {
 std::string childFailure(const ChildMessage& msg, const ChildPlan& plan) {
     if (msg.stage == ChildStage::FindExecutable) {
         std::string name = plan.argv_storage.empty() ? "" : plan.argv_storage[0];
-        if (msg.err == ENOENT || msg.err == ENOTDIR)
-            return "exec: \"" + name + "\": executable file not found in $PATH";
-        if (msg.err == EACCES) return "exec: \"" + name + "\": permission denied";
+        if (msg.err == ENOENT || msg.err == ENOTDIR || msg.err == EACCES)
+            return execFailureText(name, msg.err);
     }
     SandboxOutcome out;
     childSetupFailure(msg, plan, out);
@@ -76,6 +75,14 @@ std::string childFailure(const ChildMessage& msg, const ChildPlan& plan) {
 // process killed, so a refused create leaves nothing.
 
 }  // namespace
+
+std::string execFailureText(const std::string& name, int err) {
+    const std::string quoted = "exec: \"" + name + "\": ";
+    if (err == EACCES) return quoted + "permission denied";
+    if (name.find('/') == std::string::npos) return quoted + "executable file not found in $PATH";
+    return quoted + "stat " + name + ": " +
+           (err == ENOTDIR ? "not a directory" : "no such file or directory");
+}
 
 std::string rfc3339Now() {
     timespec now{};

@@ -19,6 +19,10 @@ namespace stockade::oci {
 // Now, as RFC 3339 with nanoseconds (records, log lines).
 std::string rfc3339Now();
 
+// runc's words for a command that cannot be executed (podman maps them to
+// 127 and 126): a name with a '/' is stat'ed, a bare name searched on PATH.
+std::string execFailureText(const std::string& name, int err);
+
 // runc's words for an id with no container: clients match "does not exist".
 std::string notExist(const std::string& id);
 

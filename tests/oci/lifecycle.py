@@ -720,6 +720,13 @@ def main():
         check("--log-format json: the error as {level, msg, time}",
               lines and lines[-1]["level"] == "error" and "executable file not found" in
               lines[-1]["msg"] and "time" in lines[-1], lines)
+        # A path is stat'ed, not searched: runc's other words (podman maps
+        # "no such file or directory" to 127 as well).
+        by_path = make_bundle(scratch, "missing-path", ["/bin/no-such-program"], owner, base)
+        r = rt("create", "--bundle", by_path, "m2")
+        check("create of a missing executable by path: runc's stat words",
+              r.returncode != 0 and 'exec: "/bin/no-such-program": stat /bin/no-such-program: '
+              "no such file or directory" in r.stderr, r.stderr)
         check("a failed create leaves nothing under --root", os.listdir(state_root) == [],
               os.listdir(state_root))
 

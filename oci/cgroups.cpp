@@ -8,6 +8,7 @@
 
 #include <linux/magic.h>
 
+#include <algorithm>
 #include <sstream>
 
 #include "runtime/cgroups/cgroup_fs.h"
@@ -115,12 +116,85 @@ Status freezeV2(const std::string& dir, bool frozen) {
 
 }  // namespace
 
+namespace {
+
+// systemd writes a slice's ancestry into its name with '-': a-b-c.slice is
+// /a.slice/a-b.slice/a-b-c.slice, and -.slice the root (runc's ExpandSlice).
+Result<std::string> expandSlice(const std::string& slice) {
+    const std::string suffix = ".slice";
+    if (slice.size() <= suffix.size() || !slice.ends_with(suffix) ||
+        slice.find('/') != std::string::npos)
+        return Error::message("invalid slice name: " + slice);
+    const std::string name = slice.substr(0, slice.size() - suffix.size());
+    if (name == "-") return std::string();
+    std::string path, prefix;
+    for (size_t i = 0; i <= name.size();) {
+        size_t end = name.find('-', i);
+        if (end == std::string::npos) end = name.size();
+        if (end == i) return Error::message("invalid slice name: " + slice);
+        const std::string component = name.substr(i, end - i);
+        path += "/" + prefix + component + suffix;
+        prefix += component + "-";
+        i = end + 1;
+    }
+    return path;
+}
+
+bool hasControlOrSlash(const std::string& s) {
+    for (char c : s)
+        if (c == '/' || static_cast<unsigned char>(c) < 0x20 || c == 0x7f) return true;
+    return false;
+}
+
+}  // namespace
+
+Result<std::string> cgroupfsPath(const std::string& cgroups_path, const std::string& id,
+                                 bool systemd) {
+    const std::string field = "linux.cgroupsPath: \"" + cgroups_path + "\"";
+    if (!systemd) {
+        if (cgroups_path.empty()) return "/stockade-oci/" + id;
+        if (std::count(cgroups_path.begin(), cgroups_path.end(), ':') == 2)
+            return Error::message(field +
+                                  ": systemd's slice:prefix:name form needs --systemd-cgroup "
+                                  "(containerd's SystemdCgroup = true)");
+        if (cgroups_path[0] != '/' || cgroups_path.find("/..") != std::string::npos ||
+            cgroups_path.find(':') != std::string::npos)
+            return Error::message(field +
+                                  ": only an absolute cgroupfs path is supported (no "
+                                  "\"..\", no ':')");
+        return cgroups_path;
+    }
+    std::string slice = "system.slice", prefix = "stockade", name = id;
+    if (!cgroups_path.empty()) {
+        const size_t first = cgroups_path.find(':');
+        const size_t second =
+            first == std::string::npos ? first : cgroups_path.find(':', first + 1);
+        if (second == std::string::npos || cgroups_path.find(':', second + 1) != std::string::npos)
+            return Error::message(
+                "expected cgroupsPath to be of format \"slice:prefix:name\" for systemd "
+                "cgroups, got \"" +
+                cgroups_path + "\" instead");
+        slice = cgroups_path.substr(0, first);
+        prefix = cgroups_path.substr(first + 1, second - first - 1);
+        name = cgroups_path.substr(second + 1);
+        if (slice.empty()) slice = "system.slice";
+    }
+    if (name.empty() || hasControlOrSlash(prefix) || hasControlOrSlash(name) || name == "." ||
+        name == "..")
+        return Error::message(field +
+                              ": the unit's prefix and name may hold no '/' and the "
+                              "name may not be empty");
+    auto parent = expandSlice(slice);
+    if (!parent) return parent.error().withContext(field);
+    const std::string unit = name.ends_with(".slice") ? name : prefix + "-" + name + ".scope";
+    return *parent + "/" + unit;
+}
+
 Result<ContainerCgroups> makeContainerCgroups(const CgroupAsk& ask, const std::string& mount_root) {
-    if (ask.path.empty() || ask.path[0] != '/' || ask.path.find("/..") != std::string::npos ||
-        ask.path.find(':') != std::string::npos)
+    // Checked again (cgroupfsPath made it): these files are the host's.
+    if (ask.path.empty() || ask.path[0] != '/' || ask.path.find("/..") != std::string::npos)
         return Error::message("linux.cgroupsPath: \"" + ask.path +
-                              "\": only an absolute cgroupfs path is supported yet (no \"..\", "
-                              "no systemd slice form)");
+                              "\": only an absolute cgroupfs path is supported (no \"..\")");
     ContainerCgroups out;
     const bool wants_cpu =
         ask.resources.cpu_shares || ask.resources.cpu_quota || ask.resources.cpu_period;

@@ -5,8 +5,10 @@
 // controllers. Made by create, the container's processes moved in before it
 // is committed (while nothing of the bundle's program has run), changed by
 // update, frozen by pause and thawed by resume, and removed by delete.
-// Rootless, and systemd's "slice:prefix:name" form, are refused until
-// supported.
+// systemd's "slice:prefix:name" form (--systemd-cgroup) is mapped to the
+// directory systemd would give that unit and made the same way: stockade
+// has no D-Bus client, so no systemd unit is started. Rootless is refused
+// until supported.
 #pragma once
 
 #include <sys/types.h>
@@ -25,6 +27,17 @@ struct CgroupAsk {
     std::string path;  // cgroupsPath, or the default one
     Resources resources;
 };
+
+// The absolute cgroupfs path (under each hierarchy) for linux.cgroupsPath:
+// as written with the cgroupfs driver (absolute, no ".."); with
+// --systemd-cgroup, systemd's "slice:prefix:name" form expanded as runc's
+// systemd driver names its unit's cgroup (kubepods-burstable-podU.slice
+// becomes /kubepods.slice/kubepods-burstable.slice/kubepods-burstable-podU.slice,
+// the unit PREFIX-NAME.scope, or NAME itself when it is a slice), an empty
+// slice being system.slice. `cgroups_path` empty: /stockade-oci/ID, or
+// /system.slice/stockade-ID.scope with --systemd-cgroup.
+Result<std::string> cgroupfsPath(const std::string& cgroups_path, const std::string& id,
+                                 bool systemd);
 
 // The cgroup directories made (absolute), in the order to remove them.
 struct ContainerCgroups {

@@ -56,6 +56,7 @@ struct Globals {
     std::string root;
     std::string log_path;
     bool log_json = false;
+    bool systemd_cgroup = false;
 };
 
 // Errors go to stderr and, with --log, to the log as one line each: JSON
@@ -164,7 +165,7 @@ int cmdCreate(const Globals& g, const std::vector<std::string>& rest, const Log&
     Created created;
     std::string bundle = a.values.count("bundle") ? a.values["bundle"] : ".";
     if (auto s = createContainer(g.root, a.positional[0], bundle, a.values["pid-file"],
-                                 a.values["console-socket"], note(log), created);
+                                 a.values["console-socket"], g.systemd_cgroup, note(log), created);
         !s)
         return log.error(s.error().describe());
     return 0;
@@ -354,7 +355,7 @@ int cmdRun(const Globals& g, const std::vector<std::string>& rest, const Log& lo
     Created created;
     std::string bundle = a.values.count("bundle") ? a.values["bundle"] : ".";
     if (auto s = createContainer(g.root, id, bundle, a.values["pid-file"],
-                                 a.values["console-socket"], note(log), created);
+                                 a.values["console-socket"], g.systemd_cgroup, note(log), created);
         !s)
         return log.error(s.error().describe());
     {
@@ -468,10 +469,41 @@ int cmdFeatures() {
         {"linux",
          {{"namespaces", {"pid", "network", "mount", "ipc", "uts", "user", "cgroup"}},
           {"capabilities", capabilityNames()},
-          {"cgroup", {{"v1", true}, {"v2", true}, {"systemd", false}, {"rdma", false}}},
-          {"seccomp", {{"enabled", true}}},
+          // systemd: --systemd-cgroup's slice:prefix:name paths are made
+          // where systemd's unit would have its cgroup (no unit is started).
+          {"cgroup",
+           {{"v1", true},
+            {"v2", true},
+            {"systemd", true},
+            {"systemdUser", false},
+            {"rdma", false}}},
+          // What seccomp/oci_import.cpp reads; SCMP_ACT_NOTIFY is refused
+          // by create, so it is not listed.
+          {"seccomp",
+           {{"enabled", true},
+            {"actions",
+             {"SCMP_ACT_ALLOW", "SCMP_ACT_ERRNO", "SCMP_ACT_KILL", "SCMP_ACT_KILL_THREAD",
+              "SCMP_ACT_KILL_PROCESS", "SCMP_ACT_TRAP", "SCMP_ACT_TRACE", "SCMP_ACT_LOG"}},
+            {"operators",
+             {"SCMP_CMP_NE", "SCMP_CMP_LT", "SCMP_CMP_LE", "SCMP_CMP_EQ", "SCMP_CMP_GE",
+              "SCMP_CMP_GT", "SCMP_CMP_MASKED_EQ"}},
+            {"archs", {"SCMP_ARCH_X86",      "SCMP_ARCH_X86_64",      "SCMP_ARCH_X32",
+                       "SCMP_ARCH_ARM",      "SCMP_ARCH_AARCH64",     "SCMP_ARCH_MIPS",
+                       "SCMP_ARCH_MIPS64",   "SCMP_ARCH_MIPS64N32",   "SCMP_ARCH_MIPSEL",
+                       "SCMP_ARCH_MIPSEL64", "SCMP_ARCH_MIPSEL64N32", "SCMP_ARCH_PPC",
+                       "SCMP_ARCH_PPC64",    "SCMP_ARCH_PPC64LE",     "SCMP_ARCH_S390",
+                       "SCMP_ARCH_S390X",    "SCMP_ARCH_PARISC",      "SCMP_ARCH_PARISC64",
+                       "SCMP_ARCH_RISCV64",  "SCMP_ARCH_LOONGARCH64", "SCMP_ARCH_M68K",
+                       "SCMP_ARCH_SH",       "SCMP_ARCH_SHEB"}},
+            // Accepted and not applied (oci_import.cpp says why).
+            {"knownFlags",
+             {"SECCOMP_FILTER_FLAG_TSYNC", "SECCOMP_FILTER_FLAG_LOG",
+              "SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV"}},
+            {"supportedFlags", json::array()}}},
           {"apparmor", {{"enabled", false}}},
-          {"selinux", {{"enabled", false}}}}},
+          {"selinux", {{"enabled", false}}},
+          {"intelRdt", {{"enabled", false}}},
+          {"mountExtensions", {{"idmap", {{"enabled", false}}}}}}},
         {"annotations", {{"io.github.stockade.version", STOCKADE_VERSION}}}};
     std::printf("%s\n", doc.dump(2).c_str());
     return 0;
@@ -512,7 +544,11 @@ int ociMain(int argc, char** argv) {
                         STOCKADE_GIT_REVISION, kSpecVersion);
             return 0;
         }
-        if (kGlobalBool.count(name)) continue;
+        if (kGlobalBool.count(name)) {
+            if (name == "--systemd-cgroup")
+                g.systemd_cgroup = !inline_value || a.substr(name.size() + 1) != "false";
+            continue;
+        }
         if (!kGlobalWithValue.count(name)) {
             std::fprintf(stderr, "stockade: flag provided but not defined: %s\n", a.c_str());
             return 1;

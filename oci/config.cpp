@@ -145,9 +145,11 @@ void readProcess(const json& p, Config& out) {
             refuse("process.capabilities.effective", "holds a capability permitted does not");
         if (missing(m.permitted, m.bounding))
             refuse("process.capabilities.permitted", "holds a capability bounding does not");
-        if (missing(m.ambient, m.permitted & m.inheritable))
-            refuse("process.capabilities.ambient",
-                   "holds a capability not both permitted and inheritable");
+        // PR_CAP_AMBIENT_RAISE refuses a capability not both permitted and
+        // inheritable; runc and crun go on without it (runc spec's own
+        // default asks ambient with no inheritable set), and so does this.
+        m.ambient_dropped = m.ambient & ~(m.permitted & m.inheritable);
+        m.ambient &= m.permitted & m.inheritable;
     }
     if (const json* limits = member(p, "rlimits")) {
         if (!limits->is_array()) refuse("process.rlimits", "expected an array");
@@ -644,7 +646,8 @@ Result<int> parseSignal(std::string_view text) {
     int value = 0;
     auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
     if (!text.empty() && ec == std::errc() && end == text.data() + text.size()) {
-        if (value < 1 || value > SIGRTMAX)
+        // 0 asks only whether the process is there, as runc takes it.
+        if (value < 0 || value > SIGRTMAX)
             return Error::message("invalid signal \"" + std::string(text) + "\"");
         return value;
     }
@@ -661,7 +664,7 @@ Result<int> parseSignal(std::string_view text) {
         {"PWR", SIGPWR},       {"SYS", SIGSYS}};
     for (const auto& [n, sig] : kNames)
         if (name == n) return sig;
-    return Error::message("invalid signal \"" + std::string(text) + "\"");
+    return Error::message("unknown signal \"" + std::string(text) + "\"");  // runc's words
 }
 
 std::string defaultConfigJson(bool rootless) {

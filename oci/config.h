@@ -80,6 +80,7 @@ struct Config {
     // process.capabilities, by capability number; absent: none.
     struct CapabilityMasks {
         uint64_t bounding = 0, effective = 0, inheritable = 0, permitted = 0, ambient = 0;
+        uint64_t ambient_dropped = 0;  // asked ambient, not both permitted and inheritable
     } capabilities;
     std::vector<std::string> bounding_names;  // for the seccomp importer's `includes.caps`
     std::string root_path;                    // as written: relative to the bundle, or absolute

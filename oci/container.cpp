@@ -62,9 +62,8 @@ Status writePidFile(const std::string& path, pid_t pid) {
 std::string childFailure(const ChildMessage& msg, const ChildPlan& plan) {
     if (msg.stage == ChildStage::FindExecutable) {
         std::string name = plan.argv_storage.empty() ? "" : plan.argv_storage[0];
-        if (msg.err == ENOENT || msg.err == ENOTDIR)
-            return "exec: \"" + name + "\": executable file not found in $PATH";
-        if (msg.err == EACCES) return "exec: \"" + name + "\": permission denied";
+        if (msg.err == ENOENT || msg.err == ENOTDIR || msg.err == EACCES)
+            return execFailureText(name, msg.err);
     }
     SandboxOutcome out;
     childSetupFailure(msg, plan, out);
@@ -76,6 +75,14 @@ std::string childFailure(const ChildMessage& msg, const ChildPlan& plan) {
 // process killed, so a refused create leaves nothing.
 
 }  // namespace
+
+std::string execFailureText(const std::string& name, int err) {
+    const std::string quoted = "exec: \"" + name + "\": ";
+    if (err == EACCES) return quoted + "permission denied";
+    if (name.find('/') == std::string::npos) return quoted + "executable file not found in $PATH";
+    return quoted + "stat " + name + ": " +
+           (err == ENOTDIR ? "not a directory" : "no such file or directory");
+}
 
 std::string rfc3339Now() {
     timespec now{};
@@ -94,7 +101,7 @@ std::string notExist(const std::string& id) {
 
 Status createContainer(const std::string& root_dir, const std::string& id,
                        const std::string& bundle_arg, const std::string& pid_file,
-                       const std::string& console_socket,
+                       const std::string& console_socket, bool systemd_cgroup,
                        const std::function<void(const std::string&)>& note, Created& out) {
     if (auto s = validateId(id); !s) return s.error();
     auto bundle = absolutePath(bundle_arg, "bundle");
@@ -122,6 +129,10 @@ Status createContainer(const std::string& root_dir, const std::string& id,
     for (const std::string& name : config->seccomp_dropped)
         note("linux.seccomp: \"" + name +
              "\" has a second unconditional action; the first holds, as under runc and crun");
+    if (config->capabilities.ambient_dropped)
+        note(
+            "process.capabilities.ambient: capabilities not both permitted and inheritable are "
+            "not raised, as under runc and crun");
     if (!config->no_new_privileges)
         note(
             "process.noNewPrivileges is false: stockade sets no_new_privs in every "
@@ -161,8 +172,12 @@ Status createContainer(const std::string& root_dir, const std::string& id,
             return Error::message(
                 "config.json: linux.cgroupsPath, linux.resources: cgroups of a rootless "
                 "container are not supported yet");
-        CgroupAsk ask{config->cgroups_path.empty() ? "/stockade-oci/" + id : config->cgroups_path,
-                      config->resources};
+        auto path = cgroupfsPath(config->cgroups_path, id, systemd_cgroup);
+        if (!path) return path.error();
+        if (systemd_cgroup)
+            note("--systemd-cgroup: " + config->cgroups_path + " made as " + *path +
+                 " by cgroupfs writes (no systemd unit is started)");
+        CgroupAsk ask{*path, config->resources};
         auto made = makeContainerCgroups(ask);
         if (!made) return made.error();
         cgroups = std::move(*made);

@@ -19,6 +19,10 @@ namespace stockade::oci {
 // Now, as RFC 3339 with nanoseconds (records, log lines).
 std::string rfc3339Now();
 
+// runc's words for a command that cannot be executed (podman maps them to
+// 127 and 126): a name with a '/' is stat'ed, a bare name searched on PATH.
+std::string execFailureText(const std::string& name, int err);
+
 // runc's words for an id with no container: clients match "does not exist".
 std::string notExist(const std::string& id);
 
@@ -31,10 +35,11 @@ struct Created {
 // the container's directory under `root_dir` made, the sandbox launched and
 // parked, the record and the pid file written. On any failure the process
 // is killed and reaped and the directory removed: nothing is left. `note`
-// gets what is worth an info line in the log.
+// gets what is worth an info line in the log. `systemd_cgroup`
+// (--systemd-cgroup) reads linux.cgroupsPath in systemd's form (cgroupfsPath).
 Status createContainer(const std::string& root_dir, const std::string& id,
                        const std::string& bundle, const std::string& pid_file,
-                       const std::string& console_socket,
+                       const std::string& console_socket, bool systemd_cgroup,
                        const std::function<void(const std::string&)>& note, Created& out);
 
 // A container's directory, locked (flock) for as long as this is held, and

@@ -332,10 +332,8 @@ Result<int> execInContainer(const std::string& root_dir, const std::string& id,
         waitpid(pid, &status, 0);
         const std::string& name = process.args[0];
         if (failure.stage == ExecStage::Find || failure.stage == ExecStage::Exec) {
-            if (failure.err == ENOENT || failure.err == ENOTDIR)
-                return Error::message("exec: \"" + name + "\": executable file not found in $PATH");
-            if (failure.err == EACCES)
-                return Error::message("exec: \"" + name + "\": permission denied");
+            if (failure.err == ENOENT || failure.err == ENOTDIR || failure.err == EACCES)
+                return Error::message(execFailureText(name, failure.err));
         }
         return Error::message(std::string("exec failed: ") + stageName(failure.stage) + ": " +
                               strerror(failure.err));

@@ -13,7 +13,10 @@ task exec` (output and exit code), `ctr task pause` and `resume` (the shim
 calls stockade's pause and resume), a pod: a second container joining the
 first's network, ipc and uts namespaces by path (`--with-ns`, as the CRI
 path joins a pause container's) and reaching a port the first listens on at
-127.0.0.1, and nothing left under the runtime's --root afterwards.
+127.0.0.1, each container's cgroup given in systemd's slice:prefix:name form
+with the shim told SystemdCgroup (--systemd-cgroup) and its init found in the
+directory systemd's unit would have, the shim's metrics read from it, and
+nothing left under the runtime's --root afterwards.
 
 containerd 1.6's shims put their sockets under /run/containerd/s whatever
 the daemon's state directory, and ctr its fifos under /run/containerd/fifo,
@@ -38,6 +41,11 @@ from oci_common import BUSYBOX, skip
 APPLETS = ["sh", "echo", "cat", "sleep", "true", "hostname", "httpd", "wget", "ls", "mkdir", "readlink"]
 TOOLS = ["containerd", "ctr", "containerd-shim-runc-v2", "unshare", "mount"]
 NAMESPACE = "stockade-test"
+# A Kubernetes pod's slice as the kubelet's systemd driver names it, and the
+# directory systemd gives it (runc's ExpandSlice).
+POD_SLICE = "kubepods-besteffort-podstockadetest.slice"
+POD_CGROUP_DIR = ("/kubepods.slice/kubepods-besteffort.slice/"
+                  "kubepods-besteffort-podstockadetest.slice")
 
 failures = []
 
@@ -85,6 +93,17 @@ def make_rootfs(path):
         os.symlink("busybox", os.path.join(path, "bin", a))
     with open(os.path.join(path, "www", "index.html"), "w") as f:
         f.write("from-the-first\n")
+
+
+def init_cgroup(pid):
+    """A process's cgroup in the memory hierarchy (v1), or the v2 one."""
+    try:
+        with open(f"/proc/{pid}/cgroup") as f:
+            lines = [line.strip().split(":", 2) for line in f]
+    except OSError as e:
+        return str(e)
+    memory = [p for _, c, p in lines if c == "memory"]
+    return memory[0] if memory else [p for _, c, p in lines if c == ""][0]
 
 
 def task_status(ctr, cid):
@@ -145,8 +164,29 @@ disabled_plugins = ["io.containerd.grpc.v1.cri"]
               (r.returncode, r.stdout, r.stderr))
         r = ctr.run("--rm", "--rootfs", rootfs, "missing", "/bin/no-such-program")
         check("ctr run of a missing executable fails, naming it",
-              r.returncode != 0 and "executable file not found" in r.stderr,
+              r.returncode != 0 and 'exec: "/bin/no-such-program": stat /bin/no-such-program: '
+              "no such file or directory" in r.stderr,
               (r.returncode, r.stderr))
+
+        # The same one-shot runs with runc as the shim's binary (the
+        # reference, same daemon, same run): what ctr shows must not differ.
+        runc = shutil.which("runc")
+        if runc is None:
+            check("runc is installed (the reference; scripts/install-deps.sh)",
+                  os.environ.get("CI") != "true")
+        else:
+            ref = Ctr(address, runc, os.path.join(work, "runc-root"))
+            for cid, argv in (("ref-hello", ["/bin/sh", "-c", "echo hello; exit 0"]),
+                              ("ref-three", ["/bin/sh", "-c", "echo three; exit 3"]),
+                              ("ref-missing", ["/bin/no-such-program"])):
+                seen = {}
+                for name, client in (("stockade", ctr), ("runc", ref)):
+                    r = client.run("--rm", "--rootfs", rootfs, f"{cid}-{name}", *argv)
+                    seen[name] = (r.returncode, r.stdout,
+                                  "stat /bin/no-such-program: no such file or directory"
+                                  in r.stderr)
+                check(f"ctr run {cid}: exit code, output and error as under runc",
+                      seen["stockade"] == seen["runc"], seen)
 
         # Detached: ps, exec, pause and resume, kill, delete's exit status.
         r = ctr.run("-d", "--rootfs", rootfs, "long", "/bin/sh", "-c",
@@ -214,8 +254,13 @@ disabled_plugins = ["io.containerd.grpc.v1.cri"]
 
         # A pod: the second container joins the first's network, ipc and
         # uts namespaces by path, as Kubernetes' containers join the pause
-        # container's, and reaches the first's server on 127.0.0.1.
-        r = ctr.run("-d", "--rootfs", rootfs, "pod-first",
+        # container's, and reaches the first's server on 127.0.0.1. Each
+        # in the cgroup Kubernetes' systemd driver names (the shim passes
+        # --systemd-cgroup, as with SystemdCgroup = true): no systemd runs
+        # here, so stockade makes the directory systemd's unit would have.
+        def pod_cgroup(cid):
+            return ["--runc-systemd-cgroup", "--cgroup", f"{POD_SLICE}:cri-containerd:{cid}"]
+        r = ctr.run("-d", *pod_cgroup("pod-first"), "--rootfs", rootfs, "pod-first",
                     "/bin/httpd", "-f", "-p", "127.0.0.1:8080", "-h", "/www")
         check("pod: the first container runs a server on its 127.0.0.1:8080", r.returncode == 0,
               r.stderr)
@@ -237,7 +282,8 @@ disabled_plugins = ["io.containerd.grpc.v1.cri"]
             joins += ["--with-ns", f"{kind}:/proc/{first_pid}/ns/{name}"]
         fetched = None
         for attempt in range(50):
-            fetched = ctr.run("--rm", *joins, "--rootfs", rootfs, f"pod-second-{attempt}",
+            fetched = ctr.run("--rm", *pod_cgroup(f"pod-second-{attempt}"), *joins,
+                              "--rootfs", rootfs, f"pod-second-{attempt}",
                               "/bin/sh", "-c",
                               "for n in net ipc uts; do readlink /proc/self/ns/$n; done; "
                               "wget -q -O - http://127.0.0.1:8080/index.html")
@@ -248,6 +294,43 @@ disabled_plugins = ["io.containerd.grpc.v1.cri"]
               "and reaches its server on 127.0.0.1",
               fetched.returncode == 0 and fetched.stdout.split() == want_ns + ["from-the-first"],
               (fetched.returncode, fetched.stdout, fetched.stderr, want_ns))
+        check("pod: the first's init sits in the systemd form's cgroup, expanded",
+              init_cgroup(first_pid) == POD_CGROUP_DIR + "/cri-containerd-pod-first.scope",
+              init_cgroup(first_pid))
+        # An app container left running: its init's namespaces and cgroup
+        # seen from the host, and the shim's stats read from that cgroup.
+        r = ctr.run("-d", *pod_cgroup("pod-app"), *joins, "--rootfs", rootfs, "pod-app",
+                    "/bin/sh", "-c", "sleep 1000 & wait")
+        check("pod: an app container joins by path, detached", r.returncode == 0, r.stderr)
+        wait_for(lambda: task_status(ctr, "pod-app")[0] == "RUNNING")
+        app_pid = task_status(ctr, "pod-app")[1]
+        app_procs = [int(line.split()[0]) for line in
+                     ctr("task", "ps", "pod-app").stdout.splitlines()[1:] if line.split()]
+        app_shell = [p for p in app_procs if p != app_pid]
+        app_ns = []
+        for name in ("net", "ipc", "uts", "pid"):
+            try:
+                app_ns.append(os.readlink(f"/proc/{app_shell[0]}/ns/{name}"))
+            except (OSError, IndexError) as e:
+                app_ns.append(str(e))
+        check("pod: the app's command is in the first's network, ipc and uts namespaces, "
+              "its own pid namespace", app_ns[:3] == want_ns and
+              app_ns[3] != os.readlink(f"/proc/{server[0]}/ns/pid"), (app_ns, want_ns))
+        check("pod: the app's init sits in its own scope under the pod's slice",
+              init_cgroup(app_pid) == POD_CGROUP_DIR + "/cri-containerd-pod-app.scope",
+              init_cgroup(app_pid))
+        r = ctr("task", "metrics", "pod-app")
+        metrics = dict(line.split()[:2] for line in r.stdout.splitlines() if len(line.split()) >= 2)
+        check("pod: ctr task metrics reads the app's cgroup (pids.current 3: init, sh, sleep)",
+              r.returncode == 0 and metrics.get("pids.current") == "3", (r.stdout, r.stderr))
+        ctr("task", "kill", "-s", "SIGKILL", "pod-app")
+        wait_for(lambda: task_status(ctr, "pod-app")[0] == "STOPPED")
+        ctr("task", "delete", "pod-app")
+        ctr("container", "delete", "pod-app")
+        check("pod: the app's scope is removed with it, the pod's slice left (as runc leaves "
+              "a parent)", not os.path.exists(f"/sys/fs/cgroup/memory{POD_CGROUP_DIR}/"
+                                               "cri-containerd-pod-app.scope") and
+              os.path.isdir(f"/sys/fs/cgroup/memory{POD_CGROUP_DIR}"))
         alone = ctr.run("--rm", "--rootfs", rootfs, "pod-outsider", "/bin/sh", "-c",
                         "wget -q -T 2 -O - http://127.0.0.1:8080/index.html")
         check("...a container that joins nothing does not",
@@ -286,12 +369,14 @@ disabled_plugins = ["io.containerd.grpc.v1.cri"]
                 pass
         # ctr names each container's cgroup /NAMESPACE/ID; the runtime
         # removes the leaf, the parent is this test's to remove (when empty).
-        for top in [f"/sys/fs/cgroup/{NAMESPACE}"] + [
-                f"/sys/fs/cgroup/{h}/{NAMESPACE}" for h in os.listdir("/sys/fs/cgroup")]:
-            try:
-                os.rmdir(top)
-            except OSError:
-                pass
+        # The pod's slices likewise (innermost first).
+        pod_parents = [POD_CGROUP_DIR, os.path.dirname(POD_CGROUP_DIR), "/kubepods.slice"]
+        for h in [""] + ["/" + h for h in os.listdir("/sys/fs/cgroup")]:
+            for top in [f"/{NAMESPACE}"] + pod_parents:
+                try:
+                    os.rmdir(f"/sys/fs/cgroup{h}{top}")
+                except OSError:
+                    pass
         if failures:
             print(open(log.name).read()[-3000:])
 

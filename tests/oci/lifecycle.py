@@ -113,6 +113,118 @@ def make_bundle(scratch, name, args, owner, base_config):
     return bundle
 
 
+def bad_input_beside_runc(binary, scratch, base):
+    """The issue's bad input, each given to stockade and to runc (the
+    reference, in the same run, each with a --root of its own): the same
+    exit status, the words clients match, nothing left under either --root
+    and no process of either container left."""
+    runc = shutil.which("runc")
+    if runc is None:
+        check("runc is installed (the reference; scripts/install-deps.sh)",
+              os.environ.get("CI") != "true")
+        print("SKIP: the comparison with runc (runc is not installed)")
+        return
+    ref_dir = os.path.join(scratch, "ref")
+    os.makedirs(ref_dir)
+    # runc refuses a rootfs reached through a symlink: a real path for both.
+    config = json.loads(json.dumps(base))
+    config["root"]["path"] = os.path.join(scratch, "rootfs")
+    config["process"]["args"] = ["sleep", "1000"]
+    # runc wants uid mappings with a user namespace; stockade makes one anyway.
+    config["linux"]["namespaces"] = [n for n in config["linux"]["namespaces"]
+                                     if n["type"] != "user"]
+    good = os.path.join(ref_dir, "good")
+    tty = os.path.join(ref_dir, "tty")
+    for path, terminal in ((good, False), (tty, True)):
+        os.makedirs(path)
+        config["process"]["terminal"] = terminal
+        with open(os.path.join(path, "config.json"), "w") as f:
+            json.dump(config, f)
+    no_config = os.path.join(ref_dir, "no-config")
+    os.makedirs(no_config)
+    malformed = os.path.join(ref_dir, "malformed")
+    os.makedirs(malformed)
+    with open(os.path.join(malformed, "config.json"), "w") as f:
+        f.write('{"ociVersion": "1.0.2", "process": ')
+    not_socket = os.path.join(ref_dir, "not-a-socket")
+    open(not_socket, "w").close()
+    unbound = os.path.join(ref_dir, "unbound.sock")
+    silent = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    silent.bind(os.path.join(ref_dir, "silent.sock"))  # bound, never listening: refuses
+    cases = [  # (what, argv, the words both must say or None, stockade's own words or None)
+        ("create: a missing bundle", ["create", "--bundle", os.path.join(ref_dir, "none"), "b1"],
+         None, "bundle"),
+        ("create: no config.json", ["create", "--bundle", no_config, "b2"], None, "config.json"),
+        ("create: a malformed config.json", ["create", "--bundle", malformed, "b3"], None,
+         "config.json"),
+        ("state of an unknown id", ["state", "nope"], "does not exist", None),
+        ("start of an unknown id", ["start", "nope"], "does not exist", None),
+        ("kill of an unknown id", ["kill", "nope", "9"], "does not exist", None),
+        ("delete of an unknown id", ["delete", "nope"], "does not exist", None),
+        ("pause of an unknown id", ["pause", "nope"], "does not exist", None),
+        ("delete --force of an unknown id", ["delete", "--force", "nope"], None, None),
+        ("create c1", ["create", "--bundle", good, "c1"], None, None),
+        ("a second create of c1", ["create", "--bundle", good, "c1"], "exists", None),
+        ("start c1", ["start", "c1"], None, None),
+        ("start of a running container", ["start", "c1"], None, "cannot start"),
+        ("kill with signal 99", ["kill", "c1", "99"], None, "signal"),
+        ("kill with signal -1", ["kill", "c1", "-1"], None, None),
+        ("kill with signal 0 (is it there)", ["kill", "c1", "0"], None, None),
+        ("kill with signal FOO", ["kill", "c1", "FOO"], "unknown signal", None),
+        ("kill with signal SIGFOO", ["kill", "c1", "SIGFOO"], "unknown signal", None),
+        ("create: a console socket that does not exist",
+         ["create", "--bundle", tty, "--console-socket", unbound, "t1"], None, "console"),
+        ("create: a console socket that is a file",
+         ["create", "--bundle", tty, "--console-socket", not_socket, "t2"], None, "console"),
+        ("create: a console socket that refuses",
+         ["create", "--bundle", tty, "--console-socket", os.path.join(ref_dir, "silent.sock"),
+          "t3"], None, "console"),
+        ("create: a terminal with no console socket", ["create", "--bundle", tty, "t4"],
+         "console socket", None),
+    ]
+    roots = {}
+    for name in ("stockade", "runc"):
+        roots[name] = os.path.join(ref_dir, f"root-{name}")
+        os.makedirs(roots[name], mode=0o700)
+    pids = {}
+    try:
+        for what, argv, both_say, stockade_says in cases:
+            seen = {}
+            for name, exe in (("stockade", binary), ("runc", runc)):
+                with tempfile.TemporaryFile("w+") as err:
+                    p = subprocess.run([exe, "--root", roots[name]] + argv,
+                                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                       stderr=err, text=True, timeout=120)
+                    err.seek(0)
+                    seen[name] = (p.returncode, err.read().strip())
+            ok = seen["stockade"][0] == seen["runc"][0]
+            if both_say:
+                ok = ok and all(both_say in seen[n][1] for n in seen)
+            if stockade_says:
+                ok = ok and stockade_says in seen["stockade"][1]
+            check(f"bad input as runc: {what} (exit {seen['runc'][0]})", ok, seen)
+        for name in ("stockade", "runc"):
+            st = subprocess.run([binary if name == "stockade" else runc, "--root", roots[name],
+                                 "state", "c1"], capture_output=True, text=True)
+            pids[name] = json.loads(st.stdout)["pid"] if st.returncode == 0 else 0
+        check("...c1 runs on under both after the refused calls",
+              all(pids.values()) and all(os.path.exists(f"/proc/{p}") for p in pids.values()),
+              pids)
+    finally:
+        silent.close()
+        for name, exe in (("stockade", binary), ("runc", runc)):
+            subprocess.run([exe, "--root", roots[name], "delete", "--force", "c1"],
+                           capture_output=True, timeout=120)
+    wait_for(lambda: not any(os.path.exists(f"/proc/{p}/stat") and
+                             open(f"/proc/{p}/stat").read().rsplit(") ", 1)[1][0] not in "ZX"
+                             for p in pids.values() if p))
+    reap()
+    check("bad input: no process of either left",
+          not any(os.path.exists(f"/proc/{p}") for p in pids.values() if p), pids)
+    left = {name: os.listdir(root) for name, root in roots.items()}
+    check("bad input: nothing left under either --root", not any(left.values()), left)
+
+
 def main():
     binary, mode = sys.argv[1], sys.argv[2]
     if os.geteuid() != 0:
@@ -608,6 +720,13 @@ def main():
         check("--log-format json: the error as {level, msg, time}",
               lines and lines[-1]["level"] == "error" and "executable file not found" in
               lines[-1]["msg"] and "time" in lines[-1], lines)
+        # A path is stat'ed, not searched: runc's other words (podman maps
+        # "no such file or directory" to 127 as well).
+        by_path = make_bundle(scratch, "missing-path", ["/bin/no-such-program"], owner, base)
+        r = rt("create", "--bundle", by_path, "m2")
+        check("create of a missing executable by path: runc's stat words",
+              r.returncode != 0 and 'exec: "/bin/no-such-program": stat /bin/no-such-program: '
+              "no such file or directory" in r.stderr, r.stderr)
         check("a failed create leaves nothing under --root", os.listdir(state_root) == [],
               os.listdir(state_root))
 
@@ -631,6 +750,45 @@ def main():
               r.returncode != 0 and "linux.sysctl.vm.swappiness" in r.stderr, r.stderr)
         check("neither leaves anything under --root", os.listdir(state_root) == [],
               os.listdir(state_root))
+
+        # features (containerd 1.7+ reads it): what it says is what create
+        # does. No hooks and no notify action listed, and both refused.
+        r = rt("features")
+        feats = json.loads(r.stdout) if r.returncode == 0 else {}
+        linux = feats.get("linux", {})
+        check("features: the runtime-spec's document",
+              feats.get("ociVersionMin") == "1.0.0" and feats.get("ociVersionMax") == "1.2.0" and
+              "pid" in linux.get("namespaces", []) and
+              "CAP_SYS_ADMIN" in linux.get("capabilities", []) and
+              linux.get("cgroup", {}).get("systemd") is True and
+              "SCMP_ACT_ERRNO" in linux.get("seccomp", {}).get("actions", []) and
+              "SCMP_CMP_MASKED_EQ" in linux.get("seccomp", {}).get("operators", []) and
+              "SCMP_ARCH_X86_64" in linux.get("seccomp", {}).get("archs", []) and
+              linux.get("apparmor") == {"enabled": False}, (r.stdout, r.stderr))
+        refused = {
+            "hooks": ({"hooks": {"prestart": [{"path": "/bin/true"}]}},
+                      feats.get("hooks") == []),
+            "SCMP_ACT_NOTIFY": ({"linux": {"seccomp": {
+                "defaultAction": "SCMP_ACT_ALLOW",
+                "syscalls": [{"names": ["mkdir"], "action": "SCMP_ACT_NOTIFY"}]}}},
+                "SCMP_ACT_NOTIFY" not in linux.get("seccomp", {}).get("actions", [])),
+        }
+        for word, (change, unlisted) in refused.items():
+            bundle = make_bundle(scratch, f"feature-{word}", ["true"], owner, base)
+            with open(os.path.join(bundle, "config.json")) as f:
+                config = json.load(f)
+            for key, value in change.items():
+                config.setdefault(key, {}).update(value)
+            with open(os.path.join(bundle, "config.json"), "w") as f:
+                json.dump(config, f)
+            r = rt("create", "--bundle", bundle, f"f-{word.lower().replace('_', '-')}")
+            check(f"features leaves out {word}, and create refuses it",
+                  unlisted and r.returncode != 0 and
+                  ("hooks" in r.stderr or "NOTIFY" in r.stderr), (unlisted, r.stderr))
+        check("...leaving nothing under --root", os.listdir(state_root) == [],
+              os.listdir(state_root))
+        if mode == "root":
+            bad_input_beside_runc(binary, scratch, base)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     if failures:

@@ -28,10 +28,14 @@ import os
 import shutil
 import subprocess
 import sys
+import socket
 import tempfile
+import time
+import urllib.request
 
 from oci_common import BUSYBOX, skip
-APPLETS = ["sh", "echo", "cat", "sleep", "touch", "ls", "true", "unshare", "ip", "tty", "grep"]
+APPLETS = ["sh", "echo", "cat", "sleep", "touch", "ls", "true", "unshare", "ip", "tty", "grep",
+           "httpd", "id", "hostname"]
 CLEAN_ROOT = os.environ.get("STOCKADE_CLEAN_ROOT", "/var/cache/stockade-test/bookworm")
 ULIMITS = ["--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024"]
 
@@ -425,6 +429,99 @@ def main():
         check("seccomp: a profile without unshare denies it",
               p.returncode != 0 and "Function not implemented" in p.stderr,
               f"{p.returncode} {p.stdout!r} {p.stderr!r}")
+
+        # The rest of the issue's list, each run under stockade and under
+        # runc (the reference, same podman, same storage, same run): the
+        # same output from both, and the one expected.
+        ref = Podman(shutil.which("runc"), work, rootless) if shutil.which("runc") else None
+        if ref is None:
+            check("runc is installed (the reference; scripts/install-deps.sh)",
+                  os.environ.get("CI") != "true")
+        for d in ("rw", "ro"):
+            os.makedirs(f"{work}/bind-{d}")
+            with open(f"{work}/bind-{d}/in", "w") as f:
+                f.write(f"from-{d}\n")
+            own(f"{work}/bind-{d}", rootless)
+        # As root the container's uid 0 is a leased host id, never host root
+        # (G3): a bind is writable where the host's permissions let that id
+        # write, so the rw bind here is world-writable (runc's uid 0, host
+        # root, writes anything; the difference is checked below).
+        if not rootless:
+            os.chmod(f"{work}/bind-rw", 0o1777)
+        user = [] if rootless else ["--user", "1000:1000"]  # rootless maps one id
+        scenarios = [
+            ("seccomp=unconfined: no filter", ["--security-opt", "seccomp=unconfined"],
+             ["sh", "-c", "grep ^Seccomp: /proc/self/status"], "Seccomp:\t0\n"),
+            ("--user -e -w --hostname", user + ["-e", "FOO=bar", "-w", "/tmp",
+                                                "--hostname", "boxy"],
+             ["sh", "-c", "id -u; id -g; echo $FOO; pwd; hostname"],
+             ("0\n0\n" if rootless else "1000\n1000\n") + "bar\n/tmp\nboxy\n"),
+            ("rw and ro binds", ["-v", f"{work}/bind-rw:/rw", "-v", f"{work}/bind-ro:/ro:ro"],
+             ["sh", "-c", "cat /rw/in /ro/in; echo w > /rw/RUNTIME && echo rw-ok; "
+                          "echo w > /ro/x 2>/dev/null || echo ro-refused"],
+             "from-rw\nfrom-ro\nrw-ok\nro-refused\n"),
+        ]
+        for what, opts, argv, want in scenarios:
+            seen = {}
+            for name, client in (("stockade", pm), ("runc", ref)):
+                if client is None:
+                    continue
+                args = [a.replace("RUNTIME", name) for a in argv]
+                p = client.run(rootfs, *args, opts=none + opts)
+                seen[name] = (p.returncode, p.stdout, p.stderr[-300:])
+            check(f"{what}: as expected, and as under runc",
+                  all(v[0] == 0 and v[1] == want for v in seen.values()), seen)
+        check("...the rw bind took both runtimes' writes on the host",
+              sorted(os.listdir(f"{work}/bind-rw")) ==
+              sorted(["in", "stockade"] + (["runc"] if ref else [])) and
+              os.listdir(f"{work}/bind-ro") == ["in"],
+              (os.listdir(f"{work}/bind-rw"), os.listdir(f"{work}/bind-ro")))
+
+        # A published port on the host's loopback: podman's slirp4netns (a
+        # user-space stack in the container's network namespace; no bridge
+        # on the host) forwards 127.0.0.1:PORT to the container's server.
+        # Root only: /dev/net/tun is 0600 here.
+        if not rootless:
+            os.makedirs(f"{rootfs}/www", exist_ok=True)
+            with open(f"{rootfs}/www/index.html", "w") as f:
+                f.write("from-the-container\n")
+            for name, client in (("stockade", pm), ("runc", ref)):
+                if client is None:
+                    continue
+                with socket.socket() as probe:
+                    probe.bind(("127.0.0.1", 0))
+                    port = probe.getsockname()[1]
+                cid = client.detached(rootfs, "httpd", "-f", "-p", "8080", "-h", "/www",
+                                      opts=["--network", "slirp4netns",
+                                            "-p", f"127.0.0.1:{port}:8080"])
+                body = ""
+                for _ in range(100):
+                    try:
+                        with urllib.request.urlopen(f"http://127.0.0.1:{port}/index.html",
+                                                    timeout=5) as r:
+                            body = r.read().decode()
+                            break
+                    except OSError:
+                        time.sleep(0.1)
+                client("rm", "-f", cid)
+                check(f"-p 127.0.0.1:PORT:8080 (slirp4netns): the host's loopback reaches "
+                      f"the container's server ({name})", body == "from-the-container\n", body)
+                if name == "stockade":
+                    check("...nothing of it left", not left_behind(cid, pm.state_dir),
+                          left_behind(cid, pm.state_dir))
+
+        if not rootless and ref is not None:
+            os.makedirs(f"{work}/bind-root", mode=0o755)
+            seen = {}
+            for name, client in (("stockade", pm), ("runc", ref)):
+                p = client.run(rootfs, "sh", "-c", f"echo w > /b/{name} && echo wrote",
+                               opts=none + ["-v", f"{work}/bind-root:/b"])
+                seen[name] = (p.returncode, p.stdout, p.stderr[-200:])
+            check("a root-owned 0755 rw bind: runc's uid 0 (host root) writes it, stockade's "
+                  "(a leased id, G3) is refused by the host's permissions",
+                  seen["runc"][1] == "wrote\n" and seen["stockade"][0] != 0 and
+                  "Permission denied" in seen["stockade"][2] and
+                  os.listdir(f"{work}/bind-root") == ["runc"], (seen, os.listdir(f"{work}/bind-root")))
 
         for cid in ids:
             pm("rm", cid)

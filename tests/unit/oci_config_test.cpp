@@ -218,12 +218,6 @@ TEST_CASE("oci config: what stockade cannot honour is refused, naming the field"
          [](json& d) { d["process"]["capabilities"]["effective"] = {"CAP_KILL"}; }},
         {"process.capabilities.permitted",
          [](json& d) { d["process"]["capabilities"]["permitted"] = {"CAP_KILL"}; }},
-        {"process.capabilities.ambient",
-         [](json& d) {
-             d["process"]["capabilities"]["bounding"] = {"CAP_NET_RAW"};
-             d["process"]["capabilities"]["permitted"] = {"CAP_NET_RAW"};
-             d["process"]["capabilities"]["ambient"] = {"CAP_NET_RAW"};
-         }},
         {"process.rlimits[0].type",
          [](json& d) { d["process"]["rlimits"][0]["type"] = "RLIMIT_BOGUS"; }},
         {"process.rlimits[1].type",
@@ -414,13 +408,27 @@ TEST_CASE("oci ids: mappings stockade writes, and never host root", "[oci]") {
     CHECK_FALSE(idsFor(c, true, 0, 0, 0, 0));
 }
 
+TEST_CASE("oci config: ambient capabilities not also inheritable are left out, as runc does",
+          "[oci]") {
+    // runc spec's own default: ambient as permitted, no inheritable set.
+    json doc = json::parse(defaultConfigJson(false));
+    for (const char* set : {"bounding", "permitted", "effective", "ambient"})
+        doc["process"]["capabilities"][set] = {"CAP_KILL", "CAP_NET_RAW"};
+    doc["process"]["capabilities"]["inheritable"] = {"CAP_NET_RAW"};
+    auto parsed = parseConfig(doc.dump());
+    REQUIRE(parsed);
+    CHECK(parsed->capabilities.ambient == (1ull << 13));         // CAP_NET_RAW
+    CHECK(parsed->capabilities.ambient_dropped == (1ull << 5));  // CAP_KILL
+}
+
 TEST_CASE("oci kill: signals by number or name, in range", "[oci]") {
     CHECK(*parseSignal("9") == SIGKILL);
     CHECK(*parseSignal("15") == SIGTERM);
     CHECK(*parseSignal("KILL") == SIGKILL);
     CHECK(*parseSignal("SIGTERM") == SIGTERM);
     CHECK(*parseSignal("SIGWINCH") == SIGWINCH);
-    for (const char* bad : {"0", "-1", "65", "99999999999", "FOO", "SIGFOO", "", "9x"}) {
+    CHECK(*parseSignal("0") == 0);  // runc's "is it there"
+    for (const char* bad : {"-1", "65", "99999999999", "FOO", "SIGFOO", "", "9x"}) {
         INFO(bad);
         CHECK_FALSE(parseSignal(bad));
     }

@@ -4,7 +4,9 @@
 # as root, and as uid 65534 in a delegated subtree (what systemd's
 # Delegate=yes gives a user). Runs as PID 1; prints one "CASE PASS|FAIL name
 # detail" line per case and powers off. Checks are made from the VM's side
-# (the cgroup files) as well as from stockade's result.
+# (the cgroup files) as well as from stockade's result. Cases oci-v2-* drive
+# stockade as an OCI runtime there (issue 19: cgroup v2 limits, freezer,
+# update, systemd's slice paths), which this v1 host cannot.
 mount -t proc proc /proc
 mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev
@@ -13,12 +15,21 @@ mount -t tmpfs run /run
 mount -t cgroup2 none /sys/fs/cgroup
 CG=/sys/fs/cgroup
 
-echo "PLANNED 12"
+echo "PLANNED 17"
 verdict() {  # verdict NAME DETAIL: the last command's status is the verdict
     if [ "$?" -eq 0 ]; then echo "CASE PASS $1 $2"; else echo "CASE FAIL $1 $2"; fi
 }
 has() {  # has FILE KEY VALUE: the result record has "KEY": VALUE
     grep -q "\"$2\": $3" "$1"
+}
+await_leaf() {  # await_leaf TOP: the sandbox's leaf once init and the command are in it
+    # (a fixed sleep lost the race on a loaded host: the VM is emulated)
+    for i in $(seq 50); do
+        l=$(ls -d $1/stockade/*/ 2>/dev/null | grep -v stockade-supervisor | head -n 1)
+        [ -n "$l" ] && [ "$(wc -l < "${l}cgroup.procs" 2>/dev/null)" -ge 2 ] && break
+        sleep 0.1
+    done
+    echo "$l"
 }
 no_sleeper_left() {
     ! ps -o comm | grep -qx sleep
@@ -28,9 +39,8 @@ echo "+memory +pids" > $CG/cgroup.subtree_control
 
 # 1. The bounds are written where the kernel enforces them, and the sandbox
 #    is inside: read from the VM's side while it runs.
-stockade run --memory 48m --pids 20 --result /tmp/r1.json -- sleep 3 &
-sleep 1
-leaf=$(ls -d $CG/stockade/*/ 2>/dev/null | grep -v stockade-supervisor | head -n 1)
+stockade run --memory 48m --pids 20 --result /tmp/r1.json -- sleep 6 &
+leaf=$(await_leaf "$CG")
 mem=$(cat "${leaf}memory.max" 2>/dev/null)
 pids=$(cat "${leaf}pids.max" 2>/dev/null)
 swap=$(cat "${leaf}memory.swap.max" 2>/dev/null)
@@ -100,9 +110,8 @@ exec_as65534() {  # the same, the caller's process becoming the command
 }
 
 # 6. The same bounds through the delegated subtree, read from the VM's side.
-as65534 stockade run --memory 48m --pids 20 --result /tmp/u6.json -- sleep 3 &
-sleep 1
-leaf=$(ls -d $D/stockade/*/ 2>/dev/null | head -n 1)
+as65534 stockade run --memory 48m --pids 20 --result /tmp/u6.json -- sleep 6 &
+leaf=$(await_leaf "$D")
 mem=$(cat "${leaf}memory.max" 2>/dev/null)
 pids=$(cat "${leaf}pids.max" 2>/dev/null)
 wait
@@ -157,6 +166,80 @@ as-user 65534 stockade run --memory 32m --pids 8 --result /tmp/u10.json -- true
 code=$?
 [ "$code" -eq 0 ] && has /tmp/u10.json memory '"rlimit"' && ! has /tmp/u10.json memory '"cgroup2"'
 verdict undelegated-falls-back "exit=$code $(grep -E '"(memory|pids)"' /tmp/u10.json | tr -d ' \n')"
+
+# 11-15. stockade as an OCI runtime (issue 19) on cgroup v2: the limits of
+#     linux.resources in the container's own directory (the cpu controller
+#     enabled down to it), the v2 freezer (cgroup.freeze, cgroup.events),
+#     update, systemd's slice:prefix:name form, and delete removing it all.
+#     The init is this script's child once create exits (PID 1 reaps).
+oci_started=$(cut -d' ' -f1 /proc/uptime)
+B=/tmp/oci-bundle
+mkdir -p $B/rootfs/bin $B/rootfs/proc $B/rootfs/dev $B/rootfs/sys /tmp/oci-root
+cp /usr/bin/busybox $B/rootfs/bin/busybox
+for a in sh sleep; do ln -s busybox $B/rootfs/bin/$a; done
+oci_config() {  # oci_config CGROUPSPATH > config.json
+    cat <<EOF
+{"ociVersion": "1.2.0",
+ "process": {"args": ["/bin/sh", "-c", "while :; do sleep 1; done"], "cwd": "/",
+             "env": ["PATH=/bin"], "user": {"uid": 0, "gid": 0}},
+ "root": {"path": "$B/rootfs"},
+ "mounts": [{"destination": "/proc", "type": "proc", "source": "proc"},
+            {"destination": "/dev", "type": "tmpfs", "source": "tmpfs", "options": ["nosuid", "mode=755"]}],
+ "linux": {"namespaces": [{"type": "pid"}, {"type": "mount"}, {"type": "ipc"}, {"type": "uts"},
+                          {"type": "network"}],
+           "cgroupsPath": "$1",
+           "resources": {"memory": {"limit": 67108864}, "pids": {"limit": 32},
+                         "cpu": {"quota": 50000, "period": 100000}}}}
+EOF
+}
+OCI="stockade --root /tmp/oci-root"
+oci_status() { $OCI state "$1" | grep -o '"status": *"[a-z]*"' | grep -o '[a-z]*"$' | tr -d '"'; }
+oci_config /oci-vm/c1 > $B/config.json
+$OCI create --bundle $B --pid-file /tmp/oci-c1.pid c1 </dev/null >/dev/null 2>/tmp/oci-c1.err
+created=$?
+init=$(cat /tmp/oci-c1.pid 2>/dev/null)
+L=$CG/oci-vm/c1
+mem=$(cat $L/memory.max 2>/dev/null); pids=$(cat $L/pids.max 2>/dev/null)
+cpu=$(cat $L/cpu.max 2>/dev/null); procs=$(tr '\n' ' ' < $L/cgroup.procs 2>/dev/null)
+$OCI start c1
+st=$(oci_status c1)
+[ "$created" -eq 0 ] && [ "$mem" = 67108864 ] && [ "$pids" = 32 ] && [ "$cpu" = "50000 100000" ] &&
+    echo " $procs" | grep -q " $init " && [ "$st" = running ]
+verdict oci-v2-create-limits "create=$created $(cat /tmp/oci-c1.err) memory.max=$mem pids.max=$pids cpu.max='$cpu' procs='$procs' init=$init state=$st"
+
+$OCI pause c1
+frozen=$(grep frozen $L/cgroup.events); freeze=$(cat $L/cgroup.freeze); st1=$(oci_status c1)
+$OCI resume c1
+thawed=$(grep frozen $L/cgroup.events); st2=$(oci_status c1)
+[ "$frozen" = "frozen 1" ] && [ "$freeze" = 1 ] && [ "$st1" = paused ] &&
+    [ "$thawed" = "frozen 0" ] && [ "$st2" = running ]
+verdict oci-v2-pause-resume "paused: '$frozen' freeze=$freeze state=$st1; resumed: '$thawed' state=$st2"
+
+echo '{"memory": {"limit": 100663296}, "pids": {"limit": 16}, "cpu": {"quota": 20000}}' |
+    $OCI update --resources - c1
+updated=$?
+mem=$(cat $L/memory.max); pids=$(cat $L/pids.max); cpu=$(cat $L/cpu.max)
+[ "$updated" -eq 0 ] && [ "$mem" = 100663296 ] && [ "$pids" = 16 ] && [ "$cpu" = "20000 100000" ]
+verdict oci-v2-update "exit=$updated memory.max=$mem pids.max=$pids cpu.max='$cpu'"
+
+K=/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-podvm.slice
+oci_config kubepods-burstable-podvm.slice:cri-containerd:c2 > $B/config.json
+$OCI --systemd-cgroup create --bundle $B --pid-file /tmp/oci-c2.pid c2 </dev/null >/dev/null 2>/tmp/oci-c2.err
+created=$?
+init2=$(cat /tmp/oci-c2.pid 2>/dev/null)
+procs=$(tr '\n' ' ' < $CG$K/cri-containerd-c2.scope/cgroup.procs 2>/dev/null)
+mem=$(cat $CG$K/cri-containerd-c2.scope/memory.max 2>/dev/null)
+[ "$created" -eq 0 ] && echo " $procs" | grep -q " $init2 " && [ "$mem" = 67108864 ]
+verdict oci-v2-systemd-path "create=$created $(cat /tmp/oci-c2.err) procs='$procs' init=$init2 memory.max=$mem"
+
+$OCI kill c1 9
+$OCI delete --force c1; d1=$?
+$OCI delete --force c2; d2=$?
+for i in $(seq 50); do [ ! -e /proc/$init ] && [ ! -e /proc/$init2 ] && break; wait 2>/dev/null; sleep 0.1; done
+left=$(ls -A /tmp/oci-root)
+[ "$d1" -eq 0 ] && [ "$d2" -eq 0 ] && [ ! -d $L ] && [ ! -d $CG$K/cri-containerd-c2.scope ] &&
+    [ -z "$left" ] && no_sleeper_left
+verdict oci-v2-delete "oci cases took $(awk -v t0=$oci_started '{print $1 - t0}' /proc/uptime) s; delete=$d1,$d2 c1-dir=$([ -d $L ] && echo left) c2-dir=$([ -d $CG$K/cri-containerd-c2.scope ] && echo left) root='$left'"
 
 echo "VMDONE"
 poweroff -f

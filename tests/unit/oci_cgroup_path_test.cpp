@@ -1,0 +1,70 @@
+// linux.cgroupsPath as a cgroupfs path (oci/cgroups.h cgroupfsPath): the
+// cgroupfs form as written, and systemd's slice:prefix:name form (the shape
+// Kubernetes' kubelet sends with the systemd driver) expanded as runc's
+// systemd driver names the unit's cgroup.
+#include <catch2/catch.hpp>
+#include <string>
+
+#include "oci/cgroups.h"
+
+using stockade::oci::cgroupfsPath;
+
+namespace {
+
+std::string pathOf(const std::string& asked, bool systemd, const std::string& id = "c1") {
+    auto p = cgroupfsPath(asked, id, systemd);
+    REQUIRE(p);
+    return *p;
+}
+
+std::string refusalOf(const std::string& asked, bool systemd) {
+    auto p = cgroupfsPath(asked, "c1", systemd);
+    REQUIRE_FALSE(p);
+    return p.error().describe();
+}
+
+}  // namespace
+
+TEST_CASE("oci cgroupsPath: the cgroupfs form is taken as written, default /stockade-oci/ID",
+          "[oci]") {
+    CHECK(pathOf("/kubepods/burstable/pod1234/abc", false) == "/kubepods/burstable/pod1234/abc");
+    CHECK(pathOf("", false, "x9") == "/stockade-oci/x9");
+    CHECK(refusalOf("relative/path", false).find("absolute") != std::string::npos);
+    CHECK(refusalOf("/a/../b", false).find("absolute") != std::string::npos);
+    // The systemd form without --systemd-cgroup: runc would make a directory
+    // of that literal name; the client meant the systemd driver.
+    CHECK(refusalOf("kubepods-burstable-pod1.slice:cri-containerd:abc", false)
+              .find("needs --systemd-cgroup") != std::string::npos);
+}
+
+TEST_CASE("oci cgroupsPath: systemd's slice:prefix:name form expands as runc's systemd driver",
+          "[oci]") {
+    CHECK(pathOf("kubepods-burstable-pod1234.slice:cri-containerd:abc", true) ==
+          "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod1234.slice/"
+          "cri-containerd-abc.scope");
+    CHECK(pathOf("kubepods.slice:cri-containerd:abc", true) ==
+          "/kubepods.slice/cri-containerd-abc.scope");
+    // An empty slice is system.slice; -.slice is the root; a name that is a
+    // slice is the unit itself (the prefix unused).
+    CHECK(pathOf(":runc:abc", true) == "/system.slice/runc-abc.scope");
+    CHECK(pathOf("-.slice:p:abc", true) == "/p-abc.scope");
+    CHECK(pathOf("user.slice:p:user-1000.slice", true) == "/user.slice/user-1000.slice");
+    CHECK(pathOf("", true, "x9") == "/system.slice/stockade-x9.scope");
+}
+
+TEST_CASE("oci cgroupsPath: a malformed systemd form is refused with runc's words or its field",
+          "[oci]") {
+    CHECK(refusalOf("/kubepods/pod1/abc", true) ==
+          "expected cgroupsPath to be of format \"slice:prefix:name\" for systemd cgroups, got "
+          "\"/kubepods/pod1/abc\" instead");
+    CHECK(refusalOf("a.slice:b", true).find("slice:prefix:name") != std::string::npos);
+    CHECK(refusalOf("a.slice:b:c:d", true).find("slice:prefix:name") != std::string::npos);
+    for (const char* bad : {"kubepods:p:n", "a--b.slice:p:n", "-a.slice:p:n", "a-.slice:p:n",
+                            ".slice:p:n", "a/b.slice:p:n"})
+        CHECK(refusalOf(bad, true).find("invalid slice name") != std::string::npos);
+    // The unit's parts become one directory name: no '/' (no escape from
+    // the slice), not empty, not a dot name.
+    for (const char* bad :
+         {"a.slice:p:../../etc", "a.slice:../..:n", "a.slice:p:", "a.slice:p:..", "a.slice:p:n\n"})
+        CHECK(refusalOf(bad, true).find("linux.cgroupsPath") != std::string::npos);
+}

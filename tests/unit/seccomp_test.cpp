@@ -914,16 +914,44 @@ TEST_CASE("installed in a child, an x32 call kills the process", "[seccomp][kern
     CHECK(out.signal == SIGSYS);
 }
 
+namespace {
+
+// i386 getpid through the legacy gate; Catch's own SIGSEGV handler is put
+// back to the default first, so a kernel that refuses the gate ends the
+// child by the signal instead of a report from inside it.
+long int80Getpid() {
+    signal(SIGSEGV, SIG_DFL);
+    long result = 20;
+    asm volatile("int $0x80" : "+a"(result) : : "memory", "r8", "r9", "r10", "r11");
+    return result;
+}
+
+}  // namespace
+
 TEST_CASE("installed in a child, a 32-bit (int 0x80) call kills the process", "[seccomp][kernel]") {
+    // Some hosts (paravirtualised guests among them) refuse the int 0x80
+    // gate in the kernel itself with SIGSEGV, before any filter sees it:
+    // then the call cannot reach the i386 table whatever the filter does,
+    // and the filtered child must still die without an answer.
+    const pid_t bare = fork();
+    REQUIRE(bare >= 0);
+    if (bare == 0) _exit(int80Getpid() == getpid() ? 0 : 1);
+    int bare_status = 0;
+    REQUIRE(waitpid(bare, &bare_status, 0) == bare);
+    const bool kernel_refuses_gate = WIFSIGNALED(bare_status) && WTERMSIG(bare_status) == SIGSEGV;
+    if (!kernel_refuses_gate)
+        REQUIRE((WIFEXITED(bare_status) && WEXITSTATUS(bare_status) == 0));
+    else
+        WARN("this kernel refuses int 0x80 itself (SIGSEGV without a filter)");
+
     const CompiledFilter filter = mustCompile(defaultPolicy());
-    const ChildOutcome out = runFiltered(filter, [](auto expect) {
-        long result = 20;  // i386 getpid
-        asm volatile("int $0x80" : "+a"(result) : : "memory", "r8", "r9", "r10", "r11");
-        expect(0, result);
-    });
+    const ChildOutcome out = runFiltered(filter, [](auto expect) { expect(0, int80Getpid()); });
     CHECK(out.answers.empty());
     CHECK(!out.exited);
-    CHECK(out.signal == SIGSYS);
+    if (kernel_refuses_gate)
+        CHECK((out.signal == SIGSYS || out.signal == SIGSEGV));
+    else
+        CHECK(out.signal == SIGSYS);
 }
 
 TEST_CASE("installed in a child, ordinary programs run under the default filter",

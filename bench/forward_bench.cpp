@@ -10,7 +10,10 @@
 //   - short requests: REQUESTS connections one after another, each opened,
 //     asked one byte, answered and closed (an HTTP/1.0 request's shape),
 //     median and p99 of each whole exchange;
-//   - concurrency: CONNS connections opened, each echoing once, all held.
+//   - concurrency: CONNS connections opened, each echoing once, all held;
+//   - concurrent requests: CONNS short requests in flight at once (every
+//     connect started before any answer is read), each timed from its
+//     connect to its answer, median and p99, and requests per second.
 //
 //   stockade_forward_bench STOCKADE [--backend userspace|direct|veth|all] [--bytes N] [--pings N]
 //                          [--requests N] [--conns N] [--rounds N]
@@ -19,11 +22,13 @@
 // Prints one JSON document. Targets: >= 90% of direct throughput, < 50 us
 // added median latency, 1,000 concurrent connections held.
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/epoll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -325,6 +330,77 @@ int concurrent(uint16_t port, int count) {
     return ok;
 }
 
+// `count` short requests at once: non-blocking connects all started, then
+// each sends its request once connected and is done at its one-byte answer.
+// Microseconds per request (connect to answer) and the whole burst's wall
+// time, in `wall_us`. A request that fails or stalls 10 s is left out.
+std::vector<double> burst(uint16_t port, int count, double& wall_us) {
+    struct Request {
+        int fd = -1;
+        Clock::time_point start;
+        bool sent = false;
+    };
+    std::vector<Request> all(static_cast<size_t>(count));
+    std::vector<double> out;
+    int epoll = epoll_create1(EPOLL_CLOEXEC);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(port);
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    const auto begin = Clock::now();
+    int pending = 0;
+    for (size_t i = 0; i < all.size(); ++i) {
+        Request& r = all[i];
+        r.fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (r.fd < 0) continue;
+        int one = 1;
+        setsockopt(r.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+        r.start = Clock::now();
+        if (connect(r.fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) < 0 &&
+            errno != EINPROGRESS) {
+            close(r.fd);
+            r.fd = -1;
+            continue;
+        }
+        epoll_event ev{EPOLLOUT | EPOLLIN, {.u64 = i}};
+        epoll_ctl(epoll, EPOLL_CTL_ADD, r.fd, &ev);
+        ++pending;
+    }
+    epoll_event events[256];
+    while (pending > 0) {
+        int n = epoll_wait(epoll, events, 256, 10000);
+        if (n <= 0) break;
+        for (int k = 0; k < n; ++k) {
+            Request& r = all[events[k].data.u64];
+            if (r.fd < 0) continue;
+            bool done = (events[k].events & (EPOLLERR | EPOLLHUP)) != 0;
+            if (!done && !r.sent && (events[k].events & EPOLLOUT)) {
+                char request[2] = {'E', 'x'};
+                done = send(r.fd, request, 2, MSG_NOSIGNAL) != 2;
+                r.sent = true;
+                epoll_event ev{EPOLLIN, {.u64 = events[k].data.u64}};
+                epoll_ctl(epoll, EPOLL_CTL_MOD, r.fd, &ev);
+            } else if (!done && r.sent && (events[k].events & EPOLLIN)) {
+                char b;
+                if (recv(r.fd, &b, 1, 0) == 1)
+                    out.push_back(
+                        std::chrono::duration<double, std::micro>(Clock::now() - r.start).count());
+                done = true;
+            }
+            if (done) {
+                close(r.fd);
+                r.fd = -1;
+                --pending;
+            }
+        }
+    }
+    for (Request& r : all)
+        if (r.fd >= 0) close(r.fd);
+    close(epoll);
+    wall_us = std::chrono::duration<double, std::micro>(Clock::now() - begin).count();
+    return out;
+}
+
 double percentile(std::vector<double> v, double p) {
     if (v.empty()) return 0;
     std::sort(v.begin(), v.end());
@@ -424,7 +500,8 @@ int main(int argc, char** argv) {
         std::string label;
         uint16_t port = 0;
         pid_t pid = -1, server = -1;
-        std::vector<double> tput, ping, request;
+        std::vector<double> tput, ping, request, burst, burst_rate;
+        int burst_ok = 0;
         CpuRounds cpu;
         int held = 0;
     };
@@ -472,6 +549,12 @@ int main(int argc, char** argv) {
             t.ping.insert(t.ping.end(), p.begin(), p.end());
             auto q = requests(t.port, request_count / rounds);
             t.request.insert(t.request.end(), q.begin(), q.end());
+            double wall_us = 0;
+            auto b = burst(t.port, conns, wall_us);
+            t.burst.insert(t.burst.end(), b.begin(), b.end());
+            t.burst_ok = r == 0 ? static_cast<int>(b.size())
+                                : std::min(t.burst_ok, static_cast<int>(b.size()));
+            if (wall_us > 0) t.burst_rate.push_back(static_cast<double>(b.size()) * 1e6 / wall_us);
         }
     for (Target& t : targets) t.held = concurrent(t.port, conns);
 
@@ -488,7 +571,7 @@ int main(int argc, char** argv) {
     double md = percentile(loopback.tput, 0.5), ld = percentile(loopback.ping, 0.5),
            rd = percentile(loopback.request, 0.5);
     nlohmann::ordered_json out{
-        {"schema", "stockade.forward-bench/v4"},
+        {"schema", "stockade.forward-bench/v5"},
         {"uid", geteuid()},
         {"throughput_bytes", bytes},
         {"pings", ping_count},
@@ -499,6 +582,11 @@ int main(int argc, char** argv) {
           {"latency_us", {{"median", ld}, {"p99", percentile(loopback.ping, 0.99)}}},
           {"request_us", {{"median", rd}, {"p99", percentile(loopback.request, 0.99)}}},
           {"concurrent_ok", loopback.held},
+          {"concurrent_requests",
+           {{"median_us", percentile(loopback.burst, 0.5)},
+            {"p99_us", percentile(loopback.burst, 0.99)},
+            {"per_s", percentile(loopback.burst_rate, 0.5)},
+            {"fewest_ok", loopback.burst_ok}}},
           {"cpu_ms_per_gib", cpuJson(loopback)},
           {"machine_cpu_ms_per_gib", medianOrNull(loopback.cpu.machine)},
           {"machine_busy", medianOrNull(loopback.cpu.busy)}}},
@@ -515,6 +603,16 @@ int main(int argc, char** argv) {
              {{"median", percentile(t.request, 0.5)}, {"p99", percentile(t.request, 0.99)}}},
             {"request_added_median_us", percentile(t.request, 0.5) - rd},
             {"concurrent_ok", t.held},
+            {"concurrent_requests",
+             {{"median_us", percentile(t.burst, 0.5)},
+              {"p99_us", percentile(t.burst, 0.99)},
+              {"added_median_us", percentile(t.burst, 0.5) - percentile(loopback.burst, 0.5)},
+              {"per_s", percentile(t.burst_rate, 0.5)},
+              {"per_s_ratio",
+               percentile(loopback.burst_rate, 0.5) > 0
+                   ? percentile(t.burst_rate, 0.5) / percentile(loopback.burst_rate, 0.5)
+                   : 0},
+              {"fewest_ok", t.burst_ok}}},
             {"cpu_ms_per_gib", cpuJson(t)},
             {"machine_cpu_ms_per_gib", medianOrNull(t.cpu.machine)},
             {"machine_busy", medianOrNull(t.cpu.busy)},

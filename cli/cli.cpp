@@ -406,7 +406,7 @@ int oracleSubcommand(const std::vector<std::string>& args) {
 
 const char* kServeUsage = R"(Usage: stockade serve [OPTIONS] --port N [--ready-pattern RE]
                       [--ready-timeout SEC] [--detach]
-                      [--net-backend userspace|direct|veth]
+                      [--net-backend auto|direct|userspace|veth]
                       -- COMMAND [ARG...]
 
 Runs a dev server in the same sandbox as `run` (profile dev-server): its
@@ -414,9 +414,12 @@ network namespace holds only lo, and stockade publishes one port, on the
 host's 127.0.0.1:N (and [::1]:N), carrying each connection to the sandbox's
 own 127.0.0.1:N (then [::1]:N). So a server that binds localhost, 0.0.0.0
 or :: works, and nothing else crosses: no other port, nothing outward.
-With --net-backend direct the server's listen(2) on N gets stockade's own
-listener on the host's loopback in place of its socket (bound to lo, locked
-so that it can never connect anywhere): no forwarder in between. With
+By default (auto, as --net-backend direct) the server's listen(2) on N gets
+stockade's own listener on the host's loopback in place of its socket (bound
+to lo, locked so that it can never connect anywhere): no forwarder in
+between. Where that listener cannot be confined (rootless, no cgroup v2,
+bpf refused) the userspace forwarder serves, and the ready event and
+ps --json say so ("backend", "backend_fallback"). With
 --net-backend veth (root only) the sandbox gets an eth0 on a veth pair
 instead, guarded by nftables rules on both ends; the port is still published
 on the host's loopback only.
@@ -450,10 +453,11 @@ int serveSubcommand(const std::vector<std::string>& args) {
         "ready-timeout", po::value<std::string>(&serve.ready_timeout)->default_value("60"),
         "SEC to become ready before the server is torn down (not_ready)")(
         "detach", po::bool_switch(&serve.detach), "return once ready; the server runs on")(
-        "net-backend", po::value<std::string>(&serve.net_backend)->default_value("userspace"),
-        "userspace|direct|veth: how the port reaches the server; direct hands the server a "
-        "listener of the host's loopback; veth (root only) puts a veth pair and nftables "
-        "rules between the host and the sandbox");
+        "net-backend", po::value<std::string>(&serve.net_backend)->default_value("auto"),
+        "auto|direct|userspace|veth: how the port reaches the server; direct hands the server "
+        "a listener of the host's loopback, and auto does where it can be confined, else "
+        "userspace forwards; veth (root only) puts a veth pair and nftables rules between the "
+        "host and the sandbox");
     desc.add(extra);
     std::ostringstream help;
     help << desc;

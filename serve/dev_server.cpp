@@ -217,6 +217,17 @@ void DevServer::tick() {
     if (elapsed >= options_.ready_timeout_ms) ending_ = Ending::NotReady;
 }
 
+std::string DevServer::fallbackReason() const {
+    if (!ingress_ || in_use_ == NetBackend::Direct) return "";
+    if (!ingress_->listens())
+        return "direct: no listen(2) reached the supervisor (the server was ready on a socket "
+               "it did not listen on itself)";
+    return "direct: no listen(2) on port " + std::to_string(options_.port) +
+           " could be handed a host listener (an address other than loopback or any, a family "
+           "the host's loopback lacks, or a kernel refusing SECCOMP_ADDFD_FLAG_SETFD); the "
+           "server listens inside";
+}
+
 std::optional<Ending> DevServer::onReadable() {
     epoll_event events[64];
     int n = epoll_wait(epoll_.get(), events, 64, 0);

@@ -90,6 +90,14 @@ class DevServer : public ServiceHooks {
     // direct backend, "userspace" when the server's listener could not be
     // handed over (its listen ran in the sandbox; the forwarder serves).
     NetBackend backendInUse() const { return in_use_; }
+    // Why the direct backend asked for is not the one in use once ready, or
+    // empty (it is, or another was asked for).
+    std::string fallbackReason() const;
+    // The ports the server listened on inside other than the published one,
+    // as far as the supervisor saw its listens (the direct backend only).
+    std::vector<uint16_t> otherPorts() const {
+        return ingress_ ? ingress_->otherPorts() : std::vector<uint16_t>{};
+    }
 
   private:
     class ProbeTimer;

@@ -232,9 +232,14 @@ std::string serverEndLine(const std::string& name, const ServeOptions& options,
                    "--ready-pattern within " + options.ready_timeout + " s; a server that " +
                    "buffers its output (Python: set PYTHONUNBUFFERED=1) prints nothing until " +
                    "the buffer fills" + logs;
+        std::string instead;
+        for (uint16_t other : server.otherPorts())
+            instead += (instead.empty() ? "; it listened on " : ", ") + std::to_string(other);
+        if (!instead.empty()) instead += " instead";
         return "\"" + name + "\" was not ready within " + options.ready_timeout +
                " s: nothing listened on 127.0.0.1:" + port + " or [::1]:" + port +
-               " inside the sandbox; the server must listen on the port given to --port " +
+               " inside the sandbox" + instead +
+               "; the server must listen on the port given to --port " +
                "(a server on another port, or still starting, is not reached)" + logs;
     }
     if (SandboxResult r = classify(o);
@@ -262,25 +267,31 @@ int serveCommand(const ServeOptions& options) {
         return refuseRun(run, run.profile, "sandbox_unavailable", "error", "arguments",
                          s.error().describe());
     NetBackend backend = NetBackend::Userspace;
+    // Why the backend asked for (direct, by name or by default) is not the
+    // one that serves: said in the ready event and `ps --json`.
+    std::string fallback;
+    const bool automatic = options.net_backend == "auto";
     if (options.net_backend == "veth") {
         backend = NetBackend::Veth;
         // Refused before anything is made: no state, no port, no link.
         if (auto problem = vethBackendProblem())
             return refuseRun(run, run.profile, "sandbox_unavailable", "error", "net-backend",
                              *problem);
-    } else if (options.net_backend == "direct") {
+    } else if (options.net_backend == "direct" || automatic) {
         backend = NetBackend::Direct;
         // Never an unconfined host socket in the sandbox's hands: where one
-        // cannot be confined, the forwarder serves, and the ready line and
-        // ps say "userspace".
+        // cannot be confined (rootless, no cgroup v2, bpf refused), the
+        // forwarder serves, and the ready event and ps say "userspace" and
+        // why. Asked for by name, stderr says it too.
         if (auto problem = directIngressProblem()) {
-            if (!run.quiet)
+            fallback = "direct: " + *problem;
+            if (!run.quiet && !automatic)
                 say("--net-backend direct: " + *problem + "; the userspace forwarder serves");
             backend = NetBackend::Userspace;
         }
     } else if (options.net_backend != "userspace") {
         return refuseRun(run, run.profile, "sandbox_unavailable", "error", "arguments",
-                         "--net-backend: expected userspace, direct or veth, got \"" +
+                         "--net-backend: expected auto, direct, userspace or veth, got \"" +
                              options.net_backend + "\"");
     }
     auto timeout = parseSecondsAsMs(options.ready_timeout);
@@ -360,10 +371,12 @@ int serveCommand(const ServeOptions& options) {
     if (!listeners && confinement_failed) {
         // Checked at the start (directIngressProblem), and failed now: the
         // same fallback, said the same way. Nothing was bound.
-        if (!run.quiet)
-            say("--net-backend direct: cannot make the listeners in a cgroup that refuses their "
-                "bind and connect: " +
-                listeners.error().describe() + "; the userspace forwarder serves");
+        fallback =
+            "direct: cannot make the listeners in a cgroup that refuses their bind and "
+            "connect: " +
+            listeners.error().describe();
+        if (!run.quiet && !automatic)
+            say("--net-backend " + fallback + "; the userspace forwarder serves");
         backend = NetBackend::Userspace;
         policy.listen_to_supervisor = false;
         server_options.backend = backend;
@@ -440,6 +453,8 @@ int serveCommand(const ServeOptions& options) {
     (*server)->on_ready = [&] {
         record.ready = true;
         record.backend = netBackendName((*server)->backendInUse());
+        if (fallback.empty()) fallback = (*server)->fallbackReason();
+        record.backend_fallback = fallback;
         (void)dir->write(record);
         nlohmann::ordered_json line{
             {"schema", "stockade.ready/v1"},
@@ -448,6 +463,8 @@ int serveCommand(const ServeOptions& options) {
             {"port", *port},
             {"pid", record.pid},
             {"backend", record.backend},
+            {"backend_fallback",
+             fallback.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(fallback)},
             {"elapsed_ms", std::chrono::duration_cast<std::chrono::milliseconds>(
                                std::chrono::steady_clock::now() - start)
                                .count()}};
@@ -541,17 +558,20 @@ int psCommand(bool as_json) {
         // taken out of the list (jq '.servers[0]') still says what it is.
         json servers = json::array();
         for (const auto& [r, log] : records)
-            servers.push_back({{"schema", kPsSchema},
-                               {"name", r.name},
-                               {"port", r.port},
-                               {"pid", r.pid},
-                               {"sandbox_pid", r.sandbox_pid},
-                               {"ready", r.ready},
-                               {"uptime_s", (now - r.started_ms) / 1000},
-                               {"profile", r.profile},
-                               {"command", r.command},
-                               {"backend", r.backend},
-                               {"log", log}});
+            servers.push_back(
+                {{"schema", kPsSchema},
+                 {"name", r.name},
+                 {"port", r.port},
+                 {"pid", r.pid},
+                 {"sandbox_pid", r.sandbox_pid},
+                 {"ready", r.ready},
+                 {"uptime_s", (now - r.started_ms) / 1000},
+                 {"profile", r.profile},
+                 {"command", r.command},
+                 {"backend", r.backend},
+                 {"backend_fallback",
+                  r.backend_fallback.empty() ? json(nullptr) : json(r.backend_fallback)},
+                 {"log", log}});
         json out{{"schema", kPsSchema}, {"servers", std::move(servers)}};
         std::printf("%s\n", jsonText(out, 2).c_str());
         return 0;

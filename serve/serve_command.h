@@ -16,7 +16,7 @@ struct ServeOptions {
     std::optional<std::string> ready_pattern;
     std::string ready_timeout = "60";
     bool detach = false;
-    std::string net_backend = "userspace";  // or "veth" (root only)
+    std::string net_backend = "auto";  // direct where it holds, else userspace; or name one
 };
 
 int serveCommand(const ServeOptions& options);

@@ -116,6 +116,7 @@ Status StateDir::write(const ServiceRecord& r) const {
              {"profile", r.profile},
              {"command", r.command},
              {"backend", r.backend},
+             {"backend_fallback", r.backend_fallback},
              {"log", logPath(r.name)}};
     return writeFileAtomically(recordPath(r.name), jsonText(doc) + "\n");
 }
@@ -141,6 +142,7 @@ std::optional<ServiceRecord> StateDir::read(const std::string& name) const {
         r.profile = doc.at("profile").get<std::string>();
         r.command = doc.at("command").get<std::vector<std::string>>();
         r.backend = doc.value("backend", "");
+        r.backend_fallback = doc.value("backend_fallback", "");
         return r;
     } catch (const json::exception&) {
         return std::nullopt;

@@ -35,6 +35,9 @@ struct ServiceRecord {
     // How the port reaches the server once ready (netBackendName); empty
     // until then, and in records of stockade before 0.3.
     std::string backend;
+    // Why direct, asked for by name or by default, is not the backend in
+    // use (the cause, from the check or the handover); empty when it is.
+    std::string backend_fallback;
 };
 
 // A name must be usable as a file name: [A-Za-z0-9][A-Za-z0-9_.-]{0,63}.

@@ -121,7 +121,7 @@ Verdict judgeLandlock(const HostFacts& f) {
 
 Verdict judgeVeth(const HostFacts& f) {
     const std::string keep =
-        "; or keep the default --net-backend userspace, which works in "
+        "; or use the default, or --net-backend userspace, which work in "
         "every mode";
     if (f.euid != 0)
         return unavailable(
@@ -144,8 +144,8 @@ Verdict judgeVeth(const HostFacts& f) {
 
 Verdict judgeDirect(const HostFacts& f) {
     const std::string keep =
-        "; otherwise --net-backend direct serves through the userspace forwarder by itself, "
-        "and says so";
+        "; otherwise serve, by default or with --net-backend direct, goes through the "
+        "userspace forwarder by itself, and says so";
     if (!f.direct_probed)
         return unavailable(std::string(kNotProbed) + "the probe did not run",
                            "run `stockade check` again");

@@ -208,8 +208,25 @@ std::optional<seccomp::ServedAnswer> DirectIngress::serve(int listener_fd,
     sockaddr_storage bound{};
     socklen_t length = sizeof(bound);
     if (getsockname(theirs.get(), reinterpret_cast<sockaddr*>(&bound), &length) < 0 ||
-        portOf(bound) != port_ || !isLoopbackOrAny(bound))
-        return performListen(theirs.get(), backlog);  // a port of the sandbox's own
+        portOf(bound) != port_ || !isLoopbackOrAny(bound)) {
+        // A port of the sandbox's own. An unbound socket's listen takes an
+        // ephemeral port, known only after it.
+        seccomp::ServedAnswer answer = performListen(theirs.get(), backlog);
+        length = sizeof(bound);
+        if (answer.error == 0 && other_ports_.size() < 8 &&
+            getsockname(theirs.get(), reinterpret_cast<sockaddr*>(&bound), &length) == 0 &&
+            portOf(bound) != port_ &&
+            std::find(other_ports_.begin(), other_ports_.end(), portOf(bound)) ==
+                other_ports_.end())
+            other_ports_.push_back(portOf(bound));
+        return answer;
+    }
+    // Connected (bound to the port, then connected inside): the kernel's
+    // EINVAL, as bare; a listen never turns a connection into a listener.
+    sockaddr_storage peer{};
+    socklen_t peer_length = sizeof(peer);
+    if (getpeername(theirs.get(), reinterpret_cast<sockaddr*>(&peer), &peer_length) == 0)
+        return performListen(theirs.get(), backlog);
     for (int listener : listeners_) {
         sockaddr_storage mine{};
         socklen_t mine_length = sizeof(mine);

@@ -86,6 +86,10 @@ class DirectIngress {
     // port runs on the caller's own socket, inside.
     void freezeHandable();
     uint64_t handedOver() const { return handed_; }
+    // The TCP ports the server listened on inside, other than the published
+    // one (the kernel's getsockname, first 8): what a server that never got
+    // ready was listening on instead.
+    const std::vector<uint16_t>& otherPorts() const { return other_ports_; }
     uint64_t listens() const { return listens_; }
 
   private:
@@ -96,6 +100,7 @@ class DirectIngress {
     uint16_t port_;
     std::vector<int> listeners_;  // may be handed over
     std::vector<int> handed_listeners_;
+    std::vector<uint16_t> other_ports_;
     ino_t sandbox_netns_ = 0;
     dev_t sandbox_netns_dev_ = 0;
     int handed_family_ = 0;

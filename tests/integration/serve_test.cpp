@@ -120,8 +120,10 @@ class Served {
         Launch launch = sandbox.launch(command);
         launch.environment.insert(launch.environment.end(), environment.begin(), environment.end());
         launch.args[0] = "serve";
-        options.insert(options.end(), {"--detach", "--name", name_, "--port", std::to_string(port_),
-                                       "--net-backend", backend});
+        options.insert(options.end(),
+                       {"--detach", "--name", name_, "--port", std::to_string(port_)});
+        // "default": no --net-backend, as a user who names none.
+        if (backend != "default") options.insert(options.end(), {"--net-backend", backend});
         launch.args.insert(launch.args.begin() + 1, options.begin(), options.end());
         started_ = runStockade(launch, 60s);
         const std::string line = started_.out.substr(0, started_.out.find('\n'));
@@ -195,23 +197,27 @@ std::string readFile(const std::string& path) {
 }
 
 // The publishing and zero-egress cases run as root with each backend and
-// rootless with userspace and direct (which, rootless, serves through the
-// forwarder where the kernel lets only CAP_NET_ADMIN filter a TCP socket,
-// and says so). A root run of the veth or direct backend that cannot work
-// here (no nft, no veth, no socket filter) fails: it is not skipped.
+// rootless with userspace and the default. The default is direct where its
+// listeners can be confined (as root here) and the userspace forwarder
+// elsewhere (rootless: the listener cgroup's programs need CAP_BPF and
+// CAP_NET_ADMIN), named in the ready event and ps. A root run of the veth
+// or direct backend that cannot work here (no nft, no veth, no bpf) fails:
+// it is not skipped. `took` is the backend the ready event must name.
 struct ServeSetup {
     Mode mode;
     const char* backend;
+    const char* took;
 };
 
-#define STOCKADE_EACH_SERVE_SETUP(mode, backend)                                            \
-    const ServeSetup serve_setup_ =                                                         \
-        GENERATE(ServeSetup{Mode::Root, "userspace"}, ServeSetup{Mode::Root, "veth"},       \
-                 ServeSetup{Mode::Root, "direct"}, ServeSetup{Mode::Rootless, "userspace"}, \
-                 ServeSetup{Mode::Rootless, "direct"});                                     \
-    const Mode mode = serve_setup_.mode;                                                    \
-    const std::string backend = serve_setup_.backend;                                       \
-    INFO("mode: " << modeName(mode) << ", backend: " << backend);                           \
+#define STOCKADE_EACH_SERVE_SETUP(mode, backend)                                                   \
+    const ServeSetup serve_setup_ = GENERATE(ServeSetup{Mode::Root, "userspace", "userspace"},     \
+                                             ServeSetup{Mode::Root, "veth", "veth"},               \
+                                             ServeSetup{Mode::Root, "default", "direct"},          \
+                                             ServeSetup{Mode::Rootless, "userspace", "userspace"}, \
+                                             ServeSetup{Mode::Rootless, "default", "userspace"});  \
+    const Mode mode = serve_setup_.mode;                                                           \
+    const std::string backend = serve_setup_.backend;                                              \
+    INFO("mode: " << modeName(mode) << ", backend: " << backend);                                  \
     if (!modeUsable(mode)) return
 
 // A host command's stdout (ip, nft, nsenter: root only).
@@ -301,13 +307,18 @@ TEST_CASE("serve: a python http.server answers on the host's loopback, and stop 
     CHECK(served.readyEvent().value("name", "") == served.name());
     CHECK(served.readyEvent().value("port", 0) == port);
     CHECK(served.readyEvent().contains("elapsed_ms"));
-    // The way it took, said: direct as root; rootless, direct or, where the
-    // kernel refuses the socket filter, userspace with the reason on stderr.
-    const std::string took = served.readyEvent().value("backend", "");
-    if (backend == "direct" && mode == Mode::Rootless && took == "userspace")
-        CHECK(served.started().err.find("--net-backend direct: ") != std::string::npos);
-    else
-        CHECK(took == backend);
+    // The way it took, said: by default direct as root; rootless the
+    // forwarder, with the cause in backend_fallback (ready event and ps),
+    // and nothing on stderr (no one asked for direct by name).
+    CHECK(served.readyEvent().value("backend", "") == serve_setup_.took);
+    const json fallback = served.readyEvent().value("backend_fallback", json());
+    if (backend == "default" && mode == Mode::Rootless) {
+        REQUIRE(fallback.is_string());
+        CHECK(fallback.get<std::string>().rfind("direct: ", 0) == 0);
+        CHECK(served.started().err.find("--net-backend") == std::string::npos);
+    } else {
+        CHECK(fallback.is_null());
+    }
 
     const std::string page = httpGet(AF_INET, port, "/");
     CHECK(page.rfind("HTTP/1.0 200", 0) == 0);
@@ -326,6 +337,8 @@ TEST_CASE("serve: a python http.server answers on the host's loopback, and stop 
 
     const json entry = served.psEntry();
     REQUIRE(entry.is_object());
+    CHECK(entry.value("backend", "") == serve_setup_.took);
+    CHECK(entry.value("backend_fallback", json()) == fallback);
     CHECK(entry.value("port", 0) == port);
     CHECK(entry.value("pid", 0) == served.supervisor());
     CHECK(entry.value("ready", false));
@@ -885,6 +898,34 @@ while True:
                          ("bind_any", ("0.0.0.0", 1)), ("bind_outside", ("192.0.2.1", 1))):
         results[key] = answer(lambda: c.bind(address))
     results["connect_now"] = answer(lambda: c.connect(("127.0.0.1", host_port)))
+    # sendmsg with an address: TCP takes the address only with Fast Open.
+    # (first the disconnect's pending error, then the send's own answer)
+    results["sendto_addr"] = answer(lambda: c.sendto(b"x", ("127.0.0.1", host_port)))
+    results["sendto_addr_again"] = answer(lambda: c.sendto(b"x", ("127.0.0.1", host_port)))
+    results["sendto_fastopen"] = answer(lambda: c.sendto(b"x", socket.MSG_FASTOPEN, ("127.0.0.1", host_port)))
+    # listen on it (an ephemeral host listener, were it run), and again on
+    # the handed listener (its backlog).
+    results["listen_accepted"] = answer(lambda: c.listen(4))
+    results["listen_again"] = answer(lambda: listener.listen(16))
+    # The same socket in another process (fork: a dup in another fd table).
+    r, w = __import__("os").pipe()
+    if __import__("os").fork() == 0:
+        __import__("os").write(w, answer(lambda: c.connect(("127.0.0.1", host_port))).encode())
+        __import__("os")._exit(0)
+    __import__("os").close(w)
+    results["connect_child"] = __import__("os").read(r, 100).decode()
+    __import__("os").wait()
+    # Connect before listen: bound to the published port, connected inside,
+    # then listen: the kernel's EINVAL, never the host's listener.
+    inner = socket.socket()
+    inner.bind(("127.0.0.1", 0))
+    inner.listen(1)
+    early = socket.socket()
+    early.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    early.bind(("127.0.0.1", port))
+    early.connect(inner.getsockname())
+    results["connect_then_listen"] = answer(lambda: early.listen(4))
+    results["connected_still"] = answer(lambda: early.getpeername()[1] == inner.getsockname()[1] and "same")
     if host_port6:
         c6 = turned(listener6.accept()[0])
         results["bind6_lo"] = answer(lambda: c6.bind(("::1", 1)))
@@ -933,6 +974,14 @@ while True:
     CHECK(results.value("closed_port", "") == "EPERM");
     CHECK(results.value("outside", "") == "EPERM");
     CHECK(results.value("connect_now", "") == "EPERM");
+    CHECK(results.value("sendto_addr", "") == "ECONNRESET");   // the disconnect's error
+    CHECK(results.value("sendto_addr_again", "") == "EPIPE");  // no Fast Open: not connected
+    CHECK(results.value("sendto_fastopen", "") == "ENOTSUP");  // EOPNOTSUPP, by seccomp
+    CHECK(results.value("listen_accepted", "") == "EINVAL");   // the supervisor's answer
+    CHECK(results.value("listen_again", "") == "ok");
+    CHECK(results.value("connect_child", "") == "EPERM");  // the socket's cgroup, not the caller's
+    CHECK(results.value("connect_then_listen", "") == "EINVAL");
+    CHECK(results.value("connected_still", "") == "same");
     // Its bind programs: one answer for every address and port, so none is
     // told from another.
     for (const char* key :
@@ -964,22 +1013,29 @@ while True:
 // Where the listener cgroup cannot be had (bpf refused here, as it is
 // without CAP_BPF and CAP_NET_ADMIN), no host socket is handed to the
 // server: the forwarder serves, and stderr and the ready event say so.
+// Asked for by name, stderr says it too; by default (direct where it holds)
+// only the ready event and ps do.
 TEST_CASE("serve --net-backend direct: bpf refused, the userspace forwarder serves and says why",
           "[serve][G1][direct]") {
     if (!modeUsable(Mode::Root)) return;
+    const std::string backend = GENERATE("direct", "default");
+    INFO("backend: " << backend);
     Sandbox sandbox(Mode::Root);
     const uint16_t port = freeLoopbackPort();
-    Served served(sandbox, serviceName(), port, httpServer(port), {}, "direct",
+    Served served(sandbox, serviceName(), port, httpServer(port), {}, backend,
                   {"STOCKADE_TEST_FAIL=bpf-prog-load"});
     INFO(served.started().describe());
     REQUIRE(served.ready());
     CHECK(served.readyEvent().value("backend", "") == "userspace");
     CHECK(served.psEntry().value("backend", "") == "userspace");
-    CHECK(served.started().err.find(
-              "--net-backend direct: cannot make the listeners in a cgroup that refuses their "
-              "bind and connect: bpf(BPF_PROG_LOAD, CGROUP_SOCK_ADDR for "
-              "BPF_CGROUP_INET4_BIND): EPERM; the userspace forwarder serves") !=
-          std::string::npos);
+    const std::string why =
+        "direct: cannot make the listeners in a cgroup that refuses their "
+        "bind and connect: bpf(BPF_PROG_LOAD, CGROUP_SOCK_ADDR for "
+        "BPF_CGROUP_INET4_BIND): EPERM";
+    CHECK(served.readyEvent().value("backend_fallback", "") == why);
+    CHECK(served.psEntry().value("backend_fallback", "") == why);
+    CHECK((served.started().err.find("--net-backend " + why + "; the userspace forwarder serves") !=
+           std::string::npos) == (backend == "direct"));
     CHECK(httpGet(AF_INET, port, "/").rfind("HTTP/1.0 200", 0) == 0);
     CHECK(listenerLeaves(served).empty());
 }
@@ -1080,22 +1136,53 @@ TEST_CASE("serve --net-backend veth is refused when not root: 125, nothing made"
 }
 
 TEST_CASE("serve: not ready in time is torn down: blocked, not_ready, exit 124", "[serve]") {
-    STOCKADE_EACH_MODE(mode);
+    STOCKADE_EACH_SERVE_SETUP(mode, backend);
     Sandbox sandbox(mode);
     TokenReaper reaper(randomToken("notready"));
     const uint16_t port = freeLoopbackPort();
     Served served(sandbox, serviceName(), port,
                   probeCommand({"sleep-with-token", reaper.token(), "60"}),
-                  {"--ready-timeout", "1"});
+                  {"--ready-timeout", "1"}, backend);
     INFO(served.started().describe());
     CHECK(served.started().exitCode == 124);
     CHECK_FALSE(served.ready());
+    CHECK(served.started().err.find("was not ready within 1 s: nothing listened on 127.0.0.1:" +
+                                    std::to_string(port)) != std::string::npos);
     const json result = sandbox.result();
     CHECK(result.value("status", "") == "blocked");
     CHECK(result.value("reason", "") == "not_ready");
     CHECK(waitUntilNoProcessHas(reaper.token(), 5s));
     CHECK(served.psEntry().is_null());
     CHECK(connectResult(AF_INET, port) == std::strerror(ECONNREFUSED));
+    if (hostHasIpv6Loopback()) CHECK(connectResult(AF_INET6, port) == std::strerror(ECONNREFUSED));
+}
+
+// A server that listens, but on another port than --port: never ready (a
+// port not published is not reached), and nothing of it is left bound on the
+// host, neither port. Where the supervisor sees its listens (direct), the
+// line names the port it took instead.
+TEST_CASE("serve: a server listening on another port is not_ready, and nothing stays bound",
+          "[serve]") {
+    STOCKADE_EACH_SERVE_SETUP(mode, backend);
+    Sandbox sandbox(mode);
+    const uint16_t port = freeLoopbackPort();
+    const uint16_t other = freeLoopbackPort();
+    REQUIRE(other != port);
+    Served served(sandbox, serviceName(), port, httpServer(other), {"--ready-timeout", "1"},
+                  backend);
+    INFO(served.started().describe());
+    CHECK(served.started().exitCode == 124);
+    CHECK_FALSE(served.ready());
+    CHECK(served.started().err.find("was not ready within 1 s") != std::string::npos);
+    if (std::string(serve_setup_.took) == "direct")
+        CHECK(served.started().err.find("; it listened on " + std::to_string(other) +
+                                        " instead;") != std::string::npos);
+    CHECK(sandbox.result().value("reason", "") == "not_ready");
+    CHECK(served.psEntry().is_null());
+    for (uint16_t p : {port, other}) {
+        CHECK(connectResult(AF_INET, p) == std::strerror(ECONNREFUSED));
+        if (hostHasIpv6Loopback()) CHECK(connectResult(AF_INET6, p) == std::strerror(ECONNREFUSED));
+    }
 }
 
 TEST_CASE("serve: --ready-pattern needs a word-bounded match", "[serve]") {
@@ -1156,14 +1243,84 @@ TEST_CASE("serve: a supervisor killed with SIGKILL takes its sandbox down and fr
     }
     const pid_t sandbox_pid = served.psEntry().value("sandbox_pid", 0);
     REQUIRE(sandbox_pid > 0);
+    // A client mid-request when it happens: half a request sent, so the
+    // server holds the connection open.
+    int err = 0;
+    UniqueFd mid = connectFromHost(AF_INET, port, err);
+    REQUIRE(mid);
+    sendAll(mid.get(), "GET / HTTP/1.0\r\n");
+    std::this_thread::sleep_for(200ms);
     REQUIRE(::kill(served.supervisor(), SIGKILL) == 0);
     CHECK(waitUntil([&] { return processGone(served.supervisor()); }, 5s));
     CHECK(waitUntil([&] { return processGone(sandbox_pid); }, 5s));
+    // It ends: EOF or a reset, never a wait.
+    timeval slow{10, 0};
+    ::setsockopt(mid.get(), SOL_SOCKET, SO_RCVTIMEO, &slow, sizeof slow);
+    char b;
+    const ssize_t n = ::recv(mid.get(), &b, 1, 0);
+    CHECK((n == 0 || (n < 0 && errno == ECONNRESET)));
     CHECK(connectResult(AF_INET, port) == std::strerror(ECONNREFUSED));
     // The stale record goes at the next look, and with it (veth) the host's
     // table and the slot; the link went with the sandbox's namespace.
     CHECK(served.psEntry().is_null());
     if (slot) CHECK(waitUntil([&] { return vethLeftovers(*slot).empty(); }, 5s));
+}
+
+// The server itself dies (SIGKILL from inside) with a client's connection
+// open: the client reads EOF or a reset, serve ends with the signal named,
+// nothing of the sandbox is left and the port is refused on both loopbacks.
+TEST_CASE("serve: a server that dies mid-connection ends it, and the port is freed", "[serve]") {
+    STOCKADE_EACH_SERVE_SETUP(mode, backend);
+    Sandbox sandbox(mode);
+    const uint16_t port = freeLoopbackPort();
+    // clang-format off
+    const std::string script = R"PY(import os, signal, socket, sys
+port = int(sys.argv[1])
+l = socket.socket(socket.AF_INET6)
+l.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+l.bind(("::", port))
+l.listen(8)
+def asked():  # the readiness probe's connections (forwarders) ask nothing
+    while True:
+        c, _ = l.accept()
+        if c.recv(1):
+            return c
+        c.close()
+held = asked()
+held.sendall(b"held")
+asked()
+os.kill(os.getpid(), signal.SIGKILL)
+)PY";
+    // clang-format on
+    sandbox.scratch().writeFile("worktree/dies.py", script);
+    Served served(sandbox, serviceName(), port, {"python3", "/repo/dies.py", std::to_string(port)},
+                  {}, backend);
+    INFO(served.started().describe());
+    REQUIRE(served.ready());
+    const pid_t sandbox_pid = served.psEntry().value("sandbox_pid", 0);
+    REQUIRE(sandbox_pid > 0);
+    int err = 0;
+    UniqueFd held = connectFromHost(AF_INET, port, err);
+    REQUIRE(held);
+    sendAll(held.get(), "h");
+    timeval slow{10, 0};
+    ::setsockopt(held.get(), SOL_SOCKET, SO_RCVTIMEO, &slow, sizeof slow);
+    char buf[4] = {};
+    REQUIRE(::recv(held.get(), buf, 4, MSG_WAITALL) == 4);
+    UniqueFd killer = connectFromHost(AF_INET, port, err);
+    REQUIRE(killer);
+    sendAll(killer.get(), "die");
+    char b;
+    const ssize_t n = ::recv(held.get(), &b, 1, 0);
+    CHECK((n == 0 || (n < 0 && errno == ECONNRESET)));
+    CHECK(waitUntil([&] { return processGone(served.supervisor()); }, 10s));
+    CHECK(processGone(sandbox_pid));
+    CHECK(sandbox.result().value("status", "") != "ok");
+    CHECK(served.stockade({"logs", served.name()}).out.find("was killed by signal 9") !=
+          std::string::npos);
+    CHECK(served.psEntry().is_null());
+    CHECK(connectResult(AF_INET, port) == std::strerror(ECONNREFUSED));
+    if (hostHasIpv6Loopback()) CHECK(connectResult(AF_INET6, port) == std::strerror(ECONNREFUSED));
 }
 
 TEST_CASE("serve: another user can neither see nor stop a dev server", "[serve]") {
@@ -1263,6 +1420,128 @@ time.sleep(3600)
                              .count()
                       << " ms");
     CHECK(processGone(served.supervisor()));
+}
+
+// The direct backend's residuals (docs/dev-servers.md, "Residuals"), shown
+// exactly beside the userspace backend, where the server's listen runs in
+// the kernel inside its own namespace:
+//  - a unix listen the supervisor performs makes it the socket's owner:
+//    SO_PEERCRED of a client reads pid 0 (the supervisor is outside the
+//    sandbox's PID namespace), not the server's pid;
+//  - workers handed the one listener share its file, so its O_NONBLOCK is
+//    the last one asked for;
+//  - once the server closes the listener it was handed, the supervisor's
+//    copy keeps the port and its backlog: a client's connect succeeds and it
+//    waits (no reset) until the server listens on the port again, and is
+//    then answered; under userspace it is reset at once.
+TEST_CASE("serve: the direct backend's residuals, shown beside userspace", "[serve][direct]") {
+    if (!modeUsable(Mode::Root)) return;
+    const std::string backend = GENERATE("direct", "userspace");
+    INFO("backend: " << backend);
+    Sandbox sandbox(Mode::Root);
+    const uint16_t port = freeLoopbackPort();
+    // clang-format off
+    const std::string script = R"PY(import fcntl, json, os, socket, struct, sys, time
+port = int(sys.argv[1])
+def listener(blocking):
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    s.bind(("127.0.0.1", port))
+    s.setblocking(blocking)
+    s.listen(8)
+    return s
+l = listener(True)
+u = socket.socket(socket.AF_UNIX)
+u.bind("/tmp/u.sock")
+u.listen(1)
+c = socket.socket(socket.AF_UNIX)
+c.connect("/tmp/u.sock")
+pid, uid, gid = struct.unpack("3i", c.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
+r, w = os.pipe()
+worker = os.fork()
+if worker == 0:
+    listener(False)
+    os.write(w, b"x")
+    time.sleep(600)
+os.read(r, 1)
+info = {"peer_pid": pid, "peer_uid": uid, "my_pid": os.getpid(), "my_uid": os.getuid(),
+        "nonblock": bool(fcntl.fcntl(l.fileno(), fcntl.F_GETFL) & os.O_NONBLOCK)}
+os.kill(worker, 9)
+os.waitpid(worker, 0)
+l.setblocking(True)
+print("residuals-ready", flush=True)
+while True:  # the readiness probe's connections (userspace) ask nothing
+    conn, _ = l.accept()
+    if conn.recv(1):
+        break
+    conn.close()
+conn.sendall(json.dumps(info).encode())
+conn.close()
+l.close()
+while not os.path.exists("/repo/relisten"):
+    time.sleep(0.05)
+l = listener(True)
+while True:
+    conn, _ = l.accept()
+    conn.sendall(b"again")
+    conn.close()
+)PY";
+    // clang-format on
+    sandbox.scratch().writeFile("worktree/residuals.py", script);
+    Served served(sandbox, serviceName(), port,
+                  {"python3", "/repo/residuals.py", std::to_string(port)},
+                  {"--ready-pattern", "residuals-ready"}, backend);
+    INFO(served.started().describe());
+    REQUIRE(served.ready());
+    REQUIRE(served.readyEvent().value("backend", "") == backend);
+    int err = 0;
+    UniqueFd first = connectFromHost(AF_INET, port, err);
+    REQUIRE(first);
+    sendAll(first.get(), "i");
+    const json info = json::parse(readToEof(first.get()), nullptr, false);
+    INFO(info.dump());
+    REQUIRE(info.is_object());
+    if (backend == "direct") {
+        CHECK(info.value("peer_pid", -1) == 0);
+        CHECK(info.value("peer_pid", -1) != info.value("my_pid", -1));
+        CHECK(info.value("nonblock", false));
+    } else {
+        CHECK(info.value("peer_pid", -1) == info.value("my_pid", -1));
+        CHECK(info.value("peer_uid", -1) == info.value("my_uid", -2));
+        CHECK_FALSE(info.value("nonblock", true));
+    }
+    // The listener closed: a new client.
+    std::this_thread::sleep_for(200ms);
+    UniqueFd waiting = connectFromHost(AF_INET, port, err);
+    REQUIRE(waiting);
+    timeval second{1, 0};
+    ::setsockopt(waiting.get(), SOL_SOCKET, SO_RCVTIMEO, &second, sizeof second);
+    char b = 0;
+    const ssize_t n = ::recv(waiting.get(), &b, 1, 0);
+    const int recv_err = errno;
+    if (backend == "direct") {
+        // Queued in the supervisor's copy: no answer, no reset.
+        CHECK(n < 0);
+        CHECK(recv_err == EAGAIN);
+    } else {
+        // The forwarder found nothing inside: reset or EOF at once.
+        CHECK(n <= 0);
+        CHECK((n == 0 || recv_err == ECONNRESET));
+    }
+    sandbox.scratch().writeFile("worktree/relisten", "");
+    timeval slow{30, 0};
+    ::setsockopt(waiting.get(), SOL_SOCKET, SO_RCVTIMEO, &slow, sizeof slow);
+    if (backend == "direct") CHECK(readToEof(waiting.get()) == "again");  // from the queue
+    UniqueFd later;
+    CHECK(waitUntil(
+        [&] {
+            later = connectFromHost(AF_INET, port, err);
+            if (!later) return false;
+            ::setsockopt(later.get(), SOL_SOCKET, SO_RCVTIMEO, &slow, sizeof slow);
+            return readToEof(later.get()) == "again";
+        },
+        20s));
 }
 
 // Servers as they start in real life: one that calls listen twice on its

@@ -80,12 +80,13 @@ export interface ServeOptions extends CommonOptions {
   /** Seconds to wait for ready before the server is torn down. */
   readyTimeout?: number;
   /**
-   * How the port reaches the server (docs/dev-servers.md): `userspace` (the
-   * default, a forwarder), `direct` (the server's own listener is the host's;
-   * where it cannot be, the forwarder serves and the ready event says so),
-   * `veth` (root only).
+   * How the port reaches the server (docs/dev-servers.md): `auto` (the
+   * default: `direct` where its listener can be confined, else `userspace`),
+   * `direct` (the server's own listener is the host's; where it cannot be,
+   * the forwarder serves and the ready event says so in `backend_fallback`),
+   * `userspace` (a forwarder), `veth` (root only).
    */
-  netBackend?: 'userspace' | 'direct' | 'veth';
+  netBackend?: 'auto' | 'userspace' | 'direct' | 'veth';
 }
 
 export interface OracleOptions extends CommonOptions {
@@ -281,8 +282,8 @@ export function serveArgs(options: ServeOptions): string[] {
   if (options.readyPattern !== undefined) argv.push(`--ready-pattern=${text('readyPattern', options.readyPattern)}`);
   if (options.readyTimeout !== undefined) argv.push(`--ready-timeout=${seconds('readyTimeout', options.readyTimeout)}`);
   if (options.netBackend !== undefined) {
-    if (!['userspace', 'direct', 'veth'].includes(options.netBackend))
-      fail('netBackend', 'must be "userspace", "direct" or "veth"');
+    if (!['auto', 'userspace', 'direct', 'veth'].includes(options.netBackend))
+      fail('netBackend', 'must be "auto", "userspace", "direct" or "veth"');
     argv.push(`--net-backend=${options.netBackend}`);
   }
   return finish(argv, options);

@@ -60,16 +60,39 @@ void listOne(int root_fd, const ListingRules& rules, DirListing& dir, std::vecto
         }
     }
     UniqueFd fd = openDirBeneath(root_fd, dir.relative);
+    // openat2 answers EAGAIN when a rename raced its RESOLVE_BENEATH walk.
+    for (int tries = 0; !fd && errno == EAGAIN && tries < 8; ++tries)
+        fd = openDirBeneath(root_fd, dir.relative);
     if (!fd) {
+        const int err = errno;
         // Gone or swapped for a link since it was listed: nothing of it can
-        // be covered, and nothing needs to be. A directory of the walker's
-        // own that it may not list is one a sandbox of the same user could
-        // have closed to hide what it moved there, and could open again:
-        // the walk is incomplete. Someone else's stays shut to the sandbox
-        // too, and is counted.
-        struct stat st;
-        if (fstatat(root_fd, path, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode) &&
-            st.st_uid == geteuid()) {
+        // be covered, and nothing needs to be.
+        if (err == ENOENT || err == ENOTDIR || err == ELOOP) {
+            dir.outcome = DirListing::Outcome::Gone;
+            return;
+        }
+        // Any other failure (EMFILE, ENOMEM, EIO...) says nothing of what
+        // the directory holds, and the sandbox may well list it: the walk
+        // is incomplete.
+        if (err != EACCES && err != EPERM) {
+            dir.problem =
+                "/repo/" + escapeForTerminal(dir.relative) + " cannot be opened: " + errnoName(err);
+            dir.outcome = DirListing::Outcome::Incomplete;
+            return;
+        }
+        // A directory of the walker's own that it may not list is one a
+        // sandbox of the same user could have closed to hide what it moved
+        // there, and could open again: the walk is incomplete. Someone
+        // else's stays shut to the sandbox too, and is counted.
+        struct stat st {};  // gone: no directory at all
+        if (fstatat(root_fd, path, &st, AT_SYMLINK_NOFOLLOW) < 0 && errno != ENOENT &&
+            errno != ENOTDIR) {
+            dir.problem = "/repo/" + escapeForTerminal(dir.relative) +
+                          " cannot be examined: " + errnoName(errno);
+            dir.outcome = DirListing::Outcome::Incomplete;
+            return;
+        }
+        if (S_ISDIR(st.st_mode) && st.st_uid == geteuid()) {
             char mode[8];
             std::snprintf(mode, sizeof mode, "%03o", st.st_mode & 0777);
             dir.problem = "/repo/" + escapeForTerminal(dir.relative) + " cannot be listed (mode " +

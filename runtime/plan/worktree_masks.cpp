@@ -225,7 +225,8 @@ Result<WorktreeScan> scanWorktree(int worktree_fd, const WorktreeMaskRules& rule
                     dir.relative.empty() ? e.name : dir.relative + "/" + e.name;
                 if (e.examined) {
                     if (e.stat_errno) {
-                        if (!e.hidden && !e.kept) continue;  // nothing to cover
+                        // Gone since it was read: nothing to cover or walk.
+                        if (!e.hidden && !e.kept && e.stat_errno == ENOENT) continue;
                         scan.incomplete =
                             "/repo/" + escapeForTerminal(relative) +
                             " matches but cannot be examined: " + errnoName(e.stat_errno);

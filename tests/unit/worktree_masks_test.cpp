@@ -3,6 +3,7 @@
 #include "runtime/plan/worktree_masks.h"
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <catch2/catch.hpp>
@@ -202,4 +203,36 @@ TEST_CASE("worktree masks: the walk after the run trusts only settled, unchanged
     auto changed = scanWorktree(fd.get(), rules, true, &walked);
     REQUIRE(changed);
     CHECK(names(changed->hidden) == std::vector<std::string>{"pkg/.env", "pkg/.env.new"});
+}
+
+// A directory the walk cannot open for a reason that says nothing of what it
+// holds (here EMFILE) cuts the walk, whoever owns it: only EACCES on someone
+// else's directory (which the sandbox cannot open either) is counted and
+// passed over.
+TEST_CASE("worktree masks: a directory the walk cannot open for want of an fd cuts the walk") {
+    TempDir wt;
+    writeFile(wt.path() + "/.env", "x");
+    // Someone else's, as a root run's worktree is: once passed over.
+    REQUIRE(chown(wt.path().c_str(), 65534, 65534) == 0);
+    UniqueFd fd(open(wt.path().c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    REQUIRE(fd);
+    WorktreeMaskRules rules;
+    rules.hide = {".env"};
+    // The lowest free fd: the walk's fd on the worktree takes it, and the
+    // limit leaves no other.
+    const int lowest = dup(0);
+    REQUIRE(lowest >= 0);
+    close(lowest);
+    rlimit saved{};
+    REQUIRE(getrlimit(RLIMIT_NOFILE, &saved) == 0);
+    // Room for the walk's own fd on the worktree, none for a directory.
+    rlimit tight = saved;
+    tight.rlim_cur = static_cast<rlim_t>(lowest + 1);
+    REQUIRE(setrlimit(RLIMIT_NOFILE, &tight) == 0);
+    auto s = scanWorktree(fd.get(), rules);
+    setrlimit(RLIMIT_NOFILE, &saved);
+    REQUIRE(s);
+    CHECK(s->truncated_by == "unlistable");
+    CHECK(s->incomplete.find("EMFILE") != std::string::npos);
+    CHECK(s->unlistable == 0);
 }

@@ -1,18 +1,17 @@
 #include "runtime/plan/worktree_masks.h"
 
-#include <dirent.h>
 #include <fcntl.h>
-#include <fnmatch.h>
 #include <linux/openat2.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <climits>
 #include <cstdio>
-#include <deque>
+#include <cstdlib>
+#include <ctime>
 #include <optional>
 #include <string_view>
 #include <unordered_map>
@@ -23,6 +22,7 @@
 #include "namespaces/mount_plan.h"
 #include "namespaces/syscalls.h"
 #include "runtime/child/child_plan.h"
+#include "runtime/plan/worktree_listing.h"
 #include "runtime/policy/mask_patterns.h"
 
 namespace stockade {
@@ -34,19 +34,6 @@ namespace {
 constexpr size_t kMaxWalkedPath = 3072;
 constexpr const char* kMaskDir = ".stockade-mask-dir";
 constexpr const char* kMaskFile = ".stockade-mask-file";
-
-UniqueFd openBeneathWorktree(int root_fd, const std::string& relative, int flags,
-                             uint64_t resolve) {
-    open_how how{};
-    how.flags = static_cast<uint64_t>(flags) | O_CLOEXEC;
-    how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS | resolve;
-    return UniqueFd(ns::sysOpenat2(root_fd, relative.empty() ? "." : relative.c_str(), &how));
-}
-
-UniqueFd openDirBeneath(int root_fd, const std::string& relative) {
-    return openBeneathWorktree(root_fd, relative, O_RDONLY | O_DIRECTORY | O_NOFOLLOW,
-                               RESOLVE_NO_SYMLINKS);
-}
 
 // "a/b/../c" -> "a/c"; nullopt when it climbs above the worktree.
 std::optional<std::string> lexicallyBeneath(const std::string& path) {
@@ -75,6 +62,40 @@ struct PendingDir {
 // walked into the supervisor's exhaustion.
 constexpr size_t kMaxPendingBytes = size_t{64} << 20;
 
+// How far before the walk a directory's ctime must be for an unchanged
+// ctime to mean unchanged entries. A filesystem stamps a change with its
+// clock's coarse time (a jiffy; a second on some), so a change in the same
+// tick as the walk's fstat could keep the ctime the walk saw; a ctime older
+// than the walk by more than the coarsest granularity (and a leap second)
+// cannot be given again by a later change. Where the kernel keeps multigrain
+// timestamps (Linux 6.13+: ext4, XFS, Btrfs, tmpfs) the fstat itself makes
+// the next change fine-grained; this rule does not rely on it.
+constexpr time_t kSettledSeconds = 2;
+
+timespec realtimeNow() {
+    timespec now{};
+    clock_gettime(CLOCK_REALTIME, &now);
+    return now;
+}
+
+bool settledBefore(const timespec& ctime, const timespec& walk_start) {
+    return ctime.tv_sec + kSettledSeconds < walk_start.tv_sec;
+}
+
+// Test hook: with STOCKADE_TEST_PAUSE_AFTER_WALK=<ms> in stockade's own
+// environment, sleeps that long between the walk and the plan's mounts, so a
+// test can swap what the walk judged before the child covers it. It only
+// delays (like STOCKADE_TEST_PAUSE_AFTER_OPEN, base/host_path.h).
+void pauseAfterWalkForTests() {
+    const char* value = getenv("STOCKADE_TEST_PAUSE_AFTER_WALK");
+    if (!value || !*value) return;
+    const long ms = strtol(value, nullptr, 10);
+    if (ms <= 0 || ms > 60000) return;
+    timespec ts{ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) < 0 && errno == EINTR) {
+    }
+}
+
 }  // namespace
 
 Result<WorktreeScan> scanWorktree(int worktree_fd, const WorktreeMaskRules& rules,
@@ -84,9 +105,9 @@ Result<WorktreeScan> scanWorktree(int worktree_fd, const WorktreeMaskRules& rule
     WorktreeScan scan;
     UniqueFd root = openDirBeneath(worktree_fd, "");
     if (!root) return Error::fromErrno("open the worktree for its walk");
-    std::deque<PendingDir> pending{{"", 1}};
+    const timespec walk_start = realtimeNow();
+    std::vector<PendingDir> level{{"", 1}};
     size_t pending_bytes = 0;
-    std::vector<char> buffer(1 << 16);
     // A cut ends the walk: what lies beyond it was not examined, and the
     // caller refuses to run on a partial cover (addWorktreeMasks).
     auto cut = [&](const char* bound) {
@@ -143,104 +164,90 @@ Result<WorktreeScan> scanWorktree(int worktree_fd, const WorktreeMaskRules& rule
         if (!kept_names.insert(*inside).second) return okStatus();
         return add(scan.read_only, {*inside, S_ISDIR(at.st_mode), at.st_dev, at.st_ino});
     };
-    while (!pending.empty() && scan.truncated_by.empty()) {
-        PendingDir dir = std::move(pending.front());
-        pending.pop_front();
-        pending_bytes -= dir.relative.size();
-        UniqueFd fd = openDirBeneath(root.get(), dir.relative);
-        if (!fd) {
-            // Gone or swapped for a link since it was listed: nothing of it
-            // can be covered, and nothing needs to be. A directory of the
-            // walker's own that it may not list is one a sandbox of the same
-            // user could have closed to hide what it moved there, and could
-            // open again: the walk is incomplete. Someone else's stays shut
-            // to the sandbox too, and is counted.
-            struct stat st;
-            if (fstatat(root.get(), dir.relative.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-                S_ISDIR(st.st_mode) && st.st_uid == geteuid()) {
-                char mode[8];
-                std::snprintf(mode, sizeof mode, "%03o", st.st_mode & 0777);
-                scan.incomplete = "/repo/" + escapeForTerminal(dir.relative) +
-                                  " cannot be listed (mode " + mode + "), though it is uid " +
-                                  std::to_string(geteuid()) + "'s own";
-                cut("unlistable");
-                break;
-            }
-            ++scan.unlistable;
-            continue;
+    // Depth by depth: the directories of one depth are listed together
+    // (listDirectories, on several threads where there are many), then
+    // judged here one by one in the order a single queue would take them.
+    const ListingRules listing_rules{hide, read_only, show, writable, before, rules.max_entries};
+    std::atomic<uint64_t> seen{0};
+    while (!level.empty() && scan.truncated_by.empty()) {
+        std::vector<DirListing> listed(level.size());
+        for (size_t i = 0; i < level.size(); ++i) {
+            listed[i].relative = std::move(level[i].relative);
+            listed[i].depth = level[i].depth;
         }
-        struct stat dir_st;
-        const bool have_st = fstat(fd.get(), &dir_st) == 0;
-        if (before && have_st) {
-            const auto was = before->find(dir.relative);
-            if (was != before->end() && was->second.dev == dir_st.st_dev &&
-                was->second.ino == dir_st.st_ino &&
-                was->second.ctime.tv_sec == dir_st.st_ctim.tv_sec &&
-                was->second.ctime.tv_nsec == dir_st.st_ctim.tv_nsec) {
-                // Unchanged since it was listed: the same names, so the
-                // same subdirectories, each looked at in its turn.
-                for (const std::string& sub : was->second.subdirs) {
-                    pending_bytes += sub.size();
-                    pending.push_back({sub, dir.depth + 1});
-                }
-                if (record) (*record)[dir.relative] = was->second;
-                continue;
-            }
-        }
-        // A node's address outlives the map's rehashing.
-        WalkedDir* walked = nullptr;
-        if (record && have_st)
-            walked = &((*record)[dir.relative] =
-                           WalkedDir{dir_st.st_dev, dir_st.st_ino, dir_st.st_ctim, {}});
-        const std::vector<std::string> above = pathComponents(dir.relative);
-        while (scan.truncated_by.empty()) {
-            long n = syscall(SYS_getdents64, fd.get(), buffer.data(), buffer.size());
-            if (n < 0) {
-                scan.incomplete = "/repo/" + escapeForTerminal(dir.relative) +
-                                  ": getdents64: " + errnoName(errno);
-                cut("unlistable");
-                break;
-            }
-            if (n == 0) break;
-            for (long off = 0; off < n && scan.truncated_by.empty();) {
-                auto* d = reinterpret_cast<struct dirent64*>(buffer.data() + off);
-                off += d->d_reclen;
-                const std::string name = d->d_name;
-                if (name == "." || name == "..") continue;
-                if (++scan.entries > rules.max_entries) {
-                    scan.entries = rules.max_entries;
-                    cut("max_entries");
+        level.clear();
+        pending_bytes = 0;
+        listDirectories(root.get(), listing_rules, listed, seen);
+        for (DirListing& dir : listed) {
+            if (!scan.truncated_by.empty()) break;
+            switch (dir.outcome) {
+                case DirListing::Outcome::NotListed:
+                    scan.incomplete = "/repo/" + escapeForTerminal(dir.relative) +
+                                      " was not listed (out of memory)";
+                    cut("memory");
+                    continue;
+                case DirListing::Outcome::Incomplete:
+                    scan.incomplete = dir.problem;
+                    cut("unlistable");
+                    continue;
+                case DirListing::Outcome::Gone:
+                    ++scan.unlistable;
+                    continue;
+                case DirListing::Outcome::Unchanged:
+                    // The same names, so the same subdirectories, each
+                    // looked at in its turn.
+                    for (const std::string& sub : dir.unchanged->subdirs) {
+                        pending_bytes += sub.size();
+                        level.push_back({sub, dir.depth + 1});
+                    }
+                    if (record) (*record)[dir.relative] = *dir.unchanged;
+                    continue;
+                case DirListing::Outcome::Listed:
                     break;
-                }
+            }
+            scan.entries += dir.entries;
+            if (scan.entries > rules.max_entries || dir.over_bound) {
+                scan.entries = rules.max_entries;
+                cut("max_entries");
+                break;
+            }
+            // A node's address outlives the map's rehashing.
+            WalkedDir* walked = nullptr;
+            if (record && dir.have_st)
+                walked =
+                    &((*record)[dir.relative] = WalkedDir{dir.st.st_dev,
+                                                          dir.st.st_ino,
+                                                          dir.st.st_ctim,
+                                                          settledBefore(dir.st.st_ctim, walk_start),
+                                                          {}});
+            for (ListedEntry& e : dir.interesting) {
                 const std::string relative =
-                    dir.relative.empty() ? name : dir.relative + "/" + name;
-                bool is_dir = d->d_type == DT_DIR;
-                bool hidden = hide.match(above, name) && !show.match(above, name);
-                bool kept = !hidden && read_only.match(above, name) && !writable.match(above, name);
-                if (hidden || kept || d->d_type == DT_UNKNOWN) {
-                    struct stat st;
-                    if (fstatat(fd.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) < 0) {
-                        if (!hidden && !kept) continue;  // nothing to cover
-                        scan.incomplete = "/repo/" + escapeForTerminal(relative) +
-                                          " matches but cannot be examined: " + errnoName(errno);
+                    dir.relative.empty() ? e.name : dir.relative + "/" + e.name;
+                if (e.examined) {
+                    if (e.stat_errno) {
+                        // Gone since it was read: nothing to cover or walk.
+                        if (!e.hidden && !e.kept && e.stat_errno == ENOENT) continue;
+                        scan.incomplete =
+                            "/repo/" + escapeForTerminal(relative) +
+                            " matches but cannot be examined: " + errnoName(e.stat_errno);
                         cut("unexaminable");
                         break;
                     }
-                    is_dir = S_ISDIR(st.st_mode);
-                    if (hidden)
-                        if (Status s = add(scan.hidden, {relative, is_dir, st.st_dev, st.st_ino});
+                    if (e.hidden)
+                        if (Status s =
+                                add(scan.hidden, {relative, e.is_dir, e.st.st_dev, e.st.st_ino});
                             !s)
                             return s.error();
-                    if (kept)
-                        if (Status s = keepReadOnly(relative, st); !s) return s.error();
+                    if (e.kept)
+                        if (Status s = keepReadOnly(relative, e.st); !s) return s.error();
                     // Another name of the same file is not covered with it.
-                    if ((hidden || kept) && !is_dir && st.st_nlink > 1) {
+                    if ((e.hidden || e.kept) && !e.is_dir && e.st.st_nlink > 1) {
                         ++scan.linked_count;
                         if (scan.linked_first.empty()) scan.linked_first = relative;
                     }
                 }
-                if (!is_dir || hidden) continue;
-                if (skip_top_git && dir.relative.empty() && name == ".git") continue;
+                if (!e.is_dir || e.hidden) continue;
+                if (skip_top_git && dir.relative.empty() && e.name == ".git") continue;
                 if (dir.depth >= rules.max_depth) {
                     cut("max_depth");
                     break;
@@ -254,8 +261,8 @@ Result<WorktreeScan> scanWorktree(int worktree_fd, const WorktreeMaskRules& rule
                     cut("memory");
                     break;
                 }
-                pending.push_back({relative, dir.depth + 1});
                 if (walked) walked->subdirs.push_back(relative);
+                level.push_back({relative, dir.depth + 1});
             }
         }
     }
@@ -269,6 +276,7 @@ Status addWorktreeMasks(const Policy& policy, int worktree_fd, ChildPlan& plan,
     auto walked = std::make_shared<WalkedDirs>();
     auto scan = scanWorktree(worktree_fd, rules, true, nullptr, walked.get());
     if (!scan) return scan.error().withContext("walk the worktree for hidden names");
+    pauseAfterWalkForTests();
     WorktreeMaskReport report;
     report.walked = std::move(walked);
     report.entries = scan->entries;

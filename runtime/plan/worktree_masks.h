@@ -21,16 +21,14 @@
 // swapped in between is covered instead or left bare: a mismatch refuses
 // the run. A hidden or read-only name the sandbox creates during the run
 // (where the worktree lets it) is found by a second walk afterwards and
-// reported; it is hidden in every later run. That walk reads only the
-// directories that changed during the run: the first walk keeps each
-// directory's inode and ctime, which any change of its entries sets anew
-// and no process can set back (utimensat(2) cannot set ctime; and where the
-// filesystem keeps multigrain timestamps, Linux 6.13+ on ext4, XFS, Btrfs
-// and tmpfs, a ctime the first walk queried makes the next change
-// fine-grained), so a directory whose ctime stands gained no name. (On a
-// coarse-grained filesystem a change in the same clock tick as the first
-// walk's listing could go unreported: the next run's walk, which lists
-// everything, covers it all the same.)
+// reported; it is hidden in every later run. That walk lists only the
+// directories that changed during the run, with one fstatat for each of the
+// others: the first walk keeps each directory's inode and ctime, which any
+// change of its entries sets anew and no process can set back (utimensat(2)
+// cannot set ctime). A change in the same clock tick as the first walk's
+// fstat could keep the ctime on a coarse-grained filesystem, so only a ctime
+// older than the walk by a margin is trusted (WalkedDir::settled); a
+// directory changed just before the run is listed again after it.
 #pragma once
 
 #include <sys/types.h>
@@ -89,6 +87,9 @@ struct WalkedDir {
     dev_t dev = 0;
     ino_t ino = 0;
     timespec ctime{};
+    // The ctime was older than the walk by more than a clock tick could
+    // blur: the same ctime later means the same entries (worktree_masks.cpp).
+    bool settled = false;
     std::vector<std::string> subdirs;
 };
 using WalkedDirs = std::unordered_map<std::string, WalkedDir>;

@@ -10,59 +10,9 @@
 #include <vector>
 
 #include "harness.h"
+#include "worktree_mask_names.h"
 
 using namespace stockade::itest;
-
-namespace {
-
-// Files the default held-test profile hides, by name.
-const std::vector<std::string> kHiddenFiles = {
-    ".env",         ".env.local",   ".env.production",  ".envrc",           ".npmrc",
-    ".pypirc",      ".netrc",       "_netrc",           ".git-credentials", ".pgpass",
-    ".vault-token", ".terraformrc", "credentials.json", "credentials.yml",  "auth.json",
-    "auth.toml",    "auth.yaml",    "auth.yml",         "id_rsa",           "id_ecdsa",
-    "id_ed25519",   "id_dsa"};
-// Directories it hides, with a file inside each.
-const std::vector<std::string> kHiddenDirFiles = {
-    ".ssh/id_deploy",     ".aws/credentials", ".azure/accessTokens.json",
-    ".gnupg/private.key", ".codex/auth.json", ".claude/settings.local.json"};
-// Read-only files, and files inside read-only directories.
-const std::vector<std::string> kReadOnlyFiles = {"AGENTS.md",
-                                                 "CLAUDE.md",
-                                                 "GEMINI.md",
-                                                 ".cursorrules",
-                                                 ".gitlab-ci.yml",
-                                                 ".gitmodules",
-                                                 ".mcp.json",
-                                                 ".bashrc",
-                                                 ".bash_profile",
-                                                 ".zshrc",
-                                                 ".profile",
-                                                 ".github/copilot-instructions.md",
-                                                 ".github/workflows/ci.yml",
-                                                 ".vscode/tasks.json",
-                                                 ".idea/workspace.xml"};
-const std::vector<std::string> kDepths = {"", "pkg/", "packages/app/src/deep/"};
-
-std::string joinLines(const std::vector<std::string>& paths) {
-    std::string out;
-    for (const std::string& p : paths) out += p + "\n";
-    return out;
-}
-
-std::string recordText(const Sandbox& sandbox) {
-    return readFileOrEmpty(sandbox.resultPath());
-}
-
-// The probe's `KEY=ERR PATH` line for a path, or "<missing>".
-std::string answerFor(const ProbeRun& run, const std::string& key, const std::string& path) {
-    for (const std::string& line : run.report.all(key))
-        if (line.size() > path.size() && line.ends_with(" " + probeEscape(path)))
-            return line.substr(0, line.size() - path.size() - 1);
-    return "<missing>";
-}
-
-}  // namespace
 
 TEST_CASE(
     "G2: canaries under every default hidden name, at depth 1 and deeper, are unreadable "

@@ -3,6 +3,7 @@
 #include "runtime/plan/worktree_masks.h"
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <catch2/catch.hpp>
@@ -128,4 +129,110 @@ TEST_CASE("worktree masks: more names than can be covered is an error, not a par
     auto s = scan(wt.path(), rules);
     REQUIRE_FALSE(s);
     CHECK(s.error().text().find("refusing") != std::string::npos);
+}
+
+// Directories of one depth are listed on several threads (where the process
+// may run on more than one CPU) and judged in one order: the walk's result is
+// the same, name for name and in the same order, every time.
+TEST_CASE("worktree masks: a wide tree gives the same walk, in the same order, every time") {
+    TempDir wt;
+    for (int p = 0; p < 400; ++p) {
+        const std::string pkg = wt.path() + "/node_modules/p" + std::to_string(p);
+        for (int f = 0; f < 5; ++f) writeFile(pkg + "/lib/f" + std::to_string(f) + ".js", "x");
+        if (p % 7 == 0) writeFile(pkg + "/lib/.env", "x");
+        if (p % 50 == 0) writeFile(pkg + "/AGENTS.md", "x");
+    }
+    WorktreeMaskRules rules;
+    rules.hide = {".env"};
+    rules.read_only = {"AGENTS.md"};
+    auto first = scan(wt.path(), rules);
+    REQUIRE(first);
+    CHECK(first->hidden.size() == 58);  // 0, 7, ... 399
+    CHECK(first->read_only.size() == 8);
+    CHECK(first->entries == 1 + 400 + 400 + 400 * 5 + 58 + 8);
+    CHECK(first->truncated_by.empty());
+    for (int i = 0; i < 5; ++i) {
+        auto again = scan(wt.path(), rules);
+        REQUIRE(again);
+        std::vector<std::string> a, b;
+        for (const MaskedName& m : first->hidden) a.push_back(m.relative);
+        for (const MaskedName& m : again->hidden) b.push_back(m.relative);
+        CHECK(a == b);
+        CHECK(again->entries == first->entries);
+    }
+    // The bound holds across the threads: past it, cut, whatever the order.
+    rules.max_entries = 1000;
+    auto bounded = scan(wt.path(), rules);
+    REQUIRE(bounded);
+    CHECK(bounded->truncated_by == "max_entries");
+    CHECK(bounded->entries == 1000);
+}
+
+// The walk after the run reads a directory again unless it is the same inode
+// with the same ctime and that ctime was settled (older than the walk by more
+// than a clock tick could blur). Planted here: a record that lost a name.
+TEST_CASE("worktree masks: the walk after the run trusts only settled, unchanged directories") {
+    TempDir wt;
+    writeFile(wt.path() + "/pkg/.env", "x");
+    writeFile(wt.path() + "/pkg/sub/file", "x");
+    WorktreeMaskRules rules;
+    rules.hide = {".env"};
+    UniqueFd fd(open(wt.path().c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    REQUIRE(fd);
+    WalkedDirs walked;
+    auto before = scanWorktree(fd.get(), rules, true, nullptr, &walked);
+    REQUIRE(before);
+    REQUIRE(walked.count("pkg") == 1);
+    // Made just now: not settled, so listed again, whatever was kept.
+    CHECK_FALSE(walked["pkg"].settled);
+    walked["pkg"].subdirs.clear();
+    auto after = scanWorktree(fd.get(), rules, true, &walked);
+    REQUIRE(after);
+    CHECK(names(after->hidden) == std::vector<std::string>{"pkg/.env"});
+    // Settled and unchanged: trusted, so the record's (planted) word stands:
+    // no subdirectory, and the names seen then (none kept here) not read.
+    walked["pkg"].settled = true;
+    WalkedDirs again;
+    auto trusted = scanWorktree(fd.get(), rules, true, &walked, &again);
+    REQUIRE(trusted);
+    CHECK(again["pkg"].subdirs.empty());
+    CHECK(trusted->hidden.empty());
+    // Changed since (a name added): its ctime moved, listed again.
+    writeFile(wt.path() + "/pkg/.env.new", "x");
+    rules.hide = {".env", ".env.*"};
+    auto changed = scanWorktree(fd.get(), rules, true, &walked);
+    REQUIRE(changed);
+    CHECK(names(changed->hidden) == std::vector<std::string>{"pkg/.env", "pkg/.env.new"});
+}
+
+// A directory the walk cannot open for a reason that says nothing of what it
+// holds (here EMFILE) cuts the walk, whoever owns it: only EACCES on someone
+// else's directory (which the sandbox cannot open either) is counted and
+// passed over.
+TEST_CASE("worktree masks: a directory the walk cannot open for want of an fd cuts the walk") {
+    TempDir wt;
+    writeFile(wt.path() + "/.env", "x");
+    // Someone else's, as a root run's worktree is: once passed over.
+    REQUIRE(chown(wt.path().c_str(), 65534, 65534) == 0);
+    UniqueFd fd(open(wt.path().c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    REQUIRE(fd);
+    WorktreeMaskRules rules;
+    rules.hide = {".env"};
+    // The lowest free fd: the walk's fd on the worktree takes it, and the
+    // limit leaves no other.
+    const int lowest = dup(0);
+    REQUIRE(lowest >= 0);
+    close(lowest);
+    rlimit saved{};
+    REQUIRE(getrlimit(RLIMIT_NOFILE, &saved) == 0);
+    // Room for the walk's own fd on the worktree, none for a directory.
+    rlimit tight = saved;
+    tight.rlim_cur = static_cast<rlim_t>(lowest + 1);
+    REQUIRE(setrlimit(RLIMIT_NOFILE, &tight) == 0);
+    auto s = scanWorktree(fd.get(), rules);
+    setrlimit(RLIMIT_NOFILE, &saved);
+    REQUIRE(s);
+    CHECK(s->truncated_by == "unlistable");
+    CHECK(s->incomplete.find("EMFILE") != std::string::npos);
+    CHECK(s->unlistable == 0);
 }

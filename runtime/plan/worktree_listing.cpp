@@ -1,0 +1,197 @@
+#include "runtime/plan/worktree_listing.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <new>
+#include <system_error>
+#include <thread>
+
+#include "base/error.h"
+#include "base/text_safety.h"
+#include "namespaces/syscalls.h"
+
+namespace stockade {
+
+namespace {
+
+// A depth with fewer directories is listed on the calling thread: a thread
+// costs more to start than a few directories cost to read.
+constexpr size_t kDirectoriesPerThread = 64;
+// Past a few threads the kernel's dcache and the disk are what is waited on.
+constexpr unsigned kMaxThreads = 4;
+
+unsigned usableCpus() {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof set, &set) < 0) return 1;
+    return static_cast<unsigned>(std::max(1, CPU_COUNT(&set)));
+}
+
+bool sameDirectory(const WalkedDir& was, const struct stat& now) {
+    return S_ISDIR(now.st_mode) && was.dev == now.st_dev && was.ino == now.st_ino &&
+           was.ctime.tv_sec == now.st_ctim.tv_sec && was.ctime.tv_nsec == now.st_ctim.tv_nsec;
+}
+
+void listOne(int root_fd, const ListingRules& rules, DirListing& dir, std::vector<char>& buffer,
+             std::atomic<uint64_t>& seen) {
+    const char* path = dir.relative.empty() ? "." : dir.relative.c_str();
+    if (rules.before) {
+        // One fstatat, no open: a directory still the same inode with the
+        // same ctime, settled when it was listed, gained no name. The path
+        // may resolve through a link a racing writer just made, but only to
+        // a directory of that same inode, listed before; the covers
+        // themselves are opened through no link (mount_in_child.cpp).
+        const auto was = rules.before->find(dir.relative);
+        struct stat now;
+        if (was != rules.before->end() && was->second.settled &&
+            fstatat(root_fd, path, &now, AT_SYMLINK_NOFOLLOW) == 0 &&
+            sameDirectory(was->second, now)) {
+            dir.outcome = DirListing::Outcome::Unchanged;
+            dir.unchanged = &was->second;
+            return;
+        }
+    }
+    UniqueFd fd = openDirBeneath(root_fd, dir.relative);
+    // openat2 answers EAGAIN when a rename raced its RESOLVE_BENEATH walk.
+    for (int tries = 0; !fd && errno == EAGAIN && tries < 8; ++tries)
+        fd = openDirBeneath(root_fd, dir.relative);
+    if (!fd) {
+        const int err = errno;
+        // Gone or swapped for a link since it was listed: nothing of it can
+        // be covered, and nothing needs to be.
+        if (err == ENOENT || err == ENOTDIR || err == ELOOP) {
+            dir.outcome = DirListing::Outcome::Gone;
+            return;
+        }
+        // Any other failure (EMFILE, ENOMEM, EIO...) says nothing of what
+        // the directory holds, and the sandbox may well list it: the walk
+        // is incomplete.
+        if (err != EACCES && err != EPERM) {
+            dir.problem =
+                "/repo/" + escapeForTerminal(dir.relative) + " cannot be opened: " + errnoName(err);
+            dir.outcome = DirListing::Outcome::Incomplete;
+            return;
+        }
+        // A directory of the walker's own that it may not list is one a
+        // sandbox of the same user could have closed to hide what it moved
+        // there, and could open again: the walk is incomplete. Someone
+        // else's stays shut to the sandbox too, and is counted.
+        struct stat st {};  // gone: no directory at all
+        if (fstatat(root_fd, path, &st, AT_SYMLINK_NOFOLLOW) < 0 && errno != ENOENT &&
+            errno != ENOTDIR) {
+            dir.problem = "/repo/" + escapeForTerminal(dir.relative) +
+                          " cannot be examined: " + errnoName(errno);
+            dir.outcome = DirListing::Outcome::Incomplete;
+            return;
+        }
+        if (S_ISDIR(st.st_mode) && st.st_uid == geteuid()) {
+            char mode[8];
+            std::snprintf(mode, sizeof mode, "%03o", st.st_mode & 0777);
+            dir.problem = "/repo/" + escapeForTerminal(dir.relative) + " cannot be listed (mode " +
+                          mode + "), though it is uid " + std::to_string(geteuid()) + "'s own";
+            dir.outcome = DirListing::Outcome::Incomplete;
+            return;
+        }
+        dir.outcome = DirListing::Outcome::Gone;
+        return;
+    }
+    // Stated before it is read: a change after this fstat gives the
+    // directory a ctime other than the one kept (WalkedDir::settled).
+    dir.have_st = fstat(fd.get(), &dir.st) == 0;
+    const std::vector<std::string> above = pathComponents(dir.relative);
+    while (true) {
+        const long n = syscall(SYS_getdents64, fd.get(), buffer.data(), buffer.size());
+        if (n < 0) {
+            dir.problem =
+                "/repo/" + escapeForTerminal(dir.relative) + ": getdents64: " + errnoName(errno);
+            dir.outcome = DirListing::Outcome::Incomplete;
+            return;
+        }
+        if (n == 0) break;
+        uint64_t in_buffer = 0;
+        for (long off = 0; off < n;) {
+            auto* d = reinterpret_cast<struct dirent64*>(buffer.data() + off);
+            off += d->d_reclen;
+            const char* raw = d->d_name;
+            if (raw[0] == '.' && (raw[1] == '\0' || (raw[1] == '.' && raw[2] == '\0'))) continue;
+            ++in_buffer;
+            const std::string name = raw;
+            ListedEntry e;
+            e.is_dir = d->d_type == DT_DIR;
+            e.hidden = rules.hide.match(above, name) && !rules.show.match(above, name);
+            e.kept = !e.hidden && rules.read_only.match(above, name) &&
+                     !rules.writable.match(above, name);
+            // Most entries are files that match nothing: nothing is kept.
+            if (!e.hidden && !e.kept && !e.is_dir && d->d_type != DT_UNKNOWN) continue;
+            if (e.hidden || e.kept || d->d_type == DT_UNKNOWN) {
+                e.examined = true;
+                if (fstatat(fd.get(), raw, &e.st, AT_SYMLINK_NOFOLLOW) < 0)
+                    e.stat_errno = errno;
+                else
+                    e.is_dir = S_ISDIR(e.st.st_mode);
+            }
+            e.name = std::move(name);
+            dir.interesting.push_back(std::move(e));
+        }
+        dir.entries += in_buffer;
+        // The bound holds over every listing so far: past it, the walk is
+        // cut (the caller refuses the run), so reading on is wasted.
+        if (seen.fetch_add(in_buffer) + in_buffer > rules.max_entries) {
+            dir.over_bound = true;
+            break;
+        }
+    }
+    dir.outcome = DirListing::Outcome::Listed;
+}
+
+}  // namespace
+
+UniqueFd openBeneathWorktree(int root_fd, const std::string& relative, int flags,
+                             uint64_t resolve) {
+    open_how how{};
+    how.flags = static_cast<uint64_t>(flags) | O_CLOEXEC;
+    how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS | resolve;
+    return UniqueFd(ns::sysOpenat2(root_fd, relative.empty() ? "." : relative.c_str(), &how));
+}
+
+UniqueFd openDirBeneath(int root_fd, const std::string& relative) {
+    return openBeneathWorktree(root_fd, relative, O_RDONLY | O_DIRECTORY | O_NOFOLLOW,
+                               RESOLVE_NO_SYMLINKS);
+}
+
+void listDirectories(int root_fd, const ListingRules& rules, std::vector<DirListing>& dirs,
+                     std::atomic<uint64_t>& seen) {
+    std::atomic<size_t> next{0};
+    auto work = [&] {
+        try {
+            std::vector<char> buffer(size_t{1} << 16);
+            for (size_t i; (i = next.fetch_add(1)) < dirs.size();)
+                listOne(root_fd, rules, dirs[i], buffer, seen);
+        } catch (const std::bad_alloc&) {
+            // The directory this thread was reading stays NotListed, and
+            // the walk is cut there: the run is refused, not narrowed.
+        }
+    };
+    const size_t wanted =
+        std::min<size_t>({dirs.size() / kDirectoriesPerThread, usableCpus(), kMaxThreads});
+    std::vector<std::thread> helpers;
+    for (size_t t = 1; t < wanted; ++t) {
+        try {
+            helpers.emplace_back(work);
+        } catch (const std::system_error&) {
+            break;  // no thread to be had (RLIMIT_NPROC): this one lists the rest
+        }
+    }
+    work();
+    for (std::thread& t : helpers) t.join();
+}
+
+}  // namespace stockade

@@ -1,0 +1,80 @@
+// The worktree walk's expensive half (runtime/plan/worktree_masks.h): each
+// directory of one depth opened beneath the worktree, stated and read, and
+// its names matched, on as many threads as the process may run on. What a
+// listing finds is judged by the caller alone, in walk order, so the walk's
+// result (its names, bounds and refusals) is the one a single thread gives.
+//
+// The kernel's readdir and the syscalls around it are nearly all of the
+// walk's cost (docs/performance.md); they are independent per directory.
+#pragma once
+
+#include <sys/stat.h>
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/unique_fd.h"
+#include "runtime/plan/worktree_masks.h"
+#include "runtime/policy/mask_patterns.h"
+
+namespace stockade {
+
+// A name in a listed directory that the walk must look at: a directory to
+// walk, a name that matches, or one of a type readdir did not say.
+struct ListedEntry {
+    std::string name;
+    bool hidden = false;
+    bool kept = false;
+    bool is_dir = false;
+    bool examined = false;  // hidden, kept or of unknown type: `st` (or `stat_errno`) says
+    int stat_errno = 0;
+    struct stat st {};
+};
+
+struct DirListing {
+    enum class Outcome {
+        NotListed,  // no thread got to it (one ran out of memory): the walk is cut
+        Listed,     // read whole: `entries`, `interesting`
+        Unchanged,  // the same inode and ctime as `before` kept, settled: not read
+        Gone,       // not there as a directory, or someone else's the walker may not list
+        Incomplete  // a directory of the walker's own it may not list, or readdir failed
+    };
+    // In: the directory, below the worktree, and the depth of its entries.
+    std::string relative;
+    uint32_t depth = 1;
+
+    Outcome outcome = Outcome::NotListed;
+    std::string problem;  // Incomplete: what the refusal says
+    bool have_st = false;
+    struct stat st {};  // the directory's, taken before it was read
+    uint64_t entries = 0;
+    // The walk's entry bound was passed (by all listings so far) while this
+    // one was read: it stopped there.
+    bool over_bound = false;
+    std::vector<ListedEntry> interesting;  // in readdir order
+    const WalkedDir* unchanged = nullptr;  // Unchanged: what the earlier walk kept
+};
+
+struct ListingRules {
+    const MaskPatternSet& hide;
+    const MaskPatternSet& read_only;
+    const MaskPatternSet& show;
+    const MaskPatternSet& writable;
+    const WalkedDirs* before;  // an earlier walk of this run, or null
+    uint64_t max_entries;
+};
+
+// `relative` opened beneath the worktree held at `root_fd` (RESOLVE_BENEATH,
+// no magic links, plus `resolve`), close-on-exec.
+UniqueFd openBeneathWorktree(int root_fd, const std::string& relative, int flags, uint64_t resolve);
+// A directory of the worktree, opened to be read, through no link at all.
+UniqueFd openDirBeneath(int root_fd, const std::string& relative);
+
+// Lists every directory in `dirs` beneath `root_fd`; `seen` counts the
+// entries of every listing so far, across calls, for the entry bound.
+void listDirectories(int root_fd, const ListingRules& rules, std::vector<DirListing>& dirs,
+                     std::atomic<uint64_t>& seen);
+
+}  // namespace stockade

@@ -119,6 +119,33 @@ TEST_CASE("detail: a memory bomb names the memory cgroup's bound where a cgroup 
     }
 }
 
+TEST_CASE("detail: a fork bomb names the pids cgroup's bound where a cgroup holds it",
+          "[G8][limits][detail]") {
+    STOCKADE_EACH_MODE(mode);
+    TokenReaper reaper(randomToken("forkbomb"));
+    Sandbox sandbox(mode);
+    sandbox.option("--pids", "32");
+    const Completed run = sandbox.run(
+        {"sh", "-c", "for i in $(seq 100); do sleep 30 & done; wait # " + reaper.token()});
+    INFO(run.describe());
+    const nlohmann::json result = sandbox.result();
+    INFO(result.dump(2));
+    CHECK(result["status"] != "passed");
+    const auto bounds = entriesOf(result, "bound");
+    const std::string mechanism = result["enforced"]["pids"].get<std::string>();
+    if (mechanism == "rlimit") {
+        CHECK(bounds.empty());  // RLIMIT_NPROC's EAGAIN is counted nowhere
+    } else {
+        REQUIRE(bounds.size() == 1);
+        CHECK(bounds[0]["limit"] == "pids");
+        CHECK(bounds[0]["mechanism"] == mechanism);
+        CHECK(bounds[0]["value"] == 32);
+        CHECK(bounds[0]["unit"] == "processes");
+        CHECK(bounds[0]["evidence"] == "cgroup_events");
+    }
+    CHECK(findProcessesWithToken(reaper.token(), false).empty());
+}
+
 TEST_CASE("detail: a write under /usr fails with EROFS, and the record names the read-only mount",
           "[G2][detail]") {
     STOCKADE_EACH_MODE(mode);

@@ -10,6 +10,7 @@
 
 #include "base/text_safety.h"
 #include "base/unique_fd.h"
+#include "runtime/record/failure_detail.h"
 
 namespace stockade {
 
@@ -60,6 +61,30 @@ json boundJson(const Policy& policy, const SandboxOutcome& o, const SandboxResul
                 {"value", o.cpu_limit_ms / 1000},
                 {"unit", "seconds"}};
     return nullptr;
+}
+
+// The record's `detail`: bounds first (the kernel's word), then layout
+// facts met by paths the output named (the command's word, so marked).
+json detailJson(const FailureDetail& d) {
+    json out = json::array();
+    for (const BoundDetail& b : d.bounds)
+        out.push_back({{"kind", "bound"},
+                       {"limit", b.limit},
+                       {"mechanism", b.mechanism},
+                       {"value", b.value},
+                       {"unit", b.unit},
+                       {"evidence", b.evidence},
+                       {"text", b.text}});
+    for (const LayoutDetail& l : d.layout)
+        out.push_back({{"kind", "layout"},
+                       {"fact", l.fact},
+                       {"error", l.error},
+                       {"path", l.path},
+                       {"layout_path", l.layout_path},
+                       {"layout_kind", l.layout_kind},
+                       {"evidence", l.evidence},
+                       {"text", l.text}});
+    return out;
 }
 
 }  // namespace
@@ -123,6 +148,8 @@ std::string resultJson(const Policy& policy, const SandboxOutcome& o) {
     doc["status"] = r.status;
     doc["reason"] = nullable(r.reason);
     if (json bound = boundJson(policy, o, r); !bound.is_null()) doc["bound"] = bound;
+    if (FailureDetail detail = explainFailure(policy, o, r.reason.value_or("")); !detail.empty())
+        doc["detail"] = detailJson(detail);
     bool ran = o.ending == Ending::Exited || o.ending == Ending::Signaled;
     doc["exit_code"] = ran || o.ending == Ending::NotFound || o.ending == Ending::NotExecutable
                            ? json(o.exit_code)

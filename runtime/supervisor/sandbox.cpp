@@ -242,6 +242,7 @@ SandboxOutcome runSandboxIn(const Policy& policy, ServiceHooks* hooks, const Ide
     SandboxOutcome enforcement =
         lower ? lowerTierEnforcement(policy, *cgroups, *plan, read_only_names)
               : enforcementFor(policy, *cgroups, *plan, findings);
+    if (!lower) enforcement.layout = summarizeLayout(plan->mounts);
     if (auto missing = missingRequirements(policy, enforcement); !missing.empty()) {
         SandboxOutcome out = std::move(enforcement);
         out.ending = Ending::Refused;

@@ -13,6 +13,7 @@
 #include "runtime/plan/git_link.h"
 #include "runtime/plan/worktree_masks.h"
 #include "runtime/policy/policy.h"
+#include "runtime/supervisor/layout_summary.h"
 #include "runtime/supervisor/output_capture.h"
 #include "runtime/supervisor/service_hooks.h"
 
@@ -60,6 +61,10 @@ struct SandboxOutcome {
     bool oom_killed = false;
     bool pids_limit_hit = false;
     uint64_t cpu_limit_ms = 0;  // RLIMIT_CPU as set, whole seconds
+    // The full tier's filesystem layout, from its mount plan: what the
+    // record's `detail` judges a path named in a failure against
+    // (runtime/record/failure_detail.h). Empty for the lower tier.
+    std::vector<LayoutEntry> layout;
     // What held each guarantee ("true", "cgroup1", "rlimit", "default"…);
     // a guarantee missing here did not hold. `degraded` lists what the
     // policy asked for and got only in a weaker form, or not at all.

@@ -38,6 +38,9 @@ CASES = [
     # The same signal raised by the command itself is no bound's: not named.
     ("self_sigxcpu", ["--cpu-time", "5"], ["sh", "-c", "kill -XCPU $$"],
      "failed", "signal", 128 + 24),
+    # A failure the layout explains, from the output: "detail" (read-only
+    # /usr, no /dev/sda), each entry marked as the output's.
+    ("layout", [], ["sh", "-c", "touch /usr/x; cat /dev/sda"], "failed", "nonzero_exit", 1),
     # A worktree whose .git file names a gitdir that is not honoured: "git".
     ("git_refused", ["--worktree", "{wt}"], ["true"], "passed", None, 0),
     # A worktree with a hidden, a read-only and a created name: "worktree_masks".
@@ -65,6 +68,16 @@ def demote():
 BOUNDS = {
     "file_size": {"limit": "file_size", "rlimit": "RLIMIT_FSIZE", "value": 1 << 20, "unit": "bytes"},
     "cpu_time": {"limit": "cpu_time", "rlimit": "RLIMIT_CPU", "value": 1, "unit": "seconds"},
+}
+
+
+# The `detail` entries each case must have, as (kind, limit or fact, evidence);
+# every other case has none.
+DETAILS = {
+    "file_size": [("bound", "file_size", "signal")],
+    "cpu_time": [("bound", "cpu_time", "cpu_accounting")],
+    "memory": [("bound", "memory", "cgroup_events")],
+    "layout": [("layout", "read_only", "stderr"), ("layout", "absent", "stderr")],
 }
 
 
@@ -138,6 +151,10 @@ for mode in ("root", "rootless"):
                 problems.append(f"reason {record.get('reason')!r}, expected {reason!r}")
             if record.get("bound") != BOUNDS.get(name):
                 problems.append(f"bound {record.get('bound')!r}, expected {BOUNDS.get(name)!r}")
+            detail = [(d.get("kind"), d.get("limit", d.get("fact")), d.get("evidence"))
+                      for d in record.get("detail", [])]
+            if detail != DETAILS.get(name, []):
+                problems.append(f"detail {record.get('detail')!r}, expected {DETAILS.get(name, [])!r}")
             if proc.returncode != code:
                 problems.append(f"exit {proc.returncode}, expected {code}")
             if problems:

@@ -36,6 +36,10 @@ export interface ResultRecord {
     value: number;
     unit: "bytes" | "seconds";
   };
+  /**
+   * Present when the command ran and failed and the sandbox is a likely cause that no seccomp denial names (reason stays as it is; docs/contract.md, "detail"). Each entry says how sure it is in `evidence`: a bound from the kernel's own accounting (cgroup_events, cpu_accounting) or from the signal alone (signal: SIGXFSZ, which a command can also send itself); a layout fact judged from stockade's own mount plan, met by a path that the command's output (stderr or stdout) names beside "Read-only file system" or "No such file or directory": the failure is the command's word, the layout fact stockade's. At most four bounds and four layout facts.
+   */
+  detail?: (BoundDetail | LayoutDetail)[];
   exit_code: number | null;
   signal: number | null;
   duration_ms: number;
@@ -106,6 +110,46 @@ export interface ResultRecord {
     message: string;
     errno: number;
   };
+}
+export interface BoundDetail {
+  kind: "bound";
+  limit: "file_size" | "cpu_time" | "memory" | "pids";
+  mechanism: "RLIMIT_FSIZE" | "RLIMIT_CPU" | "cgroup2" | "cgroup1";
+  value: number;
+  unit: "bytes" | "seconds" | "processes";
+  /**
+   * cgroup_events: the memory or pids cgroup counted the kill or the refused fork; cpu_accounting: the command died of SIGXCPU or SIGKILL with the CPU time the kernel accounted at the bound; signal: the command died of SIGXFSZ; stderr or stdout (file_size only): the output reports "File too large" (EFBIG), what a program that ignores SIGXFSZ gets: the bound is the profile's, that the command met it the output's word
+   */
+  evidence: "cgroup_events" | "cpu_accounting" | "signal" | "stderr" | "stdout";
+  text: string;
+}
+export interface LayoutDetail {
+  kind: "layout";
+  /**
+   * read_only: path lies on a read-only mount, or in the sandbox's read-only root; absent: the layout holds nothing at path (below a directory that holds only what stockade placed there, or below a hidden name)
+   */
+  fact: "read_only" | "absent";
+  /**
+   * what the output reported
+   */
+  error: "EROFS" | "ENOENT";
+  /**
+   * as the output named it
+   */
+  path: string;
+  /**
+   * the place in stockade's mount plan that decides it: the read-only mount (/usr), the hidden name, or the directory stockade made (/ for the root, /etc), /dev
+   */
+  layout_path: string;
+  /**
+   * read_only_mount: a read-only mount (layout_path its mount point); masked: a hidden name, an empty read-only mount; sandbox_root: the read-only root stockade made, or a directory made in it; devices: /dev, which holds the nodes and links stockade placed there
+   */
+  layout_kind: "read_only_mount" | "masked" | "sandbox_root" | "devices";
+  /**
+   * the stream whose last 4 KiB named the path: the command's own text, so only the link between the failure and the layout fact rests on it
+   */
+  evidence: "stderr" | "stdout";
+  text: string;
 }
 export interface Stream {
   bytes: number;
@@ -233,6 +277,20 @@ export const resultSchema = {
             "seconds"
           ]
         }
+      }
+    },
+    "detail": {
+      "description": "Present when the command ran and failed and the sandbox is a likely cause that no seccomp denial names (reason stays as it is; docs/contract.md, \"detail\"). Each entry says how sure it is in `evidence`: a bound from the kernel's own accounting (cgroup_events, cpu_accounting) or from the signal alone (signal: SIGXFSZ, which a command can also send itself); a layout fact judged from stockade's own mount plan, met by a path that the command's output (stderr or stdout) names beside \"Read-only file system\" or \"No such file or directory\": the failure is the command's word, the layout fact stockade's. At most four bounds and four layout facts.",
+      "type": "array",
+      "items": {
+        "oneOf": [
+          {
+            "$ref": "#/$defs/boundDetail"
+          },
+          {
+            "$ref": "#/$defs/layoutDetail"
+          }
+        ]
       }
     },
     "exit_code": {
@@ -523,6 +581,126 @@ export const resultSchema = {
     }
   },
   "$defs": {
+    "boundDetail": {
+      "type": "object",
+      "additionalProperties": false,
+      "required": [
+        "kind",
+        "limit",
+        "mechanism",
+        "value",
+        "unit",
+        "evidence",
+        "text"
+      ],
+      "properties": {
+        "kind": {
+          "const": "bound"
+        },
+        "limit": {
+          "enum": [
+            "file_size",
+            "cpu_time",
+            "memory",
+            "pids"
+          ]
+        },
+        "mechanism": {
+          "enum": [
+            "RLIMIT_FSIZE",
+            "RLIMIT_CPU",
+            "cgroup2",
+            "cgroup1"
+          ]
+        },
+        "value": {
+          "type": "integer",
+          "minimum": 0
+        },
+        "unit": {
+          "enum": [
+            "bytes",
+            "seconds",
+            "processes"
+          ]
+        },
+        "evidence": {
+          "description": "cgroup_events: the memory or pids cgroup counted the kill or the refused fork; cpu_accounting: the command died of SIGXCPU or SIGKILL with the CPU time the kernel accounted at the bound; signal: the command died of SIGXFSZ; stderr or stdout (file_size only): the output reports \"File too large\" (EFBIG), what a program that ignores SIGXFSZ gets: the bound is the profile's, that the command met it the output's word",
+          "enum": [
+            "cgroup_events",
+            "cpu_accounting",
+            "signal",
+            "stderr",
+            "stdout"
+          ]
+        },
+        "text": {
+          "type": "string"
+        }
+      }
+    },
+    "layoutDetail": {
+      "type": "object",
+      "additionalProperties": false,
+      "required": [
+        "kind",
+        "fact",
+        "error",
+        "path",
+        "layout_path",
+        "layout_kind",
+        "evidence",
+        "text"
+      ],
+      "properties": {
+        "kind": {
+          "const": "layout"
+        },
+        "fact": {
+          "description": "read_only: path lies on a read-only mount, or in the sandbox's read-only root; absent: the layout holds nothing at path (below a directory that holds only what stockade placed there, or below a hidden name)",
+          "enum": [
+            "read_only",
+            "absent"
+          ]
+        },
+        "error": {
+          "description": "what the output reported",
+          "enum": [
+            "EROFS",
+            "ENOENT"
+          ]
+        },
+        "path": {
+          "type": "string",
+          "maxLength": 256,
+          "description": "as the output named it"
+        },
+        "layout_path": {
+          "type": "string",
+          "pattern": "^/",
+          "description": "the place in stockade's mount plan that decides it: the read-only mount (/usr), the hidden name, or the directory stockade made (/ for the root, /etc), /dev"
+        },
+        "layout_kind": {
+          "description": "read_only_mount: a read-only mount (layout_path its mount point); masked: a hidden name, an empty read-only mount; sandbox_root: the read-only root stockade made, or a directory made in it; devices: /dev, which holds the nodes and links stockade placed there",
+          "enum": [
+            "read_only_mount",
+            "masked",
+            "sandbox_root",
+            "devices"
+          ]
+        },
+        "evidence": {
+          "description": "the stream whose last 4 KiB named the path: the command's own text, so only the link between the failure and the layout fact rests on it",
+          "enum": [
+            "stderr",
+            "stdout"
+          ]
+        },
+        "text": {
+          "type": "string"
+        }
+      }
+    },
     "maskedNames": {
       "type": "object",
       "additionalProperties": false,

@@ -6,8 +6,10 @@ Usage: bench/ab.py ROUNDS NAME=COMMAND [NAME=COMMAND ...]
 Each round runs every command once, in a fresh random order, so drift and
 other load hit all of them alike; ten warm-up rounds are not counted. A
 command's stdout goes to /dev/null. Prints each command's median and p95
-wall time, and its median over the first command's. Not a test: nothing
-here asserts a time.
+wall time, and its median over the first command's; then the median CPU time
+(user + system, from wait4: the command and every descendant it reaped),
+which a machine loaded by other work stretches far less than wall time.
+Not a test: nothing here asserts a time.
 
 Example (root; the worktree owned by root, so stockade idmaps it):
   bench/ab.py 150 plain='build/stockade run --quiet -- /bin/true' \\
@@ -29,6 +31,7 @@ def main(argv):
     rounds = int(argv[1])
     commands = [(name, shlex.split(cmd)) for name, cmd in (a.split("=", 1) for a in argv[2:])]
     times = {name: [] for name, _ in commands}
+    cpu = {name: [] for name, _ in commands}
     devnull = os.open(os.devnull, os.O_WRONLY)
     for r in range(rounds + WARMUP):
         order = list(commands)
@@ -37,16 +40,20 @@ def main(argv):
             start = time.perf_counter()
             pid = os.posix_spawnp(argv_[0], argv_, os.environ,
                                   file_actions=[(os.POSIX_SPAWN_DUP2, devnull, 1)])
-            _, status = os.waitpid(pid, 0)
+            _, status, usage = os.wait4(pid, 0)
             if r >= WARMUP:
                 times[name].append((time.perf_counter() - start) * 1000)
+                cpu[name].append((usage.ru_utime + usage.ru_stime) * 1000)
             if os.waitstatus_to_exitcode(status) != 0:
                 sys.exit(f"{name}: {shlex.join(argv_)} failed ({status})")
     base = statistics.median(times[commands[0][0]])
+    cpu_base = statistics.median(cpu[commands[0][0]]) or 1
     for name, _ in commands:
         median = statistics.median(times[name])
         p95 = statistics.quantiles(times[name], n=20)[18] if len(times[name]) > 1 else median
-        print(f"{name:14s} median {median:7.3f} ms   p95 {p95:7.3f}   {median / base:5.2f}x the first")
+        cpu_median = statistics.median(cpu[name])
+        print(f"{name:14s} median {median:7.3f} ms   p95 {p95:7.3f}   {median / base:5.2f}x the first"
+              f"   cpu {cpu_median:6.3f} ms {cpu_median / cpu_base:5.2f}x")
 
 
 if __name__ == "__main__":

@@ -245,6 +245,35 @@ TEST_CASE("CLI: --result /dev/stdout writes to stockade's stdout and leaves the 
     CHECK(after.st_ino == before.st_ino);
 }
 
+// base/inherited_fds notes the caller's fds with one poll(2) over the slots
+// RLIMIT_NOFILE allows, and asks one by one above it: an fd the caller opened
+// before lowering its soft limit (fd 90 under a limit of 80) is still its own.
+TEST_CASE("CLI: --result /dev/fd/N takes the caller's fd, above the soft fd limit too",
+          "[cli][result]") {
+    STOCKADE_EACH_MODE(mode);
+    Sandbox sandbox(mode);
+    for (const bool lowered : {false, true}) {
+        INFO((lowered ? "soft RLIMIT_NOFILE 80" : "the limit as inherited"));
+        const std::string record =
+            sandbox.scratch().at(lowered ? "record-lowered.json" : "record.json");
+        Launch launch = sandbox.launch({});
+        // bash: dash's redirections take single-digit fds only.
+        launch.wrapper = "/bin/bash";
+        launch.wrapperArgs = {"-c",
+                              std::string("f=$1; shift 2; exec 90>\"$f\"; ") +
+                                  (lowered ? "ulimit -Sn 80; " : "") + "exec \"$@\"",
+                              "sh", record};
+        launch.args = {"run", "--quiet", "--result", "/dev/fd/90", "--", "true"};
+        const Completed done = runStockade(launch);
+        INFO(done.describe());
+        CHECK(done.exitCode == 0);
+        const nlohmann::json written =
+            nlohmann::json::parse(readFileOrEmpty(record), nullptr, false);
+        CHECK(written.is_object());
+        if (written.is_object()) CHECK(written["status"] == "passed");
+    }
+}
+
 // The place of the record is fixed before the run: a directory on the way
 // that the sandbox swaps for a symlink during the run (the worktree's `out`,
 // a link to a host directory when stockade starts) changes nothing.

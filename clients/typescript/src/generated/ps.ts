@@ -32,6 +32,10 @@ export interface Server {
    */
   backend: "" | "userspace" | "direct" | "veth";
   /**
+   * as in the ready event: why direct is not the backend serving; null when it is, or before ready
+   */
+  backend_fallback?: string | null;
+  /**
    * the server's log file
    */
   log: string;
@@ -124,6 +128,13 @@ export const psSchema = {
             "veth"
           ],
           "description": "how the port reaches the server, as in the ready event; empty until ready"
+        },
+        "backend_fallback": {
+          "type": [
+            "string",
+            "null"
+          ],
+          "description": "as in the ready event: why direct is not the backend serving; null when it is, or before ready"
         },
         "log": {
           "type": "string",

@@ -14,9 +14,13 @@ export interface ReadyRecord {
    */
   pid: number;
   /**
-   * how the port reaches the server; `direct` asked for may be `userspace` (said on stderr)
+   * how the port reaches the server; direct (asked for, or the default `auto`) may be `userspace`, and `backend_fallback` says why
    */
   backend: "userspace" | "direct" | "veth";
+  /**
+   * why the backend asked for (direct, by name or as the default) is not the one serving; null when it is
+   */
+  backend_fallback?: string | null;
   /**
    * from the start of `serve` to ready
    */
@@ -66,7 +70,14 @@ export const readySchema = {
         "direct",
         "veth"
       ],
-      "description": "how the port reaches the server; `direct` asked for may be `userspace` (said on stderr)"
+      "description": "how the port reaches the server; direct (asked for, or the default `auto`) may be `userspace`, and `backend_fallback` says why"
+    },
+    "backend_fallback": {
+      "type": [
+        "string",
+        "null"
+      ],
+      "description": "why the backend asked for (direct, by name or as the default) is not the one serving; null when it is"
     },
     "elapsed_ms": {
       "type": "integer",

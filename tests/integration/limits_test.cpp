@@ -240,8 +240,6 @@ TEST_CASE("G8: bounds that make no sense are refused with invalid_bounds", "[G8]
     CHECK(result["reason"] == "invalid_bounds");
 }
 
-}  // namespace stockade::itest
-
 // A profile names a host-wide or per-user counter's bound and gets it
 // (issue 15, docs/threat-model.md): read from inside, as the kernel answers,
 // and the inotify bound tried for real (the eighth instance is refused).
@@ -282,3 +280,5 @@ TEST_CASE("G8: a profile loosens a host-wide counter by name", "[G8][limits]") {
         CHECK(run.out.find("max_inotify_instances 32\n") != std::string::npos);
     }
 }
+
+}  // namespace stockade::itest

@@ -371,7 +371,8 @@ TEST_CASE("a null limit is no limit", "[profile]") {
     // Still an unknown key, null or not.
     CHECK(refusal("p", minimalWith(R"({"system_dirs": ["/usr"]})", R"("limits": {"mem": null})")) ==
           "profile p: /limits/mem: unknown key (expected one of: memory, pids, cpu_time, timeout, "
-          "output, file_size, open_files)");
+          "output, file_size, open_files, pending_signals, message_queues, inotify_instances, "
+          "inotify_watches)");
 }
 
 TEST_CASE("every enum refuses a value outside its choices, and a non-string",

@@ -29,6 +29,8 @@ enum class FaultPoint : int {
     InitDropPrivileges,  // init: securebits and capability sets
     InitNoNewPrivs,      // init: PR_SET_NO_NEW_PRIVS
     BpfProgLoad,         // serve: bpf(BPF_PROG_LOAD) of the listener cgroup's programs
+    ServeTimerSettime,   // serve: timerfd_settime() arming the readiness probe
+    MountProc,           // init: mount(2) of the sandbox's /proc, in the root's build
 };
 
 struct FaultPointName {
@@ -48,6 +50,8 @@ inline constexpr FaultPointName kFaultPoints[] = {
     {FaultPoint::InitDropPrivileges, "init-drop-privileges", EPERM},
     {FaultPoint::InitNoNewPrivs, "init-no_new_privs", EINVAL},
     {FaultPoint::BpfProgLoad, "bpf-prog-load", EPERM},
+    {FaultPoint::ServeTimerSettime, "serve-timerfd_settime", EINVAL},
+    {FaultPoint::MountProc, "mount-proc", ENOMEM},
 };
 
 // The point STOCKADE_TEST_FAIL names, read in the supervisor before the

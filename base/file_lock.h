@@ -16,4 +16,10 @@ namespace stockade {
 // nothing, so the path must still name the inode locked (else it retries).
 Result<UniqueFd> lockFileExclusive(const std::string& path, bool create);
 
+// The same for `name` beneath the directory `dir_fd` (a state directory held
+// open: nothing is reached by a path that could be swapped). `shown` names
+// it in messages.
+Result<UniqueFd> lockFileExclusiveAt(int dir_fd, const std::string& name, const std::string& shown,
+                                     bool create);
+
 }  // namespace stockade

@@ -7,15 +7,12 @@
 #include <sys/sendfile.h>
 #include <sys/stat.h>
 
+#include "namespaces/call_note_in_child.h"
 #include "namespaces/syscalls.h"
 
 namespace stockade::ns {
 
 namespace {
-
-int errnoOr(int result) {
-    return result < 0 ? errno : 0;
-}
 
 // mkdir -p for a path inside the staging tmpfs, which nothing untrusted can
 // touch while the child builds it, so plain paths are safe here.
@@ -27,7 +24,8 @@ int makeParentsInChild(const char* path) noexcept {
     for (size_t i = 1; i < len; ++i) {
         if (buf[i] != '/') continue;
         buf[i] = '\0';
-        if (mkdir(buf, 0755) < 0 && errno != EEXIST) return errno;
+        if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+            return noteCallInChild("mkdir").path(buf).arg("0755").done(errno);
         buf[i] = '/';
     }
     return 0;
@@ -48,9 +46,15 @@ int withParentsInChild(const char* path, Create create) noexcept {
 int makeTargetInChild(const MountOp& op) noexcept {
     const char* staged = op.staged.c_str();
     return withParentsInChild(staged, [&]() noexcept {
-        if (op.target_is_dir) return mkdir(staged, 0755) < 0 && errno != EEXIST ? errno : 0;
+        if (op.target_is_dir)
+            return mkdir(staged, 0755) < 0 && errno != EEXIST
+                       ? noteCallInChild("mkdir").path(staged).arg("0755").done(errno)
+                       : 0;
         int fd = open(staged, O_CREAT | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0444);
-        if (fd < 0) return errno == EEXIST ? 0 : errno;
+        if (fd < 0)
+            return errno == EEXIST
+                       ? 0
+                       : noteCallInChild("open").path(staged).arg("O_CREAT|O_NOFOLLOW").done(errno);
         close(fd);
         return 0;
     });
@@ -61,7 +65,11 @@ int createStagedFileInChild(const MountOp& op) noexcept {
     int fd = -1;
     int err = withParentsInChild(op.staged.c_str(), [&]() noexcept {
         fd = open(op.staged.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0644);
-        return fd < 0 ? errno : 0;
+        return fd < 0 ? noteCallInChild("open")
+                            .path(op.staged.c_str())
+                            .arg("O_CREAT|O_EXCL|O_NOFOLLOW")
+                            .done(errno)
+                      : 0;
     });
     return err ? -err : fd;
 }
@@ -74,32 +82,58 @@ unsigned bindAttrs(const MountOp& op) noexcept {
     return attrs;
 }
 
-// Sets the attributes on the detached tree `tree` and attaches it at
-// `to_fd`/`to_path`: no window where a read-only mount is briefly writable.
-int attachTreeInChild(int tree, unsigned attrs, bool recursive, int to_fd,
-                      const char* to_path) noexcept {
+// The MOUNT_ATTR_* names of `attrs`, for a failure's note.
+const char* attrNames(unsigned attrs) noexcept {
+    const bool ro = attrs & MOUNT_ATTR_RDONLY, dev = attrs & MOUNT_ATTR_NODEV,
+               exec = attrs & MOUNT_ATTR_NOEXEC;
+    if (ro && dev && exec) return "NOSUID|RDONLY|NODEV|NOEXEC";
+    if (ro && dev) return "NOSUID|RDONLY|NODEV";
+    if (ro && exec) return "NOSUID|RDONLY|NOEXEC";
+    if (ro) return "NOSUID|RDONLY";
+    if (dev && exec) return "NOSUID|NODEV|NOEXEC";
+    if (dev) return "NOSUID|NODEV";
+    if (exec) return "NOSUID|NOEXEC";
+    return "NOSUID";
+}
+
+// Sets the attributes on the detached tree `tree` (a clone of `from`) and
+// attaches it at `to_fd`/`to_path` (`to`): no window where a read-only mount
+// is briefly writable.
+int attachTreeInChild(int tree, unsigned attrs, bool recursive, int to_fd, const char* to_path,
+                      const char* from, const char* to) noexcept {
     mount_attr attr{};
     attr.attr_set = attrs;
     if (sysMountSetattr(tree, "", AT_EMPTY_PATH | (recursive ? AT_RECURSIVE : 0), &attr) < 0)
-        return errno;
+        return noteCallInChild("mount_setattr")
+            .path(from)
+            .arg(recursive ? "AT_RECURSIVE" : "0")
+            .arg(attrNames(attrs))
+            .done(errno);
     unsigned move_flags =
         MOVE_MOUNT_F_EMPTY_PATH | (to_path[0] == '\0' ? MOVE_MOUNT_T_EMPTY_PATH : 0);
-    return errnoOr(sysMoveMount(tree, "", to_fd, to_path, move_flags));
+    if (sysMoveMount(tree, "", to_fd, to_path, move_flags) < 0)
+        return noteCallInChild("move_mount").path(from).to(to).done(errno);
+    return 0;
 }
 
-// A detached clone of the mount at `from_fd` (and, recursive, the mounts
-// beneath it as they are now); -errno on failure.
-int cloneTreeInChild(int from_fd, bool recursive) noexcept {
+// A detached clone of the mount at `from_fd` (`from`; and, recursive, the
+// mounts beneath it as they are now); -errno on failure.
+int cloneTreeInChild(int from_fd, bool recursive, const char* from) noexcept {
     unsigned rec = recursive ? AT_RECURSIVE : 0;
     int tree = sysOpenTree(from_fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | rec);
-    return tree < 0 ? -errno : tree;
+    if (tree < 0)
+        return -noteCallInChild("open_tree")
+                    .path(from)
+                    .arg(recursive ? "OPEN_TREE_CLONE|AT_RECURSIVE" : "OPEN_TREE_CLONE")
+                    .done(errno);
+    return tree;
 }
 
 int cloneAndAttachInChild(int from_fd, unsigned attrs, bool recursive, int to_fd,
-                          const char* to_path) noexcept {
-    int tree = cloneTreeInChild(from_fd, recursive);
+                          const char* to_path, const char* from, const char* to) noexcept {
+    int tree = cloneTreeInChild(from_fd, recursive, from);
     if (tree < 0) return -tree;
-    int err = attachTreeInChild(tree, attrs, recursive, to_fd, to_path);
+    int err = attachTreeInChild(tree, attrs, recursive, to_fd, to_path, from, to);
     close(tree);
     return err;
 }
@@ -116,14 +150,20 @@ int openBeneathInChild(const MountPlan& plan, const MountOp& op, int* out_fd,
     anchor[slen] = '/';
     memcpy(anchor + slen + 1, op.anchor.c_str(), alen + 1);
     int anchor_fd = open(anchor, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-    if (anchor_fd < 0) return errno;
+    if (anchor_fd < 0)
+        return noteCallInChild("open").path(anchor).arg("O_DIRECTORY|O_NOFOLLOW").done(errno);
     const char* rel = op.target.c_str() + alen;
     while (*rel == '/') ++rel;
     open_how how{};
     how.flags = static_cast<__u64>(O_PATH | O_CLOEXEC | extra_flags);
     how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
     int fd = sysOpenat2(anchor_fd, rel, &how);
-    int err = fd < 0 ? errno : 0;
+    int err = fd < 0 ? noteCallInChild("openat2")
+                           .path(anchor)
+                           .path(rel)
+                           .arg("RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS")
+                           .done(errno)
+                     : 0;
     close(anchor_fd);
     *out_fd = fd;
     return err;
@@ -139,7 +179,10 @@ int openJudgedBeneathInChild(const MountPlan& plan, const MountOp& op, int* out_
     if (fstat(fd, &st) < 0 || st.st_dev != op.expect_dev || st.st_ino != op.expect_ino ||
         S_ISDIR(st.st_mode) != op.target_is_dir) {
         close(fd);
-        return ESTALE;
+        return noteCallInChild("fstat")
+            .path(op.target.c_str())
+            .arg("not the file judged")
+            .done(ESTALE);
     }
     *out_fd = fd;
     return 0;
@@ -154,7 +197,7 @@ int writeFileInChild(const MountOp& op) noexcept {
         ssize_t n = write(fd, p, left);
         if (n < 0) {
             if (errno == EINTR) continue;
-            int err = errno;
+            int err = noteCallInChild("write").path(op.staged.c_str()).done(errno);
             close(fd);
             return err;
         }
@@ -173,7 +216,11 @@ int copyFileInChild(const MountOp& op, int source_fd) noexcept {
     while (true) {
         ssize_t n = sendfile(fd, source_fd, nullptr, 1 << 20);
         if (n < 0 && errno == EINTR) continue;
-        if (n < 0) err = errno;
+        if (n < 0)
+            err = noteCallInChild("sendfile")
+                      .path(op.source.c_str())
+                      .to(op.staged.c_str())
+                      .done(errno);
         if (n <= 0) break;
     }
     close(fd);
@@ -187,12 +234,17 @@ int copyFileInChild(const MountOp& op, int source_fd) noexcept {
 int resolveInRootInChild(const MountPlan& plan, const MountOp& op, int* fd, char* path,
                          size_t size) noexcept {
     int root = open(plan.staging.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
-    if (root < 0) return errno;
+    if (root < 0) return noteCallInChild("open").path(plan.staging.c_str()).done(errno);
     open_how how{};
     how.flags = O_PATH | O_CLOEXEC;
     how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
     *fd = sysOpenat2(root, op.target.c_str(), &how);
-    int err = *fd < 0 ? errno : 0;
+    int err = *fd < 0 ? noteCallInChild("openat2")
+                            .path(plan.staging.c_str())
+                            .path(op.target.c_str())
+                            .arg("RESOLVE_IN_ROOT")
+                            .done(errno)
+                      : 0;
     close(root);
     if (err) return err;
     // "/proc/self/fd/" and a decimal fd, without snprintf.
@@ -213,7 +265,7 @@ int openInRootInChild(int root, const char* rel) noexcept {
     how.flags = O_PATH | O_CLOEXEC;
     how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
     int fd = sysOpenat2(root, rel[0] ? rel : ".", &how);
-    return fd < 0 ? -errno : fd;
+    return fd < 0 ? -noteCallInChild("openat2").path(rel).arg("RESOLVE_IN_ROOT").done(errno) : fd;
 }
 
 // The parent directory of `target` in the image root, resolved in it, and
@@ -237,7 +289,7 @@ int openStagingForTargetInChild(const MountPlan& plan, const MountOp& op, char* 
     if (*len + 1 > PATH_MAX) return -ENAMETOOLONG;
     memcpy(buf, op.target.c_str(), *len + 1);
     int root = open(plan.staging.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
-    return root < 0 ? -errno : root;
+    return root < 0 ? -noteCallInChild("open").path(plan.staging.c_str()).done(errno) : root;
 }
 
 // Makes op.target in the image root where it is missing, as runc does: each
@@ -267,11 +319,13 @@ int makeTargetInRootInChild(const MountPlan& plan, const MountOp& op) noexcept {
             } else {
                 const char* name = buf + name_at;
                 if (i < len || op.target_is_dir) {
-                    if (mkdirat(parent, name, 0755) < 0 && errno != EEXIST) err = errno;
+                    if (mkdirat(parent, name, 0755) < 0 && errno != EEXIST)
+                        err = noteCallInChild("mkdirat").path(buf).arg("0755").done(errno);
                 } else {
                     int f = openat(parent, name,
                                    O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0644);
-                    if (f < 0 && errno != EEXIST) err = errno;
+                    if (f < 0 && errno != EEXIST)
+                        err = noteCallInChild("openat").path(buf).arg("O_CREAT|O_EXCL").done(errno);
                     if (f >= 0) close(f);
                 }
                 close(parent);
@@ -294,7 +348,9 @@ int symlinkInRootInChild(const MountPlan& plan, const MountOp& op) noexcept {
     int parent = openParentInRootInChild(root, buf, len, &name_at);
     close(root);
     if (parent < 0) return -parent;
-    int err = symlinkat(op.data.c_str(), parent, buf + name_at) < 0 && errno != EEXIST ? errno : 0;
+    int err = symlinkat(op.data.c_str(), parent, buf + name_at) < 0 && errno != EEXIST
+                  ? noteCallInChild("symlinkat").path(op.data.c_str()).to(buf).done(errno)
+                  : 0;
     close(parent);
     return err;
 }
@@ -303,24 +359,54 @@ int symlinkInRootInChild(const MountPlan& plan, const MountOp& op) noexcept {
 // root (a sysctl in the container's own /proc/sys).
 int writeInRootInChild(const MountPlan& plan, const MountOp& op) noexcept {
     int root = open(plan.staging.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
-    if (root < 0) return errno;
+    if (root < 0) return noteCallInChild("open").path(plan.staging.c_str()).done(errno);
     open_how how{};
     how.flags = O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOFOLLOW;
     how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
     int fd = sysOpenat2(root, op.target.c_str(), &how);
-    int err = fd < 0 ? errno : 0;
+    int err = fd < 0 ? noteCallInChild("openat2")
+                           .path(op.target.c_str())
+                           .arg("O_WRONLY|O_TRUNC, RESOLVE_IN_ROOT")
+                           .done(errno)
+                     : 0;
     close(root);
     if (err) return err;
     ssize_t n = write(fd, op.data.data(), op.data.size());
     err = n < 0 ? errno : static_cast<size_t>(n) != op.data.size() ? EIO : 0;
+    if (err) noteCallInChild("write").path(op.target.c_str()).done(err);
     close(fd);
     return err;
 }
 
-int remountReadOnlyInChild(const char* path) noexcept {
-    return errnoOr(mount(nullptr, path, nullptr,
-                         MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
-                         nullptr));
+constexpr unsigned long kReadOnlyRemount =
+    MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC;
+constexpr const char* kReadOnlyRemountNames =
+    "MS_REMOUNT|MS_BIND|MS_RDONLY|MS_NOSUID|MS_NODEV|MS_NOEXEC";
+
+int injected_proc_mount_errno = 0;  // injectProcMountFailureInChild
+
+// mount(2), its failure noted with its arguments (`shown` names the target
+// when `target` is an fd's /proc path); 0 or an errno. `injected`: answers
+// that errno instead of calling (a test's fault).
+int mountInChild(const char* source, const char* target, const char* fstype, unsigned long flags,
+                 const void* data, const char* flag_names, const char* shown = nullptr,
+                 int injected = 0) noexcept {
+    if (injected != 0)
+        errno = injected;
+    else if (mount(source, target, fstype, flags, data) == 0)
+        return 0;
+    CallNote& note = noteCallInChild("mount");
+    if (source)
+        note.path(source).to(shown ? shown : target);
+    else
+        note.arg("NULL").to(shown ? shown : target);
+    if (fstype) note.path(fstype);
+    return note.arg(flag_names).done(errno);
+}
+
+int remountReadOnlyInChild(const char* path, const char* shown = nullptr) noexcept {
+    return mountInChild(nullptr, path, nullptr, kReadOnlyRemount, nullptr, kReadOnlyRemountNames,
+                        shown);
 }
 
 // The ops an image root's targets take, each on the fd path resolved in the
@@ -343,43 +429,54 @@ int applyInRootOpInChild(MountPlan& plan, size_t index) noexcept {
     int err = EINVAL;
     switch (op.kind) {
         case MountKind::Filesystem:
-            err = errnoOr(mount(op.source.c_str(), at, op.fstype.c_str(), op.flags,
-                                op.data.empty() ? nullptr : op.data.c_str()));
+            err = mountInChild(op.source.c_str(), at, op.fstype.c_str(), op.flags,
+                               op.data.empty() ? nullptr : op.data.c_str(), "its flags",
+                               op.target.c_str());
             break;
         case MountKind::MaskWithTmpfs: {
             struct stat st;
             if (fstat(fd, &st) < 0) {
-                err = errno;
+                err = noteCallInChild("fstat").path(op.target.c_str()).done(errno);
             } else if (S_ISDIR(st.st_mode)) {
-                err = errnoOr(mount("tmpfs", at, "tmpfs",
-                                    MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
-                                    "size=0,mode=0555"));
+                err = mountInChild("tmpfs", at, "tmpfs",
+                                   MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=0,mode=0555",
+                                   "MS_RDONLY|MS_NOSUID|MS_NODEV|MS_NOEXEC", op.target.c_str());
             } else {
-                err = errnoOr(mount("/dev/null", at, nullptr, MS_BIND, nullptr));
+                err = mountInChild("/dev/null", at, nullptr, MS_BIND, nullptr, "MS_BIND",
+                                   op.target.c_str());
             }
             break;
         }
         case MountKind::MaskWithNull:
-            err = errnoOr(mount("/dev/null", at, nullptr, MS_BIND, nullptr));
+            err = mountInChild("/dev/null", at, nullptr, MS_BIND, nullptr, "MS_BIND",
+                               op.target.c_str());
             break;
         case MountKind::ReadOnlyInPlace:
             // The bind lands on top of the fd's mount; the remount must name
             // the new one, so the target is resolved again.
-            err = errnoOr(mount(at, at, nullptr, MS_BIND | MS_REC, nullptr));
+            err = mountInChild(at, at, nullptr, MS_BIND | MS_REC, nullptr, "MS_BIND|MS_REC",
+                               op.target.c_str());
             if (err) break;
             close(fd);
             fd = -1;
             if ((err = resolveInRootInChild(plan, op, &fd, at, sizeof(at)))) break;
-            err = remountReadOnlyInChild(at);
+            err = remountReadOnlyInChild(at, op.target.c_str());
             break;
         case MountKind::AttachPrepared:
-            err = errnoOr(sysMoveMount(op.prepared_fd, "", fd, "",
-                                       MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH));
+            if (sysMoveMount(op.prepared_fd, "", fd, "",
+                             MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+                err = noteCallInChild("move_mount")
+                          .arg("the prepared mount")
+                          .to(op.target.c_str())
+                          .done(errno);
+            else
+                err = 0;
             break;
         case MountKind::BindFromHost: {
             int src = plan.source_fds[index];
             err = src < 0 ? (op.optional ? 0 : ENOENT)
-                          : attachTreeInChild(src, bindAttrs(op), op.recursive, fd, "");
+                          : attachTreeInChild(src, bindAttrs(op), op.recursive, fd, "",
+                                              op.source.c_str(), op.target.c_str());
             break;
         }
         default:
@@ -399,23 +496,29 @@ int applyOpInChild(MountPlan& plan, size_t index) noexcept {
             return EINVAL;  // image roots only (resolve_in_root)
         case MountKind::Directory:
             return withParentsInChild(staged, [&]() noexcept {
-                return mkdir(staged, 0755) < 0 && errno != EEXIST ? errno : 0;
+                return mkdir(staged, 0755) < 0 && errno != EEXIST
+                           ? noteCallInChild("mkdir").path(staged).arg("0755").done(errno)
+                           : 0;
             });
         case MountKind::File:
             return writeFileInChild(op);
         case MountKind::Symlink:
-            return withParentsInChild(
-                staged, [&]() noexcept { return errnoOr(symlink(op.data.c_str(), staged)); });
+            return withParentsInChild(staged, [&]() noexcept {
+                return symlink(op.data.c_str(), staged) < 0
+                           ? noteCallInChild("symlink").path(op.data.c_str()).to(staged).done(errno)
+                           : 0;
+            });
         case MountKind::Tmpfs:
             if (int err = makeTargetInChild(op)) return err;
-            return errnoOr(mount("tmpfs", staged, "tmpfs", MS_NOSUID | MS_NODEV, op.data.c_str()));
+            return mountInChild("tmpfs", staged, "tmpfs", MS_NOSUID | MS_NODEV, op.data.c_str(),
+                                "MS_NOSUID|MS_NODEV");
         case MountKind::Proc:
             // Mounted before the old root is detached: the kernel allows a new
             // procfs in a user namespace only while a fully visible one exists
             // in the mount namespace (mount_too_revealing()).
             if (int err = makeTargetInChild(op)) return err;
-            return errnoOr(
-                mount("proc", staged, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr));
+            return mountInChild("proc", staged, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr,
+                                "MS_NOSUID|MS_NODEV|MS_NOEXEC", nullptr, injected_proc_mount_errno);
         case MountKind::Devpts:
             // Its own instance (every devpts mounted in a user namespace is
             // one, `newinstance` or not): ptys made here are numbered from 0
@@ -423,35 +526,34 @@ int applyOpInChild(MountPlan& plan, size_t index) noexcept {
             // Not MS_NODEV: the ptys are device nodes, and devpts clears the
             // nodev that other filesystems get in a user namespace.
             if (int err = makeTargetInChild(op)) return err;
-            return errnoOr(
-                mount("devpts", staged, "devpts", MS_NOSUID | MS_NOEXEC, op.data.c_str()));
+            return mountInChild("devpts", staged, "devpts", MS_NOSUID | MS_NOEXEC, op.data.c_str(),
+                                "MS_NOSUID|MS_NOEXEC");
         case MountKind::MaskWithNull:
-            if (mount("/dev/null", staged, nullptr, MS_BIND, nullptr) < 0)
-                return op.optional && errno == ENOENT ? 0 : errno;
+            if (int err = mountInChild("/dev/null", staged, nullptr, MS_BIND, nullptr, "MS_BIND"))
+                return op.optional && err == ENOENT ? 0 : err;
             return 0;
         case MountKind::MaskWithEmptyDir:
             // The bind is a mount of its own: sealing the root later does
             // not reach it, so it is made read-only here.
-            if (mount(op.data.c_str(), staged, nullptr, MS_BIND, nullptr) < 0)
-                return op.optional && errno == ENOENT ? 0 : errno;
-            return errnoOr(mount(
-                nullptr, staged, nullptr,
-                MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr));
+            if (int err =
+                    mountInChild(op.data.c_str(), staged, nullptr, MS_BIND, nullptr, "MS_BIND"))
+                return op.optional && err == ENOENT ? 0 : err;
+            return remountReadOnlyInChild(staged);
         case MountKind::CopyFromHost:
             return copyFileInChild(op, plan.source_fds[index]);
         case MountKind::ReadOnlyInPlace:
-            if (mount(staged, staged, nullptr, MS_BIND | MS_REC, nullptr) < 0)
-                return op.optional && errno == ENOENT ? 0 : errno;
-            return errnoOr(mount(
-                nullptr, staged, nullptr,
-                MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr));
+            if (int err = mountInChild(staged, staged, nullptr, MS_BIND | MS_REC, nullptr,
+                                       "MS_BIND|MS_REC"))
+                return op.optional && err == ENOENT ? 0 : err;
+            return remountReadOnlyInChild(staged);
         case MountKind::ReadOnlyBeneath: {
             int fd = -1;
             if (int err = op.verify_identity ? openJudgedBeneathInChild(plan, op, &fd)
                                              : openBeneathInChild(plan, op, &fd))
                 return op.optional && err == ENOENT ? 0 : err;
-            int err = cloneAndAttachInChild(
-                fd, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, true, fd, "");
+            int err =
+                cloneAndAttachInChild(fd, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+                                      true, fd, "", op.target.c_str(), op.target.c_str());
             close(fd);
             return err;
         }
@@ -459,11 +561,15 @@ int applyOpInChild(MountPlan& plan, size_t index) noexcept {
             int fd = -1;
             if (int err = openJudgedBeneathInChild(plan, op, &fd)) return err;
             int cover = open(op.data.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC);
-            int err = cover < 0 ? errno
+            int err = cover < 0 ? noteCallInChild("open")
+                                      .path(op.data.c_str())
+                                      .arg("O_PATH|O_NOFOLLOW")
+                                      .done(errno)
                                 : cloneAndAttachInChild(cover,
                                                         MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID |
                                                             MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
-                                                        false, fd, "");
+                                                        false, fd, "", op.data.c_str(),
+                                                        op.target.c_str());
             if (cover >= 0) close(cover);
             close(fd);
             return err;
@@ -472,14 +578,23 @@ int applyOpInChild(MountPlan& plan, size_t index) noexcept {
             if (!op.anchor.empty()) {
                 int fd = -1;
                 if (int err = openBeneathInChild(plan, op, &fd)) return err;
-                int err = errnoOr(sysMoveMount(op.prepared_fd, "", fd, "",
-                                               MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH));
+                int err = sysMoveMount(op.prepared_fd, "", fd, "",
+                                       MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0
+                              ? noteCallInChild("move_mount")
+                                    .arg("the prepared mount")
+                                    .to(op.target.c_str())
+                                    .done(errno)
+                              : 0;
                 close(fd);
                 return err;
             }
             if (int err = makeTargetInChild(op)) return err;
-            return errnoOr(
-                sysMoveMount(op.prepared_fd, "", AT_FDCWD, staged, MOVE_MOUNT_F_EMPTY_PATH));
+            if (sysMoveMount(op.prepared_fd, "", AT_FDCWD, staged, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+                return noteCallInChild("move_mount")
+                    .arg("the prepared mount")
+                    .to(staged)
+                    .done(errno);
+            return 0;
         }
         case MountKind::BindFromHost: {
             int src = plan.source_fds[index];
@@ -488,12 +603,14 @@ int applyOpInChild(MountPlan& plan, size_t index) noexcept {
             if (!op.anchor.empty()) {
                 int fd = -1;
                 if (int err = openBeneathInChild(plan, op, &fd)) return err;
-                int err = attachTreeInChild(src, bindAttrs(op), op.recursive, fd, "");
+                int err = attachTreeInChild(src, bindAttrs(op), op.recursive, fd, "",
+                                            op.source.c_str(), op.target.c_str());
                 close(fd);
                 return err;
             }
             if (int err = makeTargetInChild(op)) return err;
-            return attachTreeInChild(src, bindAttrs(op), op.recursive, AT_FDCWD, staged);
+            return attachTreeInChild(src, bindAttrs(op), op.recursive, AT_FDCWD, staged,
+                                     op.source.c_str(), staged);
         }
     }
     return EINVAL;
@@ -502,7 +619,7 @@ int applyOpInChild(MountPlan& plan, size_t index) noexcept {
 }  // namespace
 
 int makeMountsPrivateInChild() noexcept {
-    return errnoOr(mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr));
+    return mountInChild(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr, "MS_REC|MS_PRIVATE");
 }
 
 namespace {
@@ -517,13 +634,20 @@ int openImageRootInChild(MountPlan& plan) noexcept {
     how.flags = O_PATH | O_CLOEXEC | O_DIRECTORY;
     how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
     int fd = sysOpenat2(AT_FDCWD, plan.root_source.c_str(), &how);
-    if (fd < 0) return errno;
+    if (fd < 0)
+        return noteCallInChild("openat2")
+            .path(plan.root_source.c_str())
+            .arg("RESOLVE_NO_SYMLINKS")
+            .done(errno);
     struct stat st;
     if (fstat(fd, &st) < 0 || st.st_dev != plan.root_dev || st.st_ino != plan.root_ino) {
         close(fd);
-        return ESTALE;
+        return noteCallInChild("fstat")
+            .path(plan.root_source.c_str())
+            .arg("not the directory held")
+            .done(ESTALE);
     }
-    int tree = cloneTreeInChild(fd, true);
+    int tree = cloneTreeInChild(fd, true, plan.root_source.c_str());
     close(fd);
     if (tree < 0) return -tree;
     plan.root_source_fd = tree;
@@ -551,21 +675,30 @@ int openSourcesInChild(MountPlan& plan, size_t* failed_op) noexcept {
         if (fd < 0) {
             if (op.optional && errno == ENOENT) continue;
             *failed_op = i;
-            return errno;
+            return noteCallInChild(op.verify_identity ? "openat2" : "open")
+                .path(op.source.c_str())
+                .arg(op.verify_identity                   ? "RESOLVE_NO_SYMLINKS"
+                     : op.kind == MountKind::CopyFromHost ? "O_RDONLY|O_NOFOLLOW"
+                                                          : "O_PATH")
+                .done(errno);
         }
         plan.source_fds[i] = fd;
         if (op.verify_identity) {
             struct stat st;
             if (fstat(fd, &st) < 0 || st.st_dev != op.expect_dev || st.st_ino != op.expect_ino) {
                 *failed_op = i;
-                return ESTALE;  // swapped since the parent held it
+                // swapped since the parent held it
+                return noteCallInChild("fstat")
+                    .path(op.source.c_str())
+                    .arg("not the file held")
+                    .done(ESTALE);
             }
         }
         if (op.kind != MountKind::BindFromHost) continue;
         // Cloned now, before the staging tmpfs exists: a recursive clone
         // taken later of a source that holds the staging directory (/tmp
         // itself) would carry the sandbox's own new root along with it.
-        int tree = cloneTreeInChild(fd, op.recursive);
+        int tree = cloneTreeInChild(fd, op.recursive, op.source.c_str());
         close(fd);
         plan.source_fds[i] = tree < 0 ? -1 : tree;
         if (tree < 0) {
@@ -583,19 +716,27 @@ int buildRootInChild(MountPlan& plan, size_t* failed_op) noexcept {
         // (and the rest read-only only once sealed, if it is to be).
         int tree = plan.root_prepared_fd >= 0 ? plan.root_prepared_fd : plan.root_source_fd;
         if (int err =
-                attachTreeInChild(tree, MOUNT_ATTR_NOSUID, true, AT_FDCWD, plan.staging.c_str()))
+                attachTreeInChild(tree, MOUNT_ATTR_NOSUID, true, AT_FDCWD, plan.staging.c_str(),
+                                  plan.root_source.c_str(), plan.staging.c_str()))
             return err;
-    } else if (mount("tmpfs", plan.staging.c_str(), "tmpfs", MS_NOSUID | MS_NODEV,
-                     plan.root_options.c_str()) < 0) {
-        return errno;
+    } else if (int err = mountInChild("tmpfs", plan.staging.c_str(), "tmpfs", MS_NOSUID | MS_NODEV,
+                                      plan.root_options.c_str(), "MS_NOSUID|MS_NODEV")) {
+        return err;
     }
     for (size_t i = 0; i < plan.ops.size(); ++i) {
+        // A failure an earlier op tolerated (an optional mask's ENOENT)
+        // noted its call: not this op's.
+        clearCallNoteInChild();
         if (int err = applyOpInChild(plan, i)) {
             *failed_op = i;
             return err;
         }
     }
     return 0;
+}
+
+void injectProcMountFailureInChild(int err) noexcept {
+    injected_proc_mount_errno = err;
 }
 
 void closeSourcesInChild(MountPlan& plan) noexcept {
@@ -609,18 +750,23 @@ void closeSourcesInChild(MountPlan& plan) noexcept {
 
 int sealRootInChild(const MountPlan& plan) noexcept {
     if (!plan.root_source.empty() && plan.root_writable) return 0;
-    return errnoOr(mount(nullptr, plan.staging.c_str(), nullptr,
-                         MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, nullptr));
+    return mountInChild(nullptr, plan.staging.c_str(), nullptr,
+                        MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, nullptr,
+                        "MS_REMOUNT|MS_BIND|MS_RDONLY|MS_NOSUID|MS_NODEV");
 }
 
 int pivotRootInChild(const MountPlan& plan) noexcept {
     // pivot_root(".", ".") stacks the old root on top of the new one; the
     // lazy unmount then removes it, so no directory is needed to park it in
     // and no path to the host's tree remains.
-    if (chdir(plan.staging.c_str()) < 0) return errno;
-    if (sysPivotRoot(".", ".") < 0) return errno;
-    if (umount2(".", MNT_DETACH) < 0) return errno;
-    return errnoOr(chdir("/"));
+    if (chdir(plan.staging.c_str()) < 0)
+        return noteCallInChild("chdir").path(plan.staging.c_str()).done(errno);
+    if (sysPivotRoot(".", ".") < 0)
+        return noteCallInChild("pivot_root").path(".").path(".").done(errno);
+    if (umount2(".", MNT_DETACH) < 0)
+        return noteCallInChild("umount2").path(".").arg("MNT_DETACH").done(errno);
+    if (chdir("/") < 0) return noteCallInChild("chdir").path("/").done(errno);
+    return 0;
 }
 
 }  // namespace stockade::ns

@@ -19,6 +19,10 @@ int makeMountsPrivateInChild() noexcept;
 int openSourcesInChild(MountPlan& plan, size_t* failed_op) noexcept;
 // Mounts the new root's tmpfs on the staging directory and applies each op.
 int buildRootInChild(MountPlan& plan, size_t* failed_op) noexcept;
+// Test-only (STOCKADE_TEST_FAIL=mount-proc, base/fault_injection.h): the
+// mount(2) of /proc in this process's root build answers `err`, so that a
+// test sees how a failed mount of the root's build is reported.
+void injectProcMountFailureInChild(int err) noexcept;
 // Closes the source fds: after pivot_root they would be handles on the host.
 void closeSourcesInChild(MountPlan& plan) noexcept;
 // Makes the root tmpfs read-only, then pivots into it and detaches the old

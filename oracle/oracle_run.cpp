@@ -2,8 +2,8 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <signal.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -11,10 +11,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <stdexcept>
 #include <string_view>
 
+#include "base/host_path.h"
+#include "base/small_file.h"
 #include "base/text_safety.h"
 #include "oracle/git_dir_digest.h"
 #include "oracle/git_head.h"
@@ -49,35 +52,37 @@ constexpr const char* kNodumpInside = "/.stockade/nodump.so";
 // The non-dumpable preload (oracle/nodump_blob.h) as a file of the caller's
 // private state directory, for the run to bind read-only: written once, and
 // again only when this binary's differs (an older stockade's, a truncated
-// write). Through a temporary name and rename, so a concurrent oracle reads
-// the old file or the new, never half of one.
-Result<std::string> nodumpPreloadFile(const std::string& state_dir) {
+// write). Through a temporary name and renameat, so a concurrent oracle reads
+// the old file or the new, never half of one. Read and written beneath the
+// held directory; its identity is what the bind must turn out to be.
+struct StateFile {
+    std::string path;  // for messages
+    UniqueFd fd;       // O_PATH, found beneath the held state directory
+};
+Result<StateFile> nodumpPreloadFile(const HeldStateDir& state) {
     const std::string_view object = nodumpPreloadObject();
-    const std::string path = state_dir + "/nodump.so";
-    {
-        std::ifstream in(path, std::ios::binary);
-        std::string have((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-        if (in.good() || in.eof())
-            if (have == object) return path;
+    constexpr const char* kName = "nodump.so";
+    StateFile file{state.at(kName), {}};
+    auto have = readSmallFile(state.get(), kName, file.path, object.size());
+    if (!have || have->content != object) {
+        if (Status s =
+                writeFileAtomicallyAt(state.get(), kName, file.path, std::string(object), 0444);
+            !s)
+            return s.error();
     }
-    std::string temp = path + ".XXXXXX";
-    const int fd = mkstemp(temp.data());
-    if (fd < 0) return Error::fromErrno("mkstemp(\"" + temp + "\")");
-    bool ok = fchmod(fd, 0444) == 0;
-    for (size_t done = 0; ok && done < object.size();) {
-        const ssize_t n = write(fd, object.data() + done, object.size() - done);
-        if (n < 0 && errno == EINTR) continue;
-        ok = n > 0;
-        if (ok) done += static_cast<size_t>(n);
-    }
-    const int err = errno;
-    if (close(fd) < 0 && ok) ok = false;
-    if (!ok || rename(temp.c_str(), path.c_str()) < 0) {
-        const int e = ok ? errno : err;
-        unlink(temp.c_str());
-        return Error::fromErrno("write \"" + path + "\"", e);
-    }
-    return path;
+    file.fd.reset(openat(state.get(), kName, O_PATH | O_NOFOLLOW | O_CLOEXEC));
+    if (!file.fd) return Error::fromErrno("open(\"" + file.path + "\", O_PATH | O_NOFOLLOW)");
+    return file;
+}
+
+// A HeldPath (base/host_path.h) of what `fd` is, for a mount from it.
+Result<HeldPath> heldFromFd(int fd, const std::string& path) {
+    HeldPath held;
+    held.path = path;
+    held.fd = std::make_shared<UniqueFd>(fcntl(fd, F_DUPFD_CLOEXEC, 3));
+    if (!*held.fd) return Error::fromErrno("fcntl(F_DUPFD_CLOEXEC) of \"" + path + "\"");
+    if (fstat(held.get(), &held.st) < 0) return Error::fromErrno("fstat(\"" + path + "\")");
+    return held;
 }
 
 // Every line on the terminal may carry a name the sandbox chose (a report
@@ -93,18 +98,52 @@ int refuse(const std::string& message) {
 
 // The report directory goes however the oracle leaves: a verdict, an early
 // return or an exception.
+// It is made, read and removed beneath the held state directory; its path
+// is only the mount source, whose identity is checked against `st`.
 class ReportDir {
   public:
-    explicit ReportDir(std::string path) : path_(std::move(path)) {}
+    ReportDir(HeldStateDir parent, std::string name, UniqueFd fd)
+        : parent_(std::move(parent)), name_(std::move(name)), fd_(std::move(fd)) {
+        if (fstat(fd_.get(), &st_) < 0) st_ = {};
+    }
     ReportDir(const ReportDir&) = delete;
     ReportDir& operator=(const ReportDir&) = delete;
     ~ReportDir() { remove(); }
-    const std::string& path() const { return path_; }
+    std::string path() const { return parent_.at(name_); }
+    int fd() const { return fd_.get(); }
+    const struct stat& st() const { return st_; }
     void remove();
 
   private:
-    std::string path_;
+    HeldStateDir parent_;
+    std::string name_;
+    UniqueFd fd_;
+    struct stat st_ {};
 };
+
+// report.PID.XXXXXX beneath the held state directory, 0700, as mkdtemp
+// would make it but without a path: mkdirat with a random suffix, O_EXCL by
+// nature, then opened without following a link.
+Result<std::unique_ptr<ReportDir>> makeReportDir(const HeldStateDir& state) {
+    static constexpr char kChars[] =
+        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    for (int attempt = 0; attempt < 100; ++attempt) {
+        unsigned char random[6];
+        if (getrandom(random, sizeof random, 0) != static_cast<ssize_t>(sizeof random))
+            return Error::fromErrno("getrandom() for a report directory's name");
+        std::string name = "report." + std::to_string(getpid()) + ".";
+        for (unsigned char r : random) name += kChars[r % (sizeof kChars - 1)];
+        if (mkdirat(state.get(), name.c_str(), 0700) < 0) {
+            if (errno == EEXIST) continue;
+            return Error::fromErrno("mkdirat(\"" + state.at(name) + "\", 0700)");
+        }
+        UniqueFd fd(
+            openat(state.get(), name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+        if (!fd) return Error::fromErrno("open(\"" + state.at(name) + "\")");
+        return std::make_unique<ReportDir>(state, std::move(name), std::move(fd));
+    }
+    return Error::message("no free report directory name in " + state.path);
+}
 
 // What the guard around the oracle needs to deliver an `error` verdict
 // where the verdict was asked for.
@@ -167,13 +206,9 @@ Result<std::vector<std::string>> readExpected(const std::string& path) {
 // Reads every report file the run left at the top of the report directory,
 // without following a link and without reading past the bound; anything that
 // is not a regular file where a report should be is an error, not skipped.
-void readReports(const std::string& dir, const std::string& format, Evidence& e) {
-    auto fd = openDirectory(dir);
-    if (!fd) {
-        e.report_errors.push_back("the report directory is unreadable: " + fd.error().describe());
-        return;
-    }
-    auto listing = listDirectory(fd->get(), kMaxReportFiles);
+void readReports(const ReportDir& reports, const std::string& format, Evidence& e) {
+    const std::string dir = reports.path();
+    auto listing = listDirectory(reports.fd(), kMaxReportFiles);
     if (!listing) {
         e.report_errors.push_back("the report directory is unreadable: " +
                                   listing.error().describe());
@@ -184,7 +219,7 @@ void readReports(const std::string& dir, const std::string& format, Evidence& e)
     for (const Entry& entry : listing->entries) {
         if (!entry.path.ends_with(suffix)) continue;
         e.report_files.push_back(entry.path);
-        auto text = readBeneath(fd->get(), entry.path, kMaxReportBytes);
+        auto text = readBeneath(reports.fd(), entry.path, kMaxReportBytes);
         if (!text) {
             e.report_errors.push_back("report " + entry.path + ": " + text.error().describe());
             continue;
@@ -212,36 +247,31 @@ void readReports(const std::string& dir, const std::string& format, Evidence& e)
     if (e.report_errors.empty()) e.report = std::move(merged);
 }
 
-int removeEntry(const char* path, const struct stat*, int, struct FTW*) {
-    return remove(path);
-}
-
-void removeTree(const std::string& dir) {
-    // Depth first, never following a link the sandbox may have planted.
-    nftw(dir.c_str(), removeEntry, 16, FTW_DEPTH | FTW_PHYS);
-}
-
 void ReportDir::remove() {
-    if (!path_.empty()) removeTree(path_);
-    path_.clear();
+    if (!name_.empty()) removeTreeAt(parent_.get(), name_);
+    name_.clear();
 }
 
 // An oracle killed mid-run (SIGKILL) leaves its report directory; the next
 // one removes those of dead oracles. They live in the caller's private state
 // directory (0700, see runtime/record/state_dir.h), where no one else can plant
-// anything: report.PID.XXXXXX, whose PID is gone.
-void removeStaleReportDirs(const std::string& parent) {
-    DIR* d = opendir(parent.c_str());
+// anything: report.PID.XXXXXX, whose PID is gone. Listed and removed beneath
+// the held directory, never following a link.
+void removeStaleReportDirs(const HeldStateDir& parent) {
+    UniqueFd listing(openat(parent.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    DIR* d = listing ? fdopendir(listing.get()) : nullptr;
     if (!d) return;
+    listing.release();
     const std::string prefix = "report.";
     while (dirent* e = readdir(d)) {
         std::string name = e->d_name;
         if (!name.starts_with(prefix)) continue;
         pid_t pid = static_cast<pid_t>(std::atoi(name.c_str() + prefix.size()));
         if (pid <= 0 || kill(pid, 0) == 0 || errno != ESRCH) continue;
-        std::string path = parent + "/" + name;
         struct stat st;
-        if (lstat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) removeTree(path);
+        if (fstatat(parent.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+            S_ISDIR(st.st_mode))
+            removeTreeAt(parent.get(), name);
     }
     closedir(d);
 }
@@ -294,19 +324,20 @@ int runGuarded(const OracleOptions& options, VerdictSink& sink) {
     auto state = openUserStateDir();
     if (!state) return refuse(state.error().describe());
     removeStaleReportDirs(*state);
-    std::string report_template = *state + "/report." + std::to_string(getpid()) + ".XXXXXX";
-    if (!mkdtemp(report_template.data())) return refuse("mkdtemp(" + report_template + ") failed");
-    ReportDir reports(report_template);
-    const std::string& report_dir = reports.path();
-    if (geteuid() == 0 &&
-        chown(report_dir.c_str(), identity->ids.host_uid, identity->ids.host_gid) < 0)
-        return refuse("chown(\"" + report_dir + "\") failed");
+    auto made = makeReportDir(*state);
+    if (!made) return refuse(made.error().describe());
+    ReportDir& reports = **made;
+    const std::string report_dir = reports.path();
+    if (geteuid() == 0 && fchown(reports.fd(), identity->ids.host_uid, identity->ids.host_gid) < 0)
+        return refuse(Error::fromErrno("fchown(\"" + report_dir + "\", " +
+                                       std::to_string(identity->ids.host_uid) + ", " +
+                                       std::to_string(identity->ids.host_gid) + ")")
+                          .describe());
 
     RunOptions run = options.run;
     // Without --verdict the verdict is stdout's only content.
     if (!options.verdict) run.quiet = true;
     run.mounts.push_back(held + ":/held");
-    run.mounts.push_back(report_dir + ":/report:rw");
     run.env.push_back("STOCKADE_REPORT_DIR=/report");
     // stockade's own binary, for the runner to start candidate code through
     // (cli/isolate_command.h): read-only, at a path no profile uses.
@@ -320,7 +351,6 @@ int runGuarded(const OracleOptions& options, VerdictSink& sink) {
     // (docs/oracle.md): preloaded, before any of the caller's LD_PRELOAD.
     auto nodump = nodumpPreloadFile(*state);
     if (!nodump) return refuse(nodump.error().describe());
-    run.mounts.push_back(*nodump + ":" + kNodumpInside);
     std::string preload = std::string("LD_PRELOAD=") + kNodumpInside;
     for (auto it = run.env.begin(); it != run.env.end(); ++it)
         if (it->starts_with("LD_PRELOAD=")) {
@@ -334,6 +364,22 @@ int runGuarded(const OracleOptions& options, VerdictSink& sink) {
     for (const ExtraMount& m : policy->fs.mounts)
         if (m.target == "/held" && !held_dir->sameFileAs(m.held.st))
             return refuse("--held " + options.held + ": replaced while the oracle ran");
+    // The report directory and the preload are mounted from the fds found
+    // beneath the held state directory, not from their paths: as root the
+    // bind is cloned from the fd (open_tree), so a swap of the state
+    // directory since it was judged changes nothing. Rootless, the child
+    // cannot clone a mount of this namespace and opens the path again, with
+    // no symlink followed, refusing anything but the inode held here
+    // (child_plan_builder.h addHeldBind): a swap refuses the run, and never
+    // mounts what was swapped in.
+    for (auto [target, fd, path, writable] :
+         {std::tuple{"/report", reports.fd(), report_dir, true},
+          std::tuple{kNodumpInside, nodump->fd.get(), nodump->path, false}}) {
+        auto held = heldFromFd(fd, path);
+        if (!held) return refuse(held.error().describe());
+        policy->fs.mounts.push_back(
+            ExtraMount{.source = path, .target = target, .writable = writable, .held = *held});
+    }
     // The identity chosen above, whose lease it holds: the report directory
     // was made that host id's.
     SandboxOutcome outcome = runSandbox(*policy, nullptr, &*identity);
@@ -345,7 +391,7 @@ int runGuarded(const OracleOptions& options, VerdictSink& sink) {
     if (outcome.ending == Ending::Exited || outcome.ending == Ending::Signaled)
         e.exit_code = outcome.exit_code;
     e.expected = expected;
-    readReports(report_dir, options.report_format, e);
+    readReports(reports, options.report_format, e);
     reports.remove();
     // Test-only: a fault where one would have cost the verdict before the
     // guard in runOracle (tests/oracle/oracle_cases.py).

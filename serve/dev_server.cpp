@@ -10,6 +10,7 @@
 
 #include <cstdio>
 
+#include "base/fault_injection.h"
 #include "runtime/supervisor/echo_sink.h"
 #include "runtime/supervisor/sandbox.h"
 
@@ -43,18 +44,23 @@ const char* netBackendName(NetBackend backend) {
     return "userspace";
 }
 
-Result<BoundedLog> BoundedLog::create(std::string path, uint64_t limit) {
-    unlink((path + ".1").c_str());
-    UniqueFd fd(open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600));
-    if (!fd) return Error::fromErrno("open(\"" + path + "\") for the server's log");
-    return BoundedLog(std::move(path), limit, std::move(fd));
+constexpr int kLogFlags = O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW;
+
+Result<BoundedLog> BoundedLog::create(int dir_fd, std::string name, const std::string& shown,
+                                      uint64_t limit) {
+    UniqueFd dir(fcntl(dir_fd, F_DUPFD_CLOEXEC, 3));
+    if (!dir) return Error::fromErrno("fcntl(F_DUPFD_CLOEXEC) of the state directory");
+    unlinkat(dir.get(), (name + ".1").c_str(), 0);
+    UniqueFd fd(openat(dir.get(), name.c_str(), kLogFlags, 0600));
+    if (!fd) return Error::fromErrno("open(\"" + shown + "\") for the server's log");
+    return BoundedLog(std::move(dir), std::move(name), limit, std::move(fd));
 }
 
 void BoundedLog::write(const char* data, size_t size) {
     if (!fd_) return;
     if (size_ + size > limit_ && size_ > 0) {
-        rename(path_.c_str(), (path_ + ".1").c_str());
-        fd_.reset(open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600));
+        renameat(dir_.get(), name_.c_str(), dir_.get(), (name_ + ".1").c_str());
+        fd_.reset(openat(dir_.get(), name_.c_str(), kLogFlags, 0600));
         size_ = 0;
         if (!fd_) return;
     }
@@ -126,7 +132,7 @@ Status DevServer::beforeStart(pid_t sandbox_pid) {
     return okStatus();
 }
 
-void DevServer::started(pid_t sandbox_pid, InsideSockets& sockets) {
+Status DevServer::started(pid_t sandbox_pid, InsideSockets& sockets) {
     SocketSource inside = [&sockets](int family) { return sockets.open(family); };
     // IPv4 over the veth when there is one. [::1] only through init's
     // socket: Linux delivers nothing to ::1 that arrives on another
@@ -138,15 +144,19 @@ void DevServer::started(pid_t sandbox_pid, InsideSockets& sockets) {
         targets_.push_back(insideLoopback(AF_INET, options_.port, inside));
     targets_.push_back(insideLoopback(AF_INET6, options_.port, inside));
     if (ingress_)
-        if (auto s = ingress_->setSandbox(sandbox_pid); !s) {
-            writeWithin(2, "stockade: the direct ingress: " + s.error().describe() + "\n", 1000);
-            ending_ = Ending::SetupFailed;
-        }
+        if (auto s = ingress_->setSandbox(sandbox_pid); !s)
+            return s.error().withContext("the direct ingress");
+    // The readiness probe and --ready-timeout both run on this timer: a
+    // server whose timer is not armed would never be judged ready or late.
     itimerspec every{};
     every.it_interval.tv_nsec = kProbeIntervalMs * 1000000;
     every.it_value = every.it_interval;
-    timerfd_settime(timer_.get(), 0, &every, nullptr);
+    if (faultInjected(FaultPoint::ServeTimerSettime, injectedFault()) ||
+        timerfd_settime(timer_.get(), 0, &every, nullptr) < 0)
+        return Error::fromErrno("arm the readiness probe: timerfd_settime(every " +
+                                std::to_string(kProbeIntervalMs) + " ms)");
     if (on_started) on_started(sandbox_pid);
+    return okStatus();
 }
 
 void DevServer::output(int stream, const char* data, size_t size) {

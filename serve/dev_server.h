@@ -27,13 +27,17 @@ namespace stockade {
 // becomes NAME.log.1 (replacing the one before) and a new NAME.log starts.
 class BoundedLog {
   public:
-    static Result<BoundedLog> create(std::string path, uint64_t limit);
+    // `name` beneath the directory `dir_fd` (the state directory, held: the
+    // log and its rotation never go through a path), `shown` in messages.
+    static Result<BoundedLog> create(int dir_fd, std::string name, const std::string& shown,
+                                     uint64_t limit);
     void write(const char* data, size_t size);
 
   private:
-    BoundedLog(std::string path, uint64_t limit, UniqueFd fd)
-        : path_(std::move(path)), limit_(limit), fd_(std::move(fd)) {}
-    std::string path_;
+    BoundedLog(UniqueFd dir, std::string name, uint64_t limit, UniqueFd fd)
+        : dir_(std::move(dir)), name_(std::move(name)), limit_(limit), fd_(std::move(fd)) {}
+    UniqueFd dir_;
+    std::string name_;
     uint64_t limit_;
     UniqueFd fd_;
     uint64_t size_ = 0;
@@ -72,7 +76,7 @@ class DevServer : public ServiceHooks {
     std::function<void()> on_ready;  // once, when ready: the listeners accept from then on
 
     Status beforeStart(pid_t sandbox_pid) override;
-    void started(pid_t sandbox_pid, InsideSockets& sockets) override;
+    Status started(pid_t sandbox_pid, InsideSockets& sockets) override;
     void output(int stream, const char* data, size_t size) override;
     // Foreground: both streams to stockade's stderr (stdout carries the
     // ready line), echoed by the supervisor without waiting.

@@ -394,12 +394,12 @@ int serveCommand(const ServeOptions& options) {
                    "server on 8080)";
         return refuseLocked("publish", why);
     }
-    auto log = BoundedLog::create(dir->logPath(name),
+    auto log = BoundedLog::create(dir->fd(), name + ".log", dir->logPath(name),
                                   policy.limits.output_bytes.value_or(kDefaultLogBytes));
     if (!log) return refuseLocked("state", log.error().describe());
     auto server = DevServer::create(server_options, std::move(*listeners), std::move(*log));
     if (!server) {
-        unlink(dir->logPath(name).c_str());
+        dir->removeFile(name + ".log");
         return refuseLocked("publish", server.error().describe());
     }
 
@@ -424,7 +424,7 @@ int serveCommand(const ServeOptions& options) {
         closeLeakedFds();
         setsid();
         int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-        supervisor_log.reset(open(dir->logPath(name).c_str(), O_WRONLY | O_APPEND | O_CLOEXEC));
+        supervisor_log = dir->openFile(name + ".log", O_WRONLY | O_APPEND);
         dup2(null, 0);
         dup2(null, 1);
         // stderr stays the caller's until the server is ready: a server that
@@ -604,13 +604,13 @@ int logsCommand(const std::string& name, bool follow, bool raw) {
     }
     // The log of a server started from a shell with another environment
     // is in another of this user's state directories.
+    const std::string log_name = name + ".log";
+    struct stat log_st;
     StateDir* holder = &*dir;
     std::vector<StateDir> others = StateDir::others(*dir);
     for (StateDir& other : others)
-        if (access(holder->logPath(name).c_str(), F_OK) < 0 &&
-            access(other.logPath(name).c_str(), F_OK) == 0)
+        if (!holder->statFile(log_name, log_st) && other.statFile(log_name, log_st))
             holder = &other;
-    std::string path = holder->logPath(name);
     // The log is the sandbox's bytes: on a terminal they could move the
     // cursor, rewrite earlier lines or set the window title. Escaped unless
     // --raw, chunk by chunk, holding back a character cut by a read.
@@ -636,8 +636,8 @@ int logsCommand(const std::string& name, bool follow, bool raw) {
         }
         fflush(stdout);
     };
-    UniqueFd older(open((path + ".1").c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
-    UniqueFd current(open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+    UniqueFd older = holder->openFile(log_name + ".1", O_RDONLY | O_NONBLOCK);
+    UniqueFd current = holder->openFile(log_name, O_RDONLY | O_NONBLOCK);
     if (!current) {
         say("no log for \"" + name + "\" (stockade ps lists the running servers)");
         return 1;
@@ -651,9 +651,9 @@ int logsCommand(const std::string& name, bool follow, bool raw) {
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
         copy(current.get());
         struct stat held, named;
-        if (fstat(current.get(), &held) == 0 && stat(path.c_str(), &named) == 0 &&
+        if (fstat(current.get(), &held) == 0 && holder->statFile(log_name, named) &&
             held.st_ino != named.st_ino) {
-            current.reset(open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+            current = holder->openFile(log_name, O_RDONLY | O_NONBLOCK);
             if (!current) break;
             copy(current.get());
         }

@@ -59,7 +59,7 @@ Status validateServiceName(const std::string& name) {
 
 std::vector<StateDir> StateDir::others(const StateDir& primary) {
     std::vector<StateDir> out;
-    for (std::string& path : otherUserStateDirs(primary.path())) out.push_back(StateDir(path));
+    for (HeldStateDir& dir : otherUserStateDirs(primary.dir_)) out.push_back(StateDir(dir));
     return out;
 }
 
@@ -70,38 +70,50 @@ std::vector<StateDir> StateDir::all(const StateDir& primary) {
 }
 
 Status StateDir::remember() const {
-    return registerUserStateDir(path_);
+    return registerUserStateDir(dir_);
 }
 
 Result<StateDir> StateDir::open() {
-    auto path = openUserStateDir();
-    if (!path) return path.error();
-    return StateDir(*path);
+    auto dir = openUserStateDir();
+    if (!dir) return dir.error();
+    return StateDir(std::move(*dir));
+}
+
+UniqueFd StateDir::openFile(const std::string& file, int flags, mode_t mode) const {
+    return UniqueFd(openat(fd(), file.c_str(), flags | O_NOFOLLOW | O_CLOEXEC, mode));
+}
+
+bool StateDir::statFile(const std::string& file, struct stat& st) const {
+    return fstatat(fd(), file.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+void StateDir::removeFile(const std::string& file) const {
+    unlinkat(fd(), file.c_str(), 0);
 }
 
 Result<UniqueFd> StateDir::lock(const std::string& name) const {
-    auto fd = lockFileExclusive(lockPath(name), true);
+    auto fd = lockFileExclusiveAt(this->fd(), name + ".lock", lockPath(name), true);
     if (!fd && fd.error().errnum() == EWOULDBLOCK)
         return Error::message("a dev server named \"" + name + "\" is already running");
     return fd;
 }
 
 bool StateDir::live(const std::string& name) const {
-    auto fd = lockFileExclusive(lockPath(name), false);
+    auto fd = lockFileExclusiveAt(this->fd(), name + ".lock", lockPath(name), false);
     if (fd) {
         release(name, std::move(*fd));
         return false;
     }
     if (fd.error().errnum() == ENOENT) {
-        unlink(recordPath(name).c_str());  // a record without a lock is stale
+        removeFile(name + ".json");  // a record without a lock is stale
         return false;
     }
     return true;
 }
 
 void StateDir::release(const std::string& name, UniqueFd lock) const {
-    unlink(recordPath(name).c_str());
-    unlink(lockPath(name).c_str());
+    removeFile(name + ".json");
+    removeFile(name + ".lock");
     lock.reset();
 }
 
@@ -118,14 +130,15 @@ Status StateDir::write(const ServiceRecord& r) const {
              {"backend", r.backend},
              {"backend_fallback", r.backend_fallback},
              {"log", logPath(r.name)}};
-    return writeFileAtomically(recordPath(r.name), jsonText(doc) + "\n");
+    return writeFileAtomicallyAt(fd(), r.name + ".json", recordPath(r.name), jsonText(doc) + "\n",
+                                 0644);
 }
 
 std::optional<ServiceRecord> StateDir::read(const std::string& name) const {
     // A sandbox that could write here may have left a link, a FIFO or a
     // huge file under the name; none of them is a record.
-    const std::string path = recordPath(name);
-    auto file = readSmallFile(AT_FDCWD, path.c_str(), path, kMaxRecordBytes);
+    const std::string file_name = name + ".json";
+    auto file = readSmallFile(fd(), file_name.c_str(), recordPath(name), kMaxRecordBytes);
     if (!file) return std::nullopt;
     try {
         json doc = json::parse(file->content);
@@ -151,7 +164,9 @@ std::optional<ServiceRecord> StateDir::read(const std::string& name) const {
 
 std::vector<ServiceRecord> StateDir::list() const {
     std::vector<std::string> names;
-    if (DIR* d = opendir(path_.c_str())) {
+    UniqueFd listing(openat(fd(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (DIR* d = listing ? fdopendir(listing.get()) : nullptr) {
+        listing.release();
         while (dirent* e = readdir(d)) {
             std::string file = e->d_name;
             for (const char* suffix : {".json", ".lock"})
@@ -188,11 +203,11 @@ Status StateDir::markHolder(int lock_fd) {
 
 namespace {
 
-// The pid of the process that marked itself the holder of the lock file at
-// `path` (StateDir::markHolder), in this process's pid namespace; nullopt
-// when none did.
-std::optional<pid_t> markedHolder(const std::string& path) {
-    UniqueFd fd(open(path.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC));
+// The pid of the process that marked itself the holder of NAME's lock file
+// (StateDir::markHolder), in this process's pid namespace; nullopt when none
+// did.
+std::optional<pid_t> markedHolder(const StateDir& dir, const std::string& name) {
+    UniqueFd fd = dir.openFile(name + ".lock", O_RDWR);
     if (!fd) return std::nullopt;
     struct flock probe {};
     probe.l_type = F_WRLCK;
@@ -223,7 +238,7 @@ Result<bool> stopService(const StateDir& dir, const std::string& name, uint64_t 
     } else if (dir.live(name)) {
         // Checked after pidfd_open: the marked holder is alive while its mark
         // stands, so the pid the pidfd pins is that process.
-        if (markedHolder(dir.lockPath(name)) != record->pid)
+        if (markedHolder(dir, name) != record->pid)
             return Error::message(
                 "the record of \"" + name + "\" in " + dir.path() + " names pid " +
                 std::to_string(record->pid) +

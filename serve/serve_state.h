@@ -20,6 +20,7 @@
 
 #include "base/error.h"
 #include "base/unique_fd.h"
+#include "runtime/record/state_dir.h"
 
 namespace stockade {
 
@@ -56,10 +57,19 @@ class StateDir {
     // Registers this directory where every shell of the user looks
     // (registerUserStateDir), so that others() of any environment finds it.
     Status remember() const;
-    const std::string& path() const { return path_; }
-    std::string recordPath(const std::string& name) const { return path_ + "/" + name + ".json"; }
-    std::string logPath(const std::string& name) const { return path_ + "/" + name + ".log"; }
-    std::string lockPath(const std::string& name) const { return path_ + "/" + name + ".lock"; }
+    // For messages and records only: every operation below goes through the
+    // directory's fd (runtime/record/state_dir.h).
+    const std::string& path() const { return dir_.path; }
+    std::string recordPath(const std::string& name) const { return dir_.at(name + ".json"); }
+    std::string logPath(const std::string& name) const { return dir_.at(name + ".log"); }
+    std::string lockPath(const std::string& name) const { return dir_.at(name + ".lock"); }
+    // The held directory, whose fd every file of it is opened beneath.
+    int fd() const { return dir_.get(); }
+    // `file` (a name, no slash) in the directory: opened with `flags` and
+    // O_NOFOLLOW | O_CLOEXEC, stat'ed or removed without following a link.
+    UniqueFd openFile(const std::string& file, int flags, mode_t mode = 0600) const;
+    bool statFile(const std::string& file, struct stat& st) const;
+    void removeFile(const std::string& file) const;
 
     // Takes NAME's lock; an error when a live supervisor holds it.
     Result<UniqueFd> lock(const std::string& name) const;
@@ -83,8 +93,8 @@ class StateDir {
     std::optional<ServiceRecord> findByPort(uint16_t port) const;
 
   private:
-    explicit StateDir(std::string path) : path_(std::move(path)) {}
-    std::string path_;
+    explicit StateDir(HeldStateDir dir) : dir_(std::move(dir)) {}
+    HeldStateDir dir_;
 };
 
 // Stops NAME: SIGTERM to its supervisor (which passes it to the command and

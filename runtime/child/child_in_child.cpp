@@ -21,6 +21,7 @@
 #include <array>
 
 #include "base/fd_passing.h"
+#include "namespaces/call_note_in_child.h"
 #include "namespaces/landlock_in_child.h"
 #include "namespaces/mount_in_child.h"
 #include "namespaces/net_in_child.h"
@@ -58,7 +59,15 @@ void wipeMemoryInChild(const ChildPlan& plan) noexcept {
 // caller's terminal), so a failure ends the setup.
 int closeInheritedFdsInChild(const ChildPlan& plan, FaultPoint point, int* keep,
                              int count) noexcept {
-    if (faultInjected(point, plan.injected_fault)) return errno;
+    // Each range closed is named when it fails: close_range(3, 6, 0).
+    auto closeRange = [&](unsigned first, unsigned last) noexcept {
+        if (!faultInjected(point, plan.injected_fault) &&
+            syscall(SYS_close_range, first, last, 0U) == 0)
+            return 0;
+        ns::CallNote& note = ns::noteCallInChild("close_range").number(first);
+        (last == ~0U ? note.arg("~0U") : note.number(last)).arg("0");
+        return note.done(errno);
+    };
     for (int i = 1; i < count; ++i)  // insertion sort: count is tiny
         for (int j = i; j > 0 && keep[j - 1] > keep[j]; --j) {
             int t = keep[j];
@@ -68,12 +77,11 @@ int closeInheritedFdsInChild(const ChildPlan& plan, FaultPoint point, int* keep,
     unsigned next = 0;
     for (int i = 0; i < count; ++i) {
         if (keep[i] < 0) continue;
-        if (static_cast<unsigned>(keep[i]) > next &&
-            syscall(SYS_close_range, next, static_cast<unsigned>(keep[i]) - 1, 0U) < 0)
-            return errno;
+        if (static_cast<unsigned>(keep[i]) > next)
+            if (int err = closeRange(next, static_cast<unsigned>(keep[i]) - 1)) return err;
         next = static_cast<unsigned>(keep[i]) + 1;
     }
-    return syscall(SYS_close_range, next, ~0U, 0U) < 0 ? errno : 0;
+    return closeRange(next, ~0U);
 }
 
 // The supervisor's "go" and "placed" are one byte each on the sync socket.
@@ -237,10 +245,11 @@ int setIdsInChild(ChildPlan& plan, StepState& state) noexcept {
     if (plan.lower_tier && !plan.lower_tier_privileged) return 0;
     if (int err = keepCapabilitiesAcrossSetuidInChild())
         return failedCall(state, "prctl(PR_SET_SECUREBITS, NO_SETUID_FIXUP)", err);
+    const long gid = plan.ids.inside_gid, uid = plan.ids.inside_uid;
     if (setresgid(plan.ids.inside_gid, plan.ids.inside_gid, plan.ids.inside_gid) < 0)
-        return failedCall(state, "setresgid()", errno);
+        return ns::noteCallInChild("setresgid").number(gid).number(gid).number(gid).done(errno);
     if (setresuid(plan.ids.inside_uid, plan.ids.inside_uid, plan.ids.inside_uid) < 0)
-        return failedCall(state, "setresuid()", errno);
+        return ns::noteCallInChild("setresuid").number(uid).number(uid).number(uid).done(errno);
     return 0;
 }
 
@@ -265,6 +274,8 @@ int userNamespaceLimitsInChild(ChildPlan& plan, StepState& state) noexcept {
 }
 
 int buildRootInChild(ChildPlan& plan, StepState& state) noexcept {
+    if (faultInjected(FaultPoint::MountProc, plan.injected_fault))
+        ns::injectProcMountFailureInChild(errno);
     size_t failed = 0;
     if (int err = ns::buildRootInChild(plan.mounts, &failed)) {
         state.op_index = static_cast<int>(failed);
@@ -308,9 +319,8 @@ int closeFdsInChild(ChildPlan& plan, StepState& state) noexcept {
                   plan.start_fifo_write_fd,
                   plan.held_by_init_fd,
                   plan.console_socket_fd};
-    if (int err = closeInheritedFdsInChild(plan, FaultPoint::CloseFds, keep, 11))
-        return failedCall(state, "close_range()", err);
-    return 0;
+    (void)state;  // the call is noted by closeInheritedFdsInChild
+    return closeInheritedFdsInChild(plan, FaultPoint::CloseFds, keep, 11);
 }
 
 int hostnameInChild(ChildPlan& plan, StepState&) noexcept {
@@ -371,13 +381,19 @@ int stdioInChild(ChildPlan& plan, StepState&) noexcept {
 }
 
 int workdirInChild(ChildPlan& plan, StepState&) noexcept {
-    return chdir(plan.workdir.c_str()) < 0 ? errno : 0;
+    return chdir(plan.workdir.c_str()) < 0
+               ? ns::noteCallInChild("chdir").path(plan.workdir.c_str()).done(errno)
+               : 0;
 }
 
 int rlimitsInChild(ChildPlan& plan, StepState&) noexcept {
     for (const RlimitSetting& limit : plan.rlimits)
         if (setrlimit(static_cast<__rlimit_resource>(limit.resource), &limit.value) < 0)
-            return errno;
+            return ns::noteCallInChild("setrlimit")
+                .number(limit.resource)
+                .number(static_cast<long>(limit.value.rlim_cur))
+                .number(static_cast<long>(limit.value.rlim_max))
+                .done(errno);
     return 0;
 }
 
@@ -443,9 +459,8 @@ int initCloseFdsInChild(ChildPlan& plan, StepState& state) noexcept {
     // no host fd, not even the output pipes, whose EOF must mean the
     // command's whole tree is done.
     int keep[] = {plan.sync_fd, plan.socket_factory_fd, plan.held_by_init_fd};
-    if (int err = closeInheritedFdsInChild(plan, FaultPoint::InitCloseFds, keep, 3))
-        return failedCall(state, "close_range()", err);
-    return 0;
+    (void)state;  // the call is noted by closeInheritedFdsInChild
+    return closeInheritedFdsInChild(plan, FaultPoint::InitCloseFds, keep, 3);
 }
 
 int initDropPrivilegesInChild(ChildPlan& plan, StepState& state) noexcept {
@@ -726,7 +741,12 @@ void runStepInChild(ChildPlan& plan, const SetupStep& step, StepState& state) no
     state.op_index = -1;
     state.call = nullptr;
     state.renamed = false;
+    ns::clearCallNoteInChild();
     int err = step.run(plan, state);
+    // A step that does not name its call itself (the mount steps) noted it
+    // where it failed.
+    if (err && state.call == nullptr && ns::notedCallInChild()[0] != '\0')
+        state.call = ns::notedCallInChild();
     const bool check = plan.setup_mode == SetupMode::Check;
     if (err == kSupervisorGone) _exit(check ? 0 : 125);
     // A started command reports the fork itself, so that reports come in

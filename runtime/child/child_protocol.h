@@ -7,6 +7,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "namespaces/call_note_in_child.h"
+
 namespace stockade {
 
 // Each step of the child's setup. The order they run in is the table kSteps
@@ -74,8 +76,9 @@ struct ChildMessage {
     int32_t wait_status;  // Finished: the command's wait(2) status
     uint32_t stragglers;  // Finished: processes killed after the command ended
     // SetupFailed: the call that failed with its arguments ("close_range(3,
-    // ~0)"), NUL-terminated, cut to fit; empty when the step does not say.
-    char call[48];
+    // ~0)", "mount(\"/usr\" -> \"/tmp/root/usr\", MS_BIND|MS_REC)"),
+    // NUL-terminated, cut to fit; empty when the step does not say.
+    char call[ns::kCallNoteSize];
 };
 
 // Copies `call` into the message, cut to fit; async-signal-safe.

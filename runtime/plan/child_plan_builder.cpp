@@ -115,9 +115,17 @@ std::string groupFor(const ns::IdMapping& ids) {
 // costs less than a mount to set up and to tear down), directories are bound
 // read-only, links kept as links; passwd, group, hosts and hostname are
 // written by stockade.
-Status addEtc(const Policy& policy, const ns::IdMapping& ids, ns::MountPlan& plan) {
+Status addEtcFromRootfs(const Policy& policy, ChildPlan& plan);
+
+Status addEtc(const Policy& policy, const ns::IdMapping& ids, ChildPlan& child) {
+    ns::MountPlan& plan = child.mounts;
     ns::addOp(plan, {.kind = MountKind::Directory, .target = "etc", .description = "create /etc"});
-    for (const std::string& name : policy.fs.etc_entries) {
+    // A --rootfs's entries are found beneath its held fd (addEtcFromRootfs).
+    const bool beneath_rootfs = policy.fs.rootfs != "/" && policy.fs.rootfs_held;
+    if (beneath_rootfs)
+        if (Status s = addEtcFromRootfs(policy, child); !s) return s;
+    static const std::vector<std::string> kNone;
+    for (const std::string& name : beneath_rootfs ? kNone : policy.fs.etc_entries) {
         std::string host = joinRoot(policy.fs.rootfs, "/etc/" + name);
         std::string target = "etc/" + name;
         struct stat st;
@@ -232,6 +240,76 @@ Status addSystemDirsFromRootfs(const Policy& policy, ChildPlan& plan) {
         if (auto s = addHeldBind(
                 plan, held,
                 {.target = relative(dir), .description = "mount " + dir + " read-only"});
+            !s)
+            return s.error();
+    }
+    return okStatus();
+}
+
+// A --rootfs's /etc entries, found as its system directories are: beneath
+// the held rootfs, no symlink followed on the way (one at the entry itself is
+// copied as a link). A small file is read here, through the fd found, and
+// written by the child; anything else is bound from that fd. Nothing is
+// named by a path a sandbox that wrote into the rootfs could redirect.
+Status addEtcFromRootfs(const Policy& policy, ChildPlan& plan) {
+    for (const std::string& name : policy.fs.etc_entries) {
+        const std::string shown = policy.fs.rootfs + "/etc/" + name;
+        const std::string target = "etc/" + name;
+        open_how how{};
+        how.flags = O_PATH | O_NOFOLLOW | O_CLOEXEC;
+        how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+        UniqueFd fd(ns::sysOpenat2(policy.fs.rootfs_held.get(), target.c_str(), &how));
+        if (!fd) {
+            if (errno == ENOENT || errno == EACCES) continue;  // as the host's own: left out
+            return Error::fromErrno("openat2(\"" + shown +
+                                    "\", RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)");
+        }
+        HeldPath held;
+        if (fstat(fd.get(), &held.st) < 0) return Error::fromErrno("fstat(\"" + shown + "\")");
+        if (S_ISLNK(held.st.st_mode)) {
+            char buf[PATH_MAX];
+            ssize_t n = readlinkat(fd.get(), "", buf, sizeof(buf) - 1);
+            if (n < 0) return Error::fromErrno("readlinkat(\"" + shown + "\")");
+            ns::addOp(plan.mounts, {.kind = MountKind::Symlink,
+                                    .target = target,
+                                    .data = std::string(buf, static_cast<size_t>(n)),
+                                    .description = "link /etc/" + name});
+            continue;
+        }
+        if (S_ISREG(held.st.st_mode) && static_cast<size_t>(held.st.st_size) <= kMaxCopiedEtcFile) {
+            // Opened again for reading the same way, and read only if it is
+            // the file found (a FIFO or a swap in between is not read).
+            how.flags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC;
+            UniqueFd in(ns::sysOpenat2(policy.fs.rootfs_held.get(), target.c_str(), &how));
+            if (!in) {
+                if (errno == EACCES) continue;  // unreadable to this user: left out
+                return Error::fromErrno("openat2(\"" + shown + "\", O_RDONLY)");
+            }
+            struct stat st;
+            if (fstat(in.get(), &st) < 0 || st.st_dev != held.st.st_dev ||
+                st.st_ino != held.st.st_ino || !S_ISREG(st.st_mode))
+                return Error::message(shown + ": replaced while it was read");
+            std::string content;
+            char buf[4096];
+            ssize_t n = 0;
+            while (content.size() <= kMaxCopiedEtcFile &&
+                   ((n = read(in.get(), buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR)))
+                if (n > 0) content.append(buf, static_cast<size_t>(n));
+            if (n < 0) return Error::fromErrno("read(\"" + shown + "\")");
+            ns::addOp(plan.mounts, {.kind = MountKind::File,
+                                    .target = target,
+                                    .data = std::move(content),
+                                    .target_is_dir = false,
+                                    .description = "copy /etc/" + name});
+            continue;
+        }
+        if (!S_ISDIR(held.st.st_mode) && !S_ISREG(held.st.st_mode)) continue;
+        held.path = shown;
+        held.fd = std::make_shared<UniqueFd>(std::move(fd));
+        if (auto s = addHeldBind(plan, held,
+                                 {.target = target,
+                                  .target_is_dir = S_ISDIR(held.st.st_mode),
+                                  .description = "mount /etc/" + name + " read-only"});
             !s)
             return s.error();
     }
@@ -394,8 +472,10 @@ void addCommandRlimits(const Policy& policy, ChildPlan& plan) {
             value = std::min<uint64_t>(value, own.rlim_max);
         hard(resource, value);
     };
-    at_most_own(RLIMIT_SIGPENDING, kSandboxPendingSignals);
-    at_most_own(RLIMIT_MSGQUEUE, kSandboxMessageQueueBytes);
+    // A profile may set either by name (policy.h, Limits).
+    at_most_own(RLIMIT_SIGPENDING, policy.limits.pending_signals.value_or(kSandboxPendingSignals));
+    at_most_own(RLIMIT_MSGQUEUE,
+                policy.limits.message_queue_bytes.value_or(kSandboxMessageQueueBytes));
     if (policy.limits.open_files) {
         // A profile's open-file count is a ceiling: no higher than the
         // caller's own hard limit, which the sandbox could not raise either.
@@ -440,7 +520,7 @@ Result<ChildPlan> buildChildPlan(const Policy& policy, const Identity& identity,
         return Error::message("the host has no /tmp directory to assemble the sandbox's root on");
 
     if (auto s = addSystemDirs(policy, plan); !s) return s.error();
-    if (auto s = addEtc(policy, identity.ids, mounts); !s) return s.error();
+    if (auto s = addEtc(policy, identity.ids, plan); !s) return s.error();
     // /tmp and /var/tmp before the worktree's gitdir and the extra mounts, so
     // that one of those placed under /tmp lands on the tmpfs, not beneath it.
     std::string tmp_options = "mode=1777,size=" + std::to_string(policy.limits.tmp_bytes);
@@ -557,9 +637,16 @@ Result<ChildPlan> buildChildPlan(const Policy& policy, const Identity& identity,
         if (!(in >> host) || host == 0) return cap;
         return static_cast<uint32_t>(std::min<uint64_t>(cap, std::max<uint64_t>(1, host / 4)));
     };
-    plan.userns_bounds.inotify_instances = quarterOf("/proc/sys/fs/inotify/max_user_instances", 32);
+    // A profile's own value by name instead (policy.h, Limits); the host's
+    // per-user maximum still holds above the sandbox's namespace.
+    auto named = [](const std::optional<uint64_t>& v, uint32_t otherwise) {
+        return v ? static_cast<uint32_t>(std::min<uint64_t>(*v, UINT32_MAX)) : otherwise;
+    };
+    plan.userns_bounds.inotify_instances = named(
+        policy.limits.inotify_instances, quarterOf("/proc/sys/fs/inotify/max_user_instances", 32));
     plan.userns_bounds.inotify_watches =
-        quarterOf("/proc/sys/fs/inotify/max_user_watches", 1u << 20);
+        named(policy.limits.inotify_watches,
+              quarterOf("/proc/sys/fs/inotify/max_user_watches", 1u << 20));
     return plan;
 }
 

@@ -1,4 +1,5 @@
 #include "runtime/plan/identity.h"
+
 #include "base/small_file.h"
 
 #include <errno.h>
@@ -11,6 +12,7 @@
 #include <cstdlib>
 
 #include "base/file_lock.h"
+#include "base/host_path.h"
 
 namespace stockade {
 
@@ -280,9 +282,18 @@ Result<Identity> chooseIdentity(const Policy& policy) {
     uid_t inside_uid = kNobody;
     gid_t inside_gid = kNobody;
     if (policy.fs.worktree) {
+        // Judged on the fd opened first (host_path.h), which the idmap and
+        // the bind use too: a path swapped since then decides nothing. A
+        // policy built by hand (a unit test) holds no fd: its path is held now.
         struct stat st;
-        if (stat(policy.fs.worktree->c_str(), &st) < 0)
-            return Error::fromErrno("stat(\"" + *policy.fs.worktree + "\")");
+        HeldPath held = policy.fs.worktree_held;
+        if (!held) {
+            auto now = holdHostPath("--worktree", *policy.fs.worktree, false);
+            if (!now) return now.error();
+            held = std::move(*now);
+        }
+        if (fstat(held.get(), &st) < 0)
+            return Error::fromErrno("fstat(\"" + *policy.fs.worktree + "\")");
         if (st.st_uid != 0) {
             inside_uid = st.st_uid;
             inside_gid = st.st_gid != 0 ? st.st_gid : kNobody;

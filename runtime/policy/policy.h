@@ -40,6 +40,13 @@ struct Limits {
     uint64_t tmp_bytes = 256ull << 20;
     std::optional<uint64_t> file_size_bytes;
     std::optional<uint64_t> open_files;
+    // The host-wide and per-user kernel counters a sandbox is bounded on by
+    // default (docs/threat-model.md, "Host-wide counters"); a profile may
+    // loosen (or tighten) each by name. Unset: the default bound.
+    std::optional<uint64_t> pending_signals;      // RLIMIT_SIGPENDING (and POSIX timers)
+    std::optional<uint64_t> message_queue_bytes;  // RLIMIT_MSGQUEUE
+    std::optional<uint64_t> inotify_instances;    // the sandbox's user namespace's maximum
+    std::optional<uint64_t> inotify_watches;      // the same, for watches
 };
 
 // Names inside the worktree to hide or keep read-only (runtime/plan/worktree_masks.h):

@@ -223,7 +223,8 @@ void parseEnvironment(const json& env, const std::string& path, Profile& out) {
 void parseLimits(const json& limits, const std::string& path, Limits& out) {
     rejectUnknownKeys(
         limits, path,
-        {"memory", "pids", "cpu_time", "timeout", "output", "file_size", "open_files"});
+        {"memory", "pids", "cpu_time", "timeout", "output", "file_size", "open_files",
+         "pending_signals", "message_queues", "inotify_instances", "inotify_watches"});
     auto p = [&](const char* key) { return path + "/" + key; };
     // null says "no limit", as `stockade profile show` prints an unset one.
     json present = json::object();
@@ -239,6 +240,14 @@ void parseLimits(const json& limits, const std::string& path, Limits& out) {
         out.file_size_bytes = sizeAt(present["file_size"], p("file_size"));
     if (present.contains("open_files"))
         out.open_files = countAt(present["open_files"], p("open_files"));
+    if (present.contains("pending_signals"))
+        out.pending_signals = countAt(present["pending_signals"], p("pending_signals"));
+    if (present.contains("message_queues"))
+        out.message_queue_bytes = sizeAt(present["message_queues"], p("message_queues"));
+    if (present.contains("inotify_instances"))
+        out.inotify_instances = countAt(present["inotify_instances"], p("inotify_instances"));
+    if (present.contains("inotify_watches"))
+        out.inotify_watches = countAt(present["inotify_watches"], p("inotify_watches"));
 }
 
 std::string knownList() {
@@ -461,6 +470,10 @@ std::string profileToJson(const Profile& p) {
     put("output", p.limits.output_bytes);
     put("file_size", p.limits.file_size_bytes);
     put("open_files", p.limits.open_files);
+    put("pending_signals", p.limits.pending_signals);
+    put("message_queues", p.limits.message_queue_bytes);
+    put("inotify_instances", p.limits.inotify_instances);
+    put("inotify_watches", p.limits.inotify_watches);
     doc["limits"] = limits;
     doc["require"] = p.require;
     doc["seccomp"] = p.seccomp;

@@ -82,11 +82,14 @@ std::string boundLine(const Policy& policy, const SandboxOutcome& o, const Sandb
 // The path and the user a failed step acted on, where its message alone
 // would be a bare errno ("change to the working directory: EACCES").
 std::string setupFailureDetail(const Policy& policy, const SandboxOutcome& o) {
-    if (o.error_message != "change to the working directory") return "";
+    const std::string stage = "change to the working directory";
+    if (!o.error_message.starts_with(stage)) return "";
     std::string who = policy.uid ? "uid " + std::to_string(*policy.uid) + " inside" : "";
     if (o.host_uid)
         who += (who.empty() ? "" : ", ") + std::string("host uid ") + std::to_string(*o.host_uid);
-    return " " + policy.workdir + (who.empty() ? "" : " as " + who) +
+    // The child's call names the directory (chdir("/x")) when it says.
+    const std::string where = o.error_message == stage ? " " + policy.workdir : "";
+    return where + (who.empty() ? "" : " as " + who) +
            " (--workdir; a directory the sandbox's user may enter)";
 }
 

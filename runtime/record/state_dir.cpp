@@ -1,48 +1,59 @@
 #include "runtime/record/state_dir.h"
 
 #include <dirent.h>
-#include <sys/stat.h>
+#include <fcntl.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
+#include <ctime>
 #include <optional>
 #include <sstream>
+
+#include "base/host_path.h"
 
 namespace stockade {
 
 namespace {
 
-// A runtime directory of this user's own: $XDG_RUNTIME_DIR, or where
-// pam_systemd makes it (/run/user/UID), which a shell opened without a login
-// session (su, sudo -u, cron, a CI agent) lacks in its environment.
-// A runtime directory that is the user's own, and its identity.
+// A runtime directory that is the user's own, and its identity, judged on
+// the fd it was opened as (no component a symlink).
 struct RuntimeDir {
     std::string path;
     dev_t dev;
     ino_t ino;
 };
+// $XDG_RUNTIME_DIR, or where pam_systemd makes it (/run/user/UID), which a
+// shell opened without a login session (su, sudo -u, cron, a CI agent) lacks
+// in its environment.
 std::optional<RuntimeDir> ownRuntimeDir(const char* dir, uid_t uid) {
-    struct stat st;
-    if (!dir || dir[0] != '/' || stat(dir, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != uid)
-        return std::nullopt;
-    return RuntimeDir{dir, st.st_dev, st.st_ino};
+    if (!dir || dir[0] != '/') return std::nullopt;
+    auto held = holdHostPath("the runtime directory", dir, false);
+    if (!held || !S_ISDIR(held->st.st_mode) || held->st.st_uid != uid) return std::nullopt;
+    return RuntimeDir{held->path, held->st.st_dev, held->st.st_ino};
 }
+
+// A state directory: `name` in `parent`.
+struct Candidate {
+    std::string parent;
+    std::string name;
+};
 
 // The directory every shell of this user can name whatever its environment
 // (the last candidate: no variable decides it), and in it the register of
 // the state directories this user's servers were started from. A shell
 // cannot guess another shell's $XDG_RUNTIME_DIR; it can read this.
-std::string anchorPath() {
-    return "/tmp/stockade-" + std::to_string(geteuid());
+Candidate anchor() {
+    return {"/tmp", "stockade-" + std::to_string(geteuid())};
 }
 
 // Every place this user's servers may be recorded, the one to use first;
 // one directory named twice ("/run/user/1000/", a link to it) is listed once.
-std::vector<std::string> candidatePaths() {
+std::vector<Candidate> candidates() {
     uid_t uid = geteuid();
-    if (uid == 0) return {"/run/stockade"};
+    if (uid == 0) return {{"/run", "stockade"}};
     const std::string systemd = "/run/user/" + std::to_string(uid);
     std::vector<RuntimeDir> dirs;
     for (const auto& dir :
@@ -51,15 +62,13 @@ std::vector<std::string> candidatePaths() {
                 return seen.dev == dir->dev && seen.ino == dir->ino;
             }))
             dirs.push_back(*dir);
-    std::vector<std::string> paths;
-    for (const RuntimeDir& dir : dirs) paths.push_back(dir.path + "/stockade");
-    paths.push_back(anchorPath());
-    return paths;
+    std::vector<Candidate> out;
+    for (const RuntimeDir& dir : dirs) out.push_back({dir.path, "stockade"});
+    out.push_back(anchor());
+    return out;
 }
 
-Status checkPrivate(const std::string& path, uid_t uid) {
-    struct stat st;
-    if (lstat(path.c_str(), &st) < 0) return Error::fromErrno("lstat(\"" + path + "\")");
+Status checkPrivate(const struct stat& st, const std::string& path, uid_t uid) {
     if (!S_ISDIR(st.st_mode) || st.st_uid != uid || (st.st_mode & 077) != 0) {
         std::ostringstream why;
         why << "the state directory " << path << " is not private to uid " << uid << " (owner "
@@ -70,9 +79,48 @@ Status checkPrivate(const std::string& path, uid_t uid) {
     return okStatus();
 }
 
-std::string registerPath() {
-    return anchorPath() + "/elsewhere";
+// `name` beneath the held directory `parent_fd` (shown as `path`), created
+// 0700 when asked, opened without following a link and judged on the fd.
+Result<HeldStateDir> openPrivateAt(int parent_fd, const std::string& name, const std::string& path,
+                                   bool create) {
+    const uid_t uid = geteuid();
+    if (create && mkdirat(parent_fd, name.c_str(), 0700) < 0 && errno != EEXIST)
+        return Error::fromErrno("mkdirat(\"" + path + "\", 0700) for stockade's state, as uid " +
+                                std::to_string(uid));
+    UniqueFd fd(openat(parent_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!fd) {
+        const int err = errno;
+        // Another user's directory, closed to this one: named as such.
+        struct stat st;
+        if (err == EACCES && fstatat(parent_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0)
+            if (Status s = checkPrivate(st, path, uid); !s) return s.error();
+        errno = err;
+        if (errno == ELOOP || errno == ENOTDIR)
+            return Error::message("the state directory " + path +
+                                  " is not a directory (a symlink or a file, which someone "
+                                  "else may have planted); remove it and retry");
+        return Error::fromErrno("open(\"" + path + "\", O_DIRECTORY | O_NOFOLLOW) as uid " +
+                                std::to_string(uid));
+    }
+    HeldStateDir held;
+    if (fstat(fd.get(), &held.st) < 0) return Error::fromErrno("fstat(\"" + path + "\")");
+    if (Status s = checkPrivate(held.st, path, uid); !s) return s.error();
+    held.path = path;
+    held.fd = std::make_shared<UniqueFd>(std::move(fd));
+    return held;
 }
+
+Result<HeldStateDir> openPrivate(const Candidate& c, bool create) {
+    auto parent = holdHostPath("the state directory's parent", c.parent, false);
+    if (!parent) return parent.error();
+    return openPrivateAt(parent->get(), c.name, parent->path + "/" + c.name, create);
+}
+
+bool sameDir(const struct stat& a, const struct stat& b) {
+    return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+constexpr const char* kRegister = "elsewhere";
 
 // One entry per directory, named by its identity so that two paths of one
 // directory are one entry and re-registering is idempotent.
@@ -83,88 +131,161 @@ std::string registerEntry(const struct stat& st) {
 // The registered directories that still exist, are private to this user and
 // are the directory they were registered as; other entries are removed. A
 // register only this user can write names only this user's directories, and
-// each is checked again here as any candidate is.
-std::vector<std::string> registeredPaths() {
-    std::vector<std::string> out;
-    const std::string reg = registerPath();
-    if (!checkPrivate(anchorPath(), geteuid()) || !checkPrivate(reg, geteuid())) return out;
-    DIR* d = opendir(reg.c_str());
-    if (!d) return out;
+// each is opened and checked again here as any candidate is.
+std::vector<HeldStateDir> registeredDirs() {
+    std::vector<HeldStateDir> out;
+    auto home = openPrivate(anchor(), false);
+    if (!home) return out;
+    auto reg = openPrivateAt(home->get(), kRegister, home->at(kRegister), false);
+    if (!reg) return out;
+    const int listing_fd = openat(reg->get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR* d = listing_fd < 0 ? nullptr : fdopendir(listing_fd);
+    if (!d) {
+        if (listing_fd >= 0) close(listing_fd);
+        return out;
+    }
     while (dirent* e = readdir(d)) {
         if (e->d_name[0] == '.') continue;
-        const std::string link = reg + "/" + e->d_name;
         char target[4096];
-        ssize_t n = readlink(link.c_str(), target, sizeof(target) - 1);
+        ssize_t n = readlinkat(reg->get(), e->d_name, target, sizeof(target) - 1);
         if (n <= 0) continue;
         target[n] = '\0';
-        struct stat st;
-        if (target[0] != '/' || lstat(target, &st) < 0 || registerEntry(st) != e->d_name ||
-            !checkPrivate(target, geteuid())) {
-            unlink(link.c_str());  // a directory gone (a logout) or replaced
+        const std::string path(target);
+        const size_t slash = path.rfind('/');
+        std::optional<HeldStateDir> dir;
+        if (path[0] == '/' && slash != std::string::npos && slash + 1 < path.size())
+            if (auto opened = openPrivate(
+                    {slash == 0 ? "/" : path.substr(0, slash), path.substr(slash + 1)}, false))
+                dir = std::move(*opened);
+        if (!dir || registerEntry(dir->st) != e->d_name) {
+            unlinkat(reg->get(), e->d_name, 0);  // a directory gone (a logout) or replaced
             continue;
         }
-        out.emplace_back(target);
+        out.push_back(std::move(*dir));
     }
     closedir(d);
-    std::sort(out.begin(), out.end());
+    std::sort(out.begin(), out.end(),
+              [](const HeldStateDir& a, const HeldStateDir& b) { return a.path < b.path; });
     return out;
 }
 
 }  // namespace
 
-std::vector<std::string> otherUserStateDirs(const std::string& primary) {
-    std::vector<std::string> out;
-    std::vector<std::pair<dev_t, ino_t>> seen;
-    struct stat st;
-    if (stat(primary.c_str(), &st) == 0) seen.emplace_back(st.st_dev, st.st_ino);
-    std::vector<std::string> paths = candidatePaths();
-    for (std::string& path : registeredPaths()) paths.push_back(std::move(path));
-    for (const std::string& path : paths) {
-        if (path == primary || lstat(path.c_str(), &st) < 0) continue;
-        const std::pair<dev_t, ino_t> id{st.st_dev, st.st_ino};
-        if (std::find(seen.begin(), seen.end(), id) != seen.end()) continue;
-        if (checkPrivate(path, geteuid())) {
-            seen.push_back(id);
-            out.push_back(path);
-        }
+std::vector<HeldStateDir> otherUserStateDirs(const HeldStateDir& primary) {
+    std::vector<HeldStateDir> out;
+    std::vector<struct stat> seen{primary.st};
+    std::vector<HeldStateDir> dirs;
+    for (const Candidate& c : candidates())
+        if (auto dir = openPrivate(c, false)) dirs.push_back(std::move(*dir));
+    for (HeldStateDir& dir : registeredDirs()) dirs.push_back(std::move(dir));
+    for (HeldStateDir& dir : dirs) {
+        if (std::any_of(seen.begin(), seen.end(),
+                        [&](const struct stat& st) { return sameDir(st, dir.st); }))
+            continue;
+        seen.push_back(dir.st);
+        out.push_back(std::move(dir));
     }
     return out;
 }
 
-Status registerUserStateDir(const std::string& path) {
+Status registerUserStateDir(const HeldStateDir& dir) {
     if (geteuid() == 0) return okStatus();  // root has one directory, /run/stockade
-    const std::string anchor = anchorPath();
-    if (path == anchor) return okStatus();
-    const std::string reg = registerPath();
-    for (const std::string& dir : {anchor, reg}) {
-        if (mkdir(dir.c_str(), 0700) < 0 && errno != EEXIST)
-            return Error::fromErrno("mkdir(\"" + dir + "\")");
-        if (Status s = checkPrivate(dir, geteuid()); !s) return s;
-    }
-    struct stat st;
-    if (lstat(path.c_str(), &st) < 0) return Error::fromErrno("lstat(\"" + path + "\")");
-    const std::string link = reg + "/" + registerEntry(st);
-    if (symlink(path.c_str(), link.c_str()) == 0) return okStatus();
-    if (errno != EEXIST) return Error::fromErrno("symlink(\"" + path + "\" -> \"" + link + "\")");
+    auto home = openPrivate(anchor(), true);
+    if (!home) return home.error();
+    if (sameDir(home->st, dir.st)) return okStatus();
+    auto reg = openPrivateAt(home->get(), kRegister, home->at(kRegister), true);
+    if (!reg) return reg.error();
+    const std::string entry = registerEntry(dir.st);
+    const std::string link = reg->at(entry);
+    if (symlinkat(dir.path.c_str(), reg->get(), entry.c_str()) == 0) return okStatus();
+    if (errno != EEXIST)
+        return Error::fromErrno("symlinkat(\"" + dir.path + "\" -> \"" + link + "\")");
     // This directory, registered before under another name of it: renamed.
     char target[4096];
-    ssize_t n = readlink(link.c_str(), target, sizeof(target) - 1);
-    if (n > 0 && std::string(target, static_cast<size_t>(n)) == path) return okStatus();
-    const std::string fresh = link + ".new";
-    unlink(fresh.c_str());
-    if (symlink(path.c_str(), fresh.c_str()) < 0 || rename(fresh.c_str(), link.c_str()) < 0)
-        return Error::fromErrno("replace \"" + link + "\" with a link to \"" + path + "\"");
+    ssize_t n = readlinkat(reg->get(), entry.c_str(), target, sizeof(target) - 1);
+    if (n > 0 && std::string(target, static_cast<size_t>(n)) == dir.path) return okStatus();
+    const std::string fresh = entry + ".new";
+    unlinkat(reg->get(), fresh.c_str(), 0);
+    if (symlinkat(dir.path.c_str(), reg->get(), fresh.c_str()) < 0 ||
+        renameat(reg->get(), fresh.c_str(), reg->get(), entry.c_str()) < 0)
+        return Error::fromErrno("replace \"" + link + "\" with a link to \"" + dir.path + "\"");
     return okStatus();
 }
 
-Result<std::string> openUserStateDir() {
-    uid_t uid = geteuid();
-    std::string path = candidatePaths().front();
-    if (mkdir(path.c_str(), 0700) < 0 && errno != EEXIST)
-        return Error::fromErrno("mkdir(\"" + path + "\") for stockade's state, as uid " +
-                                std::to_string(uid));
-    if (Status s = checkPrivate(path, uid); !s) return s.error();
-    return path;
+Result<HeldStateDir> openUserStateDir() {
+    auto dir = openPrivate(candidates().front(), true);
+    if (dir) pauseAfterStateDirForTests();
+    return dir;
+}
+
+Status writeFileAtomicallyAt(int dir_fd, const std::string& name, const std::string& shown,
+                             const std::string& content, mode_t mode) {
+    const std::string tmp = "." + name + ".tmp." + std::to_string(getpid());
+    UniqueFd fd(
+        openat(dir_fd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode));
+    if (!fd) return Error::fromErrno("openat(\"" + shown + "\" temporary, O_EXCL)");
+    const char* p = content.data();
+    size_t left = content.size();
+    int err = 0;
+    while (left > 0 && err == 0) {
+        ssize_t n = write(fd.get(), p, left);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+            err = n < 0 ? errno : EIO;
+            break;
+        }
+        p += n;
+        left -= static_cast<size_t>(n);
+    }
+    if (err == 0 && close(fd.release()) < 0) err = errno;
+    if (err != 0) {
+        unlinkat(dir_fd, tmp.c_str(), 0);
+        return Error::fromErrno("write(\"" + shown + "\")", err);
+    }
+    if (renameat(dir_fd, tmp.c_str(), dir_fd, name.c_str()) < 0) {
+        err = errno;
+        unlinkat(dir_fd, tmp.c_str(), 0);
+        return Error::fromErrno("renameat(\"" + shown + "\")", err);
+    }
+    return okStatus();
+}
+
+namespace {
+
+void removeTreeAtDepth(int dir_fd, const char* name, int depth) {
+    if (unlinkat(dir_fd, name, 0) == 0 || (errno != EISDIR && errno != EPERM)) return;
+    if (depth > 0) {
+        const int fd = openat(dir_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd >= 0) {
+            if (DIR* d = fdopendir(fd)) {
+                while (dirent* e = readdir(d))
+                    if (std::string_view(e->d_name) != "." && std::string_view(e->d_name) != "..")
+                        removeTreeAtDepth(dirfd(d), e->d_name, depth - 1);
+                closedir(d);
+            } else {
+                close(fd);
+            }
+        }
+    }
+    unlinkat(dir_fd, name, AT_REMOVEDIR);
+}
+
+}  // namespace
+
+void removeTreeAt(int dir_fd, const std::string& name) {
+    // A report directory is flat; the bound only keeps a hostile tree from
+    // exhausting the fds or the stack.
+    removeTreeAtDepth(dir_fd, name.c_str(), 64);
+}
+
+void pauseAfterStateDirForTests() {
+    const char* value = getenv("STOCKADE_TEST_PAUSE_AFTER_STATE_DIR");
+    if (!value || !*value) return;
+    long ms = strtol(value, nullptr, 10);
+    if (ms <= 0 || ms > 60000) return;
+    timespec ts{ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) < 0 && errno == EINTR) {
+    }
 }
 
 }  // namespace stockade

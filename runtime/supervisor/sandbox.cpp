@@ -357,8 +357,19 @@ SandboxOutcome runSandboxIn(const Policy& policy, ServiceHooks* hooks, const Ide
                             signal_fd.get(), timer_fd.get(), launched.listener.get(), hooks);
     if (lower) supervision.sweepOrphansOf(launched.pid);
     InsideSockets inside(launched.factory.get());
-    if (hooks) hooks->started(static_cast<pid_t>(pid), inside);
+    std::optional<Error> service_failed;
+    if (hooks)
+        if (Status s = hooks->started(static_cast<pid_t>(pid), inside); !s) {
+            service_failed = s.error();
+            supervision.abortSetup();
+        }
     supervision.run(out);
+    if (service_failed) {
+        out.ending = Ending::SetupFailed;
+        out.error_stage = "serve";
+        out.error_message = service_failed->text();
+        out.error_errno = service_failed->errnum();
+    }
     steps.done("run: the child's setup, the command, the teardown of the namespace");
     child_times.log();
     if (debugEnabled())

@@ -47,7 +47,9 @@ class ServiceHooks {
         return okStatus();
     }
     // init is up and the command is starting; `sandbox_pid` is init's host pid.
-    virtual void started(pid_t sandbox_pid, InsideSockets& sockets) = 0;
+    // An error (a setup call of the service's own failed) ends the run as
+    // SetupFailed, named by the error: a weaker service is never served.
+    virtual Status started(pid_t sandbox_pid, InsideSockets& sockets) = 0;
     // A chunk of the command's stdout (stream 1) or stderr (stream 2).
     virtual void output(int stream, const char* data, size_t size) = 0;
     // Where the supervisor echoes `stream` live (stockade's 1 or 2), or -1.

@@ -64,6 +64,9 @@ class Supervision {
     // stockade's children; killed here before the pipes are drained, since
     // no namespace's end takes them.
     void sweepOrphansOf(pid_t init) { sweep_init_ = init; }
+    // A service's own setup failed once the sandbox was up (its hooks'
+    // started()): the sandbox is killed, and the run is SetupFailed.
+    void abortSetup() { kill(Ending::SetupFailed); }
     uint32_t orphansKilled() const { return orphans_killed_; }
 
   private:

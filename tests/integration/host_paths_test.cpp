@@ -362,3 +362,35 @@ TEST_CASE("G2: the caller's home and project names show only as mountinfo's root
     }
     CHECK(shown == 4);  // two mounts, each in self's and init's mountinfo
 }
+
+// A --rootfs may sit where a sandbox wrote (an image unpacked in a
+// worktree): its /etc entries are found beneath the held rootfs with no
+// symlink followed on the way, and a small file is read through that fd,
+// not copied by path in the child. The probe is static, so it runs in a
+// rootfs that has nothing but /etc.
+TEST_CASE("G2: a --rootfs's /etc is read beneath the held rootfs, never through a planted link",
+          "[G2][paths]") {
+    STOCKADE_EACH_MODE(mode);
+    const bool planted = GENERATE(false, true);
+    INFO((planted ? "rootfs/etc a symlink to a host directory" : "an honest rootfs"));
+    Sandbox sandbox(mode);
+    const std::string secret = makeSecret(sandbox);
+    sandbox.scratch().writeFile("secret/os-release", sandbox.secretCanary() + "\n", 0644);
+    const std::string rootfs = sandbox.scratch().makeDir("rootfs");
+    if (planted)
+        sandbox.scratch().makeSymlink("rootfs/etc", secret);
+    else
+        sandbox.scratch().writeFile("rootfs/etc/os-release", "ID=rootfs-of-the-test\n", 0644);
+    sandbox.option("--rootfs", rootfs);
+    const ProbeRun run = sandbox.probe({"read-file", "/etc/os-release"});
+    INFO(run.describe());
+    CHECK(run.completed.out.find(sandbox.secretCanary()) == std::string::npos);
+    if (planted) {
+        CHECK(run.exitCode() == 125);
+        CHECK(run.completed.err.find("openat2(\"" + rootfs + "/etc/") != std::string::npos);
+        CHECK(run.completed.err.find("ELOOP") != std::string::npos);
+    } else {
+        CHECK(run.exitCode() == 0);
+        CHECK(run.completed.out.find("ID=rootfs-of-the-test") != std::string::npos);
+    }
+}

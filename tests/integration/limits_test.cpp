@@ -240,4 +240,45 @@ TEST_CASE("G8: bounds that make no sense are refused with invalid_bounds", "[G8]
     CHECK(result["reason"] == "invalid_bounds");
 }
 
+// A profile names a host-wide or per-user counter's bound and gets it
+// (issue 15, docs/threat-model.md): read from inside, as the kernel answers,
+// and the inotify bound tried for real (the eighth instance is refused).
+TEST_CASE("G8: a profile loosens a host-wide counter by name", "[G8][limits]") {
+    STOCKADE_EACH_MODE(mode);
+    const bool named = GENERATE(false, true);
+    INFO((named ? "named in the profile" : "the defaults"));
+    Sandbox sandbox(mode);
+    if (named)
+        sandbox.option("--profile",
+                       profileWith(sandbox, "\"open_files\": 4096",
+                                   "\"open_files\": 4096, \"pending_signals\": 1000, "
+                                   "\"message_queues\": \"100k\", \"inotify_instances\": 7, "
+                                   "\"inotify_watches\": 1234"));
+    const Completed run =
+        sandbox.run({"python3", "-c",
+                     "import ctypes, resource\n"
+                     "print('sigpending', resource.getrlimit(resource.RLIMIT_SIGPENDING)[1])\n"
+                     "print('msgqueue', resource.getrlimit(resource.RLIMIT_MSGQUEUE)[1])\n"
+                     "for n in ('max_inotify_instances', 'max_inotify_watches'):\n"
+                     "    print(n, open('/proc/sys/user/' + n).read().strip())\n"
+                     "libc = ctypes.CDLL(None, use_errno=True)\n"
+                     "got = 0\n"
+                     "while got < 64 and libc.inotify_init1(0) >= 0:\n"
+                     "    got += 1\n"
+                     "print('instances', got)\n"});
+    INFO(run.describe());
+    REQUIRE(run.exitCode == 0);
+    if (named) {
+        CHECK(run.out.find("sigpending 1000\n") != std::string::npos);
+        CHECK(run.out.find("msgqueue 102400\n") != std::string::npos);
+        CHECK(run.out.find("max_inotify_instances 7\n") != std::string::npos);
+        CHECK(run.out.find("max_inotify_watches 1234\n") != std::string::npos);
+        CHECK(run.out.find("instances 7\n") != std::string::npos);
+    } else {
+        CHECK(run.out.find("sigpending 8192\n") != std::string::npos);
+        CHECK(run.out.find("msgqueue 204800\n") != std::string::npos);
+        CHECK(run.out.find("max_inotify_instances 32\n") != std::string::npos);
+    }
+}
+
 }  // namespace stockade::itest

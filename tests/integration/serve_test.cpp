@@ -1827,3 +1827,33 @@ TEST_CASE("serve: port 80 is served as root, and rootless the host's bound is na
                    " here)") != std::string::npos);
     CHECK(err.find("--port 8080") != std::string::npos);
 }
+
+// The readiness probe and --ready-timeout run on one timer: were its arming
+// to fail unnoticed, the server would be neither judged ready nor late, and
+// `serve --detach` would wait for ever (issue 15). A refusal, named once.
+TEST_CASE("serve: a failed timerfd_settime of the readiness probe is a refusal",
+          "[serve][supervisor]") {
+    STOCKADE_EACH_MODE(mode);
+    Sandbox sandbox(mode);
+    TokenReaper reaper(randomToken("timerless"));
+    const uint16_t port = freeLoopbackPort();
+    const std::string name = serviceName();
+    Served served(sandbox, name, port, probeCommand({"sleep-with-token", reaper.token(), "60"}),
+                  {"--ready-timeout", "30"}, "userspace",
+                  {"STOCKADE_TEST_FAIL=serve-timerfd_settime"});
+    const Completed& done = served.started();
+    INFO(done.describe());
+    CHECK(done.exitCode == 125);
+    CHECK(done.err.find("stockade: arm the readiness probe: timerfd_settime(every 25 ms): "
+                        "EINVAL\n") != std::string::npos);
+    CHECK(done.err.find("EINVAL") == done.err.rfind("EINVAL"));
+    CHECK_FALSE(served.ready());
+    CHECK(waitUntilNoProcessHas(reaper.token(), 5s));
+    // Nothing left that says it runs: no live lock, no record.
+    CHECK(served.psEntry().is_null());
+    const std::string state =
+        mode == Mode::Root ? "/run/stockade" : "/tmp/stockade-" + std::to_string(kNobody);
+    struct stat st;
+    CHECK(::lstat((state + "/" + name + ".json").c_str(), &st) < 0);
+    CHECK(::lstat((state + "/" + name + ".lock").c_str(), &st) < 0);
+}

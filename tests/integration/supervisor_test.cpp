@@ -162,6 +162,9 @@ TEST_CASE("supervisor: each checked setup call that fails refuses the run and na
         const char* point;
         const char* line;  // what stockade's error line must hold
         const char* err;
+        // When set, `line` is the line's start and this regex its rest (the
+        // fd numbers of a close_range depend on the fds the child holds).
+        const char* rest = nullptr;
     };
     const Injected injected = GENERATE(
         Injected{"sigprocmask",
@@ -177,9 +180,16 @@ TEST_CASE("supervisor: each checked setup call that fails refuses the run and na
                  "EMFILE"},
         Injected{"timerfd_settime", "arm --timeout: timerfd_settime(30000 ms): EINVAL", "EINVAL"},
         Injected{"send-go", "send the child its go: send(go): ENOBUFS", "ENOBUFS"},
-        Injected{"close_range", "close the fds the sandbox inherited: close_range(): EINVAL",
-                 "EINVAL"},
-        Injected{"init-close_range", "close init's fds: close_range(): EINVAL", "EINVAL"},
+        Injected{"close_range", "close the fds the sandbox inherited: close_range(", "EINVAL",
+                 "[0-9]+, ([0-9]+|~0U), 0\\): EINVAL"},
+        Injected{"init-close_range", "close init's fds: close_range(", "EINVAL",
+                 "[0-9]+, ([0-9]+|~0U), 0\\): EINVAL"},
+        // A mount of the root's build: the op, then the call with its
+        // arguments (/tmp is where the new root is assembled).
+        Injected{"mount-proc",
+                 "mount /proc: mount(\"proc\" -> \"/tmp/proc\", \"proc\", "
+                 "MS_NOSUID|MS_NODEV|MS_NOEXEC): ENOMEM",
+                 "ENOMEM"},
         Injected{"init-drop-privileges", "drop init's privileges: prctl(PR_SET_SECUREBITS): EPERM",
                  "EPERM"},
         Injected{"init-no_new_privs",
@@ -193,7 +203,16 @@ TEST_CASE("supervisor: each checked setup call that fails refuses the run and na
     const Completed done = sandbox.run(probeCommand({"sleep-with-token", reaper.token(), "60"}));
     INFO(done.describe());
     CHECK(done.exitCode == 125);
-    CHECK(done.err.find(std::string("stockade: ") + injected.line + "\n") != std::string::npos);
+    if (injected.rest == nullptr) {
+        CHECK(done.err.find(std::string("stockade: ") + injected.line + "\n") != std::string::npos);
+    } else {
+        const std::string start = std::string("stockade: ") + injected.line;
+        const size_t at = done.err.find(start);
+        REQUIRE(at != std::string::npos);
+        const size_t end = done.err.find('\n', at);
+        const std::string rest = done.err.substr(at + start.size(), end - at - start.size());
+        CHECK(std::regex_match(rest, std::regex(injected.rest)));
+    }
     CHECK(count(done.err, injected.err) == 1);
     const json result = sandbox.result();
     CHECK(result.value("status", "") == "error");
@@ -208,4 +227,43 @@ TEST_CASE("supervisor: STOCKADE_TEST_FAIL naming no call changes nothing", "[sup
     const Completed done = sandbox.run({"/bin/true"});
     INFO(done.describe());
     CHECK(done.exitCode == 0);
+}
+
+// Every refusal a shortage of fds can cause, at whichever step it comes
+// (the supervisor's or the child's, a mount of the root's build included),
+// is one line that names the step, then the call with its arguments, then
+// the errno once: `stockade: STEP: CALL(ARGS): ENAME` (issue 15). The limit
+// is swept so that the failure lands on many different steps.
+TEST_CASE("supervisor: a refusal for want of fds names the step, the call and the errno once",
+          "[supervisor]") {
+    STOCKADE_EACH_MODE(mode);
+    const std::regex line_shape(
+        "stockade: [^:\n]+(: [^\n]*)?: [a-z_0-9]+\\([^\n]*\\)[^:\n]*: E[A-Z0-9]+");
+    int refused = 0, ran = 0;
+    for (int limit = 4; limit <= 64; limit += 3) {
+        INFO("ulimit -n " << limit);
+        Sandbox sandbox(mode);
+        Launch launch = sandbox.launch({"/bin/true"});
+        launch.leakFds = false;
+        launch.wrapper = "/bin/sh";
+        launch.wrapperArgs = {"-c", "ulimit -n \"$1\" && shift 2 && exec \"$@\"", "sh",
+                              std::to_string(limit)};
+        const Completed done = runStockade(launch, 30s);
+        INFO(done.describe());
+        if (done.exitCode == 0) {
+            ++ran;
+            continue;
+        }
+        CHECK(done.exitCode == 125);
+        ++refused;
+        // The first line is the refusal; it says it all, and once.
+        const std::string first = done.err.substr(0, done.err.find('\n'));
+        CHECK(std::regex_match(first, line_shape));
+        const std::string last = first.substr(first.rfind(": ") + 2);
+        CHECK(count(done.err, last) == 1);
+    }
+    // The sweep must have seen refusals (else it proved nothing) and the
+    // limit at which everything fits.
+    CHECK(refused >= 3);
+    CHECK(ran >= 1);
 }

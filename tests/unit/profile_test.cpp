@@ -87,6 +87,10 @@ void checkSameProfile(const Profile& a, const Profile& b) {
     CHECK(a.limits.tmp_bytes == b.limits.tmp_bytes);
     CHECK(a.limits.file_size_bytes == b.limits.file_size_bytes);
     CHECK(a.limits.open_files == b.limits.open_files);
+    CHECK(a.limits.pending_signals == b.limits.pending_signals);
+    CHECK(a.limits.message_queue_bytes == b.limits.message_queue_bytes);
+    CHECK(a.limits.inotify_instances == b.limits.inotify_instances);
+    CHECK(a.limits.inotify_watches == b.limits.inotify_watches);
     CHECK(a.require == b.require);
     CHECK(a.seccomp == b.seccomp);
     CHECK(a.landlock == b.landlock);
@@ -111,7 +115,8 @@ const std::map<std::string, std::string> kMalformed = {
      "/environment/unset: unknown key (expected one of: pass, pass_interactive, set)"},
     {"unknown_limits_key",
      "/limits/mem: unknown key (expected one of: memory, pids, cpu_time, timeout, output, "
-     "file_size, open_files)"},
+     "file_size, open_files, pending_signals, message_queues, inotify_instances, "
+     "inotify_watches)"},
     {"schema_wrong", R"(/schema: expected "stockade.profile/v1", got "stockade.profile/v2")"},
     {"schema_missing", R"(/schema: expected "stockade.profile/v1", got nothing)"},
     {"schema_not_string", R"(/schema: expected "stockade.profile/v1", got 1)"},
@@ -325,6 +330,10 @@ TEST_CASE("every limit refuses each malformed value with its path", "[profile][v
         {"pids", "2.5", count},
         {"open_files", "0", count},
         {"open_files", "-1", count},
+        {"pending_signals", "0", count},
+        {"message_queues", R"("1q")", size},
+        {"inotify_instances", "-2", count},
+        {"inotify_watches", "1.5", count},
         {"cpu_time", "0", seconds},
         {"cpu_time", R"("abc")", seconds},
         {"cpu_time", "-1", seconds},
@@ -362,7 +371,8 @@ TEST_CASE("a null limit is no limit", "[profile]") {
     // Still an unknown key, null or not.
     CHECK(refusal("p", minimalWith(R"({"system_dirs": ["/usr"]})", R"("limits": {"mem": null})")) ==
           "profile p: /limits/mem: unknown key (expected one of: memory, pids, cpu_time, timeout, "
-          "output, file_size, open_files)");
+          "output, file_size, open_files, pending_signals, message_queues, inotify_instances, "
+          "inotify_watches)");
 }
 
 TEST_CASE("every enum refuses a value outside its choices, and a non-string",
@@ -474,6 +484,10 @@ TEST_CASE("every field is read, in each spelling of its unit", "[profile]") {
     CHECK(p.limits.output_bytes.value_or(0) == 1048576u);
     CHECK(p.limits.file_size_bytes.value_or(0) == 2ull << 30);
     CHECK(p.limits.open_files.value_or(0) == 256u);
+    CHECK(p.limits.pending_signals.value_or(0) == 100000u);
+    CHECK(p.limits.message_queue_bytes.value_or(0) == 1ull << 20);
+    CHECK(p.limits.inotify_instances.value_or(0) == 256u);
+    CHECK(p.limits.inotify_watches.value_or(0) == 1000000u);
     CHECK(p.require == knownRequirements());
     CHECK(p.seccomp == "/etc/stockade/seccomp.json");
     CHECK(p.landlock == LandlockMode::Required);

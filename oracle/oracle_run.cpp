@@ -302,6 +302,8 @@ int runGuarded(const OracleOptions& options, VerdictSink& sink) {
     if (!probe_policy) return refuse(probe_policy.error().describe());
     auto identity = chooseIdentity(*probe_policy);
     if (!identity) return refuse(identity.error().describe());
+    if (Status s = refuseWritableStateDirs(writableHostDirs(probe_policy->fs)); !s)
+        return refuse(s.error().describe());
     const std::string worktree = *probe_policy->fs.worktree;
     if (options.verdict) {
         auto target =

@@ -101,10 +101,10 @@ std::optional<Place> locate(const std::vector<Mount>& mounts, const std::string&
 
 }  // namespace
 
-std::optional<std::string> writableBy(const std::string& dir,
+namespace {
+
+std::optional<std::string> writableIn(const std::vector<Mount>& mounts, const std::string& dir,
                                       const std::vector<std::string>& writable) {
-    if (writable.empty()) return std::nullopt;
-    const std::vector<Mount> mounts = readMounts();
     const std::optional<Place> here = locate(mounts, dir);
     for (const std::string& given : writable) {
         char real[PATH_MAX];
@@ -122,6 +122,23 @@ std::optional<std::string> writableBy(const std::string& dir,
         for (const Place& part : parts)
             if (part.devno == here->devno && isUnder(here->within, part.within)) return tree;
     }
+    return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<std::string> writableBy(const std::string& dir,
+                                      const std::vector<std::string>& writable) {
+    if (writable.empty()) return std::nullopt;
+    return writableIn(readMounts(), dir, writable);
+}
+
+std::optional<WritableDir> firstWritableBy(const std::vector<std::string>& dirs,
+                                           const std::vector<std::string>& writable) {
+    if (writable.empty() || dirs.empty()) return std::nullopt;
+    const std::vector<Mount> mounts = readMounts();
+    for (const std::string& dir : dirs)
+        if (auto tree = writableIn(mounts, dir, writable)) return WritableDir{dir, *tree};
     return std::nullopt;
 }
 

@@ -19,4 +19,13 @@ namespace stockade {
 std::optional<std::string> writableBy(const std::string& dir,
                                       const std::vector<std::string>& writable);
 
+// The first of the canonical directories `dirs` the sandbox can write
+// into, and the tree that holds it; mountinfo read once for all of them.
+struct WritableDir {
+    std::string dir;
+    std::string tree;
+};
+std::optional<WritableDir> firstWritableBy(const std::vector<std::string>& dirs,
+                                           const std::vector<std::string>& writable);
+
 }  // namespace stockade

@@ -9,6 +9,7 @@
 #include "runtime/policy/policy_builder.h"
 #include "runtime/policy/profile.h"
 #include "runtime/record/result.h"
+#include "runtime/record/state_dir.h"
 #include "runtime/supervisor/echo_sink.h"
 
 namespace stockade {
@@ -163,6 +164,11 @@ Result<PreparedRun> prepareRun(const RunOptions& options, int& exit_code) {
         return policy.error();
     }
     PreparedRun run{std::move(*policy), std::nullopt};
+    if (Status s = refuseWritableStateDirs(writableHostDirs(run.policy.fs)); !s) {
+        exit_code = refuseRun(options, profile->name, "sandbox_unavailable", "error", "arguments",
+                              s.error().describe());
+        return s.error();
+    }
     // Where the record goes is judged before anything runs: a record that
     // could not be written is known now (exit 125), not after the command.
     if (options.result) {

@@ -7,12 +7,14 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstdlib>
 #include <ctime>
 #include <optional>
 #include <sstream>
 
 #include "base/host_path.h"
+#include "runtime/policy/writable_trees.h"
 
 namespace stockade {
 
@@ -210,6 +212,47 @@ Status registerUserStateDir(const HeldStateDir& dir) {
         renameat(reg->get(), fresh.c_str(), reg->get(), entry.c_str()) < 0)
         return Error::fromErrno("replace \"" + link + "\" with a link to \"" + dir.path + "\"");
     return okStatus();
+}
+
+Status refuseWritableStateDirs(const std::vector<std::string>& writable) {
+    if (writable.empty()) return okStatus();
+    // Every place this user's state may be, whether it exists yet or not:
+    // its parent, where it is made or replaced, and the directory itself
+    // where it exists (a link there is refused when it is opened).
+    std::vector<std::string> dirs;
+    std::vector<std::string> shown;
+    auto add = [&](const std::string& parent, const std::string& name) {
+        char real[PATH_MAX];
+        if (!realpath(parent.c_str(), real)) return;
+        const std::string dir =
+            std::string(real) == "/" ? "/" + name : std::string(real) + "/" + name;
+        dirs.push_back(real);
+        shown.push_back(dir);
+        char own[PATH_MAX];
+        if (realpath(dir.c_str(), own)) {
+            dirs.push_back(own);
+            shown.push_back(dir);
+        }
+    };
+    std::vector<Candidate> places = candidates();
+    if (geteuid() != 0) places.push_back(anchor());
+    for (const Candidate& c : places) add(c.parent, c.name);
+    for (const HeldStateDir& dir : registeredDirs()) {
+        const size_t slash = dir.path.rfind('/');
+        if (slash != std::string::npos)
+            add(slash == 0 ? "/" : dir.path.substr(0, slash), dir.path.substr(slash + 1));
+    }
+    auto found = firstWritableBy(dirs, writable);
+    if (!found) return okStatus();
+    const size_t at =
+        static_cast<size_t>(std::find(dirs.begin(), dirs.end(), found->dir) - dirs.begin());
+    return Error::message(
+        "the sandbox could write " + found->tree + ", which holds stockade's state directory " +
+        shown[at] +
+        " (dev servers' records, the oracle's files): a later run would trust what it left "
+        "there; give a worktree or writable --mount that does not contain it" +
+        (geteuid() == 0 ? std::string()
+                        : std::string(", or set XDG_RUNTIME_DIR to a directory outside it")));
 }
 
 Result<HeldStateDir> openUserStateDir() {

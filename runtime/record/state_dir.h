@@ -58,6 +58,14 @@ Status writeFileAtomicallyAt(int dir_fd, const std::string& name, const std::str
 // it, depth first, never following a link, bounded in depth.
 void removeTreeAt(int dir_fd, const std::string& name);
 
+// Refused when a sandbox given the host trees `writable` (writableHostDirs)
+// could write this user's state directories, or make or replace one in the
+// directory that holds it (`--worktree /tmp` rootless, where the state is
+// /tmp/stockade-UID; `--worktree /run` as root): what lives there (the
+// dev servers' records, the oracle's preload object and report directories,
+// root's id leases) would then be the sandbox's to forge for a later run.
+Status refuseWritableStateDirs(const std::vector<std::string>& writable);
+
 // Test hook: with STOCKADE_TEST_PAUSE_AFTER_STATE_DIR=<ms> in stockade's own
 // environment, sleeps that long once the state directory is held and judged,
 // so a test can swap it between the check and the use. It only delays.

@@ -229,3 +229,54 @@ TEST_CASE("state dir: one made by another user, or a symlink, in its place is re
     CHECK(done.err == line);
     CHECK(done.out.empty());
 }
+
+TEST_CASE(
+    "state dir: a run, serve or oracle that could write where the state directory lives is "
+    "refused before anything runs",
+    "[state][G2]") {
+    // A sandbox given the directory that holds the state (root's /run, a
+    // rootless XDG_RUNTIME_DIR or /tmp) could plant a serve record, the
+    // oracle's preload object or a report directory for a later run
+    // (issue 14): refused with 125 naming both, the command never started.
+    STOCKADE_EACH_MODE(mode);
+    const std::string job = GENERATE(as<std::string>{}, "run", "serve", "oracle");
+    const bool as_mount = GENERATE(false, true);
+    INFO(job << (as_mount ? " with a writable --mount" : " with --worktree"));
+    Sandbox sandbox(mode);
+    const std::string ran = sandbox.scratch().makeDir("ran", 0777);
+    const std::vector<std::string> command = {"/bin/sh", "-c", "touch /ran-mark/started"};
+    Launch base = job == "oracle" ? oracleLaunch(sandbox, command) : sandbox.launch(command);
+    if (job == "serve") {
+        base.args[0] = "serve";
+        const auto result_flag = std::find(base.args.begin(), base.args.end(), "--result");
+        if (result_flag != base.args.end()) base.args.erase(result_flag, result_flag + 2);
+        const std::vector<std::string> options = {"--port", std::to_string(freeLoopbackPort()),
+                                                  "--ready-timeout", "5"};
+        base.args.insert(base.args.begin() + 1, options.begin(), options.end());
+    }
+    StatePlace place = placeState(sandbox, mode, std::move(base));
+    Launch& launch = place.launch;
+    const auto dashes = std::find(launch.args.begin(), launch.args.end(), "--");
+    REQUIRE(dashes != launch.args.end());
+    const std::vector<std::string> extra =
+        as_mount ? std::vector<std::string>{"--mount", place.parent + ":/data:rw", "--mount",
+                                            ran + ":/ran-mark:rw"}
+                 : std::vector<std::string>{"--mount", ran + ":/ran-mark:rw"};
+    launch.args.insert(dashes, extra.begin(), extra.end());
+    if (!as_mount) {
+        const auto worktree = std::find(launch.args.begin(), launch.args.end(), "--worktree");
+        REQUIRE(worktree != launch.args.end());
+        *(worktree + 1) = place.parent;
+    }
+    const Completed done = runStockade(launch, 60s);
+    INFO(done.describe());
+    CHECK(done.exitCode == 125);
+    // Root's is /run/stockade in its own mount namespace, where /run is
+    // the scratch directory given.
+    const std::string state = mode == Mode::Root ? "/run/stockade" : place.parent + "/stockade";
+    const std::string prefix = job == "oracle" ? "stockade oracle: " : "stockade: ";
+    CHECK(done.err.rfind(prefix + "the sandbox could write " + place.parent +
+                             ", which holds stockade's state directory " + state + " ",
+                         0) == 0);
+    CHECK_FALSE(pathExists(ran + "/started"));
+}

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <linux/sched.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <spawn.h>
@@ -10,10 +11,12 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstddef>
 #include <string>
 #include <vector>
 
 #include "namespaces/syscalls.h"
+#include "namespaces/user_in_child.h"
 
 namespace stockade::ns {
 
@@ -134,6 +137,18 @@ IdmappedTree::~IdmappedTree() {
     syscall(SYS_waitid, P_PIDFD, helper.get(), &info, WEXITED, nullptr);
 }
 
+IdmappedTree& IdmappedTree::operator=(IdmappedTree&& other) {
+    if (this == &other) return *this;
+    if (helper) {
+        siginfo_t info;
+        syscall(SYS_waitid, P_PIDFD, helper.get(), &info, WEXITED, nullptr);
+    }
+    tree = std::move(other.tree);
+    helper = std::move(other.helper);
+    helper_stack = std::move(other.helper_stack);
+    return *this;
+}
+
 Result<IdmappedTree> makeIdmappedTree(const std::string& path, uid_t disk_uid, gid_t disk_gid,
                                       uid_t host_uid, gid_t host_gid) {
     UniqueFd dir(open(path.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
@@ -146,27 +161,36 @@ Result<IdmappedTree> makeIdmappedTree(int dir_fd, const std::string& path, uid_t
     if (dir_fd < 0) return makeIdmappedTree(path, disk_uid, disk_gid, host_uid, host_gid);
     // A throwaway process, born in a new user namespace, holds it just long
     // enough for its maps to be written and a handle on it taken; the mount
-    // keeps a reference to the namespace after the process is gone. A raw
-    // clone: no atfork handlers, and nothing to wait for before the maps.
+    // keeps a reference to the namespace after the process is gone. It
+    // shares our memory (CLONE_VM) on a small stack of its own, so starting
+    // it copies no page tables and leaves no copy-on-write faults behind
+    // (a fork of the supervisor did both). No CLONE_VFORK: we must run while
+    // it lives. Its code is async-signal-safe and sets no errno (which it
+    // would share): it starts with every signal blocked, so its read returns
+    // only at EOF.
     int hold[2];
     if (pipe2(hold, O_CLOEXEC) < 0) return Error::fromErrno("pipe2()");
     UniqueFd hold_r(hold[0]), hold_w(hold[1]);
+    constexpr std::size_t kStackSize = 16 * 1024;
+    IdmappedTree out;
+    out.helper_stack.reset(new char[kStackSize]);
+    // Its argument lives at the foot of its stack, not in our frame, which
+    // may be gone before it first runs.
+    int* helper_fds = reinterpret_cast<int*>(out.helper_stack.get());
+    helper_fds[0] = hold[0];
+    helper_fds[1] = hold[1];
+    sigset_t all, old_mask;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old_mask);
     int pidfd = -1;
-    clone_args args{};
-    args.flags = CLONE_NEWUSER | CLONE_PIDFD;
-    args.pidfd = reinterpret_cast<uintptr_t>(&pidfd);
-    args.exit_signal = SIGCHLD;
-    long child = syscall(SYS_clone3, &args, sizeof(args));
-    if (child < 0) return Error::fromErrno("clone3(CLONE_NEWUSER) for the idmap");
-    if (child == 0) {
-        char byte;
-        close(hold[1]);  // else our own copy of the write end keeps read() from seeing EOF
-        (void)!read(hold[0], &byte, 1);
-        _exit(0);
-    }
+    const int child = clone(holdUserNamespaceInChild, out.helper_stack.get() + kStackSize,
+                            CLONE_VM | CLONE_NEWUSER | CLONE_PIDFD | SIGCHLD, helper_fds, &pidfd);
+    const int clone_errno = errno;
+    pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
+    if (child < 0)
+        return Error::fromErrno("clone(CLONE_NEWUSER|CLONE_VM) for the idmap", clone_errno);
     // The helper is reaped when the tree is dropped, long after it exited:
     // waiting for its exit here would cost a context switch or two.
-    IdmappedTree out;
     out.helper.reset(pidfd);
     hold_r.reset();
     auto reap = [&] { hold_w.reset(); };

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 
+#include <memory>
 #include <string>
 
 #include "base/error.h"
@@ -61,10 +62,13 @@ Status writeIdMaps(pid_t pid, const IdMapping& mapping);
 struct IdmappedTree {
     IdmappedTree() = default;
     IdmappedTree(IdmappedTree&&) = default;
-    IdmappedTree& operator=(IdmappedTree&&) = default;
-    ~IdmappedTree();  // reaps the helper
-    UniqueFd tree;    // the detached mount
-    UniqueFd helper;  // pidfd of the process that held the user namespace
+    IdmappedTree& operator=(IdmappedTree&&);  // reaps the helper it replaces
+    ~IdmappedTree();                          // reaps the helper
+    UniqueFd tree;                            // the detached mount
+    UniqueFd helper;                          // pidfd of the process that held the user namespace
+    // The helper shares the supervisor's memory (CLONE_VM) and runs on this
+    // stack, which must outlive it: freed only after the helper is reaped.
+    std::unique_ptr<char[]> helper_stack;
 };
 Result<IdmappedTree> makeIdmappedTree(const std::string& path, uid_t disk_uid, gid_t disk_gid,
                                       uid_t host_uid, gid_t host_gid);

@@ -26,6 +26,7 @@
 #include "oci/cgroups.h"
 #include "oci/config.h"
 #include "oci/container_plan.h"
+#include "oci/profile.h"
 #include "runtime/child/child_protocol.h"
 #include "runtime/supervisor/sandbox_launch.h"
 
@@ -102,6 +103,7 @@ std::string notExist(const std::string& id) {
 Status createContainer(const std::string& root_dir, const std::string& id,
                        const std::string& bundle_arg, const std::string& pid_file,
                        const std::string& console_socket, bool systemd_cgroup,
+                       const std::string& default_profile,
                        const std::function<void(const std::string&)>& note, Created& out) {
     if (auto s = validateId(id); !s) return s.error();
     auto bundle = absolutePath(bundle_arg, "bundle");
@@ -113,6 +115,14 @@ Status createContainer(const std::string& root_dir, const std::string& id,
     if (!text) return text.error();
     auto config = parseConfig(text->content);
     if (!config) return config.error();
+    auto runtime_profile = runtimeDefaultProfile(default_profile);
+    if (!runtime_profile) return runtime_profile.error();
+    auto profile = containerProfile(*config, *runtime_profile);
+    if (!profile) return profile.error();
+    if (!profile->empty())
+        note("stockade profile \"" + *profile + "\": stockade's default seccomp filter" +
+             (config->seccomp ? " after the spec's own (a call runs only if both allow it)" : "") +
+             ", no capabilities, no_new_privs");
     // runc's rules: a terminal needs somewhere to send it, and a socket
     // needs a terminal to carry.
     if (config->terminal && console_socket.empty())
@@ -182,8 +192,8 @@ Status createContainer(const std::string& root_dir, const std::string& id,
         if (!made) return made.error();
         cgroups = std::move(*made);
     }
-    auto planned =
-        planContainer(*config, *bundle, cgroups ? cgroups->dirs : std::vector<std::string>{});
+    auto planned = planContainer(*config, *bundle,
+                                 cgroups ? cgroups->dirs : std::vector<std::string>{}, *profile);
     if (!planned) return planned.error();
     ContainerPlan& cplan = *planned;
     ChildPlan& plan = cplan.plan;
@@ -264,6 +274,7 @@ Status createContainer(const std::string& root_dir, const std::string& id,
     record.rootfs = cplan.rootfs;
     record.created = rfc3339Now();
     record.annotations = config->annotations;
+    record.profile = *profile;
     // Into the cgroup while everything of the container is parked: init and
     // the command, before a byte of the bundle's program has run.
     if (cgroups) {

@@ -100,6 +100,7 @@ std::string recordJson(const Record& r) {
                 {"created", r.created},
                 {"annotations", r.annotations},
                 {"cgroups", r.cgroups}};
+    if (!r.profile.empty()) doc["stockadeProfile"] = r.profile;
     return doc.dump();
 }
 
@@ -138,6 +139,7 @@ Result<Record> readRecord(int dir_fd, const std::string& id) {
         r.rootfs = doc.value("rootfs", "");
         r.created = doc.value("created", "");
         if (doc.contains("cgroups")) r.cgroups = doc["cgroups"].get<std::vector<std::string>>();
+        if (doc.contains("stockadeProfile")) r.profile = doc["stockadeProfile"].get<std::string>();
         if (doc.contains("annotations"))
             r.annotations = doc["annotations"].get<std::map<std::string, std::string>>();
     } catch (const json::exception&) {
@@ -218,6 +220,8 @@ std::string stateJson(const Record& r, Status3 status) {
                 {"status", statusName(status)}, {"pid", status == Status3::Stopped ? 0 : r.pid},
                 {"bundle", r.bundle},           {"rootfs", r.rootfs},
                 {"created", r.created},         {"annotations", r.annotations}};
+    // stockade's own, beside runc's fields (clients ignore unknown ones).
+    doc["stockade"] = {{"profile", r.profile.empty() ? "none" : r.profile}};
     return doc.dump(2);
 }
 

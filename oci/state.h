@@ -43,6 +43,9 @@ struct Record {
     std::string created;  // RFC 3339
     std::map<std::string, std::string> annotations;
     std::vector<std::string> cgroups;  // the container's cgroup directories (oci/cgroups.h)
+    // The stockade profile the container got ("default"), or none: `exec`
+    // gives its processes the same filter whatever its own flags say.
+    std::string profile;
 };
 
 enum class Status3 { Created, Running, Paused, Stopped };

@@ -256,6 +256,14 @@ int cmdKill(const Globals& g, const std::vector<std::string>& rest, const Log& l
     // As runc: only SIGKILL thaws a paused container; other signals wait
     // for resume.
     if (*sig == SIGKILL) thawAfterKill(c->record);
+    // The record's account of the ending: what this runtime sent, when.
+    if (*sig != 0) {
+        Record& r = c->record;
+        r.kills.push_back({*sig, a.bools.count("all") > 0, rfc3339Now()});
+        if (r.kills.size() > kMaxKills) r.kills.erase(r.kills.begin());
+        if (auto s = writeRecord(c->dir.get(), r); !s)
+            log.line("warning", "kill: the record: " + s.error().describe());
+    }
     return 0;
 }
 

@@ -13,11 +13,14 @@
 #include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <linux/magic.h>
 
 #include <map>
 #include <optional>
@@ -74,6 +77,36 @@ std::string childFailure(const ChildMessage& msg, const ChildPlan& plan) {
 // Everything `create` does, for create and run: the container's directory
 // exists from the mkdir on, and is removed again on any failure, with the
 // process killed, so a refused create leaves nothing.
+
+// What create enforces, for the record: the namespaces, the filter's
+// origin, the capabilities (their bounding set), no_new_privs, and where
+// the limits are held.
+std::map<std::string, std::string> enforcedBy(const Config& config, const std::string& profile,
+                                              size_t cgroup_dirs) {
+    std::map<std::string, std::string> out;
+    for (const char* type : {"pid", "mount", "user", "cgroup"}) out[type] = "new";
+    for (const Namespace& n : config.namespaces)
+        if (n.type != "pid" && n.type != "mount" && n.type != "user" && n.type != "cgroup")
+            out[n.type] = n.path.empty() ? "new" : "joined";
+    for (const char* type : {"network", "ipc", "uts"})
+        if (!out.count(type)) out[type] = "the caller's";
+    std::string filter = config.seccomp ? "spec" : "";
+    if (!profile.empty()) filter += filter.empty() ? profile : "+" + profile;
+    out["seccomp"] = filter.empty() ? "none" : filter;
+    char caps[32];
+    snprintf(caps, sizeof(caps), "%016llx",
+             static_cast<unsigned long long>(config.capabilities.bounding));
+    out["capabilities"] = caps;
+    out["noNewPrivileges"] = "true";
+    if (cgroup_dirs) {
+        struct statfs fs {};
+        const bool v2 = statfs("/sys/fs/cgroup", &fs) == 0 && fs.f_type == CGROUP2_SUPER_MAGIC;
+        out["limits"] = v2 ? "cgroup v2" : "cgroup v1";
+    } else {
+        out["limits"] = "none (no cgroup)";
+    }
+    return out;
+}
 
 }  // namespace
 
@@ -275,6 +308,7 @@ Status createContainer(const std::string& root_dir, const std::string& id,
     record.created = rfc3339Now();
     record.annotations = config->annotations;
     record.profile = *profile;
+    record.enforced = enforcedBy(*config, *profile, cgroups ? cgroups->dirs.size() : 0);
     // Into the cgroup while everything of the container is parked: init and
     // the command, before a byte of the bundle's program has run.
     if (cgroups) {

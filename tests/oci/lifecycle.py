@@ -321,6 +321,72 @@ def stockade_profile(rt, scratch, owner, base):
     check("profile: nothing left under --root", os.listdir(rt.root) == [], os.listdir(rt.root))
 
 
+def record_cases(rt, scratch, owner, base, mode):
+    """stockade's own record, read through state's "stockade" object until
+    delete: what create enforced, the signals kill sent, and (as root, with
+    a cgroup) the kernel's count of forks refused at pids.max."""
+    b = make_bundle(scratch, "rec-plain", ["sleep", "1000"], owner, base)
+    r = rt("create", "--bundle", b, "rec1")
+    rt("start", "rec1")
+    rt("kill", "rec1", "9")
+    wait_for(lambda: (state_of(rt, "rec1") or {}).get("status") == "stopped")
+    st = state_of(rt, "rec1") or {}
+    own = st.get("stockade", {})
+    enforced = own.get("enforced", {})
+    kills = own.get("ending", {}).get("kills", [])
+    check("record: state keeps runc's fields and adds what was enforced",
+          r.returncode == 0 and st.get("status") == "stopped" and st.get("pid") == 0 and
+          enforced.get("pid") == "new" and enforced.get("user") == "new" and
+          enforced.get("network") == "new" and enforced.get("seccomp") == "none" and
+          enforced.get("capabilities") == "0000000020000420" and
+          enforced.get("noNewPrivileges") == "true" and
+          enforced.get("limits") == "none (no cgroup)", st)
+    check("record: the signal kill sent is kept after the container stopped",
+          [k.get("signal") for k in kills] == [9] and "pidsLimitHits" not in own.get("ending", {}),
+          own)
+    rt("delete", "rec1")
+    if mode != "root":
+        return
+    parent = f"stockade-oci-rec-{os.getpid()}"
+    forks = make_bundle(scratch, "rec-pids", ["sh", "-c",
+                        "trap '' TERM; (for i in 1 2 3 4 5 6 7 8; do sleep 1000 & done); exec sleep 1000"],
+                        owner, base)
+    with open(os.path.join(forks, "config.json")) as f:
+        config = json.load(f)
+    config["linux"]["cgroupsPath"] = f"/{parent}/rec2"
+    config["linux"]["resources"] = {"pids": {"limit": 4}}
+    with open(os.path.join(forks, "config.json"), "w") as f:
+        json.dump(config, f)
+    r = rt("create", "--bundle", forks, "rec2")
+    rt("start", "rec2")
+    hits = lambda: ((state_of(rt, "rec2") or {}).get("stockade", {}).get("ending", {})
+                    .get("pidsLimitHits", 0))
+    # A subshell forks until pids.max refuses it; the command runs on,
+    # ignoring SIGTERM (kept across its exec) until kill --all 9.
+    check("record: forks refused at pids.max are counted, as the cgroup saw them",
+          r.returncode == 0 and wait_for(lambda: hits() > 0) and
+          (state_of(rt, "rec2") or {}).get("status") == "running",
+          (r.stderr, state_of(rt, "rec2")))
+    rt("kill", "rec2", "15")
+    rt("kill", "--all", "rec2", "9")
+    wait_for(lambda: (state_of(rt, "rec2") or {}).get("status") == "stopped")
+    st = state_of(rt, "rec2") or {}
+    own = st.get("stockade", {})
+    v1 = not os.path.exists("/sys/fs/cgroup/cgroup.controllers")
+    check("record: after the stop, the kills in order and the cgroup's counts until delete",
+          [(k.get("signal"), k.get("all")) for k in own.get("ending", {}).get("kills", [])] ==
+          [(15, False), (9, True)] and own.get("ending", {}).get("pidsLimitHits", 0) > 0 and
+          own.get("enforced", {}).get("limits") == ("cgroup v1" if v1 else "cgroup v2"), own)
+    rt("delete", "rec2")
+    for top in ([f"/sys/fs/cgroup/{c}/{parent}" for c in ("memory", "pids", "freezer", "cpu")]
+                if v1 else [f"/sys/fs/cgroup/{parent}"]):
+        try:
+            os.rmdir(top)
+        except OSError:
+            pass
+    check("record: nothing left under --root", os.listdir(rt.root) == [], os.listdir(rt.root))
+
+
 def main():
     binary, mode = sys.argv[1], sys.argv[2]
     if os.geteuid() != 0:
@@ -794,6 +860,7 @@ def main():
         check("run leaves nothing under --root", os.listdir(state_root) == [], os.listdir(state_root))
 
         stockade_profile(rt, scratch, owner, base)
+        record_cases(rt, scratch, owner, base, mode)
 
         # Unknown ids, runc's words.
         for command in (["state", "nope"], ["start", "nope"], ["kill", "nope", "9"], ["delete", "nope"]):

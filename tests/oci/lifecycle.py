@@ -313,6 +313,15 @@ def stockade_profile(rt, scratch, owner, base):
               r.returncode == 1 and "writable by no one else" in r.stderr, (r.returncode, r.stderr))
     finally:
         del os.environ["STOCKADE_OCI_CONFIG"]
+    if rt.mode == "root":
+        sleeper = make_bundle(scratch, "prof-exec", ["sleep", "1000"], owner, plain)
+        r = rt("run", "--detach", "--bundle", sleeper, "p12", pre=("--default-profile", "default"))
+        e = rt("exec", "p12", "unshare", "-U", "true")
+        ok = rt("exec", "p12", "true")
+        check("profile: exec without the flag still gets the container's filter (unshare refused)",
+              r.returncode == 0 and e.returncode != 0 and "Operation not permitted" in e.stderr and
+              ok.returncode == 0, (r.stderr, e.returncode, e.stderr, ok.returncode, ok.stderr))
+        rt("delete", "--force", "p12")
     r = rt("create", "--bundle", none, "p11")
     st = state_of(rt, "p11") or {}
     check("profile: without annotation, flag or file, state says none",

@@ -371,6 +371,19 @@ bool containerCgroupsFrozen(const std::vector<std::string>& dirs) {
     return state == "FROZEN" || state == "FREEZING";
 }
 
+CgroupCounters readCgroupCounters(const std::vector<std::string>& dirs) {
+    CgroupCounters out;
+    auto add = [](std::optional<uint64_t>& to, const Result<std::string>& text, const char* key) {
+        if (text) to = to.value_or(0) + keyedValue(*text, key);
+    };
+    for (const std::string& dir : dirs) {
+        add(out.oom_kills, readCgroupFile(dir + "/memory.events"), "oom_kill");
+        add(out.oom_kills, readCgroupFile(dir + "/memory.oom_control"), "oom_kill");
+        add(out.pids_max, readCgroupFile(dir + "/pids.events"), "max");
+    }
+    return out;
+}
+
 Status removeContainerCgroups(const std::vector<std::string>& dirs) {
     for (const std::string& dir : dirs)
         if (auto s = removeCgroupDir(dir); !s && s.error().errnum() != ENOENT) return s.error();

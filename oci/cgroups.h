@@ -60,6 +60,16 @@ Status joinContainerCgroups(const ContainerCgroups& cgroups, const std::vector<p
 Status freezeContainerCgroups(const std::vector<std::string>& dirs, bool frozen);
 // Whether the kernel reports the cgroup frozen; false with no freezer.
 bool containerCgroupsFrozen(const std::vector<std::string>& dirs);
+// The kernel's counters of the container's cgroup, none where no
+// directory has the file: the OOM killer's kills (v2 memory.events, v1
+// memory.oom_control, "oom_kill") and the forks refused at pids.max
+// (pids.events, "max").
+struct CgroupCounters {
+    std::optional<uint64_t> oom_kills;
+    std::optional<uint64_t> pids_max;
+};
+CgroupCounters readCgroupCounters(const std::vector<std::string>& dirs);
+
 // Removes the directories (waiting out a cgroup still busy with a process
 // that just died); what cannot be removed is named.
 Status removeContainerCgroups(const std::vector<std::string>& dirs);

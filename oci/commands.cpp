@@ -48,8 +48,8 @@ constexpr const char* kSpecVersion = "1.2.0";
 const std::set<std::string_view> kOciOnly = {
     "create", "start", "state",  "kill",   "delete", "spec",       "list",   "features",
     "exec",   "pause", "resume", "update", "events", "checkpoint", "restore"};
-const std::set<std::string_view> kGlobalWithValue = {"--root", "--log", "--log-format",
-                                                     "--rootless", "--criu"};
+const std::set<std::string_view> kGlobalWithValue = {"--root",     "--log",  "--log-format",
+                                                     "--rootless", "--criu", "--default-profile"};
 const std::set<std::string_view> kGlobalBool = {"--systemd-cgroup", "--debug"};
 
 struct Globals {
@@ -57,6 +57,7 @@ struct Globals {
     std::string log_path;
     bool log_json = false;
     bool systemd_cgroup = false;
+    std::string default_profile;  // --default-profile (oci/profile.h)
 };
 
 // Errors go to stderr and, with --log, to the log as one line each: JSON
@@ -165,7 +166,8 @@ int cmdCreate(const Globals& g, const std::vector<std::string>& rest, const Log&
     Created created;
     std::string bundle = a.values.count("bundle") ? a.values["bundle"] : ".";
     if (auto s = createContainer(g.root, a.positional[0], bundle, a.values["pid-file"],
-                                 a.values["console-socket"], g.systemd_cgroup, note(log), created);
+                                 a.values["console-socket"], g.systemd_cgroup, g.default_profile,
+                                 note(log), created);
         !s)
         return log.error(s.error().describe());
     return 0;
@@ -254,6 +256,14 @@ int cmdKill(const Globals& g, const std::vector<std::string>& rest, const Log& l
     // As runc: only SIGKILL thaws a paused container; other signals wait
     // for resume.
     if (*sig == SIGKILL) thawAfterKill(c->record);
+    // The record's account of the ending: what this runtime sent, when.
+    if (*sig != 0) {
+        Record& r = c->record;
+        r.kills.push_back({*sig, a.bools.count("all") > 0, rfc3339Now()});
+        if (r.kills.size() > kMaxKills) r.kills.erase(r.kills.begin());
+        if (auto s = writeRecord(c->dir.get(), r); !s)
+            log.line("warning", "kill: the record: " + s.error().describe());
+    }
     return 0;
 }
 
@@ -354,8 +364,9 @@ int cmdRun(const Globals& g, const std::vector<std::string>& rest, const Log& lo
     const std::string& id = a.positional[0];
     Created created;
     std::string bundle = a.values.count("bundle") ? a.values["bundle"] : ".";
-    if (auto s = createContainer(g.root, id, bundle, a.values["pid-file"],
-                                 a.values["console-socket"], g.systemd_cgroup, note(log), created);
+    if (auto s =
+            createContainer(g.root, id, bundle, a.values["pid-file"], a.values["console-socket"],
+                            g.systemd_cgroup, g.default_profile, note(log), created);
         !s)
         return log.error(s.error().describe());
     {
@@ -564,6 +575,7 @@ int ociMain(int argc, char** argv) {
         }
         if (name == "--root") g.root = value;
         if (name == "--log") g.log_path = value;
+        if (name == "--default-profile") g.default_profile = value;
         if (name == "--log-format") {
             if (value != "text" && value != "json") {
                 std::fprintf(stderr, "stockade: invalid log-format: %s\n", value.c_str());

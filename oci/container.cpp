@@ -13,11 +13,14 @@
 #include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <linux/magic.h>
 
 #include <map>
 #include <optional>
@@ -26,6 +29,7 @@
 #include "oci/cgroups.h"
 #include "oci/config.h"
 #include "oci/container_plan.h"
+#include "oci/profile.h"
 #include "runtime/child/child_protocol.h"
 #include "runtime/supervisor/sandbox_launch.h"
 
@@ -74,6 +78,36 @@ std::string childFailure(const ChildMessage& msg, const ChildPlan& plan) {
 // exists from the mkdir on, and is removed again on any failure, with the
 // process killed, so a refused create leaves nothing.
 
+// What create enforces, for the record: the namespaces, the filter's
+// origin, the capabilities (their bounding set), no_new_privs, and where
+// the limits are held.
+std::map<std::string, std::string> enforcedBy(const Config& config, const std::string& profile,
+                                              size_t cgroup_dirs) {
+    std::map<std::string, std::string> out;
+    for (const char* type : {"pid", "mount", "user", "cgroup"}) out[type] = "new";
+    for (const Namespace& n : config.namespaces)
+        if (n.type != "pid" && n.type != "mount" && n.type != "user" && n.type != "cgroup")
+            out[n.type] = n.path.empty() ? "new" : "joined";
+    for (const char* type : {"network", "ipc", "uts"})
+        if (!out.count(type)) out[type] = "the caller's";
+    std::string filter = config.seccomp ? "spec" : "";
+    if (!profile.empty()) filter += filter.empty() ? profile : "+" + profile;
+    out["seccomp"] = filter.empty() ? "none" : filter;
+    char caps[32];
+    snprintf(caps, sizeof(caps), "%016llx",
+             static_cast<unsigned long long>(config.capabilities.bounding));
+    out["capabilities"] = caps;
+    out["noNewPrivileges"] = "true";
+    if (cgroup_dirs) {
+        struct statfs fs {};
+        const bool v2 = statfs("/sys/fs/cgroup", &fs) == 0 && fs.f_type == CGROUP2_SUPER_MAGIC;
+        out["limits"] = v2 ? "cgroup v2" : "cgroup v1";
+    } else {
+        out["limits"] = "none (no cgroup)";
+    }
+    return out;
+}
+
 }  // namespace
 
 std::string execFailureText(const std::string& name, int err) {
@@ -102,6 +136,7 @@ std::string notExist(const std::string& id) {
 Status createContainer(const std::string& root_dir, const std::string& id,
                        const std::string& bundle_arg, const std::string& pid_file,
                        const std::string& console_socket, bool systemd_cgroup,
+                       const std::string& default_profile,
                        const std::function<void(const std::string&)>& note, Created& out) {
     if (auto s = validateId(id); !s) return s.error();
     auto bundle = absolutePath(bundle_arg, "bundle");
@@ -113,6 +148,14 @@ Status createContainer(const std::string& root_dir, const std::string& id,
     if (!text) return text.error();
     auto config = parseConfig(text->content);
     if (!config) return config.error();
+    auto runtime_profile = runtimeDefaultProfile(default_profile);
+    if (!runtime_profile) return runtime_profile.error();
+    auto profile = containerProfile(*config, *runtime_profile);
+    if (!profile) return profile.error();
+    if (!profile->empty())
+        note("stockade profile \"" + *profile + "\": stockade's default seccomp filter" +
+             (config->seccomp ? " after the spec's own (a call runs only if both allow it)" : "") +
+             ", no capabilities, no_new_privs");
     // runc's rules: a terminal needs somewhere to send it, and a socket
     // needs a terminal to carry.
     if (config->terminal && console_socket.empty())
@@ -182,8 +225,8 @@ Status createContainer(const std::string& root_dir, const std::string& id,
         if (!made) return made.error();
         cgroups = std::move(*made);
     }
-    auto planned =
-        planContainer(*config, *bundle, cgroups ? cgroups->dirs : std::vector<std::string>{});
+    auto planned = planContainer(*config, *bundle,
+                                 cgroups ? cgroups->dirs : std::vector<std::string>{}, *profile);
     if (!planned) return planned.error();
     ContainerPlan& cplan = *planned;
     ChildPlan& plan = cplan.plan;
@@ -264,6 +307,8 @@ Status createContainer(const std::string& root_dir, const std::string& id,
     record.rootfs = cplan.rootfs;
     record.created = rfc3339Now();
     record.annotations = config->annotations;
+    record.profile = *profile;
+    record.enforced = enforcedBy(*config, *profile, cgroups ? cgroups->dirs.size() : 0);
     // Into the cgroup while everything of the container is parked: init and
     // the command, before a byte of the bundle's program has run.
     if (cgroups) {

@@ -37,9 +37,11 @@ struct Created {
 // is killed and reaped and the directory removed: nothing is left. `note`
 // gets what is worth an info line in the log. `systemd_cgroup`
 // (--systemd-cgroup) reads linux.cgroupsPath in systemd's form (cgroupfsPath).
+// `default_profile` is --default-profile as given (oci/profile.h).
 Status createContainer(const std::string& root_dir, const std::string& id,
                        const std::string& bundle, const std::string& pid_file,
                        const std::string& console_socket, bool systemd_cgroup,
+                       const std::string& default_profile,
                        const std::function<void(const std::string&)>& note, Created& out);
 
 // A container's directory, locked (flock) for as long as this is held, and

@@ -17,8 +17,10 @@
 
 #include "base/host_path.h"
 #include "namespaces/syscalls.h"
+#include "oci/profile.h"
 #include "oci/state.h"
 #include "runtime/plan/child_plan_builder.h"
+#include "seccomp/default_program.h"
 #include "seccomp/filter.h"
 
 namespace stockade::oci {
@@ -421,7 +423,8 @@ Result<ns::IdMapping> idsFor(const Config& config, bool as_root, uid_t caller_ui
 }
 
 Result<ContainerPlan> planContainer(const Config& config, const std::string& bundle,
-                                    const std::vector<std::string>& cgroup_dirs) {
+                                    const std::vector<std::string>& cgroup_dirs,
+                                    const std::string& profile) {
     ContainerPlan out;
     ChildPlan& plan = out.plan;
     const bool as_root = isHostRoot();
@@ -690,21 +693,31 @@ Result<ContainerPlan> planContainer(const Config& config, const std::string& bun
 
     // Seccomp as the spec asks: none without linux.seccomp (as runc), else
     // the bundle's, compiled here; either way nothing may mint setuid files.
-    auto program = seccompProgramFor(config);
+    auto program = seccompProgramFor(config, profile);
     if (!program) return program.error();
     plan.seccomp_program = std::move(*program);
     return out;
 }
 
-Result<std::vector<sock_filter>> seccompProgramFor(const Config& config) {
-    if (!config.seccomp) return std::vector<sock_filter>{};
-    seccomp::SeccompPolicy policy = *config.seccomp;
-    if (auto s = seccomp::checkNoSetidRulesHold(policy); !s)
-        return s.error().withContext("config.json: linux.seccomp");
-    seccomp::addNoSetidRules(policy);
-    auto compiled = seccomp::compileFilter(policy);
-    if (!compiled) return compiled.error().withContext("config.json: linux.seccomp");
-    return std::move(compiled->program);
+Result<std::vector<sock_filter>> seccompProgramFor(const Config& config,
+                                                   const std::string& profile) {
+    std::vector<sock_filter> spec;
+    if (config.seccomp) {
+        seccomp::SeccompPolicy policy = *config.seccomp;
+        if (auto s = seccomp::checkNoSetidRulesHold(policy); !s)
+            return s.error().withContext("config.json: linux.seccomp");
+        seccomp::addNoSetidRules(policy);
+        auto compiled = seccomp::compileFilter(policy);
+        if (!compiled) return compiled.error().withContext("config.json: linux.seccomp");
+        spec = std::move(compiled->program);
+    }
+    if (profile.empty()) return spec;
+    // The spec's filter first, so that what it refuses gets its own answer;
+    // what it lets through, stockade's default decides.
+    auto defaults = seccomp::defaultProgram();
+    auto chained = chainPrograms(spec, std::vector<sock_filter>(defaults.begin(), defaults.end()));
+    if (!chained) return chained.error().withContext("config.json: linux.seccomp");
+    return chained;
 }
 
 }  // namespace stockade::oci

@@ -48,13 +48,18 @@ struct ContainerPlan {
 // name the config field or the host path at fault.
 // `cgroup_dirs` are the container's cgroup directories (oci/cgroups.h),
 // which a cgroup mount shows it.
+// `profile` is containerProfile()'s answer (oci/profile.h).
 Result<ContainerPlan> planContainer(const Config& config, const std::string& bundle,
-                                    const std::vector<std::string>& cgroup_dirs);
+                                    const std::vector<std::string>& cgroup_dirs,
+                                    const std::string& profile);
 
 // The seccomp program of a container: the bundle's filter with stockade's
-// no-setid rules (G3); empty without linux.seccomp, as runc. `exec`'s
-// processes get the same one as the container's command.
-Result<std::vector<sock_filter>> seccompProgramFor(const Config& config);
+// no-setid rules (G3); empty without linux.seccomp, as runc. Under the
+// stockade profile ("default", oci/profile.h), stockade's default filter
+// after it (chainPrograms: a call runs only if both allow it), or alone.
+// `exec`'s processes get the same one as the container's command.
+Result<std::vector<sock_filter>> seccompProgramFor(const Config& config,
+                                                   const std::string& profile);
 
 // What a joined network or ipc namespace needs done by create itself
 // (above), called once create has joined it and before the clone.

@@ -248,7 +248,7 @@ Result<int> execInContainer(const std::string& root_dir, const std::string& id,
     if (!text) return text.error();
     auto config = parseConfig(text->content);
     if (!config) return config.error();
-    auto program = seccompProgramFor(*config);
+    auto program = seccompProgramFor(*config, record.profile);
     if (!program) return program.error();
 
     UniqueFd console;

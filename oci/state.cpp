@@ -100,6 +100,12 @@ std::string recordJson(const Record& r) {
                 {"created", r.created},
                 {"annotations", r.annotations},
                 {"cgroups", r.cgroups}};
+    if (!r.profile.empty()) doc["stockadeProfile"] = r.profile;
+    doc["enforced"] = r.enforced;
+    json kills = json::array();
+    for (const Record::Kill& k : r.kills)
+        kills.push_back({{"signal", k.signal}, {"all", k.all}, {"time", k.time}});
+    doc["kills"] = kills;
     return doc.dump();
 }
 
@@ -138,6 +144,13 @@ Result<Record> readRecord(int dir_fd, const std::string& id) {
         r.rootfs = doc.value("rootfs", "");
         r.created = doc.value("created", "");
         if (doc.contains("cgroups")) r.cgroups = doc["cgroups"].get<std::vector<std::string>>();
+        if (doc.contains("stockadeProfile")) r.profile = doc["stockadeProfile"].get<std::string>();
+        if (doc.contains("enforced"))
+            r.enforced = doc["enforced"].get<std::map<std::string, std::string>>();
+        if (doc.contains("kills"))
+            for (const json& k : doc["kills"])
+                r.kills.push_back({k.at("signal").get<int>(), k.at("all").get<bool>(),
+                                   k.at("time").get<std::string>()});
         if (doc.contains("annotations"))
             r.annotations = doc["annotations"].get<std::map<std::string, std::string>>();
     } catch (const json::exception&) {
@@ -218,6 +231,23 @@ std::string stateJson(const Record& r, Status3 status) {
                 {"status", statusName(status)}, {"pid", status == Status3::Stopped ? 0 : r.pid},
                 {"bundle", r.bundle},           {"rootfs", r.rootfs},
                 {"created", r.created},         {"annotations", r.annotations}};
+    // stockade's own, beside runc's fields (clients ignore unknown ones).
+    // The cgroup's counters are read now, from the container's own
+    // directories (checked under /sys/fs/cgroup/ when the record was read;
+    // the container cannot write them), until delete removes them.
+    json ending = json::object();
+    json kills = json::array();
+    for (const Record::Kill& k : r.kills)
+        kills.push_back({{"signal", k.signal}, {"all", k.all}, {"time", k.time}});
+    ending["kills"] = kills;
+    if (!r.cgroups.empty()) {
+        CgroupCounters counters = readCgroupCounters(r.cgroups);
+        if (counters.oom_kills) ending["oomKills"] = *counters.oom_kills;
+        if (counters.pids_max) ending["pidsLimitHits"] = *counters.pids_max;
+    }
+    doc["stockade"] = {{"profile", r.profile.empty() ? "none" : r.profile},
+                       {"enforced", r.enforced},
+                       {"ending", ending}};
     return doc.dump(2);
 }
 

@@ -43,7 +43,22 @@ struct Record {
     std::string created;  // RFC 3339
     std::map<std::string, std::string> annotations;
     std::vector<std::string> cgroups;  // the container's cgroup directories (oci/cgroups.h)
+    // The stockade profile the container got ("default"), or none: `exec`
+    // gives its processes the same filter whatever its own flags say.
+    std::string profile;
+    // What create enforced, as it knew it ("pid": "new", "network":
+    // "joined"...; "seccomp": "none", "spec", "default", "spec+default";
+    // "capabilities": the bounding set, hex; "limits": "cgroup v1"...).
+    std::map<std::string, std::string> enforced;
+    // The signals `kill` sent, in order (the last kMaxKills kept).
+    struct Kill {
+        int signal = 0;
+        bool all = false;
+        std::string time;  // RFC 3339
+    };
+    std::vector<Kill> kills;
 };
+inline constexpr size_t kMaxKills = 16;
 
 enum class Status3 { Created, Running, Paused, Stopped };
 const char* statusName(Status3 status);

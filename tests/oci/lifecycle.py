@@ -21,7 +21,8 @@ import tempfile
 import time
 
 from oci_common import BUSYBOX, skip
-APPLETS = ["sh", "echo", "cat", "sleep", "touch", "id", "hostname", "ls", "true", "stty"]
+APPLETS = ["sh", "echo", "cat", "sleep", "touch", "id", "hostname", "ls", "true", "stty",
+           "unshare", "mkdir"]
 
 
 def demote():
@@ -34,8 +35,8 @@ class Runtime:
     def __init__(self, binary, root, mode):
         self.binary, self.root, self.mode = binary, root, mode
 
-    def __call__(self, *args, stdin=subprocess.DEVNULL, input_text=None, log=None):
-        argv = [self.binary, "--root", self.root]
+    def __call__(self, *args, stdin=subprocess.DEVNULL, input_text=None, log=None, pre=()):
+        argv = [self.binary, "--root", self.root, *pre]
         if log:
             argv += ["--log-format", "json", "--log", log]
         argv += list(args)
@@ -223,6 +224,176 @@ def bad_input_beside_runc(binary, scratch, base):
           not any(os.path.exists(f"/proc/{p}") for p in pids.values() if p), pids)
     left = {name: os.listdir(root) for name, root in roots.items()}
     check("bad input: nothing left under either --root", not any(left.values()), left)
+
+
+def stockade_profile(rt, scratch, owner, base):
+    """The stockade profile (docs/oci.md): only under the annotation or the
+    runtime's own config does a container get stockade's default filter (on
+    top of the spec's), no capabilities and no_new_privs. unshare(2) is what
+    the default filter refuses and a spec without seccomp lets through."""
+    probe = ["sh", "-c", "unshare -U true && echo unshared; mkdir -p /out/d && echo made; "
+             "grep -E '^(CapEff|CapBnd|NoNewPrivs|Seccomp):' /proc/self/status"]
+    plain = json.loads(json.dumps(base))
+    plain["process"].pop("capabilities", None)
+
+    def bundle(name, config):
+        b = make_bundle(scratch, name, probe, owner, config)
+        return b
+
+    def annotated(config):
+        config = json.loads(json.dumps(config))
+        config.setdefault("annotations", {})["run.oci.stockade.profile"] = "default"
+        return config
+
+    def status_of(out):
+        return dict(line.split(":\t") for line in out.splitlines() if ":\t" in line)
+
+    r = rt("run", "--bundle", bundle("prof-none", plain), "p1")
+    st = status_of(r.stdout)
+    check("profile: a spec without seccomp runs without a filter (unshare succeeds), as runc",
+          r.returncode == 0 and "unshared" in r.stdout and "made" in r.stdout and
+          st.get("Seccomp") == "0", (r.returncode, r.stdout, r.stderr))
+    r = rt("run", "--bundle", bundle("prof-ann", annotated(plain)), "p2")
+    st = status_of(r.stdout)
+    check("profile: under the annotation the default filter refuses unshare (EPERM), "
+          "no capabilities, no_new_privs",
+          "unshared" not in r.stdout and "Operation not permitted" in r.stderr and
+          "made" in r.stdout and st.get("Seccomp") == "2" and
+          st.get("CapEff") == "0000000000000000" and st.get("CapBnd") == "0000000000000000" and
+          st.get("NoNewPrivs") == "1", (r.returncode, r.stdout, r.stderr))
+    r = rt("create", "--bundle", bundle("prof-caps", annotated(base)), "p3")
+    check("profile: a spec asking for capabilities under it is refused, naming them",
+          r.returncode == 1 and "process.capabilities" in r.stderr and
+          "CAP_KILL" in r.stderr and "p3" not in os.listdir(rt.root), (r.returncode, r.stderr))
+    bad = annotated(plain)
+    bad["annotations"]["run.oci.stockade.profile"] = "none"
+    r = rt("create", "--bundle", bundle("prof-bad", bad), "p4")
+    check("profile: the annotation takes only \"default\" (it cannot lift a runtime default)",
+          r.returncode == 1 and "run.oci.stockade.profile" in r.stderr, (r.returncode, r.stderr))
+    # The spec's own filter and the default, chained: mkdir refused by the
+    # spec with its errno, unshare by the default.
+    spec_filter = json.loads(json.dumps(plain))
+    spec_filter["linux"]["seccomp"] = {
+        "defaultAction": "SCMP_ACT_ALLOW",
+        "syscalls": [{"names": ["mkdir", "mkdirat"], "action": "SCMP_ACT_ERRNO", "errnoRet": 122}]}
+    r = rt("run", "--bundle", bundle("prof-spec", spec_filter), "p5")
+    check("profile: without it, the spec's filter alone (mkdir refused, unshare allowed)",
+          "unshared" in r.stdout and "made" not in r.stdout and "quota" in r.stderr.lower(),
+          (r.returncode, r.stdout, r.stderr))
+    r = rt("run", "--bundle", bundle("prof-both", annotated(spec_filter)), "p6")
+    check("profile: under it, both filters hold (mkdir refused with the spec's errno, "
+          "unshare by the default)",
+          "unshared" not in r.stdout and "made" not in r.stdout and
+          "quota" in r.stderr.lower() and "Operation not permitted" in r.stderr,
+          (r.returncode, r.stdout, r.stderr))
+    # The runtime's own config: the global flag, and the config file.
+    none = bundle("prof-flag", plain)
+    r = rt("run", "--bundle", none, "p7", pre=("--default-profile", "default"))
+    check("profile: --default-profile default applies it to a spec without the annotation",
+          "unshared" not in r.stdout and "Operation not permitted" in r.stderr,
+          (r.returncode, r.stdout, r.stderr))
+    conf = os.path.join(scratch, "oci.json")
+    with open(conf, "w") as f:
+        json.dump({"defaultProfile": "default"}, f)
+    os.chmod(conf, 0o644)
+    os.environ["STOCKADE_OCI_CONFIG"] = conf
+    try:
+        r = rt("create", "--bundle", none, "p8")
+        st = state_of(rt, "p8") or {}
+        check("profile: the runtime's config file applies it, and state says so",
+              r.returncode == 0 and st.get("stockade", {}).get("profile") == "default",
+              (r.returncode, r.stderr, st))
+        rt("delete", "--force", "p8")
+        r = rt("run", "--bundle", none, "p9", pre=("--default-profile", "none"))
+        check("profile: --default-profile none overrides the config file",
+              "unshared" in r.stdout, (r.returncode, r.stdout, r.stderr))
+        os.chmod(conf, 0o666)
+        r = rt("create", "--bundle", none, "p10")
+        check("profile: a config file others may write is refused",
+              r.returncode == 1 and "writable by no one else" in r.stderr, (r.returncode, r.stderr))
+    finally:
+        del os.environ["STOCKADE_OCI_CONFIG"]
+    if rt.mode == "root":
+        sleeper = make_bundle(scratch, "prof-exec", ["sleep", "1000"], owner, plain)
+        r = rt("run", "--detach", "--bundle", sleeper, "p12", pre=("--default-profile", "default"))
+        e = rt("exec", "p12", "unshare", "-U", "true")
+        ok = rt("exec", "p12", "true")
+        check("profile: exec without the flag still gets the container's filter (unshare refused)",
+              r.returncode == 0 and e.returncode != 0 and "Operation not permitted" in e.stderr and
+              ok.returncode == 0, (r.stderr, e.returncode, e.stderr, ok.returncode, ok.stderr))
+        rt("delete", "--force", "p12")
+    r = rt("create", "--bundle", none, "p11")
+    st = state_of(rt, "p11") or {}
+    check("profile: without annotation, flag or file, state says none",
+          r.returncode == 0 and st.get("stockade", {}).get("profile") == "none", st)
+    rt("delete", "--force", "p11")
+    check("profile: nothing left under --root", os.listdir(rt.root) == [], os.listdir(rt.root))
+
+
+def record_cases(rt, scratch, owner, base, mode):
+    """stockade's own record, read through state's "stockade" object until
+    delete: what create enforced, the signals kill sent, and (as root, with
+    a cgroup) the kernel's count of forks refused at pids.max."""
+    b = make_bundle(scratch, "rec-plain", ["sleep", "1000"], owner, base)
+    r = rt("create", "--bundle", b, "rec1")
+    rt("start", "rec1")
+    rt("kill", "rec1", "9")
+    wait_for(lambda: (state_of(rt, "rec1") or {}).get("status") == "stopped")
+    st = state_of(rt, "rec1") or {}
+    own = st.get("stockade", {})
+    enforced = own.get("enforced", {})
+    kills = own.get("ending", {}).get("kills", [])
+    check("record: state keeps runc's fields and adds what was enforced",
+          r.returncode == 0 and st.get("status") == "stopped" and st.get("pid") == 0 and
+          enforced.get("pid") == "new" and enforced.get("user") == "new" and
+          enforced.get("network") == "new" and enforced.get("seccomp") == "none" and
+          enforced.get("capabilities") == "0000000020000420" and
+          enforced.get("noNewPrivileges") == "true" and
+          enforced.get("limits") == "none (no cgroup)", st)
+    check("record: the signal kill sent is kept after the container stopped",
+          [k.get("signal") for k in kills] == [9] and "pidsLimitHits" not in own.get("ending", {}),
+          own)
+    rt("delete", "rec1")
+    if mode != "root":
+        return
+    parent = f"stockade-oci-rec-{os.getpid()}"
+    forks = make_bundle(scratch, "rec-pids", ["sh", "-c",
+                        "trap '' TERM; (for i in 1 2 3 4 5 6 7 8; do sleep 1000 & done); exec sleep 1000"],
+                        owner, base)
+    with open(os.path.join(forks, "config.json")) as f:
+        config = json.load(f)
+    config["linux"]["cgroupsPath"] = f"/{parent}/rec2"
+    config["linux"]["resources"] = {"pids": {"limit": 4}}
+    with open(os.path.join(forks, "config.json"), "w") as f:
+        json.dump(config, f)
+    r = rt("create", "--bundle", forks, "rec2")
+    rt("start", "rec2")
+    hits = lambda: ((state_of(rt, "rec2") or {}).get("stockade", {}).get("ending", {})
+                    .get("pidsLimitHits", 0))
+    # A subshell forks until pids.max refuses it; the command runs on,
+    # ignoring SIGTERM (kept across its exec) until kill --all 9.
+    check("record: forks refused at pids.max are counted, as the cgroup saw them",
+          r.returncode == 0 and wait_for(lambda: hits() > 0) and
+          (state_of(rt, "rec2") or {}).get("status") == "running",
+          (r.stderr, state_of(rt, "rec2")))
+    rt("kill", "rec2", "15")
+    rt("kill", "--all", "rec2", "9")
+    wait_for(lambda: (state_of(rt, "rec2") or {}).get("status") == "stopped")
+    st = state_of(rt, "rec2") or {}
+    own = st.get("stockade", {})
+    v1 = not os.path.exists("/sys/fs/cgroup/cgroup.controllers")
+    check("record: after the stop, the kills in order and the cgroup's counts until delete",
+          [(k.get("signal"), k.get("all")) for k in own.get("ending", {}).get("kills", [])] ==
+          [(15, False), (9, True)] and own.get("ending", {}).get("pidsLimitHits", 0) > 0 and
+          own.get("enforced", {}).get("limits") == ("cgroup v1" if v1 else "cgroup v2"), own)
+    rt("delete", "rec2")
+    for top in ([f"/sys/fs/cgroup/{c}/{parent}" for c in ("memory", "pids", "freezer", "cpu")]
+                if v1 else [f"/sys/fs/cgroup/{parent}"]):
+        try:
+            os.rmdir(top)
+        except OSError:
+            pass
+    check("record: nothing left under --root", os.listdir(rt.root) == [], os.listdir(rt.root))
 
 
 def main():
@@ -696,6 +867,9 @@ def main():
         check("run: stdin is the inherited fd, its EOF reaches the container",
               r.returncode == 0 and r.stdout == "piped\n", (r.returncode, r.stdout, r.stderr))
         check("run leaves nothing under --root", os.listdir(state_root) == [], os.listdir(state_root))
+
+        stockade_profile(rt, scratch, owner, base)
+        record_cases(rt, scratch, owner, base, mode)
 
         # Unknown ids, runc's words.
         for command in (["state", "nope"], ["start", "nope"], ["kill", "nope", "9"], ["delete", "nope"]):

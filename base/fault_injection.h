@@ -31,6 +31,9 @@ enum class FaultPoint : int {
     BpfProgLoad,         // serve: bpf(BPF_PROG_LOAD) of the listener cgroup's programs
     ServeTimerSettime,   // serve: timerfd_settime() arming the readiness probe
     MountProc,           // init: mount(2) of the sandbox's /proc, in the root's build
+    Hostname,            // init: sethostname(2) in the sandbox's UTS namespace
+    NoNewPrivs,          // the command: PR_SET_NO_NEW_PRIVS before its execve
+    Seccomp,             // the command: seccomp(2) installing its filter
 };
 
 struct FaultPointName {
@@ -52,6 +55,9 @@ inline constexpr FaultPointName kFaultPoints[] = {
     {FaultPoint::BpfProgLoad, "bpf-prog-load", EPERM},
     {FaultPoint::ServeTimerSettime, "serve-timerfd_settime", EINVAL},
     {FaultPoint::MountProc, "mount-proc", ENOMEM},
+    {FaultPoint::Hostname, "sethostname", EFAULT},
+    {FaultPoint::NoNewPrivs, "no_new_privs", EINVAL},
+    {FaultPoint::Seccomp, "seccomp", ENOMEM},
 };
 
 // The point STOCKADE_TEST_FAIL names, read in the supervisor before the

@@ -11,6 +11,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "namespaces/call_note_in_child.h"
+
 namespace stockade::ns {
 
 void allowEveryPortInChild(int proc) noexcept {
@@ -28,15 +30,16 @@ int bringLoopbackUpInChild() noexcept {
     // SIOCSIFFLAGS on any socket in the namespace is one round trip; netlink
     // would need a message built and parsed for the same effect.
     int sock = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    if (sock < 0) return errno;
+    if (sock < 0) return noteCallInChild("socket").arg("AF_INET").arg("SOCK_DGRAM").done(errno);
     ifreq req{};
     memcpy(req.ifr_name, "lo", 3);
     int err = 0;
     if (ioctl(sock, SIOCGIFFLAGS, &req) < 0) {
-        err = errno;
+        err = noteCallInChild("ioctl").path("lo").arg("SIOCGIFFLAGS").done(errno);
     } else {
         req.ifr_flags = static_cast<short>(req.ifr_flags | IFF_UP | IFF_RUNNING);
-        if (ioctl(sock, SIOCSIFFLAGS, &req) < 0) err = errno;
+        if (ioctl(sock, SIOCSIFFLAGS, &req) < 0)
+            err = noteCallInChild("ioctl").path("lo").arg("SIOCSIFFLAGS").arg("IFF_UP").done(errno);
     }
     close(sock);
     return err;

@@ -5,6 +5,8 @@
 
 namespace stockade::ns {
 
-int setHostnameInChild(const char* name, size_t length) noexcept;
+// `refuse`: answer as if the kernel had refused sethostname with the errno
+// already set (base/fault_injection.h, for tests of the error line).
+int setHostnameInChild(const char* name, size_t length, bool refuse = false) noexcept;
 
 }  // namespace stockade::ns

@@ -325,7 +325,8 @@ int closeFdsInChild(ChildPlan& plan, StepState& state) noexcept {
 
 int hostnameInChild(ChildPlan& plan, StepState&) noexcept {
     if (plan.hostname.empty()) return 0;  // an OCI container's UTS namespace as it came
-    return ns::setHostnameInChild(plan.hostname.c_str(), plan.hostname.size());
+    return ns::setHostnameInChild(plan.hostname.c_str(), plan.hostname.size(),
+                                  faultInjected(FaultPoint::Hostname, plan.injected_fault));
 }
 
 int dumpableInChild(ChildPlan&, StepState& state) noexcept {
@@ -339,9 +340,10 @@ int wipeMemoryStepInChild(ChildPlan& plan, StepState&) noexcept {
     return 0;
 }
 
-int joinCgroupsStepInChild(ChildPlan& plan, StepState&) noexcept {
+int joinCgroupsStepInChild(ChildPlan& plan, StepState& state) noexcept {
     int err = joinCgroupsInChild(plan.sync_fd);
-    return err < 0 ? kSupervisorGone : err;
+    if (err < 0) return kSupervisorGone;
+    return err ? failedCall(state, "write(each v1 leaf's tasks fd, \"0\")", err) : 0;
 }
 
 int cgroupNamespaceInChild(ChildPlan&, StepState& state) noexcept {
@@ -400,11 +402,20 @@ int rlimitsInChild(ChildPlan& plan, StepState&) noexcept {
 int closeOnExecInChild(ChildPlan&, StepState&) noexcept {
     // Marked rather than closed, so the sync socket still carries an exec
     // failure; only 0-2 cross the execve.
-    return syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) < 0 ? errno : 0;
+    return syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) < 0
+               ? ns::noteCallInChild("close_range")
+                     .number(3)
+                     .arg("~0")
+                     .arg("CLOSE_RANGE_CLOEXEC")
+                     .done(errno)
+               : 0;
 }
 
 int dropCapabilitiesInChild(ChildPlan& plan, StepState& state) noexcept {
-    if (plan.lower_tier && !plan.lower_tier_privileged) return dropUnprivilegedInChild();
+    if (plan.lower_tier && !plan.lower_tier_privileged)
+        if (int err = dropUnprivilegedInChild())
+            return failedCall(state, "prctl(PR_CAP_AMBIENT_CLEAR_ALL) or capset(all empty)", err);
+    if (plan.lower_tier && !plan.lower_tier_privileged) return 0;
     int failed_step = 0;
     int err = plan.keep_capabilities
                   ? keepOnlyCapabilitiesInChild(plan.last_cap, plan.capabilities, &failed_step)
@@ -412,12 +423,22 @@ int dropCapabilitiesInChild(ChildPlan& plan, StepState& state) noexcept {
     if (err && failed_step == 0) {
         state.renamed = true;
         state.named_stage = ChildStage::Securebits;
+        return failedCall(state, "prctl(PR_SET_SECUREBITS)", err);
     }
+    if (err)
+        return failedCall(state,
+                          plan.keep_capabilities
+                              ? "prctl(PR_CAPBSET_DROP), prctl(PR_CAP_AMBIENT) or capset()"
+                              : "prctl(PR_CAPBSET_DROP, each capability) or capset(all empty)",
+                          err);
     return err;
 }
 
-int noNewPrivsInChild(ChildPlan&, StepState&) noexcept {
-    return setNoNewPrivsInChild();
+int noNewPrivsInChild(ChildPlan& plan, StepState& state) noexcept {
+    int err =
+        faultInjected(FaultPoint::NoNewPrivs, plan.injected_fault) ? errno : setNoNewPrivsInChild();
+    if (err) return failedCall(state, "prctl(PR_SET_NO_NEW_PRIVS, 1)", err);
+    return 0;
 }
 
 int landlockRestrictInChild(ChildPlan& plan, StepState&) noexcept {

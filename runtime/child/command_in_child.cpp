@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "base/fd_passing.h"
+#include "namespaces/call_note_in_child.h"
 #include "namespaces/landlock_in_child.h"
 #include "runtime/child/privileges_in_child.h"
 #include "seccomp/install_in_child.h"
@@ -43,8 +44,11 @@ namespace {
 // when they are the same fd already, clears the close-on-exec flag that dup2
 // would have cleared.
 int placeFdInChild(int from, int to) noexcept {
-    if (from == to) return fcntl(to, F_SETFD, 0) < 0 ? errno : 0;
-    return dup2(from, to) < 0 ? errno : 0;
+    if (from == to)
+        return fcntl(to, F_SETFD, 0) < 0
+                   ? ns::noteCallInChild("fcntl").number(to).arg("F_SETFD").number(0).done(errno)
+                   : 0;
+    return dup2(from, to) < 0 ? ns::noteCallInChild("dup2").number(from).number(to).done(errno) : 0;
 }
 
 }  // namespace
@@ -85,7 +89,8 @@ int setupStdioInChild(const ChildPlan& plan) noexcept {
     if (plan.console_socket_fd >= 0) return consoleInChild(plan);
     if (plan.stdin_null) {
         int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-        if (fd < 0) return errno;
+        if (fd < 0)
+            return ns::noteCallInChild("open").path("/dev/null").arg("O_RDONLY").done(errno);
         if (int err = placeFdInChild(fd, 0)) return err;
         if (fd != 0) close(fd);
     }
@@ -200,13 +205,35 @@ int installSeccompInChild(const ChildPlan& plan) noexcept {
     };
     if (!plan.seccomp_notified_program.empty() && plan.listener_socket_fd >= 0) {
         int listener = -1;
-        int err = seccomp::installFilterWithListenerInChild(fprog(plan.seccomp_notified_program),
-                                                            &listener);
-        if (err == 0) return seccomp::sendListenerInChild(plan.listener_socket_fd, listener);
-        if (err != EBUSY && err != EINVAL) return err;
+        int err = faultInjected(FaultPoint::Seccomp, plan.injected_fault)
+                      ? errno
+                      : seccomp::installFilterWithListenerInChild(
+                            fprog(plan.seccomp_notified_program), &listener);
+        if (err == 0) {
+            err = seccomp::sendListenerInChild(plan.listener_socket_fd, listener);
+            return err ? ns::noteCallInChild("sendmsg")
+                             .arg("the supervisor's socket")
+                             .arg("SCM_RIGHTS the listener")
+                             .done(err)
+                       : 0;
+        }
+        if (err != EBUSY && err != EINVAL)
+            return ns::noteCallInChild("seccomp")
+                .arg("SECCOMP_SET_MODE_FILTER")
+                .arg("SECCOMP_FILTER_FLAG_NEW_LISTENER")
+                .number(static_cast<long>(plan.seccomp_notified_program.size()))
+                .done(err);
     }
     if (plan.seccomp_program.empty()) return 0;
-    return seccomp::installFilterInChild(fprog(plan.seccomp_program));
+    int err = faultInjected(FaultPoint::Seccomp, plan.injected_fault)
+                  ? errno
+                  : seccomp::installFilterInChild(fprog(plan.seccomp_program));
+    return err ? ns::noteCallInChild("seccomp")
+                     .arg("SECCOMP_SET_MODE_FILTER")
+                     .number(0)
+                     .number(static_cast<long>(plan.seccomp_program.size()))
+                     .done(err)
+               : 0;
 }
 
 }  // namespace stockade

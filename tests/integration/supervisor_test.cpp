@@ -193,7 +193,16 @@ TEST_CASE("supervisor: each checked setup call that fails refuses the run and na
         Injected{"init-drop-privileges", "drop init's privileges: prctl(PR_SET_SECUREBITS): EPERM",
                  "EPERM"},
         Injected{"init-no_new_privs",
-                 "set no_new_privs on init: prctl(PR_SET_NO_NEW_PRIVS): EINVAL", "EINVAL"});
+                 "set no_new_privs on init: prctl(PR_SET_NO_NEW_PRIVS): EINVAL", "EINVAL"},
+        // The UTS namespace's name, and the command's own last steps.
+        Injected{"sethostname", "set the hostname: sethostname(\"stockade\", 8): EFAULT",
+                 "EFAULT"},
+        Injected{"no_new_privs", "set no_new_privs: prctl(PR_SET_NO_NEW_PRIVS, 1): EINVAL",
+                 "EINVAL"},
+        Injected{"seccomp",
+                 "install the seccomp filter: seccomp(SECCOMP_SET_MODE_FILTER, "
+                 "SECCOMP_FILTER_FLAG_NEW_LISTENER, ",
+                 "ENOMEM", "[0-9]+\\): ENOMEM"});
     STOCKADE_EACH_MODE(mode);
     INFO("STOCKADE_TEST_FAIL=" << injected.point);
     Sandbox sandbox(mode);

@@ -124,6 +124,7 @@ class Served {
                        {"--detach", "--name", name_, "--port", std::to_string(port_)});
         // "default": no --net-backend, as a user who names none.
         if (backend != "default") options.insert(options.end(), {"--net-backend", backend});
+        // "auto": direct where it holds, the forwarder elsewhere.
         launch.args.insert(launch.args.begin() + 1, options.begin(), options.end());
         started_ = runStockade(launch, 60s);
         const std::string line = started_.out.substr(0, started_.out.find('\n'));
@@ -210,11 +211,11 @@ struct ServeSetup {
 };
 
 #define STOCKADE_EACH_SERVE_SETUP(mode, backend)                                                   \
-    const ServeSetup serve_setup_ = GENERATE(ServeSetup{Mode::Root, "userspace", "userspace"},     \
-                                             ServeSetup{Mode::Root, "veth", "veth"},               \
-                                             ServeSetup{Mode::Root, "default", "direct"},          \
-                                             ServeSetup{Mode::Rootless, "userspace", "userspace"}, \
-                                             ServeSetup{Mode::Rootless, "default", "userspace"});  \
+    const ServeSetup serve_setup_ =                                                                \
+        GENERATE(ServeSetup{Mode::Root, "userspace", "userspace"},                                 \
+                 ServeSetup{Mode::Root, "veth", "veth"}, ServeSetup{Mode::Root, "auto", "direct"}, \
+                 ServeSetup{Mode::Rootless, "userspace", "userspace"},                             \
+                 ServeSetup{Mode::Rootless, "auto", "userspace"});                                 \
     const Mode mode = serve_setup_.mode;                                                           \
     const std::string backend = serve_setup_.backend;                                              \
     INFO("mode: " << modeName(mode) << ", backend: " << backend);                                  \
@@ -312,7 +313,7 @@ TEST_CASE("serve: a python http.server answers on the host's loopback, and stop 
     // and nothing on stderr (no one asked for direct by name).
     CHECK(served.readyEvent().value("backend", "") == serve_setup_.took);
     const json fallback = served.readyEvent().value("backend_fallback", json());
-    if (backend == "default" && mode == Mode::Rootless) {
+    if (backend == "auto" && mode == Mode::Rootless) {
         REQUIRE(fallback.is_string());
         CHECK(fallback.get<std::string>().rfind("direct: ", 0) == 0);
         CHECK(served.started().err.find("--net-backend") == std::string::npos);
@@ -1018,7 +1019,7 @@ while True:
 TEST_CASE("serve --net-backend direct: bpf refused, the userspace forwarder serves and says why",
           "[serve][G1][direct]") {
     if (!modeUsable(Mode::Root)) return;
-    const std::string backend = GENERATE("direct", "default");
+    const std::string backend = GENERATE("direct", "auto");
     INFO("backend: " << backend);
     Sandbox sandbox(Mode::Root);
     const uint16_t port = freeLoopbackPort();

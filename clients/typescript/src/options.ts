@@ -80,11 +80,11 @@ export interface ServeOptions extends CommonOptions {
   /** Seconds to wait for ready before the server is torn down. */
   readyTimeout?: number;
   /**
-   * How the port reaches the server (docs/dev-servers.md): `auto` (the
-   * default: `direct` where its listener can be confined, else `userspace`),
-   * `direct` (the server's own listener is the host's; where it cannot be,
-   * the forwarder serves and the ready event says so in `backend_fallback`),
-   * `userspace` (a forwarder), `veth` (root only).
+   * How the port reaches the server (docs/dev-servers.md): `userspace` (the
+   * default, a forwarder), `auto` (`direct` where its listener can be
+   * confined, else `userspace`), `direct` (the server's own listener is the
+   * host's; where it cannot be, the forwarder serves and the ready event says
+   * so in `backend_fallback`), `veth` (root only).
    */
   netBackend?: 'auto' | 'userspace' | 'direct' | 'veth';
 }

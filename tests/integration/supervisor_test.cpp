@@ -195,8 +195,7 @@ TEST_CASE("supervisor: each checked setup call that fails refuses the run and na
         Injected{"init-no_new_privs",
                  "set no_new_privs on init: prctl(PR_SET_NO_NEW_PRIVS): EINVAL", "EINVAL"},
         // The UTS namespace's name, and the command's own last steps.
-        Injected{"sethostname", "set the hostname: sethostname(\"stockade\", 8): EFAULT",
-                 "EFAULT"},
+        Injected{"sethostname", "set the hostname: sethostname(\"stockade\", 8): EFAULT", "EFAULT"},
         Injected{"no_new_privs", "set no_new_privs: prctl(PR_SET_NO_NEW_PRIVS, 1): EINVAL",
                  "EINVAL"},
         Injected{"seccomp",

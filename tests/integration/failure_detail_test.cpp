@@ -7,21 +7,10 @@
 #include <signal.h>
 #include <sys/stat.h>
 
-#include <fstream>
-
 #include "tests/integration/harness.h"
 
 namespace stockade::itest {
 namespace {
-
-std::string profileWith(Sandbox& sandbox, const std::string& from, const std::string& to) {
-    std::ifstream in(std::string(STOCKADE_SOURCE_DIR) + "/profiles/held-test.json");
-    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    auto at = text.find(from);
-    REQUIRE(at != std::string::npos);
-    text.replace(at, from.size(), to);
-    return sandbox.scratch().writeFile("profile.json", text);
-}
 
 std::vector<nlohmann::json> entriesOf(const nlohmann::json& result, const std::string& kind) {
     std::vector<nlohmann::json> out;
@@ -38,7 +27,7 @@ TEST_CASE("detail: a write past the file size bound names RLIMIT_FSIZE, from the
     STOCKADE_EACH_MODE(mode);
     Sandbox sandbox(mode);
     sandbox.option("--profile",
-                   profileWith(sandbox, "\"file_size\": \"1g\"", "\"file_size\": \"1m\""));
+                   heldTestProfileWith(sandbox, "\"file_size\": \"1g\"", "\"file_size\": \"1m\""));
     const Completed run = sandbox.run({"dd", "if=/dev/zero", "of=/tmp/big", "bs=64k", "count=64"});
     INFO(run.describe());
     CHECK(run.exitCode == 128 + SIGXFSZ);
@@ -59,7 +48,7 @@ TEST_CASE("detail: Python, which ignores SIGXFSZ, gets EFBIG: the bound named, f
     STOCKADE_EACH_MODE(mode);
     Sandbox sandbox(mode);
     sandbox.option("--profile",
-                   profileWith(sandbox, "\"file_size\": \"1g\"", "\"file_size\": \"1m\""));
+                   heldTestProfileWith(sandbox, "\"file_size\": \"1g\"", "\"file_size\": \"1m\""));
     const Completed run =
         sandbox.run({"python3", "-c", "open('/tmp/big', 'wb').write(b'x' * (2 << 20))"});
     INFO(run.describe());

@@ -134,15 +134,31 @@ bool coresLandInCwd() {
     return !pattern.empty() && pattern[0] != '|' && pattern[0] != '/';
 }
 
-// The checks on a running supervisor, then its SIGSEGV.
-void checkHardened(pid_t pid, Mode mode) {
+// The checks on a running supervisor.
+void checkHardened(pid_t pid) {
     INFO("supervisor pid " << pid);
     CHECK(coreLimits(pid) == "0 0");
     CHECK(cwdOf(pid) == "/");
     // As root the supervisor is root's anyway; rootless it is uid 65534's
     // own, and only non-dumpability closes its environ.
     CHECK(environAsNobody(pid) == std::string(std::strerror(EACCES)));
-    (void)mode;
+}
+
+// Starts `launch` (a supervisor whose sandbox sleeps with `token`) from the
+// worktree with cores allowed, checks it hardened while the sandbox runs,
+// then kills it with SIGSEGV: it must die of it and leave no core in the
+// worktree or /, and its sandbox must not outlive it.
+void checkHardenedUntilSegv(const Launch& launch, Sandbox& sandbox, const std::string& token) {
+    StockadeProcess process(fromDirWithCores(launch, sandbox.worktree()));
+    REQUIRE(waitFor([&] { return !findProcessesWithToken(token, true).empty(); }, 30s));
+    checkHardened(process.pid());
+    process.signal(SIGSEGV);
+    const Completed done = process.finish(10s);
+    INFO(done.describe());
+    CHECK(done.signal == SIGSEGV);
+    CHECK(coresIn(sandbox.worktree()).empty());
+    CHECK(coresIn("/").empty());
+    CHECK(waitUntilNoProcessHas(token, 10s));
 }
 
 }  // namespace
@@ -181,19 +197,8 @@ TEST_CASE("hardening: run's supervisor has no core limit, cwd /, a closed enviro
     REQUIRE(coresIn("/").empty());
     Sandbox sandbox(mode);
     TokenReaper reaper(randomToken("hardened-run"));
-    StockadeProcess process(
-        fromDirWithCores(sandbox.launch(probeCommand({"sleep-with-token", reaper.token(), "60"})),
-                         sandbox.worktree()));
-    REQUIRE(waitFor([&] { return !findProcessesWithToken(reaper.token(), true).empty(); }, 30s));
-    checkHardened(process.pid(), mode);
-    process.signal(SIGSEGV);
-    const Completed done = process.finish(10s);
-    INFO(done.describe());
-    CHECK(done.signal == SIGSEGV);
-    CHECK(coresIn(sandbox.worktree()).empty());
-    CHECK(coresIn("/").empty());
-    // The sandbox does not outlive its supervisor.
-    CHECK(waitUntilNoProcessHas(reaper.token(), 10s));
+    checkHardenedUntilSegv(sandbox.launch(probeCommand({"sleep-with-token", reaper.token(), "60"})),
+                           sandbox, reaper.token());
 }
 
 TEST_CASE("hardening: the oracle has no core limit, cwd /, a closed environ, no core",
@@ -203,25 +208,9 @@ TEST_CASE("hardening: the oracle has no core limit, cwd /, a closed environ, no 
     REQUIRE(coresIn("/").empty());
     Sandbox sandbox(mode);
     TokenReaper reaper(randomToken("hardened-oracle"));
-    const std::string held = sandbox.scratch().makeDir("held");
-    sandbox.scratch().writeFile("held/t.txt", "held\n");
-    Launch launch = sandbox.launch(probeCommand({"sleep-with-token", reaper.token(), "60"}));
-    launch.args[0] = "oracle";
-    const auto result_flag = std::find(launch.args.begin(), launch.args.end(), "--result");
-    if (result_flag != launch.args.end()) launch.args.erase(result_flag, result_flag + 2);
-    const std::vector<std::string> options = {"--held", held, "--verdict",
-                                              sandbox.scratch().at("verdict.json")};
-    launch.args.insert(launch.args.begin() + 1, options.begin(), options.end());
-    StockadeProcess process(fromDirWithCores(launch, sandbox.worktree()));
-    REQUIRE(waitFor([&] { return !findProcessesWithToken(reaper.token(), true).empty(); }, 30s));
-    checkHardened(process.pid(), mode);
-    process.signal(SIGSEGV);
-    const Completed done = process.finish(10s);
-    INFO(done.describe());
-    CHECK(done.signal == SIGSEGV);
-    CHECK(coresIn(sandbox.worktree()).empty());
-    CHECK(coresIn("/").empty());
-    CHECK(waitUntilNoProcessHas(reaper.token(), 10s));
+    checkHardenedUntilSegv(
+        oracleLaunch(sandbox, probeCommand({"sleep-with-token", reaper.token(), "60"})), sandbox,
+        reaper.token());
 }
 
 TEST_CASE("hardening: serve's detached daemon has no core limit, cwd /, a closed environ, no core",
@@ -244,7 +233,7 @@ TEST_CASE("hardening: serve's detached daemon has no core limit, cwd /, a closed
     REQUIRE(ready.is_object());
     const pid_t daemon = ready.value("pid", 0);
     REQUIRE(daemon > 0);
-    checkHardened(daemon, mode);
+    checkHardened(daemon);
     REQUIRE(::kill(daemon, SIGSEGV) == 0);
     CHECK(waitFor([&] { return gone(daemon); }, 10s));
     CHECK(coresIn(sandbox.worktree()).empty());

@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <filesystem>
@@ -371,6 +372,28 @@ nlohmann::json Sandbox::result() const {
     nlohmann::json parsed = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
     REQUIRE_FALSE(parsed.is_discarded());
     return parsed;
+}
+
+std::string heldTestProfileWith(Sandbox& sandbox, const std::string& from, const std::string& to) {
+    std::ifstream in(std::string(STOCKADE_SOURCE_DIR) + "/profiles/held-test.json");
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    auto at = text.find(from);
+    REQUIRE(at != std::string::npos);
+    text.replace(at, from.size(), to);
+    return sandbox.scratch().writeFile("profile.json", text);
+}
+
+Launch oracleLaunch(Sandbox& sandbox, const std::vector<std::string>& command) {
+    const std::string held = sandbox.scratch().makeDir("held");
+    sandbox.scratch().writeFile("held/t.txt", "held\n");
+    Launch launch = sandbox.launch(command);
+    launch.args[0] = "oracle";
+    const auto result_flag = std::find(launch.args.begin(), launch.args.end(), "--result");
+    if (result_flag != launch.args.end()) launch.args.erase(result_flag, result_flag + 2);
+    const std::vector<std::string> options = {"--held", held, "--verdict",
+                                              sandbox.scratch().at("verdict.json")};
+    launch.args.insert(launch.args.begin() + 1, options.begin(), options.end());
+    return launch;
 }
 
 }  // namespace stockade::itest

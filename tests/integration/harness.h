@@ -258,6 +258,17 @@ class Sandbox {
 
 std::vector<std::string> probeCommand(const std::vector<std::string>& actionAndArgs);
 
+// A copy of the embedded held-test profile with one piece of its JSON text
+// (`from`, which must be there) replaced by `to`, written to the sandbox's
+// scratch directory as profile.json; returns its path.
+std::string heldTestProfileWith(Sandbox& sandbox, const std::string& from, const std::string& to);
+
+// `stockade oracle` of `command` with the sandbox's options and worktree:
+// --held a scratch directory holding t.txt, --verdict the scratch's
+// verdict.json, and no --result (the oracle refuses run's: its verdict
+// holds the result).
+Launch oracleLaunch(Sandbox& sandbox, const std::vector<std::string>& command);
+
 // --- the host's view ---------------------------------------------------------------
 
 // Host pids whose argv holds `token` as a whole argument and, when

@@ -3,24 +3,9 @@
 // accounting), and nothing is left behind.
 #include <signal.h>
 
-#include <fstream>
-
 #include "tests/integration/harness.h"
 
 namespace stockade::itest {
-namespace {
-
-// A copy of held-test with `edit` applied to its JSON text.
-std::string profileWith(Sandbox& sandbox, const std::string& from, const std::string& to) {
-    std::ifstream in(std::string(STOCKADE_SOURCE_DIR) + "/profiles/held-test.json");
-    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    auto at = text.find(from);
-    REQUIRE(at != std::string::npos);
-    text.replace(at, from.size(), to);
-    return sandbox.scratch().writeFile("profile.json", text);
-}
-
-}  // namespace
 
 TEST_CASE("G8: a CPU spin that ignores SIGXCPU and SIGTERM ends at its CPU bound", "[G8][limits]") {
     STOCKADE_EACH_MODE(mode);
@@ -91,7 +76,7 @@ TEST_CASE("G8: a file beyond RLIMIT_FSIZE stops the writer with SIGXFSZ", "[G8][
     STOCKADE_EACH_MODE(mode);
     Sandbox sandbox(mode);
     sandbox.option("--profile",
-                   profileWith(sandbox, "\"file_size\": \"1g\"", "\"file_size\": \"1m\""));
+                   heldTestProfileWith(sandbox, "\"file_size\": \"1g\"", "\"file_size\": \"1m\""));
     const Completed run = sandbox.run({"dd", "if=/dev/zero", "of=/tmp/big", "bs=64k", "count=64"});
     INFO(run.describe());
     CHECK(run.exitCode == 128 + SIGXFSZ);
@@ -249,11 +234,11 @@ TEST_CASE("G8: a profile loosens a host-wide counter by name", "[G8][limits]") {
     INFO((named ? "named in the profile" : "the defaults"));
     Sandbox sandbox(mode);
     if (named)
-        sandbox.option("--profile",
-                       profileWith(sandbox, "\"open_files\": 4096",
-                                   "\"open_files\": 4096, \"pending_signals\": 1000, "
-                                   "\"message_queues\": \"100k\", \"inotify_instances\": 7, "
-                                   "\"inotify_watches\": 1234"));
+        sandbox.option("--profile", heldTestProfileWith(
+                                        sandbox, "\"open_files\": 4096",
+                                        "\"open_files\": 4096, \"pending_signals\": 1000, "
+                                        "\"message_queues\": \"100k\", \"inotify_instances\": 7, "
+                                        "\"inotify_watches\": 1234"));
     const Completed run =
         sandbox.run({"python3", "-c",
                      "import ctypes, resource\n"

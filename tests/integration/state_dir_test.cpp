@@ -83,25 +83,20 @@ StatePlace placeState(Sandbox& sandbox, Mode mode, Launch launch) {
     return {xdg, std::move(launch)};
 }
 
-// `stockade oracle` of `command` over the sandbox's worktree.
-Launch oracleLaunch(Sandbox& sandbox, const std::vector<std::string>& command) {
-    const std::string held = sandbox.scratch().makeDir("held");
-    sandbox.scratch().writeFile("held/t.txt", "held\n");
-    Launch launch = sandbox.launch(command);
-    launch.args[0] = "oracle";
-    const auto result_flag = std::find(launch.args.begin(), launch.args.end(), "--result");
-    if (result_flag != launch.args.end()) launch.args.erase(result_flag, result_flag + 2);
-    const std::vector<std::string> options = {"--held", held, "--verdict",
-                                              sandbox.scratch().at("verdict.json")};
-    launch.args.insert(launch.args.begin() + 1, options.begin(), options.end());
-    return launch;
-}
-
 // A report the oracle's runner writes, so that the verdict reads one.
 const std::vector<std::string> kPassingRunner = {
     "/bin/sh", "-c",
     "printf '<testsuite tests=\"1\"><testcase name=\"t\"/></testsuite>' > "
     "\"$STOCKADE_REPORT_DIR/r.xml\""};
+
+// The state directory at `parent`/stockade, made beforehand (the caller's,
+// private) so that a swap has a directory to move.
+std::string makeStateDir(const std::string& parent, Mode mode) {
+    const std::string dir = parent + "/stockade";
+    REQUIRE(::mkdir(dir.c_str(), 0700) == 0);
+    REQUIRE(::chown(dir.c_str(), invokingUid(mode), invokingGid(mode)) == 0);
+    return dir;
+}
 
 // Waits until stockade is paused after judging its state directory, then
 // swaps the directory at `parent`/stockade for a new private one of the same
@@ -123,10 +118,7 @@ TEST_CASE("state dir: swapped after its check, the oracle's files still go to th
     Launch base = oracleLaunch(sandbox, kPassingRunner);
     base.environment.push_back("STOCKADE_TEST_PAUSE_AFTER_STATE_DIR=2500");
     StatePlace place = placeState(sandbox, mode, std::move(base));
-    // Made beforehand, so that the swap has a directory to move.
-    const std::string dir = place.parent + "/stockade";
-    REQUIRE(::mkdir(dir.c_str(), 0700) == 0);
-    REQUIRE(::chown(dir.c_str(), invokingUid(mode), invokingGid(mode)) == 0);
+    const std::string dir = makeStateDir(place.parent, mode);
     StockadeProcess process(place.launch);
     swapStateDir(place.parent, invokingUid(mode));
     const Completed done = process.finish(60s);
@@ -171,9 +163,7 @@ TEST_CASE("state dir: swapped after its check, serve's lock, record and log stay
     base.args.insert(base.args.begin() + 1, options.begin(), options.end());
     base.environment.push_back("STOCKADE_TEST_PAUSE_AFTER_STATE_DIR=2500");
     StatePlace place = placeState(sandbox, mode, std::move(base));
-    const std::string dir = place.parent + "/stockade";
-    REQUIRE(::mkdir(dir.c_str(), 0700) == 0);
-    REQUIRE(::chown(dir.c_str(), invokingUid(mode), invokingGid(mode)) == 0);
+    const std::string dir = makeStateDir(place.parent, mode);
     StockadeProcess process(place.launch);
     swapStateDir(place.parent, invokingUid(mode));
     // While it runs: its lock and record in the directory judged, none in

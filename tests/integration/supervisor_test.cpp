@@ -109,16 +109,8 @@ TEST_CASE("supervisor: a caller that never reads the oracle's stdout still gets 
     STOCKADE_EACH_MODE(mode);
     Sandbox sandbox(mode);
     sandbox.option("--timeout", "2");
-    const std::string held = sandbox.scratch().makeDir("held");
-    sandbox.scratch().writeFile("held/t.txt", "held\n");
     const std::string verdict = sandbox.scratch().at("verdict.json");
-    Launch launch = sandbox.launch(kFlood);
-    launch.args[0] = "oracle";
-    // The oracle refuses run's --result (its verdict holds the result).
-    const auto result_flag = std::find(launch.args.begin(), launch.args.end(), "--result");
-    if (result_flag != launch.args.end()) launch.args.erase(result_flag, result_flag + 2);
-    const std::vector<std::string> options = {"--held", held, "--verdict", verdict};
-    launch.args.insert(launch.args.begin() + 1, options.begin(), options.end());
+    Launch launch = oracleLaunch(sandbox, kFlood);
     launch.leaveStdoutUnread = true;  // with --verdict, the echo goes to stdout
     StockadeProcess process(launch);
     const Completed done = process.finish(20s);
@@ -248,17 +240,18 @@ TEST_CASE("supervisor: a refusal for want of fds names the step, the call and th
     const std::regex line_shape(
         "stockade: [^:\n]+(: [^\n]*)?: [a-z_0-9]+\\([^\n]*\\)[^:\n]*: E[A-Z0-9]+");
     int refused = 0, ran = 0;
-    // A sanitized build's runtime needs a few fds of its own to report at
-    // all (UBSan's vptr check fails inside Boost at 4): it starts higher.
 #if defined(__SANITIZE_ADDRESS__)
-    // UBSan's vptr check reads /proc/self/maps through an fd of its own and
-    // reports false errors when it cannot: the sweep is the normal build's.
-    WARN("sanitized build: the fd sweep runs in the normal build only");
-    if (true) return;
-    constexpr int kFirstLimit = 10;
+    // UBSan's vptr check asks whether an object's vtable is readable by
+    // writing it into a pipe(2) of its own (sanitizer_common's
+    // IsAccessibleMemoryRange); with no fd free the pipe fails and the check
+    // reports a type error that is not there (seen in Boost and the child
+    // plan's builder at limits 4 and 10). The sanitized build runs the sweep
+    // with that one check suppressed; ASan and the rest of UBSan stay on.
+    constexpr bool kSanitized = true;
 #else
-    constexpr int kFirstLimit = 4;
+    constexpr bool kSanitized = false;
 #endif
+    constexpr int kFirstLimit = 4;
     for (int limit = kFirstLimit; limit <= 64; limit += 3) {
         INFO("ulimit -n " << limit);
         Sandbox sandbox(mode);
@@ -267,6 +260,10 @@ TEST_CASE("supervisor: a refusal for want of fds names the step, the call and th
         launch.wrapper = "/bin/sh";
         launch.wrapperArgs = {"-c", "ulimit -n \"$1\" && shift 2 && exec \"$@\"", "sh",
                               std::to_string(limit)};
+        if (kSanitized)
+            launch.environment.push_back(
+                "UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:suppressions=" +
+                sandbox.scratch().writeFile("ubsan.supp", "vptr_check:*\n"));
         const Completed done = runStockade(launch, 30s);
         INFO(done.describe());
         if (done.exitCode == 0) {

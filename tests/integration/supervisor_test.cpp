@@ -244,13 +244,16 @@ TEST_CASE("supervisor: a refusal for want of fds names the step, the call and th
     // UBSan's vptr check asks whether an object's vtable is readable by
     // writing it into a pipe(2) of its own (sanitizer_common's
     // IsAccessibleMemoryRange); with no fd free the pipe fails and the check
-    // reports a type error that is not there (seen in Boost and the child
-    // plan's builder at limits 4 and 10). The sanitized build runs the sweep
-    // with that one check suppressed; ASan and the rest of UBSan stay on.
+    // reports an "invalid vptr" that is not there (seen in Boost and the
+    // child plan's builder at limits 4 and 10). A suppression cannot take it:
+    // suppressions match the dynamic type, which it could not read. The
+    // sanitized build sets such a limit aside, said below; ASan and the rest
+    // of UBSan judge every other one.
     constexpr bool kSanitized = true;
 #else
     constexpr bool kSanitized = false;
 #endif
+    int blind = 0;
     constexpr int kFirstLimit = 4;
     for (int limit = kFirstLimit; limit <= 64; limit += 3) {
         INFO("ulimit -n " << limit);
@@ -260,12 +263,13 @@ TEST_CASE("supervisor: a refusal for want of fds names the step, the call and th
         launch.wrapper = "/bin/sh";
         launch.wrapperArgs = {"-c", "ulimit -n \"$1\" && shift 2 && exec \"$@\"", "sh",
                               std::to_string(limit)};
-        if (kSanitized)
-            launch.environment.push_back(
-                "UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:suppressions=" +
-                sandbox.scratch().writeFile("ubsan.supp", "vptr_check:*\n"));
         const Completed done = runStockade(launch, 30s);
         INFO(done.describe());
+        if (kSanitized && done.err.find("note: object has invalid vptr") != std::string::npos &&
+            done.err.find("<memory cannot be printed>") != std::string::npos) {
+            ++blind;
+            continue;
+        }
         if (done.exitCode == 0) {
             ++ran;
             continue;
@@ -282,4 +286,5 @@ TEST_CASE("supervisor: a refusal for want of fds names the step, the call and th
     // limit at which everything fits.
     CHECK(refused >= 3);
     CHECK(ran >= 1);
+    if (blind > 0) WARN(blind << " limits set aside: UBSan's vptr check had no fd for its pipe");
 }

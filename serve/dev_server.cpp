@@ -262,8 +262,9 @@ std::vector<UniqueFd> DevServer::splitHanded(std::vector<UniqueFd> listeners) {
             auto fresh = listenOnLoopbackOf(family, options_.port);
             if (!fresh) {
                 writeWithin(2,
-                            "stockade: a host listener the server was handed and closed is "
-                            "still the sandbox's; not forwarded: " +
+                            "stockade: a host listener the server was handed and closed "
+                            "could not be listened on afresh (the sandbox may still hold it); "
+                            "that loopback is not forwarded: " +
                                 fresh.error().describe() + "\n",
                             1000);
                 continue;

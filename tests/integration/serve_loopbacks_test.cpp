@@ -49,6 +49,43 @@ class Server(http.server.HTTPServer):
 Server((bind, port), Peer).serve_forever()
 )";
 
+// A hostile server: it listens on 127.0.0.1 (handed the host's listener as
+// root), passes that socket to itself over a unix socket and closes it, so
+// no /proc/PID/fd shows it when the supervisor looks at ready, and serves
+// on [::1]. Later it takes the listener back, makes it blocking (what would
+// stall a supervisor accepting on it) and serves on it too.
+constexpr const char* kHidingServer = R"(
+import http.server, socket, sys, threading, time
+port = int(sys.argv[1])
+class Peer(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = ("peer %s %d\n" % self.client_address[:2]).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *args):
+        pass
+class Six(http.server.ThreadingHTTPServer):
+    address_family = socket.AF_INET6
+keep, back = socket.socketpair()
+four = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+four.bind(("127.0.0.1", port))
+four.listen()
+socket.send_fds(keep, [b"x"], [four.fileno()])
+four.close()
+six = Six(("::1", port), Peer)
+threading.Thread(target=six.serve_forever, daemon=True).start()
+time.sleep(1.5)
+_, fds, _, _ = socket.recv_fds(back, 1, 1)
+got = socket.socket(fileno=fds[0])
+got.setblocking(True)
+again = http.server.ThreadingHTTPServer(("127.0.0.1", port), Peer, bind_and_activate=False)
+again.socket.close()
+again.socket = got
+again.serve_forever()
+)";
+
 struct Fetched {
     std::string error;  // empty when a response came
     uint16_t client_port = 0;
@@ -148,4 +185,54 @@ TEST_CASE("serve (default backend): a server on one loopback answers on both", "
             CHECK(across.peer_address == held_address);
         }
     }
+}
+
+TEST_CASE("serve (default backend): a listener hidden in flight at ready is never the forwarder's",
+          "[serve]") {
+    const Mode mode = GENERATE(Mode::Root, Mode::Rootless);
+    INFO("mode: " << modeName(mode));
+    if (!modeUsable(mode)) return;
+    if (!hostHasIpv6Loopback()) {
+        if (std::getenv("CI")) FAIL("no IPv6 loopback on this host");
+        WARN("no IPv6 loopback on this host: not run");
+        return;
+    }
+    Sandbox sandbox(mode);
+    const uint16_t port = freeLoopbackPort();
+    Served served(sandbox, serviceName(), port,
+                  {"python3", "-c", kHidingServer, std::to_string(port)}, {}, "default");
+    INFO(served.started().describe());
+    REQUIRE(served.ready());
+    const bool direct = mode == Mode::Root;
+    CHECK(served.readyEvent().value("backend", "") == (direct ? "direct" : "userspace"));
+    if (direct) {
+        // The supervisor released the listener no process showed, closed
+        // its copy, and the kernel refused a new bind of 127.0.0.1:PORT:
+        // the socket still lived. Nothing forwards that loopback, and the
+        // supervisor never accepts on the sandbox's socket.
+        CHECK(served.readyEvent().value("forwarded_loopbacks", json()) == json::array());
+        CHECK(served.started().err.find("that loopback is not forwarded") != std::string::npos);
+        CHECK(served.started().err.find("EADDRINUSE") != std::string::npos);
+    } else {
+        CHECK(served.readyEvent().value("forwarded_loopbacks", json()) ==
+              json({"127.0.0.1", "::1"}));
+    }
+    // [::1] answers at once; 127.0.0.1 once the server has taken its listener
+    // back (1.5 s after it started), blocking: as root it is the server's
+    // own accept() (the client's port is the peer's), and a supervisor that
+    // had accepted on it would now be stalled, with [::1] unanswered.
+    const Fetched six = fetchPeer(AF_INET6, port);
+    INFO("[::1]: " << six.error);
+    REQUIRE(six.error.empty());
+    const Fetched four = fetchPeer(AF_INET, port);
+    INFO("127.0.0.1: " << four.error);
+    REQUIRE(four.error.empty());
+    CHECK(four.peer_address == "127.0.0.1");
+    if (direct) {
+        CHECK(six.peer_port == six.client_port);
+        CHECK(four.peer_port == four.client_port);
+    }
+    const Fetched after = fetchPeer(AF_INET6, port);
+    INFO("[::1] after: " << after.error);
+    CHECK(after.error.empty());
 }

@@ -15,7 +15,8 @@
 //     connect started before any answer is read), each timed from its
 //     connect to its answer, median and p99, and requests per second.
 //
-//   stockade_forward_bench STOCKADE [--backend userspace|direct|veth|all] [--bytes N] [--pings N]
+//   stockade_forward_bench STOCKADE [--backend userspace|direct|veth|auto[,...]|all] [--bytes N]
+//                          [--pings N]
 //                          [--requests N] [--conns N] [--rounds N]
 //   stockade_forward_bench server PORT      (what runs on both sides)
 //
@@ -451,7 +452,8 @@ int main(int argc, char** argv) {
         return runServer(static_cast<uint16_t>(std::atoi(argv[2])));
     if (argc < 2) {
         std::fprintf(stderr,
-                     "usage: stockade_forward_bench STOCKADE [--backend userspace|direct|veth|all] "
+                     "usage: stockade_forward_bench STOCKADE [--backend "
+                     "userspace|direct|veth|auto[,...]|all] "
                      "[--bytes N] [--pings N] [--requests N] [--conns N] [--rounds N]\n");
         return 2;
     }
@@ -474,12 +476,22 @@ int main(int argc, char** argv) {
     if (backend_choice == "all" || backend_choice == "both")
         backends = geteuid() == 0 ? std::vector<std::string>{"userspace", "direct", "veth"}
                                   : std::vector<std::string>{"userspace", "direct"};
-    else if (backend_choice == "userspace" || backend_choice == "veth" ||
-             backend_choice == "direct")
-        backends = {backend_choice};
     else {
-        std::fprintf(stderr, "--backend: userspace, direct, veth or all\n");
-        return 2;
+        // A list, comma-separated: `auto` is serve's default (direct where
+        // it holds), measured under the name a user gets it by.
+        for (size_t at = 0; at <= backend_choice.size();) {
+            size_t end = backend_choice.find(',', at);
+            if (end == std::string::npos) end = backend_choice.size();
+            backends.push_back(backend_choice.substr(at, end - at));
+            at = end + 1;
+        }
+        for (const std::string& b : backends)
+            if (b != "userspace" && b != "veth" && b != "direct" && b != "auto") {
+                std::fprintf(stderr,
+                             "--backend: userspace, direct, veth, auto, a list of them "
+                             "(auto,userspace) or all\n");
+                return 2;
+            }
     }
     rlimit files{};
     getrlimit(RLIMIT_NOFILE, &files);

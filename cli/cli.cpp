@@ -414,15 +414,14 @@ network namespace holds only lo, and stockade publishes one port, on the
 host's 127.0.0.1:N (and [::1]:N), carrying each connection to the sandbox's
 own 127.0.0.1:N (then [::1]:N). So a server that binds localhost, 0.0.0.0
 or :: works, and nothing else crosses: no other port, nothing outward.
-By default the userspace forwarder carries each connection. With
---net-backend auto (or direct) the server's listen(2) on N gets stockade's
-own listener on the host's loopback in place of its socket (bound to lo,
-locked so that it can never connect anywhere): no forwarder in between.
-Where that listener cannot be confined (rootless, no cgroup v2, bpf
-refused) the userspace forwarder serves, and the ready event and ps --json
-say so ("backend", "backend_fallback"). Not yet the default: a server that
-listens on one loopback only (Vite's localhost is [::1] alone) leaves the
-other family's host listener unserved. With
+By default (auto, as --net-backend direct) the server's listen(2) on N gets
+stockade's own listener on the host's loopback in place of its socket (bound
+to lo, locked so that it can never connect anywhere): no forwarder in
+between. Where that listener cannot be confined (rootless, no cgroup v2,
+bpf refused) the userspace forwarder serves, and the ready event and
+ps --json say so ("backend", "backend_fallback"). A server that listens on
+one loopback only still answers on both: the forwarder carries the other
+to it ("forwarded_loopbacks" names what it carries). With
 --net-backend veth (root only) the sandbox gets an eth0 on a veth pair
 instead, guarded by nftables rules on both ends; the port is still published
 on the host's loopback only.
@@ -456,7 +455,7 @@ int serveSubcommand(const std::vector<std::string>& args) {
         "ready-timeout", po::value<std::string>(&serve.ready_timeout)->default_value("60"),
         "SEC to become ready before the server is torn down (not_ready)")(
         "detach", po::bool_switch(&serve.detach), "return once ready; the server runs on")(
-        "net-backend", po::value<std::string>(&serve.net_backend)->default_value("userspace"),
+        "net-backend", po::value<std::string>(&serve.net_backend)->default_value("auto"),
         "auto|direct|userspace|veth: how the port reaches the server; direct hands the server "
         "a listener of the host's loopback, and auto does where it can be confined, else "
         "userspace forwards; veth (root only) puts a veth pair and nftables rules between the "

@@ -8,6 +8,7 @@
 #include <sys/timerfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 
 #include "base/fault_injection.h"
@@ -19,6 +20,13 @@ namespace stockade {
 namespace {
 
 constexpr long kProbeIntervalMs = 25;
+
+int familyOf(int fd) {
+    sockaddr_storage address{};
+    socklen_t length = sizeof(address);
+    if (getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) < 0) return AF_UNSPEC;
+    return address.ss_family;
+}
 
 void writeAll(int fd, const char* data, size_t size) {
     while (size > 0) {
@@ -195,7 +203,15 @@ void DevServer::tick() {
     // (and only then: before, the host listener accepts into a queue no one
     // reads). Its listen may also have run in the sandbox (no listener for
     // the filter, an old kernel): then the forwarder serves, as userspace.
-    if (ingress_ && ingress_->handedFamily()) probe_ok_ = true;
+    // A handed listener counts once a process of the sandbox has held it on
+    // two probes in a row: a listen that only tests whether the port is
+    // free (Vite tries 0.0.0.0 and :: before it listens on [::1]) closes
+    // within the one.
+    if (ingress_ && ingress_->handedFamily() && !probe_ok_) {
+        const bool held = !ingress_->heldBySandbox().empty();
+        probe_ok_ = held && held_before_;
+        held_before_ = held;
+    }
     for (const ForwardTarget& target : targets_)
         if (!probe_ok_) probe_ok_ = probe(target);
     if (probe_ok_ && (!pattern_ || pattern_->matched())) {
@@ -203,18 +219,9 @@ void DevServer::tick() {
         itimerspec off{};
         timerfd_settime(timer_.get(), 0, &off, nullptr);
         std::vector<UniqueFd> forwarded = std::move(listeners_);
-        if (ingress_ && ingress_->handedFamily()) {
-            // A loopback not handed over is carried to the server's socket
-            // on the host's own; those handed over are the server's alone,
-            // and the supervisor never accepts on them.
-            in_use_ = NetBackend::Direct;
-            std::vector<UniqueFd> others;
-            for (UniqueFd& fd : forwarded)
-                (ingress_->wasHanded(fd.get()) ? handed_ : others).push_back(std::move(fd));
-            forwarded = std::move(others);
-            targets_ = {hostLoopback(ingress_->handedFamily(), options_.port)};
-        }
-        if (ingress_) ingress_->freezeHandable();
+        if (ingress_) forwarded = splitHanded(std::move(forwarded));
+        for (const UniqueFd& fd : forwarded)
+            forwarded_loopbacks_.push_back(familyOf(fd.get()) == AF_INET6 ? "::1" : "127.0.0.1");
         forwarder_ = std::make_unique<Forwarder>(epoll_.get(), targets_);
         if (auto s = forwarder_->start(std::move(forwarded)); !s) {
             writeWithin(2, "stockade: publish the port: " + s.error().describe() + "\n", 1000);
@@ -227,8 +234,58 @@ void DevServer::tick() {
     if (elapsed >= options_.ready_timeout_ms) ending_ = Ending::NotReady;
 }
 
+// The listeners a process of the sandbox holds are the server's alone: the
+// supervisor never accepts on them. A loopback not handed over is carried by
+// the forwarder to the server: to the host listener it holds (a server on
+// one loopback, or on `::`, which was handed [::1]), else to its own socket
+// inside (it listened after it was ready, where nothing could be handed).
+// A listener handed and then closed (a probe of the port) is released: the
+// supervisor closes its copy and listens afresh on that loopback for the
+// forwarder, and a bind that fails says the sandbox still has the socket
+// somewhere (in flight in a unix socket's queue): it stays the sandbox's,
+// never accepted on by the supervisor.
+std::vector<UniqueFd> DevServer::splitHanded(std::vector<UniqueFd> listeners) {
+    const std::vector<int> held =
+        ingress_->handedFamily() ? ingress_->heldBySandbox() : std::vector<int>{};
+    std::vector<UniqueFd> forwarded;
+    std::vector<ForwardTarget> direct;
+    for (UniqueFd& fd : listeners) {
+        const int family = familyOf(fd.get());
+        if (std::find(held.begin(), held.end(), fd.get()) != held.end()) {
+            direct.push_back(hostLoopback(family, options_.port));
+            handed_.push_back(std::move(fd));
+            continue;
+        }
+        if (ingress_->wasHanded(fd.get())) {
+            ++released_;
+            fd.reset();
+            auto fresh = listenOnLoopbackOf(family, options_.port);
+            if (!fresh) {
+                writeWithin(2,
+                            "stockade: a host listener the server was handed and closed "
+                            "could not be listened on afresh (the sandbox may still hold it); "
+                            "that loopback is not forwarded: " +
+                                fresh.error().describe() + "\n",
+                            1000);
+                continue;
+            }
+            fd = std::move(*fresh);
+        }
+        forwarded.push_back(std::move(fd));
+    }
+    ingress_->freezeHandable(held);
+    if (!direct.empty()) {
+        in_use_ = NetBackend::Direct;
+        targets_.insert(targets_.begin(), direct.begin(), direct.end());
+    }
+    return forwarded;
+}
+
 std::string DevServer::fallbackReason() const {
     if (!ingress_ || in_use_ == NetBackend::Direct) return "";
+    if (released_)
+        return "direct: the server closed the host listener it was handed and listens inside; "
+               "the userspace forwarder serves";
     if (!ingress_->listens())
         return "direct: no listen(2) reached the supervisor (the server was ready on a socket "
                "it did not listen on itself)";

@@ -97,6 +97,10 @@ class DevServer : public ServiceHooks {
     // Why the direct backend asked for is not the one in use once ready, or
     // empty (it is, or another was asked for).
     std::string fallbackReason() const;
+    // The host loopbacks ("127.0.0.1", "::1") the forwarder serves once
+    // ready: all of them but for the direct backend, where a loopback whose
+    // listener the server holds is served by nothing but the server.
+    const std::vector<std::string>& forwardedLoopbacks() const { return forwarded_loopbacks_; }
     // The ports the server listened on inside other than the published one,
     // as far as the supervisor saw its listens (the direct backend only).
     std::vector<uint16_t> otherPorts() const {
@@ -109,6 +113,7 @@ class DevServer : public ServiceHooks {
               UniqueFd epoll);
     void tick();
     bool probe(const ForwardTarget& target);
+    std::vector<UniqueFd> splitHanded(std::vector<UniqueFd> listeners);
 
     DevServerOptions options_;
     std::vector<UniqueFd> listeners_;
@@ -125,6 +130,9 @@ class DevServer : public ServiceHooks {
     std::vector<UniqueFd> handed_;  // host listeners the server holds now
     NetBackend in_use_ = NetBackend::Userspace;
     std::chrono::steady_clock::time_point start_;
+    std::vector<std::string> forwarded_loopbacks_;
+    uint64_t released_ = 0;  // handed listeners the server closed before ready
+    bool held_before_ = false;
     bool probe_ok_ = false;
     bool ready_ = false;
     std::optional<Ending> ending_;

@@ -418,6 +418,10 @@ int serveCommand(const ServeOptions& options) {
         if (child > 0) {
             to_caller.reset();
             lock->reset();  // the supervisor holds it now
+            // And the listeners: a copy here would keep a listener the server
+            // was handed and closed bound until the caller exits, so the
+            // supervisor could not release it to the forwarder at ready.
+            server->reset();
             return waitForDetached(std::move(read_end));
         }
         read_end.reset();
@@ -455,6 +459,7 @@ int serveCommand(const ServeOptions& options) {
         record.backend = netBackendName((*server)->backendInUse());
         if (fallback.empty()) fallback = (*server)->fallbackReason();
         record.backend_fallback = fallback;
+        record.forwarded_loopbacks = (*server)->forwardedLoopbacks();
         (void)dir->write(record);
         nlohmann::ordered_json line{
             {"schema", "stockade.ready/v1"},
@@ -465,6 +470,7 @@ int serveCommand(const ServeOptions& options) {
             {"backend", record.backend},
             {"backend_fallback",
              fallback.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(fallback)},
+            {"forwarded_loopbacks", record.forwarded_loopbacks},
             {"elapsed_ms", std::chrono::duration_cast<std::chrono::milliseconds>(
                                std::chrono::steady_clock::now() - start)
                                .count()}};
@@ -571,6 +577,7 @@ int psCommand(bool as_json) {
                  {"backend", r.backend},
                  {"backend_fallback",
                   r.backend_fallback.empty() ? json(nullptr) : json(r.backend_fallback)},
+                 {"forwarded_loopbacks", r.forwarded_loopbacks},
                  {"log", log}});
         json out{{"schema", kPsSchema}, {"servers", std::move(servers)}};
         std::printf("%s\n", jsonText(out, 2).c_str());

@@ -129,6 +129,7 @@ Status StateDir::write(const ServiceRecord& r) const {
              {"command", r.command},
              {"backend", r.backend},
              {"backend_fallback", r.backend_fallback},
+             {"forwarded_loopbacks", r.forwarded_loopbacks},
              {"log", logPath(r.name)}};
     return writeFileAtomicallyAt(fd(), r.name + ".json", recordPath(r.name), jsonText(doc) + "\n",
                                  0644);
@@ -156,6 +157,7 @@ std::optional<ServiceRecord> StateDir::read(const std::string& name) const {
         r.command = doc.at("command").get<std::vector<std::string>>();
         r.backend = doc.value("backend", "");
         r.backend_fallback = doc.value("backend_fallback", "");
+        r.forwarded_loopbacks = doc.value("forwarded_loopbacks", std::vector<std::string>{});
         return r;
     } catch (const json::exception&) {
         return std::nullopt;

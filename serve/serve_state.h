@@ -39,6 +39,10 @@ struct ServiceRecord {
     // Why direct, asked for by name or by default, is not the backend in
     // use (the cause, from the check or the handover); empty when it is.
     std::string backend_fallback;
+    // The host loopbacks the forwarder serves ("127.0.0.1", "::1"); under
+    // direct, a loopback the server holds is not among them. Empty until
+    // ready.
+    std::vector<std::string> forwarded_loopbacks;
 };
 
 // A name must be usable as a file name: [A-Za-z0-9][A-Za-z0-9_.-]{0,63}.

@@ -144,7 +144,7 @@ Verdict judgeVeth(const HostFacts& f) {
 
 Verdict judgeDirect(const HostFacts& f) {
     const std::string keep =
-        "; otherwise serve with --net-backend auto or direct goes through the "
+        "; otherwise serve, by default or with --net-backend direct, goes through the "
         "userspace forwarder by itself, and says so";
     if (!f.direct_probed)
         return unavailable(std::string(kNotProbed) + "the probe did not run",

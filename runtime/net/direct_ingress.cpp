@@ -1,6 +1,7 @@
 #include "runtime/net/direct_ingress.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <linux/filter.h>
 #include <linux/sockios.h>
@@ -141,14 +142,80 @@ bool DirectIngress::wasHanded(int listener) const {
            handed_listeners_.end();
 }
 
-void DirectIngress::freezeHandable() {
-    listeners_ = handed_listeners_;
+void DirectIngress::freezeHandable(const std::vector<int>& kept) {
+    listeners_ = kept;
+    handed_listeners_ = kept;
+}
+
+namespace {
+
+// The pids of every thread's children under `pid`, as the kernel lists them.
+void childrenOf(pid_t pid, std::vector<pid_t>& out) {
+    const std::string tasks = "/proc/" + std::to_string(pid) + "/task";
+    DIR* dir = opendir(tasks.c_str());
+    if (!dir) return;
+    while (dirent* task = readdir(dir)) {
+        if (task->d_name[0] == '.') continue;
+        const std::string path = tasks + "/" + task->d_name + "/children";
+        auto list = readSmallFile(AT_FDCWD, path.c_str(), path, 64 * 1024);
+        if (!list) continue;
+        const char* p = list->content.c_str();
+        char* end = nullptr;
+        for (long child = std::strtol(p, &end, 10); end != p; child = std::strtol(p, &end, 10)) {
+            out.push_back(static_cast<pid_t>(child));
+            p = end;
+        }
+    }
+    closedir(dir);
+}
+
+}  // namespace
+
+std::vector<int> DirectIngress::heldBySandbox() const {
+    std::vector<std::pair<std::string, int>> wanted;  // "socket:[INODE]", listener
+    for (int listener : handed_listeners_) {
+        struct stat st {};
+        if (fstat(listener, &st) == 0)
+            wanted.emplace_back("socket:[" + std::to_string(st.st_ino) + "]", listener);
+    }
+    std::vector<int> held;
+    if (wanted.empty() || !sandbox_pid_) return held;
+    // Orphans of the sandbox are reparented to its init (the PID
+    // namespace's reaper), so the tree under init is every process in it.
+    // Bounded: a sandbox's pids are bounded too, and a bigger tree only
+    // makes a listener look held, which releases nothing.
+    constexpr size_t kMaxProcesses = 4096;
+    std::vector<pid_t> pids{sandbox_pid_};
+    for (size_t i = 0; i < pids.size() && i < kMaxProcesses && !wanted.empty(); ++i) {
+        childrenOf(pids[i], pids);
+        const std::string fds = "/proc/" + std::to_string(pids[i]) + "/fd";
+        DIR* dir = opendir(fds.c_str());
+        if (!dir) continue;
+        char link[64];
+        while (dirent* entry = readdir(dir)) {
+            if (entry->d_name[0] == '.') continue;
+            ssize_t n = readlinkat(dirfd(dir), entry->d_name, link, sizeof(link) - 1);
+            if (n <= 0) continue;
+            link[n] = '\0';
+            for (auto it = wanted.begin(); it != wanted.end(); ++it)
+                if (it->first == link) {
+                    held.push_back(it->second);
+                    wanted.erase(it);
+                    break;
+                }
+        }
+        closedir(dir);
+    }
+    if (pids.size() > kMaxProcesses)
+        for (const auto& [name, listener] : wanted) held.push_back(listener);
+    return held;
 }
 
 Status DirectIngress::setSandbox(pid_t sandbox_pid) {
     const std::string path = "/proc/" + std::to_string(sandbox_pid) + "/ns/net";
     struct stat st {};
     if (stat(path.c_str(), &st) < 0) return Error::fromErrno("stat(\"" + path + "\")");
+    sandbox_pid_ = sandbox_pid;
     sandbox_netns_ = st.st_ino;
     sandbox_netns_dev_ = st.st_dev;
     return okStatus();

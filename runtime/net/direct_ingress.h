@@ -80,11 +80,20 @@ class DirectIngress {
     // the sandbox's to accept on, and to change (its flags are the file's),
     // so the supervisor must never accept on it.
     bool wasHanded(int listener) const;
-    // The server is ready: the listeners not handed over go to the
-    // forwarder, and only those already handed may be handed again (to a
-    // restarted server, a second worker). Any other listen on the published
-    // port runs on the caller's own socket, inside.
-    void freezeHandable();
+    // The listeners handed over that a process of the sandbox still holds,
+    // by the kernel's links in /proc/PID/fd of every process under the
+    // sandbox's init (not the sandbox's word). A server may listen only to
+    // see whether the port is free and close at once (Vite probes 0.0.0.0
+    // and :: before it listens on [::1]): such a listener is no longer the
+    // server's, and no one accepts on it. A socket in flight in an
+    // SCM_RIGHTS message is held by no process: the caller releases such a
+    // listener only where the kernel then agrees (its port is free again).
+    std::vector<int> heldBySandbox() const;
+    // The server is ready: only `kept` (those handed and held) may be handed
+    // again (to a restarted server, a second worker); the others go to the
+    // forwarder. Any other listen on the published port runs on the
+    // caller's own socket, inside.
+    void freezeHandable(const std::vector<int>& kept);
     uint64_t handedOver() const { return handed_; }
     // The TCP ports the server listened on inside, other than the published
     // one (the kernel's getsockname, first 8): what a server that never got
@@ -101,6 +110,7 @@ class DirectIngress {
     std::vector<int> listeners_;  // may be handed over
     std::vector<int> handed_listeners_;
     std::vector<uint16_t> other_ports_;
+    pid_t sandbox_pid_ = 0;
     ino_t sandbox_netns_ = 0;
     dev_t sandbox_netns_dev_ = 0;
     int handed_family_ = 0;

@@ -114,28 +114,33 @@ ForwardTarget hostLoopback(int family, uint16_t port) {
     return target;
 }
 
+Result<UniqueFd> listenOnLoopbackOf(int family, uint16_t port) {
+    const char* where = family == AF_INET ? "127.0.0.1" : "[::1]";
+    UniqueFd fd(socket(family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+    if (!fd) return Error::fromErrno(std::string("socket() for ") + where);
+    int one = 1;
+    setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (family == AF_INET6) setsockopt(fd.get(), IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+    Loopback address = loopback(family, port);
+    if (bind(fd.get(), reinterpret_cast<sockaddr*>(&address.address), address.length) < 0)
+        return Error::fromErrno(std::string("bind(") + where + ":" + std::to_string(port) + ")" +
+                                (errno == EADDRINUSE ? " (the port is in use)" : ""));
+    if (listen(fd.get(), SOMAXCONN) < 0)
+        return Error::fromErrno(std::string("listen(") + where + ")");
+    return fd;
+}
+
 Result<std::vector<UniqueFd>> listenOnLoopback(uint16_t port) {
     std::vector<UniqueFd> out;
     for (int family : {AF_INET, AF_INET6}) {
-        const char* where = family == AF_INET ? "127.0.0.1" : "[::1]";
-        UniqueFd fd(socket(family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+        auto fd = listenOnLoopbackOf(family, port);
         if (!fd) {
-            if (family == AF_INET6 && errno == EAFNOSUPPORT) break;
-            return Error::fromErrno(std::string("socket() for ") + where);
-        }
-        int one = 1;
-        setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-        if (family == AF_INET6) setsockopt(fd.get(), IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
-        Loopback address = loopback(family, port);
-        if (bind(fd.get(), reinterpret_cast<sockaddr*>(&address.address), address.length) < 0) {
             // No IPv6 loopback on this host: publish on 127.0.0.1 alone.
-            if (family == AF_INET6 && errno == EADDRNOTAVAIL) break;
-            return Error::fromErrno(std::string("bind(") + where + ":" + std::to_string(port) +
-                                    ")" + (errno == EADDRINUSE ? " (the port is in use)" : ""));
+            const int err = fd.error().errnum();
+            if (family == AF_INET6 && (err == EAFNOSUPPORT || err == EADDRNOTAVAIL)) break;
+            return fd.error();
         }
-        if (listen(fd.get(), SOMAXCONN) < 0)
-            return Error::fromErrno(std::string("listen(") + where + ")");
-        out.push_back(std::move(fd));
+        out.push_back(std::move(*fd));
     }
     return out;
 }

@@ -63,6 +63,8 @@ ForwardTarget hostLoopback(int family, uint16_t port);
 // address that is in use is an error; IPv6 missing is not. Listeners that
 // may be handed to a sandbox are made otherwise (runtime/net/listener_cgroup.h).
 Result<std::vector<UniqueFd>> listenOnLoopback(uint16_t port);
+// One of them: 127.0.0.1:port (AF_INET) or [::1]:port (AF_INET6).
+Result<UniqueFd> listenOnLoopbackOf(int family, uint16_t port);
 
 class Forwarder {
   public:

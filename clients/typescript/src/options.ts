@@ -80,11 +80,12 @@ export interface ServeOptions extends CommonOptions {
   /** Seconds to wait for ready before the server is torn down. */
   readyTimeout?: number;
   /**
-   * How the port reaches the server (docs/dev-servers.md): `userspace` (the
-   * default, a forwarder), `auto` (`direct` where its listener can be
-   * confined, else `userspace`), `direct` (the server's own listener is the
-   * host's; where it cannot be, the forwarder serves and the ready event says
-   * so in `backend_fallback`), `veth` (root only).
+   * How the port reaches the server (docs/dev-servers.md): `auto` (the
+   * default: `direct` where its listener can be confined, else `userspace`),
+   * `direct` (the server's own listener is the host's; where it cannot be,
+   * the forwarder serves and the ready event says so in `backend_fallback`;
+   * a loopback the server did not listen on is forwarded to it, named in
+   * `forwarded_loopbacks`), `userspace` (a forwarder), `veth` (root only).
    */
   netBackend?: 'auto' | 'userspace' | 'direct' | 'veth';
 }

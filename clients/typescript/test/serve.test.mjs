@@ -91,6 +91,36 @@ test('a dev server through the direct backend says which way it took', async () 
   }
 });
 
+test('a dev server on [::1] alone answers on both loopbacks under the default backend', async () => {
+  const port = randomPort();
+  const server = await serve({
+    binary: BINARY,
+    port,
+    command: ['python3', '-m', 'http.server', String(port), '--bind', '::1'],
+    readyTimeout: 30,
+  });
+  try {
+    // Root: the server holds the host's [::1] listener and 127.0.0.1 is
+    // forwarded to it; rootless the forwarder carries both.
+    const forwarded = server.ready.forwarded_loopbacks;
+    if (process.getuid() === 0) {
+      assert.equal(server.ready.backend, 'direct');
+      assert.deepEqual(forwarded, ['127.0.0.1']);
+    } else {
+      assert.equal(server.ready.backend, 'userspace');
+      assert.deepEqual(forwarded, ['127.0.0.1', '::1']);
+    }
+    for (const host of ['127.0.0.1', '[::1]']) {
+      const res = await fetch(`http://${host}:${port}/`, { signal: AbortSignal.timeout(10000) });
+      assert.equal(res.status, 200, host);
+      await res.text();
+    }
+    assert.deepEqual((await server.ps()).forwarded_loopbacks, forwarded);
+  } finally {
+    await server.stop();
+  }
+});
+
 test('a harness that exits without stop() takes its dev server with it', async () => {
   const port = randomPort();
   const script = `

@@ -36,6 +36,10 @@ export interface Server {
    */
   backend_fallback?: string | null;
   /**
+   * as in the ready event: the host loopbacks the forwarder serves; empty before ready
+   */
+  forwarded_loopbacks?: ("127.0.0.1" | "::1")[];
+  /**
    * the server's log file
    */
   log: string;
@@ -135,6 +139,17 @@ export const psSchema = {
             "null"
           ],
           "description": "as in the ready event: why direct is not the backend serving; null when it is, or before ready"
+        },
+        "forwarded_loopbacks": {
+          "type": "array",
+          "items": {
+            "enum": [
+              "127.0.0.1",
+              "::1"
+            ]
+          },
+          "uniqueItems": true,
+          "description": "as in the ready event: the host loopbacks the forwarder serves; empty before ready"
         },
         "log": {
           "type": "string",

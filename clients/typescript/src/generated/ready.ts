@@ -22,6 +22,10 @@ export interface ReadyRecord {
    */
   backend_fallback?: string | null;
   /**
+   * the host loopbacks the userspace forwarder serves: both under userspace and veth; under direct, those whose listener the server does not hold (a server on [::1] alone: ["127.0.0.1"], carried to it)
+   */
+  forwarded_loopbacks?: ("127.0.0.1" | "::1")[];
+  /**
    * from the start of `serve` to ready
    */
   elapsed_ms: number;
@@ -78,6 +82,17 @@ export const readySchema = {
         "null"
       ],
       "description": "why the backend asked for (direct, by name or as the default) is not the one serving; null when it is"
+    },
+    "forwarded_loopbacks": {
+      "type": "array",
+      "items": {
+        "enum": [
+          "127.0.0.1",
+          "::1"
+        ]
+      },
+      "uniqueItems": true,
+      "description": "the host loopbacks the userspace forwarder serves: both under userspace and veth; under direct, those whose listener the server does not hold (a server on [::1] alone: [\"127.0.0.1\"], carried to it)"
     },
     "elapsed_ms": {
       "type": "integer",

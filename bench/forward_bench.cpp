@@ -424,13 +424,19 @@ uint16_t freePort() {
     return ntohs(addr.sin_port);
 }
 
+// The child's stdout goes to our stderr: `stockade serve` prints its ready
+// event there, and our stdout is the report alone (one JSON document).
 pid_t spawn(const std::vector<std::string>& argv) {
     std::vector<char*> args;
     for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    if (posix_spawn_file_actions_init(&actions) != 0) return -1;
+    posix_spawn_file_actions_adddup2(&actions, STDERR_FILENO, STDOUT_FILENO);
     pid_t pid;
-    if (posix_spawnp(&pid, args[0], nullptr, nullptr, args.data(), environ) != 0) return -1;
-    return pid;
+    const int err = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    return err == 0 ? pid : -1;
 }
 
 bool waitForPort(uint16_t port) {

@@ -182,11 +182,16 @@ std::vector<int> DirectIngress::heldBySandbox() const {
     if (wanted.empty() || !sandbox_pid_) return held;
     // Orphans of the sandbox are reparented to its init (the PID
     // namespace's reaper), so the tree under init is every process in it.
-    // Bounded: a sandbox's pids are bounded too, and a bigger tree only
-    // makes a listener look held, which releases nothing.
+    // Bounded in processes and in fd links read, since a sandbox chooses
+    // both and this runs on the supervisor's one thread on every tick before
+    // ready: past either bound every listener not yet found counts as held,
+    // which releases nothing.
     constexpr size_t kMaxProcesses = 4096;
+    constexpr size_t kMaxLinks = 16384;
+    size_t links = 0;
     std::vector<pid_t> pids{sandbox_pid_};
-    for (size_t i = 0; i < pids.size() && i < kMaxProcesses && !wanted.empty(); ++i) {
+    for (size_t i = 0; i < pids.size() && i < kMaxProcesses && links < kMaxLinks && !wanted.empty();
+         ++i) {
         childrenOf(pids[i], pids);
         const std::string fds = "/proc/" + std::to_string(pids[i]) + "/fd";
         DIR* dir = opendir(fds.c_str());
@@ -194,6 +199,7 @@ std::vector<int> DirectIngress::heldBySandbox() const {
         char link[64];
         while (dirent* entry = readdir(dir)) {
             if (entry->d_name[0] == '.') continue;
+            if (++links > kMaxLinks) break;
             ssize_t n = readlinkat(dirfd(dir), entry->d_name, link, sizeof(link) - 1);
             if (n <= 0) continue;
             link[n] = '\0';
@@ -206,7 +212,7 @@ std::vector<int> DirectIngress::heldBySandbox() const {
         }
         closedir(dir);
     }
-    if (pids.size() > kMaxProcesses)
+    if (pids.size() > kMaxProcesses || links > kMaxLinks)
         for (const auto& [name, listener] : wanted) held.push_back(listener);
     return held;
 }

@@ -118,6 +118,16 @@ Result<UniqueFd> listenOnLoopbackOf(int family, uint16_t port) {
     const char* where = family == AF_INET ? "127.0.0.1" : "[::1]";
     UniqueFd fd(socket(family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
     if (!fd) return Error::fromErrno(std::string("socket() for ") + where);
+    // Bound to `lo` before bind: a packet for the loopback address that
+    // arrives by another interface (a host with route_localnet=1, as
+    // kube-proxy sets it) is not delivered to the published port. Allowed
+    // unprivileged on an unbound socket since Linux 5.7; before that,
+    // rootless, the loopback address alone holds.
+    static const char kLoopbackDevice[] = "lo";
+    if (setsockopt(fd.get(), SOL_SOCKET, SO_BINDTODEVICE, kLoopbackDevice,
+                   sizeof(kLoopbackDevice)) < 0 &&
+        errno != EPERM)
+        return Error::fromErrno(std::string("setsockopt(SO_BINDTODEVICE, \"lo\") for ") + where);
     int one = 1;
     setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
     if (family == AF_INET6) setsockopt(fd.get(), IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));

@@ -9,6 +9,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -159,6 +160,22 @@ TEST_CASE("serve (default backend): a server on one loopback answers on both", "
     const json entry = served.psEntry();
     REQUIRE(entry.is_object());
     CHECK(entry.value("forwarded_loopbacks", json()) == forwarded);
+    // Every host listener of the port is bound to lo (ss's ADDR%lo), the
+    // handed one and the forwarder's alike: a packet for it that arrives by
+    // another interface (route_localnet=1) is not delivered.
+    const std::string listeners = hostOutput("ss -ltnH 'sport = :" + std::to_string(port) + "'");
+    INFO("ss -ltn:\n" << listeners);
+    std::istringstream lines(listeners);
+    int bound_to_lo = 0, seen = 0;
+    for (std::string line; std::getline(lines, line);) {
+        if (line.find("LISTEN") == std::string::npos) continue;
+        ++seen;
+        if (line.find("127.0.0.1%lo:" + std::to_string(port)) != std::string::npos ||
+            line.find("[::1]%lo:" + std::to_string(port)) != std::string::npos)
+            ++bound_to_lo;
+    }
+    CHECK(seen == 2);
+    CHECK(bound_to_lo == 2);
 
     // Each loopback, twice (a connection that waited in a backlog no one
     // accepts would time out here instead).

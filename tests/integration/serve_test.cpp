@@ -34,18 +34,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-// A host command's stdout (ip, nft, nsenter: root only).
-std::string hostOutput(const std::string& command) {
-    std::string out;
-    if (FILE* pipe = ::popen(command.c_str(), "r")) {
-        char buf[4096];
-        size_t n;
-        while ((n = std::fread(buf, 1, sizeof buf, pipe)) > 0) out.append(buf, n);
-        ::pclose(pipe);
-    }
-    return out;
-}
-
 // The veth backend's address slot of a supervisor: /run/stockade/net/slot-N
 // holds its pid (runtime/net/veth_backend.h).
 std::optional<int> vethSlotOf(pid_t supervisor) {

@@ -11,6 +11,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <functional>
@@ -164,6 +165,18 @@ class Served {
     Completed started_;
     json ready_;
 };
+
+// A host command's stdout (ip, nft, nsenter, ss).
+inline std::string hostOutput(const std::string& command) {
+    std::string out;
+    if (FILE* pipe = ::popen(command.c_str(), "r")) {
+        char buf[4096];
+        size_t n;
+        while ((n = std::fread(buf, 1, sizeof buf, pipe)) > 0) out.append(buf, n);
+        ::pclose(pipe);
+    }
+    return out;
+}
 
 // Whether this kernel has IPv6 on loopback: ::1 can be bound.
 inline bool hostHasIpv6Loopback() {

@@ -54,8 +54,32 @@ void listOne(int root_fd, const ListingRules& rules, DirListing& dir, std::vecto
         if (was != rules.before->end() && was->second.settled &&
             fstatat(root_fd, path, &now, AT_SYMLINK_NOFOLLOW) == 0 &&
             sameDirectory(was->second, now)) {
+            // Its names are the ones seen then; a matching one is stated
+            // anew (a file keeps its name but not its link count), as the
+            // listing would have.
             dir.outcome = DirListing::Outcome::Unchanged;
-            dir.unchanged = &was->second;
+            dir.have_st = true;
+            dir.st = now;
+            dir.entries = was->second.entries;
+            for (const WalkedName& n : was->second.names) {
+                ListedEntry e;
+                e.name = n.name;
+                e.hidden = n.hidden;
+                e.kept = n.kept;
+                e.is_dir = n.is_dir;
+                if (e.hidden || e.kept) {
+                    e.examined = true;
+                    const std::string at =
+                        dir.relative.empty() ? n.name : dir.relative + "/" + n.name;
+                    if (fstatat(root_fd, at.c_str(), &e.st, AT_SYMLINK_NOFOLLOW) < 0)
+                        e.stat_errno = errno;
+                    else
+                        e.is_dir = S_ISDIR(e.st.st_mode);
+                }
+                dir.interesting.push_back(std::move(e));
+            }
+            if (seen.fetch_add(dir.entries) + dir.entries > rules.max_entries)
+                dir.over_bound = true;
             return;
         }
     }

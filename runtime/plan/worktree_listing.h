@@ -37,7 +37,8 @@ struct DirListing {
     enum class Outcome {
         NotListed,  // no thread got to it (one ran out of memory): the walk is cut
         Listed,     // read whole: `entries`, `interesting`
-        Unchanged,  // the same inode and ctime as `before` kept, settled: not read
+        Unchanged,  // the same inode and ctime as `before` kept, settled: not read,
+                    // `entries` and `interesting` are the ones kept (matches stated anew)
         Gone,       // not there as a directory, or someone else's the walker may not list
         Incomplete  // a directory of the walker's own it may not list, or readdir failed
     };
@@ -54,7 +55,6 @@ struct DirListing {
     // one was read: it stopped there.
     bool over_bound = false;
     std::vector<ListedEntry> interesting;  // in readdir order
-    const WalkedDir* unchanged = nullptr;  // Unchanged: what the earlier walk kept
 };
 
 struct ListingRules {
@@ -62,7 +62,7 @@ struct ListingRules {
     const MaskPatternSet& read_only;
     const MaskPatternSet& show;
     const MaskPatternSet& writable;
-    const WalkedDirs* before;  // an earlier walk of this run, or null
+    const WalkedDirs* before;  // an earlier walk (this run's, or a kept one), or null
     uint64_t max_entries;
 };
 

@@ -22,6 +22,7 @@
 #include "namespaces/mount_plan.h"
 #include "namespaces/syscalls.h"
 #include "runtime/child/child_plan.h"
+#include "runtime/plan/walk_cache.h"
 #include "runtime/plan/worktree_listing.h"
 #include "runtime/policy/mask_patterns.h"
 
@@ -193,15 +194,7 @@ Result<WorktreeScan> scanWorktree(int worktree_fd, const WorktreeMaskRules& rule
                 case DirListing::Outcome::Gone:
                     ++scan.unlistable;
                     continue;
-                case DirListing::Outcome::Unchanged:
-                    // The same names, so the same subdirectories, each
-                    // looked at in its turn.
-                    for (const std::string& sub : dir.unchanged->subdirs) {
-                        pending_bytes += sub.size();
-                        level.push_back({sub, dir.depth + 1});
-                    }
-                    if (record) (*record)[dir.relative] = *dir.unchanged;
-                    continue;
+                case DirListing::Outcome::Unchanged:  // judged as read: the names kept
                 case DirListing::Outcome::Listed:
                     break;
             }
@@ -212,17 +205,23 @@ Result<WorktreeScan> scanWorktree(int worktree_fd, const WorktreeMaskRules& rule
                 break;
             }
             // A node's address outlives the map's rehashing.
+            const bool settled = dir.have_st && settledBefore(dir.st.st_ctim, walk_start);
+            if (dir.outcome == DirListing::Outcome::Unchanged)
+                ++scan.reused;
+            else if (settled)
+                ++scan.listed_settled;
             WalkedDir* walked = nullptr;
             if (record && dir.have_st)
                 walked =
-                    &((*record)[dir.relative] = WalkedDir{dir.st.st_dev,
-                                                          dir.st.st_ino,
-                                                          dir.st.st_ctim,
-                                                          settledBefore(dir.st.st_ctim, walk_start),
-                                                          {}});
+                    &((*record)[dir.relative] = WalkedDir{
+                          dir.st.st_dev, dir.st.st_ino, dir.st.st_ctim, settled, dir.entries, {}});
             for (ListedEntry& e : dir.interesting) {
                 const std::string relative =
                     dir.relative.empty() ? e.name : dir.relative + "/" + e.name;
+                // A name of unknown type that is neither matched nor a
+                // directory tells a later walk nothing.
+                if (walked && (e.hidden || e.kept || e.is_dir))
+                    walked->names.push_back({e.name, e.hidden, e.kept, e.is_dir});
                 if (e.examined) {
                     if (e.stat_errno) {
                         // Gone since it was read: nothing to cover or walk.
@@ -261,7 +260,6 @@ Result<WorktreeScan> scanWorktree(int worktree_fd, const WorktreeMaskRules& rule
                     cut("memory");
                     break;
                 }
-                if (walked) walked->subdirs.push_back(relative);
                 level.push_back({relative, dir.depth + 1});
             }
         }
@@ -274,11 +272,18 @@ Status addWorktreeMasks(const Policy& policy, int worktree_fd, ChildPlan& plan,
     const WorktreeMaskRules& rules = policy.fs.worktree_masks;
     if (rules.hide.empty() && rules.read_only.empty()) return okStatus();
     auto walked = std::make_shared<WalkedDirs>();
-    auto scan = scanWorktree(worktree_fd, rules, true, nullptr, walked.get());
+    // The walk kept from an earlier run, if one may be trusted: the
+    // directories it lists unchanged are not read (walk_cache.h).
+    const WalkCacheKey key{policy.fs.state_dir ? policy.fs.state_dir->get() : -1, worktree_fd,
+                           &rules, true};
+    const std::shared_ptr<const WalkedDirs> kept = loadWalkCache(key);
+    auto scan = scanWorktree(worktree_fd, rules, true, kept.get(), walked.get());
     if (!scan) return scan.error().withContext("walk the worktree for hidden names");
     pauseAfterWalkForTests();
     WorktreeMaskReport report;
     report.walked = std::move(walked);
+    report.listed_settled = scan->listed_settled;
+    report.reused = scan->reused;
     report.entries = scan->entries;
     report.unlistable = scan->unlistable;
     report.truncated_by = scan->truncated_by;
@@ -362,8 +367,17 @@ void noteCreatedMaskedNames(const Policy& policy, WorktreeMaskReport& report) {
     // Only the directories that changed are listed again (WalkedDirs), so a
     // big worktree does not pay for a second full walk, and the bounds are
     // the first walk's.
+    WalkedDirs walked;
     auto scan = scanWorktree(policy.fs.worktree_held.get(), policy.fs.worktree_masks, true,
-                             report.walked.get());
+                             report.walked.get(), &walked);
+    // Kept for the next run: this walk is the later one, so a directory the
+    // run changed long enough ago is settled in it. Nothing new, nothing
+    // written.
+    if (scan && scan->truncated_by.empty() && policy.fs.state_dir &&
+        report.listed_settled + scan->listed_settled > 0)
+        saveWalkCache({policy.fs.state_dir->get(), policy.fs.worktree_held.get(),
+                       &policy.fs.worktree_masks, true},
+                      walked);
     if (!scan || !scan->truncated_by.empty()) {
         // What was not examined may hold names the run made: the next run's
         // walk is whole or refused, this note is not.

@@ -43,25 +43,31 @@ bool sameDirectory(const WalkedDir& was, const struct stat& now) {
 void listOne(int root_fd, const ListingRules& rules, DirListing& dir, std::vector<char>& buffer,
              std::atomic<uint64_t>& seen) {
     const char* path = dir.relative.empty() ? "." : dir.relative.c_str();
-    if (rules.before) {
+    const WalkedDir* was = nullptr;
+    for (const WalkedDirs* earlier : {rules.before, rules.kept}) {
+        if (!earlier || was) continue;
+        const auto at = earlier->find(dir.relative);
+        if (at != earlier->end()) was = &at->second;
+    }
+    if (was) {
         // One fstatat, no open: a directory still the same inode with the
         // same ctime, settled when it was listed, gained no name. The path
         // may resolve through a link a racing writer just made, but only to
         // a directory of that same inode, listed before; the covers
         // themselves are opened through no link (mount_in_child.cpp).
-        const auto was = rules.before->find(dir.relative);
         struct stat now;
-        if (was != rules.before->end() && was->second.settled &&
-            fstatat(root_fd, path, &now, AT_SYMLINK_NOFOLLOW) == 0 &&
-            sameDirectory(was->second, now)) {
+        if (was->settled && fstatat(root_fd, path, &now, AT_SYMLINK_NOFOLLOW) == 0 &&
+            sameDirectory(*was, now)) {
             // Its names are the ones seen then; a matching one is stated
             // anew (a file keeps its name but not its link count), as the
             // listing would have.
             dir.outcome = DirListing::Outcome::Unchanged;
             dir.have_st = true;
             dir.st = now;
-            dir.entries = was->second.entries;
-            for (const WalkedName& n : was->second.names) {
+            dir.unchanged = was;
+            dir.entries = was->entries;
+            dir.interesting.reserve(was->names.size());
+            for (const WalkedName& n : was->names) {
                 ListedEntry e;
                 e.name = n.name;
                 e.hidden = n.hidden;

@@ -55,6 +55,7 @@ struct DirListing {
     // one was read: it stopped there.
     bool over_bound = false;
     std::vector<ListedEntry> interesting;  // in readdir order
+    const WalkedDir* unchanged = nullptr;  // Unchanged: what the earlier walk kept
 };
 
 struct ListingRules {
@@ -63,6 +64,7 @@ struct ListingRules {
     const MaskPatternSet& show;
     const MaskPatternSet& writable;
     const WalkedDirs* before;  // an earlier walk (this run's, or a kept one), or null
+    const WalkedDirs* kept;    // looked in for what `before` does not hold, or null
     uint64_t max_entries;
 };
 

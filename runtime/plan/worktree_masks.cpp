@@ -100,7 +100,8 @@ void pauseAfterWalkForTests() {
 }  // namespace
 
 Result<WorktreeScan> scanWorktree(int worktree_fd, const WorktreeMaskRules& rules,
-                                  bool skip_top_git, const WalkedDirs* before, WalkedDirs* record) {
+                                  bool skip_top_git, const WalkedDirs* before, WalkedDirs* record,
+                                  const WalkedDirs* kept, bool record_unchanged) {
     const MaskPatternSet hide(rules.hide), read_only(rules.read_only), show(rules.show),
         writable(rules.writable);
     WorktreeScan scan;
@@ -168,7 +169,8 @@ Result<WorktreeScan> scanWorktree(int worktree_fd, const WorktreeMaskRules& rule
     // Depth by depth: the directories of one depth are listed together
     // (listDirectories, on several threads where there are many), then
     // judged here one by one in the order a single queue would take them.
-    const ListingRules listing_rules{hide, read_only, show, writable, before, rules.max_entries};
+    const ListingRules listing_rules{hide, read_only,        show, writable, before,
+                                     kept, rules.max_entries};
     std::atomic<uint64_t> seen{0};
     while (!level.empty() && scan.truncated_by.empty()) {
         std::vector<DirListing> listed(level.size());
@@ -211,7 +213,9 @@ Result<WorktreeScan> scanWorktree(int worktree_fd, const WorktreeMaskRules& rule
             else if (settled)
                 ++scan.listed_settled;
             WalkedDir* walked = nullptr;
-            if (record && dir.have_st)
+            if (record && dir.outcome == DirListing::Outcome::Unchanged) {
+                if (record_unchanged) (*record)[dir.relative] = *dir.unchanged;
+            } else if (record && dir.have_st)
                 walked =
                     &((*record)[dir.relative] = WalkedDir{
                           dir.st.st_dev, dir.st.st_ino, dir.st.st_ctim, settled, dir.entries, {}});
@@ -276,12 +280,15 @@ Status addWorktreeMasks(const Policy& policy, int worktree_fd, ChildPlan& plan,
     // directories it lists unchanged are not read (walk_cache.h).
     const WalkCacheKey key{policy.fs.state_dir ? policy.fs.state_dir->get() : -1, worktree_fd,
                            &rules, true};
-    const std::shared_ptr<const WalkedDirs> kept = loadWalkCache(key);
-    auto scan = scanWorktree(worktree_fd, rules, true, kept.get(), walked.get());
+    std::shared_ptr<const WalkedDirs> kept = loadWalkCache(key);
+    // Only what is read is recorded: the walk after the run looks in the
+    // kept walk for the rest.
+    auto scan = scanWorktree(worktree_fd, rules, true, kept.get(), walked.get(), nullptr, !kept);
     if (!scan) return scan.error().withContext("walk the worktree for hidden names");
     pauseAfterWalkForTests();
     WorktreeMaskReport report;
     report.walked = std::move(walked);
+    if (kept) report.kept = std::move(kept);
     report.listed_settled = scan->listed_settled;
     report.reused = scan->reused;
     report.entries = scan->entries;
@@ -367,17 +374,22 @@ void noteCreatedMaskedNames(const Policy& policy, WorktreeMaskReport& report) {
     // Only the directories that changed are listed again (WalkedDirs), so a
     // big worktree does not pay for a second full walk, and the bounds are
     // the first walk's.
-    WalkedDirs walked;
-    auto scan = scanWorktree(policy.fs.worktree_held.get(), policy.fs.worktree_masks, true,
-                             report.walked.get(), &walked);
-    // Kept for the next run: this walk is the later one, so a directory the
-    // run changed long enough ago is settled in it. Nothing new, nothing
-    // written.
+    const int worktree_fd = policy.fs.worktree_held.get();
+    auto scan = scanWorktree(worktree_fd, policy.fs.worktree_masks, true, report.walked.get(),
+                             nullptr, report.kept.get());
+    // Kept for the next run when a walk read a settled directory: this walk
+    // is the later one, so a directory the run changed long enough ago is
+    // settled in it. The record is made by one more pass of fstatat, paid
+    // only then (a run of a tree nothing changed writes nothing).
     if (scan && scan->truncated_by.empty() && policy.fs.state_dir &&
-        report.listed_settled + scan->listed_settled > 0)
-        saveWalkCache({policy.fs.state_dir->get(), policy.fs.worktree_held.get(),
-                       &policy.fs.worktree_masks, true},
-                      walked);
+        report.listed_settled + scan->listed_settled > 0) {
+        WalkedDirs walked;
+        auto again = scanWorktree(worktree_fd, policy.fs.worktree_masks, true, report.walked.get(),
+                                  &walked, report.kept.get());
+        if (again && again->truncated_by.empty())
+            saveWalkCache(
+                {policy.fs.state_dir->get(), worktree_fd, &policy.fs.worktree_masks, true}, walked);
+    }
     if (!scan || !scan->truncated_by.empty()) {
         // What was not examined may hold names the run made: the next run's
         // walk is whole or refused, this note is not.

@@ -114,10 +114,13 @@ using WalkedDirs = std::unordered_map<std::string, WalkedDir>;
 // With `before` (an earlier walk's record), a directory that is still the
 // same inode with the same ctime, settled then, is not listed again: the
 // names seen then are judged again as if read (the matching ones stated
-// anew), so the result is the one a whole walk gives.
+// anew), so the result is the one a whole walk gives. `kept` is looked in
+// for a directory `before` does not hold; without `record_unchanged` only
+// the directories read are recorded (the others are in `before` or `kept`).
 Result<WorktreeScan> scanWorktree(int worktree_fd, const WorktreeMaskRules& rules,
                                   bool skip_top_git = true, const WalkedDirs* before = nullptr,
-                                  WalkedDirs* record = nullptr);
+                                  WalkedDirs* record = nullptr, const WalkedDirs* kept = nullptr,
+                                  bool record_unchanged = true);
 
 // What the result record says of the masks.
 struct WorktreeMaskReport {
@@ -132,9 +135,12 @@ struct WorktreeMaskReport {
     std::string truncated_by;
     // Every name covered, sorted: what the walk after the run compares with.
     std::vector<std::string> covered;
-    // The directories the walk before the run listed (shared, not copied,
+    // The directories the walk before the run read (shared, not copied,
     // with the record), so that the walk after it lists only those changed.
     std::shared_ptr<const WalkedDirs> walked;
+    // The walk kept from an earlier run that the walk before this one used
+    // (walk_cache.h): `walked` holds only what that walk read.
+    std::shared_ptr<const WalkedDirs> kept;
     // Settled directories the walk before the run read whole: the kept walk
     // is written again after the run when it or the walk after adds one.
     uint64_t listed_settled = 0;

@@ -28,7 +28,9 @@
 // cannot set ctime). A change in the same clock tick as the first walk's
 // fstat could keep the ctime on a coarse-grained filesystem, so only a ctime
 // older than the walk by a margin is trusted (WalkedDir::settled); a
-// directory changed just before the run is listed again after it.
+// directory changed just before the run is listed again after it. The same
+// rule lets the walk before a run take unchanged directories from the walk
+// an earlier run kept in the caller's state directory (walk_cache.h).
 #pragma once
 
 #include <sys/types.h>

@@ -375,18 +375,26 @@ void noteCreatedMaskedNames(const Policy& policy, WorktreeMaskReport& report) {
     // big worktree does not pay for a second full walk, and the bounds are
     // the first walk's.
     const int worktree_fd = policy.fs.worktree_held.get();
+    // With no kept walk the walk before read everything, so this one will
+    // likely be kept: recorded now rather than by another pass.
+    WalkedDirs walked;
+    const bool record_now = policy.fs.state_dir && !report.kept;
     auto scan = scanWorktree(worktree_fd, policy.fs.worktree_masks, true, report.walked.get(),
-                             nullptr, report.kept.get());
+                             record_now ? &walked : nullptr, report.kept.get());
     // Kept for the next run when a walk read a settled directory: this walk
     // is the later one, so a directory the run changed long enough ago is
-    // settled in it. The record is made by one more pass of fstatat, paid
-    // only then (a run of a tree nothing changed writes nothing).
+    // settled in it. Beside a kept walk the record is made by one more pass
+    // of fstatat, paid only then (a run of a tree nothing changed writes
+    // nothing).
     if (scan && scan->truncated_by.empty() && policy.fs.state_dir &&
         report.listed_settled + scan->listed_settled > 0) {
-        WalkedDirs walked;
-        auto again = scanWorktree(worktree_fd, policy.fs.worktree_masks, true, report.walked.get(),
-                                  &walked, report.kept.get());
-        if (again && again->truncated_by.empty())
+        bool whole = record_now;
+        if (!whole) {
+            auto again = scanWorktree(worktree_fd, policy.fs.worktree_masks, true,
+                                      report.walked.get(), &walked, report.kept.get());
+            whole = again && again->truncated_by.empty();
+        }
+        if (whole)
             saveWalkCache(
                 {policy.fs.state_dir->get(), worktree_fd, &policy.fs.worktree_masks, true}, walked);
     }

@@ -105,8 +105,10 @@ void listOne(int root_fd, const ListingRules& rules, DirListing& dir, std::vecto
         // the directory holds, and the sandbox may well list it: the walk
         // is incomplete.
         if (err != EACCES && err != EPERM) {
-            dir.problem =
-                "/repo/" + escapeForTerminal(dir.relative) + " cannot be opened: " + errnoName(err);
+            dir.problem = "openat2(\"/repo/" + escapeForTerminal(dir.relative) +
+                          "\", O_DIRECTORY|O_NOFOLLOW, RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS): " +
+                          errnoName(err);
+            dir.problem_errno = err;
             dir.outcome = DirListing::Outcome::Incomplete;
             return;
         }
@@ -117,8 +119,9 @@ void listOne(int root_fd, const ListingRules& rules, DirListing& dir, std::vecto
         struct stat st {};  // gone: no directory at all
         if (fstatat(root_fd, path, &st, AT_SYMLINK_NOFOLLOW) < 0 && errno != ENOENT &&
             errno != ENOTDIR) {
-            dir.problem = "/repo/" + escapeForTerminal(dir.relative) +
-                          " cannot be examined: " + errnoName(errno);
+            dir.problem_errno = errno;
+            dir.problem = "fstatat(\"/repo/" + escapeForTerminal(dir.relative) +
+                          "\", AT_SYMLINK_NOFOLLOW): " + errnoName(dir.problem_errno);
             dir.outcome = DirListing::Outcome::Incomplete;
             return;
         }
@@ -140,8 +143,9 @@ void listOne(int root_fd, const ListingRules& rules, DirListing& dir, std::vecto
     while (true) {
         const long n = syscall(SYS_getdents64, fd.get(), buffer.data(), buffer.size());
         if (n < 0) {
-            dir.problem =
-                "/repo/" + escapeForTerminal(dir.relative) + ": getdents64: " + errnoName(errno);
+            dir.problem_errno = errno;
+            dir.problem = "getdents64(\"/repo/" + escapeForTerminal(dir.relative) +
+                          "\"): " + errnoName(dir.problem_errno);
             dir.outcome = DirListing::Outcome::Incomplete;
             return;
         }

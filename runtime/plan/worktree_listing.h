@@ -47,7 +47,8 @@ struct DirListing {
     uint32_t depth = 1;
 
     Outcome outcome = Outcome::NotListed;
-    std::string problem;  // Incomplete: what the refusal says
+    std::string problem;    // Incomplete: what the refusal says
+    int problem_errno = 0;  // ... when a call failed: the problem is that call
     bool have_st = false;
     struct stat st {};  // the directory's, taken before it was read
     uint64_t entries = 0;

@@ -191,6 +191,7 @@ Result<WorktreeScan> scanWorktree(int worktree_fd, const WorktreeMaskRules& rule
                     continue;
                 case DirListing::Outcome::Incomplete:
                     scan.incomplete = dir.problem;
+                    scan.incomplete_call = dir.problem_errno != 0;
                     cut("unlistable");
                     continue;
                 case DirListing::Outcome::Gone:
@@ -301,6 +302,11 @@ Status addWorktreeMasks(const Policy& policy, int worktree_fd, ChildPlan& plan,
     // sight (deeper than max_depth, into a directory closed to its owner,
     // behind a flood of entries): the run is refused, never narrowed.
     if (!scan->truncated_by.empty()) {
+        // A call that failed for want of an fd or memory says nothing of
+        // the tree: named as the call, like every other refusal (issue 15).
+        if (scan->incomplete_call)
+            return Error::message("walk the worktree for the names to hide or keep read-only: " +
+                                  scan->incomplete);
         const std::string& bound = scan->truncated_by;
         std::string why = !scan->incomplete.empty()
                               ? scan->incomplete

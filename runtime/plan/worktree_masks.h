@@ -77,6 +77,7 @@ struct WorktreeScan {
     // not list, a matching name it may not stat: `incomplete` says which).
     std::string truncated_by;
     std::string incomplete;
+    bool incomplete_call = false;  // `incomplete` is a call that failed, with its errno
     // Directories read whole (not taken from `before`) whose ctime was
     // settled: what a kept walk (runtime/plan/walk_cache.h) would gain.
     uint64_t listed_settled = 0;

@@ -169,12 +169,6 @@ Result<PreparedRun> prepareRun(const RunOptions& options, int& exit_code) {
                               s.error().describe());
         return s.error();
     }
-    // The worktree walk is kept between runs in the state directory, which
-    // (just checked) no sandbox of this run can write; without one the walk
-    // is whole.
-    const WorktreeMaskRules& masks = run.policy.fs.worktree_masks;
-    if (run.policy.fs.worktree && (!masks.hide.empty() || !masks.read_only.empty()))
-        if (auto dir = openUserStateDir()) run.policy.fs.state_dir = dir->fd;
     // Where the record goes is judged before anything runs: a record that
     // could not be written is known now (exit 125), not after the command.
     if (options.result) {
@@ -190,6 +184,12 @@ Result<PreparedRun> prepareRun(const RunOptions& options, int& exit_code) {
         run.record = std::move(*target);
     }
     return run;
+}
+
+void keepWorktreeWalk(Policy& policy) {
+    const WorktreeMaskRules& masks = policy.fs.worktree_masks;
+    if (policy.fs.worktree && (!masks.hide.empty() || !masks.read_only.empty()))
+        if (auto dir = openUserStateDir()) policy.fs.state_dir = dir->fd;
 }
 
 int finishRun(const PreparedRun& run, const SandboxOutcome& outcome, const RunOptions* options) {

@@ -32,11 +32,14 @@ int runCommand(const RunOptions& options) {
     int refused = kRefused;
     auto run = prepareRun(options, refused);
     if (!run) return refused;
+    keepWorktreeWalk(run->policy);
     if (auto s = hardenSupervisor(run->policy); !s)
         return refuseRun(options, run->policy.profile_name, "sandbox_unavailable", "error",
                          "harden the supervisor", s.error().describe());
     steps.done("load the profile, build the policy");
     SandboxOutcome outcome = runSandbox(run->policy);
+    // The kept walk is written; the record may need the fd.
+    if (run->policy.fs.state_dir) run->policy.fs.state_dir->reset();
     steps.done("the sandbox: the steps above, then its cgroups removed");
     int code = finishRun(*run, outcome, &options);
     steps.done("write the result");

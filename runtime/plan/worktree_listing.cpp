@@ -43,19 +43,49 @@ bool sameDirectory(const WalkedDir& was, const struct stat& now) {
 void listOne(int root_fd, const ListingRules& rules, DirListing& dir, std::vector<char>& buffer,
              std::atomic<uint64_t>& seen) {
     const char* path = dir.relative.empty() ? "." : dir.relative.c_str();
-    if (rules.before) {
+    const WalkedDir* was = nullptr;
+    for (const WalkedDirs* earlier : {rules.before, rules.kept}) {
+        if (!earlier || was) continue;
+        const auto at = earlier->find(dir.relative);
+        if (at != earlier->end()) was = &at->second;
+    }
+    if (was) {
         // One fstatat, no open: a directory still the same inode with the
         // same ctime, settled when it was listed, gained no name. The path
         // may resolve through a link a racing writer just made, but only to
         // a directory of that same inode, listed before; the covers
         // themselves are opened through no link (mount_in_child.cpp).
-        const auto was = rules.before->find(dir.relative);
         struct stat now;
-        if (was != rules.before->end() && was->second.settled &&
-            fstatat(root_fd, path, &now, AT_SYMLINK_NOFOLLOW) == 0 &&
-            sameDirectory(was->second, now)) {
+        if (was->settled && fstatat(root_fd, path, &now, AT_SYMLINK_NOFOLLOW) == 0 &&
+            sameDirectory(*was, now)) {
+            // Its names are the ones seen then; a matching one is stated
+            // anew (a file keeps its name but not its link count), as the
+            // listing would have.
             dir.outcome = DirListing::Outcome::Unchanged;
-            dir.unchanged = &was->second;
+            dir.have_st = true;
+            dir.st = now;
+            dir.unchanged = was;
+            dir.entries = was->entries;
+            dir.interesting.reserve(was->names.size());
+            for (const WalkedName& n : was->names) {
+                ListedEntry e;
+                e.name = n.name;
+                e.hidden = n.hidden;
+                e.kept = n.kept;
+                e.is_dir = n.is_dir;
+                if (e.hidden || e.kept) {
+                    e.examined = true;
+                    const std::string at =
+                        dir.relative.empty() ? n.name : dir.relative + "/" + n.name;
+                    if (fstatat(root_fd, at.c_str(), &e.st, AT_SYMLINK_NOFOLLOW) < 0)
+                        e.stat_errno = errno;
+                    else
+                        e.is_dir = S_ISDIR(e.st.st_mode);
+                }
+                dir.interesting.push_back(std::move(e));
+            }
+            if (seen.fetch_add(dir.entries) + dir.entries > rules.max_entries)
+                dir.over_bound = true;
             return;
         }
     }
@@ -75,8 +105,10 @@ void listOne(int root_fd, const ListingRules& rules, DirListing& dir, std::vecto
         // the directory holds, and the sandbox may well list it: the walk
         // is incomplete.
         if (err != EACCES && err != EPERM) {
-            dir.problem =
-                "/repo/" + escapeForTerminal(dir.relative) + " cannot be opened: " + errnoName(err);
+            dir.problem = "openat2(\"/repo/" + escapeForTerminal(dir.relative) +
+                          "\", O_DIRECTORY|O_NOFOLLOW, RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS): " +
+                          errnoName(err);
+            dir.problem_errno = err;
             dir.outcome = DirListing::Outcome::Incomplete;
             return;
         }
@@ -87,8 +119,9 @@ void listOne(int root_fd, const ListingRules& rules, DirListing& dir, std::vecto
         struct stat st {};  // gone: no directory at all
         if (fstatat(root_fd, path, &st, AT_SYMLINK_NOFOLLOW) < 0 && errno != ENOENT &&
             errno != ENOTDIR) {
-            dir.problem = "/repo/" + escapeForTerminal(dir.relative) +
-                          " cannot be examined: " + errnoName(errno);
+            dir.problem_errno = errno;
+            dir.problem = "fstatat(\"/repo/" + escapeForTerminal(dir.relative) +
+                          "\", AT_SYMLINK_NOFOLLOW): " + errnoName(dir.problem_errno);
             dir.outcome = DirListing::Outcome::Incomplete;
             return;
         }
@@ -110,8 +143,9 @@ void listOne(int root_fd, const ListingRules& rules, DirListing& dir, std::vecto
     while (true) {
         const long n = syscall(SYS_getdents64, fd.get(), buffer.data(), buffer.size());
         if (n < 0) {
-            dir.problem =
-                "/repo/" + escapeForTerminal(dir.relative) + ": getdents64: " + errnoName(errno);
+            dir.problem_errno = errno;
+            dir.problem = "getdents64(\"/repo/" + escapeForTerminal(dir.relative) +
+                          "\"): " + errnoName(dir.problem_errno);
             dir.outcome = DirListing::Outcome::Incomplete;
             return;
         }

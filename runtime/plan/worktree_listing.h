@@ -37,7 +37,8 @@ struct DirListing {
     enum class Outcome {
         NotListed,  // no thread got to it (one ran out of memory): the walk is cut
         Listed,     // read whole: `entries`, `interesting`
-        Unchanged,  // the same inode and ctime as `before` kept, settled: not read
+        Unchanged,  // the same inode and ctime as `before` kept, settled: not read,
+                    // `entries` and `interesting` are the ones kept (matches stated anew)
         Gone,       // not there as a directory, or someone else's the walker may not list
         Incomplete  // a directory of the walker's own it may not list, or readdir failed
     };
@@ -46,7 +47,8 @@ struct DirListing {
     uint32_t depth = 1;
 
     Outcome outcome = Outcome::NotListed;
-    std::string problem;  // Incomplete: what the refusal says
+    std::string problem;    // Incomplete: what the refusal says
+    int problem_errno = 0;  // ... when a call failed: the problem is that call
     bool have_st = false;
     struct stat st {};  // the directory's, taken before it was read
     uint64_t entries = 0;
@@ -62,7 +64,8 @@ struct ListingRules {
     const MaskPatternSet& read_only;
     const MaskPatternSet& show;
     const MaskPatternSet& writable;
-    const WalkedDirs* before;  // an earlier walk of this run, or null
+    const WalkedDirs* before;  // an earlier walk (this run's, or a kept one), or null
+    const WalkedDirs* kept;    // looked in for what `before` does not hold, or null
     uint64_t max_entries;
 };
 

@@ -22,6 +22,7 @@
 #include "namespaces/mount_plan.h"
 #include "namespaces/syscalls.h"
 #include "runtime/child/child_plan.h"
+#include "runtime/plan/walk_cache.h"
 #include "runtime/plan/worktree_listing.h"
 #include "runtime/policy/mask_patterns.h"
 
@@ -99,7 +100,8 @@ void pauseAfterWalkForTests() {
 }  // namespace
 
 Result<WorktreeScan> scanWorktree(int worktree_fd, const WorktreeMaskRules& rules,
-                                  bool skip_top_git, const WalkedDirs* before, WalkedDirs* record) {
+                                  bool skip_top_git, const WalkedDirs* before, WalkedDirs* record,
+                                  const WalkedDirs* kept, bool record_unchanged) {
     const MaskPatternSet hide(rules.hide), read_only(rules.read_only), show(rules.show),
         writable(rules.writable);
     WorktreeScan scan;
@@ -167,7 +169,8 @@ Result<WorktreeScan> scanWorktree(int worktree_fd, const WorktreeMaskRules& rule
     // Depth by depth: the directories of one depth are listed together
     // (listDirectories, on several threads where there are many), then
     // judged here one by one in the order a single queue would take them.
-    const ListingRules listing_rules{hide, read_only, show, writable, before, rules.max_entries};
+    const ListingRules listing_rules{hide, read_only,        show, writable, before,
+                                     kept, rules.max_entries};
     std::atomic<uint64_t> seen{0};
     while (!level.empty() && scan.truncated_by.empty()) {
         std::vector<DirListing> listed(level.size());
@@ -188,20 +191,13 @@ Result<WorktreeScan> scanWorktree(int worktree_fd, const WorktreeMaskRules& rule
                     continue;
                 case DirListing::Outcome::Incomplete:
                     scan.incomplete = dir.problem;
+                    scan.incomplete_call = dir.problem_errno != 0;
                     cut("unlistable");
                     continue;
                 case DirListing::Outcome::Gone:
                     ++scan.unlistable;
                     continue;
-                case DirListing::Outcome::Unchanged:
-                    // The same names, so the same subdirectories, each
-                    // looked at in its turn.
-                    for (const std::string& sub : dir.unchanged->subdirs) {
-                        pending_bytes += sub.size();
-                        level.push_back({sub, dir.depth + 1});
-                    }
-                    if (record) (*record)[dir.relative] = *dir.unchanged;
-                    continue;
+                case DirListing::Outcome::Unchanged:  // judged as read: the names kept
                 case DirListing::Outcome::Listed:
                     break;
             }
@@ -212,17 +208,25 @@ Result<WorktreeScan> scanWorktree(int worktree_fd, const WorktreeMaskRules& rule
                 break;
             }
             // A node's address outlives the map's rehashing.
+            const bool settled = dir.have_st && settledBefore(dir.st.st_ctim, walk_start);
+            if (dir.outcome == DirListing::Outcome::Unchanged)
+                ++scan.reused;
+            else if (settled)
+                ++scan.listed_settled;
             WalkedDir* walked = nullptr;
-            if (record && dir.have_st)
+            if (record && dir.outcome == DirListing::Outcome::Unchanged) {
+                if (record_unchanged) (*record)[dir.relative] = *dir.unchanged;
+            } else if (record && dir.have_st)
                 walked =
-                    &((*record)[dir.relative] = WalkedDir{dir.st.st_dev,
-                                                          dir.st.st_ino,
-                                                          dir.st.st_ctim,
-                                                          settledBefore(dir.st.st_ctim, walk_start),
-                                                          {}});
+                    &((*record)[dir.relative] = WalkedDir{
+                          dir.st.st_dev, dir.st.st_ino, dir.st.st_ctim, settled, dir.entries, {}});
             for (ListedEntry& e : dir.interesting) {
                 const std::string relative =
                     dir.relative.empty() ? e.name : dir.relative + "/" + e.name;
+                // A name of unknown type that is neither matched nor a
+                // directory tells a later walk nothing.
+                if (walked && (e.hidden || e.kept || e.is_dir))
+                    walked->names.push_back({e.name, e.hidden, e.kept, e.is_dir});
                 if (e.examined) {
                     if (e.stat_errno) {
                         // Gone since it was read: nothing to cover or walk.
@@ -261,7 +265,6 @@ Result<WorktreeScan> scanWorktree(int worktree_fd, const WorktreeMaskRules& rule
                     cut("memory");
                     break;
                 }
-                if (walked) walked->subdirs.push_back(relative);
                 level.push_back({relative, dir.depth + 1});
             }
         }
@@ -274,11 +277,21 @@ Status addWorktreeMasks(const Policy& policy, int worktree_fd, ChildPlan& plan,
     const WorktreeMaskRules& rules = policy.fs.worktree_masks;
     if (rules.hide.empty() && rules.read_only.empty()) return okStatus();
     auto walked = std::make_shared<WalkedDirs>();
-    auto scan = scanWorktree(worktree_fd, rules, true, nullptr, walked.get());
+    // The walk kept from an earlier run, if one may be trusted: the
+    // directories it lists unchanged are not read (walk_cache.h).
+    const WalkCacheKey key{policy.fs.state_dir ? policy.fs.state_dir->get() : -1, worktree_fd,
+                           &rules, true};
+    std::shared_ptr<const WalkedDirs> kept = loadWalkCache(key);
+    // Only what is read is recorded: the walk after the run looks in the
+    // kept walk for the rest.
+    auto scan = scanWorktree(worktree_fd, rules, true, kept.get(), walked.get(), nullptr, !kept);
     if (!scan) return scan.error().withContext("walk the worktree for hidden names");
     pauseAfterWalkForTests();
     WorktreeMaskReport report;
     report.walked = std::move(walked);
+    if (kept) report.kept = std::move(kept);
+    report.listed_settled = scan->listed_settled;
+    report.reused = scan->reused;
     report.entries = scan->entries;
     report.unlistable = scan->unlistable;
     report.truncated_by = scan->truncated_by;
@@ -289,6 +302,11 @@ Status addWorktreeMasks(const Policy& policy, int worktree_fd, ChildPlan& plan,
     // sight (deeper than max_depth, into a directory closed to its owner,
     // behind a flood of entries): the run is refused, never narrowed.
     if (!scan->truncated_by.empty()) {
+        // A call that failed for want of an fd or memory says nothing of
+        // the tree: named as the call, like every other refusal (issue 15).
+        if (scan->incomplete_call)
+            return Error::message("walk the worktree for the names to hide or keep read-only: " +
+                                  scan->incomplete);
         const std::string& bound = scan->truncated_by;
         std::string why = !scan->incomplete.empty()
                               ? scan->incomplete
@@ -362,8 +380,30 @@ void noteCreatedMaskedNames(const Policy& policy, WorktreeMaskReport& report) {
     // Only the directories that changed are listed again (WalkedDirs), so a
     // big worktree does not pay for a second full walk, and the bounds are
     // the first walk's.
-    auto scan = scanWorktree(policy.fs.worktree_held.get(), policy.fs.worktree_masks, true,
-                             report.walked.get());
+    const int worktree_fd = policy.fs.worktree_held.get();
+    // With no kept walk the walk before read everything, so this one will
+    // likely be kept: recorded now rather than by another pass.
+    WalkedDirs walked;
+    const bool record_now = policy.fs.state_dir && !report.kept;
+    auto scan = scanWorktree(worktree_fd, policy.fs.worktree_masks, true, report.walked.get(),
+                             record_now ? &walked : nullptr, report.kept.get());
+    // Kept for the next run when a walk read a settled directory: this walk
+    // is the later one, so a directory the run changed long enough ago is
+    // settled in it. Beside a kept walk the record is made by one more pass
+    // of fstatat, paid only then (a run of a tree nothing changed writes
+    // nothing).
+    if (scan && scan->truncated_by.empty() && policy.fs.state_dir &&
+        report.listed_settled + scan->listed_settled > 0) {
+        bool whole = record_now;
+        if (!whole) {
+            auto again = scanWorktree(worktree_fd, policy.fs.worktree_masks, true,
+                                      report.walked.get(), &walked, report.kept.get());
+            whole = again && again->truncated_by.empty();
+        }
+        if (whole)
+            saveWalkCache(
+                {policy.fs.state_dir->get(), worktree_fd, &policy.fs.worktree_masks, true}, walked);
+    }
     if (!scan || !scan->truncated_by.empty()) {
         // What was not examined may hold names the run made: the next run's
         // walk is whole or refused, this note is not.

@@ -28,7 +28,9 @@
 // cannot set ctime). A change in the same clock tick as the first walk's
 // fstat could keep the ctime on a coarse-grained filesystem, so only a ctime
 // older than the walk by a margin is trusted (WalkedDir::settled); a
-// directory changed just before the run is listed again after it.
+// directory changed just before the run is listed again after it. The same
+// rule lets the walk before a run take unchanged directories from the walk
+// an earlier run kept in the caller's state directory (walk_cache.h).
 #pragma once
 
 #include <sys/types.h>
@@ -75,14 +77,28 @@ struct WorktreeScan {
     // not list, a matching name it may not stat: `incomplete` says which).
     std::string truncated_by;
     std::string incomplete;
+    bool incomplete_call = false;  // `incomplete` is a call that failed, with its errno
+    // Directories read whole (not taken from `before`) whose ctime was
+    // settled: what a kept walk (runtime/plan/walk_cache.h) would gain.
+    uint64_t listed_settled = 0;
+    uint64_t reused = 0;  // directories taken from `before`, not read
     // Hidden or read-only files with more names than one: the others are
     // not covered (the first of them, and how many).
     uint64_t linked_count = 0;
     std::string linked_first;
 };
 
+// A name of a listed directory that the walk looked at: a subdirectory, a
+// hidden or read-only name (judged by the rules the walk had).
+struct WalkedName {
+    std::string name;
+    bool hidden = false;
+    bool kept = false;
+    bool is_dir = false;
+};
+
 // Each directory a walk listed, by its path below the worktree: what it was
-// then, and the subdirectories the walk went on to.
+// then, how many entries it held, and the names the walk went on with.
 struct WalkedDir {
     dev_t dev = 0;
     ino_t ino = 0;
@@ -90,7 +106,8 @@ struct WalkedDir {
     // The ctime was older than the walk by more than a clock tick could
     // blur: the same ctime later means the same entries (worktree_masks.cpp).
     bool settled = false;
-    std::vector<std::string> subdirs;
+    uint64_t entries = 0;
+    std::vector<WalkedName> names;  // in readdir order
 };
 using WalkedDirs = std::unordered_map<std::string, WalkedDir>;
 
@@ -98,11 +115,15 @@ using WalkedDirs = std::unordered_map<std::string, WalkedDir>;
 // `skip_top_git`: the top-level .git directory is read-only as a whole
 // already, and not walked. With `record`, notes each directory listed.
 // With `before` (an earlier walk's record), a directory that is still the
-// same inode with the same ctime is not listed again: its subdirectories
-// are walked as before, and its own names are the ones seen then.
+// same inode with the same ctime, settled then, is not listed again: the
+// names seen then are judged again as if read (the matching ones stated
+// anew), so the result is the one a whole walk gives. `kept` is looked in
+// for a directory `before` does not hold; without `record_unchanged` only
+// the directories read are recorded (the others are in `before` or `kept`).
 Result<WorktreeScan> scanWorktree(int worktree_fd, const WorktreeMaskRules& rules,
                                   bool skip_top_git = true, const WalkedDirs* before = nullptr,
-                                  WalkedDirs* record = nullptr);
+                                  WalkedDirs* record = nullptr, const WalkedDirs* kept = nullptr,
+                                  bool record_unchanged = true);
 
 // What the result record says of the masks.
 struct WorktreeMaskReport {
@@ -117,9 +138,16 @@ struct WorktreeMaskReport {
     std::string truncated_by;
     // Every name covered, sorted: what the walk after the run compares with.
     std::vector<std::string> covered;
-    // The directories the walk before the run listed (shared, not copied,
+    // The directories the walk before the run read (shared, not copied,
     // with the record), so that the walk after it lists only those changed.
     std::shared_ptr<const WalkedDirs> walked;
+    // The walk kept from an earlier run that the walk before this one used
+    // (walk_cache.h): `walked` holds only what that walk read.
+    std::shared_ptr<const WalkedDirs> kept;
+    // Settled directories the walk before the run read whole: the kept walk
+    // is written again after the run when it or the walk after adds one.
+    uint64_t listed_settled = 0;
+    uint64_t reused = 0;  // directories the walk before the run took from a kept walk
 };
 
 // Walks the worktree, adds a cover for each hidden name and a read-only

@@ -71,6 +71,10 @@ struct FilesystemView {
     HeldPath rootfs_held;                  // --rootfs as opened once
     std::vector<ExtraMount> mounts;
     WorktreeMaskRules worktree_masks;
+    // The caller's state directory, held (runtime/record/state_dir.h), where
+    // the worktree walk is kept between runs (runtime/plan/walk_cache.h);
+    // without it every walk is whole.
+    std::shared_ptr<UniqueFd> state_dir;
 };
 
 struct Policy {

@@ -188,6 +188,7 @@ std::string resultJson(const Policy& policy, const SandboxOutcome& o) {
             {"created", {{"count", m.created_count}, {"first", m.created}}},
             {"entries_examined", m.entries},
             {"unlistable", m.unlistable},
+            {"directories_reused", m.reused},
             {"truncated_by", m.truncated_by.empty() ? json(nullptr) : json(m.truncated_by)}};
     }
     if (o.ending == Ending::SetupFailed || o.ending == Ending::Refused ||

@@ -186,6 +186,12 @@ Result<PreparedRun> prepareRun(const RunOptions& options, int& exit_code) {
     return run;
 }
 
+void keepWorktreeWalk(Policy& policy) {
+    const WorktreeMaskRules& masks = policy.fs.worktree_masks;
+    if (policy.fs.worktree && (!masks.hide.empty() || !masks.read_only.empty()))
+        if (auto dir = openUserStateDir()) policy.fs.state_dir = dir->fd;
+}
+
 int finishRun(const PreparedRun& run, const SandboxOutcome& outcome, const RunOptions* options) {
     const Policy& policy = run.policy;
     SandboxResult result = classify(outcome);

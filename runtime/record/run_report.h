@@ -28,6 +28,13 @@ int refuseRun(const RunOptions& options, const std::string& profile, const std::
 // The profile and the options as a PreparedRun; on an error, the refusal is
 // already reported and `exit_code` holds 125.
 Result<PreparedRun> prepareRun(const RunOptions& options, int& exit_code);
+
+// For `stockade run`, once prepareRun has checked that no sandbox of the run
+// can write the caller's state directory: holds it, so the worktree walk is
+// kept there between runs (runtime/plan/walk_cache.h); without it every walk
+// is whole. Not for serve, whose state directory is its own to hold (and to
+// swap-test) once.
+void keepWorktreeWalk(Policy& policy);
 // Reports how the run ended (one line for a bound stockade applied, and for
 // a limit `options` asked for that only an rlimit held), writes the record,
 // returns the exit code: non-zero when the record could not be written.

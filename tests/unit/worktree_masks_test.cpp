@@ -185,17 +185,18 @@ TEST_CASE("worktree masks: the walk after the run trusts only settled, unchanged
     REQUIRE(walked.count("pkg") == 1);
     // Made just now: not settled, so listed again, whatever was kept.
     CHECK_FALSE(walked["pkg"].settled);
-    walked["pkg"].subdirs.clear();
+    walked["pkg"].names.clear();
     auto after = scanWorktree(fd.get(), rules, true, &walked);
     REQUIRE(after);
     CHECK(names(after->hidden) == std::vector<std::string>{"pkg/.env"});
     // Settled and unchanged: trusted, so the record's (planted) word stands:
-    // no subdirectory, and the names seen then (none kept here) not read.
+    // no subdirectory, and no name but those kept (none here).
     walked["pkg"].settled = true;
     WalkedDirs again;
     auto trusted = scanWorktree(fd.get(), rules, true, &walked, &again);
     REQUIRE(trusted);
-    CHECK(again["pkg"].subdirs.empty());
+    CHECK(again["pkg"].names.empty());
+    CHECK(trusted->reused >= 1);
     CHECK(trusted->hidden.empty());
     // Changed since (a name added): its ctime moved, listed again.
     writeFile(wt.path() + "/pkg/.env.new", "x");

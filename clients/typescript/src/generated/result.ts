@@ -103,6 +103,10 @@ export interface ResultRecord {
     created: MaskedNames;
     entries_examined: number;
     unlistable: number;
+    /**
+     * directories the walk before the run did not read, their inode and ctime unchanged since a walk kept in the caller's state directory (docs/performance.md)
+     */
+    directories_reused?: number;
     truncated_by: null | "max_entries" | "max_depth" | "path_length";
   };
   error: null | {
@@ -540,6 +544,11 @@ export const resultSchema = {
         "unlistable": {
           "type": "integer",
           "minimum": 0
+        },
+        "directories_reused": {
+          "type": "integer",
+          "minimum": 0,
+          "description": "directories the walk before the run did not read, their inode and ctime unchanged since a walk kept in the caller's state directory (docs/performance.md)"
         },
         "truncated_by": {
           "enum": [

@@ -1,0 +1,64 @@
+// The worktree walk kept between runs (issue 21's cost point,
+// docs/performance.md): each directory's inode, ctime, entry count and the
+// names the walk went on with, so that the next run lists only the
+// directories whose ctime moved and makes one fstatat of each of the others.
+//
+// Why an unchanged ctime may stand for unchanged entries: any change of a
+// directory's entries stamps its ctime, no process can set a ctime back
+// (utimensat(2) cannot), and a listing is kept only when the ctime was older
+// than the walk that read it by more than a clock tick could blur
+// (WalkedDir::settled). That rule needs the clock not to have gone back
+// between the two runs, so the cache records the boot and the offset of
+// CLOCK_REALTIME from CLOCK_BOOTTIME and is dropped when the boot differs or
+// the offset moved back; and it needs ctime to be the local kernel's own, so
+// a worktree on anything but ext2/3/4, XFS, Btrfs, tmpfs or F2FS (NFS, FUSE,
+// overlayfs, 9p, SMB...) is walked whole, as is any directory on another
+// device than the worktree's top (a mount inside it).
+//
+// Where it is kept: the caller's private state directory
+// (runtime/record/state_dir.h), held by fd, which no sandbox may write
+// (refuseWritableStateDirs), in a "walk-cache" directory of its own, 0700:
+// one file per worktree, named by the worktree's device and inode, 0600,
+// written whole (a temporary name, then renameat), at most kMaxCacheBytes.
+// The file also holds the rules that shaped the walk (patterns, bounds, the
+// walker's uid): a walk under other rules does not use it. It is read
+// through no link, only when it is a regular file of the caller's with no
+// access for others; a file that fails any check, or does not parse to the
+// byte, is passed over in silence and the walk is whole. What the cache
+// cannot defend against is the caller itself (or root) writing a
+// well-formed lie there: it is as trusted as the state directory.
+#pragma once
+
+#include <memory>
+
+#include "base/unique_fd.h"
+#include "runtime/plan/worktree_masks.h"
+#include "runtime/policy/policy.h"
+
+namespace stockade {
+
+inline constexpr size_t kMaxCacheBytes = size_t{64} << 20;
+// Caches for this many worktrees at most; past it the least recently
+// written one goes.
+inline constexpr size_t kMaxCacheFiles = 32;
+
+// What a kept walk is for: the worktree (its fd, any kind) and the rules.
+struct WalkCacheKey {
+    int state_dir_fd = -1;
+    int worktree_fd = -1;
+    const WorktreeMaskRules* rules = nullptr;
+    bool skip_top_git = true;
+};
+
+// The kept walk for `key`, or null when there is none that may be trusted.
+std::shared_ptr<const WalkedDirs> loadWalkCache(const WalkCacheKey& key);
+
+// Keeps the settled directories of `walked` (a whole walk's record) for the
+// next run; failures are silent (the next walk is whole).
+void saveWalkCache(const WalkCacheKey& key, const WalkedDirs& walked);
+
+// Test hook and reason, for tests: why the last loadWalkCache returned null
+// ("" when it did not), e.g. "owner", "parse", "boot", "rules".
+const char* lastWalkCacheMiss();
+
+}  // namespace stockade

@@ -1,0 +1,199 @@
+// G2, issue 21's cost point: the worktree walk kept between runs in the
+// caller's state directory (runtime/plan/walk_cache.h). A kept walk never
+// hides a stale view: a name a sandbox creates is hidden in the next run,
+// however warm the cache; and a kept walk the test (playing the caller's own
+// uid outside any sandbox) swaps for a symlink, gives to another user,
+// truncates or scribbles on is passed over: the walk is whole and the masks
+// hold. What the sandbox reads is the kernel's answer through the probe.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <string>
+#include <thread>
+
+#include "harness.h"
+#include "worktree_mask_names.h"
+
+using namespace stockade::itest;
+
+namespace {
+
+// The caller's state directory as stockade chooses it with no
+// XDG_RUNTIME_DIR (the harness sets none), and the kept walk's file there.
+std::string cacheFileFor(Mode mode, const std::string& worktree) {
+    struct stat st;
+    REQUIRE(::stat(worktree.c_str(), &st) == 0);
+    char name[64];
+    std::snprintf(name, sizeof name, "wt-%llx-%llx", static_cast<unsigned long long>(st.st_dev),
+                  static_cast<unsigned long long>(st.st_ino));
+    const std::string state =
+        mode == Mode::Root ? "/run/stockade" : "/tmp/stockade-" + std::to_string(kNobody);
+    return state + "/walk-cache/" + name;
+}
+
+// The kept walk of a scratch worktree goes with it.
+struct RemoveAtEnd {
+    std::string path;
+    ~RemoveAtEnd() { ::unlink(path.c_str()); }
+};
+
+// Directories whose ctime is not older than the walk by 2 s are never kept.
+void letSettle() {
+    std::this_thread::sleep_for(std::chrono::milliseconds(3100));
+}
+
+// 40 packages of a few files, and a deep directory the sandbox may write.
+void makeTree(Sandbox& sandbox) {
+    for (int p = 0; p < 40; ++p) {
+        const std::string pkg = "worktree/node_modules/pkg" + std::to_string(p) + "/lib/";
+        for (int f = 0; f < 3; ++f) sandbox.scratch().writeFile(pkg + "f" + std::to_string(f), "x");
+    }
+    sandbox.scratch().writeFile("worktree/a/b/c/d/file", "x");
+    sandbox.scratch().writeFile("worktree/e/f/g/file", "x");
+}
+
+uint64_t reused(const Sandbox& sandbox) {
+    const nlohmann::json masks = sandbox.result()["worktree_masks"];
+    INFO(masks.dump());
+    REQUIRE(masks["directories_reused"].is_number_unsigned());
+    return masks["directories_reused"].get<uint64_t>();
+}
+
+void expectHidden(Sandbox& sandbox, const std::string& path, const std::string& token) {
+    const ProbeRun read = sandbox.probe({"read-file", path});
+    INFO(read.describe());
+    CHECK(read.result() == "ok");
+    CHECK(read.report.get("bytes") == "0");  // the empty cover
+    CHECK(read.completed.out.find(token) == std::string::npos);
+    CHECK(recordText(sandbox).find(token) == std::string::npos);
+}
+
+}  // namespace
+
+TEST_CASE(
+    "G2: a name a sandbox creates deep in a worktree whose walk is kept is hidden in the "
+    "next run",
+    "[G2][filesystem][masks]") {
+    STOCKADE_EACH_MODE(mode);
+    Sandbox sandbox(mode);
+    makeTree(sandbox);
+    const RemoveAtEnd cache{cacheFileFor(mode, sandbox.worktree())};
+    ::unlink(cache.path.c_str());
+    letSettle();
+
+    // The first run walks whole and keeps the walk, the caller's, 0600.
+    Completed first = sandbox.run({"/bin/true"});
+    INFO(first.describe());
+    REQUIRE(first.exitCode == 0);
+    CHECK(reused(sandbox) == 0);
+    struct stat st;
+    REQUIRE(::lstat(cache.path.c_str(), &st) == 0);
+    CHECK(S_ISREG(st.st_mode));
+    CHECK((st.st_mode & 0777) == 0600);
+    CHECK(st.st_uid == invokingUid(mode));
+    Completed warm = sandbox.run({"/bin/true"});
+    REQUIRE(warm.exitCode == 0);
+    CHECK(reused(sandbox) > 80);
+
+    // The sandbox creates a .env four directories down and ends at once:
+    // its directory's ctime moved, so the kept listing of it is not used.
+    const std::string token = randomToken("created");
+    Completed create = sandbox.run({"/bin/sh", "-c", "printf " + token + " > /repo/a/b/c/d/.env"});
+    INFO(create.describe());
+    REQUIRE(create.exitCode == 0);
+    CHECK(sandbox.result()["worktree_masks"]["created"]["count"] == 1);
+    expectHidden(sandbox, "/repo/a/b/c/d/.env", token);
+    CHECK(reused(sandbox) > 80);
+
+    // Created, then the run lasts past the settling margin: the walk after
+    // it keeps the directory with the new name, and every later run, from
+    // the kept walk alone, still covers it.
+    const std::string later = randomToken("settled");
+    Completed settle = sandbox.run(
+        {"/bin/sh", "-c", "printf " + later + " > /repo/e/f/g/.env.local && sleep 3.2"});
+    INFO(settle.describe());
+    REQUIRE(settle.exitCode == 0);
+    expectHidden(sandbox, "/repo/e/f/g/.env.local", later);
+    expectHidden(sandbox, "/repo/a/b/c/d/.env", token);
+    const nlohmann::json masks = sandbox.result()["worktree_masks"];
+    INFO(masks.dump());
+    CHECK(masks["hidden"]["count"] == 2);
+    CHECK(reused(sandbox) > 80);
+    CHECK(readFileOrEmpty(sandbox.worktree() + "/a/b/c/d/.env") == token);
+}
+
+TEST_CASE(
+    "G2: a kept walk swapped for a symlink, another user's file, truncated or garbage is "
+    "passed over and the masks hold",
+    "[G2][filesystem][masks]") {
+    STOCKADE_EACH_MODE(mode);
+    Sandbox sandbox(mode);
+    makeTree(sandbox);
+    const std::string token = randomToken("deep");
+    sandbox.scratch().writeFile("worktree/node_modules/pkg39/lib/.env", token);
+    const RemoveAtEnd cache{cacheFileFor(mode, sandbox.worktree())};
+    ::unlink(cache.path.c_str());
+    // Where the symlink leads: a file of the caller's the run must not write.
+    const std::string decoy = sandbox.scratch().writeFile("decoy", "decoy\n", 0600);
+    letSettle();
+    const uid_t uid = invokingUid(mode);
+    const gid_t gid = invokingGid(mode);
+    const uid_t other = mode == Mode::Root ? kNobody : 1;
+
+    struct Damage {
+        const char* what;
+        std::function<void(const std::string&)> apply;
+    };
+    const std::vector<Damage> damages = {
+        {"a symlink to the caller's file",
+         [&](const std::string& file) {
+             REQUIRE(::unlink(file.c_str()) == 0);
+             REQUIRE(::symlink(decoy.c_str(), file.c_str()) == 0);
+             REQUIRE(::lchown(file.c_str(), uid, gid) == 0);
+         }},
+        {"another user's file",
+         [&](const std::string& file) { REQUIRE(::chown(file.c_str(), other, other) == 0); }},
+        {"truncated",
+         [&](const std::string& file) {
+             struct stat st;
+             REQUIRE(::stat(file.c_str(), &st) == 0);
+             REQUIRE(::truncate(file.c_str(), st.st_size / 2) == 0);
+         }},
+        {"garbage",
+         [&](const std::string& file) {
+             struct stat st;
+             REQUIRE(::stat(file.c_str(), &st) == 0);
+             std::string junk(static_cast<size_t>(st.st_size), '\0');
+             for (size_t i = 0; i < junk.size(); ++i) junk[i] = static_cast<char>(i * 131 + 7);
+             std::ofstream(file, std::ios::binary | std::ios::trunc) << junk;
+         }},
+    };
+    for (const Damage& damage : damages) {
+        INFO(damage.what);
+        // A good kept walk first (made or remade by the run before), used.
+        Completed good = sandbox.run({"/bin/true"});
+        INFO(good.describe());
+        REQUIRE(good.exitCode == 0);
+        struct stat st;
+        REQUIRE(::lstat(cache.path.c_str(), &st) == 0);
+        REQUIRE(S_ISREG(st.st_mode));
+        damage.apply(cache.path);
+        // The walk is whole (nothing reused), the .env covered, and the kept
+        // walk written anew as the caller's own file, never through the link.
+        expectHidden(sandbox, "/repo/node_modules/pkg39/lib/.env", token);
+        CHECK(reused(sandbox) == 0);
+        REQUIRE(::lstat(cache.path.c_str(), &st) == 0);
+        CHECK(S_ISREG(st.st_mode));
+        CHECK(st.st_uid == uid);
+        CHECK((st.st_mode & 0777) == 0600);
+        CHECK(readFileOrEmpty(decoy) == "decoy\n");
+    }
+    Completed last = sandbox.run({"/bin/true"});
+    REQUIRE(last.exitCode == 0);
+    CHECK(reused(sandbox) > 80);
+}

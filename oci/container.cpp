@@ -325,7 +325,8 @@ Status createContainer(const std::string& root_dir, const std::string& id,
     auto monitor = Monitor::start(dir->get(), launched.sync.get(), id);
     if (!monitor) return monitor.error();
     record.monitor_pid = monitor->pid();
-    record.monitor_start_time = processStartTime(monitor->pid());
+    record.monitor_start_time = monitor->startTime();
+    if (record.monitor_start_time == 0) return Error::message("monitor: it ended at its start");
     if (auto s = writeRecord(dir->get(), record); !s) return s.error();
     if (!pid_file.empty())
         if (auto s = writePidFile(pid_file, *started); !s) return s.error();

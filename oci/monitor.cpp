@@ -15,6 +15,7 @@
 
 #include <algorithm>
 
+#include "base/fd_passing.h"
 #include "oci/container.h"
 #include "runtime/child/child_protocol.h"
 
@@ -91,8 +92,6 @@ void writeEnd(int dir_fd, const std::string& id, const Record::End& end) {
     int null = open("/dev/null", O_RDWR);
     if (null != 0 || dup2(0, 1) != 1 || dup2(0, 2) != 2) _exit(1);
 
-    const pid_t self = getpid();
-    if (send(control, &self, sizeof(self), MSG_NOSIGNAL) != sizeof(self)) _exit(1);
     // create's word that the record and pid file are written, or its end:
     // then the sync socket closes with this process, the parked command
     // sees it and ends, and nothing of the container is left running.
@@ -173,10 +172,20 @@ Result<Monitor> Monitor::start(int dir_fd, int sync_fd, const std::string& id) {
         // The middle process: a new session, then the monitor, then gone,
         // so the monitor is reparented to the caller's subreaper and can
         // never take a controlling terminal.
+        // It hands create the monitor's pid and a pidfd, opened while the
+        // monitor is its own unreaped child (so the pid cannot have been
+        // reused): create then need not wait for the monitor to be
+        // scheduled before it writes the record.
         if (setsid() < 0) _exit(1);
         const pid_t monitor = fork();
         if (monitor == 0) runMonitor(sync_fd, theirs.get(), dir.get(), id);
-        _exit(monitor < 0 ? 1 : 0);
+        if (monitor < 0) _exit(1);
+        const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, monitor, 0));
+        if (pidfd < 0) {
+            kill(monitor, SIGKILL);
+            _exit(1);
+        }
+        _exit(sendWithFds(theirs.get(), &monitor, sizeof(monitor), &pidfd, 1) == 0 ? 0 : 1);
     }
     theirs.reset();
     int status = 0;
@@ -187,15 +196,24 @@ Result<Monitor> Monitor::start(int dir_fd, int sync_fd, const std::string& id) {
     Monitor out;
     out.control_ = std::move(ours);
     pid_t pid = 0;
-    ssize_t n;
-    while ((n = recv(out.control_.get(), &pid, sizeof(pid), 0)) < 0 && errno == EINTR) {
-    }
-    if (n != sizeof(pid) || pid <= 1) return Error::message("monitor: it ended before it started");
+    int fds[kMaxPassedFds];
+    int count = 0;
+    bool truncated = false;
+    const ssize_t n =
+        receiveWithFds(out.control_.get(), &pid, sizeof(pid), fds, &count, 0, &truncated);
+    for (int i = 1; i < count; ++i) close(fds[i]);
+    if (count > 0) out.pidfd_.reset(fds[0]);
+    if (n != sizeof(pid) || count != 1 || truncated || pid <= 1)
+        return Error::message("monitor: its pid did not come");
     out.pid_ = pid;
-    // Alive until told or until `out.control_` closes, so the pid is its.
-    out.pidfd_.reset(static_cast<int>(syscall(SYS_pidfd_open, pid, 0)));
-    if (!out.pidfd_) return Error::fromErrno("monitor: pidfd_open(" + std::to_string(pid) + ")");
     return out;
+}
+
+uint64_t Monitor::startTime() const {
+    const uint64_t start = processStartTime(pid_);
+    pollfd pfd{pidfd_.get(), POLLIN, 0};
+    if (poll(&pfd, 1, 0) != 0) return 0;  // ended (or unknown): not its time
+    return start;
 }
 
 Status Monitor::commit() {

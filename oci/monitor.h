@@ -46,6 +46,9 @@ class Monitor {
     ~Monitor();
 
     pid_t pid() const { return pid_; }
+    // Its start time (/proc/PID/stat), read while its pidfd says it lives:
+    // 0 when it has ended.
+    uint64_t startTime() const;
     // Tells the monitor the record and pid file are written: it sends
     // "committed" on the sync socket (the parked command may then wait for
     // `start`) and says it has. On failure the monitor is ended.

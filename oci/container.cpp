@@ -29,6 +29,7 @@
 #include "oci/cgroups.h"
 #include "oci/config.h"
 #include "oci/container_plan.h"
+#include "oci/monitor.h"
 #include "oci/profile.h"
 #include "runtime/child/child_protocol.h"
 #include "runtime/supervisor/sandbox_launch.h"
@@ -318,14 +319,20 @@ Status createContainer(const std::string& root_dir, const std::string& id,
         record.cgroups = cgroups->dirs;
     }
     if (record.start_time == 0) return Error::message("container setup failed: its init is gone");
+    // The monitor, from here on the holder of this end of the sync socket
+    // (oci/monitor.h): forked after the cgroup join, so it is not of the
+    // container's cgroup; ended with this process until it commits.
+    auto monitor = Monitor::start(dir->get(), launched.sync.get(), id);
+    if (!monitor) return monitor.error();
+    record.monitor_pid = monitor->pid();
+    record.monitor_start_time = monitor->startTime();
+    if (record.monitor_start_time == 0) return Error::message("monitor: it ended at its start");
     if (auto s = writeRecord(dir->get(), record); !s) return s.error();
     if (!pid_file.empty())
         if (auto s = writePidFile(pid_file, *started); !s) return s.error();
-    // Committed: the parked command may now wait for `start`. A create that
-    // dies before this leaves no process behind.
-    char committed = 1;
-    if (send(launched.sync.get(), &committed, 1, MSG_NOSIGNAL) != 1)
-        return Error::fromErrno("send(committed)");
+    // Committed, by the monitor: the parked command may now wait for
+    // `start`. A create that dies before this leaves no process behind.
+    if (auto s = monitor->commit(); !s) return s.error();
     ok = true;
     out.pid = *started;
     out.pidfd = std::move(started_pidfd);
@@ -349,6 +356,7 @@ Result<Opened> openExisting(const std::string& root_dir, const std::string& id) 
 }
 
 Status destroyContainer(const Opened& c) {
+    stopMonitor(c.record);
     if (auto s = removeContainerCgroups(c.record.cgroups); !s) return s.error();
     return removeContainer(c.root.get(), c.record.id);
 }

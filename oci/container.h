@@ -53,8 +53,8 @@ struct Opened {
 };
 Result<Opened> openExisting(const std::string& root_dir, const std::string& id);
 
-// Removes what the container left: its cgroups, then its directory. Its
-// processes must be gone (killAndWait).
+// Removes what the container left: its monitor (ended and waited for), its
+// cgroups, then its directory. Its processes must be gone (killAndWait).
 Status destroyContainer(const Opened& container);
 
 // One byte into exec.fifo: the parked command goes on to seccomp and exec.

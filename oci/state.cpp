@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -106,6 +107,18 @@ std::string recordJson(const Record& r) {
     for (const Record::Kill& k : r.kills)
         kills.push_back({{"signal", k.signal}, {"all", k.all}, {"time", k.time}});
     doc["kills"] = kills;
+    if (r.monitor_pid > 0)
+        doc["monitor"] = {{"pid", r.monitor_pid}, {"start_time", r.monitor_start_time}};
+    if (r.end) {
+        const Record::End& e = *r.end;
+        doc["end"] = {{"reported", e.reported},
+                      {"exitStatus", e.exit_status},
+                      {"signal", e.signal},
+                      {"coreDumped", e.core_dumped},
+                      {"stragglers", e.stragglers},
+                      {"failure", e.failure},
+                      {"time", e.time}};
+    }
     return doc.dump();
 }
 
@@ -151,12 +164,24 @@ Result<Record> readRecord(int dir_fd, const std::string& id) {
             for (const json& k : doc["kills"])
                 r.kills.push_back({k.at("signal").get<int>(), k.at("all").get<bool>(),
                                    k.at("time").get<std::string>()});
+        if (doc.contains("monitor")) {
+            r.monitor_pid = doc["monitor"].at("pid").get<pid_t>();
+            r.monitor_start_time = doc["monitor"].at("start_time").get<uint64_t>();
+        }
+        if (doc.contains("end")) {
+            const json& e = doc["end"];
+            r.end =
+                Record::End{e.at("reported").get<bool>(),       e.at("exitStatus").get<int>(),
+                            e.at("signal").get<int>(),          e.at("coreDumped").get<bool>(),
+                            e.at("stragglers").get<uint32_t>(), e.at("failure").get<std::string>(),
+                            e.at("time").get<std::string>()};
+        }
         if (doc.contains("annotations"))
             r.annotations = doc["annotations"].get<std::map<std::string, std::string>>();
     } catch (const json::exception&) {
         return bad();
     }
-    if (r.id != id || r.pid <= 1) return bad();
+    if (r.id != id || r.pid <= 1 || r.monitor_pid < 0 || r.monitor_pid == 1) return bad();
     // delete removes these: only directories of the cgroup tree, by a
     // path with no way up out of it.
     for (const std::string& dir : r.cgroups)
@@ -240,6 +265,32 @@ std::string stateJson(const Record& r, Status3 status) {
     for (const Record::Kill& k : r.kills)
         kills.push_back({{"signal", k.signal}, {"all", k.all}, {"time", k.time}});
     ending["kills"] = kills;
+    // The end as the monitor heard it from init (oci/monitor.h), once the
+    // container stopped: the command's exit status or signal and the
+    // stragglers init killed after it; or no report, init itself killed,
+    // where the last SIGKILL this runtime sent is the cause it can name.
+    if (r.end && status == Status3::Stopped) {
+        const Record::End& e = *r.end;
+        ending["reported"] = e.reported;
+        ending["time"] = e.time;
+        if (e.reported) {
+            if (e.signal)
+                ending["command"] = {{"signal", e.signal}, {"coreDumped", e.core_dumped}};
+            else
+                ending["command"] = {{"exitStatus", e.exit_status}};
+            ending["stragglersKilled"] = e.stragglers;
+            if (!e.failure.empty()) ending["failure"] = e.failure;
+        } else {
+            auto last_kill =
+                std::find_if(r.kills.rbegin(), r.kills.rend(),
+                             [](const Record::Kill& k) { return k.signal == SIGKILL; });
+            ending["cause"] = last_kill != r.kills.rend()
+                                  ? "init killed by signal 9, sent by kill at " + last_kill->time
+                                  : std::string(
+                                        "init ended without a report: killed from "
+                                        "outside this runtime, or before the command ran");
+        }
+    }
     if (!r.cgroups.empty()) {
         CgroupCounters counters = readCgroupCounters(r.cgroups);
         if (counters.oom_kills) ending["oomKills"] = *counters.oom_kills;
@@ -248,6 +299,8 @@ std::string stateJson(const Record& r, Status3 status) {
     doc["stockade"] = {{"profile", r.profile.empty() ? "none" : r.profile},
                        {"enforced", r.enforced},
                        {"ending", ending}};
+    // The detached monitor's host pid (gone once the container has ended).
+    if (r.monitor_pid > 0) doc["stockade"]["monitorPid"] = r.monitor_pid;
     return doc.dump(2);
 }
 

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -57,6 +58,22 @@ struct Record {
         std::string time;  // RFC 3339
     };
     std::vector<Kill> kills;
+    // The detached monitor (oci/monitor.h), so that delete can end it.
+    pid_t monitor_pid = 0;
+    uint64_t monitor_start_time = 0;
+    // How the container ended, as its monitor heard it from init: the
+    // command's wait status and the stragglers init killed after it, or,
+    // when init itself was killed, no report (the kills above say why).
+    struct End {
+        bool reported = false;
+        int exit_status = -1;  // when the command exited
+        int signal = 0;        // when a signal killed it
+        bool core_dumped = false;
+        uint32_t stragglers = 0;
+        std::string failure;  // a setup step that failed after start
+        std::string time;     // RFC 3339, when the monitor heard it
+    };
+    std::optional<End> end;
 };
 inline constexpr size_t kMaxKills = 16;
 

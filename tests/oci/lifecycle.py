@@ -396,6 +396,206 @@ def record_cases(rt, scratch, owner, base, mode):
     check("record: nothing left under --root", os.listdir(rt.root) == [], os.listdir(rt.root))
 
 
+def monitors_of_ours():
+    """Live processes named stockade-mon whose parent is this script: the
+    subreaper each detached monitor is reparented to, as init is."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        name = stat[stat.index("(") + 1:stat.rindex(")")]
+        fields = stat[stat.rindex(")") + 2:].split()
+        if name == "stockade-mon" and fields[0] not in "ZX" and int(fields[1]) == os.getpid():
+            found.append(int(entry))
+    return found
+
+
+def alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(") ", 1)[1][0] not in "ZX"
+    except OSError:
+        return False
+
+
+def stat_fields(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(") ", 1)[1].split()
+
+
+def monitor_cases(rt, scratch, owner, base, mode):
+    """The detached monitor (oci/monitor.h): the command's end and the
+    stragglers init killed reach the record through it; it is never
+    init's parent, holds none of create's fds, ends with init, is gone
+    after delete, and a create that dies or fails leaves no process."""
+    state_root, out = rt.root, os.path.join(scratch, "out")
+    log = os.path.join(out, "mon-log.json")
+
+    def ending(cid):
+        return (state_of(rt, cid) or {}).get("stockade", {}).get("ending", {})
+
+    def ended(cid):
+        return wait_for(lambda: (state_of(rt, cid) or {}).get("status") == "stopped" and
+                        "reported" in ending(cid))
+
+    # Exit 3. Before start: the monitor beside init, both children of the
+    # subreaper, the monitor in a session of its own, its fds /dev/null,
+    # one socket and the container's directory, nothing of create's.
+    three = make_bundle(scratch, "mon-three", ["sh", "-c", "exit 3"], owner, base)
+    # create's stdio are files here (conmon's are pipes): the monitor must
+    # hold neither, nor the --log file.
+    with open(os.path.join(out, "mon-create-out"), "w") as stdio:
+        r = subprocess.run([rt.binary, "--root", state_root, "--log-format", "json", "--log", log,
+                            "create", "--bundle", three, "--pid-file",
+                            os.path.join(out, "mon.pid"), "mon1"],
+                           stdin=subprocess.DEVNULL, stdout=stdio, stderr=stdio, timeout=120,
+                           preexec_fn=demote if rt.mode == "rootless" else None)
+    st = state_of(rt, "mon1") or {}
+    init, mon = st.get("pid", 0), st.get("stockade", {}).get("monitorPid", 0)
+    check("monitor: create returns, naming its monitor", r.returncode == 0 and mon > 1 and
+          alive(mon) and monitors_of_ours() == [mon], (r.returncode, st, monitors_of_ours()))
+    if not (r.returncode == 0 and mon > 1 and alive(mon)):
+        rt("delete", "--force", "mon1")
+        return
+    mf, jf = stat_fields(mon), stat_fields(init)
+    # stat after the name: state, ppid, pgrp, session. The session is the
+    # middle process's (it called setsid and left): not the caller's, and
+    # the monitor, no leader, can never take a controlling terminal.
+    check("monitor: init's parent is the subreaper, not the monitor; the monitor is the "
+          "subreaper's child too, in a session of its own that it does not lead",
+          int(jf[1]) == os.getpid() and int(mf[1]) == os.getpid() and
+          int(mf[3]) not in (os.getsid(0), int(jf[3]), mon), (jf[:4], mf[:4], os.getsid(0)))
+    fds = {int(fd): os.readlink(f"/proc/{mon}/fd/{fd}") for fd in os.listdir(f"/proc/{mon}/fd")}
+    kinds = sorted("null" if t == "/dev/null" else "socket" if t.startswith("socket:") else
+                   "dir" if t == os.path.join(state_root, "mon1") else t for t in fds.values())
+    check("monitor: its fds are /dev/null for stdio, one socket and the container's "
+          "directory: not create's stdio, --log, pid file or exec.fifo",
+          kinds == ["dir", "null", "null", "null", "socket"] and
+          all(fds.get(i) == "/dev/null" for i in (0, 1, 2)), fds)
+    with open(f"/proc/{mon}/status") as f:
+        uids = [line.split()[1:] for line in f if line.startswith("Uid:")][0]
+    check("monitor: it runs as the caller, not as the container",
+          all(u == ("0" if mode == "root" else "65534") for u in uids), uids)
+    rt("start", "mon1")
+    check("monitor: exit 3 is in state once it stopped, no stragglers",
+          ended("mon1") and ending("mon1").get("command") == {"exitStatus": 3} and
+          ending("mon1").get("stragglersKilled") == 0 and ending("mon1").get("reported") is True,
+          ending("mon1"))
+    check("...as the subreaper saw init end (3)", wait_for(lambda: init in reaped) and
+          os.WIFEXITED(reaped[init]) and os.WEXITSTATUS(reaped[init]) == 3, reaped.get(init))
+    check("monitor: it ends when init's socket closes",
+          wait_for(lambda: not alive(mon)), stat_fields(mon) if alive(mon) else "")
+    r = rt("delete", "mon1")
+    check("monitor: delete after the end leaves nothing", r.returncode == 0 and
+          os.listdir(state_root) == [] and monitors_of_ours() == [], (r.stderr, os.listdir(state_root)))
+
+    # A command killed by a signal (kill TERM reaches it through init).
+    sleeper = make_bundle(scratch, "mon-sleep", ["sleep", "1000"], owner, base)
+    rt("create", "--bundle", sleeper, "mon2")
+    rt("start", "mon2")
+    init = (state_of(rt, "mon2") or {}).get("pid", 0)
+    rt("kill", "mon2", "TERM")
+    check("monitor: a command killed by SIGTERM shows signal 15",
+          ended("mon2") and ending("mon2").get("command") == {"signal": 15, "coreDumped": False} and
+          [k["signal"] for k in ending("mon2").get("kills", [])] == [15], ending("mon2"))
+    check("...and init ended with 128+15", wait_for(lambda: init in reaped) and
+          os.WIFEXITED(reaped[init]) and os.WEXITSTATUS(reaped[init]) == 143, reaped.get(init))
+    rt("delete", "mon2")
+
+    # Stragglers: two sleeps left behind by a command that exits 0, killed
+    # by init and counted. The command's fds hold no socket (the sync
+    # socket is close-on-exec in it), and init's are not the container's
+    # to read.
+    strays = make_bundle(scratch, "mon-strays", ["sh", "-c",
+                         "ls -l /proc/$$/fd > /out/mon-fds 2>&1; "
+                         "ls /proc/1/fd > /dev/null 2>&1 || echo hidden > /out/mon-init; "
+                         "sleep 1000 & sleep 1000 & exit 0"], owner, base)
+    rt("create", "--bundle", strays, "mon3")
+    rt("start", "mon3")
+    check("monitor: two stragglers killed after the command's exit 0 are counted",
+          ended("mon3") and ending("mon3").get("command") == {"exitStatus": 0} and
+          ending("mon3").get("stragglersKilled") == 2, ending("mon3"))
+    with open(os.path.join(out, "mon-fds")) as f:
+        listing = f.read()
+    init_hidden = os.path.exists(os.path.join(out, "mon-init"))
+    check("monitor: the command holds no socket (the sync socket stays stockade's), and "
+          "init's fds are hidden from it",
+          " 0 -> " in listing and "socket:" not in listing and init_hidden, (listing, init_hidden))
+    rt("delete", "mon3")
+
+    # init itself killed: no report; the kept kill is the cause.
+    rt("create", "--bundle", sleeper, "mon4")
+    rt("start", "mon4")
+    mon = (state_of(rt, "mon4") or {}).get("stockade", {}).get("monitorPid", 0)
+    rt("kill", "mon4", "9")
+    check("monitor: init killed by kill 9: no report, the kill named as the cause",
+          ended("mon4") and ending("mon4").get("reported") is False and
+          "command" not in ending("mon4") and
+          "init killed by signal 9" in ending("mon4").get("cause", ""), ending("mon4"))
+    rt("delete", "mon4")
+    check("...and its monitor is gone", not alive(mon) and monitors_of_ours() == [])
+
+    # delete --force of a running container, and delete of one never
+    # started: no monitor left once delete returns.
+    for cid, start in (("mon5", True), ("mon6", False)):
+        rt("create", "--bundle", sleeper, cid)
+        if start:
+            rt("start", cid)
+        st = state_of(rt, cid) or {}
+        init, mon = st.get("pid", 0), st.get("stockade", {}).get("monitorPid", 0)
+        r = rt("delete", "--force", cid)
+        check(f"monitor: delete --force of a {'running' if start else 'created'} container "
+              "leaves no monitor, no init, no file",
+              r.returncode == 0 and mon > 1 and not alive(mon) and not alive(init) and
+              monitors_of_ours() == [] and os.listdir(state_root) == [], (r.stderr, mon, init))
+
+    # A create that fails after its monitor started (the pid file cannot
+    # be written): create's error, no monitor, no init, nothing under --root.
+    r = rt("create", "--bundle", sleeper, "--pid-file", os.path.join(out, "no-dir", "p"), "mon7")
+    check("monitor: a create failing after the monitor started leaves no process",
+          r.returncode != 0 and "no-dir" in r.stderr and monitors_of_ours() == [] and
+          os.listdir(state_root) == [], (r.stderr, monitors_of_ours(), os.listdir(state_root)))
+
+    # A create killed while its monitor waits for the commit: the pid file
+    # is written through a FIFO no one reads, so create blocks there, after
+    # the record. SIGKILL: the monitor ends, the parked command sees the
+    # socket close and init ends; only the record is left, for delete.
+    fifo_base = os.path.join(out, "mon8.pid")
+    os.mkfifo(fifo_base + ".stockade-tmp", 0o666)
+    os.chown(fifo_base + ".stockade-tmp", owner, owner)
+    argv = [rt.binary, "--root", state_root, "create", "--bundle", sleeper, "--pid-file",
+            fifo_base, "mon8"]
+    p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL,
+                         preexec_fn=demote if rt.mode == "rootless" else None)
+    record_path = os.path.join(state_root, "mon8", "state.json")
+    waited = wait_for(lambda: len(monitors_of_ours()) == 1 and os.path.exists(record_path))
+    mon = (monitors_of_ours() or [0])[0]
+    record = {}
+    try:
+        with open(record_path) as f:
+            record = json.load(f)
+    except OSError:
+        pass
+    init = record.get("pid", 0)
+    p.kill()
+    p.wait()
+    check("monitor: a create killed before the commit leaves no process "
+          "(its monitor and the parked init end)",
+          waited and mon > 1 and init > 1 and wait_for(lambda: not alive(mon)) and
+          wait_for(lambda: not alive(init)) and monitors_of_ours() == [],
+          (waited, mon, init, record))
+    r = rt("delete", "mon8")
+    os.unlink(fifo_base + ".stockade-tmp")
+    check("...and delete removes the record it left", r.returncode == 0 and
+          os.listdir(state_root) == [], (r.stderr, os.listdir(state_root)))
+
+
 def main():
     binary, mode = sys.argv[1], sys.argv[2]
     if os.geteuid() != 0:
@@ -870,6 +1070,7 @@ def main():
 
         stockade_profile(rt, scratch, owner, base)
         record_cases(rt, scratch, owner, base, mode)
+        monitor_cases(rt, scratch, owner, base, mode)
 
         # Unknown ids, runc's words.
         for command in (["state", "nope"], ["start", "nope"], ["kill", "nope", "9"], ["delete", "nope"]):

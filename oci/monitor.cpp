@@ -1,0 +1,265 @@
+#include "oci/monitor.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "base/fd_passing.h"
+#include "oci/container.h"
+#include "runtime/child/child_protocol.h"
+
+namespace stockade::oci {
+
+namespace {
+
+// More than init ever sends after the commit (a failed seccomp or execve,
+// then Finished); anything past it is drained unread until the socket
+// closes.
+constexpr int kMaxMessages = 8;
+
+void waitForExit(int pidfd) {
+    pollfd pfd{pidfd, POLLIN, 0};
+    while (poll(&pfd, 1, -1) < 0 && errno == EINTR) {
+    }
+}
+
+// A setup step that failed after `start` (its filter, its execve), from a
+// SetupFailed or ExecFailed message: the step's name and the errno, both
+// checked to be ones this build knows.
+bool failureFromMessage(const ChildMessage& msg, std::string& out) {
+    const auto stage = static_cast<uint32_t>(msg.stage);
+    if (stage >= static_cast<uint32_t>(kChildStageCount) || msg.err <= 0 || msg.err > 4095)
+        return false;
+    out = std::string(describeStage(msg.stage)) + ": " + errnoName(msg.err);
+    return true;
+}
+
+// The end into the record, under the directory's lock (kill, state and
+// delete take it too), in the directory held by fd: a container deleted
+// and made again under the same id is another directory, which this
+// never writes. The record must still name this monitor.
+void writeEnd(int dir_fd, const std::string& id, const Record::End& end) {
+    if (flock(dir_fd, LOCK_EX) < 0) return;
+    auto record = readRecord(dir_fd, id);
+    if (record && record->monitor_pid == getpid() && !record->end) {
+        record->end = end;
+        (void)writeRecord(dir_fd, *record);
+    }
+    flock(dir_fd, LOCK_UN);
+}
+
+// The monitor itself, in the grandchild: create's memory, but none of its
+// fds but the three it was given (moved above stdio), and none of its
+// signal state. Never returns.
+[[noreturn]] void runMonitor(int sync_fd, int control_fd, int dir_fd, const std::string& id) {
+    sigset_t none;
+    sigemptyset(&none);
+    for (int sig = 1; sig < NSIG; ++sig)
+        if (sig != SIGKILL && sig != SIGSTOP) signal(sig, SIG_DFL);
+    signal(SIGPIPE, SIG_IGN);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    prctl(PR_SET_NAME, "stockade-mon", 0, 0, 0);
+    // Not the container's to read or trace, should it ever see this pid.
+    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+    // create may have taken the spec's umask; the record stays 0600.
+    umask(077);
+    if (chdir("/") < 0) _exit(1);
+
+    int keep[3] = {fcntl(sync_fd, F_DUPFD_CLOEXEC, 3), fcntl(control_fd, F_DUPFD_CLOEXEC, 3),
+                   fcntl(dir_fd, F_DUPFD_CLOEXEC, 3)};
+    if (keep[0] < 0 || keep[1] < 0 || keep[2] < 0) _exit(1);
+    const int sync = keep[0], control = keep[1], dir = keep[2];
+    std::sort(keep, keep + 3);
+    unsigned next = 0;
+    for (int fd : keep) {
+        if (static_cast<unsigned>(fd) > next)
+            if (syscall(SYS_close_range, next, static_cast<unsigned>(fd) - 1, 0U) < 0) _exit(1);
+        next = static_cast<unsigned>(fd) + 1;
+    }
+    if (syscall(SYS_close_range, next, ~0U, 0U) < 0) _exit(1);
+    // stdio: /dev/null, so no caller waits on a pipe this process holds.
+    int null = open("/dev/null", O_RDWR);
+    if (null != 0 || dup2(0, 1) != 1 || dup2(0, 2) != 2) _exit(1);
+
+    // create's word that the record and pid file are written, or its end:
+    // then the sync socket closes with this process, the parked command
+    // sees it and ends, and nothing of the container is left running.
+    char go = 0;
+    ssize_t n;
+    while ((n = recv(control, &go, 1, 0)) < 0 && errno == EINTR) {
+    }
+    if (n != 1) _exit(0);
+    char committed = 1;
+    const int32_t sent = send(sync, &committed, 1, MSG_NOSIGNAL) == 1 ? 0 : errno;
+    if (send(control, &sent, sizeof(sent), MSG_NOSIGNAL) != sizeof(sent) || sent != 0) _exit(1);
+    close(control);
+
+    // Only stockade's code holds the other end: init (for the container's
+    // life) and the command until its execve (close-on-exec). Messages are
+    // still taken only whole, known and bounded.
+    Record::End end;
+    int seen = 0;
+    while (true) {
+        ChildMessage msg;
+        char buf[sizeof(ChildMessage) + 1];
+        n = recv(sync, buf, sizeof(buf), 0);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        if (++seen > kMaxMessages || n != static_cast<ssize_t>(sizeof(msg)) || end.reported)
+            continue;
+        memcpy(&msg, buf, sizeof(msg));
+        if (msg.kind == ChildMessageKind::SetupFailed || msg.kind == ChildMessageKind::ExecFailed) {
+            std::string failure;
+            if (failureFromMessage(msg, failure) && end.failure.empty()) end.failure = failure;
+        } else if (msg.kind == ChildMessageKind::Finished &&
+                   endFromWaitStatus(msg.wait_status, end)) {
+            end.reported = true;
+            end.stragglers = msg.stragglers;
+            end.time = rfc3339Now();
+            writeEnd(dir, id, end);
+        }
+    }
+    // The socket closed without a report: init itself was killed (kill 9,
+    // delete --force, the caller's subreaper), or ended before the command
+    // ran. Said so, with the time; the kills kept beside it name a cause.
+    if (!end.reported) {
+        end.time = rfc3339Now();
+        writeEnd(dir, id, end);
+    }
+    _exit(0);
+}
+
+}  // namespace
+
+bool endFromWaitStatus(int32_t wait_status, Record::End& end) {
+    const int status = wait_status;
+    if (WIFEXITED(status) && (status & ~0xff00) == 0) {
+        end.exit_status = WEXITSTATUS(status);
+        return true;
+    }
+    if (WIFSIGNALED(status) && (status & ~0xff) == 0 && WTERMSIG(status) >= 1 &&
+        WTERMSIG(status) <= 64) {
+        end.signal = WTERMSIG(status);
+        end.core_dumped = WCOREDUMP(status);
+        return true;
+    }
+    return false;
+}
+
+Result<Monitor> Monitor::start(int dir_fd, int sync_fd, const std::string& id) {
+    // Its own open file description: flock belongs to one, and create's is
+    // locked until create exits.
+    UniqueFd dir(openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!dir) return Error::fromErrno("monitor: open(container directory)");
+    int pair[2];
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) < 0)
+        return Error::fromErrno("monitor: socketpair(AF_UNIX, SOCK_SEQPACKET)");
+    UniqueFd ours(pair[0]), theirs(pair[1]);
+    const pid_t middle = fork();
+    if (middle < 0) return Error::fromErrno("monitor: fork()");
+    if (middle == 0) {
+        // The middle process: a new session, then the monitor, then gone,
+        // so the monitor is reparented to the caller's subreaper and can
+        // never take a controlling terminal.
+        // It hands create the monitor's pid and a pidfd, opened while the
+        // monitor is its own unreaped child (so the pid cannot have been
+        // reused): create then need not wait for the monitor to be
+        // scheduled before it writes the record.
+        if (setsid() < 0) _exit(1);
+        const pid_t monitor = fork();
+        if (monitor == 0) runMonitor(sync_fd, theirs.get(), dir.get(), id);
+        if (monitor < 0) _exit(1);
+        const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, monitor, 0));
+        if (pidfd < 0) {
+            kill(monitor, SIGKILL);
+            _exit(1);
+        }
+        _exit(sendWithFds(theirs.get(), &monitor, sizeof(monitor), &pidfd, 1) == 0 ? 0 : 1);
+    }
+    theirs.reset();
+    int status = 0;
+    while (waitpid(middle, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        return Error::message("monitor: fork() in the middle process failed");
+    Monitor out;
+    out.control_ = std::move(ours);
+    pid_t pid = 0;
+    int fds[kMaxPassedFds];
+    int count = 0;
+    bool truncated = false;
+    const ssize_t n =
+        receiveWithFds(out.control_.get(), &pid, sizeof(pid), fds, &count, 0, &truncated);
+    for (int i = 1; i < count; ++i) close(fds[i]);
+    if (count > 0) out.pidfd_.reset(fds[0]);
+    if (n != sizeof(pid) || count != 1 || truncated || pid <= 1)
+        return Error::message("monitor: its pid did not come");
+    out.pid_ = pid;
+    return out;
+}
+
+uint64_t Monitor::startTime() const {
+    const uint64_t start = processStartTime(pid_);
+    pollfd pfd{pidfd_.get(), POLLIN, 0};
+    if (poll(&pfd, 1, 0) != 0) return 0;  // ended (or unknown): not its time
+    return start;
+}
+
+Status Monitor::commit() {
+    const char go = 1;
+    if (send(control_.get(), &go, 1, MSG_NOSIGNAL) != 1) {
+        Error e = Error::fromErrno("monitor: send(go)");
+        end();
+        return e;
+    }
+    int32_t sent = -1;
+    ssize_t n;
+    while ((n = recv(control_.get(), &sent, sizeof(sent), 0)) < 0 && errno == EINTR) {
+    }
+    if (n != sizeof(sent) || sent != 0) {
+        end();
+        if (n == sizeof(sent) && sent > 0) {
+            errno = sent;
+            return Error::fromErrno("monitor: send(committed)");
+        }
+        return Error::message("monitor: it ended before it committed the container");
+    }
+    committed_ = true;
+    control_.reset();
+    return okStatus();
+}
+
+void Monitor::end() {
+    control_.reset();
+    if (!pidfd_) return;
+    syscall(SYS_pidfd_send_signal, pidfd_.get(), SIGKILL, nullptr, 0);
+    waitForExit(pidfd_.get());
+    pidfd_.reset();
+}
+
+Monitor::~Monitor() {
+    if (!committed_) end();
+}
+
+void stopMonitor(const Record& record) {
+    if (record.monitor_pid <= 1) return;
+    UniqueFd fd(static_cast<int>(syscall(SYS_pidfd_open, record.monitor_pid, 0)));
+    if (!fd) return;
+    // Checked after opening: a pid reused since is another process.
+    if (processStartTime(record.monitor_pid) != record.monitor_start_time) return;
+    syscall(SYS_pidfd_send_signal, fd.get(), SIGKILL, nullptr, 0);
+    waitForExit(fd.get());
+}
+
+}  // namespace stockade::oci

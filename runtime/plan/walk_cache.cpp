@@ -1,7 +1,9 @@
 #include "runtime/plan/walk_cache.h"
 
 #include <dirent.h>
+#include <elf.h>
 #include <fcntl.h>
+#include <link.h>
 #include <linux/magic.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -21,8 +23,9 @@ namespace stockade {
 
 namespace {
 
-// Bumped whenever what a walk records, or how a name is judged, changes: a
-// cache of another format or another matcher is never read.
+// Bumped whenever the file's format changes. How a name is judged is keyed
+// by the binary itself (buildIdentity), so that no upgrade can read a cache
+// whose kept listings were judged by another matcher.
 constexpr std::string_view kMagic = "stockade-walk-cache 1\n";
 constexpr const char* kCacheDir = "walk-cache";
 constexpr const char* kFilePrefix = "wt-";
@@ -115,6 +118,45 @@ uint64_t checksum(std::string_view s) {
 
 // Everything that shaped the walk: a walk under other rules, or by another
 // uid (which may list other directories), judged other names.
+// The running binary's identity: its GNU build ID (a hash of its code, the
+// same wherever it is installed), or where it has none, the inode, size and
+// mtime of the executable. A cache holds only the names a matcher kept, so a
+// binary that judges names differently must not read another's.
+std::string buildIdentity() {
+    std::string id;
+    dl_iterate_phdr(
+        [](dl_phdr_info* info, size_t, void* out) -> int {
+            // The first object is the program itself.
+            for (int i = 0; i < info->dlpi_phnum; ++i) {
+                const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+                if (ph.p_type != PT_NOTE) continue;
+                const char* at = reinterpret_cast<const char*>(info->dlpi_addr + ph.p_vaddr);
+                const char* end = at + ph.p_memsz;
+                while (at + sizeof(ElfW(Nhdr)) <= end) {
+                    const auto* note = reinterpret_cast<const ElfW(Nhdr)*>(at);
+                    const char* name = at + sizeof(ElfW(Nhdr));
+                    const char* desc = name + ((note->n_namesz + 3) & ~3u);
+                    const char* next = desc + ((note->n_descsz + 3) & ~3u);
+                    if (next > end) break;
+                    if (note->n_type == NT_GNU_BUILD_ID && note->n_namesz == 4 &&
+                        std::memcmp(name, "GNU", 4) == 0) {
+                        static_cast<std::string*>(out)->assign(desc, note->n_descsz);
+                        return 1;
+                    }
+                    at = next;
+                }
+            }
+            return 1;
+        },
+        &id);
+    if (!id.empty()) return "build-id " + id;
+    struct stat self {};
+    if (stat("/proc/self/exe", &self) < 0) return "unknown " + std::to_string(std::time(nullptr));
+    return "exe " + std::to_string(self.st_dev) + " " + std::to_string(self.st_ino) + " " +
+           std::to_string(self.st_size) + " " + std::to_string(self.st_mtim.tv_sec) + "." +
+           std::to_string(self.st_mtim.tv_nsec);
+}
+
 std::string rulesText(const WalkCacheKey& key) {
     std::string out;
     for (const auto* list :
@@ -126,6 +168,8 @@ std::string rulesText(const WalkCacheKey& key) {
     put64(out, key.rules->max_entries);
     put64(out, key.skip_top_git ? 1 : 0);
     put64(out, geteuid());
+    static const std::string identity = buildIdentity();
+    putString(out, identity);
     return out;
 }
 

@@ -23,19 +23,10 @@ using stockade::UniqueFd;
 
 namespace {
 
-// Answers every GET with "peer ADDRESS PORT": accept()'s address of the
-// connection. With `probe`, first listens on 0.0.0.0 and :: and closes each
-// at once, as Vite 8 does to see that the port is free before it listens on
-// `localhost` ([::1] here).
-constexpr const char* kPeerServer = R"(
+// The handler both servers use: every GET is answered "peer ADDRESS PORT",
+// accept()'s address of the connection.
+constexpr const char* kPeerHandler = R"(
 import http.server, socket, sys
-port, bind, probe = int(sys.argv[1]), sys.argv[2], sys.argv[3] == "probe"
-if probe:
-    for family, address in ((socket.AF_INET, "0.0.0.0"), (socket.AF_INET6, "::")):
-        s = socket.socket(family, socket.SOCK_STREAM)
-        s.bind((address, port))
-        s.listen()
-        s.close()
 class Peer(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
         body = ("peer %s %d\n" % self.client_address[:2]).encode()
@@ -45,6 +36,19 @@ class Peer(http.server.BaseHTTPRequestHandler):
         self.wfile.write(body)
     def log_message(self, *args):
         pass
+)";
+
+// A server of that handler on `bind`. With `probe`, it first listens on
+// 0.0.0.0 and :: and closes each at once, as Vite 8 does to see that the port
+// is free before it listens on `localhost` ([::1] here).
+const std::string kPeerServer = std::string(kPeerHandler) + R"(
+port, bind, probe = int(sys.argv[1]), sys.argv[2], sys.argv[3] == "probe"
+if probe:
+    for family, address in ((socket.AF_INET, "0.0.0.0"), (socket.AF_INET6, "::")):
+        s = socket.socket(family, socket.SOCK_STREAM)
+        s.bind((address, port))
+        s.listen()
+        s.close()
 class Server(http.server.HTTPServer):
     address_family = socket.AF_INET6 if ":" in bind else socket.AF_INET
 Server((bind, port), Peer).serve_forever()
@@ -55,18 +59,9 @@ Server((bind, port), Peer).serve_forever()
 // no /proc/PID/fd shows it when the supervisor looks at ready, and serves
 // on [::1]. Later it takes the listener back, makes it blocking (what would
 // stall a supervisor accepting on it) and serves on it too.
-constexpr const char* kHidingServer = R"(
-import http.server, socket, sys, threading, time
+const std::string kHidingServer = std::string(kPeerHandler) + R"(
+import threading, time
 port = int(sys.argv[1])
-class Peer(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        body = ("peer %s %d\n" % self.client_address[:2]).encode()
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-    def log_message(self, *args):
-        pass
 class Six(http.server.ThreadingHTTPServer):
     address_family = socket.AF_INET6
 keep, back = socket.socketpair()

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 
@@ -20,10 +21,17 @@ Result<SmallFile> readSmallFile(int dir_fd, const char* name, const std::string&
     const std::string too_large =
         shown + " is larger than " + std::to_string(max_bytes) + " bytes, more than it can be";
     if (static_cast<uint64_t>(out.st.st_size) > max_bytes) return Error::message(too_large);
-    // One byte more than the bound: a file that grows while read is caught.
-    out.content.resize(max_bytes + 1);
+    // Sized by the file, one byte over, so that a file that grows while read
+    // is seen to; the buffer grows with it up to one byte more than the bound
+    // (a bound of many megabytes costs nothing for a small file).
+    const size_t limit = max_bytes + 1;
+    // (/proc's files say size 0: a page to start.)
+    out.content.resize(
+        std::min<size_t>(std::max<size_t>(static_cast<size_t>(out.st.st_size) + 1, 4096), limit));
     size_t used = 0;
-    while (used < out.content.size()) {
+    while (used < limit) {
+        if (used == out.content.size())
+            out.content.resize(std::min<size_t>(out.content.size() * 2, limit));
         ssize_t n = read(fd.get(), out.content.data() + used, out.content.size() - used);
         if (n < 0 && errno == EINTR) continue;
         if (n < 0) return Error::fromErrno("read(\"" + shown + "\")");

@@ -19,6 +19,8 @@
 #include <utility>
 #include <vector>
 
+#include "base/small_file.h"
+
 namespace stockade {
 
 namespace {
@@ -234,25 +236,20 @@ std::shared_ptr<const WalkedDirs> loadWalkCache(const WalkCacheKey& key) {
     if (!worktreeStat(key, wt)) return miss("filesystem"), nullptr;
     UniqueFd dir = openCacheDir(key.state_dir_fd, false);
     if (!dir) return miss("directory"), nullptr;
-    // O_NONBLOCK: a FIFO put there does not hold the run.
-    UniqueFd fd(
-        openat(dir.get(), fileName(wt).c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
-    if (!fd) return miss(errno == ELOOP ? "link" : "absent"), nullptr;
-    struct stat st;
-    if (fstat(fd.get(), &st) < 0 || !S_ISREG(st.st_mode)) return miss("type"), nullptr;
+    // Never through a link, never blocking on a FIFO, never past the bound.
+    const std::string name = fileName(wt);
+    auto file = readSmallFile(dir.get(), name.c_str(), name, kMaxCacheBytes);
+    if (!file) {
+        const int err = file.error().errnum();
+        // errno 0: not a regular file, or larger than the bound.
+        return miss(err == ELOOP ? "link" : err != 0 ? "absent" : "type"), nullptr;
+    }
+    const struct stat& st = file->st;
     if (st.st_uid != geteuid() || (st.st_mode & 077) != 0 || st.st_nlink != 1)
         return miss("owner"), nullptr;
-    if (st.st_size <= 0 || static_cast<uint64_t>(st.st_size) > kMaxCacheBytes)
-        return miss("size"), nullptr;
-    std::string text(static_cast<size_t>(st.st_size), '\0');
-    size_t got = 0;
-    while (got < text.size()) {
-        const ssize_t n = read(fd.get(), text.data() + got, text.size() - got);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) break;
-        got += static_cast<size_t>(n);
-    }
-    if (got != text.size() || text.size() < kMagic.size() + 8) return miss("parse"), nullptr;
+    if (st.st_size <= 0) return miss("size"), nullptr;
+    const std::string& text = file->content;
+    if (text.size() < kMagic.size() + 8) return miss("parse"), nullptr;
     const std::string_view body(text.data(), text.size() - 8);
     Reader tail{std::string_view(text).substr(text.size() - 8)};
     if (!std::string_view(text).starts_with(kMagic) || tail.u64() != checksum(body))

@@ -301,6 +301,12 @@ std::optional<std::string> procStatusField(pid_t pid, std::string_view key);
 std::string readFileOrEmpty(const std::string& path);
 bool pathExists(const std::string& path);
 
+// Waits (up to `limit`) until `pid`'s main thread sleeps in clock_nanosleep,
+// as stockade does in its STOCKADE_TEST_PAUSE_* hooks (the only sleep before
+// its sandbox starts). A fixed delay instead loses to a slow start (the
+// sanitized build under load). False if it never did.
+bool waitUntilPausedInHook(pid_t pid, std::chrono::milliseconds limit);
+
 // A host process started by the test (a `sleep`), run as `uid`, killed and
 // reaped at the end.
 class HostProcess {

@@ -265,7 +265,7 @@ TEST_CASE("G2: a host path swapped between the check and the mount changes nothi
         // Wide enough to swap in, whatever the machine's load.
         sandbox.callerEnv("STOCKADE_TEST_PAUSE_AFTER_OPEN=1500");
         StockadeProcess process(sandbox.launch(probeCommand({"read-file", path})));
-        std::this_thread::sleep_for(std::chrono::milliseconds(400));
+        REQUIRE(waitUntilPausedInHook(process.pid(), std::chrono::seconds(30)));
         REQUIRE(::rename(inner.c_str(), (inner + ".orig").c_str()) == 0);
         sandbox.scratch().makeSymlink("inner", secret);
         sandbox.scratch().writeFile("secret/marker", sandbox.secretCanary() + "\n");

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -111,6 +112,18 @@ std::string readFileOrEmpty(const std::string& path) {
 bool pathExists(const std::string& path) {
     struct stat st {};
     return ::lstat(path.c_str(), &st) == 0;
+}
+
+bool waitUntilPausedInHook(pid_t pid, std::chrono::milliseconds limit) {
+    // /proc/PID/syscall starts with the number of the call it blocks in.
+    const std::string file = "/proc/" + std::to_string(pid) + "/syscall";
+    const std::string sleeping = std::to_string(SYS_clock_nanosleep) + " ";
+    const auto deadline = Clock::now() + limit;
+    while (Clock::now() < deadline) {
+        if (readFileOrEmpty(file).starts_with(sleeping)) return true;
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return false;
 }
 
 HostProcess::HostProcess(std::vector<std::string> argv, uid_t uid, gid_t gid) {

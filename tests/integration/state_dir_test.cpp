@@ -101,8 +101,8 @@ std::string makeStateDir(const std::string& parent, Mode mode) {
 // Waits until stockade is paused after judging its state directory, then
 // swaps the directory at `parent`/stockade for a new private one of the same
 // owner, which a path-based stockade would take for its own.
-void swapStateDir(const std::string& parent, uid_t owner) {
-    std::this_thread::sleep_for(700ms);
+void swapStateDir(pid_t stockade, const std::string& parent, uid_t owner) {
+    REQUIRE(waitUntilPausedInHook(stockade, 30s));
     const std::string dir = parent + "/stockade";
     REQUIRE(::rename(dir.c_str(), (parent + "/moved").c_str()) == 0);
     REQUIRE(::mkdir(dir.c_str(), 0700) == 0);
@@ -120,7 +120,7 @@ TEST_CASE("state dir: swapped after its check, the oracle's files still go to th
     StatePlace place = placeState(sandbox, mode, std::move(base));
     const std::string dir = makeStateDir(place.parent, mode);
     StockadeProcess process(place.launch);
-    swapStateDir(place.parent, invokingUid(mode));
+    swapStateDir(process.pid(), place.parent, invokingUid(mode));
     const Completed done = process.finish(60s);
     INFO(done.describe());
     // Nothing of the run went into the directory swapped in.
@@ -165,7 +165,7 @@ TEST_CASE("state dir: swapped after its check, serve's lock, record and log stay
     StatePlace place = placeState(sandbox, mode, std::move(base));
     const std::string dir = makeStateDir(place.parent, mode);
     StockadeProcess process(place.launch);
-    swapStateDir(place.parent, invokingUid(mode));
+    swapStateDir(process.pid(), place.parent, invokingUid(mode));
     // While it runs: its lock and record in the directory judged, none in
     // the one swapped in.
     bool seen_lock = false;

@@ -293,15 +293,8 @@ TEST_CASE("G2: a name swapped between the worktree walk and the mount unhides no
         // The sandbox prints what it reads and tries to write it.
         StockadeProcess process(sandbox.launch(
             {"/bin/sh", "-c", "cat \"$0\"; echo planted >> \"$0\"; echo ran", swap.read}));
-        // The walk is over once stockade sleeps in the hook (clock_nanosleep,
-        // the only sleep before the sandbox starts).
-        const std::string syscall_file = "/proc/" + std::to_string(process.pid()) + "/syscall";
-        bool paused = false;
-        for (int i = 0; i < 3000 && !paused; ++i) {
-            paused = readFileOrEmpty(syscall_file).starts_with("230 ");
-            if (!paused) std::this_thread::sleep_for(5ms);
-        }
-        REQUIRE(paused);
+        // The walk is over once stockade sleeps in the hook.
+        REQUIRE(waitUntilPausedInHook(process.pid(), 15s));
         swap.swap(sandbox, token);
         const Completed done = process.finish(60s);
         INFO(done.describe());

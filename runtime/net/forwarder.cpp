@@ -5,9 +5,11 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
+#include <sys/timerfd.h>
 #include <unistd.h>
 
 #include <array>
+#include <chrono>
 #include <string>
 
 namespace stockade {
@@ -22,6 +24,14 @@ constexpr size_t kSpliceChunk = 1 << 20;
 // them, 16 MiB in all.
 constexpr int kBigPipeBytes = 1 << 20;
 constexpr size_t kMaxBigPipeConnections = 8;
+// A client that finds nothing listening inside waits this long for the
+// server, tried again every kRefusedRetry. Servers leave such gaps at
+// startup, after the readiness probe met a listener that only tested the
+// port (Vite listens on 0.0.0.0, ::, :: and closes each, for up to ~100 ms
+// apiece, before its real listen), and while they restart (a watcher
+// reloading its config).
+constexpr std::chrono::milliseconds kRefusedGrace{3000};
+constexpr long kRefusedRetryNs = 25 * 1000 * 1000;
 
 void setNoDelay(int fd) {
     int one = 1;
@@ -171,7 +181,8 @@ class Forwarder::Listener : public EventHandler {
 // as they go, so each stops only at EAGAIN and the next edge resumes it.
 class Forwarder::Connection {
   public:
-    Connection(Forwarder& owner, UniqueFd client) : owner_(owner), client_(std::move(client)) {}
+    Connection(Forwarder& owner, UniqueFd client)
+        : owner_(owner), client_(std::move(client)), began_(std::chrono::steady_clock::now()) {}
 
     // Starts connecting to the first target.
     void begin() { tryNext(); }
@@ -182,6 +193,10 @@ class Forwarder::Connection {
     struct Side : EventHandler {
         Connection* connection = nullptr;
         void onEvent(uint32_t events) override { connection->onEvent(events); }
+    };
+    struct RetryTimer : EventHandler {
+        Connection* connection = nullptr;
+        void onEvent(uint32_t) override { connection->retry(); }
     };
     struct Direction {
         int from = -1, to = -1;
@@ -211,8 +226,37 @@ class Forwarder::Connection {
             }
             upstream_.reset();  // refused (nothing listens there): the next
         }
+        if (waitToRetry()) return;
         closeGently(std::move(client_));
         end();
+    }
+
+    // Every target refused: tried again in kRefusedRetry while the client is
+    // younger than kRefusedGrace. False once it is not (or no timer can be
+    // had: the client is closed as before).
+    bool waitToRetry() {
+        if (std::chrono::steady_clock::now() - began_ >= kRefusedGrace) return false;
+        if (!retry_timer_) {
+            retry_timer_.reset(timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC));
+            if (!retry_timer_) return false;
+            retry_side_.connection = this;
+            epoll_event ev{EPOLLIN, {.ptr = static_cast<EventHandler*>(&retry_side_)}};
+            if (epoll_ctl(owner_.epoll_fd_, EPOLL_CTL_ADD, retry_timer_.get(), &ev) < 0) {
+                retry_timer_.reset();
+                return false;
+            }
+        }
+        itimerspec once{};
+        once.it_value.tv_nsec = kRefusedRetryNs;
+        return timerfd_settime(retry_timer_.get(), 0, &once, nullptr) == 0;
+    }
+
+    void retry() {
+        if (done_) return;
+        uint64_t expirations;
+        if (read(retry_timer_.get(), &expirations, sizeof expirations) < 0) return;
+        next_target_ = 0;
+        tryNext();
     }
 
     void onEvent(uint32_t events) {
@@ -317,6 +361,7 @@ class Forwarder::Connection {
         if (done_) return;
         done_ = true;
         if (big_pipes_) --owner_.big_pipes_;
+        retry_timer_.reset();
         client_.reset();
         upstream_.reset();
         up_ = Direction{};
@@ -327,6 +372,9 @@ class Forwarder::Connection {
     Forwarder& owner_;
     UniqueFd client_, upstream_;
     Side client_side_, upstream_side_;
+    UniqueFd retry_timer_;  // armed while every target refuses
+    RetryTimer retry_side_;
+    std::chrono::steady_clock::time_point began_;
     Direction up_, down_;  // client → inside, inside → client
     size_t next_target_ = 0;
     bool connecting_ = false;

@@ -8,8 +8,10 @@
 // A side is read only while its pipe is empty, so a slow reader slows its
 // writer (backpressure); an EOF is passed on as shutdown(SHUT_WR) once the
 // pipe has drained (half-close); a reset on either side reaches the other as
-// a reset; a connection refused inside closes the client with a FIN. Out of
-// fds, it stops accepting (the backlog waits) until a connection ends.
+// a reset; a connection refused inside is tried again for 3 s (a server
+// between a probe of its port and its real listen, or restarting), then
+// closes the client with a FIN. Out of fds, it stops accepting (the backlog
+// waits) until a connection ends.
 #pragma once
 
 #include <netinet/in.h>

@@ -527,21 +527,25 @@ TEST_CASE("serve: a Vite dev server proxies /api to a node server it started, HM
                   backend);
     INFO(served.started().describe());
     REQUIRE(served.ready());
-    const std::string page = httpGet(AF_INET, port, "/");
+    // Vite compiles its client and config on the first requests: seconds on
+    // a loaded machine, which the 5 s default would take for no answer.
+    constexpr int kFirstAnswer = 60;
+    const std::string page = httpGet(AF_INET, port, "/", kFirstAnswer);
+    INFO(page);
     CHECK(page.find(" 200 ") != std::string::npos);
     CHECK(page.find("/@vite/client") != std::string::npos);
-    const std::string proxied = httpGet(AF_INET, port, "/api/hello");
+    const std::string proxied = httpGet(AF_INET, port, "/api/hello", kFirstAnswer);
     CHECK(proxied.find(R"({"from":"api","path":"/api/hello"})") != std::string::npos);
     // The hot-reload channel: a websocket upgrade with Vite's protocol and
     // the token its client script carries.
-    const std::string client = httpGet(AF_INET, port, "/@vite/client");
+    const std::string client = httpGet(AF_INET, port, "/@vite/client", kFirstAnswer);
     const std::string marker = "wsToken = \"";
     const size_t at = client.find(marker);
     REQUIRE(at != std::string::npos);
     const size_t begin = at + marker.size();
     const std::string token = client.substr(begin, client.find('"', begin) - begin);
     int err = 0;
-    UniqueFd ws = connectFromHost(AF_INET, port, err);
+    UniqueFd ws = connectFromHost(AF_INET, port, err, kFirstAnswer);
     REQUIRE(ws);
     sendAll(ws.get(), "GET /?token=" + token + " HTTP/1.1\r\nHost: 127.0.0.1:" + p +
                           "\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: "
@@ -1235,7 +1239,8 @@ time.sleep(3600)
 //  - once the server closes the listener it was handed, the supervisor's
 //    copy keeps the port and its backlog: a client's connect succeeds and it
 //    waits (no reset) until the server listens on the port again, and is
-//    then answered; under userspace it is reset at once.
+//    then answered; under userspace the forwarder holds it too (trying the
+//    server again every 25 ms for 3 s) and it is answered the same way.
 TEST_CASE("serve: the direct backend's residuals, shown beside userspace", "[serve][direct]") {
     if (!modeUsable(Mode::Root)) return;
     const std::string backend = GENERATE("direct", "userspace");
@@ -1322,19 +1327,14 @@ while True:
     char b = 0;
     const ssize_t n = ::recv(waiting.get(), &b, 1, 0);
     const int recv_err = errno;
-    if (backend == "direct") {
-        // Queued in the supervisor's copy: no answer, no reset.
-        CHECK(n < 0);
-        CHECK(recv_err == EAGAIN);
-    } else {
-        // The forwarder found nothing inside: reset or EOF at once.
-        CHECK(n <= 0);
-        CHECK((n == 0 || recv_err == ECONNRESET));
-    }
+    // Queued in the supervisor's copy (direct) or held by the forwarder,
+    // which finds nothing inside yet (userspace): no answer, no reset.
+    CHECK(n < 0);
+    CHECK(recv_err == EAGAIN);
     sandbox.scratch().writeFile("worktree/relisten", "");
     timeval slow{30, 0};
     ::setsockopt(waiting.get(), SOL_SOCKET, SO_RCVTIMEO, &slow, sizeof slow);
-    if (backend == "direct") CHECK(readToEof(waiting.get()) == "again");  // from the queue
+    CHECK(readToEof(waiting.get()) == "again");  // from the queue, or carried
     UniqueFd later;
     CHECK(waitUntil(
         [&] {

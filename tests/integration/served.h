@@ -28,7 +28,7 @@ using nlohmann::json;
 using namespace std::chrono_literals;
 
 // A blocking TCP connection from the host; errno on failure.
-inline UniqueFd connectFromHost(int family, uint16_t port, int& err) {
+inline UniqueFd connectFromHost(int family, uint16_t port, int& err, int receive_seconds = 5) {
     UniqueFd fd(::socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0));
     sockaddr_storage addr{};
     socklen_t len;
@@ -45,8 +45,8 @@ inline UniqueFd connectFromHost(int family, uint16_t port, int& err) {
         v4->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
         len = sizeof *v4;
     }
-    timeval five{5, 0};
-    ::setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &five, sizeof five);
+    timeval bound{receive_seconds, 0};
+    ::setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &bound, sizeof bound);
     err = ::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), len) == 0 ? 0 : errno;
     if (err) fd.reset();
     return fd;
@@ -66,21 +66,29 @@ inline void sendAll(int fd, std::string_view data) {
     }
 }
 
+// Leaves errno 0 at EOF, recv's errno otherwise.
 inline std::string readToEof(int fd) {
     std::string out;
     char buf[65536];
     ssize_t n;
     while ((n = ::recv(fd, buf, sizeof buf, 0)) > 0) out.append(buf, static_cast<size_t>(n));
+    if (n == 0) errno = 0;
     return out;
 }
 
-// GET PATH over HTTP/1.0 through the published port: the whole response.
-inline std::string httpGet(int family, uint16_t port, const std::string& path) {
+// GET PATH over HTTP/1.0 through the published port: the whole response,
+// and how its reading ended if not at EOF (a server slower than
+// `receive_seconds` to answer shows as "[recv: Resource temporarily
+// unavailable]", not as an empty answer).
+inline std::string httpGet(int family, uint16_t port, const std::string& path,
+                           int receive_seconds = 5) {
     int err = 0;
-    UniqueFd fd = connectFromHost(family, port, err);
+    UniqueFd fd = connectFromHost(family, port, err, receive_seconds);
     if (!fd) return std::string("connect: ") + std::strerror(err);
     sendAll(fd.get(), "GET " + path + " HTTP/1.0\r\nHost: localhost\r\n\r\n");
-    return readToEof(fd.get());
+    std::string out = readToEof(fd.get());
+    if (errno != 0) out += std::string("[recv: ") + std::strerror(errno) + "]";
+    return out;
 }
 
 // Gone, or a zombie waiting for a parent that is not stockade (a detached

@@ -5,6 +5,7 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/epoll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -196,6 +197,7 @@ TEST_CASE("the forwarder tries [::1] when 127.0.0.1 refuses", "[forwarder]") {
     peer.join();
 }
 
+// After the forwarder's grace for a server not yet listening (3 s).
 TEST_CASE("a port refused inside closes the client with a FIN, not a reset", "[forwarder]") {
     UniqueFd probe = listenOn(AF_INET, 0);
     const uint16_t nothing = portOf(probe.get());
@@ -208,6 +210,37 @@ TEST_CASE("a port refused inside closes the client with a FIN, not a reset", "[f
     errno = 0;
     CHECK(recv(client.get(), &byte, 1, 0) == 0);  // EOF; ECONNRESET would be -1
     CHECK(errno == 0);
+}
+
+// A server between a probe of its port and its real listen (Vite's), or
+// restarting: the client that came in the gap is carried once it listens,
+// its request included, instead of being turned away.
+TEST_CASE("a client that comes while nothing listens inside is carried once the server listens",
+          "[forwarder]") {
+    UniqueFd probe = listenOn(AF_INET, 0);
+    const uint16_t later = portOf(probe.get());
+    probe.reset();
+    Running forwarding(later);
+    UniqueFd client = connectTo(forwarding.port());
+    REQUIRE(client);
+    const std::string request = "GET / HTTP/1.0\r\n\r\n";
+    REQUIRE(send(client.get(), request.data(), request.size(), MSG_NOSIGNAL) ==
+            static_cast<ssize_t>(request.size()));
+    // Several refused tries (every 25 ms) before the listen.
+    std::this_thread::sleep_for(std::chrono::milliseconds(400));
+    UniqueFd server = listenOn(AF_INET, later);
+    REQUIRE(server);
+    pollfd waiting{server.get(), POLLIN, 0};
+    REQUIRE(poll(&waiting, 1, 5000) == 1);  // not a hang if it never comes
+    UniqueFd conn(accept4(server.get(), nullptr, nullptr, SOCK_CLOEXEC));
+    REQUIRE(conn);
+    std::string got(request.size(), '\0');
+    CHECK(recv(conn.get(), got.data(), got.size(), MSG_WAITALL) ==
+          static_cast<ssize_t>(request.size()));
+    CHECK(got == request);
+    send(conn.get(), "late\n", 5, MSG_NOSIGNAL);
+    conn.reset();
+    CHECK(readAll(client.get()) == "late\n");
 }
 
 // A server on its own threads: each connection gets "hi\n" and is held

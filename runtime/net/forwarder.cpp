@@ -253,8 +253,11 @@ class Forwarder::Connection {
 
     void retry() {
         if (done_) return;
+        // Read to disarm the level-triggered event; a failed read (nothing
+        // expired) only means one try more, never a client left waiting.
         uint64_t expirations;
-        if (read(retry_timer_.get(), &expirations, sizeof expirations) < 0) return;
+        const ssize_t read_bytes = read(retry_timer_.get(), &expirations, sizeof expirations);
+        (void)read_bytes;
         next_target_ = 0;
         tryNext();
     }

@@ -234,6 +234,33 @@ def failing_hooks(rt, scratch, owner, base, out):
         os.kill(child, 9)
 
 
+def hooks_in_runtime_namespaces(rt, scratch, owner, base, out):
+    """As root, a container joining a network namespace by path (a pod's):
+    create has joined it before its clone, yet its hooks run in the
+    runtime's own, as the spec says, not in the one joined."""
+    holder = subprocess.Popen(["unshare", "--net", "sleep", "1000"])
+    try:
+        ours = os.readlink("/proc/self/ns/net")
+        held = f"/proc/{holder.pid}/ns/net"
+        wait_for(lambda: os.readlink(held) != ours)
+        theirs = os.readlink(held)
+        config = with_hooks(base, {"prestart": [hook('readlink /proc/self/ns/net > "$0"',
+                                                     os.path.join(out, "netns-prestart"))]})
+        config["linux"]["namespaces"] = [n for n in config["linux"]["namespaces"]
+                                         if n["type"] != "network"]
+        config["linux"]["namespaces"].append({"type": "network", "path": held})
+        bundle = make_bundle(scratch, "netns", ["sleep", "1000"], owner, config)
+        r = rt("create", "--bundle", bundle, "n1")
+        seen = read(os.path.join(out, "netns-prestart")).strip() if r.returncode == 0 else ""
+        check("hooks: with a network namespace joined by path, prestart runs in the runtime's "
+              "own (not the one joined)",
+              r.returncode == 0 and theirs != ours and seen == ours, (r.stderr, seen, ours, theirs))
+        rt("delete", "--force", "n1")
+    finally:
+        holder.kill()
+        holder.wait()
+
+
 def main():
     binary, mode = sys.argv[1], sys.argv[2]
     if os.geteuid() != 0:
@@ -267,6 +294,8 @@ def main():
         base = json.loads(read(os.path.join(spec_dir, "config.json")))
         lifecycle_with_hooks(rt, scratch, owner, base, out)
         failing_hooks(rt, scratch, owner, base, out)
+        if mode == "root":
+            hooks_in_runtime_namespaces(rt, scratch, owner, base, out)
     finally:
         for cid in os.listdir(os.path.join(scratch, "state")):
             subprocess.run([binary, "--root", os.path.join(scratch, "state"), "delete", "--force",

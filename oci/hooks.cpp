@@ -67,7 +67,12 @@ void drain(Captured& c, int max_reads) {
     int failed = 0;
     for (const auto& [fd, type] : place.namespaces)
         if (setns(fd, type) < 0) failed = errno;
-    const int from[3] = {in, out, err};
+    // Above 2 first: a runtime started with a standard fd closed has its
+    // pipes there, and one dup2 would overwrite another's source.
+    int from[4] = {in, out, err, report};
+    for (int& fd : from)
+        if (!failed && fd < 3 && (fd = fcntl(fd, F_DUPFD_CLOEXEC, 3)) < 0) failed = errno;
+    report = from[3];
     for (int target = 0; target < 3 && !failed; ++target) {
         if (from[target] == target) {
             if (fcntl(target, F_SETFD, 0) < 0) failed = errno;

@@ -234,6 +234,48 @@ def failing_hooks(rt, scratch, owner, base, out):
         os.kill(child, 9)
 
 
+def hooks_under_run(rt, scratch, owner, base, out):
+    """`run` is create, start and (without --keep) delete: it runs every hook."""
+    rec = os.path.join(out, "run")
+    config = with_hooks(base, {name: [hook(RECORD, f"{rec}-{name}")] for name in
+                               ("prestart", "createRuntime", "poststart", "poststop")})
+    bundle = make_bundle(scratch, "run", ["sh", "-c", "echo from-command; exit 3"], owner, config)
+    r = rt("run", "--bundle", bundle, "r1")
+    seen = {}
+    for name in ("prestart", "createRuntime", "poststart", "poststop"):
+        path = f"{rec}-{name}.state"
+        seen[name] = json.loads(read(path)).get("status") if os.path.exists(path) else None
+    check("hooks: run runs all four (created, created, running or stopped, stopped), its "
+          "output and exit status the command's alone",
+          r.returncode == 3 and r.stdout == "from-command\n" and "hook-noise" not in r.stderr and
+          seen["prestart"] == seen["createRuntime"] == "created" and
+          seen["poststart"] in ("running", "stopped") and seen["poststop"] == "stopped" and
+          os.listdir(rt.root) == [], (r.returncode, r.stdout, r.stderr, seen))
+
+
+def hooks_with_closed_stdio(rt, scratch, owner, base, out):
+    """A runtime started with fds 0, 1 and 2 closed: the hook's pipes take
+    those numbers in it, and the hook still gets its state on 0 and its
+    argv, its own output on 1 and 2."""
+    rec = os.path.join(out, "closed")
+    bundle = make_bundle(scratch, "closed", ["sleep", "1000"], owner, with_hooks(base, {
+        "prestart": [hook(RECORD + '; echo to-stdout', rec)]}))
+
+    def closed():
+        if rt.mode == "rootless":
+            lifecycle.demote()
+        os.closerange(0, 3)
+
+    p = subprocess.run([rt.binary, "--root", rt.root, "create", "--bundle", bundle, "s1"],
+                       preexec_fn=closed, timeout=120)
+    seen = json.loads(read(rec + ".state")) if os.path.exists(rec + ".state") else {}
+    check("hooks: with the runtime's fds 0-2 closed, a hook still reads its state and argv",
+          seen.get("id") == "s1" and seen.get("status") == "created" and
+          os.path.exists(rec + ".argv") and read(rec + ".argv") == f"{rec} second-arg\n",
+          (p.returncode, seen))
+    rt("delete", "--force", "s1")
+
+
 def hooks_in_runtime_namespaces(rt, scratch, owner, base, out):
     """As root, a container joining a network namespace by path (a pod's):
     create has joined it before its clone, yet its hooks run in the
@@ -294,6 +336,8 @@ def main():
         base = json.loads(read(os.path.join(spec_dir, "config.json")))
         lifecycle_with_hooks(rt, scratch, owner, base, out)
         failing_hooks(rt, scratch, owner, base, out)
+        hooks_under_run(rt, scratch, owner, base, out)
+        hooks_with_closed_stdio(rt, scratch, owner, base, out)
         if mode == "root":
             hooks_in_runtime_namespaces(rt, scratch, owner, base, out)
     finally:

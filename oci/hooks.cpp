@@ -3,7 +3,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
-#include <sched.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -17,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/unique_fd.h"
+#include "oci/hook_exec_in_child.h"
 
 namespace stockade::oci {
 
@@ -55,39 +55,6 @@ void drain(Captured& c, int max_reads) {
     }
 }
 
-// The child's side, between fork and execve: async-signal-safe only.
-[[noreturn]] void execHookInChild(const char* path, char* const* argv, char* const* envp, int in,
-                                  int out, int err, int report, const HookPlace& place) {
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, nullptr);
-    struct sigaction dfl {};
-    dfl.sa_handler = SIG_DFL;
-    for (int sig = 1; sig < NSIG; ++sig) sigaction(sig, &dfl, nullptr);
-    int failed = 0;
-    for (const auto& [fd, type] : place.namespaces)
-        if (setns(fd, type) < 0) failed = errno;
-    // Above 2 first: a runtime started with a standard fd closed has its
-    // pipes there, and one dup2 would overwrite another's source.
-    int from[4] = {in, out, err, report};
-    for (int& fd : from)
-        if (!failed && fd < 3 && (fd = fcntl(fd, F_DUPFD_CLOEXEC, 3)) < 0) failed = errno;
-    report = from[3];
-    for (int target = 0; target < 3 && !failed; ++target) {
-        if (from[target] == target) {
-            if (fcntl(target, F_SETFD, 0) < 0) failed = errno;
-        } else if (dup2(from[target], target) < 0) {
-            failed = errno;
-        }
-    }
-    if (!failed) {
-        execve(path, argv, envp);
-        failed = errno;
-    }
-    (void)!write(report, &failed, sizeof(failed));
-    _exit(127);
-}
-
 struct Outcome {
     int exec_errno = 0;
     bool timed_out = false;
@@ -122,8 +89,9 @@ Result<Outcome> runOne(const Hook& hook, const std::string& state, const HookPla
     pid_t pid = fork();
     if (pid < 0) return Error::fromErrno("hook: fork()");
     if (pid == 0)
-        execHookInChild(hook.path.c_str(), argv.data(), envp.data(), in_child.get(),
-                        out_child.get(), err_child.get(), report_child.get(), place);
+        execHookInChild(hook.path.c_str(), argv.data(), envp.data(),
+                        {in_child.get(), out_child.get(), err_child.get(), report_child.get()},
+                        place.namespaces.data(), place.namespaces.size());
     in_child.reset();
     out_child.reset();
     err_child.reset();

@@ -149,6 +149,11 @@ Args parseArgs(const std::vector<std::string>& in,
     return out;
 }
 
+// A hook's failure after create, as a warning line.
+std::function<void(const std::string&)> warn(const Log& log) {
+    return [&log](const std::string& msg) { log.line("warning", msg); };
+}
+
 int cmdCreate(const Globals& g, const std::vector<std::string>& rest, const Log& log) {
     Args a = parseArgs(rest,
                        {{"--bundle", "bundle"},
@@ -222,6 +227,7 @@ int cmdStart(const Globals& g, const std::vector<std::string>& rest, const Log& 
     auto c = openExisting(g.root, a.positional[0]);
     if (!c) return log.error(c.error().describe());
     if (auto s = startContainer(*c); !s) return log.error(s.error().describe());
+    runPoststart(std::move(*c), warn(log));
     return 0;
 }
 
@@ -345,6 +351,7 @@ int cmdDelete(const Globals& g, const std::vector<std::string>& rest, const Log&
                          " that is not stopped: " + statusName(status));
     if (status != Status3::Stopped) killAndWait(c->record);
     if (auto s = destroyContainer(*c); !s) return log.error(s.error().describe());
+    runPoststop(std::move(*c), warn(log));
     return 0;
 }
 
@@ -377,6 +384,7 @@ int cmdRun(const Globals& g, const std::vector<std::string>& rest, const Log& lo
             (void)destroyContainer(*c);
             return log.error(s.error().describe());
         }
+        runPoststart(std::move(*c), warn(log));
     }
     // Detached: the container is left to this process's parent (its
     // subreaper once this exits), as create and start would leave it.
@@ -396,7 +404,8 @@ int cmdRun(const Globals& g, const std::vector<std::string>& rest, const Log& lo
         if (waitpid(created.pid, &status, WNOHANG) == created.pid) break;
     }
     if (!a.bools.count("keep"))
-        if (auto c = openExisting(g.root, id); c) (void)destroyContainer(*c);
+        if (auto c = openExisting(g.root, id); c && destroyContainer(*c))
+            runPoststop(std::move(*c), warn(log));
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
@@ -471,7 +480,7 @@ int cmdFeatures() {
     json doc = {
         {"ociVersionMin", "1.0.0"},
         {"ociVersionMax", kSpecVersion},
-        {"hooks", json::array()},
+        {"hooks", json::array({"prestart", "createRuntime", "poststart", "poststop"})},
         {"mountOptions", {"ro",       "rw",         "nosuid",      "suid",          "nodev",
                           "dev",      "noexec",     "exec",        "sync",          "async",
                           "dirsync",  "noatime",    "atime",       "nodiratime",    "diratime",

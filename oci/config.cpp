@@ -61,6 +61,49 @@ std::vector<std::string> stringsAt(const json& v, const std::string& field) {
     return out;
 }
 
+// hooks: those stockade runs on the host; the two that run in the
+// container's namespaces, and any it does not know, refused by name.
+void readHooks(const json& hooks, Hooks& out) {
+    if (!hooks.is_object()) refuse("hooks", "expected an object");
+    for (const auto& [name, list] : hooks.items()) {
+        const std::string field = "hooks." + name;
+        if (list.is_null()) continue;
+        if (!list.is_array()) refuse(field, "expected an array of hooks");
+        if (list.empty()) continue;
+        std::vector<Hook>* into = name == "prestart"        ? &out.prestart
+                                  : name == "createRuntime" ? &out.create_runtime
+                                  : name == "poststart"     ? &out.poststart
+                                  : name == "poststop"      ? &out.poststop
+                                                            : nullptr;
+        if (!into)
+            refuse(field,
+                   name == "createContainer" || name == "startContainer"
+                       ? "hooks in the container's namespaces are not supported yet (stockade "
+                         "runs prestart, createRuntime, poststart and poststop, on the host)"
+                       : "not a hook stockade knows (it runs prestart, createRuntime, "
+                         "poststart and poststop)");
+        for (size_t i = 0; i < list.size(); ++i) {
+            const std::string at = field + "[" + std::to_string(i) + "]";
+            const json& h = list[i];
+            if (!h.is_object()) refuse(at, "expected an object");
+            Hook hook;
+            const json* path = member(h, "path");
+            if (!path) refuse(at + ".path", "required");
+            hook.path = stringAt(*path, at + ".path");
+            if (hook.path.empty() || hook.path[0] != '/')
+                refuse(at + ".path", "must be an absolute path");
+            if (const json* a = member(h, "args")) hook.args = stringsAt(*a, at + ".args");
+            if (const json* e = member(h, "env")) hook.env = stringsAt(*e, at + ".env");
+            if (const json* t = member(h, "timeout")) {
+                if (!t->is_number_integer() || t->get<int64_t>() <= 0)
+                    refuse(at + ".timeout", "expected a number of seconds greater than zero");
+                hook.timeout = static_cast<int>(unsignedAt(*t, at + ".timeout", 86400));
+            }
+            into->push_back(std::move(hook));
+        }
+    }
+}
+
 // A field stockade does not honour yet: refused when present and not empty.
 void refuseIfSet(const json& object, const char* key, const std::string& field,
                  const std::string& why) {
@@ -563,12 +606,7 @@ Result<Config> parseConfig(std::string_view json_text) {
             if (!uts || !uts->path.empty())
                 refuse("hostname", "needs a new uts namespace (linux.namespaces)");
         }
-        if (const json* hooks = member(doc, "hooks")) {
-            if (!hooks->is_object()) refuse("hooks", "expected an object");
-            for (const auto& [name, list] : hooks->items())
-                if (list.is_array() && !list.empty())
-                    refuse("hooks." + name, "hooks are not supported yet");
-        }
+        if (const json* hooks = member(doc, "hooks")) readHooks(*hooks, out.hooks);
         for (const char* other : {"solaris", "windows", "vm", "zos"})
             refuseIfSet(doc, other, other, "not a Linux container");
         if (const json* a = member(doc, "annotations")) {

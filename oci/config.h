@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "oci/hooks.h"
 #include "seccomp/policy.h"
 
 namespace stockade::oci {
@@ -100,6 +101,7 @@ struct Config {
     std::map<std::string, std::string> annotations;
     std::string cgroups_path;  // linux.cgroupsPath, as written
     Resources resources;       // linux.resources
+    Hooks hooks;               // run by oci/hooks.h
 
     const Namespace* findNamespace(std::string_view type) const;
 };

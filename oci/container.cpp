@@ -29,6 +29,7 @@
 #include "oci/cgroups.h"
 #include "oci/config.h"
 #include "oci/container_plan.h"
+#include "oci/hooks.h"
 #include "oci/monitor.h"
 #include "oci/profile.h"
 #include "runtime/child/child_protocol.h"
@@ -149,6 +150,7 @@ Status createContainer(const std::string& root_dir, const std::string& id,
     if (!text) return text.error();
     auto config = parseConfig(text->content);
     if (!config) return config.error();
+    if (auto s = checkHookPaths(config->hooks); !s) return s.error();
     auto runtime_profile = runtimeDefaultProfile(default_profile);
     if (!runtime_profile) return runtime_profile.error();
     auto profile = containerProfile(*config, *runtime_profile);
@@ -243,6 +245,23 @@ Status createContainer(const std::string& root_dir, const std::string& id,
     plan.start_fifo_read_fd = fifo_read.get();
     plan.start_fifo_write_fd = fifo_write.get();
 
+    // Hooks run in the runtime's namespaces, which create leaves for the
+    // ones it joins: their child goes back to these first.
+    HookPlace hook_place;
+    std::vector<UniqueFd> own_namespaces;
+    if (!config->hooks.prestart.empty() || !config->hooks.create_runtime.empty())
+        for (const auto& join : cplan.joins) {
+            const char* name = join.second == CLONE_NEWNET   ? "net"
+                               : join.second == CLONE_NEWIPC ? "ipc"
+                               : join.second == CLONE_NEWUTS ? "uts"
+                                                             : nullptr;
+            if (!name) return Error::message("hooks: a joined namespace of an unexpected type");
+            const std::string path = std::string("/proc/self/ns/") + name;
+            UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+            if (!fd) return Error::fromErrno("hooks: open(\"" + path + "\")");
+            hook_place.namespaces.emplace_back(fd.get(), join.second);
+            own_namespaces.push_back(std::move(fd));
+        }
     for (auto& [fd, type] : cplan.joins)
         if (setns(fd.get(), type) < 0)
             return Error::fromErrno("linux.namespaces: setns(" + std::to_string(type) + ")");
@@ -319,6 +338,21 @@ Status createContainer(const std::string& root_dir, const std::string& id,
         record.cgroups = cgroups->dirs;
     }
     if (record.start_time == 0) return Error::message("container setup failed: its init is gone");
+    // prestart and createRuntime, on the host, with the command parked
+    // before its exec (after pivot_root: stockade's child does its whole
+    // setup in one order before it parks; docs/oci.md "Hooks"). The state
+    // they read is the record's: the held pid, the config's annotations.
+    record.hooks.poststart = config->hooks.poststart;
+    record.hooks.poststop = config->hooks.poststop;
+    if (!config->hooks.prestart.empty() || !config->hooks.create_runtime.empty()) {
+        const std::string state = stateJson(record, Status3::Created);
+        if (auto s = runHooks("prestart", config->hooks.prestart, state, hook_place); !s)
+            return s.error();
+        if (auto s = runHooks("createRuntime", config->hooks.create_runtime, state, hook_place); !s)
+            return s.error();
+        if (processStartTime(*started) != record.start_time)
+            return Error::message("container setup failed: its init ended during the hooks");
+    }
     // The monitor, from here on the holder of this end of the sync socket
     // (oci/monitor.h): forked after the cgroup join, so it is not of the
     // container's cgroup; ended with this process until it commits.
@@ -378,6 +412,30 @@ Status startContainer(const Opened& c) {
     if (write(fifo.get(), &go, 1) != 1) return Error::fromErrno("write(exec.fifo)");
     unlinkat(c.dir.get(), kExecFifo, 0);
     return okStatus();
+}
+
+namespace {
+
+void runHooksAfter(const char* name, Opened c, Status3 status,
+                   const std::function<void(const std::string&)>& warn) {
+    const Record record = std::move(c.record);
+    const std::vector<Hook>& list =
+        std::string_view(name) == "poststart" ? record.hooks.poststart : record.hooks.poststop;
+    if (list.empty()) return;
+    const std::string state = stateJson(record, status);
+    c = Opened{};
+    for (const std::string& failure : runHooksWarning(name, list, state)) warn(failure);
+}
+
+}  // namespace
+
+void runPoststart(Opened c, const std::function<void(const std::string&)>& warn) {
+    const Status3 status = statusOf(c.dir.get(), c.record);
+    runHooksAfter("poststart", std::move(c), status, warn);
+}
+
+void runPoststop(Opened c, const std::function<void(const std::string&)>& warn) {
+    runHooksAfter("poststop", std::move(c), Status3::Stopped, warn);
 }
 
 // The container's init by a pidfd, checked to be the recorded process

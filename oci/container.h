@@ -60,6 +60,13 @@ Status destroyContainer(const Opened& container);
 // One byte into exec.fifo: the parked command goes on to seccomp and exec.
 Status startContainer(const Opened& container);
 
+// poststart, once start has released the command, and poststop, once
+// delete has removed the container (oci/hooks.h): each failure goes to
+// `warn` and changes nothing else (runtime-spec runtime.md). The
+// container's lock is let go first, so that a hook may ask `state`.
+void runPoststart(Opened container, const std::function<void(const std::string&)>& warn);
+void runPoststop(Opened container, const std::function<void(const std::string&)>& warn);
+
 // The recorded init by a pidfd, checked after opening to be the recorded
 // process (its start time); none when it is gone.
 UniqueFd pidfdOf(const Record& record);

@@ -119,6 +119,7 @@ std::string recordJson(const Record& r) {
                       {"failure", e.failure},
                       {"time", e.time}};
     }
+    if (!r.hooks.empty()) doc["hooks"] = json::parse(hooksJson(r.hooks));
     return doc.dump();
 }
 
@@ -178,6 +179,11 @@ Result<Record> readRecord(int dir_fd, const std::string& id) {
         }
         if (doc.contains("annotations"))
             r.annotations = doc["annotations"].get<std::map<std::string, std::string>>();
+        if (doc.contains("hooks")) {
+            auto hooks = hooksFromJson(doc["hooks"].dump());
+            if (!hooks) return bad();
+            r.hooks = std::move(*hooks);
+        }
     } catch (const json::exception&) {
         return bad();
     }

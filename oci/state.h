@@ -14,6 +14,7 @@
 
 #include "base/error.h"
 #include "base/unique_fd.h"
+#include "oci/hooks.h"
 
 namespace stockade::oci {
 
@@ -74,6 +75,8 @@ struct Record {
         std::string time;     // RFC 3339, when the monitor heard it
     };
     std::optional<End> end;
+    // poststart and poststop as create read them (the others have run).
+    Hooks hooks;
 };
 inline constexpr size_t kMaxKills = 16;
 

@@ -1127,7 +1127,8 @@ def main():
               os.listdir(state_root))
 
         # features (containerd 1.7+ reads it): what it says is what create
-        # does. No hooks and no notify action listed, and both refused.
+        # does. The hooks run on the host listed, the container's own
+        # (createContainer) and a notify action not listed, and both refused.
         r = rt("features")
         feats = json.loads(r.stdout) if r.returncode == 0 else {}
         linux = feats.get("linux", {})
@@ -1141,8 +1142,9 @@ def main():
               "SCMP_ARCH_X86_64" in linux.get("seccomp", {}).get("archs", []) and
               linux.get("apparmor") == {"enabled": False}, (r.stdout, r.stderr))
         refused = {
-            "hooks": ({"hooks": {"prestart": [{"path": "/bin/true"}]}},
-                      feats.get("hooks") == []),
+            "hooks": ({"hooks": {"createContainer": [{"path": "/bin/true"}]}},
+                      feats.get("hooks") == ["prestart", "createRuntime", "poststart",
+                                             "poststop"]),
             "SCMP_ACT_NOTIFY": ({"linux": {"seccomp": {
                 "defaultAction": "SCMP_ACT_ALLOW",
                 "syscalls": [{"names": ["mkdir"], "action": "SCMP_ACT_NOTIFY"}]}}},

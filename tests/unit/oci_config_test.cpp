@@ -321,13 +321,37 @@ TEST_CASE("oci config: what stockade cannot honour is refused, naming the field"
          [](json& d) {
              d["linux"]["intelRdt"] = {{"closID", "a"}};
          }},
-        {"hooks.prestart",
+        {"hooks.createContainer",
          [](json& d) {
-             d["hooks"] = {{"prestart", {{{"path", "/bin/true"}}}}};
+             d["hooks"] = {{"createContainer", {{{"path", "/bin/true"}}}}};
          }},
-        {"hooks.createRuntime",
+        {"hooks.startContainer",
          [](json& d) {
-             d["hooks"] = {{"createRuntime", {{{"path", "/bin/true"}}}}};
+             d["hooks"] = {{"startContainer", {{{"path", "/bin/true"}}}}};
+         }},
+        {"hooks.onReboot",
+         [](json& d) {
+             d["hooks"] = {{"onReboot", {{{"path", "/bin/true"}}}}};
+         }},
+        {"hooks.prestart[0].path",
+         [](json& d) {
+             d["hooks"] = {{"prestart", {{{"path", "bin/true"}}}}};
+         }},
+        {"hooks.poststop[0].path",
+         [](json& d) {
+             d["hooks"] = {{"poststop", {{{"args", {"true"}}}}}};
+         }},
+        {"hooks.poststart[0].timeout",
+         [](json& d) {
+             d["hooks"] = {{"poststart", {{{"path", "/bin/true"}, {"timeout", 0}}}}};
+         }},
+        {"hooks.createRuntime[0].timeout",
+         [](json& d) {
+             d["hooks"] = {{"createRuntime", {{{"path", "/bin/true"}, {"timeout", -3}}}}};
+         }},
+        {"hooks.prestart[0].env",
+         [](json& d) {
+             d["hooks"] = {{"prestart", {{{"path", "/bin/true"}, {"env", "A=1"}}}}};
          }},
         {"hostname",
          [](json& d) {
@@ -343,6 +367,34 @@ TEST_CASE("oci config: what stockade cannot honour is refused, naming the field"
         INFO("expected a refusal naming " << c.field << ", got: " << message);
         CHECK(message.starts_with(std::string("config.json: ") + c.field + ":"));
     }
+}
+
+TEST_CASE("oci config: the hooks run on the host are read as written", "[oci]") {
+    json d = json::parse(defaultConfigJson(false));
+    d["hooks"] = {{"prestart", {{{"path", "/bin/a"}, {"args", {"a0", "a1"}}, {"env", {"K=v"}}}}},
+                  {"createRuntime", {{{"path", "/bin/b"}, {"timeout", 5}}}},
+                  {"poststart", json::array()},
+                  {"poststop", {{{"path", "/bin/c"}}, {{"path", "/bin/d"}}}}};
+    auto parsed = parseConfig(d.dump());
+    REQUIRE(parsed);
+    const Hooks& h = parsed->hooks;
+    REQUIRE(h.prestart.size() == 1);
+    CHECK(h.prestart[0].path == "/bin/a");
+    CHECK(h.prestart[0].args == std::vector<std::string>{"a0", "a1"});
+    CHECK(h.prestart[0].env == std::vector<std::string>{"K=v"});
+    CHECK_FALSE(h.prestart[0].timeout);
+    REQUIRE(h.create_runtime.size() == 1);
+    CHECK(h.create_runtime[0].timeout == 5);
+    CHECK(h.poststart.empty());
+    REQUIRE(h.poststop.size() == 2);
+    CHECK(h.poststop[1].path == "/bin/d");
+    // The record keeps the two run after create, and reads them back.
+    auto back = hooksFromJson(hooksJson(h));
+    REQUIRE(back);
+    CHECK(back->prestart.empty());
+    REQUIRE(back->poststop.size() == 2);
+    CHECK(back->poststop[0].path == "/bin/c");
+    CHECK_FALSE(hooksFromJson(R"({"poststop":[{"path":"rel","args":[],"env":[]}]})"));
 }
 
 TEST_CASE("oci config: malformed input is refused, never read in part", "[oci]") {

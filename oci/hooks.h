@@ -1,0 +1,73 @@
+// OCI hooks (runtime-spec config.md "POSIX-platform Hooks"): programs of the
+// caller's config run on the host, in the runtime's namespaces, with the
+// container's state JSON on their stdin. Run as runc runs them (its
+// libcontainer/configs Command.Run): stdout and stderr are captured, not
+// passed on (the shim and conmon read the runtime's own), and a failure's
+// message carries them; `timeout` kills the hook past it. No bound is
+// invented where the config gives none (runc has none), but the runtime
+// never waits on the hook's pipes: it stops at the hook's exit, so a hook
+// that ignores its stdin, or leaves a child holding its stdout, cannot hold
+// the runtime after it has exited.
+#pragma once
+
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "base/error.h"
+
+namespace stockade::oci {
+
+struct Hook {
+    std::string path;               // absolute, on the host
+    std::vector<std::string> args;  // args[0] is argv[0]; empty: argv is {path}
+    std::vector<std::string> env;   // the hook's whole environment
+    std::optional<int> timeout;     // seconds, > 0
+};
+
+// The hooks stockade runs. createContainer and startContainer (in the
+// container's namespaces) are refused by the reader.
+struct Hooks {
+    std::vector<Hook> prestart;
+    std::vector<Hook> create_runtime;
+    std::vector<Hook> poststart;
+    std::vector<Hook> poststop;
+
+    bool empty() const {
+        return prestart.empty() && create_runtime.empty() && poststart.empty() && poststop.empty();
+    }
+};
+
+// Each hook's path names an executable regular file now: a bad path fails
+// `create` before anything exists, naming the hook ("hooks.poststop[1].path").
+Status checkHookPaths(const Hooks& hooks);
+
+// Where a hook runs: the namespaces (fd, CLONE_NEW*) its child enters
+// first, for a runtime that has joined the container's by path before its
+// clone (the hook belongs to the runtime's own).
+struct HookPlace {
+    std::vector<std::pair<int, int>> namespaces;
+};
+
+// Runs `list` in order with `state_json` on each one's stdin; stops at the
+// first failure: "error running NAME hook #I (PATH): exit status N, stdout:
+// ..., stderr: ..." (or "killed by signal", or "ran past its timeout of Ts").
+Status runHooks(std::string_view name, const std::vector<Hook>& list, const std::string& state_json,
+                const HookPlace& place = {});
+
+// Runs every hook of `list` whatever the others did (poststart, poststop:
+// the spec's failures are warnings); returns each failure's message.
+std::vector<std::string> runHooksWarning(std::string_view name, const std::vector<Hook>& list,
+                                         const std::string& state_json);
+
+// The record's copy of the hooks that run after create (poststart,
+// poststop), as JSON text and back: `start` and `delete` run what create
+// read, not what the bundle says later.
+std::string hooksJson(const Hooks& hooks);
+Result<Hooks> hooksFromJson(std::string_view text);
+
+}  // namespace stockade::oci

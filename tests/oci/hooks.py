@@ -1,0 +1,355 @@
+#!/usr/bin/env python3
+"""OCI hooks under stockade (issue 19): prestart, createRuntime, poststart and
+poststop, run on the host with the container's state on their stdin, as
+runc's clients rely on, on a busybox-static rootfs, as root or uid 65534.
+
+usage: hooks.py STOCKADE root|rootless
+
+Each hook here is the host's busybox run as `sh` (args[0] is argv[0]: the
+applet busybox runs), writing its stdin, argv and environment into a
+scratch file; the cases compare what it read with what the runtime holds:
+the id, the init's pid, the status the spec names for that hook. Failing,
+timed-out and wedging hooks: what create, start and delete answer, what is
+left (nothing under --root, no process). Exit 77 (a skip) when the host
+cannot run a mode, which CI (env CI=true) turns into a failure.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import lifecycle
+from lifecycle import APPLETS, Runtime, check, make_bundle, reap, state_of, wait_for
+from oci_common import BUSYBOX, skip
+
+# A hook: busybox as sh; $0 is the prefix of its record files.
+RECORD = ('cat > "$0.state"; echo "$0 $1" > "$0.argv"; echo "$HOOK_ENV" > "$0.env"; '
+          'echo hook-noise; echo hook-noise >&2')
+
+
+def hook(script, prefix, timeout=None):
+    h = {"path": BUSYBOX, "args": ["sh", "-c", script, prefix, "second-arg"],
+         "env": ["HOOK_ENV=from-config", "PATH=/usr/bin:/bin"]}
+    if timeout:
+        h["timeout"] = timeout
+    return h
+
+
+def with_hooks(base, hooks, annotations=None):
+    config = json.loads(json.dumps(base))
+    config["hooks"] = hooks
+    if annotations:
+        config["annotations"] = annotations
+    return config
+
+
+def read(path):
+    with open(path) as f:
+        return f.read()
+
+
+def gone(pid):
+    reap()
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(") ", 1)[1][0] in "ZX"
+    except FileNotFoundError:
+        return True
+
+
+def lifecycle_with_hooks(rt, scratch, owner, base, out):
+    rec = os.path.join(out, "rec")
+    annotations = {"org.example.hooked": "yes"}
+    config = with_hooks(base, {
+        "prestart": [hook(RECORD, rec + "-prestart")],
+        "createRuntime": [hook(RECORD, rec + "-createRuntime")],
+        "poststart": [hook(RECORD, rec + "-poststart")],
+        "poststop": [hook(RECORD, rec + "-poststop")],
+    }, annotations)
+    bundle = make_bundle(scratch, "hooked", ["sh", "-c", "touch /out/hooked-ran; exec sleep 1000"],
+                         owner, config)
+    pid_file = os.path.join(out, "hooked.pid")
+    log = os.path.join(out, "hooked.log")
+    with tempfile.TemporaryFile("w+") as stdout, tempfile.TemporaryFile("w+") as stderr:
+        p = subprocess.run([rt.binary, "--root", rt.root, "--log-format", "json", "--log", log,
+                            "create", "--bundle", bundle, "--pid-file", pid_file, "h1"],
+                           stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr, text=True,
+                           timeout=120, preexec_fn=lifecycle.demote if rt.mode == "rootless"
+                           else None)
+        stdout.seek(0)
+        stderr.seek(0)
+        create_out, create_err = stdout.read(), stderr.read()
+    check("hooks: create with prestart, createRuntime, poststart, poststop returns 0",
+          p.returncode == 0, create_err)
+    if p.returncode != 0:
+        return
+    pid = int(read(pid_file))
+    st = state_of(rt, "h1") or {}
+    for name in ("prestart", "createRuntime"):
+        try:
+            seen = json.loads(read(f"{rec}-{name}.state"))
+        except (OSError, ValueError) as e:
+            seen = {"unreadable": str(e)}
+        check(f"hooks: {name} read the state on its stdin: id, status created, the init's pid, "
+              "bundle, the config's annotations",
+              seen.get("id") == "h1" and seen.get("status") == "created" and
+              seen.get("pid") == pid == st.get("pid") and seen.get("bundle") == st.get("bundle")
+              and seen.get("annotations") == annotations and seen.get("ociVersion"), seen)
+        check(f"hooks: {name} got args[0] as argv[0] (busybox ran sh), its args, its env",
+              read(f"{rec}-{name}.argv") == f"{rec}-{name} second-arg\n" and
+              read(f"{rec}-{name}.env") == "from-config\n")
+    check("hooks: they ran with the command parked (it had not run)",
+          not os.path.exists(os.path.join(out, "hooked-ran")))
+    check("hooks: poststart has not run before start", not os.path.exists(f"{rec}-poststart.state"))
+    check("hooks: their stdout and stderr reach neither create's stdout nor its stderr",
+          "hook-noise" not in create_out + create_err, (create_out, create_err))
+    r = rt("start", "h1")
+    check("hooks: start returns 0, nothing of the hook on its stdout or stderr",
+          r.returncode == 0 and "hook-noise" not in r.stdout + r.stderr, (r.stdout, r.stderr))
+    seen = json.loads(read(f"{rec}-poststart.state")) if os.path.exists(
+        f"{rec}-poststart.state") else {}
+    check("hooks: poststart ran before start returned, state running, the same pid",
+          seen.get("status") == "running" and seen.get("pid") == pid and seen.get("id") == "h1",
+          seen)
+    check("hooks: the command runs after start",
+          wait_for(lambda: os.path.exists(os.path.join(out, "hooked-ran"))))
+    rt("kill", "h1", "9")
+    wait_for(lambda: (state_of(rt, "h1") or {}).get("status") == "stopped")
+    check("hooks: poststop has not run before delete", not os.path.exists(f"{rec}-poststop.state"))
+    r = rt("delete", "h1")
+    seen = json.loads(read(f"{rec}-poststop.state")) if os.path.exists(
+        f"{rec}-poststop.state") else {}
+    check("hooks: delete returns 0 and poststop ran after the container was gone: "
+          "state stopped, its id",
+          r.returncode == 0 and seen.get("status") == "stopped" and seen.get("id") == "h1" and
+          os.listdir(rt.root) == [], (r.stderr, seen, os.listdir(rt.root)))
+    check("hooks: the init is gone", wait_for(lambda: gone(pid)))
+
+
+def failing_hooks(rt, scratch, owner, base, out):
+    parked = ["sleep", "1000"]
+    # A prestart that records the state, then fails: create fails naming it.
+    rec = os.path.join(out, "fail")
+    script = 'cat > "$0.state"; echo because-of-this >&2; exit 3'
+    bundle = make_bundle(scratch, "fail-pre", parked, owner,
+                         with_hooks(base, {"prestart": [hook(script, rec)]}))
+    r = rt("create", "--bundle", bundle, "f1")
+    seen = json.loads(read(rec + ".state")) if os.path.exists(rec + ".state") else {}
+    check("hooks: a failing prestart fails create (exit 1), naming the hook, its exit status "
+          "and its stderr",
+          r.returncode == 1 and "error running prestart hook #0" in r.stderr and
+          BUSYBOX in r.stderr and "exit status 3" in r.stderr and "because-of-this" in r.stderr,
+          (r.returncode, r.stderr))
+    check("hooks: ...nothing left under --root", os.listdir(rt.root) == [], os.listdir(rt.root))
+    check("hooks: ...and the container's init (the pid the hook read) is gone",
+          seen.get("pid", 0) > 1 and wait_for(lambda: gone(seen["pid"])), seen)
+
+    # A createRuntime hook that dies of a signal.
+    bundle = make_bundle(scratch, "fail-sig", parked, owner, with_hooks(
+        base, {"createRuntime": [hook("kill -TERM $$", rec + "-sig")]}))
+    r = rt("create", "--bundle", bundle, "f2")
+    check("hooks: a createRuntime hook killed by a signal fails create, naming the signal",
+          r.returncode == 1 and "createRuntime hook #0" in r.stderr and "SIGTERM" in r.stderr and
+          os.listdir(rt.root) == [], (r.returncode, r.stderr, os.listdir(rt.root)))
+
+    # A hook past its timeout: killed and named.
+    rec_t = os.path.join(out, "slow")
+    script = 'cat > "$0.state"; echo $$ > "$0.pid"; exec sleep 100'
+    bundle = make_bundle(scratch, "fail-slow", parked, owner, with_hooks(
+        base, {"prestart": [hook("true", rec_t + "-first"), hook(script, rec_t, timeout=1)]}))
+    r = rt("create", "--bundle", bundle, "f3")
+    hook_pid = int(read(rec_t + ".pid")) if os.path.exists(rec_t + ".pid") else 0
+    seen = json.loads(read(rec_t + ".state")) if os.path.exists(rec_t + ".state") else {}
+    check("hooks: a prestart past its timeout fails create, named (#1) with its timeout",
+          r.returncode == 1 and "prestart hook #1" in r.stderr and
+          "ran past specified timeout of 1.0s" in r.stderr, (r.returncode, r.stderr))
+    check("hooks: ...the hook was killed, the init is gone, nothing under --root",
+          hook_pid > 1 and gone(hook_pid) and seen.get("pid", 0) > 1 and
+          wait_for(lambda: gone(seen["pid"])) and os.listdir(rt.root) == [],
+          (hook_pid, seen, os.listdir(rt.root)))
+
+    # Bad hooks in the config: refused before anything exists.
+    for what, hooks, words in [
+        ("a path that does not exist", {"poststop": [{"path": "/nonexistent/hook"}]},
+         ["hooks.poststop[0].path", "/nonexistent/hook", "ENOENT"]),
+        ("a relative path", {"prestart": [{"path": "bin/hook"}]},
+         ["hooks.prestart[0].path", "absolute"]),
+        ("a timeout of 0", {"prestart": [{"path": BUSYBOX, "timeout": 0}]},
+         ["hooks.prestart[0].timeout", "greater than zero"]),
+        ("a createContainer hook", {"createContainer": [{"path": BUSYBOX}]},
+         ["hooks.createContainer", "not supported yet", "prestart, createRuntime"]),
+    ]:
+        bundle = make_bundle(scratch, "bad-" + what.replace(" ", "-"), parked, owner,
+                             with_hooks(base, hooks))
+        r = rt("create", "--bundle", bundle, "f4")
+        check(f"hooks: {what} fails create with one line naming it, nothing left",
+              r.returncode == 1 and all(w in r.stderr for w in words) and
+              len(r.stderr.strip().splitlines()) == 1 and os.listdir(rt.root) == [],
+              (r.returncode, r.stderr, os.listdir(rt.root)))
+
+    # poststart and poststop failures: warnings in the log, nothing else.
+    log = os.path.join(out, "warn.log")
+    bundle = make_bundle(scratch, "fail-post", parked, owner, with_hooks(base, {
+        "poststart": [hook("exit 4", rec + "-ps")],
+        "poststop": [hook("exit 5", rec + "-stop"), hook(RECORD, rec + "-stop2")]}))
+    r = rt("create", "--bundle", bundle, "f5")
+    check("hooks: create with failing poststart and poststop hooks", r.returncode == 0, r.stderr)
+    r = rt("start", "f5", log=log)
+    check("hooks: a failing poststart is a warning: start returns 0, the container runs",
+          r.returncode == 0 and (state_of(rt, "f5") or {}).get("status") == "running",
+          (r.returncode, r.stderr))
+    r = rt("delete", "--force", "f5", log=log)
+    lines = [json.loads(line) for line in read(log).splitlines()] if os.path.exists(log) else []
+    warnings = [entry["msg"] for entry in lines if entry.get("level") == "warning"]
+    check("hooks: a failing poststop still deletes (exit 0, nothing under --root), "
+          "and the next poststop runs",
+          r.returncode == 0 and os.listdir(rt.root) == [] and
+          json.loads(read(rec + "-stop2.state")).get("status") == "stopped",
+          (r.returncode, r.stderr, os.listdir(rt.root)))
+    check("hooks: --log holds each failure as a JSON warning naming the hook and its status",
+          any("poststart hook #0" in w and "exit status 4" in w for w in warnings) and
+          any("poststop hook #0" in w and "exit status 5" in w for w in warnings) and
+          not any(entry.get("level") == "error" for entry in lines), lines)
+
+    # A hook that never reads its stdin (the state larger than a socket's
+    # buffer) and one that leaves a child holding its stdout: the runtime
+    # waits for neither once the hook has exited.
+    rec_w = os.path.join(out, "wedge")
+    big = {"org.example.big": "x" * (1 << 19)}
+    bundle = make_bundle(scratch, "wedge", parked, owner, with_hooks(base, {
+        "createRuntime": [hook("exit 0", rec_w + "-deaf")],
+        "poststop": [hook('sleep 100 & echo $! > "$0.pid"', rec_w)]}, big))
+    r = rt("create", "--bundle", bundle, "w1")
+    check("hooks: a hook that exits without reading a 512 KiB state does not hold create",
+          r.returncode == 0, r.stderr)
+    r = rt("delete", "--force", "w1")
+    child = int(read(rec_w + ".pid")) if os.path.exists(rec_w + ".pid") else 0
+    check("hooks: delete returned while the hook's child still held its stdout "
+          "(the runtime waits for the hook's exit, not its pipes' EOF)",
+          r.returncode == 0 and child > 1 and not gone(child) and os.listdir(rt.root) == [],
+          (r.returncode, r.stderr, child))
+    if child > 1 and not gone(child):
+        os.kill(child, 9)
+
+
+def hooks_under_run(rt, scratch, owner, base, out):
+    """`run` is create, start and (without --keep) delete: it runs every hook."""
+    rec = os.path.join(out, "run")
+    config = with_hooks(base, {name: [hook(RECORD, f"{rec}-{name}")] for name in
+                               ("prestart", "createRuntime", "poststart", "poststop")})
+    bundle = make_bundle(scratch, "run", ["sh", "-c", "echo from-command; exit 3"], owner, config)
+    r = rt("run", "--bundle", bundle, "r1")
+    seen = {}
+    for name in ("prestart", "createRuntime", "poststart", "poststop"):
+        path = f"{rec}-{name}.state"
+        seen[name] = json.loads(read(path)).get("status") if os.path.exists(path) else None
+    check("hooks: run runs all four (created, created, running or stopped, stopped), its "
+          "output and exit status the command's alone",
+          r.returncode == 3 and r.stdout == "from-command\n" and "hook-noise" not in r.stderr and
+          seen["prestart"] == seen["createRuntime"] == "created" and
+          seen["poststart"] in ("running", "stopped") and seen["poststop"] == "stopped" and
+          os.listdir(rt.root) == [], (r.returncode, r.stdout, r.stderr, seen))
+
+
+def hooks_with_closed_stdio(rt, scratch, owner, base, out):
+    """A runtime started with fds 0, 1 and 2 closed: the hook's pipes take
+    those numbers in it, and the hook still gets its state on 0 and its
+    argv, its own output on 1 and 2."""
+    rec = os.path.join(out, "closed")
+    bundle = make_bundle(scratch, "closed", ["sleep", "1000"], owner, with_hooks(base, {
+        "prestart": [hook(RECORD + '; echo to-stdout', rec)]}))
+
+    def closed():
+        if rt.mode == "rootless":
+            lifecycle.demote()
+        os.closerange(0, 3)
+
+    p = subprocess.run([rt.binary, "--root", rt.root, "create", "--bundle", bundle, "s1"],
+                       preexec_fn=closed, timeout=120)
+    seen = json.loads(read(rec + ".state")) if os.path.exists(rec + ".state") else {}
+    check("hooks: with the runtime's fds 0-2 closed, a hook still reads its state and argv",
+          seen.get("id") == "s1" and seen.get("status") == "created" and
+          os.path.exists(rec + ".argv") and read(rec + ".argv") == f"{rec} second-arg\n",
+          (p.returncode, seen))
+    rt("delete", "--force", "s1")
+
+
+def hooks_in_runtime_namespaces(rt, scratch, owner, base, out):
+    """As root, a container joining a network namespace by path (a pod's):
+    create has joined it before its clone, yet its hooks run in the
+    runtime's own, as the spec says, not in the one joined."""
+    holder = subprocess.Popen(["unshare", "--net", "sleep", "1000"])
+    try:
+        ours = os.readlink("/proc/self/ns/net")
+        held = f"/proc/{holder.pid}/ns/net"
+        wait_for(lambda: os.readlink(held) != ours)
+        theirs = os.readlink(held)
+        config = with_hooks(base, {"prestart": [hook('readlink /proc/self/ns/net > "$0"',
+                                                     os.path.join(out, "netns-prestart"))]})
+        config["linux"]["namespaces"] = [n for n in config["linux"]["namespaces"]
+                                         if n["type"] != "network"]
+        config["linux"]["namespaces"].append({"type": "network", "path": held})
+        bundle = make_bundle(scratch, "netns", ["sleep", "1000"], owner, config)
+        r = rt("create", "--bundle", bundle, "n1")
+        seen = read(os.path.join(out, "netns-prestart")).strip() if r.returncode == 0 else ""
+        check("hooks: with a network namespace joined by path, prestart runs in the runtime's "
+              "own (not the one joined)",
+              r.returncode == 0 and theirs != ours and seen == ours, (r.stderr, seen, ours, theirs))
+        rt("delete", "--force", "n1")
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def main():
+    binary, mode = sys.argv[1], sys.argv[2]
+    if os.geteuid() != 0:
+        skip("the suite runs as root (rootless cases demote to uid 65534)")
+    if not os.path.exists(BUSYBOX):
+        skip("busybox-static is not installed (scripts/install-deps.sh test)")
+    lifecycle.become_subreaper()
+    scratch = tempfile.mkdtemp(prefix="stockade-oci-hooks-", dir="/var/tmp")
+    os.chmod(scratch, 0o755)
+    owner = 0 if mode == "root" else 65534
+    try:
+        rootfs = os.path.join(scratch, "rootfs")
+        for d in ["bin", "proc", "dev", "sys", "tmp", "out"]:
+            os.makedirs(os.path.join(rootfs, d))
+        shutil.copy(BUSYBOX, os.path.join(rootfs, "bin", "busybox"))
+        for applet in set(APPLETS):
+            os.symlink("busybox", os.path.join(rootfs, "bin", applet))
+        out = os.path.join(scratch, "out")
+        os.makedirs(out)
+        os.chmod(out, 0o1777)
+        state_root = os.path.join(scratch, "state")
+        os.makedirs(state_root)
+        os.chown(state_root, owner, owner)
+        os.chmod(state_root, 0o700)
+        rt = Runtime(binary, state_root, mode)
+        spec_dir = os.path.join(scratch, "spec")
+        os.makedirs(spec_dir)
+        os.chown(spec_dir, owner, owner)
+        r = rt("spec", "--bundle", spec_dir)
+        check("spec writes a config.json", r.returncode == 0, r.stderr)
+        base = json.loads(read(os.path.join(spec_dir, "config.json")))
+        lifecycle_with_hooks(rt, scratch, owner, base, out)
+        failing_hooks(rt, scratch, owner, base, out)
+        hooks_under_run(rt, scratch, owner, base, out)
+        hooks_with_closed_stdio(rt, scratch, owner, base, out)
+        if mode == "root":
+            hooks_in_runtime_namespaces(rt, scratch, owner, base, out)
+    finally:
+        for cid in os.listdir(os.path.join(scratch, "state")):
+            subprocess.run([binary, "--root", os.path.join(scratch, "state"), "delete", "--force",
+                            cid], capture_output=True, timeout=120)
+        shutil.rmtree(scratch, ignore_errors=True)
+    if lifecycle.failures:
+        print(f"{len(lifecycle.failures)} failed")
+        sys.exit(1)
+    print("all passed")
+
+
+if __name__ == "__main__":
+    main()

@@ -84,7 +84,7 @@ void bindAttach(int from, const std::string& to, unsigned attrs) {
 constexpr unsigned long kRo = MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC;
 
 // One round, in a child of its own namespace; writes kFigures doubles to `out`.
-void round(const char* stage, const char* source_dir, int out) {
+void measureRound(const char* stage, const char* source_dir, int out) {
     if (geteuid() == 0) {
         must(unshare(CLONE_NEWNS) == 0, "unshare");
     } else {
@@ -228,7 +228,7 @@ int main(int argc, char** argv) {
         int fds[2];
         if (pipe2(fds, O_CLOEXEC) < 0) return 2;
         pid_t pid = fork();
-        if (pid == 0) round(stage, source, fds[1]);
+        if (pid == 0) measureRound(stage, source, fds[1]);
         close(fds[1]);
         double fig[kFigures];
         ssize_t n = read(fds[0], fig, sizeof fig);

@@ -32,14 +32,26 @@ WARMUP = 10
 PR_SET_CHILD_SUBREAPER = 36
 
 
-def reap_orphans():
-    """Waits for every descendant reparented here; returns their CPU in ms."""
+ORPHAN_WAIT = 10.0
+
+
+def reap_orphans(name):
+    """Waits for every descendant reparented here; returns their CPU in ms.
+
+    One still alive ORPHAN_WAIT seconds after its command ended (a daemon)
+    stops the bench rather than hang it."""
     total = 0.0
+    deadline = time.monotonic() + ORPHAN_WAIT
     while True:
         try:
-            _, _, usage = os.wait4(-1, 0)
+            pid, _, usage = os.wait4(-1, os.WNOHANG)
         except ChildProcessError:
             return total
+        if pid == 0:
+            if time.monotonic() > deadline:
+                sys.exit(f"{name}: a descendant outlived the command by {ORPHAN_WAIT:.0f} s")
+            time.sleep(0.0005)
+            continue
         total += (usage.ru_utime + usage.ru_stime) * 1000
 
 
@@ -62,7 +74,7 @@ def main(argv):
                                   file_actions=[(os.POSIX_SPAWN_DUP2, devnull, 1)])
             _, status, usage = os.wait4(pid, 0)
             elapsed = (time.perf_counter() - start) * 1000
-            orphans = reap_orphans()
+            orphans = reap_orphans(name)
             if r >= WARMUP:
                 times[name].append(elapsed)
                 cpu[name].append((usage.ru_utime + usage.ru_stime) * 1000 + orphans)

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -33,6 +34,7 @@
 #include "oci/monitor.h"
 #include "oci/profile.h"
 #include "runtime/child/child_protocol.h"
+#include "runtime/policy/writable_trees.h"
 #include "runtime/supervisor/sandbox_launch.h"
 
 namespace stockade::oci {
@@ -135,6 +137,43 @@ std::string notExist(const std::string& id) {
     return "container " + id + " does not exist";
 }
 
+// poststart and poststop run later from the copy of them in the container's
+// record under --root (start and delete never read the bundle again): a
+// container that can write --root, or make or replace it in its parent,
+// could name any host program for them. Refused, as `run` refuses a sandbox
+// that could write its state directory. The writable trees: the rootfs
+// unless read-only, each bind mount without "ro".
+Status refuseHooksInWritableRoot(const Config& config, const std::string& bundle,
+                                 const std::string& root_dir) {
+    if (config.hooks.poststart.empty() && config.hooks.poststop.empty()) return okStatus();
+    auto canonical = [](const std::string& path) -> std::optional<std::string> {
+        char real[PATH_MAX];
+        if (!realpath(path.c_str(), real)) return std::nullopt;
+        return std::string(real);
+    };
+    auto absolute = [&](const std::string& path) {
+        return path.starts_with("/") ? path : bundle + "/" + path;
+    };
+    std::vector<std::string> writable;
+    if (!config.root_readonly)
+        if (auto r = canonical(absolute(config.root_path))) writable.push_back(*r);
+    for (const Mount& m : config.mounts)
+        if (m.bind && !(m.flags & MS_RDONLY))
+            if (auto r = canonical(absolute(m.source))) writable.push_back(*r);
+    std::vector<std::string> dirs;
+    if (auto r = canonical(root_dir)) {
+        dirs.push_back(*r);
+        if (auto parent = canonical(*r + "/..")) dirs.push_back(*parent);
+    }
+    if (writable.empty() || dirs.empty()) return okStatus();
+    auto found = firstWritableBy(dirs, writable);
+    if (!found) return okStatus();
+    return Error::message("hooks: the container could write " + found->tree + ", which holds " +
+                          "--root " + root_dir +
+                          ", where its poststart and poststop hooks are kept until they run: "
+                          "mount it read-only or keep --root out of it");
+}
+
 Status createContainer(const std::string& root_dir, const std::string& id,
                        const std::string& bundle_arg, const std::string& pid_file,
                        const std::string& console_socket, bool systemd_cgroup,
@@ -186,6 +225,7 @@ Status createContainer(const std::string& root_dir, const std::string& id,
 
     auto root = openRoot(root_dir, true);
     if (!root) return root.error();
+    if (auto s = refuseHooksInWritableRoot(*config, *bundle, root_dir); !s) return s.error();
     if (mkdirat(root->get(), id.c_str(), 0700) < 0) {
         if (errno == EEXIST) return Error::message("container with id exists: " + id);
         return Error::fromErrno("mkdir(\"" + root_dir + "/" + id + "\")");

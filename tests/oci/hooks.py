@@ -189,6 +189,28 @@ def failing_hooks(rt, scratch, owner, base, out):
               len(r.stderr.strip().splitlines()) == 1 and os.listdir(rt.root) == [],
               (r.returncode, r.stderr, os.listdir(rt.root)))
 
+    # A container that could write --root (a writable bind of the directory
+    # that holds it) would rewrite the poststop hook kept there, which the
+    # host runs at delete: refused; bound read-only, it is not.
+    for options, refused in [(["rbind", "rw"], True), (["rbind", "ro"], False)]:
+        config = with_hooks(base, {"poststop": [hook(RECORD, rec + "-reach")]})
+        config["mounts"].append({"destination": "/tmp", "type": "bind", "source": scratch,
+                                 "options": options})
+        bundle = make_bundle(scratch, "reach-" + options[1], parked, owner, config)
+        r = rt("create", "--bundle", bundle, "f6")
+        if refused:
+            check("hooks: a poststop hook in a container that could write --root's directory "
+                  "fails create, naming it, nothing left",
+                  r.returncode == 1 and "--root" in r.stderr and scratch in r.stderr and
+                  len(r.stderr.strip().splitlines()) == 1 and os.listdir(rt.root) == [],
+                  (r.returncode, r.stderr, os.listdir(rt.root)))
+        else:
+            check("hooks: ...the same directory bound read-only is accepted", r.returncode == 0,
+                  r.stderr)
+            rt("delete", "--force", "f6")
+            check("hooks: ...and its poststop ran at delete", wait_for(
+                lambda: os.path.exists(rec + "-reach.state")), os.listdir(out))
+
     # poststart and poststop failures: warnings in the log, nothing else.
     log = os.path.join(out, "warn.log")
     bundle = make_bundle(scratch, "fail-post", parked, owner, with_hooks(base, {

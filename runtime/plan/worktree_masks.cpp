@@ -196,6 +196,7 @@ Result<WorktreeScan> scanWorktree(int worktree_fd, const WorktreeMaskRules& rule
                     continue;
                 case DirListing::Outcome::Gone:
                     ++scan.unlistable;
+                    scan.visited_whole = false;
                     continue;
                 case DirListing::Outcome::Unchanged:  // judged as read: the names kept
                 case DirListing::Outcome::Listed:
@@ -215,11 +216,27 @@ Result<WorktreeScan> scanWorktree(int worktree_fd, const WorktreeMaskRules& rule
                 ++scan.listed_settled;
             WalkedDir* walked = nullptr;
             if (record && dir.outcome == DirListing::Outcome::Unchanged) {
-                if (record_unchanged) (*record)[dir.relative] = *dir.unchanged;
-            } else if (record && dir.have_st)
-                walked =
-                    &((*record)[dir.relative] = WalkedDir{
-                          dir.st.st_dev, dir.st.st_ino, dir.st.st_ctim, settled, dir.entries, {}});
+                if (record_unchanged) {
+                    const auto at =
+                        record->insert_or_assign(dir.relative, dir.unchanged->second).first;
+                    scan.visited.push_back(&*at);
+                } else {
+                    scan.visited.push_back(dir.unchanged);
+                }
+            } else if (record && dir.have_st) {
+                const auto at = record
+                                    ->insert_or_assign(dir.relative, WalkedDir{dir.st.st_dev,
+                                                                               dir.st.st_ino,
+                                                                               dir.st.st_ctim,
+                                                                               settled,
+                                                                               dir.entries,
+                                                                               {}})
+                                    .first;
+                walked = &at->second;
+                scan.visited.push_back(&*at);
+            } else {
+                scan.visited_whole = false;
+            }
             for (ListedEntry& e : dir.interesting) {
                 const std::string relative =
                     dir.relative.empty() ? e.name : dir.relative + "/" + e.name;
@@ -290,6 +307,7 @@ Status addWorktreeMasks(const Policy& policy, int worktree_fd, ChildPlan& plan,
     WorktreeMaskReport report;
     report.walked = std::move(walked);
     if (kept) report.kept = std::move(kept);
+    if (scan->visited_whole) report.visited = std::move(scan->visited);
     report.listed_settled = scan->listed_settled;
     report.reused = scan->reused;
     report.entries = scan->entries;
@@ -381,6 +399,29 @@ void noteCreatedMaskedNames(const Policy& policy, WorktreeMaskReport& report) {
     // big worktree does not pay for a second full walk, and the bounds are
     // the first walk's.
     const int worktree_fd = policy.fs.worktree_held.get();
+    // Every directory the walk before the run judged is still the same inode
+    // with the same settled ctime: none gained, lost or swapped a name, and
+    // a directory not judged then is reached only through a name one of them
+    // gained, so no name was created anywhere the walk goes (the walk below
+    // would find exactly the names covered). One fstatat a directory, no
+    // listing, no record built.
+    if (!report.visited.empty() && allUnchanged(worktree_fd, report.visited)) {
+        if (policy.fs.state_dir && report.listed_settled > 0) {
+            // What the walk before read is kept for the next run: its
+            // record, whole without a kept walk, or merged with the kept one.
+            const WalkCacheKey key{policy.fs.state_dir->get(), worktree_fd,
+                                   &policy.fs.worktree_masks, true};
+            if (!report.kept) {
+                saveWalkCache(key, *report.walked);
+            } else {
+                WalkedDirs whole;
+                whole.reserve(report.visited.size());
+                for (VisitedDir d : report.visited) whole.emplace(d->first, d->second);
+                saveWalkCache(key, whole);
+            }
+        }
+        return;
+    }
     // With no kept walk the walk before read everything, so this one will
     // likely be kept: recorded now rather than by another pass.
     WalkedDirs walked;

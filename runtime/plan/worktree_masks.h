@@ -66,28 +66,6 @@ struct MaskedName {
     ino_t ino = 0;
 };
 
-struct WorktreeScan {
-    std::vector<MaskedName> hidden;
-    std::vector<MaskedName> read_only;
-    uint64_t entries = 0;     // directory entries examined
-    uint64_t unlistable = 0;  // someone else's directories the walker may not list
-    // Where the walk stopped short: "", "max_entries", "max_depth",
-    // "path_length", "memory" (the directories waiting to be listed),
-    // "unlistable" or "unexaminable" (a directory of the walker's own it may
-    // not list, a matching name it may not stat: `incomplete` says which).
-    std::string truncated_by;
-    std::string incomplete;
-    bool incomplete_call = false;  // `incomplete` is a call that failed, with its errno
-    // Directories read whole (not taken from `before`) whose ctime was
-    // settled: what a kept walk (runtime/plan/walk_cache.h) would gain.
-    uint64_t listed_settled = 0;
-    uint64_t reused = 0;  // directories taken from `before`, not read
-    // Hidden or read-only files with more names than one: the others are
-    // not covered (the first of them, and how many).
-    uint64_t linked_count = 0;
-    std::string linked_first;
-};
-
 // A name of a listed directory that the walk looked at: a subdirectory, a
 // hidden or read-only name (judged by the rules the walk had).
 struct WalkedName {
@@ -110,6 +88,37 @@ struct WalkedDir {
     std::vector<WalkedName> names;  // in readdir order
 };
 using WalkedDirs = std::unordered_map<std::string, WalkedDir>;
+// A directory a walk judged, as it was then: a node of the walk's record or
+// of the kept walk it took the directory from.
+using VisitedDir = const WalkedDirs::value_type*;
+
+struct WorktreeScan {
+    std::vector<MaskedName> hidden;
+    std::vector<MaskedName> read_only;
+    uint64_t entries = 0;     // directory entries examined
+    uint64_t unlistable = 0;  // someone else's directories the walker may not list
+    // Where the walk stopped short: "", "max_entries", "max_depth",
+    // "path_length", "memory" (the directories waiting to be listed),
+    // "unlistable" or "unexaminable" (a directory of the walker's own it may
+    // not list, a matching name it may not stat: `incomplete` says which).
+    std::string truncated_by;
+    std::string incomplete;
+    bool incomplete_call = false;  // `incomplete` is a call that failed, with its errno
+    // Directories read whole (not taken from `before`) whose ctime was
+    // settled: what a kept walk (runtime/plan/walk_cache.h) would gain.
+    uint64_t listed_settled = 0;
+    uint64_t reused = 0;  // directories taken from `before`, not read
+    // Hidden or read-only files with more names than one: the others are
+    // not covered (the first of them, and how many).
+    uint64_t linked_count = 0;
+    std::string linked_first;
+    // With a record: every directory the walk judged, as it saw it (nodes
+    // of the record, or of `before` where not recorded again). Not whole
+    // when a directory was judged without a record of it (its fstat
+    // failed, or it was gone or shut when it was reached).
+    std::vector<VisitedDir> visited;
+    bool visited_whole = true;
+};
 
 // Walks the worktree held at `worktree_fd` (any fd for the directory).
 // `skip_top_git`: the top-level .git directory is read-only as a whole
@@ -148,6 +157,11 @@ struct WorktreeMaskReport {
     // is written again after the run when it or the walk after adds one.
     uint64_t listed_settled = 0;
     uint64_t reused = 0;  // directories the walk before the run took from a kept walk
+    // Every directory the walk before the run judged (nodes of `walked` or
+    // `kept`), or empty when that walk could not say: if each is still the
+    // same inode with the same settled ctime after the run, no name was
+    // added anywhere the walk reaches, and the walk after it is not needed.
+    std::vector<VisitedDir> visited;
 };
 
 // Walks the worktree, adds a cover for each hidden name and a read-only

@@ -79,9 +79,15 @@ void listOne(int root_fd, const ListingRules& rules, DirListing& dir, std::vecto
                 e.is_dir = n.is_dir;
                 if (e.hidden || e.kept) {
                     e.examined = true;
+                    // Through no link at all, the name itself included: a
+                    // directory above swapped for a link since the check
+                    // above (ELOOP) makes the name unexaminable, and the run
+                    // is refused, rather than a file elsewhere stated.
                     const std::string at =
                         dir.relative.empty() ? n.name : dir.relative + "/" + n.name;
-                    if (fstatat(root_fd, at.c_str(), &e.st, AT_SYMLINK_NOFOLLOW) < 0)
+                    const UniqueFd name =
+                        openBeneathWorktree(root_fd, at, O_PATH | O_NOFOLLOW, RESOLVE_NO_SYMLINKS);
+                    if (!name || fstat(name.get(), &e.st) < 0)
                         e.stat_errno = errno;
                     else
                         e.is_dir = S_ISDIR(e.st.st_mode);

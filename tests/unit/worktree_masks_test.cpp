@@ -289,3 +289,38 @@ TEST_CASE("worktree masks: directories unchanged since the walk are told by ctim
     REQUIRE(symlink("b2", (wt.path() + "/a/b").c_str()) == 0);
     CHECK_FALSE(allUnchanged(fd.get(), third));
 }
+
+// A directory taken unchanged from an earlier walk is found by one fstatat,
+// which may pass through a link a concurrent writer made above it; its
+// matching names are then stated through no link at all, so the name behind
+// that link is unexaminable (ELOOP, and the run refused), never another
+// file's identity taken for it.
+TEST_CASE("worktree masks: a matching name of an unchanged directory is stated through no link") {
+    TempDir wt;
+    writeFile(wt.path() + "/a/b/.env", "x");
+    WorktreeMaskRules rules;
+    rules.hide = {".env"};
+    UniqueFd fd(open(wt.path().c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    REQUIRE(fd);
+    std::this_thread::sleep_for(std::chrono::milliseconds(3100));
+    WalkedDirs record;
+    REQUIRE(scanWorktree(fd.get(), rules, true, nullptr, &record));
+    REQUIRE(record.count("a/b") == 1);
+    REQUIRE(record["a/b"].settled);
+    // "a" moved aside and a link left in its place: a/b is still the same
+    // inode with the same ctime, reached through the link.
+    REQUIRE(rename((wt.path() + "/a").c_str(), (wt.path() + "/a2").c_str()) == 0);
+    REQUIRE(symlink("a2", (wt.path() + "/a").c_str()) == 0);
+    const MaskPatternSet hide(rules.hide), none(std::vector<std::string>{});
+    const ListingRules listing{hide, none, none, none, &record, nullptr, 1000};
+    std::vector<DirListing> dirs(1);
+    dirs[0].relative = "a/b";
+    dirs[0].depth = 3;
+    std::atomic<uint64_t> seen{0};
+    UniqueFd root(open(wt.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    listDirectories(root.get(), listing, dirs, seen);
+    REQUIRE(dirs[0].outcome == DirListing::Outcome::Unchanged);
+    REQUIRE(dirs[0].interesting.size() == 1);
+    CHECK(dirs[0].interesting[0].name == ".env");
+    CHECK(dirs[0].interesting[0].stat_errno == ELOOP);
+}

@@ -298,6 +298,7 @@ Status addWorktreeMasks(const Policy& policy, int worktree_fd, ChildPlan& plan,
     // directories it lists unchanged are not read (walk_cache.h).
     const WalkCacheKey key{policy.fs.state_dir ? policy.fs.state_dir->get() : -1, worktree_fd,
                            &rules, true};
+    const int64_t clock_offset_ns = walkClockOffsetNs();
     std::shared_ptr<const WalkedDirs> kept = loadWalkCache(key);
     // Only what is read is recorded: the walk after the run looks in the
     // kept walk for the rest.
@@ -308,6 +309,7 @@ Status addWorktreeMasks(const Policy& policy, int worktree_fd, ChildPlan& plan,
     report.walked = std::move(walked);
     if (kept) report.kept = std::move(kept);
     if (scan->visited_whole) report.visited = std::move(scan->visited);
+    report.clock_offset_ns = clock_offset_ns;
     report.listed_settled = scan->listed_settled;
     report.reused = scan->reused;
     report.entries = scan->entries;
@@ -412,12 +414,12 @@ void noteCreatedMaskedNames(const Policy& policy, WorktreeMaskReport& report) {
             const WalkCacheKey key{policy.fs.state_dir->get(), worktree_fd,
                                    &policy.fs.worktree_masks, true};
             if (!report.kept) {
-                saveWalkCache(key, *report.walked);
+                saveWalkCache(key, *report.walked, report.clock_offset_ns);
             } else {
                 WalkedDirs whole;
                 whole.reserve(report.visited.size());
                 for (VisitedDir d : report.visited) whole.emplace(d->first, d->second);
-                saveWalkCache(key, whole);
+                saveWalkCache(key, whole, report.clock_offset_ns);
             }
         }
         return;
@@ -425,6 +427,10 @@ void noteCreatedMaskedNames(const Policy& policy, WorktreeMaskReport& report) {
     // With no kept walk the walk before read everything, so this one will
     // likely be kept: recorded now rather than by another pass.
     WalkedDirs walked;
+    // What it records was judged by the clock before this walk or before
+    // the one before the run: the larger offset is the one a later step
+    // back is measured from.
+    const int64_t clock_offset_ns = std::max(report.clock_offset_ns, walkClockOffsetNs());
     const bool record_now = policy.fs.state_dir && !report.kept;
     auto scan = scanWorktree(worktree_fd, policy.fs.worktree_masks, true, report.walked.get(),
                              record_now ? &walked : nullptr, report.kept.get());
@@ -443,7 +449,8 @@ void noteCreatedMaskedNames(const Policy& policy, WorktreeMaskReport& report) {
         }
         if (whole)
             saveWalkCache(
-                {policy.fs.state_dir->get(), worktree_fd, &policy.fs.worktree_masks, true}, walked);
+                {policy.fs.state_dir->get(), worktree_fd, &policy.fs.worktree_masks, true}, walked,
+                clock_offset_ns);
     }
     if (!scan || !scan->truncated_by.empty()) {
         // What was not examined may hold names the run made: the next run's

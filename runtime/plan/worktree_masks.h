@@ -156,7 +156,8 @@ struct WorktreeMaskReport {
     // Settled directories the walk before the run read whole: the kept walk
     // is written again after the run when it or the walk after adds one.
     uint64_t listed_settled = 0;
-    uint64_t reused = 0;  // directories the walk before the run took from a kept walk
+    uint64_t reused = 0;          // directories the walk before the run took from a kept walk
+    int64_t clock_offset_ns = 0;  // walkClockOffsetNs() before the walk before the run
     // Every directory the walk before the run judged (nodes of `walked` or
     // `kept`), or empty when that walk could not say: if each is still the
     // same inode with the same settled ctime after the run, no name was

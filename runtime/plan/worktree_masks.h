@@ -23,14 +23,16 @@
 // (where the worktree lets it) is found by a second walk afterwards and
 // reported; it is hidden in every later run. That walk lists only the
 // directories that changed during the run, with one fstatat for each of the
-// others: the first walk keeps each directory's inode and ctime, which any
-// change of its entries sets anew and no process can set back (utimensat(2)
-// cannot set ctime). A change in the same clock tick as the first walk's
-// fstat could keep the ctime on a coarse-grained filesystem, so only a ctime
-// older than the walk by a margin is trusted (WalkedDir::settled); a
-// directory changed just before the run is listed again after it. The same
-// rule lets the walk before a run take unchanged directories from the walk
-// an earlier run kept in the caller's state directory (walk_cache.h).
+// others (and no listing at all when every directory the first walk judged
+// is unchanged: WorktreeMaskReport::visited): the first walk keeps each
+// directory's inode and ctime, which any change of its entries sets anew
+// and no process can set back (utimensat(2) cannot set ctime). A change in
+// the same clock tick as the first walk's fstat could keep the ctime on a
+// coarse-grained filesystem, so only a ctime older than the walk by a
+// margin is trusted (WalkedDir::settled); a directory changed just before
+// the run is listed again after it. The same rule lets the walk before a
+// run take unchanged directories from the walk an earlier run kept in the
+// caller's state directory (walk_cache.h).
 #pragma once
 
 #include <sys/types.h>

@@ -226,6 +226,10 @@ void pruneCaches(int dir_fd, const std::string& keep) {
 
 }  // namespace
 
+int64_t walkClockOffsetNs() {
+    return realtimeOffsetNs();
+}
+
 const char* lastWalkCacheMiss() {
     return last_miss;
 }
@@ -304,7 +308,7 @@ std::shared_ptr<const WalkedDirs> loadWalkCache(const WalkCacheKey& key) {
     return dirs;
 }
 
-void saveWalkCache(const WalkCacheKey& key, const WalkedDirs& walked) {
+void saveWalkCache(const WalkCacheKey& key, const WalkedDirs& walked, int64_t clock_offset_ns) {
     struct stat wt;
     if (!worktreeStat(key, wt)) return;
     std::string out(kMagic);
@@ -312,7 +316,7 @@ void saveWalkCache(const WalkCacheKey& key, const WalkedDirs& walked) {
     put64(out, wt.st_ino);
     putString(out, rulesText(key));
     putString(out, bootId());
-    put64(out, static_cast<uint64_t>(realtimeOffsetNs()));
+    put64(out, static_cast<uint64_t>(clock_offset_ns));
     const size_t count_at = out.size();
     put64(out, 0);
     uint64_t count = 0;

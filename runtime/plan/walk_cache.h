@@ -53,9 +53,16 @@ struct WalkCacheKey {
 // The kept walk for `key`, or null when there is none that may be trusted.
 std::shared_ptr<const WalkedDirs> loadWalkCache(const WalkCacheKey& key);
 
+// The wall clock's distance from the boot (CLOCK_REALTIME - CLOCK_BOOTTIME),
+// read before a walk: the clock its `settled` was judged by.
+int64_t walkClockOffsetNs();
+
 // Keeps the settled directories of `walked` (a whole walk's record) for the
-// next run; failures are silent (the next walk is whole).
-void saveWalkCache(const WalkCacheKey& key, const WalkedDirs& walked);
+// next run; failures are silent (the next walk is whole). `clock_offset_ns`:
+// walkClockOffsetNs() as read before the walks that judged them (the larger,
+// for two), not at the save: a clock stepped back during the run would
+// otherwise be taken as the clock the listings were judged by.
+void saveWalkCache(const WalkCacheKey& key, const WalkedDirs& walked, int64_t clock_offset_ns);
 
 // Test hook and reason, for tests: why the last loadWalkCache returned null
 // ("" when it did not), e.g. "owner", "parse", "boot", "rules".

@@ -44,10 +44,14 @@ void listOne(int root_fd, const ListingRules& rules, DirListing& dir, std::vecto
              std::atomic<uint64_t>& seen) {
     const char* path = dir.relative.empty() ? "." : dir.relative.c_str();
     const WalkedDir* was = nullptr;
+    VisitedDir was_node = nullptr;
     for (const WalkedDirs* earlier : {rules.before, rules.kept}) {
         if (!earlier || was) continue;
         const auto at = earlier->find(dir.relative);
-        if (at != earlier->end()) was = &at->second;
+        if (at != earlier->end()) {
+            was = &at->second;
+            was_node = &*at;
+        }
     }
     if (was) {
         // One fstatat, no open: a directory still the same inode with the
@@ -64,7 +68,7 @@ void listOne(int root_fd, const ListingRules& rules, DirListing& dir, std::vecto
             dir.outcome = DirListing::Outcome::Unchanged;
             dir.have_st = true;
             dir.st = now;
-            dir.unchanged = was;
+            dir.unchanged = was_node;
             dir.entries = was->entries;
             dir.interesting.reserve(was->names.size());
             for (const WalkedName& n : was->names) {
@@ -75,9 +79,15 @@ void listOne(int root_fd, const ListingRules& rules, DirListing& dir, std::vecto
                 e.is_dir = n.is_dir;
                 if (e.hidden || e.kept) {
                     e.examined = true;
+                    // Through no link at all, the name itself included: a
+                    // directory above swapped for a link since the check
+                    // above (ELOOP) makes the name unexaminable, and the run
+                    // is refused, rather than a file elsewhere stated.
                     const std::string at =
                         dir.relative.empty() ? n.name : dir.relative + "/" + n.name;
-                    if (fstatat(root_fd, at.c_str(), &e.st, AT_SYMLINK_NOFOLLOW) < 0)
+                    const UniqueFd name =
+                        openBeneathWorktree(root_fd, at, O_PATH | O_NOFOLLOW, RESOLVE_NO_SYMLINKS);
+                    if (!name || fstat(name.get(), &e.st) < 0)
                         e.stat_errno = errno;
                     else
                         e.is_dir = S_ISDIR(e.st.st_mode);
@@ -139,6 +149,7 @@ void listOne(int root_fd, const ListingRules& rules, DirListing& dir, std::vecto
     // Stated before it is read: a change after this fstat gives the
     // directory a ctime other than the one kept (WalkedDir::settled).
     dir.have_st = fstat(fd.get(), &dir.st) == 0;
+    if (buffer.empty()) buffer.resize(size_t{1} << 16);
     const std::vector<std::string> above = pathComponents(dir.relative);
     while (true) {
         const long n = syscall(SYS_getdents64, fd.get(), buffer.data(), buffer.size());
@@ -186,6 +197,9 @@ void listOne(int root_fd, const ListingRules& rules, DirListing& dir, std::vecto
     dir.outcome = DirListing::Outcome::Listed;
 }
 
+// How many the threads of allUnchanged take at a time.
+constexpr size_t kUnchangedBatch = 256;
+
 }  // namespace
 
 UniqueFd openBeneathWorktree(int root_fd, const std::string& relative, int flags,
@@ -206,7 +220,10 @@ void listDirectories(int root_fd, const ListingRules& rules, std::vector<DirList
     std::atomic<size_t> next{0};
     auto work = [&] {
         try {
-            std::vector<char> buffer(size_t{1} << 16);
+            // Made when a listing is read: a walk that finds every
+            // directory unchanged reads none, and a zeroed 64 KiB per
+            // thread and depth is a page fault for each of its pages.
+            std::vector<char> buffer;
             for (size_t i; (i = next.fetch_add(1)) < dirs.size();)
                 listOne(root_fd, rules, dirs[i], buffer, seen);
         } catch (const std::bad_alloc&) {
@@ -226,6 +243,44 @@ void listDirectories(int root_fd, const ListingRules& rules, std::vector<DirList
     }
     work();
     for (std::thread& t : helpers) t.join();
+}
+
+bool allUnchanged(int root_fd, const std::vector<VisitedDir>& dirs) {
+    std::atomic<size_t> next{0};
+    std::atomic<bool> same{true};
+    auto work = [&] {
+        for (size_t from; same.load(std::memory_order_relaxed) &&
+                          (from = next.fetch_add(kUnchangedBatch)) < dirs.size();) {
+            const size_t to = std::min(dirs.size(), from + kUnchangedBatch);
+            for (size_t i = from; i < to; ++i) {
+                const auto& [relative, was] = *dirs[i];
+                // A path through a link a concurrent writer made reaches
+                // only a directory of the same inode and ctime, which is
+                // the one judged: the answer stands.
+                struct stat now;
+                if (!was.settled ||
+                    fstatat(root_fd, relative.empty() ? "." : relative.c_str(), &now,
+                            AT_SYMLINK_NOFOLLOW) < 0 ||
+                    !sameDirectory(was, now)) {
+                    same = false;
+                    return;
+                }
+            }
+        }
+    };
+    const size_t wanted =
+        std::min<size_t>({dirs.size() / kDirectoriesPerThread, usableCpus(), kMaxThreads});
+    std::vector<std::thread> helpers;
+    for (size_t t = 1; t < wanted; ++t) {
+        try {
+            helpers.emplace_back(work);
+        } catch (const std::system_error&) {
+            break;
+        }
+    }
+    work();
+    for (std::thread& t : helpers) t.join();
+    return same;
 }
 
 }  // namespace stockade

@@ -56,7 +56,7 @@ struct DirListing {
     // one was read: it stopped there.
     bool over_bound = false;
     std::vector<ListedEntry> interesting;  // in readdir order
-    const WalkedDir* unchanged = nullptr;  // Unchanged: what the earlier walk kept
+    VisitedDir unchanged = nullptr;        // Unchanged: what the earlier walk kept
 };
 
 struct ListingRules {
@@ -79,5 +79,10 @@ UniqueFd openDirBeneath(int root_fd, const std::string& relative);
 // entries of every listing so far, across calls, for the entry bound.
 void listDirectories(int root_fd, const ListingRules& rules, std::vector<DirListing>& dirs,
                      std::atomic<uint64_t>& seen);
+
+// Whether every directory of `dirs` is, beneath `root_fd`, still the same
+// inode with the same ctime, and was settled when it was recorded: one
+// fstatat each, on several threads, stopping at the first that is not.
+bool allUnchanged(int root_fd, const std::vector<VisitedDir>& dirs);
 
 }  // namespace stockade

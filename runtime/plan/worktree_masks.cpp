@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <linux/openat2.h>
+#include <malloc.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -196,6 +197,7 @@ Result<WorktreeScan> scanWorktree(int worktree_fd, const WorktreeMaskRules& rule
                     continue;
                 case DirListing::Outcome::Gone:
                     ++scan.unlistable;
+                    scan.visited_whole = false;
                     continue;
                 case DirListing::Outcome::Unchanged:  // judged as read: the names kept
                 case DirListing::Outcome::Listed:
@@ -215,11 +217,27 @@ Result<WorktreeScan> scanWorktree(int worktree_fd, const WorktreeMaskRules& rule
                 ++scan.listed_settled;
             WalkedDir* walked = nullptr;
             if (record && dir.outcome == DirListing::Outcome::Unchanged) {
-                if (record_unchanged) (*record)[dir.relative] = *dir.unchanged;
-            } else if (record && dir.have_st)
-                walked =
-                    &((*record)[dir.relative] = WalkedDir{
-                          dir.st.st_dev, dir.st.st_ino, dir.st.st_ctim, settled, dir.entries, {}});
+                if (record_unchanged) {
+                    const auto at =
+                        record->insert_or_assign(dir.relative, dir.unchanged->second).first;
+                    scan.visited.push_back(&*at);
+                } else {
+                    scan.visited.push_back(dir.unchanged);
+                }
+            } else if (record && dir.have_st) {
+                const auto at = record
+                                    ->insert_or_assign(dir.relative, WalkedDir{dir.st.st_dev,
+                                                                               dir.st.st_ino,
+                                                                               dir.st.st_ctim,
+                                                                               settled,
+                                                                               dir.entries,
+                                                                               {}})
+                                    .first;
+                walked = &at->second;
+                scan.visited.push_back(&*at);
+            } else {
+                scan.visited_whole = false;
+            }
             for (ListedEntry& e : dir.interesting) {
                 const std::string relative =
                     dir.relative.empty() ? e.name : dir.relative + "/" + e.name;
@@ -276,11 +294,20 @@ Status addWorktreeMasks(const Policy& policy, int worktree_fd, ChildPlan& plan,
                         std::optional<WorktreeMaskReport>& found) {
     const WorktreeMaskRules& rules = policy.fs.worktree_masks;
     if (rules.hide.empty() && rules.read_only.empty()) return okStatus();
+    // A big tree's walk allocates and frees a depth's listings, the kept
+    // walk and its file, several hundred KiB each: from fresh mmap(2) chunks
+    // and a trimmed heap, every page of them is faulted in anew each time,
+    // and a page fault is dear under a hypervisor (perf: the largest item of
+    // a warm walk's cost). Kept in the heap, freed pages are used again.
+    // Bounded, so a process's freed memory stays at most 16 MiB.
+    mallopt(M_MMAP_THRESHOLD, 4 << 20);
+    mallopt(M_TRIM_THRESHOLD, 16 << 20);
     auto walked = std::make_shared<WalkedDirs>();
     // The walk kept from an earlier run, if one may be trusted: the
     // directories it lists unchanged are not read (walk_cache.h).
     const WalkCacheKey key{policy.fs.state_dir ? policy.fs.state_dir->get() : -1, worktree_fd,
                            &rules, true};
+    const int64_t clock_offset_ns = walkClockOffsetNs();
     std::shared_ptr<const WalkedDirs> kept = loadWalkCache(key);
     // Only what is read is recorded: the walk after the run looks in the
     // kept walk for the rest.
@@ -290,6 +317,8 @@ Status addWorktreeMasks(const Policy& policy, int worktree_fd, ChildPlan& plan,
     WorktreeMaskReport report;
     report.walked = std::move(walked);
     if (kept) report.kept = std::move(kept);
+    if (scan->visited_whole) report.visited = std::move(scan->visited);
+    report.clock_offset_ns = clock_offset_ns;
     report.listed_settled = scan->listed_settled;
     report.reused = scan->reused;
     report.entries = scan->entries;
@@ -381,9 +410,36 @@ void noteCreatedMaskedNames(const Policy& policy, WorktreeMaskReport& report) {
     // big worktree does not pay for a second full walk, and the bounds are
     // the first walk's.
     const int worktree_fd = policy.fs.worktree_held.get();
+    // Every directory the walk before the run judged is still the same inode
+    // with the same settled ctime: none gained, lost or swapped a name, and
+    // a directory not judged then is reached only through a name one of them
+    // gained, so no name was created anywhere the walk goes (the walk below
+    // would find exactly the names covered). One fstatat a directory, no
+    // listing, no record built.
+    if (!report.visited.empty() && allUnchanged(worktree_fd, report.visited)) {
+        if (policy.fs.state_dir && report.listed_settled > 0) {
+            // What the walk before read is kept for the next run: its
+            // record, whole without a kept walk, or merged with the kept one.
+            const WalkCacheKey key{policy.fs.state_dir->get(), worktree_fd,
+                                   &policy.fs.worktree_masks, true};
+            if (!report.kept) {
+                saveWalkCache(key, *report.walked, report.clock_offset_ns);
+            } else {
+                WalkedDirs whole;
+                whole.reserve(report.visited.size());
+                for (VisitedDir d : report.visited) whole.emplace(d->first, d->second);
+                saveWalkCache(key, whole, report.clock_offset_ns);
+            }
+        }
+        return;
+    }
     // With no kept walk the walk before read everything, so this one will
     // likely be kept: recorded now rather than by another pass.
     WalkedDirs walked;
+    // What it records was judged by the clock before this walk or before
+    // the one before the run: the larger offset is the one a later step
+    // back is measured from.
+    const int64_t clock_offset_ns = std::max(report.clock_offset_ns, walkClockOffsetNs());
     const bool record_now = policy.fs.state_dir && !report.kept;
     auto scan = scanWorktree(worktree_fd, policy.fs.worktree_masks, true, report.walked.get(),
                              record_now ? &walked : nullptr, report.kept.get());
@@ -402,7 +458,8 @@ void noteCreatedMaskedNames(const Policy& policy, WorktreeMaskReport& report) {
         }
         if (whole)
             saveWalkCache(
-                {policy.fs.state_dir->get(), worktree_fd, &policy.fs.worktree_masks, true}, walked);
+                {policy.fs.state_dir->get(), worktree_fd, &policy.fs.worktree_masks, true}, walked,
+                clock_offset_ns);
     }
     if (!scan || !scan->truncated_by.empty()) {
         // What was not examined may hold names the run made: the next run's

@@ -23,14 +23,16 @@
 // (where the worktree lets it) is found by a second walk afterwards and
 // reported; it is hidden in every later run. That walk lists only the
 // directories that changed during the run, with one fstatat for each of the
-// others: the first walk keeps each directory's inode and ctime, which any
-// change of its entries sets anew and no process can set back (utimensat(2)
-// cannot set ctime). A change in the same clock tick as the first walk's
-// fstat could keep the ctime on a coarse-grained filesystem, so only a ctime
-// older than the walk by a margin is trusted (WalkedDir::settled); a
-// directory changed just before the run is listed again after it. The same
-// rule lets the walk before a run take unchanged directories from the walk
-// an earlier run kept in the caller's state directory (walk_cache.h).
+// others (and no listing at all when every directory the first walk judged
+// is unchanged: WorktreeMaskReport::visited): the first walk keeps each
+// directory's inode and ctime, which any change of its entries sets anew
+// and no process can set back (utimensat(2) cannot set ctime). A change in
+// the same clock tick as the first walk's fstat could keep the ctime on a
+// coarse-grained filesystem, so only a ctime older than the walk by a
+// margin is trusted (WalkedDir::settled); a directory changed just before
+// the run is listed again after it. The same rule lets the walk before a
+// run take unchanged directories from the walk an earlier run kept in the
+// caller's state directory (walk_cache.h).
 #pragma once
 
 #include <sys/types.h>
@@ -66,28 +68,6 @@ struct MaskedName {
     ino_t ino = 0;
 };
 
-struct WorktreeScan {
-    std::vector<MaskedName> hidden;
-    std::vector<MaskedName> read_only;
-    uint64_t entries = 0;     // directory entries examined
-    uint64_t unlistable = 0;  // someone else's directories the walker may not list
-    // Where the walk stopped short: "", "max_entries", "max_depth",
-    // "path_length", "memory" (the directories waiting to be listed),
-    // "unlistable" or "unexaminable" (a directory of the walker's own it may
-    // not list, a matching name it may not stat: `incomplete` says which).
-    std::string truncated_by;
-    std::string incomplete;
-    bool incomplete_call = false;  // `incomplete` is a call that failed, with its errno
-    // Directories read whole (not taken from `before`) whose ctime was
-    // settled: what a kept walk (runtime/plan/walk_cache.h) would gain.
-    uint64_t listed_settled = 0;
-    uint64_t reused = 0;  // directories taken from `before`, not read
-    // Hidden or read-only files with more names than one: the others are
-    // not covered (the first of them, and how many).
-    uint64_t linked_count = 0;
-    std::string linked_first;
-};
-
 // A name of a listed directory that the walk looked at: a subdirectory, a
 // hidden or read-only name (judged by the rules the walk had).
 struct WalkedName {
@@ -110,6 +90,37 @@ struct WalkedDir {
     std::vector<WalkedName> names;  // in readdir order
 };
 using WalkedDirs = std::unordered_map<std::string, WalkedDir>;
+// A directory a walk judged, as it was then: a node of the walk's record or
+// of the kept walk it took the directory from.
+using VisitedDir = const WalkedDirs::value_type*;
+
+struct WorktreeScan {
+    std::vector<MaskedName> hidden;
+    std::vector<MaskedName> read_only;
+    uint64_t entries = 0;     // directory entries examined
+    uint64_t unlistable = 0;  // someone else's directories the walker may not list
+    // Where the walk stopped short: "", "max_entries", "max_depth",
+    // "path_length", "memory" (the directories waiting to be listed),
+    // "unlistable" or "unexaminable" (a directory of the walker's own it may
+    // not list, a matching name it may not stat: `incomplete` says which).
+    std::string truncated_by;
+    std::string incomplete;
+    bool incomplete_call = false;  // `incomplete` is a call that failed, with its errno
+    // Directories read whole (not taken from `before`) whose ctime was
+    // settled: what a kept walk (runtime/plan/walk_cache.h) would gain.
+    uint64_t listed_settled = 0;
+    uint64_t reused = 0;  // directories taken from `before`, not read
+    // Hidden or read-only files with more names than one: the others are
+    // not covered (the first of them, and how many).
+    uint64_t linked_count = 0;
+    std::string linked_first;
+    // With a record: every directory the walk judged, as it saw it (nodes
+    // of the record, or of `before` where not recorded again). Not whole
+    // when a directory was judged without a record of it (its fstat
+    // failed, or it was gone or shut when it was reached).
+    std::vector<VisitedDir> visited;
+    bool visited_whole = true;
+};
 
 // Walks the worktree held at `worktree_fd` (any fd for the directory).
 // `skip_top_git`: the top-level .git directory is read-only as a whole
@@ -147,7 +158,13 @@ struct WorktreeMaskReport {
     // Settled directories the walk before the run read whole: the kept walk
     // is written again after the run when it or the walk after adds one.
     uint64_t listed_settled = 0;
-    uint64_t reused = 0;  // directories the walk before the run took from a kept walk
+    uint64_t reused = 0;          // directories the walk before the run took from a kept walk
+    int64_t clock_offset_ns = 0;  // walkClockOffsetNs() before the walk before the run
+    // Every directory the walk before the run judged (nodes of `walked` or
+    // `kept`), or empty when that walk could not say: if each is still the
+    // same inode with the same settled ctime after the run, no name was
+    // added anywhere the walk reaches, and the walk after it is not needed.
+    std::vector<VisitedDir> visited;
 };
 
 // Walks the worktree, adds a cover for each hidden name and a read-only

@@ -409,7 +409,10 @@ SandboxOutcome runSandboxIn(const Policy& policy, ServiceHooks* hooks, const Ide
         }
     }
     out.duration_ms = msSince(start);
-    if (out.masks) noteCreatedMaskedNames(policy, *out.masks);
+    if (out.masks) {
+        noteCreatedMaskedNames(policy, *out.masks);
+        steps.done("look for hidden or read-only names the run created");
+    }
     out.supervisor_cpu_ms = (threadCpuNs() - cpu_start) / 1000000;
     return out;
 }

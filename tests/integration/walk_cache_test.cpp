@@ -197,3 +197,53 @@ TEST_CASE(
     REQUIRE(last.exitCode == 0);
     CHECK(reused(sandbox) > 80);
 }
+
+// The walk after a run whose every directory kept its inode and settled
+// ctime is one fstatat a directory (allUnchanged): a sandbox that adds a
+// name and sets the directory's times back (touch -d: mtime and atime are
+// its to set, ctime is not), or moves a directory holding a secret into the
+// tree and leaves a symlink where it was, is still seen, reported and hidden
+// in the next run.
+TEST_CASE(
+    "G2: names a sandbox creates behind set-back times or moved directories are reported "
+    "though the walk after the run is one fstatat a directory",
+    "[G2][filesystem][masks]") {
+    STOCKADE_EACH_MODE(mode);
+    Sandbox sandbox(mode);
+    makeTree(sandbox);
+    sandbox.scratch().writeFile("worktree/e/f/g/h/file", "x");
+    const RemoveAtEnd cache{cacheFileFor(mode, sandbox.worktree())};
+    ::unlink(cache.path.c_str());
+    letSettle();
+    REQUIRE(sandbox.run({"/bin/true"}).exitCode == 0);
+    // Warm: nothing changed, nothing created, nothing said of it.
+    Completed warm = sandbox.run({"/bin/true"});
+    REQUIRE(warm.exitCode == 0);
+    CHECK(reused(sandbox) > 80);
+    CHECK(sandbox.result()["worktree_masks"]["created"]["count"] == 0);
+    CHECK(warm.err.find("created") == std::string::npos);
+
+    const std::string token = randomToken("backdated");
+    const std::string moved = randomToken("moved");
+    const std::string script =
+        "printf " + token +
+        " > /repo/a/b/c/d/.env.fast && touch -d '2001-01-01 00:00:00' /repo/a/b/c/d /repo/a/b/c "
+        "&& mkdir /tmp/x && printf " +
+        moved +
+        " > /tmp/x/credentials.json && mv /repo/e/f/g/h /repo/e/f/g/h2 && "
+        "ln -s h2 /repo/e/f/g/h && touch -h -d '2001-01-01 00:00:00' /repo/e/f/g && "
+        "mv /repo/e/f/g/h2 /repo/node_modules/pkg7/lib/h2 && cp -r /tmp/x "
+        "/repo/node_modules/pkg7/lib/h2/x";
+    Completed create = sandbox.run({"/bin/sh", "-c", script});
+    INFO(create.describe());
+    REQUIRE(create.exitCode == 0);
+    const nlohmann::json masks = sandbox.result()["worktree_masks"];
+    INFO(masks.dump());
+    CHECK(masks["created"]["count"] == 2);
+    CHECK(masks["created"]["first"] ==
+          nlohmann::json::array(
+              {"/repo/a/b/c/d/.env.fast", "/repo/node_modules/pkg7/lib/h2/x/credentials.json"}));
+    CHECK(create.err.find("stopped short") == std::string::npos);
+    expectHidden(sandbox, "/repo/a/b/c/d/.env.fast", token);
+    expectHidden(sandbox, "/repo/node_modules/pkg7/lib/h2/x/credentials.json", moved);
+}

@@ -59,9 +59,10 @@ struct Fixture {
     // A whole walk, kept (its settled directories) for the next.
     WorktreeScan walkAndKeep() {
         WalkedDirs walked;
+        const int64_t offset = walkClockOffsetNs();
         auto s = scanWorktree(wt_fd.get(), rules, true, nullptr, &walked);
         REQUIRE(s);
-        saveWalkCache(key(), walked);
+        saveWalkCache(key(), walked, offset);
         return *s;
     }
     // The walk helped by the kept one, checked against a whole walk.
@@ -235,6 +236,24 @@ TEST_CASE("walk cache: a kept walk that is not trusted is passed over") {
     CHECK(whole->hidden.size() == 4);
 }
 
+// The clock a kept walk's `settled` was judged by is the one read before the
+// walk, passed to the save: a walk judged while the wall clock stood 1 s
+// further from the boot than it does now (stepped back since, as during a
+// long run) is not trusted; one judged at this clock is.
+TEST_CASE("walk cache: the clock kept is the one before the walk, and a step back drops it") {
+    Fixture f;
+    makeTree(f.wt.path());
+    letSettle();
+    const int64_t before = walkClockOffsetNs();
+    WalkedDirs walked;
+    REQUIRE(scanWorktree(f.wt_fd.get(), f.rules, true, nullptr, &walked));
+    saveWalkCache(f.key(), walked, before + 1'000'000'000);
+    CHECK_FALSE(loadWalkCache(f.key()));
+    CHECK(std::string(lastWalkCacheMiss()) == "clock");
+    saveWalkCache(f.key(), walked, before);
+    CHECK(loadWalkCache(f.key()));
+}
+
 TEST_CASE("walk cache: the number of worktrees kept is bounded") {
     TempDir state;
     REQUIRE(chmod(state.path().c_str(), 0700) == 0);
@@ -250,7 +269,7 @@ TEST_CASE("walk cache: the number of worktrees kept is bounded") {
         struct stat st;
         REQUIRE(fstat(fd.get(), &st) == 0);
         walked[""].dev = st.st_dev;
-        saveWalkCache({state_fd.get(), fd.get(), &rules, true}, walked);
+        saveWalkCache({state_fd.get(), fd.get(), &rules, true}, walked, walkClockOffsetNs());
     }
     size_t files = 0;
     for (const auto& e : std::filesystem::directory_iterator(state / "walk-cache")) {

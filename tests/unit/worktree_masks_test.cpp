@@ -9,7 +9,10 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 
+#include "runtime/plan/worktree_listing.h"
 #include "tests/unit/oracle_test_support.h"
 
 using namespace stockade;
@@ -236,4 +239,88 @@ TEST_CASE("worktree masks: a directory the walk cannot open for want of an fd cu
     CHECK(s->truncated_by == "unlistable");
     CHECK(s->incomplete.find("EMFILE") != std::string::npos);
     CHECK(s->unlistable == 0);
+}
+
+// The walk after a run is skipped when every directory the walk before it
+// judged kept its inode and settled ctime (noteCreatedMaskedNames): times a
+// process may set (mtime, atime) do not count, a name added, a directory
+// renamed or swapped for a link, or a ctime not yet settled, each does.
+TEST_CASE("worktree masks: directories unchanged since the walk are told by ctime alone") {
+    TempDir wt;
+    writeFile(wt.path() + "/a/b/file", "x");
+    writeFile(wt.path() + "/c/d/file", "x");
+    WorktreeMaskRules rules;
+    rules.hide = {".env"};
+    UniqueFd fd(open(wt.path().c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    REQUIRE(fd);
+    auto walk = [&](WalkedDirs& record) {
+        auto s = scanWorktree(fd.get(), rules, true, nullptr, &record);
+        REQUIRE(s);
+        CHECK(s->visited_whole);
+        CHECK(s->visited.size() == 5);  // the top, a, a/b, c, c/d
+        return s->visited;
+    };
+    WalkedDirs fresh;
+    // Made just now: not settled, so never told unchanged.
+    CHECK_FALSE(allUnchanged(fd.get(), walk(fresh)));
+    std::this_thread::sleep_for(std::chrono::milliseconds(3100));
+    WalkedDirs record;
+    const std::vector<VisitedDir> visited = walk(record);
+    CHECK(allUnchanged(fd.get(), visited));
+    // Times set back by the owner: the ctime moves (to now), told apart.
+    const timespec old[2] = {{1000000000, 0}, {1000000000, 0}};
+    REQUIRE(utimensat(AT_FDCWD, (wt.path() + "/a/b").c_str(), old, 0) == 0);
+    CHECK_FALSE(allUnchanged(fd.get(), visited));
+    WalkedDirs record2;
+    std::this_thread::sleep_for(std::chrono::milliseconds(3100));
+    const std::vector<VisitedDir> again = walk(record2);
+    REQUIRE(allUnchanged(fd.get(), again));
+    // A name added deep, the times then set back.
+    writeFile(wt.path() + "/c/d/.env", "x");
+    REQUIRE(utimensat(AT_FDCWD, (wt.path() + "/c/d").c_str(), old, 0) == 0);
+    CHECK_FALSE(allUnchanged(fd.get(), again));
+    // A directory swapped for a link to itself renamed: told by its parent
+    // and by the link, which fstatat does not follow.
+    WalkedDirs record3;
+    std::this_thread::sleep_for(std::chrono::milliseconds(3100));
+    const std::vector<VisitedDir> third = walk(record3);
+    REQUIRE(allUnchanged(fd.get(), third));
+    REQUIRE(rename((wt.path() + "/a/b").c_str(), (wt.path() + "/a/b2").c_str()) == 0);
+    REQUIRE(symlink("b2", (wt.path() + "/a/b").c_str()) == 0);
+    CHECK_FALSE(allUnchanged(fd.get(), third));
+}
+
+// A directory taken unchanged from an earlier walk is found by one fstatat,
+// which may pass through a link a concurrent writer made above it; its
+// matching names are then stated through no link at all, so the name behind
+// that link is unexaminable (ELOOP, and the run refused), never another
+// file's identity taken for it.
+TEST_CASE("worktree masks: a matching name of an unchanged directory is stated through no link") {
+    TempDir wt;
+    writeFile(wt.path() + "/a/b/.env", "x");
+    WorktreeMaskRules rules;
+    rules.hide = {".env"};
+    UniqueFd fd(open(wt.path().c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    REQUIRE(fd);
+    std::this_thread::sleep_for(std::chrono::milliseconds(3100));
+    WalkedDirs record;
+    REQUIRE(scanWorktree(fd.get(), rules, true, nullptr, &record));
+    REQUIRE(record.count("a/b") == 1);
+    REQUIRE(record["a/b"].settled);
+    // "a" moved aside and a link left in its place: a/b is still the same
+    // inode with the same ctime, reached through the link.
+    REQUIRE(rename((wt.path() + "/a").c_str(), (wt.path() + "/a2").c_str()) == 0);
+    REQUIRE(symlink("a2", (wt.path() + "/a").c_str()) == 0);
+    const MaskPatternSet hide(rules.hide), none(std::vector<std::string>{});
+    const ListingRules listing{hide, none, none, none, &record, nullptr, 1000};
+    std::vector<DirListing> dirs(1);
+    dirs[0].relative = "a/b";
+    dirs[0].depth = 3;
+    std::atomic<uint64_t> seen{0};
+    UniqueFd root(open(wt.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    listDirectories(root.get(), listing, dirs, seen);
+    REQUIRE(dirs[0].outcome == DirListing::Outcome::Unchanged);
+    REQUIRE(dirs[0].interesting.size() == 1);
+    CHECK(dirs[0].interesting[0].name == ".env");
+    CHECK(dirs[0].interesting[0].stat_errno == ELOOP);
 }

@@ -137,15 +137,15 @@ std::string notExist(const std::string& id) {
     return "container " + id + " does not exist";
 }
 
-// poststart and poststop run later from the copy of them in the container's
-// record under --root (start and delete never read the bundle again): a
-// container that can write --root, or make or replace it in its parent,
-// could name any host program for them. Refused, as `run` refuses a sandbox
-// that could write its state directory. The writable trees: the rootfs
-// unless read-only, each bind mount without "ro".
-Status refuseHooksInWritableRoot(const Config& config, const std::string& bundle,
-                                 const std::string& root_dir) {
-    if (config.hooks.poststart.empty() && config.hooks.poststop.empty()) return okStatus();
+// What start and delete do is read back from the container's record under
+// --root (its pid, its cgroups, the poststart and poststop hooks, host
+// programs they run): a container that could write --root, make or replace
+// it in its parent, or write beneath it (another container's directory, or
+// its own, made before this check) could forge them. Refused, as `run`
+// refuses a sandbox that could write its state directory. The writable
+// trees: the rootfs unless read-only, each bind mount without "ro".
+Status refuseWritableRoot(const Config& config, const std::string& bundle,
+                          const std::string& root_dir) {
     auto canonical = [](const std::string& path) -> std::optional<std::string> {
         char real[PATH_MAX];
         if (!realpath(path.c_str(), real)) return std::nullopt;
@@ -154,24 +154,28 @@ Status refuseHooksInWritableRoot(const Config& config, const std::string& bundle
     auto absolute = [&](const std::string& path) {
         return path.starts_with("/") ? path : bundle + "/" + path;
     };
+    const std::optional<std::string> root = canonical(root_dir);
+    if (!root) return Error::fromErrno("realpath(\"" + root_dir + "\")");
     std::vector<std::string> writable;
     if (!config.root_readonly)
         if (auto r = canonical(absolute(config.root_path))) writable.push_back(*r);
     for (const Mount& m : config.mounts)
         if (m.bind && !(m.flags & MS_RDONLY))
             if (auto r = canonical(absolute(m.source))) writable.push_back(*r);
-    std::vector<std::string> dirs;
-    if (auto r = canonical(root_dir)) {
-        dirs.push_back(*r);
-        if (auto parent = canonical(*r + "/..")) dirs.push_back(*parent);
-    }
-    if (writable.empty() || dirs.empty()) return okStatus();
-    auto found = firstWritableBy(dirs, writable);
-    if (!found) return okStatus();
-    return Error::message("hooks: the container could write " + found->tree + ", which holds " +
-                          "--root " + root_dir +
-                          ", where its poststart and poststop hooks are kept until they run: "
-                          "mount it read-only or keep --root out of it");
+    auto refuse = [&](const std::string& tree) {
+        return Error::message("the container could write " + tree + ", which holds --root " +
+                              root_dir +
+                              " (the containers' records, their hooks included: a later start "
+                              "or delete would trust what it left there): mount it read-only "
+                              "or keep --root out of it");
+    };
+    for (const std::string& tree : writable)
+        if (tree == *root || tree.starts_with(*root + "/")) return refuse(tree);
+    std::vector<std::string> dirs{*root};
+    if (auto parent = canonical(*root + "/..")) dirs.push_back(*parent);
+    if (writable.empty()) return okStatus();
+    if (auto found = firstWritableBy(dirs, writable)) return refuse(found->tree);
+    return okStatus();
 }
 
 Status createContainer(const std::string& root_dir, const std::string& id,
@@ -225,7 +229,6 @@ Status createContainer(const std::string& root_dir, const std::string& id,
 
     auto root = openRoot(root_dir, true);
     if (!root) return root.error();
-    if (auto s = refuseHooksInWritableRoot(*config, *bundle, root_dir); !s) return s.error();
     if (mkdirat(root->get(), id.c_str(), 0700) < 0) {
         if (errno == EEXIST) return Error::message("container with id exists: " + id);
         return Error::fromErrno("mkdir(\"" + root_dir + "/" + id + "\")");
@@ -250,6 +253,8 @@ Status createContainer(const std::string& root_dir, const std::string& id,
     auto dir = openContainer(root->get(), id);
     if (!dir) return dir.error();
     flock(dir->get(), LOCK_EX);
+    // After the container's own directory exists: a bind of it is judged too.
+    if (auto s = refuseWritableRoot(*config, *bundle, root_dir); !s) return s.error();
 
     // The cgroup first: a limit that cannot be set refuses the container
     // before anything of it exists.
@@ -289,25 +294,34 @@ Status createContainer(const std::string& root_dir, const std::string& id,
     // ones it joins: their child goes back to these first.
     HookPlace hook_place;
     std::vector<UniqueFd> own_namespaces;
-    if (!config->hooks.prestart.empty() || !config->hooks.create_runtime.empty())
-        for (const auto& join : cplan.joins) {
-            const char* name = join.second == CLONE_NEWNET   ? "net"
-                               : join.second == CLONE_NEWIPC ? "ipc"
-                               : join.second == CLONE_NEWUTS ? "uts"
-                                                             : nullptr;
-            if (!name) return Error::message("hooks: a joined namespace of an unexpected type");
-            const std::string path = std::string("/proc/self/ns/") + name;
-            UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
-            if (!fd) return Error::fromErrno("hooks: open(\"" + path + "\")");
-            hook_place.namespaces.emplace_back(fd.get(), join.second);
-            own_namespaces.push_back(std::move(fd));
-        }
+    for (const auto& join : cplan.joins) {
+        const char* name = join.second == CLONE_NEWNET   ? "net"
+                           : join.second == CLONE_NEWIPC ? "ipc"
+                           : join.second == CLONE_NEWUTS ? "uts"
+                                                         : nullptr;
+        if (!name) return Error::message("hooks: a joined namespace of an unexpected type");
+        const std::string path = std::string("/proc/self/ns/") + name;
+        UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+        if (!fd) return Error::fromErrno("hooks: open(\"" + path + "\")");
+        hook_place.namespaces.emplace_back(fd.get(), join.second);
+        own_namespaces.push_back(std::move(fd));
+    }
     for (auto& [fd, type] : cplan.joins)
         if (setns(fd.get(), type) < 0)
             return Error::fromErrno("linux.namespaces: setns(" + std::to_string(type) + ")");
     if (auto s = prepareJoinedNetwork(cplan); !s) return s.error();
     // process.oomScoreAdj: inherited by the clone as umask is; a value
     // below the caller's needs CAP_SYS_RESOURCE, and without it create fails.
+    // Each of these is the runtime's own again once the clone has them
+    // (below): what runs from here after it (the hooks) is the host's.
+    std::string own_oom_score_adj;
+    if (config->oom_score_adj)
+        if (auto own = readSmallFile(AT_FDCWD, "/proc/self/oom_score_adj", "oom_score_adj", 64))
+            own_oom_score_adj = own->content;
+    const mode_t own_umask = ::umask(0);
+    ::umask(own_umask);
+    std::vector<gid_t> own_groups(static_cast<size_t>(std::max(0, getgroups(0, nullptr))));
+    if (getgroups(static_cast<int>(own_groups.size()), own_groups.data()) < 0) own_groups.clear();
     if (config->oom_score_adj) {
         UniqueFd adj(open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC));
         const std::string text = std::to_string(*config->oom_score_adj);
@@ -338,6 +352,18 @@ Status createContainer(const std::string& root_dir, const std::string& id,
                               (failed.error_errno ? ": " + errnoName(failed.error_errno) : ""));
     started = launched.pid;
     started_pidfd = std::move(launched.pidfd);
+    // The runtime's own namespaces, umask, OOM score and groups again: the
+    // hooks, and under `run` poststart and poststop, run from this process
+    // on the host (as runc's do), not in the namespaces joined for the clone
+    // nor with the container's umask or score.
+    for (const UniqueFd& fd : own_namespaces)
+        if (setns(fd.get(), 0) < 0) return Error::fromErrno("setns(the runtime's own namespace)");
+    ::umask(own_umask);
+    if (!own_oom_score_adj.empty()) {
+        UniqueFd adj(open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC));
+        if (adj) (void)!write(adj.get(), own_oom_score_adj.data(), own_oom_score_adj.size());
+    }
+    if (isHostRoot() && !own_groups.empty()) (void)setgroups(own_groups.size(), own_groups.data());
 
     // Parked, or the first failure the child names, or its end.
     while (true) {

@@ -16,7 +16,9 @@ void execHookInChild(const char* path, char* const* argv, char* const* envp, Hoo
     struct sigaction dfl {};
     dfl.sa_handler = SIG_DFL;
     for (int sig = 1; sig < NSIG; ++sig) sigaction(sig, &dfl, nullptr);
-    int failed = 0;
+    // A group of its own: a hook past its timeout is killed with whatever
+    // it started (oci/hooks.cpp), not only itself.
+    int failed = setpgid(0, 0) < 0 ? errno : 0;
     for (size_t i = 0; i < namespace_count; ++i)
         if (setns(namespaces[i].first, namespaces[i].second) < 0) failed = errno;
     // Above 2 first: a runtime started with a standard fd closed has its

@@ -147,7 +147,13 @@ Result<Outcome> runOne(const Hook& hook, const std::string& state, const HookPla
         // Its exit ends the wait, whatever its pipes still hold open.
         if (fds[0].revents) break;
     }
-    if (o.timed_out) syscall(SYS_pidfd_send_signal, pidfd.get(), SIGKILL, nullptr, 0);
+    if (o.timed_out) {
+        // The group the child made (hook_exec_in_child.cpp), while the hook
+        // is unreaped (its pid, and so the group's id, cannot be reused),
+        // then the hook by its pidfd, should the group not have been made.
+        ::kill(-pid, SIGKILL);
+        syscall(SYS_pidfd_send_signal, pidfd.get(), SIGKILL, nullptr, 0);
+    }
     while (waitid(P_PID, pid, &o.info, WEXITED) < 0 && errno == EINTR) {
     }
     drain(cout, 64);

@@ -32,6 +32,11 @@ constexpr size_t kMaxBigPipeConnections = 8;
 // reloading its config).
 constexpr std::chrono::milliseconds kRefusedGrace{3000};
 constexpr long kRefusedRetryNs = 25 * 1000 * 1000;
+// At most this many clients wait at once; past it a refused client is closed
+// at once, as it was before the wait existed. Each waiting one costs two
+// sockets from the sandbox's init per try, so a host flood of clients while
+// nothing listens costs the supervisor and init a bounded rate.
+constexpr size_t kMaxWaiting = 16;
 
 void setNoDelay(int fd) {
     int one = 1;
@@ -237,6 +242,7 @@ class Forwarder::Connection {
     bool waitToRetry() {
         if (std::chrono::steady_clock::now() - began_ >= kRefusedGrace) return false;
         if (!retry_timer_) {
+            if (owner_.waiting_ >= kMaxWaiting) return false;
             retry_timer_.reset(timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC));
             if (!retry_timer_) return false;
             retry_side_.connection = this;
@@ -245,10 +251,19 @@ class Forwarder::Connection {
                 retry_timer_.reset();
                 return false;
             }
+            ++owner_.waiting_;
         }
         itimerspec once{};
         once.it_value.tv_nsec = kRefusedRetryNs;
         return timerfd_settime(retry_timer_.get(), 0, &once, nullptr) == 0;
+    }
+
+    // No longer waiting: its timer closed (which takes it out of the epoll
+    // set) and its place among the waiting freed.
+    void stopWaiting() {
+        if (!retry_timer_) return;
+        retry_timer_.reset();
+        --owner_.waiting_;
     }
 
     void retry() {
@@ -283,6 +298,7 @@ class Forwarder::Connection {
     }
 
     void open() {
+        stopWaiting();
         int to_inside[2], to_client[2];
         if (pipe2(to_inside, O_CLOEXEC | O_NONBLOCK) < 0) return fail();
         up_.pipe_read.reset(to_inside[0]);
@@ -364,7 +380,7 @@ class Forwarder::Connection {
         if (done_) return;
         done_ = true;
         if (big_pipes_) --owner_.big_pipes_;
-        retry_timer_.reset();
+        stopWaiting();
         client_.reset();
         upstream_.reset();
         up_ = Direction{};

@@ -9,9 +9,9 @@
 // writer (backpressure); an EOF is passed on as shutdown(SHUT_WR) once the
 // pipe has drained (half-close); a reset on either side reaches the other as
 // a reset; a connection refused inside is tried again for 3 s (a server
-// between a probe of its port and its real listen, or restarting), then
-// closes the client with a FIN. Out of fds, it stops accepting (the backlog
-// waits) until a connection ends.
+// between a probe of its port and its real listen, or restarting; 16
+// clients at most wait at once), then closes the client with a FIN. Out of fds, it stops accepting
+// (the backlog waits) until a connection ends.
 #pragma once
 
 #include <netinet/in.h>
@@ -101,6 +101,7 @@ class Forwarder {
     std::vector<std::unique_ptr<Connection>> ended_;
     size_t open_ = 0;
     size_t big_pipes_ = 0;  // connections whose pipes were enlarged
+    size_t waiting_ = 0;    // connections waiting for the server to listen
     bool paused_ = false;
 };
 

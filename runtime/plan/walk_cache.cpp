@@ -226,6 +226,10 @@ void pruneCaches(int dir_fd, const std::string& keep) {
 
 }  // namespace
 
+bool worktreeCtimeIsLocal(int fd) {
+    return ctimeIsLocal(fd);
+}
+
 int64_t walkClockOffsetNs() {
     return realtimeOffsetNs();
 }

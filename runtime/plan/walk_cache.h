@@ -50,6 +50,11 @@ struct WalkCacheKey {
     bool skip_top_git = true;
 };
 
+// Whether the filesystem of `fd` stamps a directory's ctime itself, locally,
+// on every change of its entries (ext2/3/4, XFS, Btrfs, tmpfs, F2FS): only
+// there may an unchanged ctime stand for unchanged entries.
+bool worktreeCtimeIsLocal(int fd);
+
 // The kept walk for `key`, or null when there is none that may be trusted.
 std::shared_ptr<const WalkedDirs> loadWalkCache(const WalkCacheKey& key);
 

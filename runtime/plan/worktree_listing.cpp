@@ -245,7 +245,7 @@ void listDirectories(int root_fd, const ListingRules& rules, std::vector<DirList
     for (std::thread& t : helpers) t.join();
 }
 
-bool allUnchanged(int root_fd, const std::vector<VisitedDir>& dirs) {
+bool allUnchanged(int root_fd, dev_t dev, const std::vector<VisitedDir>& dirs) {
     std::atomic<size_t> next{0};
     std::atomic<bool> same{true};
     auto work = [&] {
@@ -258,7 +258,7 @@ bool allUnchanged(int root_fd, const std::vector<VisitedDir>& dirs) {
                 // only a directory of the same inode and ctime, which is
                 // the one judged: the answer stands.
                 struct stat now;
-                if (!was.settled ||
+                if (!was.settled || was.dev != dev ||
                     fstatat(root_fd, relative.empty() ? "." : relative.c_str(), &now,
                             AT_SYMLINK_NOFOLLOW) < 0 ||
                     !sameDirectory(was, now)) {

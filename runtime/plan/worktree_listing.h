@@ -81,8 +81,9 @@ void listDirectories(int root_fd, const ListingRules& rules, std::vector<DirList
                      std::atomic<uint64_t>& seen);
 
 // Whether every directory of `dirs` is, beneath `root_fd`, still the same
-// inode with the same ctime, and was settled when it was recorded: one
+// inode with the same ctime, was settled when it was recorded, and is on the
+// device `dev` (the worktree's, whose ctimes the caller judged local): one
 // fstatat each, on several threads, stopping at the first that is not.
-bool allUnchanged(int root_fd, const std::vector<VisitedDir>& dirs);
+bool allUnchanged(int root_fd, dev_t dev, const std::vector<VisitedDir>& dirs);
 
 }  // namespace stockade

@@ -416,7 +416,13 @@ void noteCreatedMaskedNames(const Policy& policy, WorktreeMaskReport& report) {
     // gained, so no name was created anywhere the walk goes (the walk below
     // would find exactly the names covered). One fstatat a directory, no
     // listing, no record built.
-    if (!report.visited.empty() && allUnchanged(worktree_fd, report.visited)) {
+    // Only where the kernel stamps those ctimes itself, as for the kept
+    // walk (walk_cache.h): not NFS, FUSE or overlayfs, nor another device
+    // mounted inside the worktree.
+    struct stat worktree_st;
+    if (!report.visited.empty() && fstat(worktree_fd, &worktree_st) == 0 &&
+        worktreeCtimeIsLocal(worktree_fd) &&
+        allUnchanged(worktree_fd, worktree_st.st_dev, report.visited)) {
         if (policy.fs.state_dir && report.listed_settled > 0) {
             // What the walk before read is kept for the next run: its
             // record, whole without a kept walk, or merged with the kept one.

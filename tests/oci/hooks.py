@@ -190,26 +190,57 @@ def failing_hooks(rt, scratch, owner, base, out):
               (r.returncode, r.stderr, os.listdir(rt.root)))
 
     # A container that could write --root (a writable bind of the directory
-    # that holds it) would rewrite the poststop hook kept there, which the
-    # host runs at delete: refused; bound read-only, it is not.
-    for options, refused in [(["rbind", "rw"], True), (["rbind", "ro"], False)]:
-        config = with_hooks(base, {"poststop": [hook(RECORD, rec + "-reach")]})
-        config["mounts"].append({"destination": "/tmp", "type": "bind", "source": scratch,
+    # that holds it, of --root itself, or of its own directory beneath it,
+    # made by create before the mount) could forge the record start and
+    # delete read, the poststop hooks the host runs included: refused, with
+    # hooks or without; bound read-only, it is not.
+    own_dir = os.path.join(rt.root, "f6")
+    for source, options, hooks, refused in [
+            (scratch, ["rbind", "rw"], {"poststop": [hook(RECORD, rec + "-reach")]}, True),
+            (rt.root, ["rbind", "rw"], {}, True),
+            (own_dir, ["bind", "rw"], {"poststop": [hook(RECORD, rec + "-reach")]}, True),
+            (scratch, ["rbind", "ro"], {"poststop": [hook(RECORD, rec + "-reach")]}, False)]:
+        config = with_hooks(base, hooks)
+        config["mounts"].append({"destination": "/tmp", "type": "bind", "source": source,
                                  "options": options})
-        bundle = make_bundle(scratch, "reach-" + options[1], parked, owner, config)
+        what = f"{source} {options[1]}{' with a poststop hook' if hooks else ''}"
+        bundle = make_bundle(scratch, "reach-" + str(abs(hash(what))), parked, owner, config)
         r = rt("create", "--bundle", bundle, "f6")
         if refused:
-            check("hooks: a poststop hook in a container that could write --root's directory "
-                  "fails create, naming it, nothing left",
-                  r.returncode == 1 and "--root" in r.stderr and scratch in r.stderr and
+            check(f"hooks: a container that could write --root ({what}) fails create, "
+                  "naming it, nothing left",
+                  r.returncode == 1 and "--root" in r.stderr and
                   len(r.stderr.strip().splitlines()) == 1 and os.listdir(rt.root) == [],
                   (r.returncode, r.stderr, os.listdir(rt.root)))
         else:
-            check("hooks: ...the same directory bound read-only is accepted", r.returncode == 0,
-                  r.stderr)
+            check(f"hooks: ...the same directory bound read-only ({what}) is accepted",
+                  r.returncode == 0, r.stderr)
             rt("delete", "--force", "f6")
             check("hooks: ...and its poststop ran at delete", wait_for(
                 lambda: os.path.exists(rec + "-reach.state")), os.listdir(out))
+
+    # A prestart hook runs with the runtime's umask, not the container's
+    # (process.user.umask 0), and one past its timeout is killed with what
+    # it started.
+    config = with_hooks(base, {"prestart": [hook('umask > "$0.umask"', rec + "-mask")]})
+    config["process"]["user"]["umask"] = 0
+    bundle = make_bundle(scratch, "umask", parked, owner, config)
+    r = rt("create", "--bundle", bundle, "f7")
+    own = os.umask(0o022)
+    os.umask(own)
+    seen_mask = read(rec + "-mask.umask").strip() if os.path.exists(rec + "-mask.umask") else ""
+    check("hooks: a prestart hook has the runtime's umask, not the container's",
+          r.returncode == 0 and seen_mask != "" and int(seen_mask, 8) == own,
+          (r.returncode, r.stderr, seen_mask, oct(own)))
+    rt("delete", "--force", "f7")
+    bundle = make_bundle(scratch, "timeout-group", parked, owner, with_hooks(base, {
+        "prestart": [hook('sleep 300 & echo $! > "$0.child"; sleep 300', rec + "-grp",
+                          timeout=1)]}))
+    r = rt("create", "--bundle", bundle, "f8")
+    child = read(rec + "-grp.child").strip() if os.path.exists(rec + "-grp.child") else ""
+    check("hooks: a hook past its timeout is killed with the process it started",
+          r.returncode == 1 and child != "" and wait_for(lambda: gone(int(child))) and
+          os.listdir(rt.root) == [], (r.returncode, r.stderr, child))
 
     # poststart and poststop failures: warnings in the log, nothing else.
     log = os.path.join(out, "warn.log")

@@ -243,6 +243,33 @@ TEST_CASE("a client that comes while nothing listens inside is carried once the 
     CHECK(readAll(client.get()) == "late\n");
 }
 
+// A host flood while nothing listens inside costs a bounded rate: 16
+// clients wait at most, the one past them is closed at once.
+TEST_CASE("at most 16 clients wait for the server; the next is closed at once", "[forwarder]") {
+    UniqueFd probe = listenOn(AF_INET, 0);
+    const uint16_t nothing = portOf(probe.get());
+    probe.reset();
+    Running forwarding(nothing);
+    std::vector<UniqueFd> waiting;
+    for (int i = 0; i < 16; ++i) {
+        waiting.push_back(connectTo(forwarding.port()));
+        REQUIRE(waiting.back());
+    }
+    // All 16 accepted and refused inside by then (each takes microseconds),
+    // and the first still well inside its 3 s when asked below.
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    UniqueFd past = connectTo(forwarding.port());
+    REQUIRE(past);
+    timeval one{1, 0};
+    setsockopt(past.get(), SOL_SOCKET, SO_RCVTIMEO, &one, sizeof one);
+    char byte;
+    CHECK(recv(past.get(), &byte, 1, 0) == 0);  // closed at once, not after 3 s
+    setsockopt(waiting.front().get(), SOL_SOCKET, SO_RCVTIMEO, &one, sizeof one);
+    errno = 0;
+    CHECK(recv(waiting.front().get(), &byte, 1, 0) < 0);  // still waiting
+    CHECK(errno == EAGAIN);
+}
+
 // A server on one thread of its own, started before the fd table is filled:
 // each connection gets "hi\n" and is held until its client hangs up. It
 // starts no thread while the test runs (a thread started with no fd free

@@ -253,6 +253,9 @@ TEST_CASE("worktree masks: directories unchanged since the walk are told by ctim
     rules.hide = {".env"};
     UniqueFd fd(open(wt.path().c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
     REQUIRE(fd);
+    struct stat top;
+    REQUIRE(fstat(fd.get(), &top) == 0);
+    const dev_t dev = top.st_dev;
     auto walk = [&](WalkedDirs& record) {
         auto s = scanWorktree(fd.get(), rules, true, nullptr, &record);
         REQUIRE(s);
@@ -262,32 +265,35 @@ TEST_CASE("worktree masks: directories unchanged since the walk are told by ctim
     };
     WalkedDirs fresh;
     // Made just now: not settled, so never told unchanged.
-    CHECK_FALSE(allUnchanged(fd.get(), walk(fresh)));
+    CHECK_FALSE(allUnchanged(fd.get(), dev, walk(fresh)));
     std::this_thread::sleep_for(std::chrono::milliseconds(3100));
     WalkedDirs record;
     const std::vector<VisitedDir> visited = walk(record);
-    CHECK(allUnchanged(fd.get(), visited));
+    CHECK(allUnchanged(fd.get(), dev, visited));
+    // The same directories judged for another device (one mounted inside
+    // the worktree, whose ctimes were not judged local): never unchanged.
+    CHECK_FALSE(allUnchanged(fd.get(), dev + 1, visited));
     // Times set back by the owner: the ctime moves (to now), told apart.
     const timespec old[2] = {{1000000000, 0}, {1000000000, 0}};
     REQUIRE(utimensat(AT_FDCWD, (wt.path() + "/a/b").c_str(), old, 0) == 0);
-    CHECK_FALSE(allUnchanged(fd.get(), visited));
+    CHECK_FALSE(allUnchanged(fd.get(), dev, visited));
     WalkedDirs record2;
     std::this_thread::sleep_for(std::chrono::milliseconds(3100));
     const std::vector<VisitedDir> again = walk(record2);
-    REQUIRE(allUnchanged(fd.get(), again));
+    REQUIRE(allUnchanged(fd.get(), dev, again));
     // A name added deep, the times then set back.
     writeFile(wt.path() + "/c/d/.env", "x");
     REQUIRE(utimensat(AT_FDCWD, (wt.path() + "/c/d").c_str(), old, 0) == 0);
-    CHECK_FALSE(allUnchanged(fd.get(), again));
+    CHECK_FALSE(allUnchanged(fd.get(), dev, again));
     // A directory swapped for a link to itself renamed: told by its parent
     // and by the link, which fstatat does not follow.
     WalkedDirs record3;
     std::this_thread::sleep_for(std::chrono::milliseconds(3100));
     const std::vector<VisitedDir> third = walk(record3);
-    REQUIRE(allUnchanged(fd.get(), third));
+    REQUIRE(allUnchanged(fd.get(), dev, third));
     REQUIRE(rename((wt.path() + "/a/b").c_str(), (wt.path() + "/a/b2").c_str()) == 0);
     REQUIRE(symlink("b2", (wt.path() + "/a/b").c_str()) == 0);
-    CHECK_FALSE(allUnchanged(fd.get(), third));
+    CHECK_FALSE(allUnchanged(fd.get(), dev, third));
 }
 
 // A directory taken unchanged from an earlier walk is found by one fstatat,

@@ -6,6 +6,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/mount.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -205,13 +206,25 @@ Result<IdmappedTree> makeIdmappedTree(int dir_fd, const std::string& path, uid_t
     reap();
     if (!userns) return Error::fromErrno("open(\"" + ns_path + "\")", open_errno);
 
-    out.tree.reset(sysOpenTree(dir_fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH));
-    if (!out.tree) return Error::fromErrno("open_tree(\"" + path + "\", OPEN_TREE_CLONE)");
+    // With what is mounted beneath it, as the host (and the worktree's walk
+    // for hidden names, which goes through the host's fd) sees it: a clone
+    // of the top mount alone showed the sandbox the directories under those
+    // mounts, which no walk judged. A mount beneath whose filesystem cannot
+    // be idmapped fails the whole, named, rather than being left out.
+    out.tree.reset(sysOpenTree(dir_fd, "",
+                               OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE));
+    if (!out.tree)
+        return Error::fromErrno("open_tree(\"" + path + "\", OPEN_TREE_CLONE|AT_RECURSIVE)");
     mount_attr attr{};
     attr.attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
     attr.userns_fd = static_cast<__u64>(userns.get());
-    if (sysMountSetattr(out.tree.get(), "", AT_EMPTY_PATH, &attr) < 0)
-        return Error::fromErrno("mount_setattr(\"" + path + "\", MOUNT_ATTR_IDMAP)");
+    // A clone of a shared mount joins its peer group: nothing mounted
+    // beneath it in the sandbox may propagate back to the host.
+    attr.propagation = MS_PRIVATE;
+    if (sysMountSetattr(out.tree.get(), "", AT_EMPTY_PATH | AT_RECURSIVE, &attr) < 0)
+        return Error::fromErrno("mount_setattr(\"" + path +
+                                "\", MOUNT_ATTR_IDMAP, AT_RECURSIVE): a filesystem mounted "
+                                "beneath the worktree that cannot be idmapped also fails it");
     return out;
 }
 

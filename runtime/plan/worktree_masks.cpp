@@ -299,7 +299,9 @@ Status addWorktreeMasks(const Policy& policy, int worktree_fd, ChildPlan& plan,
     // and a trimmed heap, every page of them is faulted in anew each time,
     // and a page fault is dear under a hypervisor (perf: the largest item of
     // a warm walk's cost). Kept in the heap, freed pages are used again.
-    // Bounded, so a process's freed memory stays at most 16 MiB.
+    // Bounded: at most 16 MiB of freed memory stays in each malloc arena
+    // (the walk's threads have their own). M_MMAP_THRESHOLD set by hand also
+    // ends glibc's own adjustment of it for the rest of the process.
     mallopt(M_MMAP_THRESHOLD, 4 << 20);
     mallopt(M_TRIM_THRESHOLD, 16 << 20);
     auto walked = std::make_shared<WalkedDirs>();
@@ -315,6 +317,9 @@ Status addWorktreeMasks(const Policy& policy, int worktree_fd, ChildPlan& plan,
     if (!scan) return scan.error().withContext("walk the worktree for hidden names");
     pauseAfterWalkForTests();
     WorktreeMaskReport report;
+    struct stat dotgit;
+    report.top_git_protected =
+        fstatat(worktree_fd, ".git", &dotgit, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISLNK(dotgit.st_mode);
     report.walked = std::move(walked);
     if (kept) report.kept = std::move(kept);
     if (scan->visited_whole) report.visited = std::move(scan->visited);
@@ -404,6 +409,10 @@ Status addWorktreeMasks(const Policy& policy, int worktree_fd, ChildPlan& plan,
     return okStatus();
 }
 
+// CLOCK_REALTIME - CLOCK_BOOTTIME is read with two calls: a step back below
+// this is their jitter, not the clock's (as walk_cache.cpp judges it).
+constexpr int64_t kClockJitterNs = 5'000'000;
+
 void noteCreatedMaskedNames(const Policy& policy, WorktreeMaskReport& report) {
     if (!policy.fs.worktree_held) return;
     // Only the directories that changed are listed again (WalkedDirs), so a
@@ -419,8 +428,14 @@ void noteCreatedMaskedNames(const Policy& policy, WorktreeMaskReport& report) {
     // Only where the kernel stamps those ctimes itself, as for the kept
     // walk (walk_cache.h): not NFS, FUSE or overlayfs, nor another device
     // mounted inside the worktree.
+    // A wall clock stepped back during the run could make a new ctime equal
+    // one judged before it: then no ctime is trusted, and the walk is whole.
+    const bool clock_stepped_back = walkClockOffsetNs() < report.clock_offset_ns - kClockJitterNs;
+    const WalkedDirs* before = clock_stepped_back ? nullptr : report.walked.get();
+    const WalkedDirs* kept = clock_stepped_back ? nullptr : report.kept.get();
+    const bool skip_git = report.top_git_protected;
     struct stat worktree_st;
-    if (!report.visited.empty() && fstat(worktree_fd, &worktree_st) == 0 &&
+    if (!clock_stepped_back && !report.visited.empty() && fstat(worktree_fd, &worktree_st) == 0 &&
         worktreeCtimeIsLocal(worktree_fd) &&
         allUnchanged(worktree_fd, worktree_st.st_dev, report.visited)) {
         if (policy.fs.state_dir && report.listed_settled > 0) {
@@ -446,9 +461,9 @@ void noteCreatedMaskedNames(const Policy& policy, WorktreeMaskReport& report) {
     // the one before the run: the larger offset is the one a later step
     // back is measured from.
     const int64_t clock_offset_ns = std::max(report.clock_offset_ns, walkClockOffsetNs());
-    const bool record_now = policy.fs.state_dir && !report.kept;
-    auto scan = scanWorktree(worktree_fd, policy.fs.worktree_masks, true, report.walked.get(),
-                             record_now ? &walked : nullptr, report.kept.get());
+    const bool record_now = policy.fs.state_dir && !kept;
+    auto scan = scanWorktree(worktree_fd, policy.fs.worktree_masks, skip_git, before,
+                             record_now ? &walked : nullptr, kept);
     // Kept for the next run when a walk read a settled directory: this walk
     // is the later one, so a directory the run changed long enough ago is
     // settled in it. Beside a kept walk the record is made by one more pass
@@ -458,8 +473,8 @@ void noteCreatedMaskedNames(const Policy& policy, WorktreeMaskReport& report) {
         report.listed_settled + scan->listed_settled > 0) {
         bool whole = record_now;
         if (!whole) {
-            auto again = scanWorktree(worktree_fd, policy.fs.worktree_masks, true,
-                                      report.walked.get(), &walked, report.kept.get());
+            auto again = scanWorktree(worktree_fd, policy.fs.worktree_masks, skip_git, before,
+                                      &walked, kept);
             whole = again && again->truncated_by.empty();
         }
         if (whole)

@@ -165,6 +165,12 @@ struct WorktreeMaskReport {
     // same inode with the same settled ctime after the run, no name was
     // added anywhere the walk reaches, and the walk after it is not needed.
     std::vector<VisitedDir> visited;
+    // The top-level .git was there (not a symlink) before the run, so the
+    // sandbox had it read-only as a whole (child_plan_builder.cpp): the walk
+    // after the run passes over it only then. Absent or a link, the sandbox
+    // could make its own .git there (hooks, config, fsmonitor: run by the
+    // host's git), which that walk must look into and report.
+    bool top_git_protected = false;
 };
 
 // Walks the worktree, adds a cover for each hidden name and a read-only

@@ -2,6 +2,7 @@
 // agent-instruction names read-only, at any depth; what the sandbox reads,
 // writes and sees is the kernel's answer through the probe, and the host's
 // files and the whole result record are checked from outside.
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -247,6 +248,81 @@ TEST_CASE("G2: a hidden name the sandbox creates is reported, and hidden in the 
     CHECK(as_file.report.get("bytes") == "0");
     CHECK(recordText(sandbox).find(second) == std::string::npos);
     CHECK(as_dir.completed.out.find(first) == std::string::npos);
+}
+
+// A worktree with no .git of its own (a package of a monorepo, an exported
+// tree): the sandbox can make one, and a .git/config or .git/hooks there is
+// run by the host's git in that directory (core.fsmonitor, hooks). The walk
+// after the run looks into a top-level .git that was not there before, and
+// reports what it made; the next run has the whole .git read-only.
+TEST_CASE(
+    "G2: a top-level .git the sandbox makes where there was none is reported, and "
+    "read-only in the next run",
+    "[G2][filesystem][masks][git]") {
+    STOCKADE_EACH_MODE(mode);
+    Sandbox sandbox(mode);
+    // The harness's worktree is a repository: this one is not.
+    REQUIRE(system(("rm -rf '" + sandbox.worktree() + "/.git'").c_str()) == 0);
+    sandbox.scratch().writeFile("worktree/README", "no repository here\n");
+    const Completed made = sandbox.run({"/bin/sh", "-c",
+                                        "mkdir -p .git/hooks && printf '[core]\\n' > .git/config "
+                                        "&& echo x > .git/hooks/pre-commit"});
+    INFO(made.describe());
+    REQUIRE(made.exitCode == 0);
+    const nlohmann::json masks = sandbox.result()["worktree_masks"];
+    INFO(masks.dump());
+    CHECK(masks["created"]["count"] == 2);
+    CHECK(masks["created"]["first"] ==
+          nlohmann::json::array({"/repo/.git/config", "/repo/.git/hooks"}));
+    // The next run: .git is there, read-only as a whole.
+    const std::string config = sandbox.worktree() + "/.git/config";
+    const std::string before = readFileOrEmpty(config);
+    const Completed again =
+        sandbox.run({"/bin/sh", "-c", "echo '[core] fsmonitor = x' >> .git/config; echo rc=$?"});
+    INFO(again.describe());
+    CHECK(again.out.find("rc=0") == std::string::npos);  // the write failed
+    CHECK(again.err.find("Read-only file system") != std::string::npos);
+    CHECK(readFileOrEmpty(config) == before);
+}
+
+// Undone when the test ends, whatever it asserted.
+struct ScratchMount {
+    explicit ScratchMount(const std::string& source, const std::string& target) : at(target) {
+        ok = ::mount(source.c_str(), target.c_str(), nullptr, MS_BIND, nullptr) == 0;
+    }
+    ~ScratchMount() {
+        if (ok) ::umount2(at.c_str(), MNT_DETACH);
+    }
+    std::string at;
+    bool ok = false;
+};
+
+// A directory of the worktree with another mounted on it: the walk (through
+// the host's fd) judges what is mounted there, so the sandbox must see that
+// too, never the directory beneath, which no walk judged (as root the
+// worktree is an idmapped clone, which once took the top mount alone).
+TEST_CASE("G2: a secret under a mount inside the worktree is not what the sandbox sees",
+          "[G2][filesystem][masks]") {
+    STOCKADE_EACH_MODE(mode);
+    Sandbox sandbox(mode);
+    const std::string under = randomToken("under-the-mount");
+    const std::string over = randomToken("over-the-mount");
+    sandbox.scratch().writeFile("worktree/m/.env", under + "\n");
+    sandbox.scratch().writeFile("worktree/m/plain", under + "\n");
+    sandbox.scratch().writeFile("over/.env", over + "\n");
+    sandbox.scratch().writeFile("over/plain", "over\n");
+    ScratchMount mounted(sandbox.scratch().at("over"), sandbox.worktree() + "/m");
+    REQUIRE(mounted.ok);
+    const Completed run = sandbox.run(
+        {"/bin/sh", "-c", "cat m/plain; cat m/.env; echo .env-bytes=$(wc -c < m/.env)"});
+    INFO(run.describe());
+    CHECK(run.exitCode == 0);
+    CHECK(run.out.find("over\n") != std::string::npos);        // the mount, as the host sees it
+    CHECK(run.out.find(".env-bytes=0") != std::string::npos);  // its .env hidden
+    CHECK(run.out.find(under) == std::string::npos);
+    CHECK(run.out.find(over) == std::string::npos);
+    CHECK(recordText(sandbox).find(under) == std::string::npos);
+    CHECK(recordText(sandbox).find(over) == std::string::npos);
 }
 
 TEST_CASE("G2: a 50,000-file worktree is walked whole and its deep .env hidden",

@@ -245,7 +245,7 @@ TEST_CASE("a client that comes while nothing listens inside is carried once the 
 
 // A host flood while nothing listens inside costs a bounded rate: 16
 // clients wait at most, the one past them is closed at once.
-TEST_CASE("at most 16 clients wait for the server; the next is closed at once", "[forwarder]") {
+TEST_CASE("at most 16 clients wait for the server, the next is closed at once", "[forwarder]") {
     UniqueFd probe = listenOn(AF_INET, 0);
     const uint16_t nothing = portOf(probe.get());
     probe.reset();

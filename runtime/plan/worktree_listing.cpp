@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <functional>
 #include <new>
 #include <system_error>
 #include <thread>
@@ -200,6 +201,25 @@ void listOne(int root_fd, const ListingRules& rules, DirListing& dir, std::vecto
 // How many the threads of allUnchanged take at a time.
 constexpr size_t kUnchangedBatch = 256;
 
+// Runs `work` on this thread and on helpers, one per kDirectoriesPerThread of
+// `directories`, as many as the CPUs and kMaxThreads allow, and waits for
+// them. With no thread to be had (RLIMIT_NPROC) this one does the rest: each
+// `work` takes items until none is left.
+void onThreads(size_t directories, const std::function<void()>& work) {
+    const size_t wanted =
+        std::min<size_t>({directories / kDirectoriesPerThread, usableCpus(), kMaxThreads});
+    std::vector<std::thread> helpers;
+    for (size_t t = 1; t < wanted; ++t) {
+        try {
+            helpers.emplace_back(work);
+        } catch (const std::system_error&) {
+            break;
+        }
+    }
+    work();
+    for (std::thread& t : helpers) t.join();
+}
+
 }  // namespace
 
 UniqueFd openBeneathWorktree(int root_fd, const std::string& relative, int flags,
@@ -231,18 +251,7 @@ void listDirectories(int root_fd, const ListingRules& rules, std::vector<DirList
             // the walk is cut there: the run is refused, not narrowed.
         }
     };
-    const size_t wanted =
-        std::min<size_t>({dirs.size() / kDirectoriesPerThread, usableCpus(), kMaxThreads});
-    std::vector<std::thread> helpers;
-    for (size_t t = 1; t < wanted; ++t) {
-        try {
-            helpers.emplace_back(work);
-        } catch (const std::system_error&) {
-            break;  // no thread to be had (RLIMIT_NPROC): this one lists the rest
-        }
-    }
-    work();
-    for (std::thread& t : helpers) t.join();
+    onThreads(dirs.size(), work);
 }
 
 bool allUnchanged(int root_fd, dev_t dev, const std::vector<VisitedDir>& dirs) {
@@ -268,18 +277,7 @@ bool allUnchanged(int root_fd, dev_t dev, const std::vector<VisitedDir>& dirs) {
             }
         }
     };
-    const size_t wanted =
-        std::min<size_t>({dirs.size() / kDirectoriesPerThread, usableCpus(), kMaxThreads});
-    std::vector<std::thread> helpers;
-    for (size_t t = 1; t < wanted; ++t) {
-        try {
-            helpers.emplace_back(work);
-        } catch (const std::system_error&) {
-            break;
-        }
-    }
-    work();
-    for (std::thread& t : helpers) t.join();
+    onThreads(dirs.size(), work);
     return same;
 }
 

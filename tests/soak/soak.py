@@ -81,9 +81,31 @@ for i in range(RUNS):
 
 # stockade's own fds while a sandbox runs: the same on the first and the
 # hundredth run (nothing accumulates within a supervisor either).
-for _ in range(3):
-    p = subprocess.Popen([STOCKADE, "run", "--quiet", "--", "sleep", "0.5"])
-    time.sleep(0.25)
+# Counted once the payload itself runs (its own unique argument is seen in
+# /proc), never after a fixed wait: a slow start (the sanitized build under
+# load) would otherwise count the supervisor before it has opened anything.
+def payload_running(argument):
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            if open("/proc/%s/cmdline" % pid, "rb").read() == b"sleep\0" + argument.encode() + b"\0":
+                return True
+        except OSError:
+            pass
+    return False
+
+
+for n in range(3):
+    argument = "3.%d%d" % (os.getpid(), n)
+    p = subprocess.Popen([STOCKADE, "run", "--quiet", "--", "sleep", argument])
+    deadline = time.monotonic() + 60
+    while not payload_running(argument):
+        if p.poll() is not None or time.monotonic() > deadline:
+            print("FAIL the fd-count run ended or never started its payload (exit %s)" % p.poll())
+            p.kill()
+            sys.exit(1)
+        time.sleep(0.02)
     fd_counts.add(len(os.listdir("/proc/%d/fd" % p.pid)))
     p.wait()
 

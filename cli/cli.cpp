@@ -646,6 +646,21 @@ void superviseWithoutSigpipe() {
     signal(SIGPIPE, SIG_IGN);
 }
 
+// A cancel (SIGINT, SIGTERM, SIGHUP) that comes while `run` still reads its
+// options or plans the sandbox is held, not acted on by default: the
+// supervisor's signalfd takes it as soon as it exists, and the run ends
+// "cancelled" with its record and its teardown, where the default action
+// would end stockade with no record and a cgroup leaf made. A run that
+// fails before that exits as it would (125): the held signal dies with it.
+// Only for `run`: everything it execs but its own child (which resets its
+// mask) is spawned with an empty mask (runtime/net/nftables.cpp).
+void holdCancelUntilSupervised() {
+    sigset_t cancel;
+    sigemptyset(&cancel);
+    for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&cancel, sig);
+    sigprocmask(SIG_BLOCK, &cancel, nullptr);
+}
+
 }  // namespace
 
 int runCli(int argc, char** argv) {
@@ -673,7 +688,10 @@ int runCli(int argc, char** argv) {
         return 0;
     }
     if (command == "run" || command == "oracle" || command == "serve") superviseWithoutSigpipe();
-    if (command == "run") return runSubcommand(rest);
+    if (command == "run") {
+        holdCancelUntilSupervised();
+        return runSubcommand(rest);
+    }
     if (command == "profile") return profileSubcommand(rest);
     if (command == "check") return checkSubcommand(rest);
     if (command == "oracle") return oracleSubcommand(rest);

@@ -304,6 +304,16 @@ SandboxOutcome runSandboxIn(const Policy& policy, ServiceHooks* hooks, const Ide
     }
 
     steps.done("pipes, signal and timer fds");
+    // A cancel that came while the run was planned (`run` holds them from
+    // its start, cli.cpp) ends it here: nothing is started for it.
+    if (signalfd_siginfo info; read(signal_fd.get(), &info, sizeof info) == sizeof info) {
+        restore();
+        SandboxOutcome out = std::move(enforcement);
+        out.ending = Ending::Cancelled;
+        out.cancel_signal = static_cast<int>(info.ssi_signo);
+        out.duration_ms = msSince(start);
+        return out;
+    }
     // CLONE_NEWCGROUP is left to the child, after it has joined its v1
     // cgroups, so the namespace's root is the sandbox's own.
     LaunchSpec spec;

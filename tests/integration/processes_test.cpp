@@ -1,4 +1,5 @@
 // G6: the PID namespace, stockade's init, and teardown.
+#include <glob.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -128,6 +129,41 @@ TEST_CASE("G6: SIGINT, SIGTERM and SIGHUP to stockade reach the command and noth
     INFO(result.dump(2));
     CHECK(result["signal"] == sig);
     CHECK(result["status"] == "cancelled");
+}
+
+// A cancel that comes before the supervisor's signalfd exists (here while
+// stockade sleeps in its test hook after opening the worktree) is held and
+// taken once it does: the run ends cancelled, with its record, the command
+// never run and no cgroup leaf of its stockade left. Without the hold the
+// default action ended stockade mid-plan, with no record at all.
+TEST_CASE("G6: a cancel while stockade still plans the run ends it cancelled, with its record",
+          "[G6][init]") {
+    STOCKADE_EACH_MODE(mode);
+    const int sig = GENERATE(SIGTERM, SIGINT, SIGHUP);
+    INFO("signal " << sig);
+    Sandbox sandbox(mode);
+    const std::string worktree = sandbox.scratch().makeDir("early-cancel");
+    sandbox.worktreeAt(worktree);
+    sandbox.callerEnv("STOCKADE_TEST_PAUSE_AFTER_OPEN=1500");
+    StockadeProcess stockade(sandbox.launch({"/bin/sh", "-c", "echo ran > /repo/ran"}));
+    REQUIRE(waitUntilPausedInHook(stockade.pid(), 30s));
+    const pid_t supervisor = stockade.pid();
+    stockade.signal(sig);
+    const Completed done = stockade.finish(30s);
+    INFO(done.describe());
+    CHECK(done.signal == 0);
+    CHECK(done.exitCode == 128 + sig);
+    CHECK_FALSE(pathExists(worktree + "/ran"));
+    const nlohmann::json result = sandbox.result();
+    INFO(result.dump(2));
+    CHECK(result["status"] == "cancelled");
+    CHECK(result["reason"] == "aborted");
+    // Nothing ran to be signalled.
+    CHECK(result["signal"].is_null());
+    glob_t leaves{};
+    const std::string pattern = "/sys/fs/cgroup/*/stockade/" + std::to_string(supervisor) + "-*";
+    CHECK(glob(pattern.c_str(), 0, nullptr, &leaves) == GLOB_NOMATCH);
+    globfree(&leaves);
 }
 
 TEST_CASE("G6: a daemon that keeps the output pipes open does not hold the run up",

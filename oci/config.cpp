@@ -281,8 +281,9 @@ void readMountOptions(const std::vector<std::string>& options, const std::string
             m.recursive = m.recursive || o == "rbind";
         } else if (o == "private" || o == "rprivate") {
             // What every stockade mount is already.
-        } else if (o == "shared" || o == "rshared" || o == "slave" || o == "rslave" ||
-                   o == "unbindable" || o == "runbindable") {
+        } else if (o == "slave" || o == "rslave") {
+            m.slave = o;  // a bind's: judged by create against its source
+        } else if (o == "shared" || o == "rshared" || o == "unbindable" || o == "runbindable") {
             refuse(field, "propagation \"" + o + "\" is not supported (every mount is private)");
         } else if (o == "tmpcopyup") {
             m.tmpcopyup = true;  // judged against the image by create
@@ -317,6 +318,9 @@ void readMounts(const json& mounts, Config& out) {
         refuseIfSet(j, "uidMappings", field + ".uidMappings", "idmapped mounts not supported yet");
         refuseIfSet(j, "gidMappings", field + ".gidMappings", "idmapped mounts not supported yet");
         if (m.type == "bind" || m.type == "none") m.bind = true;
+        if (!m.slave.empty() && !m.bind)
+            refuse(field + ".options",
+                   "propagation \"" + m.slave + "\" is not supported (every mount is private)");
         if (m.tmpcopyup && (m.bind || m.type != "tmpfs"))
             refuse(field + ".options", "tmpcopyup is for a tmpfs");
         if (m.bind) {
@@ -419,6 +423,41 @@ void readResources(const json& res, Resources& out) {
         refuse("linux.resources.memory.swap", "below memory.limit, or without one");
 }
 
+void readDevices(const json& devices, Config& out) {
+    if (!devices.is_array()) refuse("linux.devices", "expected an array");
+    for (size_t i = 0; i < devices.size(); ++i) {
+        const std::string f = "linux.devices[" + std::to_string(i) + "]";
+        const json& d = devices[i];
+        if (!d.is_object()) refuse(f, "expected an object");
+        Device device;
+        const json* path = member(d, "path");
+        if (!path) refuse(f + ".path", "required");
+        device.path = stringAt(*path, f + ".path");
+        requireAbsolute(device.path, f + ".path");
+        const json* type = member(d, "type");
+        if (!type) refuse(f + ".type", "required");
+        const std::string t = stringAt(*type, f + ".type");
+        if (t == "p") refuse(f + ".type", "FIFOs are not supported (only c, u and b)");
+        if (t != "c" && t != "u" && t != "b")
+            refuse(f + ".type", "unknown device type \"" + t + "\" (c, u, b or p)");
+        device.type = t == "b" ? 'b' : 'c';
+        const json* major = member(d, "major");
+        const json* minor = member(d, "minor");
+        if (!major || !minor) refuse(f, "major and minor are required for a c, u or b device");
+        device.major = static_cast<uint32_t>(unsignedAt(*major, f + ".major", 0xfff));
+        device.minor = static_cast<uint32_t>(unsignedAt(*minor, f + ".minor", 0xfffff));
+        if (const json* mode = member(d, "fileMode"))
+            device.file_mode = static_cast<mode_t>(unsignedAt(*mode, f + ".fileMode", 0177777));
+        if (const json* uid = member(d, "uid"))
+            device.uid = static_cast<uint32_t>(unsignedAt(*uid, f + ".uid", 0xfffffffe));
+        if (const json* gid = member(d, "gid"))
+            device.gid = static_cast<uint32_t>(unsignedAt(*gid, f + ".gid", 0xfffffffe));
+        for (const Device& earlier : out.devices)
+            if (earlier.path == device.path) refuse(f + ".path", device.path + " listed twice");
+        out.devices.push_back(std::move(device));
+    }
+}
+
 void readLinux(const json& l, Config& out) {
     if (!l.is_object()) refuse("linux", "expected an object");
     std::set<std::string> types;
@@ -469,14 +508,17 @@ void readLinux(const json& l, Config& out) {
         for (const auto& [key, value] : sysctl->items())
             out.sysctl[key] = stringAt(value, "linux.sysctl." + key);
     }
-    refuseIfSet(l, "devices", "linux.devices", "extra device nodes are not supported yet");
+    if (const json* devices = member(l, "devices")) readDevices(*devices, out);
     if (const json* path = member(l, "cgroupsPath"))
         out.cgroups_path = stringAt(*path, "linux.cgroupsPath");
     if (const json* res = member(l, "resources")) readResources(*res, out.resources);
     if (const json* prop = member(l, "rootfsPropagation")) {
         std::string p = stringAt(*prop, "linux.rootfsPropagation");
-        if (!p.empty() && p != "private" && p != "rprivate")
-            refuse("linux.rootfsPropagation", "\"" + p + "\" is not supported (only private)");
+        if (p == "slave" || p == "rslave")
+            out.rootfs_slave = p;  // said by create: taken as private
+        else if (!p.empty() && p != "private" && p != "rprivate")
+            refuse("linux.rootfsPropagation",
+                   "\"" + p + "\" is not supported (private, or slave taken as private)");
     }
     refuseIfSet(l, "mountLabel", "linux.mountLabel", "not supported yet");
     refuseIfSet(l, "intelRdt", "linux.intelRdt", "not supported");

@@ -28,7 +28,11 @@ struct Mount {
     bool bind = false;        // bind or rbind
     bool recursive = false;   // rbind
     bool tmpcopyup = false;   // a tmpfs starts with the image's directory's contents
-    std::string data;         // the options mount(2) takes as data ("mode=755,size=65536k")
+    // "slave" or "rslave" as asked (rootless podman's binds of --device
+    // nodes): taken for a bind of a file, where nothing can be mounted
+    // beneath it to propagate; refused for a directory (every mount is private).
+    std::string slave;
+    std::string data;  // the options mount(2) takes as data ("mode=755,size=65536k")
 };
 
 struct IdMap {
@@ -41,6 +45,18 @@ struct Rlimit {
     int resource = 0;
     uint64_t soft = 0;
     uint64_t hard = 0;
+};
+
+// linux.devices: a node the container gets at `path`. stockade makes none
+// (its containers are in a user namespace, where mknod of a device is
+// refused): it binds the host's node of that type and number (oci/devices.h).
+struct Device {
+    std::string path;  // absolute inside the container
+    char type = 'c';   // 'c' (and 'u', its unbuffered name) or 'b'
+    uint32_t major = 0;
+    uint32_t minor = 0;
+    std::optional<mode_t> file_mode;
+    std::optional<uint32_t> uid, gid;
 };
 
 // linux.namespaces: each type once; a path means join, no path means new.
@@ -93,6 +109,12 @@ struct Config {
     std::vector<IdMap> gid_mappings;
     std::vector<std::string> masked_paths;
     std::vector<std::string> readonly_paths;
+    std::vector<Device> devices;
+    // linux.rootfsPropagation "slave" or "rslave" (rootless podman asks it
+    // with a --device): stockade's mounts stay private, so a mount the host
+    // makes later beneath the root does not reach the container; the
+    // container can affect the host no more than under slave. Said by create.
+    std::string rootfs_slave;
     std::map<std::string, std::string> sysctl;      // namespaced ones only, judged by the reader
     std::optional<seccomp::SeccompPolicy> seccomp;  // none: no filter, as runc
     // Calls a later unconditional rule gave a second action, dropped as

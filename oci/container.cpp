@@ -277,6 +277,7 @@ Status createContainer(const std::string& root_dir, const std::string& id,
                                  cgroups ? cgroups->dirs : std::vector<std::string>{}, *profile);
     if (!planned) return planned.error();
     ContainerPlan& cplan = *planned;
+    for (const std::string& said : cplan.notes) note(said);
     ChildPlan& plan = cplan.plan;
 
     if (mkfifoat(dir->get(), kExecFifo, 0600) < 0) return Error::fromErrno("mkfifo(exec.fifo)");

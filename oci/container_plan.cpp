@@ -17,6 +17,7 @@
 
 #include "base/host_path.h"
 #include "namespaces/syscalls.h"
+#include "oci/devices.h"
 #include "oci/profile.h"
 #include "oci/state.h"
 #include "runtime/plan/child_plan_builder.h"
@@ -555,6 +556,10 @@ Result<ContainerPlan> planContainer(const Config& config, const std::string& bun
             if (!path) return path.error();
             auto held = holdHostPath(where + ".source", *path, false);
             if (!held) return held.error();
+            if (!m.slave.empty() && S_ISDIR(held->st.st_mode))
+                return Error::message(where + ".options: propagation \"" + m.slave +
+                                      "\" of a directory is not supported (every mount is "
+                                      "private)");
             if (auto s = addHeldBind(plan, *held,
                                      {.target = relative(m.destination),
                                       .target_is_dir = S_ISDIR(held->st.st_mode),
@@ -637,6 +642,24 @@ Result<ContainerPlan> planContainer(const Config& config, const std::string& bun
                                .resolve_in_root = true,
                                .description = std::string("link /") + target});
     }
+    // linux.devices: the host's nodes bound in (oci/devices.h), after the
+    // /dev they land in.
+    auto devices = planDevices(config.devices, dev_is_tmpfs);
+    if (!devices) return devices.error();
+    for (const DeviceBind& d : devices->binds)
+        ns::addOp(mounts, {.kind = MountKind::BindFromHost,
+                           .source = d.host_path,
+                           .target = relative(d.target),
+                           .target_is_dir = false,
+                           .writable = true,
+                           .recursive = false,
+                           .resolve_in_root = true,
+                           .description = "bind the host's " + d.host_path + " at " + d.target});
+    out.notes.insert(out.notes.end(), devices->notes.begin(), devices->notes.end());
+    if (!config.rootfs_slave.empty())
+        out.notes.push_back("config.json: linux.rootfsPropagation: \"" + config.rootfs_slave +
+                            "\" taken as private (a mount the host makes later beneath the "
+                            "root does not reach the container)");
     // Sysctls in the container's own /proc/sys, before readonlyPaths can
     // make it read-only.
     for (const auto& [key, value] : config.sysctl) {

@@ -42,6 +42,9 @@ struct ContainerPlan {
     // foreign: an mqueue is mounted by the ipc namespace's owner, so create
     // makes that too, and the child attaches it.
     std::vector<std::pair<size_t, unsigned>> joined_ipc_mqueue;  // op index, MOUNT_ATTR_*
+    // What the container gets other than the spec asked, said by create
+    // (a device node's mode and owner are the host's).
+    std::vector<std::string> notes;
 };
 
 // Builds the plan for the bundle at `bundle` (absolute, resolved). Errors

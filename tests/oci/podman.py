@@ -35,7 +35,7 @@ import urllib.request
 
 from oci_common import BUSYBOX, skip
 APPLETS = ["sh", "echo", "cat", "sleep", "touch", "ls", "true", "unshare", "ip", "tty", "grep",
-           "httpd", "id", "hostname"]
+           "httpd", "id", "hostname", "stat", "head", "od"]
 CLEAN_ROOT = os.environ.get("STOCKADE_CLEAN_ROOT", "/var/cache/stockade-test/bookworm")
 ULIMITS = ["--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024"]
 
@@ -213,6 +213,24 @@ def main():
                                                                              "100"])
         check("--oom-score-adj 100: the container's processes have it",
               p.returncode == 0 and p.stdout == "100\n", f"{p.returncode} {p.stdout!r} {p.stderr!r}")
+
+        # --device: the host's node of that type and number bound in (in a
+        # user namespace no node can be made), found by its numbers when the
+        # container names it otherwise; the host's mode decides who opens it
+        # (this host's /dev/fuse and /dev/net/tun are 0600, so two nodes any
+        # uid may open stand in).
+        p = pm.run(rootfs, "sh", "-c", "stat -c '%F %t:%T' /dev/myfull /dev/myzero; "
+                   "head -c 4 /dev/myzero | od -An -tx1; echo x > /dev/myfull; echo $?",
+                   opts=none + ["--device", "/dev/full:/dev/myfull", "--device",
+                                "/dev/zero:/dev/myzero"])
+        lines = [line.strip() for line in p.stdout.splitlines()]
+        check("--device A:B: the host's node of that number at B, and it works",
+              p.returncode == 0 and lines == ["character special file 1:7",
+                                              "character special file 1:5", "00 00 00 00", "1"]
+              and "No space left on device" in p.stderr,
+              f"{p.returncode} {p.stdout!r} {p.stderr!r}")
+        check("...nothing made in the image's /dev",
+              not os.path.exists(f"{rootfs}/dev/myfull") and not os.path.exists(f"{rootfs}/dev/myzero"))
 
         # --network none: a network namespace of its own with only lo.
         p = pm.run(rootfs, "sh", "-c", "ls /sys/class/net; ip -o link | grep -c .", opts=none)

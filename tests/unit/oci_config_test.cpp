@@ -231,8 +231,10 @@ TEST_CASE("oci config: what stockade cannot honour is refused, naming the field"
          [](json& d) { d["mounts"][5]["options"].push_back("tmpcopyup"); }},
         {"mounts[5] (/data).options",
          [](json& d) { d["mounts"][5]["options"].push_back("rshared"); }},
-        {"mounts[5] (/data).options",
-         [](json& d) { d["mounts"][5]["options"].push_back("rslave"); }},
+        // A bind's slave propagation is judged by create (taken for a file);
+        // any other mount's is refused here.
+        {"mounts[0] (/proc).options",
+         [](json& d) { d["mounts"][0]["options"].push_back("rslave"); }},
         {"mounts[5] (/data).options",
          [](json& d) { d["mounts"][5]["options"].push_back("idmap"); }},
         {"mounts[0] (/proc).options",
@@ -286,10 +288,25 @@ TEST_CASE("oci config: what stockade cannot honour is refused, naming the field"
              for (size_t i = 0; i < ns.size(); ++i)
                  if (ns[i]["type"] == "ipc") ns.erase(i);
          }},
-        {"linux.devices",
+        {"linux.devices[0].type",
          [](json& d) {
              d["linux"]["devices"] = {
+                 {{"path", "/dev/pipe"}, {"type", "p"}, {"major", 0}, {"minor", 0}}};
+         }},
+        {"linux.devices[1].path",
+         [](json& d) {
+             d["linux"]["devices"] = {
+                 {{"path", "/dev/fuse"}, {"type", "c"}, {"major", 10}, {"minor", 229}},
                  {{"path", "/dev/fuse"}, {"type", "c"}, {"major", 10}, {"minor", 229}}};
+         }},
+        {"linux.devices[0].path",
+         [](json& d) {
+             d["linux"]["devices"] = {
+                 {{"path", "dev/fuse"}, {"type", "c"}, {"major", 10}, {"minor", 229}}};
+         }},
+        {"linux.devices[0]",
+         [](json& d) {
+             d["linux"]["devices"] = {{{"path", "/dev/fuse"}, {"type", "c"}}};
          }},
         {"linux.resources.memory.swap",
          [](json& d) {

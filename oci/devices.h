@@ -1,0 +1,38 @@
+// linux.devices under stockade. A container is always in a user namespace
+// (G3), where mknod(2) of a device node is refused, so stockade makes no
+// node: it binds the host's own node of the type and number asked (as crun
+// and podman do for rootless containers). The node keeps the host's mode and
+// owner, which decide who inside may open it: the container's ids are
+// unprivileged host ids, so a node only root or a host group may open stays
+// closed to it, whatever fileMode, uid and gid the spec asks (said as a note).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+#include "oci/config.h"
+
+namespace stockade::oci {
+
+struct DeviceBind {
+    std::string host_path;  // the host's node, found by type and number
+    std::string target;     // absolute inside the container
+};
+
+struct DevicePlan {
+    std::vector<DeviceBind> binds;
+    std::vector<std::string> notes;  // what differs from what the spec asked
+};
+
+// The host's node for each device: the one at the same path when it is of
+// that type and number, else the first such node in /dev or one directory
+// below it (a device renamed by the caller: podman's --device A:B). Where
+// stockade makes the container's /dev (`own_dev`: the bundle mounts a tmpfs
+// there), the nodes it binds itself (/dev/null, zero, full, random, urandom,
+// tty) and /dev/ptmx (a link to the container's devpts) are left out when
+// the host's node of that path has the numbers asked. A device stockade
+// cannot give is refused, naming the field.
+Result<DevicePlan> planDevices(const std::vector<Device>& devices, bool own_dev);
+
+}  // namespace stockade::oci

@@ -289,7 +289,10 @@ json denialsJson(const Record& r, Status3 status) {
     const Record::Denials& d = r.denials;
     if (!d.counted) {
         std::string why = d.not_counted;
-        if (why.empty()) why = r.enforced.count("seccomp") ? "not counted" : "no seccomp filter";
+        auto filter = r.enforced.find("seccomp");
+        if (why.empty())
+            why = filter == r.enforced.end() || filter->second == "none" ? "no seccomp filter"
+                                                                         : "not counted";
         return {{"counted", false}, {"why", why}};
     }
     json names = json::object();
@@ -302,14 +305,17 @@ json denialsJson(const Record& r, Status3 status) {
     out["ifTheMonitorEnds"] =
         "the filter still refuses every call it refused: the kernel answers them ENOSYS "
         "instead of the policy's errno, and they are no longer counted";
+    const bool monitor_alive =
+        r.monitor_pid > 1 && processStartTime(r.monitor_pid) == r.monitor_start_time;
     std::string monitor;
     if (d.final)
         monitor = "final: counted until the container's last process was gone";
-    else if (status != Status3::Stopped &&
-             (r.monitor_pid <= 1 || processStartTime(r.monitor_pid) != r.monitor_start_time))
+    else if (!monitor_alive && status != Status3::Stopped)
         monitor = "ended while the container runs: refusals since are answered ENOSYS, uncounted";
+    else if (!monitor_alive)
+        monitor = "ended before its last count: a lower bound";
     else if (status == Status3::Stopped)
-        monitor = "stopped before its last count: a lower bound";
+        monitor = "the container stopped: the last count comes a moment after";
     else
         monitor = d.listening ? "answering" : "waiting for the command's listener (before start)";
     out["monitor"] = monitor;

@@ -279,6 +279,10 @@ Status createContainer(const std::string& root_dir, const std::string& id,
     ContainerPlan& cplan = *planned;
     for (const std::string& said : cplan.notes) note(said);
     ChildPlan& plan = cplan.plan;
+    // The refusals by name: the command installs the notified program and
+    // hands its listener to the monitor, which answers and counts them.
+    auto denials = planDenials(*config, *profile, plan);
+    if (!denials) return denials.error();
 
     if (mkfifoat(dir->get(), kExecFifo, 0600) < 0) return Error::fromErrno("mkfifo(exec.fifo)");
     UniqueFd fifo_read(
@@ -340,7 +344,7 @@ Status createContainer(const std::string& root_dir, const std::string& id,
     LaunchSpec spec;
     spec.namespaces = cplan.clone_flags;
     spec.ids = &cplan.ids;
-    spec.seccomp_listener = false;
+    spec.seccomp_listener = !plan.seccomp_notified_program.empty();
     spec.net_in_clone = true;
     spec.after_clone = [&] {
         plan.prepared.clear();
@@ -396,6 +400,8 @@ Status createContainer(const std::string& root_dir, const std::string& id,
     record.annotations = config->annotations;
     record.profile = *profile;
     record.enforced = enforcedBy(*config, *profile, cgroups ? cgroups->dirs.size() : 0);
+    record.denials.counted = launched.listener.valid();
+    record.denials.not_counted = denials->not_counted;
     // Into the cgroup while everything of the container is parked: init and
     // the command, before a byte of the bundle's program has run.
     if (cgroups) {
@@ -423,8 +429,12 @@ Status createContainer(const std::string& root_dir, const std::string& id,
     // The monitor, from here on the holder of this end of the sync socket
     // (oci/monitor.h): forked after the cgroup join, so it is not of the
     // container's cgroup; ended with this process until it commits.
-    auto monitor = Monitor::start(dir->get(), launched.sync.get(), id);
+    auto monitor =
+        Monitor::start(dir->get(), launched.sync.get(),
+                       launched.listener ? launched.listener.get() : -1, denials->source, id);
     if (!monitor) return monitor.error();
+    // The monitor's alone: the listener is the first thing on it after start.
+    launched.listener.reset();
     record.monitor_pid = monitor->pid();
     record.monitor_start_time = monitor->startTime();
     if (record.monitor_start_time == 0) return Error::message("monitor: it ended at its start");

@@ -722,6 +722,39 @@ Result<ContainerPlan> planContainer(const Config& config, const std::string& bun
     return out;
 }
 
+Result<DenialPlan> planDenials(const Config& config, const std::string& profile, ChildPlan& plan) {
+    DenialPlan out;
+    plan.seccomp_notified_program.clear();
+    if (!config.seccomp && profile.empty()) return out;
+    if (config.seccomp && !profile.empty()) {
+        // Which of the two chained filters refused a call, and so which
+        // errno to answer, is not told by the notification; a wrong errno
+        // would change what the container sees. Left to the kernel.
+        out.not_counted =
+            "the spec's filter chained before stockade's default: refusals are answered by the "
+            "kernel, not counted";
+        return out;
+    }
+    if (!config.seccomp) {
+        auto notified = seccomp::defaultNotifiedProgram();
+        plan.seccomp_notified_program.assign(notified.begin(), notified.end());
+        return out;
+    }
+    seccomp::SeccompPolicy policy = *config.seccomp;
+    seccomp::addNoSetidRules(policy);
+    // The command calls sendmsg and close under the filter before anyone
+    // answers: a policy refusing them would block it for good.
+    if (auto s = seccomp::checkDenialsReportable(policy); !s) {
+        out.not_counted = s.error().text();
+        return out;
+    }
+    auto notified = seccomp::compileFilter(seccomp::withNotifiedDenials(policy));
+    if (!notified) return notified.error().withContext("config.json: linux.seccomp, notified");
+    plan.seccomp_notified_program = std::move(notified->program);
+    out.source = std::make_shared<const seccomp::SeccompPolicy>(std::move(policy));
+    return out;
+}
+
 Result<std::vector<sock_filter>> seccompProgramFor(const Config& config,
                                                    const std::string& profile) {
     std::vector<sock_filter> spec;

@@ -16,6 +16,7 @@
 #include "oci/config.h"
 #include "runtime/child/child_plan.h"
 #include "runtime/plan/identity.h"
+#include "runtime/plan/sandbox_seccomp.h"
 
 namespace stockade::oci {
 
@@ -63,6 +64,17 @@ Result<ContainerPlan> planContainer(const Config& config, const std::string& bun
 // `exec`'s processes get the same one as the container's command.
 Result<std::vector<sock_filter>> seccompProgramFor(const Config& config,
                                                    const std::string& profile);
+
+// How the container's refusals reach its monitor (oci/monitor.h): the
+// notified program (into plan.seccomp_notified_program, installed by the
+// command with a listener it hands over before execve) and the policy the
+// monitor answers each refusal from (null: stockade's default); or, in
+// `not_counted`, why the refusals stay the kernel's, uncounted.
+struct DenialPlan {
+    FilterSource source;
+    std::string not_counted;
+};
+Result<DenialPlan> planDenials(const Config& config, const std::string& profile, ChildPlan& plan);
 
 // What a joined network or ipc namespace needs done by create itself
 // (above), called once create has joined it and before the clone.

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,6 +19,7 @@
 #include "base/fd_passing.h"
 #include "oci/container.h"
 #include "runtime/child/child_protocol.h"
+#include "seccomp/denials.h"
 
 namespace stockade::oci {
 
@@ -45,24 +47,78 @@ bool failureFromMessage(const ChildMessage& msg, std::string& out) {
     return true;
 }
 
-// The end into the record, under the directory's lock (kill, state and
-// delete take it too), in the directory held by fd: a container deleted
-// and made again under the same id is another directory, which this
-// never writes. The record must still name this monitor.
-void writeEnd(int dir_fd, const std::string& id, const Record::End& end) {
+// The record, changed by `change` under the directory's lock (kill, state
+// and delete take it too), in the directory held by fd: a container deleted
+// and made again under the same id is another directory, which this never
+// writes. The record must still name this monitor.
+template <typename Change>
+void updateRecord(int dir_fd, const std::string& id, Change change) {
     if (flock(dir_fd, LOCK_EX) < 0) return;
     auto record = readRecord(dir_fd, id);
-    if (record && record->monitor_pid == getpid() && !record->end) {
-        record->end = end;
+    if (record && record->monitor_pid == getpid() && change(*record))
         (void)writeRecord(dir_fd, *record);
-    }
     flock(dir_fd, LOCK_UN);
 }
 
+uint64_t monotonicMs() {
+    timespec now{};
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return static_cast<uint64_t>(now.tv_sec) * 1000 + static_cast<uint64_t>(now.tv_nsec) / 1000000;
+}
+
+// While the container runs, the counts reach the record at most this often
+// (a flood of refusals costs one write a second, not one a refusal).
+constexpr uint64_t kDenialsWriteMs = 1000;
+
+// What the monitor hears and answers after the commit, and what it writes.
+struct Heard {
+    Record::End end;
+    bool listening = false;
+    std::string not_counted;  // the listener never came, and why
+    bool dirty = false;       // counts or state not yet in the record
+    uint64_t written_ms = 0;
+};
+
+void writeHeard(int dir, const std::string& id, const RefusalAnswering& answering, Heard& heard,
+                bool final) {
+    updateRecord(dir, id, [&](Record& r) {
+        if (heard.end.reported || final)
+            if (!r.end) r.end = heard.end;
+        if (r.denials.counted) {
+            denialsIntoRecord(answering.denials(), r.denials);
+            r.denials.listening = heard.listening;
+            r.denials.final = final;
+            if (!heard.not_counted.empty()) {
+                r.denials.counted = false;
+                r.denials.not_counted = heard.not_counted;
+            }
+        }
+        return true;
+    });
+    heard.dirty = false;
+    heard.written_ms = monotonicMs();
+}
+
+// One message from init (or the command before its execve) on the sync
+// socket: a setup step that failed after start, or the end.
+void hear(const ChildMessage& msg, Heard& heard) {
+    if (msg.kind == ChildMessageKind::SetupFailed || msg.kind == ChildMessageKind::ExecFailed) {
+        std::string failure;
+        if (failureFromMessage(msg, failure) && heard.end.failure.empty())
+            heard.end.failure = failure;
+    } else if (msg.kind == ChildMessageKind::Finished &&
+               endFromWaitStatus(msg.wait_status, heard.end)) {
+        heard.end.reported = true;
+        heard.end.stragglers = msg.stragglers;
+        heard.end.time = rfc3339Now();
+    }
+}
+
 // The monitor itself, in the grandchild: create's memory, but none of its
-// fds but the three it was given (moved above stdio), and none of its
+// fds but the ones it was given (moved above stdio), and none of its
 // signal state. Never returns.
-[[noreturn]] void runMonitor(int sync_fd, int control_fd, int dir_fd, const std::string& id) {
+[[noreturn]] void runMonitor(int sync_fd, int control_fd, int dir_fd, int listener_socket_fd,
+                             const FilterSource& source, const std::string& id) {
     sigset_t none;
     sigemptyset(&none);
     for (int sig = 1; sig < NSIG; ++sig)
@@ -76,13 +132,17 @@ void writeEnd(int dir_fd, const std::string& id, const Record::End& end) {
     umask(077);
     if (chdir("/") < 0) _exit(1);
 
-    int keep[3] = {fcntl(sync_fd, F_DUPFD_CLOEXEC, 3), fcntl(control_fd, F_DUPFD_CLOEXEC, 3),
-                   fcntl(dir_fd, F_DUPFD_CLOEXEC, 3)};
-    if (keep[0] < 0 || keep[1] < 0 || keep[2] < 0) _exit(1);
+    int keep[4] = {fcntl(sync_fd, F_DUPFD_CLOEXEC, 3), fcntl(control_fd, F_DUPFD_CLOEXEC, 3),
+                   fcntl(dir_fd, F_DUPFD_CLOEXEC, 3),
+                   listener_socket_fd < 0 ? -1 : fcntl(listener_socket_fd, F_DUPFD_CLOEXEC, 3)};
+    if (keep[0] < 0 || keep[1] < 0 || keep[2] < 0 || (listener_socket_fd >= 0 && keep[3] < 0))
+        _exit(1);
     const int sync = keep[0], control = keep[1], dir = keep[2];
-    std::sort(keep, keep + 3);
+    const int listener_socket = keep[3];
+    std::sort(keep, keep + 4);
     unsigned next = 0;
     for (int fd : keep) {
+        if (fd < 0) continue;
         if (static_cast<unsigned>(fd) > next)
             if (syscall(SYS_close_range, next, static_cast<unsigned>(fd) - 1, 0U) < 0) _exit(1);
         next = static_cast<unsigned>(fd) + 1;
@@ -105,42 +165,106 @@ void writeEnd(int dir_fd, const std::string& id, const Record::End& end) {
     if (send(control, &sent, sizeof(sent), MSG_NOSIGNAL) != sizeof(sent) || sent != 0) _exit(1);
     close(control);
 
-    // Only stockade's code holds the other end: init (for the container's
-    // life) and the command until its execve (close-on-exec). Messages are
-    // still taken only whole, known and bounded.
-    Record::End end;
+    // Only stockade's code holds the other ends: init (for the container's
+    // life) and the command until its execve (both sockets are
+    // close-on-exec). Messages are still taken only whole, known and
+    // bounded; the listener only as receiveListener checks it.
+    UniqueFd listener_wait(listener_socket);
+    UniqueFd listener;
+    RefusalAnswering answering(source);
+    Heard heard;
     int seen = 0;
     while (true) {
+        pollfd fds[3];
+        nfds_t count = 0;
+        fds[count++] = {sync, POLLIN, 0};
+        int wait_at = -1, listener_at = -1;
+        if (listener_wait) {
+            wait_at = static_cast<int>(count);
+            fds[count++] = {listener_wait.get(), POLLIN, 0};
+        }
+        int timeout = -1;
+        if (listener) {
+            // Past the budget the refused calls wait in the kernel (as under
+            // `stockade run`): the flood slows, the monitor's work is bounded.
+            if (answering.answering()) {
+                listener_at = static_cast<int>(count);
+                fds[count++] = {listener.get(), POLLIN, 0};
+            } else {
+                timeout = answering.pollTimeoutMs();
+            }
+        }
+        if (heard.dirty) {
+            const uint64_t now = monotonicMs();
+            const uint64_t due = heard.written_ms + kDenialsWriteMs;
+            const int until = due > now ? static_cast<int>(due - now) : 0;
+            timeout = timeout < 0 ? until : std::min(timeout, until);
+        }
+        if (poll(fds, count, timeout) < 0) {
+            if (errno == EINTR) continue;
+            break;
+        }
+        if (heard.dirty && monotonicMs() >= heard.written_ms + kDenialsWriteMs)
+            writeHeard(dir, id, answering, heard, false);
+        if (listener_at >= 0 && fds[listener_at].revents) {
+            // POLLHUP alone: no task is left under the filter.
+            if (!(fds[listener_at].revents & POLLIN) || !answering.answerOne(listener.get()))
+                listener.reset();  // the kernel answers the rest ENOSYS: never the call
+            else
+                heard.dirty = true;
+        }
+        if (wait_at >= 0 && fds[wait_at].revents) {
+            auto got = seccomp::receiveListener(listener_wait.get());
+            listener_wait.reset();
+            if (got) {
+                listener = std::move(*got);
+                heard.listening = true;
+            } else {
+                // The command ran under a filter without a listener (the
+                // kernel gave none: EBUSY under a host filter with one) or
+                // never got that far: its refusals are the kernel's.
+                heard.not_counted = "no listener reached the monitor: " + got.error().text();
+            }
+            heard.dirty = true;
+        }
+        if (!fds[0].revents) continue;
         ChildMessage msg;
         char buf[sizeof(ChildMessage) + 1];
-        n = recv(sync, buf, sizeof(buf), 0);
-        if (n < 0 && errno == EINTR) continue;
+        n = recv(sync, buf, sizeof(buf), MSG_DONTWAIT);
+        if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
         if (n <= 0) break;
-        if (++seen > kMaxMessages || n != static_cast<ssize_t>(sizeof(msg)) || end.reported)
+        if (++seen > kMaxMessages || n != static_cast<ssize_t>(sizeof(msg)) || heard.end.reported)
             continue;
         memcpy(&msg, buf, sizeof(msg));
-        if (msg.kind == ChildMessageKind::SetupFailed || msg.kind == ChildMessageKind::ExecFailed) {
-            std::string failure;
-            if (failureFromMessage(msg, failure) && end.failure.empty()) end.failure = failure;
-        } else if (msg.kind == ChildMessageKind::Finished &&
-                   endFromWaitStatus(msg.wait_status, end)) {
-            end.reported = true;
-            end.stragglers = msg.stragglers;
-            end.time = rfc3339Now();
-            writeEnd(dir, id, end);
-        }
+        hear(msg, heard);
+        if (heard.end.reported) writeHeard(dir, id, answering, heard, false);
     }
-    // The socket closed without a report: init itself was killed (kill 9,
-    // delete --force, the caller's subreaper), or ended before the command
-    // ran. Said so, with the time; the kills kept beside it name a cause.
-    if (!end.reported) {
-        end.time = rfc3339Now();
-        writeEnd(dir, id, end);
-    }
+    // The socket closed: init and the command are gone, and with them every
+    // process under the filter. The counts are final. Without a report,
+    // init itself was killed (kill 9, delete --force, the caller's
+    // subreaper), or ended before the command ran: said so, with the time;
+    // the kills kept beside it name a cause.
+    if (!heard.end.reported) heard.end.time = rfc3339Now();
+    writeHeard(dir, id, answering, heard, true);
     _exit(0);
 }
 
 }  // namespace
+
+void denialsIntoRecord(std::vector<std::pair<std::string, uint64_t>> counts, Record::Denials& out) {
+    std::sort(counts.begin(), counts.end(), [](const auto& a, const auto& b) {
+        return a.second != b.second ? a.second > b.second : a.first < b.first;
+    });
+    out.by_name.clear();
+    out.others = out.total = 0;
+    for (auto& [name, count] : counts) {
+        out.total += count;
+        if (out.by_name.size() < kMaxDenialNames)
+            out.by_name.emplace_back(std::move(name), count);
+        else
+            out.others += count;
+    }
+}
 
 bool endFromWaitStatus(int32_t wait_status, Record::End& end) {
     const int status = wait_status;
@@ -157,7 +281,8 @@ bool endFromWaitStatus(int32_t wait_status, Record::End& end) {
     return false;
 }
 
-Result<Monitor> Monitor::start(int dir_fd, int sync_fd, const std::string& id) {
+Result<Monitor> Monitor::start(int dir_fd, int sync_fd, int listener_socket_fd, FilterSource source,
+                               const std::string& id) {
     // Its own open file description: flock belongs to one, and create's is
     // locked until create exits.
     UniqueFd dir(openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
@@ -178,7 +303,8 @@ Result<Monitor> Monitor::start(int dir_fd, int sync_fd, const std::string& id) {
         // scheduled before it writes the record.
         if (setsid() < 0) _exit(1);
         const pid_t monitor = fork();
-        if (monitor == 0) runMonitor(sync_fd, theirs.get(), dir.get(), id);
+        if (monitor == 0)
+            runMonitor(sync_fd, theirs.get(), dir.get(), listener_socket_fd, source, id);
         if (monitor < 0) _exit(1);
         const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, monitor, 0));
         if (pidfd < 0) {

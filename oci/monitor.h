@@ -22,10 +22,13 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "base/error.h"
 #include "base/unique_fd.h"
 #include "oci/state.h"
+#include "runtime/plan/sandbox_seccomp.h"
 
 namespace stockade::oci {
 
@@ -34,13 +37,23 @@ namespace stockade::oci {
 // Exposed for the unit test.
 bool endFromWaitStatus(int32_t wait_status, Record::End& end);
 
+// The collector's counts (one per syscall number, at most 1025 entries)
+// into the record: the kMaxDenialNames most refused names (ties by name),
+// the rest summed in `others`, and the total. Exposed for the unit test.
+void denialsIntoRecord(std::vector<std::pair<std::string, uint64_t>> counts, Record::Denials& out);
+
 class Monitor {
   public:
     // Forks the monitor (twice, setsid between) holding `sync_fd` and a
     // fresh open file description of the container's directory `dir_fd`.
     // It is not committed yet: it waits for commit() and ends if this
     // object (create) goes away first.
-    static Result<Monitor> start(int dir_fd, int sync_fd, const std::string& id);
+    // With `listener_socket_fd` (else -1) it also takes the seccomp
+    // listener the command hands over before its execve, answers each
+    // refused call from `source` (null: stockade's default policy) within
+    // the answer budget, and keeps the counts by name in the record.
+    static Result<Monitor> start(int dir_fd, int sync_fd, int listener_socket_fd,
+                                 FilterSource source, const std::string& id);
     Monitor(Monitor&&) = default;
     Monitor& operator=(Monitor&&) = default;
     ~Monitor();

@@ -119,6 +119,15 @@ std::string recordJson(const Record& r) {
                       {"failure", e.failure},
                       {"time", e.time}};
     }
+    if (r.denials.counted || !r.denials.not_counted.empty()) {
+        const Record::Denials& d = r.denials;
+        json names = json::array();
+        for (const auto& [name, count] : d.by_name) names.push_back({name, count});
+        doc["denials"] = {{"counted", d.counted},     {"notCounted", d.not_counted},
+                          {"listening", d.listening}, {"byName", names},
+                          {"others", d.others},       {"total", d.total},
+                          {"final", d.final}};
+    }
     if (!r.hooks.empty()) doc["hooks"] = json::parse(hooksJson(r.hooks));
     return doc.dump();
 }
@@ -176,6 +185,19 @@ Result<Record> readRecord(int dir_fd, const std::string& id) {
                             e.at("signal").get<int>(),          e.at("coreDumped").get<bool>(),
                             e.at("stragglers").get<uint32_t>(), e.at("failure").get<std::string>(),
                             e.at("time").get<std::string>()};
+        }
+        if (doc.contains("denials")) {
+            const json& d = doc["denials"];
+            r.denials.counted = d.at("counted").get<bool>();
+            r.denials.not_counted = d.at("notCounted").get<std::string>();
+            r.denials.listening = d.at("listening").get<bool>();
+            for (const json& n : d.at("byName")) {
+                if (r.denials.by_name.size() >= kMaxDenialNames) return bad();
+                r.denials.by_name.emplace_back(n.at(0).get<std::string>(), n.at(1).get<uint64_t>());
+            }
+            r.denials.others = d.at("others").get<uint64_t>();
+            r.denials.total = d.at("total").get<uint64_t>();
+            r.denials.final = d.at("final").get<bool>();
         }
         if (doc.contains("annotations"))
             r.annotations = doc["annotations"].get<std::map<std::string, std::string>>();
@@ -257,6 +279,51 @@ std::vector<std::string> listContainers(int root_fd) {
     return out;
 }
 
+namespace {
+
+// The refused calls by name as the monitor counted them (oci/monitor.h),
+// with what the count covers: a monitor gone while the container runs
+// (killed from outside) leaves the filter whole, the kernel answering what
+// it would have sent ENOSYS, but counts no more.
+json denialsJson(const Record& r, Status3 status) {
+    const Record::Denials& d = r.denials;
+    if (!d.counted) {
+        std::string why = d.not_counted;
+        auto filter = r.enforced.find("seccomp");
+        if (why.empty())
+            why = filter == r.enforced.end() || filter->second == "none" ? "no seccomp filter"
+                                                                         : "not counted";
+        return {{"counted", false}, {"why", why}};
+    }
+    json names = json::object();
+    for (const auto& [name, count] : d.by_name) names[name] = count;
+    json out = {{"counted", true}, {"syscalls", names}, {"others", d.others}, {"total", d.total}};
+    out["answeredBy"] =
+        "the monitor, holding the filter's listener: each refused call answered with the "
+        "policy's errno, counted by name (at most " +
+        std::to_string(kMaxDenialNames) + " names, the rest in others)";
+    out["ifTheMonitorEnds"] =
+        "the filter still refuses every call it refused: the kernel answers them ENOSYS "
+        "instead of the policy's errno, and they are no longer counted";
+    const bool monitor_alive =
+        r.monitor_pid > 1 && processStartTime(r.monitor_pid) == r.monitor_start_time;
+    std::string monitor;
+    if (d.final)
+        monitor = "final: counted until the container's last process was gone";
+    else if (!monitor_alive && status != Status3::Stopped)
+        monitor = "ended while the container runs: refusals since are answered ENOSYS, uncounted";
+    else if (!monitor_alive)
+        monitor = "ended before its last count: a lower bound";
+    else if (status == Status3::Stopped)
+        monitor = "the container stopped: the last count comes a moment after";
+    else
+        monitor = d.listening ? "answering" : "waiting for the command's listener (before start)";
+    out["monitor"] = monitor;
+    return out;
+}
+
+}  // namespace
+
 std::string stateJson(const Record& r, Status3 status) {
     json doc = {{"ociVersion", "1.2.0"},        {"id", r.id},
                 {"status", statusName(status)}, {"pid", status == Status3::Stopped ? 0 : r.pid},
@@ -304,7 +371,8 @@ std::string stateJson(const Record& r, Status3 status) {
     }
     doc["stockade"] = {{"profile", r.profile.empty() ? "none" : r.profile},
                        {"enforced", r.enforced},
-                       {"ending", ending}};
+                       {"ending", ending},
+                       {"denials", denialsJson(r, status)}};
     // The detached monitor's host pid (gone once the container has ended).
     if (r.monitor_pid > 0) doc["stockade"]["monitorPid"] = r.monitor_pid;
     return doc.dump(2);

@@ -75,10 +75,26 @@ struct Record {
         std::string time;     // RFC 3339, when the monitor heard it
     };
     std::optional<End> end;
+    // The refused system calls by name, counted by the monitor, which holds
+    // the filter's seccomp listener and answers each with the policy's
+    // errno (docs/oci.md, "Denials by name"). Bounded: at most
+    // kMaxDenialNames names, the most refused first; the rest counted in
+    // `others`, so a container flooding refusals cannot grow the record.
+    struct Denials {
+        bool counted = false;     // create gave the monitor the listener's socket
+        std::string not_counted;  // why not, for a filter whose refusals are not counted
+        bool listening = false;   // the listener reached the monitor
+        std::vector<std::pair<std::string, uint64_t>> by_name;
+        uint64_t others = 0;  // refusals of the names past kMaxDenialNames
+        uint64_t total = 0;
+        bool final = false;  // written once init and the command were gone
+    };
+    Denials denials;
     // poststart and poststop as create read them (the others have run).
     Hooks hooks;
 };
 inline constexpr size_t kMaxKills = 16;
+inline constexpr size_t kMaxDenialNames = 64;
 
 enum class Status3 { Created, Running, Paused, Stopped };
 const char* statusName(Status3 status);

@@ -1,6 +1,7 @@
 // The stockade profile's pure parts (oci/profile.h): which containers get
 // it, what refuses it, and how the spec's filter and stockade's default are
-// laid end to end. lifecycle.py shows the kernel's answers.
+// laid end to end; which filters' refusals the monitor counts.
+// lifecycle.py and denials.py show the kernel's answers.
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "oci/config.h"
+#include "oci/container_plan.h"
 #include "oci/profile.h"
 
 using namespace stockade::oci;
@@ -86,4 +88,45 @@ TEST_CASE("oci profile: --default-profile takes default or none", "[oci]") {
     CHECK(*runtimeDefaultProfile("default") == "default");
     CHECK(*runtimeDefaultProfile("none") == "");
     CHECK_FALSE(runtimeDefaultProfile("strict"));
+}
+
+TEST_CASE("oci profile: which filters' refusals the monitor counts, and why not the others",
+          "[oci]") {
+    using stockade::ChildPlan;
+    using stockade::seccomp::Action;
+    Config config;
+    ChildPlan plan;
+    // No filter: nothing to count, nothing said.
+    auto none = planDenials(config, "", plan);
+    REQUIRE(none);
+    CHECK(plan.seccomp_notified_program.empty());
+    CHECK(none->not_counted.empty());
+    // stockade's default alone: its notified program, answered by the
+    // default policy (no source).
+    auto defaults = planDenials(config, "default", plan);
+    REQUIRE(defaults);
+    CHECK_FALSE(plan.seccomp_notified_program.empty());
+    CHECK(defaults->source == nullptr);
+    // The spec's filter alone: answered from the spec's policy.
+    stockade::seccomp::SeccompPolicy spec;
+    spec.default_action = Action::Allow;
+    spec.rules.push_back({{"keyctl"}, Action::Errno, 18, {}});
+    config.seccomp = spec;
+    auto own = planDenials(config, "", plan);
+    REQUIRE(own);
+    CHECK_FALSE(plan.seccomp_notified_program.empty());
+    REQUIRE(own->source != nullptr);
+    CHECK(own->not_counted.empty());
+    // Chained: the kernel's, saying why.
+    auto chained = planDenials(config, "default", plan);
+    REQUIRE(chained);
+    CHECK(plan.seccomp_notified_program.empty());
+    CHECK(chained->not_counted.find("chained") != std::string::npos);
+    // A spec refusing the command's own hand-over (sendmsg) would block it
+    // for good: not counted, naming the call.
+    config.seccomp->rules.push_back({{"sendmsg"}, Action::Errno, 1, {}});
+    auto blocked = planDenials(config, "", plan);
+    REQUIRE(blocked);
+    CHECK(plan.seccomp_notified_program.empty());
+    CHECK(blocked->not_counted.find("sendmsg") != std::string::npos);
 }

@@ -1,7 +1,8 @@
 // The worktree walk kept between runs (issue 21's cost point,
-// docs/performance.md): each directory's inode, ctime, entry count and the
-// names the walk went on with, so that the next run lists only the
-// directories whose ctime moved and makes one fstatat of each of the others.
+// docs/performance.md): each directory's inode, ctime, birth time, entry
+// count and the names the walk went on with, so that the next run lists only
+// the directories whose ctime moved and makes one statx of each of the
+// others.
 //
 // Why an unchanged ctime may stand for unchanged entries: any change of a
 // directory's entries stamps its ctime, no process can set a ctime back

@@ -64,7 +64,7 @@ void listOne(int root_fd, const ListingRules& rules, DirListing& dir, std::vecto
         }
     }
     if (was) {
-        // One fstatat, no open: a directory still the same inode with the
+        // One statx, no open: a directory still the same inode with the
         // same ctime, settled when it was listed, gained no name. The path
         // may resolve through a link a racing writer just made, but only to
         // a directory of that same inode, listed before; the covers

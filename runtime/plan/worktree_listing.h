@@ -91,9 +91,9 @@ void listDirectories(int root_fd, const ListingRules& rules, std::vector<DirList
 
 // Whether every directory of `dirs` is, beneath `root_fd`, still the same
 // inode with the same ctime and birth time, was settled when it was
-// recorded, and is on the
-// device `dev` (the worktree's, whose ctimes the caller judged local): one
-// fstatat each, on several threads, stopping at the first that is not.
+// recorded, and is on the device `dev` (the worktree's, whose ctimes the
+// caller judged local): one statx each, on several threads, stopping at the
+// first that is not.
 bool allUnchanged(int root_fd, dev_t dev, const std::vector<VisitedDir>& dirs);
 
 }  // namespace stockade

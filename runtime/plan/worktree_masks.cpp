@@ -431,7 +431,7 @@ void noteCreatedMaskedNames(const Policy& policy, WorktreeMaskReport& report) {
     // with the same settled ctime: none gained, lost or swapped a name, and
     // a directory not judged then is reached only through a name one of them
     // gained, so no name was created anywhere the walk goes (the walk below
-    // would find exactly the names covered). One fstatat a directory, no
+    // would find exactly the names covered). One statx a directory, no
     // listing, no record built.
     // Only where the kernel stamps those ctimes itself, as for the kept
     // walk (walk_cache.h): not NFS, FUSE or overlayfs, nor another device

@@ -22,7 +22,7 @@
 // the run. A hidden or read-only name the sandbox creates during the run
 // (where the worktree lets it) is found by a second walk afterwards and
 // reported; it is hidden in every later run. That walk lists only the
-// directories that changed during the run, with one fstatat for each of the
+// directories that changed during the run, with one statx for each of the
 // others (and no listing at all when every directory the first walk judged
 // is unchanged: WorktreeMaskReport::visited): the first walk keeps each
 // directory's inode and ctime, which any change of its entries sets anew

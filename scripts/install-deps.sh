@@ -11,10 +11,11 @@ nlohmann-json3-dev nettle-dev libpugixml-dev libre2-dev"
 # containerd: tests/oci/containerd.py runs a private daemon of its own (its
 # package also enables containerd.service where systemd is PID 1). runc and
 # crun: the OCI references (tests/oci/lifecycle.py, bench/oci_lifecycle.py);
-# slirp4netns: podman's published port in tests/oci/podman.py.
+# slirp4netns: podman's published port in tests/oci/podman.py; e2fsprogs:
+# mkfs.ext4 and debugfs for the walk cache's loop-mounted worktree.
 TEST_PACKAGES="catch2 bubblewrap python3 python3-jsonschema python3-pytest nodejs git util-linux \
 iproute2 nftables debootstrap clang libclang-rt-14-dev llvm-14 hyperfine qemu-system-x86 busybox-static \
-uidmap libpython3.11-testsuite apparmor jq curl podman containerd runc crun slirp4netns"
+uidmap libpython3.11-testsuite apparmor jq curl podman containerd runc crun slirp4netns e2fsprogs"
 
 case ${1:-test} in
     build) PACKAGES=$BUILD_PACKAGES ;;

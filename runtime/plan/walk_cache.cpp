@@ -25,10 +25,17 @@ namespace stockade {
 
 namespace {
 
-// Bumped whenever the file's format changes. How a name is judged is keyed
-// by the binary itself (buildIdentity), so that no upgrade can read a cache
-// whose kept listings were judged by another matcher.
-constexpr std::string_view kMagic = "stockade-walk-cache 1\n";
+// Bumped whenever the file's format changes (2: the worktree's mount and
+// filesystem id, each directory's birth time): a file of another version is
+// passed over and written anew. How a name is judged is keyed by the binary
+// itself (buildIdentity), so that no upgrade can read a cache whose kept
+// listings were judged by another matcher.
+constexpr std::string_view kMagicPrefix = "stockade-walk-cache ";
+constexpr std::string_view kMagic = "stockade-walk-cache 2\n";
+// statx's never-reused mount id (Linux 6.8), named here for older headers.
+#ifndef STATX_MNT_ID_UNIQUE
+#define STATX_MNT_ID_UNIQUE 0x00004000U
+#endif
 constexpr const char* kCacheDir = "walk-cache";
 constexpr const char* kFilePrefix = "wt-";
 // CLOCK_REALTIME - CLOCK_BOOTTIME is read with two calls: a step back below
@@ -67,11 +74,38 @@ int64_t ns(const timespec& t) {
 
 // The wall clock's distance from the boot: it moves only when the wall
 // clock is stepped (frequency adjustments slew both clocks alike).
-int64_t realtimeOffsetNs() {
+WalkClock realtimeClock() {
     timespec real{}, boot{};
     clock_gettime(CLOCK_REALTIME, &real);
     clock_gettime(CLOCK_BOOTTIME, &boot);
-    return ns(real) - ns(boot);
+    return {real, ns(real) - ns(boot)};
+}
+
+// Which filesystem, through which mount: the worktree's fstatfs f_fsid
+// (ext4, Btrfs: the volume's UUID, Btrfs's mixed with the subvolume; tmpfs:
+// one made at each mount; XFS, F2FS: the device number) and the statx id of
+// the mount its fd is on, with the kind of id: 2 never reused in a boot
+// (STATX_MNT_ID_UNIQUE), 1 reused once that mount is gone, 0 none given.
+struct MountIdentity {
+    uint64_t fsid = 0;
+    uint64_t mount_id = 0;
+    uint64_t mount_kind = 0;
+};
+
+bool mountIdentity(int fd, MountIdentity& out) {
+    struct statfs fs;
+    if (fstatfs(fd, &fs) < 0) return false;
+    static_assert(sizeof fs.f_fsid == sizeof out.fsid);
+    std::memcpy(&out.fsid, &fs.f_fsid, sizeof out.fsid);
+    // A kernel that does not know STATX_MNT_ID_UNIQUE leaves it out of
+    // stx_mask and gives the plain id.
+    struct statx x;
+    if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_SYNC_AS_STAT, STATX_MNT_ID | STATX_MNT_ID_UNIQUE,
+              &x) < 0)
+        return false;
+    out.mount_kind = (x.stx_mask & STATX_MNT_ID_UNIQUE) ? 2 : (x.stx_mask & STATX_MNT_ID) ? 1 : 0;
+    out.mount_id = out.mount_kind ? x.stx_mnt_id : 0;
+    return true;
 }
 
 std::string bootId() {
@@ -197,9 +231,10 @@ UniqueFd openCacheDir(int state_dir_fd, bool create) {
 }
 
 // The worktree's own identity and filesystem, or nothing to cache.
-bool worktreeStat(const WalkCacheKey& key, struct stat& st) {
+bool worktreeStat(const WalkCacheKey& key, struct stat& st, MountIdentity& mount) {
     return key.state_dir_fd >= 0 && key.rules && fstat(key.worktree_fd, &st) == 0 &&
-           S_ISDIR(st.st_mode) && ctimeIsLocal(key.worktree_fd);
+           S_ISDIR(st.st_mode) && ctimeIsLocal(key.worktree_fd) &&
+           mountIdentity(key.worktree_fd, mount);
 }
 
 // When the cache directory holds too many, the least recently written go.
@@ -231,7 +266,11 @@ bool worktreeCtimeIsLocal(int fd) {
 }
 
 int64_t walkClockOffsetNs() {
-    return realtimeOffsetNs();
+    return realtimeClock().offset_ns;
+}
+
+WalkClock readWalkClock() {
+    return realtimeClock();
 }
 
 const char* lastWalkCacheMiss() {
@@ -241,7 +280,8 @@ const char* lastWalkCacheMiss() {
 std::shared_ptr<const WalkedDirs> loadWalkCache(const WalkCacheKey& key) {
     last_miss = "";
     struct stat wt;
-    if (!worktreeStat(key, wt)) return miss("filesystem"), nullptr;
+    MountIdentity mount;
+    if (!worktreeStat(key, wt, mount)) return miss("filesystem"), nullptr;
     UniqueFd dir = openCacheDir(key.state_dir_fd, false);
     if (!dir) return miss("directory"), nullptr;
     // Never through a link, never blocking on a FIFO, never past the bound.
@@ -260,25 +300,33 @@ std::shared_ptr<const WalkedDirs> loadWalkCache(const WalkCacheKey& key) {
     if (text.size() < kMagic.size() + 8) return miss("parse"), nullptr;
     const std::string_view body(text.data(), text.size() - 8);
     Reader tail{std::string_view(text).substr(text.size() - 8)};
-    if (!std::string_view(text).starts_with(kMagic) || tail.u64() != checksum(body))
-        return miss("parse"), nullptr;
+    if (!std::string_view(text).starts_with(kMagic))
+        return miss(std::string_view(text).starts_with(kMagicPrefix) ? "version" : "parse"),
+               nullptr;
+    if (tail.u64() != checksum(body)) return miss("parse"), nullptr;
     Reader r{body.substr(kMagic.size())};
     const uint64_t dev = r.u64(), ino = r.u64();
+    const uint64_t fsid = r.u64(), mount_id = r.u64(), mount_kind = r.u64();
     const std::string_view rules = r.string();
     const std::string_view boot = r.string();
     const int64_t offset = static_cast<int64_t>(r.u64());
     const uint64_t count = r.u64();
     if (!r.ok) return miss("parse"), nullptr;
     if (dev != wt.st_dev || ino != wt.st_ino) return miss("worktree"), nullptr;
+    // Another filesystem, or this one unmounted since (and written by who
+    // knows what), at the same device and inode numbers.
+    if (fsid != mount.fsid) return miss("fsid"), nullptr;
+    if (mount_kind != mount.mount_kind || mount_id != mount.mount_id || mount_kind == 0)
+        return miss("mount"), nullptr;
     if (rules != rulesText(key)) return miss("rules"), nullptr;
     // Another boot's ctimes were stamped by another clock; a wall clock
     // stepped back since could stamp a later change with a kept ctime.
     if (boot != bootId() || boot.empty()) return miss("boot"), nullptr;
-    if (realtimeOffsetNs() < offset - kOffsetJitterNs) return miss("clock"), nullptr;
+    if (realtimeClock().offset_ns < offset - kOffsetJitterNs) return miss("clock"), nullptr;
     auto dirs = std::make_shared<WalkedDirs>();
-    // Each directory takes more than 48 bytes: a count beyond what the file
+    // Each directory takes more than 64 bytes: a count beyond what the file
     // could hold is a lie, not a reason to reserve.
-    if (count > body.size() / 48) return miss("parse"), nullptr;
+    if (count > body.size() / 64) return miss("parse"), nullptr;
     dirs->reserve(count);
     for (uint64_t i = 0; i < count && r.ok; ++i) {
         const std::string_view relative = r.string();
@@ -287,6 +335,13 @@ std::shared_ptr<const WalkedDirs> loadWalkCache(const WalkCacheKey& key) {
         d.ino = static_cast<ino_t>(r.u64());
         d.ctime.tv_sec = static_cast<time_t>(r.u64());
         d.ctime.tv_nsec = static_cast<long>(r.u64());
+        d.btime.tv_sec = static_cast<time_t>(r.u64());
+        const uint64_t birth = r.u64();
+        d.has_btime = (birth >> 32) != 0;
+        d.btime.tv_nsec = static_cast<long>(birth & 0xffffffff);
+        if ((birth >> 32) > 1 || d.btime.tv_nsec >= 1'000'000'000 || d.ctime.tv_nsec < 0 ||
+            d.ctime.tv_nsec >= 1'000'000'000)
+            return miss("parse"), nullptr;
         d.entries = r.u64();
         d.settled = true;
         const uint64_t names = r.u64();
@@ -314,10 +369,14 @@ std::shared_ptr<const WalkedDirs> loadWalkCache(const WalkCacheKey& key) {
 
 void saveWalkCache(const WalkCacheKey& key, const WalkedDirs& walked, int64_t clock_offset_ns) {
     struct stat wt;
-    if (!worktreeStat(key, wt)) return;
+    MountIdentity mount;
+    if (!worktreeStat(key, wt, mount) || mount.mount_kind == 0) return;
     std::string out(kMagic);
     put64(out, wt.st_dev);
     put64(out, wt.st_ino);
+    put64(out, mount.fsid);
+    put64(out, mount.mount_id);
+    put64(out, mount.mount_kind);
     putString(out, rulesText(key));
     putString(out, bootId());
     put64(out, static_cast<uint64_t>(clock_offset_ns));
@@ -331,6 +390,9 @@ void saveWalkCache(const WalkCacheKey& key, const WalkedDirs& walked, int64_t cl
         put64(out, d.ino);
         put64(out, static_cast<uint64_t>(d.ctime.tv_sec));
         put64(out, static_cast<uint64_t>(d.ctime.tv_nsec));
+        put64(out, static_cast<uint64_t>(d.has_btime ? d.btime.tv_sec : 0));
+        put64(out, (uint64_t{d.has_btime} << 32) |
+                       static_cast<uint64_t>(d.has_btime ? d.btime.tv_nsec : 0));
         put64(out, d.entries);
         put64(out, d.names.size());
         for (const WalkedName& n : d.names) {

@@ -1,7 +1,8 @@
 // The worktree walk kept between runs (issue 21's cost point,
-// docs/performance.md): each directory's inode, ctime, entry count and the
-// names the walk went on with, so that the next run lists only the
-// directories whose ctime moved and makes one fstatat of each of the others.
+// docs/performance.md): each directory's inode, ctime, birth time, entry
+// count and the names the walk went on with, so that the next run lists only
+// the directories whose ctime moved and makes one statx of each of the
+// others.
 //
 // Why an unchanged ctime may stand for unchanged entries: any change of a
 // directory's entries stamps its ctime, no process can set a ctime back
@@ -14,6 +15,18 @@
 // a worktree on anything but ext2/3/4, XFS, Btrfs, tmpfs or F2FS (NFS, FUSE,
 // overlayfs, 9p, SMB...) is walked whole, as is any directory on another
 // device than the worktree's top (a mount inside it).
+//
+// It needs, too, the very filesystem the kernel stamped all along, mounted
+// all along: one unmounted may be written by another machine or by debugfs
+// with any ctime, and another filesystem mounted at the same path (a loop
+// device's or an anonymous device's number reused, an image's clone) may
+// hold the same inode numbers. So the worktree's mount (statx
+// STATX_MNT_ID_UNIQUE, never reused in a boot; the plain mount id where the
+// kernel predates it) and its filesystem id (fstatfs f_fsid) are kept and
+// must match; and each directory's birth time (statx STATX_BTIME, where the
+// filesystem keeps one) must match with its inode and ctime, so a directory
+// deleted and made anew with its inode number reused is never the kept one.
+// Each is a reason to walk, never to trust.
 //
 // Where it is kept: the caller's private state directory
 // (runtime/record/state_dir.h), held by fd, which no sandbox may write
@@ -62,6 +75,15 @@ std::shared_ptr<const WalkedDirs> loadWalkCache(const WalkCacheKey& key);
 // read before a walk: the clock its `settled` was judged by.
 int64_t walkClockOffsetNs();
 
+// The wall clock a walk judges `settled` by, and its distance from the boot,
+// from one reading: the ctime judged against `now` is then measured, in a
+// later run, against the very clock it was judged by.
+struct WalkClock {
+    timespec now{};
+    int64_t offset_ns = 0;
+};
+WalkClock readWalkClock();
+
 // Keeps the settled directories of `walked` (a whole walk's record) for the
 // next run; failures are silent (the next walk is whole). `clock_offset_ns`:
 // walkClockOffsetNs() as read before the walks that judged them (the larger,
@@ -70,7 +92,8 @@ int64_t walkClockOffsetNs();
 void saveWalkCache(const WalkCacheKey& key, const WalkedDirs& walked, int64_t clock_offset_ns);
 
 // Test hook and reason, for tests: why the last loadWalkCache returned null
-// ("" when it did not), e.g. "owner", "parse", "boot", "rules".
+// ("" when it did not), e.g. "owner", "parse", "version", "boot", "rules",
+// "fsid", "mount".
 const char* lastWalkCacheMiss();
 
 }  // namespace stockade

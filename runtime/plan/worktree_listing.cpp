@@ -4,7 +4,9 @@
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <sched.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -36,9 +38,16 @@ unsigned usableCpus() {
     return static_cast<unsigned>(std::max(1, CPU_COUNT(&set)));
 }
 
-bool sameDirectory(const WalkedDir& was, const struct stat& now) {
+// The inode number alone may be a deleted directory's, reused; its ctime
+// is new unless a clock or another machine gave it the old one, and its
+// birth time is new too: all three must match, and a birth time kept must
+// still be given (one gone is another filesystem, or another inode).
+bool sameDirectory(const WalkedDir& was, const struct stat& now, const timespec& btime,
+                   bool has_btime) {
     return S_ISDIR(now.st_mode) && was.dev == now.st_dev && was.ino == now.st_ino &&
-           was.ctime.tv_sec == now.st_ctim.tv_sec && was.ctime.tv_nsec == now.st_ctim.tv_nsec;
+           was.ctime.tv_sec == now.st_ctim.tv_sec && was.ctime.tv_nsec == now.st_ctim.tv_nsec &&
+           was.has_btime == has_btime &&
+           (!has_btime || (was.btime.tv_sec == btime.tv_sec && was.btime.tv_nsec == btime.tv_nsec));
 }
 
 void listOne(int root_fd, const ListingRules& rules, DirListing& dir, std::vector<char>& buffer,
@@ -55,20 +64,25 @@ void listOne(int root_fd, const ListingRules& rules, DirListing& dir, std::vecto
         }
     }
     if (was) {
-        // One fstatat, no open: a directory still the same inode with the
+        // One statx, no open: a directory still the same inode with the
         // same ctime, settled when it was listed, gained no name. The path
         // may resolve through a link a racing writer just made, but only to
         // a directory of that same inode, listed before; the covers
         // themselves are opened through no link (mount_in_child.cpp).
         struct stat now;
-        if (was->settled && fstatat(root_fd, path, &now, AT_SYMLINK_NOFOLLOW) == 0 &&
-            sameDirectory(*was, now)) {
+        timespec btime;
+        bool has_btime;
+        if (was->settled &&
+            statWithBirth(root_fd, path, AT_SYMLINK_NOFOLLOW, now, btime, has_btime) == 0 &&
+            sameDirectory(*was, now, btime, has_btime)) {
             // Its names are the ones seen then; a matching one is stated
             // anew (a file keeps its name but not its link count), as the
             // listing would have.
             dir.outcome = DirListing::Outcome::Unchanged;
             dir.have_st = true;
             dir.st = now;
+            dir.btime = btime;
+            dir.has_btime = has_btime;
             dir.unchanged = was_node;
             dir.entries = was->entries;
             dir.interesting.reserve(was->names.size());
@@ -149,7 +163,7 @@ void listOne(int root_fd, const ListingRules& rules, DirListing& dir, std::vecto
     }
     // Stated before it is read: a change after this fstat gives the
     // directory a ctime other than the one kept (WalkedDir::settled).
-    dir.have_st = fstat(fd.get(), &dir.st) == 0;
+    dir.have_st = statWithBirth(fd.get(), "", AT_EMPTY_PATH, dir.st, dir.btime, dir.has_btime) == 0;
     if (buffer.empty()) buffer.resize(size_t{1} << 16);
     const std::vector<std::string> above = pathComponents(dir.relative);
     while (true) {
@@ -222,6 +236,37 @@ void onThreads(size_t directories, const std::function<void()>& work) {
 
 }  // namespace
 
+int statWithBirth(int at_fd, const char* path, int flags, struct stat& st, timespec& btime,
+                  bool& has_btime) {
+    struct statx x;
+    if (statx(at_fd, path, flags | AT_STATX_SYNC_AS_STAT, STATX_BASIC_STATS | STATX_BTIME, &x) < 0)
+        return -1;
+    // A field not given reads zero, and a zero ctime kept would match a zero
+    // ctime forever: not given, not judged.
+    constexpr unsigned kNeeded = STATX_TYPE | STATX_MODE | STATX_INO | STATX_CTIME;
+    if ((x.stx_mask & kNeeded) != kNeeded) {
+        errno = ENODATA;
+        return -1;
+    }
+    st = {};
+    st.st_dev = makedev(x.stx_dev_major, x.stx_dev_minor);
+    st.st_rdev = makedev(x.stx_rdev_major, x.stx_rdev_minor);
+    st.st_ino = x.stx_ino;
+    st.st_mode = x.stx_mode;
+    st.st_nlink = x.stx_nlink;
+    st.st_uid = x.stx_uid;
+    st.st_gid = x.stx_gid;
+    st.st_size = static_cast<off_t>(x.stx_size);
+    st.st_blksize = x.stx_blksize;
+    st.st_blocks = static_cast<blkcnt_t>(x.stx_blocks);
+    st.st_atim = {x.stx_atime.tv_sec, x.stx_atime.tv_nsec};
+    st.st_mtim = {x.stx_mtime.tv_sec, x.stx_mtime.tv_nsec};
+    st.st_ctim = {x.stx_ctime.tv_sec, x.stx_ctime.tv_nsec};
+    has_btime = (x.stx_mask & STATX_BTIME) != 0;
+    btime = has_btime ? timespec{x.stx_btime.tv_sec, x.stx_btime.tv_nsec} : timespec{};
+    return 0;
+}
+
 UniqueFd openBeneathWorktree(int root_fd, const std::string& relative, int flags,
                              uint64_t resolve) {
     open_how how{};
@@ -267,10 +312,12 @@ bool allUnchanged(int root_fd, dev_t dev, const std::vector<VisitedDir>& dirs) {
                 // only a directory of the same inode and ctime, which is
                 // the one judged: the answer stands.
                 struct stat now;
+                timespec btime;
+                bool has_btime;
                 if (!was.settled || was.dev != dev ||
-                    fstatat(root_fd, relative.empty() ? "." : relative.c_str(), &now,
-                            AT_SYMLINK_NOFOLLOW) < 0 ||
-                    !sameDirectory(was, now)) {
+                    statWithBirth(root_fd, relative.empty() ? "." : relative.c_str(),
+                                  AT_SYMLINK_NOFOLLOW, now, btime, has_btime) < 0 ||
+                    !sameDirectory(was, now, btime, has_btime)) {
                     same = false;
                     return;
                 }

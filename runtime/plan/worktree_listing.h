@@ -51,6 +51,8 @@ struct DirListing {
     int problem_errno = 0;  // ... when a call failed: the problem is that call
     bool have_st = false;
     struct stat st {};  // the directory's, taken before it was read
+    timespec btime{};   // ... and its birth time, where the filesystem keeps one
+    bool has_btime = false;
     uint64_t entries = 0;
     // The walk's entry bound was passed (by all listings so far) while this
     // one was read: it stopped there.
@@ -75,15 +77,23 @@ UniqueFd openBeneathWorktree(int root_fd, const std::string& relative, int flags
 // A directory of the worktree, opened to be read, through no link at all.
 UniqueFd openDirBeneath(int root_fd, const std::string& relative);
 
+// statx(2) of `path` beneath `at_fd` with `flags` (AT_SYMLINK_NOFOLLOW, or
+// AT_EMPTY_PATH for the fd itself): `st` as fstatat fills it, and the birth
+// time where the filesystem gives one (`has_btime` false elsewhere). -1 and
+// errno as fstatat on failure.
+int statWithBirth(int at_fd, const char* path, int flags, struct stat& st, timespec& btime,
+                  bool& has_btime);
+
 // Lists every directory in `dirs` beneath `root_fd`; `seen` counts the
 // entries of every listing so far, across calls, for the entry bound.
 void listDirectories(int root_fd, const ListingRules& rules, std::vector<DirListing>& dirs,
                      std::atomic<uint64_t>& seen);
 
 // Whether every directory of `dirs` is, beneath `root_fd`, still the same
-// inode with the same ctime, was settled when it was recorded, and is on the
-// device `dev` (the worktree's, whose ctimes the caller judged local): one
-// fstatat each, on several threads, stopping at the first that is not.
+// inode with the same ctime and birth time, was settled when it was
+// recorded, and is on the device `dev` (the worktree's, whose ctimes the
+// caller judged local): one statx each, on several threads, stopping at the
+// first that is not.
 bool allUnchanged(int root_fd, dev_t dev, const std::vector<VisitedDir>& dirs);
 
 }  // namespace stockade

@@ -74,12 +74,6 @@ constexpr size_t kMaxPendingBytes = size_t{64} << 20;
 // the next change fine-grained; this rule does not rely on it.
 constexpr time_t kSettledSeconds = 2;
 
-timespec realtimeNow() {
-    timespec now{};
-    clock_gettime(CLOCK_REALTIME, &now);
-    return now;
-}
-
 bool settledBefore(const timespec& ctime, const timespec& walk_start) {
     return ctime.tv_sec + kSettledSeconds < walk_start.tv_sec;
 }
@@ -108,7 +102,10 @@ Result<WorktreeScan> scanWorktree(int worktree_fd, const WorktreeMaskRules& rule
     WorktreeScan scan;
     UniqueFd root = openDirBeneath(worktree_fd, "");
     if (!root) return Error::fromErrno("open the worktree for its walk");
-    const timespec walk_start = realtimeNow();
+    const WalkClock clock = readWalkClock();
+    const timespec walk_start = clock.now;
+    scan.walk_start = clock.now;
+    scan.clock_offset_ns = clock.offset_ns;
     std::vector<PendingDir> level{{"", 1}};
     size_t pending_bytes = 0;
     // A cut ends the walk: what lies beyond it was not examined, and the
@@ -218,8 +215,14 @@ Result<WorktreeScan> scanWorktree(int worktree_fd, const WorktreeMaskRules& rule
             WalkedDir* walked = nullptr;
             if (record && dir.outcome == DirListing::Outcome::Unchanged) {
                 if (record_unchanged) {
-                    const auto at =
-                        record->insert_or_assign(dir.relative, dir.unchanged->second).first;
+                    // Seen unchanged by this walk, so judged by its clock:
+                    // recorded with the earlier walk's `settled`, it would be
+                    // kept under this walk's clock offset, and small steps
+                    // back, each within the jitter, could add up run after
+                    // run to more than the margin.
+                    WalkedDir again = dir.unchanged->second;
+                    again.settled = settled;
+                    const auto at = record->insert_or_assign(dir.relative, std::move(again)).first;
                     scan.visited.push_back(&*at);
                 } else {
                     scan.visited.push_back(dir.unchanged);
@@ -231,7 +234,9 @@ Result<WorktreeScan> scanWorktree(int worktree_fd, const WorktreeMaskRules& rule
                                                                                dir.st.st_ctim,
                                                                                settled,
                                                                                dir.entries,
-                                                                               {}})
+                                                                               {},
+                                                                               dir.btime,
+                                                                               dir.has_btime})
                                     .first;
                 walked = &at->second;
                 scan.visited.push_back(&*at);
@@ -309,6 +314,8 @@ Status addWorktreeMasks(const Policy& policy, int worktree_fd, ChildPlan& plan,
     // directories it lists unchanged are not read (walk_cache.h).
     const WalkCacheKey key{policy.fs.state_dir ? policy.fs.state_dir->get() : -1, worktree_fd,
                            &rules, true};
+    // Read before the kept walk is judged: a step back after it is one the
+    // check after the run must see (the larger of this and the walk's own).
     const int64_t clock_offset_ns = walkClockOffsetNs();
     std::shared_ptr<const WalkedDirs> kept = loadWalkCache(key);
     // Only what is read is recorded: the walk after the run looks in the
@@ -323,7 +330,8 @@ Status addWorktreeMasks(const Policy& policy, int worktree_fd, ChildPlan& plan,
     report.walked = std::move(walked);
     if (kept) report.kept = std::move(kept);
     if (scan->visited_whole) report.visited = std::move(scan->visited);
-    report.clock_offset_ns = clock_offset_ns;
+    report.walk_start = scan->walk_start;
+    report.clock_offset_ns = std::max(clock_offset_ns, scan->clock_offset_ns);
     report.listed_settled = scan->listed_settled;
     report.reused = scan->reused;
     report.entries = scan->entries;
@@ -423,7 +431,7 @@ void noteCreatedMaskedNames(const Policy& policy, WorktreeMaskReport& report) {
     // with the same settled ctime: none gained, lost or swapped a name, and
     // a directory not judged then is reached only through a name one of them
     // gained, so no name was created anywhere the walk goes (the walk below
-    // would find exactly the names covered). One fstatat a directory, no
+    // would find exactly the names covered). One statx a directory, no
     // listing, no record built.
     // Only where the kernel stamps those ctimes itself, as for the kept
     // walk (walk_cache.h): not NFS, FUSE or overlayfs, nor another device
@@ -446,9 +454,16 @@ void noteCreatedMaskedNames(const Policy& policy, WorktreeMaskReport& report) {
             if (!report.kept) {
                 saveWalkCache(key, *report.walked, report.clock_offset_ns);
             } else {
+                // A directory taken from the kept walk is kept again judged
+                // by this run's clock, the one saved with it, not with the
+                // `settled` an earlier run's clock gave it (scanWorktree).
                 WalkedDirs whole;
                 whole.reserve(report.visited.size());
-                for (VisitedDir d : report.visited) whole.emplace(d->first, d->second);
+                for (VisitedDir d : report.visited) {
+                    WalkedDir again = d->second;
+                    again.settled = again.settled && settledBefore(again.ctime, report.walk_start);
+                    whole.emplace(d->first, std::move(again));
+                }
                 saveWalkCache(key, whole, report.clock_offset_ns);
             }
         }
@@ -457,13 +472,14 @@ void noteCreatedMaskedNames(const Policy& policy, WorktreeMaskReport& report) {
     // With no kept walk the walk before read everything, so this one will
     // likely be kept: recorded now rather than by another pass.
     WalkedDirs walked;
-    // What it records was judged by the clock before this walk or before
-    // the one before the run: the larger offset is the one a later step
-    // back is measured from.
-    const int64_t clock_offset_ns = std::max(report.clock_offset_ns, walkClockOffsetNs());
+    // What it records was judged by the clock of this walk or of the one
+    // before the run: the larger offset is the one a later step back is
+    // measured from.
+    int64_t clock_offset_ns = report.clock_offset_ns;
     const bool record_now = policy.fs.state_dir && !kept;
     auto scan = scanWorktree(worktree_fd, policy.fs.worktree_masks, skip_git, before,
                              record_now ? &walked : nullptr, kept);
+    if (scan) clock_offset_ns = std::max(clock_offset_ns, scan->clock_offset_ns);
     // Kept for the next run when a walk read a settled directory: this walk
     // is the later one, so a directory the run changed long enough ago is
     // settled in it. Beside a kept walk the record is made by one more pass
@@ -476,6 +492,7 @@ void noteCreatedMaskedNames(const Policy& policy, WorktreeMaskReport& report) {
             auto again = scanWorktree(worktree_fd, policy.fs.worktree_masks, skip_git, before,
                                       &walked, kept);
             whole = again && again->truncated_by.empty();
+            if (again) clock_offset_ns = std::max(clock_offset_ns, again->clock_offset_ns);
         }
         if (whole)
             saveWalkCache(

@@ -22,7 +22,7 @@
 // the run. A hidden or read-only name the sandbox creates during the run
 // (where the worktree lets it) is found by a second walk afterwards and
 // reported; it is hidden in every later run. That walk lists only the
-// directories that changed during the run, with one fstatat for each of the
+// directories that changed during the run, with one statx for each of the
 // others (and no listing at all when every directory the first walk judged
 // is unchanged: WorktreeMaskReport::visited): the first walk keeps each
 // directory's inode and ctime, which any change of its entries sets anew
@@ -88,6 +88,11 @@ struct WalkedDir {
     bool settled = false;
     uint64_t entries = 0;
     std::vector<WalkedName> names;  // in readdir order
+    // Its birth time (statx STATX_BTIME), where the filesystem keeps one:
+    // a directory made anew where one was deleted, its inode number reused,
+    // is told apart by it even where a ctime could coincide.
+    timespec btime{};
+    bool has_btime = false;
 };
 using WalkedDirs = std::unordered_map<std::string, WalkedDir>;
 // A directory a walk judged, as it was then: a node of the walk's record or
@@ -120,17 +125,25 @@ struct WorktreeScan {
     // failed, or it was gone or shut when it was reached).
     std::vector<VisitedDir> visited;
     bool visited_whole = true;
+    // The wall clock `settled` was judged by, and its distance from the
+    // boot (CLOCK_REALTIME - CLOCK_BOOTTIME), from one reading before the
+    // walk: what a kept walk's clock is measured from (walk_cache.h).
+    timespec walk_start{};
+    int64_t clock_offset_ns = 0;
 };
 
 // Walks the worktree held at `worktree_fd` (any fd for the directory).
 // `skip_top_git`: the top-level .git directory is read-only as a whole
 // already, and not walked. With `record`, notes each directory listed.
 // With `before` (an earlier walk's record), a directory that is still the
-// same inode with the same ctime, settled then, is not listed again: the
-// names seen then are judged again as if read (the matching ones stated
-// anew), so the result is the one a whole walk gives. `kept` is looked in
-// for a directory `before` does not hold; without `record_unchanged` only
-// the directories read are recorded (the others are in `before` or `kept`).
+// same inode with the same ctime and birth time, settled then, is not listed
+// again: the names seen then are judged again as if read (the matching ones
+// stated anew), so the result is the one a whole walk gives. `kept` is
+// looked in for a directory `before` does not hold; without
+// `record_unchanged` only the directories read are recorded (the others are
+// in `before` or `kept`). One recorded unchanged is settled only if its
+// ctime is settled by this walk's clock: seen unchanged now, it is judged
+// now, never carried with an earlier walk's word under this walk's clock.
 Result<WorktreeScan> scanWorktree(int worktree_fd, const WorktreeMaskRules& rules,
                                   bool skip_top_git = true, const WalkedDirs* before = nullptr,
                                   WalkedDirs* record = nullptr, const WalkedDirs* kept = nullptr,
@@ -158,8 +171,12 @@ struct WorktreeMaskReport {
     // Settled directories the walk before the run read whole: the kept walk
     // is written again after the run when it or the walk after adds one.
     uint64_t listed_settled = 0;
-    uint64_t reused = 0;          // directories the walk before the run took from a kept walk
-    int64_t clock_offset_ns = 0;  // walkClockOffsetNs() before the walk before the run
+    uint64_t reused = 0;  // directories the walk before the run took from a kept walk
+    // The clock the walk before the run judged by (WorktreeScan::walk_start),
+    // and the larger of its offset from the boot and the one read before the
+    // kept walk was loaded: a step back from either is a step back.
+    timespec walk_start{};
+    int64_t clock_offset_ns = 0;
     // Every directory the walk before the run judged (nodes of `walked` or
     // `kept`), or empty when that walk could not say: if each is still the
     // same inode with the same settled ctime after the run, no name was

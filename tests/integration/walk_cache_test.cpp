@@ -6,13 +6,16 @@
 // truncates or scribbles on is passed over: the walk is whole and the masks
 // hold. What the sandbox reads is the kernel's answer through the probe.
 #include <fcntl.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <functional>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -71,6 +74,67 @@ void expectHidden(Sandbox& sandbox, const std::string& path, const std::string& 
     CHECK(read.report.get("bytes") == "0");  // the empty cover
     CHECK(read.completed.out.find(token) == std::string::npos);
     CHECK(recordText(sandbox).find(token) == std::string::npos);
+}
+
+// A command of the host's (mkfs, losetup, debugfs), its output; nullopt
+// when it fails. Paths are the test's own scratch, quoted.
+std::optional<std::string> host(const std::string& command) {
+    FILE* p = ::popen((command + " 2>&1").c_str(), "r");
+    if (!p) return std::nullopt;
+    std::string out;
+    char buf[512];
+    while (size_t n = std::fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+    if (::pclose(p) != 0) {
+        WARN(command << ": " << out);
+        return std::nullopt;
+    }
+    return out;
+}
+
+std::string shellQuoted(const std::string& path) {
+    std::string out = "'";
+    for (char c : path) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return out + "'";
+}
+
+// An ext4 image on a loop device of the test's own, mounted and unmounted at
+// will: the same device (so the same st_dev) for its whole life, detached at
+// the end. Root's: only the runs under test are uid 65534's.
+struct LoopFilesystem {
+    std::string device;
+    std::string mounted_at;
+    explicit LoopFilesystem(const std::string& image, uid_t owner, gid_t group) {
+        // 256-byte inodes: ext4 keeps a birth time in them.
+        if (!host("truncate -s 32M " + shellQuoted(image)) ||
+            !host("mkfs.ext4 -q -F -I 256 -E root_owner=" + std::to_string(owner) + ":" +
+                  std::to_string(group) + " " + shellQuoted(image)))
+            return;
+        auto dev = host("losetup -f --show " + shellQuoted(image));
+        if (!dev || dev->empty() || dev->back() != '\n') return;
+        device = dev->substr(0, dev->size() - 1);
+    }
+    ~LoopFilesystem() {
+        unmount();
+        if (!device.empty()) host("losetup -d " + shellQuoted(device));
+    }
+    bool mount(const std::string& at) {
+        if (::mount(device.c_str(), at.c_str(), "ext4", 0, nullptr) != 0) return false;
+        mounted_at = at;
+        return true;
+    }
+    bool unmount() {
+        if (mounted_at.empty()) return true;
+        const bool ok = ::umount(mounted_at.c_str()) == 0;
+        if (ok) mounted_at.clear();
+        return ok;
+    }
+};
+
+struct statx statxOf(const std::string& path) {
+    struct statx x {};
+    REQUIRE(::statx(AT_FDCWD, path.c_str(), AT_SYMLINK_NOFOLLOW, STATX_BASIC_STATS | STATX_BTIME,
+                    &x) == 0);
+    return x;
 }
 
 }  // namespace
@@ -246,4 +310,80 @@ TEST_CASE(
     CHECK(create.err.find("stopped short") == std::string::npos);
     expectHidden(sandbox, "/repo/a/b/c/d/.env.fast", token);
     expectHidden(sandbox, "/repo/node_modules/pkg7/lib/h2/x/credentials.json", moved);
+}
+
+// The kept walk holds for the filesystem the local kernel stamped all along.
+// One unmounted can be written by anything with its device (another machine,
+// debugfs) without a ctime moving, and mounted again at the same path on the
+// same device: every number the kept walk checked (device, the worktree's
+// inode, each directory's inode, ctime and birth time, the volume's UUID)
+// is the same. The mount is not (statx STATX_MNT_ID_UNIQUE): the kept walk
+// is passed over, the walk is whole and the planted .env hidden. With the
+// earlier key the kept listing of its directory was taken and the .env read.
+TEST_CASE(
+    "G2: a worktree filesystem written while unmounted and mounted again is walked whole, "
+    "not taken from the kept walk",
+    "[G2][filesystem][masks]") {
+    STOCKADE_EACH_MODE(mode);
+    Sandbox sandbox(mode);
+    LoopFilesystem fs(sandbox.scratch().at("ext4.img"), invokingUid(mode), invokingGid(mode));
+    const std::string wt = sandbox.scratch().makeDir("ext4-worktree");
+    if (fs.device.empty() || !fs.mount(wt)) {
+        const std::string why = "no loop device with an ext4 filesystem to mount here";
+        if (const char* ci = std::getenv("CI"); ci && std::string_view(ci) == "true")
+            FAIL(why << " (CI=true turns this skip into a failure)");
+        WARN("SKIPPED, NOT TESTED: " << why);
+        return;
+    }
+    sandbox.worktreeAt(wt);
+    for (int p = 0; p < 40; ++p) {
+        const std::string lib = "ext4-worktree/node_modules/pkg" + std::to_string(p) + "/lib/";
+        for (int f = 0; f < 3; ++f) sandbox.scratch().writeFile(lib + "f" + std::to_string(f), "x");
+    }
+    sandbox.scratch().writeFile("ext4-worktree/a/b/c/d/file", "x");
+    const RemoveAtEnd cache{cacheFileFor(mode, wt)};
+    ::unlink(cache.path.c_str());
+    letSettle();
+    REQUIRE(sandbox.run({"/bin/true"}).exitCode == 0);
+    Completed warm = sandbox.run({"/bin/true"});
+    INFO(warm.describe());
+    REQUIRE(warm.exitCode == 0);
+    REQUIRE(reused(sandbox) > 80);
+
+    const std::string dir = wt + "/a/b/c/d";
+    struct stat top_before;
+    REQUIRE(::stat(wt.c_str(), &top_before) == 0);
+    const struct statx before = statxOf(dir);
+    REQUIRE((before.stx_mask & STATX_BTIME));
+    REQUIRE(fs.unmount());
+    // Written while unmounted: a .env in a/b/c/d. debugfs leaves the
+    // directory's ctime as it was (checked below), as any writer that is not
+    // this kernel may.
+    const std::string token = randomToken("offline");
+    const std::string source = sandbox.scratch().writeFile("offline-env", token, 0644);
+    const std::string script = sandbox.scratch().writeFile(
+        "debugfs-script", "cd a/b/c/d\nwrite " + source + " .env\n", 0644);
+    REQUIRE(host("debugfs -w -f " + shellQuoted(script) + " " + shellQuoted(fs.device)));
+    REQUIRE(fs.mount(wt));
+
+    // Every number the kept walk checked is the same; only the mount is new.
+    struct stat top_after;
+    REQUIRE(::stat(wt.c_str(), &top_after) == 0);
+    REQUIRE(top_after.st_dev == top_before.st_dev);
+    REQUIRE(top_after.st_ino == top_before.st_ino);
+    const struct statx after = statxOf(dir);
+    REQUIRE(after.stx_ino == before.stx_ino);
+    REQUIRE(after.stx_ctime.tv_sec == before.stx_ctime.tv_sec);
+    REQUIRE(after.stx_ctime.tv_nsec == before.stx_ctime.tv_nsec);
+    REQUIRE((after.stx_mask & STATX_BTIME));
+    REQUIRE(after.stx_btime.tv_sec == before.stx_btime.tv_sec);
+    REQUIRE(after.stx_btime.tv_nsec == before.stx_btime.tv_nsec);
+    REQUIRE(readFileOrEmpty(dir + "/.env") == token);
+
+    expectHidden(sandbox, "/repo/a/b/c/d/.env", token);
+    CHECK(reused(sandbox) == 0);
+    // Written anew for this mount: the next run reuses it, the .env still
+    // covered.
+    expectHidden(sandbox, "/repo/a/b/c/d/.env", token);
+    CHECK(reused(sandbox) > 80);
 }

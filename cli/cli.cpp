@@ -20,6 +20,7 @@
 #include "oci/commands.h"
 #include "oracle/oracle_run.h"
 #include "runtime/policy/environment.h"
+#include "runtime/supervisor/cancel_hold.h"
 #include "serve/serve_command.h"
 
 namespace stockade {
@@ -644,21 +645,6 @@ int profileSubcommand(const std::vector<std::string>& args) {
 // The sandbox's child resets every disposition before exec.
 void superviseWithoutSigpipe() {
     signal(SIGPIPE, SIG_IGN);
-}
-
-// A cancel (SIGINT, SIGTERM, SIGHUP) that comes while `run` still reads its
-// options or plans the sandbox is held, not acted on by default: the
-// supervisor's signalfd takes it as soon as it exists, and the run ends
-// "cancelled" with its record and its teardown, where the default action
-// would end stockade with no record and a cgroup leaf made. A run that
-// fails before that exits as it would (125): the held signal dies with it.
-// Only for `run`: everything it execs but its own child (which resets its
-// mask) is spawned with an empty mask (runtime/net/nftables.cpp).
-void holdCancelUntilSupervised() {
-    sigset_t cancel;
-    sigemptyset(&cancel);
-    for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&cancel, sig);
-    sigprocmask(SIG_BLOCK, &cancel, nullptr);
 }
 
 }  // namespace

@@ -35,6 +35,7 @@
 #include "runtime/plan/child_plan_builder.h"
 #include "runtime/plan/lower_tier_plan.h"
 #include "runtime/plan/sandbox_seccomp.h"
+#include "runtime/supervisor/cancel_hold.h"
 #include "runtime/supervisor/echo_sink.h"
 #include "runtime/supervisor/enforcement.h"
 #include "runtime/supervisor/sandbox_launch.h"
@@ -272,8 +273,7 @@ SandboxOutcome runSandboxIn(const Policy& policy, ServiceHooks* hooks, const Ide
                             Error::fromErrno("sigprocmask(SIG_BLOCK)"));
     auto restore = [&] { sigprocmask(SIG_SETMASK, &old_mask, nullptr); };
     sigset_t cancel;
-    sigemptyset(&cancel);
-    for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&cancel, sig);
+    cancelSignals(&cancel);
     UniqueFd signal_fd(faultInjected(FaultPoint::SignalFd, fault)
                            ? -1
                            : signalfd(-1, &cancel, SFD_CLOEXEC | SFD_NONBLOCK));
@@ -304,13 +304,17 @@ SandboxOutcome runSandboxIn(const Policy& policy, ServiceHooks* hooks, const Ide
     }
 
     steps.done("pipes, signal and timer fds");
-    // A cancel that came while the run was planned (`run` holds them from
-    // its start, cli.cpp) ends it here: nothing is started for it.
-    if (signalfd_siginfo info; read(signal_fd.get(), &info, sizeof info) == sizeof info) {
+    // A cancel that came while the run was planned (held since `run`
+    // began, cancel_hold.h, or queued since the block above) ends it here:
+    // nothing is started for it, and the record says only that.
+    signalfd_siginfo info{};
+    if (const int held = heldCancel();
+        held != 0 || read(signal_fd.get(), &info, sizeof info) == sizeof info) {
         restore();
-        SandboxOutcome out = std::move(enforcement);
+        SandboxOutcome out;
         out.ending = Ending::Cancelled;
-        out.cancel_signal = static_cast<int>(info.ssi_signo);
+        out.cancel_signal = held != 0 ? held : static_cast<int>(info.ssi_signo);
+        out.stdout_summary = out.stderr_summary = OutputCapture().finish();
         out.duration_ms = msSince(start);
         return out;
     }

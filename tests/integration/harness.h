@@ -129,6 +129,9 @@ struct Launch {
     std::vector<std::string> wrapperArgs;  // the wrapper's own, before its "--"
     bool leaveStdoutUnread = false;
     bool leaveStderrUnread = false;
+    // A signal stockade starts with ignored, as under nohup (SIGHUP); the
+    // three cancels are otherwise reset to their default actions.
+    int ignoredSignal = 0;
 };
 
 struct Completed {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <thread>
 
 #include "harness.h"
 
@@ -164,6 +165,61 @@ TEST_CASE("G6: a cancel while stockade still plans the run ends it cancelled, wi
     const std::string pattern = "/sys/fs/cgroup/*/stockade/" + std::to_string(supervisor) + "-*";
     CHECK(glob(pattern.c_str(), 0, nullptr, &leaves) == GLOB_NOMATCH);
     globfree(&leaves);
+}
+
+// The hold waits for nothing: a second cancel while the first is held (a
+// plan stuck on a FIFO or a hung filesystem would never reach the
+// signalfd) ends stockade by the default action, as before the hold.
+TEST_CASE("G6: a second cancel while the first is held ends stockade at once", "[G6][init]") {
+    STOCKADE_EACH_MODE(mode);
+    Sandbox sandbox(mode);
+    const std::string worktree = sandbox.scratch().makeDir("held-twice");
+    sandbox.worktreeAt(worktree);
+    // Far longer than the harness waits below: only the second signal ends it.
+    sandbox.callerEnv("STOCKADE_TEST_PAUSE_AFTER_OPEN=60000");
+    StockadeProcess stockade(sandbox.launch({"/bin/sh", "-c", "echo ran > /repo/ran"}));
+    REQUIRE(waitUntilPausedInHook(stockade.pid(), 30s));
+    stockade.signal(SIGTERM);
+    // Taken (no longer pending: a second sent before would merge with it)
+    // and held, not acted on: stockade sleeps on in its hook.
+    const auto taken = [&] {
+        for (const char* field : {"SigPnd", "ShdPnd"}) {
+            const auto pending = procStatusField(stockade.pid(), field);
+            if (!pending || (std::stoull(*pending, nullptr, 16) & (1ull << (SIGTERM - 1))) != 0)
+                return false;
+        }
+        return true;
+    };
+    const auto deadline = std::chrono::steady_clock::now() + 30s;
+    while (!taken() && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(10ms);
+    REQUIRE(taken());
+    REQUIRE(waitUntilPausedInHook(stockade.pid(), 30s));
+    stockade.signal(SIGTERM);
+    const Completed done = stockade.finish(30s);
+    INFO(done.describe());
+    CHECK_FALSE(done.timedOut);
+    CHECK(done.signal == SIGTERM);
+    CHECK_FALSE(pathExists(worktree + "/ran"));
+}
+
+// nohup's SIGHUP (or a background job's SIGINT) is left ignored: the run
+// goes on to its own end, as the command under nohup would.
+TEST_CASE("G6: a cancel the caller left ignored does not cancel the run", "[G6][init]") {
+    STOCKADE_EACH_MODE(mode);
+    Sandbox sandbox(mode);
+    TokenReaper reaper(randomToken("nohup"));
+    Launch launch = sandbox.launch(sleepWithToken(reaper.token(), 2));
+    launch.ignoredSignal = SIGHUP;
+    StockadeProcess stockade(launch);
+    REQUIRE(stockade.waitForStdout("ready=" + reaper.token(), 20s));
+    stockade.signal(SIGHUP);
+    const Completed done = stockade.finish(30s);
+    INFO(done.describe());
+    CHECK(done.exitCode == 0);
+    const nlohmann::json result = sandbox.result();
+    INFO(result.dump(2));
+    CHECK(result["status"] == "passed");
 }
 
 TEST_CASE("G6: a daemon that keeps the output pipes open does not hold the run up",

@@ -101,6 +101,12 @@ StockadeProcess::StockadeProcess(const Launch& launch) {
     if (pid_ == 0) {
         // Only async-signal-safe calls from here to execve.
         ::signal(SIGPIPE, SIG_DFL);
+        // stockade leaves a cancel its caller ignored ignored (nohup): the
+        // tests' own runner may have left one so.
+        ::signal(SIGINT, SIG_DFL);
+        ::signal(SIGTERM, SIG_DFL);
+        ::signal(SIGHUP, SIG_DFL);
+        if (launch.ignoredSignal != 0) ::signal(launch.ignoredSignal, SIG_IGN);
         ::dup2(outWrite.get(), STDOUT_FILENO);
         ::dup2(errWrite.get(), STDERR_FILENO);
         if (launch.controllingTerminal) {

@@ -361,6 +361,39 @@ std::vector<IdMap> readIdMaps(const json& v, const std::string& field) {
     return out;
 }
 
+void readDeviceRules(const json& rules, Resources& out) {
+    if (!rules.is_array()) refuse("linux.resources.devices", "expected an array");
+    for (size_t i = 0; i < rules.size(); ++i) {
+        const std::string f = "linux.resources.devices[" + std::to_string(i) + "]";
+        const json& r = rules[i];
+        if (!r.is_object()) refuse(f, "expected an object");
+        DeviceRule rule;
+        const json* allow = member(r, "allow");
+        if (!allow) refuse(f + ".allow", "required");
+        rule.allow = boolAt(*allow, f + ".allow");
+        if (const json* type = member(r, "type"); type && !type->is_null()) {
+            const std::string t = stringAt(*type, f + ".type");
+            if (t != "a" && t != "c" && t != "u" && t != "b" && t != "p")
+                refuse(f + ".type", "unknown device type \"" + t + "\"");
+            rule.type = t == "u" ? 'c' : t[0];
+        }
+        for (const auto& [name, into] :
+             {std::pair{"major", &rule.major}, std::pair{"minor", &rule.minor}}) {
+            const json* n = member(r, name);
+            if (!n || n->is_null()) continue;
+            if (!n->is_number_integer()) refuse(f + "." + name, "expected an integer");
+            *into = n->get<int64_t>();
+        }
+        if (const json* access = member(r, "access"); access && !access->is_null()) {
+            rule.access = stringAt(*access, f + ".access");
+            for (char c : rule.access)
+                if (c != 'r' && c != 'w' && c != 'm')
+                    refuse(f + ".access", "\"" + rule.access + "\" is not made of r, w and m");
+        }
+        out.device_rules.push_back(std::move(rule));
+    }
+}
+
 // linux.resources, for create and update alike: what oci/cgroups.cpp can
 // write is read, anything else refused by name. Null members and empty
 // objects and arrays ask nothing (clients send them so).
@@ -374,9 +407,12 @@ void readResources(const json& res, Resources& out) {
         if (value.is_null()) continue;
         // Device rules: inside a user namespace no device node but the
         // ones stockade binds can be made or opened (mknod is refused,
-        // every filesystem mounted there is nodev), so a deny-all with
-        // the defaults allowed is what holds whatever the rules say.
-        if (key == "devices") continue;
+        // every filesystem mounted there is nodev). They are read so that
+        // create can judge linux.devices' nodes by them (oci/devices.h).
+        if (key == "devices") {
+            readDeviceRules(value, out);
+            continue;
+        }
         if ((value.is_array() || value.is_object()) && value.empty()) continue;
         const std::string section = "linux.resources." + key;
         if ((key == "memory" || key == "pids" || key == "cpu") && !value.is_object())
@@ -423,6 +459,19 @@ void readResources(const json& res, Resources& out) {
         refuse("linux.resources.memory.swap", "below memory.limit, or without one");
 }
 
+// "/a//b/./c/" as "/a/b/c" (".." is refused before this).
+std::string lexicallyNormal(const std::string& path) {
+    std::string out;
+    for (size_t i = 0; i < path.size();) {
+        size_t end = path.find('/', i);
+        if (end == std::string::npos) end = path.size();
+        const std::string part = path.substr(i, end - i);
+        if (!part.empty() && part != ".") out += "/" + part;
+        i = end + 1;
+    }
+    return out.empty() ? "/" : out;
+}
+
 void readDevices(const json& devices, Config& out) {
     if (!devices.is_array()) refuse("linux.devices", "expected an array");
     for (size_t i = 0; i < devices.size(); ++i) {
@@ -434,6 +483,9 @@ void readDevices(const json& devices, Config& out) {
         if (!path) refuse(f + ".path", "required");
         device.path = stringAt(*path, f + ".path");
         requireAbsolute(device.path, f + ".path");
+        // One spelling per path ("/dev/./null" is /dev/null): what is
+        // compared below and by create is the path the bind lands on.
+        device.path = lexicallyNormal(device.path);
         const json* type = member(d, "type");
         if (!type) refuse(f + ".type", "required");
         const std::string t = stringAt(*type, f + ".type");

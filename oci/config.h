@@ -65,6 +65,15 @@ struct Namespace {
     std::string path;
 };
 
+// One of linux.resources.devices: the cgroup's rule for matching devices.
+struct DeviceRule {
+    bool allow = false;
+    char type = 'a';               // 'a' (every type), 'c' or 'b'
+    std::optional<int64_t> major;  // none or -1: any
+    std::optional<int64_t> minor;
+    std::string access = "rwm";
+};
+
 // linux.resources as stockade applies them to a container's cgroup
 // (oci/cgroups.h), at create and by `update`. Unset: left as it is.
 struct Resources {
@@ -74,6 +83,9 @@ struct Resources {
     std::optional<uint64_t> cpu_shares;   // cpu.shares (runc's 0, unset, is left out)
     std::optional<int64_t> cpu_quota;     // cpu.quota in microseconds (<0: none)
     std::optional<uint64_t> cpu_period;   // cpu.period in microseconds
+    // Judged against linux.devices by create (oci/devices.h), never written:
+    // not counted by any().
+    std::vector<DeviceRule> device_rules;
 
     bool any() const {
         return memory_limit || swap_limit || pids_limit || cpu_shares || cpu_quota || cpu_period;

@@ -644,17 +644,19 @@ Result<ContainerPlan> planContainer(const Config& config, const std::string& bun
     }
     // linux.devices: the host's nodes bound in (oci/devices.h), after the
     // /dev they land in.
-    auto devices = planDevices(config.devices, dev_is_tmpfs);
+    auto devices = planDevices(config.devices, config.resources.device_rules, dev_is_tmpfs);
     if (!devices) return devices.error();
     for (const DeviceBind& d : devices->binds)
-        ns::addOp(mounts, {.kind = MountKind::BindFromHost,
-                           .source = d.host_path,
-                           .target = relative(d.target),
-                           .target_is_dir = false,
-                           .writable = true,
-                           .recursive = false,
-                           .resolve_in_root = true,
-                           .description = "bind the host's " + d.host_path + " at " + d.target});
+        if (auto s =
+                addHeldBind(plan, d.node,
+                            {.target = relative(d.target),
+                             .target_is_dir = false,
+                             .writable = true,
+                             .recursive = false,
+                             .resolve_in_root = true,
+                             .description = "bind the host's " + d.node.path + " at " + d.target});
+            !s)
+            return s.error();
     out.notes.insert(out.notes.end(), devices->notes.begin(), devices->notes.end());
     if (!config.rootfs_slave.empty())
         out.notes.push_back("config.json: linux.rootfsPropagation: \"" + config.rootfs_slave +

@@ -65,7 +65,24 @@ std::string octal(mode_t mode) {
 
 }  // namespace
 
-Result<DevicePlan> planDevices(const std::vector<Device>& devices, bool own_dev) {
+std::string deviceAccess(const Device& device, const std::vector<DeviceRule>& rules) {
+    bool r = true, w = true, m = true;
+    for (const DeviceRule& rule : rules) {
+        const bool matches = (rule.type == 'a' || rule.type == device.type) &&
+                             (!rule.major || *rule.major < 0 || *rule.major == device.major) &&
+                             (!rule.minor || *rule.minor < 0 || *rule.minor == device.minor);
+        if (!matches) continue;
+        for (char c : rule.access) {
+            if (c == 'r') r = rule.allow;
+            if (c == 'w') w = rule.allow;
+            if (c == 'm') m = rule.allow;
+        }
+    }
+    return std::string(r ? "r" : "") + (w ? "w" : "") + (m ? "m" : "");
+}
+
+Result<DevicePlan> planDevices(const std::vector<Device>& devices,
+                               const std::vector<DeviceRule>& rules, bool own_dev) {
     DevicePlan out;
     for (size_t i = 0; i < devices.size(); ++i) {
         const Device& d = devices[i];
@@ -81,6 +98,13 @@ Result<DevicePlan> planDevices(const std::vector<Device>& devices, bool own_dev)
             return Error::message(field + ": " + d.path + " is made by stockade as the host's (" +
                                   numbers(d) + " is not it)");
         }
+        const std::string access = deviceAccess(d, rules);
+        if (access.find('r') == std::string::npos || access.find('w') == std::string::npos)
+            return Error::message(
+                field + ": linux.resources.devices gives " + d.path + " \"" + access +
+                "\" only, which stockade cannot hold to (no device cgroup in the container's "
+                "user namespace; a bind opens as the node's mode allows): grant rw or leave the "
+                "device out");
         std::optional<std::string> host;
         if (nodeAt(d.path, d))
             host = d.path;
@@ -90,16 +114,21 @@ Result<DevicePlan> planDevices(const std::vector<Device>& devices, bool own_dev)
             return Error::message(field + ": the host has no " + numbers(d) +
                                   " in /dev (stockade binds the host's node: it makes none in "
                                   "the container's user namespace)");
-        const auto st = nodeAt(*host, d);
-        if (!st) return Error::message(field + ": " + *host + " changed while it was looked at");
-        if (d.file_mode && (*d.file_mode & 07777) != (st->st_mode & 07777))
+        // Held without following a link anywhere on its path, and judged
+        // again through the fd: the node looked at and the node bound are one.
+        auto held = holdHostPath(field, *host, false);
+        if (!held) return held.error();
+        if (!isNode(held->st, d))
+            return Error::message(field + ": " + *host + " changed while it was looked at");
+        const struct stat& st = held->st;
+        if (d.file_mode && (*d.file_mode & 07777) != (st.st_mode & 07777))
             out.notes.push_back(field + ": " + d.path + " keeps the host node's mode " +
-                                octal(st->st_mode) + " (a bind of " + *host + "; fileMode " +
+                                octal(st.st_mode) + " (a bind of " + *host + "; fileMode " +
                                 octal(*d.file_mode) + " cannot be set in a user namespace)");
         if ((d.uid && *d.uid != 0) || (d.gid && *d.gid != 0))
             out.notes.push_back(field + ": " + d.path + " keeps the host node's owner (a bind of " +
                                 *host + "; uid and gid cannot be set in a user namespace)");
-        out.binds.push_back({*host, d.path});
+        out.binds.push_back({std::move(*held), d.path});
     }
     return out;
 }

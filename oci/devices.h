@@ -5,19 +5,23 @@
 // owner, which decide who inside may open it: the container's ids are
 // unprivileged host ids, so a node only root or a host group may open stays
 // closed to it, whatever fileMode, uid and gid the spec asks (said as a note).
+// No device cgroup holds in the container's user namespace either, so a
+// device linux.resources.devices grants less than read and write (podman's
+// --device A:B:r) is refused rather than bound writable.
 #pragma once
 
 #include <string>
 #include <vector>
 
 #include "base/error.h"
+#include "base/host_path.h"
 #include "oci/config.h"
 
 namespace stockade::oci {
 
 struct DeviceBind {
-    std::string host_path;  // the host's node, found by type and number
-    std::string target;     // absolute inside the container
+    HeldPath node;       // the host's node, held O_PATH without following a link
+    std::string target;  // absolute inside the container
 };
 
 struct DevicePlan {
@@ -27,12 +31,19 @@ struct DevicePlan {
 
 // The host's node for each device: the one at the same path when it is of
 // that type and number, else the first such node in /dev or one directory
-// below it (a device renamed by the caller: podman's --device A:B). Where
+// below it (a device renamed by the caller: podman's --device A:B); held
+// and judged again by fstat, so the bind is of the very node judged. Where
 // stockade makes the container's /dev (`own_dev`: the bundle mounts a tmpfs
 // there), the nodes it binds itself (/dev/null, zero, full, random, urandom,
 // tty) and /dev/ptmx (a link to the container's devpts) are left out when
 // the host's node of that path has the numbers asked. A device stockade
-// cannot give is refused, naming the field.
-Result<DevicePlan> planDevices(const std::vector<Device>& devices, bool own_dev);
+// cannot give as asked is refused, naming the field.
+Result<DevicePlan> planDevices(const std::vector<Device>& devices,
+                               const std::vector<DeviceRule>& rules, bool own_dev);
+
+// What `rules` let a process do with the device (r, w, m), as the device
+// cgroup judges them: everything without rules, each matching rule in order
+// granting or taking away its letters.
+std::string deviceAccess(const Device& device, const std::vector<DeviceRule>& rules);
 
 }  // namespace stockade::oci

@@ -231,6 +231,15 @@ def main():
               f"{p.returncode} {p.stdout!r} {p.stderr!r}")
         check("...nothing made in the image's /dev",
               not os.path.exists(f"{rootfs}/dev/myfull") and not os.path.exists(f"{rootfs}/dev/myzero"))
+        if root:
+            # Read-only by the device rules alone (`:r`), which no device
+            # cgroup holds in a user namespace: refused, never bound writable.
+            p = pm.run(rootfs, "sh", "-c", "echo x > /dev/myzero && echo wrote",
+                       opts=none + ["--device", "/dev/zero:/dev/myzero:r"])
+            check("--device A:B:r: refused by name, the container never runs",
+                  p.returncode != 0 and "wrote" not in p.stdout and
+                  "linux.resources.devices gives /dev/myzero \"r\" only" in p.stderr,
+                  f"{p.returncode} {p.stdout!r} {p.stderr!r}")
 
         # --network none: a network namespace of its own with only lo.
         p = pm.run(rootfs, "sh", "-c", "ls /sys/class/net; ip -o link | grep -c .", opts=none)

@@ -297,7 +297,12 @@ TEST_CASE("oci config: what stockade cannot honour is refused, naming the field"
          [](json& d) {
              d["linux"]["devices"] = {
                  {{"path", "/dev/fuse"}, {"type", "c"}, {"major", 10}, {"minor", 229}},
-                 {{"path", "/dev/fuse"}, {"type", "c"}, {"major", 10}, {"minor", 229}}};
+                 {{"path", "/dev/./fuse/"}, {"type", "c"}, {"major", 10}, {"minor", 229}}};
+         }},
+        {"linux.resources.devices[1].access",
+         [](json& d) {
+             d["linux"]["resources"]["devices"] = {{{"allow", false}, {"access", "rwm"}},
+                                                   {{"allow", true}, {"access", "rx"}}};
          }},
         {"linux.devices[0].path",
          [](json& d) {

@@ -16,6 +16,7 @@
 #include <algorithm>
 
 #include "base/fd_passing.h"
+#include "oci/cgroups.h"
 #include "oci/container.h"
 #include "runtime/child/child_protocol.h"
 
@@ -136,6 +137,15 @@ void writeEnd(int dir_fd, const std::string& id, const Record::End& end) {
     if (!end.reported) {
         end.time = rfc3339Now();
         writeEnd(dir, id, end);
+    }
+    // In a pid namespace joined by path, what init did not end (init
+    // killed: its orphans live on under that namespace's PID 1) ends with
+    // it here, by the container's cgroup (oci/pid_join.h).
+    if (flock(dir, LOCK_EX) == 0) {
+        auto record = readRecord(dir, id);
+        flock(dir, LOCK_UN);
+        if (record && record->monitor_pid == getpid() && pidNamespaceJoined(*record))
+            (void)killContainerCgroups(record->cgroups);
     }
     _exit(0);
 }

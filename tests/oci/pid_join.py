@@ -24,6 +24,7 @@ import json
 import os
 import shutil
 import signal
+import subprocess
 import sys
 import tempfile
 
@@ -224,6 +225,24 @@ def cases(rt, scratch, owner, base, mode):
         b = joining(scratch, "self-pid", ["true"], owner, base, "/proc/self/ns/pid")
         refused(rt, b, "sp", ["is the host's pid namespace"],
                 "the caller's own pid namespace is refused")
+
+        # A pid namespace whose init has ended (kept by a bind of its nsfs
+        # file, in a mount namespace of this case's own): no process can be
+        # born in it, which create names.
+        holder = subprocess.Popen(["unshare", "--pid", "--fork", "--kill-child", "sleep", "4646"])
+        wait_for(lambda: host_pids_running(["sleep", "4646"]))
+        dead = os.path.join(scratch, "dead-pidns")
+        open(dead, "w").close()
+        b = joining(scratch, "dead", ["true"], owner, base, dead)
+        script = (f"mount --bind /proc/{holder.pid}/ns/pid_for_children {dead} && "
+                  f"kill -9 {holder.pid} && while [ -n \"$(pgrep -x -f 'sleep 4646')\" ]; do "
+                  f"sleep 0.05; done && {rt.binary} --root {rt.root} create --bundle {b} dead")
+        r = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", script],
+                           capture_output=True, text=True, timeout=60)
+        holder.wait()
+        check("a pid namespace whose init has ended is refused, naming that; nothing left",
+              r.returncode != 0 and "its init has ended" in r.stderr and
+              not os.path.exists(os.path.join(rt.root, "dead")), (r.returncode, r.stderr))
 
     # mount, user and cgroup joins: refused by name, both modes.
     for ns_type, why in (("mount", "mount namespace of its own"),

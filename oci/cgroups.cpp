@@ -1,6 +1,7 @@
 #include "oci/cgroups.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <time.h>
@@ -382,6 +383,41 @@ CgroupCounters readCgroupCounters(const std::vector<std::string>& dirs) {
         add(out.pids_max, readCgroupFile(dir + "/pids.events"), "max");
     }
     return out;
+}
+
+std::vector<pid_t> processesInContainerCgroups(const std::vector<std::string>& dirs) {
+    if (dirs.empty()) return {};
+    std::string dir = dirOf(dirs, "freezer");
+    if (dir.empty()) dir = dirs[0];
+    return pidsIn(readCgroupFileOr(dir + "/cgroup.procs"));
+}
+
+Status killContainerCgroups(const std::vector<std::string>& dirs) {
+    if (dirs.empty()) return okStatus();
+    const bool v2 = dirs.size() == 1 && isCgroup2(dirs[0]);
+    const std::string freezer = v2 ? "" : dirOf(dirs, "freezer");
+    const std::string listed = (v2 || freezer.empty() ? dirs[0] : freezer) + "/cgroup.procs";
+    // cgroup.kill (Linux 5.14) kills the whole subtree at once, forks in
+    // flight included; older v2 kernels take the rounds below.
+    bool killed_at_once = false;
+    if (v2) killed_at_once = writeCgroupFile(dirs[0] + "/cgroup.kill", "1").ok();
+    std::vector<pid_t> left;
+    for (int waited = 0; waited <= kFreezeWaitMs; ++waited) {
+        auto text = readCgroupFile(listed);
+        if (!text && text.error().errnum() == ENOENT) return okStatus();
+        if (!text) return text.error();
+        left = pidsIn(*text);
+        if (left.empty()) return okStatus();
+        if (!killed_at_once) {
+            const bool frozen = !freezer.empty() && freezeV1(freezer, true).ok();
+            for (pid_t pid : pidsIn(readCgroupFileOr(listed))) kill(pid, SIGKILL);
+            if (frozen) (void)freezeV1(freezer, false);
+        }
+        sleepMs(1);
+    }
+    return Error::message(listed + ": " + std::to_string(left.size()) +
+                          " processes still there after " + std::to_string(kFreezeWaitMs) +
+                          " ms of SIGKILL");
 }
 
 Status removeContainerCgroups(const std::vector<std::string>& dirs) {

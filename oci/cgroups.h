@@ -70,6 +70,19 @@ struct CgroupCounters {
 };
 CgroupCounters readCgroupCounters(const std::vector<std::string>& dirs);
 
+// Every process in the container's cgroup, by pid in the caller's pid
+// namespace (cgroup.procs of the freezer's, or the first, directory);
+// none where it has no cgroup.
+std::vector<pid_t> processesInContainerCgroups(const std::vector<std::string>& dirs);
+// SIGKILLs every process in the container's cgroup until none is left: for
+// a container whose init is not PID 1 of its pid namespace (one joined by
+// path), whose processes do not die with their init. v2: cgroup.kill. v1:
+// rounds of freeze, list, kill, thaw (a frozen cgroup cannot fork between
+// the list and the kills; a v1 freezer holds SIGKILL until thawed), or of
+// list and kill without a freezer. Fails naming the directory when
+// processes are still there after kFreezeWaitMs of rounds.
+Status killContainerCgroups(const std::vector<std::string>& dirs);
+
 // Removes the directories (waiting out a cgroup still busy with a process
 // that just died); what cannot be removed is named.
 Status removeContainerCgroups(const std::vector<std::string>& dirs);

@@ -255,7 +255,7 @@ int cmdKill(const Globals& g, const std::vector<std::string>& rest, const Log& l
     UniqueFd fd = pidfdOf(c->record);
     if (!fd) return log.error("no such process");
     if (a.bools.count("all") && *sig != SIGKILL)
-        for (pid_t pid : processesIn(c->record.pid)) kill(pid, *sig);
+        for (pid_t pid : containerProcesses(c->record)) kill(pid, *sig);
     if (syscall(SYS_pidfd_send_signal, fd.get(), *sig, nullptr, 0) < 0)
         return log.error(errno == ESRCH ? "no such process"
                                         : Error::fromErrno("kill()").describe());
@@ -465,7 +465,7 @@ int cmdPs(const Globals& g, const std::vector<std::string>& rest, const Log& log
     std::vector<pid_t> pids;
     if (statusOf(c->dir.get(), c->record) != Status3::Stopped) {
         pids.push_back(c->record.pid);
-        for (pid_t pid : processesIn(c->record.pid)) pids.push_back(pid);
+        for (pid_t pid : containerProcesses(c->record)) pids.push_back(pid);
     }
     if (format == "json") {
         std::printf("%s\n", json(pids).dump().c_str());

@@ -529,10 +529,17 @@ void readLinux(const json& l, Config& out) {
             if (!types.insert(n.type).second) refuse(f + ".type", n.type + " listed twice");
             if (!n.path.empty()) {
                 requireAbsolute(n.path, f + ".path");
-                if (n.type != "network" && n.type != "ipc" && n.type != "uts")
+                static const std::map<std::string, std::string> kWhyNot = {
+                    {"mount", "the container's root is built in a mount namespace of its own"},
+                    {"user",
+                     "the container's user namespace is made by stockade, its ids leased or "
+                     "the caller's (never host root, G3)"},
+                    {"cgroup", "the container is given a cgroup namespace of its own"}};
+                if (auto why = kWhyNot.find(n.type); why != kWhyNot.end())
                     refuse(f + ".path", "joining a " + n.type +
-                                            " namespace is not supported yet (network, ipc "
-                                            "and uts can be joined)");
+                                            " namespace is not supported yet: " + why->second +
+                                            " (network, ipc, uts and pid can be "
+                                            "joined)");
             }
             out.namespaces.push_back(n);
         }
@@ -541,8 +548,8 @@ void readLinux(const json& l, Config& out) {
         refuse("linux.namespaces", "stockade needs a mount namespace of the container's own");
     if (!types.count("pid"))
         refuse("linux.namespaces",
-               "a container in the host's pid namespace is not supported yet (stockade's "
-               "init is its PID 1)");
+               "a container in the caller's pid namespace is not supported yet (list a pid "
+               "namespace, new or joined by path)");
     if (const json* u = member(l, "uidMappings"))
         out.uid_mappings = readIdMaps(*u, "linux.uidMappings");
     if (const json* g = member(l, "gidMappings"))

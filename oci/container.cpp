@@ -88,9 +88,9 @@ std::string childFailure(const ChildMessage& msg, const ChildPlan& plan) {
 std::map<std::string, std::string> enforcedBy(const Config& config, const std::string& profile,
                                               size_t cgroup_dirs) {
     std::map<std::string, std::string> out;
-    for (const char* type : {"pid", "mount", "user", "cgroup"}) out[type] = "new";
+    for (const char* type : {"mount", "user", "cgroup"}) out[type] = "new";
     for (const Namespace& n : config.namespaces)
-        if (n.type != "pid" && n.type != "mount" && n.type != "user" && n.type != "cgroup")
+        if (n.type != "mount" && n.type != "user" && n.type != "cgroup")
             out[n.type] = n.path.empty() ? "new" : "joined";
     for (const char* type : {"network", "ipc", "uts"})
         if (!out.count(type)) out[type] = "the caller's";
@@ -258,7 +258,16 @@ Status createContainer(const std::string& root_dir, const std::string& id,
 
     // The cgroup first: a limit that cannot be set refuses the container
     // before anything of it exists.
-    if (!config->cgroups_path.empty() || config->resources.any()) {
+    // In a pid namespace joined by path, the container's processes outlive
+    // its init: the cgroup is how they all end (oci/pid_join.h).
+    const Namespace* pid_ns = config->findNamespace("pid");
+    const bool joins_pid = pid_ns && !pid_ns->path.empty();
+    if (joins_pid && !isHostRoot())
+        return Error::message(
+            "config.json: linux.namespaces (pid): joining a pid namespace rootless is not "
+            "supported yet: the container's init is not PID 1 there, so stockade ends its "
+            "processes through a cgroup of its own, and a rootless container has none yet");
+    if (!config->cgroups_path.empty() || config->resources.any() || joins_pid) {
         if (!isHostRoot())
             return Error::message(
                 "config.json: linux.cgroupsPath, linux.resources: cgroups of a rootless "
@@ -303,6 +312,7 @@ Status createContainer(const std::string& root_dir, const std::string& id,
         const char* name = join.second == CLONE_NEWNET   ? "net"
                            : join.second == CLONE_NEWIPC ? "ipc"
                            : join.second == CLONE_NEWUTS ? "uts"
+                           : join.second == CLONE_NEWPID ? "pid_for_children"
                                                          : nullptr;
         if (!name) return Error::message("hooks: a joined namespace of an unexpected type");
         const std::string path = std::string("/proc/self/ns/") + name;
@@ -314,7 +324,7 @@ Status createContainer(const std::string& root_dir, const std::string& id,
     for (auto& [fd, type] : cplan.joins)
         if (setns(fd.get(), type) < 0)
             return Error::fromErrno("linux.namespaces: setns(" + std::to_string(type) + ")");
-    if (auto s = prepareJoinedNetwork(cplan); !s) return s.error();
+    if (auto s = prepareJoinedNamespaces(cplan); !s) return s.error();
     // process.oomScoreAdj: inherited by the clone as umask is; a value
     // below the caller's needs CAP_SYS_RESOURCE, and without it create fails.
     // Each of these is the runtime's own again once the clone has them
@@ -467,6 +477,10 @@ Result<Opened> openExisting(const std::string& root_dir, const std::string& id) 
 }
 
 Status destroyContainer(const Opened& c) {
+    // Its init gone, a container in a joined pid namespace may still have
+    // processes (reparented to that namespace's PID 1): they end here.
+    if (pidNamespaceJoined(c.record))
+        if (auto s = killContainerCgroups(c.record.cgroups); !s) return s.error();
     stopMonitor(c.record);
     if (auto s = removeContainerCgroups(c.record.cgroups); !s) return s.error();
     return removeContainer(c.root.get(), c.record.id);
@@ -538,6 +552,20 @@ void killAndWait(const Record& record) {
     pollfd pfd{fd.get(), POLLIN, 0};
     while (poll(&pfd, 1, -1) < 0 && errno == EINTR) {
     }
+    if (pidNamespaceJoined(record)) (void)killContainerCgroups(record.cgroups);
+}
+
+bool pidNamespaceJoined(const Record& record) {
+    auto pid = record.enforced.find("pid");
+    return pid != record.enforced.end() && pid->second == "joined";
+}
+
+std::vector<pid_t> containerProcesses(const Record& record) {
+    if (!pidNamespaceJoined(record)) return processesIn(record.pid);
+    std::vector<pid_t> out;
+    for (pid_t pid : processesInContainerCgroups(record.cgroups))
+        if (pid != record.pid) out.push_back(pid);
+    return out;
 }
 
 // Every process of the container but its init: init's descendants, by the

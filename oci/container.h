@@ -72,10 +72,18 @@ void runPoststop(Opened container, const std::function<void(const std::string&)>
 UniqueFd pidfdOf(const Record& record);
 // After a SIGKILL: thaws a paused container, so that its processes die.
 void thawAfterKill(const Record& record);
-// SIGKILL to init (the pid namespace dies with it), then waits until it has.
+// SIGKILL to init (the pid namespace dies with it), then waits until it
+// has; in a joined pid namespace, then every process of its cgroup too.
 void killAndWait(const Record& record);
 // init's descendants, every process of the container but init.
 std::vector<pid_t> processesIn(pid_t init);
+// Whether the container joined a pid namespace by path (its record's
+// enforced "pid"): its init is not PID 1 there (oci/pid_join.h).
+bool pidNamespaceJoined(const Record& record);
+// Every process of the container but init: init's descendants, or in a
+// joined pid namespace, whatever is in its cgroup (orphans of a killed
+// init are no descendant of it there).
+std::vector<pid_t> containerProcesses(const Record& record);
 
 // The caller's --console-socket, connected before anything is made (create
 // and exec alike): a socket that refuses fails the command at once.

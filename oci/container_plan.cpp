@@ -6,12 +6,14 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <linux/magic.h>
+#include <linux/nsfs.h>
 #include <fstream>
 #include <sstream>
 
@@ -346,7 +348,7 @@ std::string pingGroupRangeOnHost(const std::string& value, const ns::IdMapping& 
     return std::to_string(low + base) + " " + std::to_string(high + base);
 }
 
-Status prepareJoinedNetwork(ContainerPlan& planned) {
+Status prepareJoinedNamespaces(ContainerPlan& planned) {
     // Made here, in the joined namespace: a sysfs shows the network devices
     // of the namespace its mounter is in, an mqueue the queues of its ipc
     // namespace.
@@ -366,6 +368,18 @@ Status prepareJoinedNetwork(ContainerPlan& planned) {
         if (auto s = make("sysfs", index, attrs); !s) return s;
     for (const auto& [index, attrs] : planned.joined_ipc_mqueue)
         if (auto s = make("mqueue", index, attrs); !s) return s;
+    std::vector<JoinedProc> procs;
+    std::vector<std::string> where;
+    for (const auto& [index, proc] : planned.joined_pid_proc) {
+        procs.push_back(proc);
+        where.push_back(planned.plan.mounts.ops[index].description);
+    }
+    auto made = mountJoinedProcs(procs, where);
+    if (!made) return made.error();
+    for (size_t i = 0; i < made->size(); ++i) {
+        planned.plan.mounts.ops[planned.joined_pid_proc[i].first].prepared_fd = (*made)[i].get();
+        planned.plan.prepared.push_back(std::move((*made)[i]));
+    }
     for (const auto& [key, value] : planned.joined_net_sysctls) {
         std::string path = "/proc/sys/" + key;
         for (size_t i = 10; i < path.size(); ++i)
@@ -462,7 +476,20 @@ Result<ContainerPlan> planContainer(const Config& config, const std::string& bun
         UniqueFd fd(open(n.path.c_str(), O_RDONLY | O_CLOEXEC));
         if (!fd)
             return Error::fromErrno("linux.namespaces (" + n.type + "): open(\"" + n.path + "\")");
+        // Judged on the fd that setns(2) is given, not the path again.
+        if (ioctl(fd.get(), NS_GET_NSTYPE) != flag)
+            return Error::message("config.json: linux.namespaces (" + n.type + "): " + n.path +
+                                  " is not a " + n.type + " namespace");
         out.joins.emplace_back(std::move(fd), flag);
+    }
+    const Namespace* pid = config.findNamespace("pid");
+    const bool joined_pid = pid && !pid->path.empty();
+    if (joined_pid) {
+        auto fd = openJoinedPidNamespace(pid->path);
+        if (!fd) return fd.error();
+        out.joins.emplace_back(std::move(*fd), CLONE_NEWPID);
+        out.clone_flags &= ~static_cast<uint64_t>(CLONE_NEWPID);
+        plan.pid_ns_joined = true;
     }
     plan.hostname = config.hostname;
     const Namespace* net = config.findNamespace("network");
@@ -585,6 +612,17 @@ Result<ContainerPlan> planContainer(const Config& config, const std::string& bun
                                .resolve_in_root = true,
                                .description = "mount sysfs at " + m.destination});
             out.joined_net_sysfs.emplace_back(mounts.ops.size() - 1, mountAttrsOf(m.flags));
+            continue;
+        }
+        // A pid namespace joined by path: its proc is create's to mount
+        // (oci/pid_join.h).
+        if (m.type == "proc" && joined_pid) {
+            ns::addOp(mounts, {.kind = MountKind::AttachPrepared,
+                               .target = relative(m.destination),
+                               .resolve_in_root = true,
+                               .description = "mount proc at " + m.destination});
+            out.joined_pid_proc.emplace_back(mounts.ops.size() - 1,
+                                             JoinedProc{mountAttrsOf(m.flags), m.data});
             continue;
         }
         if (m.type == "mqueue" && (joined_ipc || !ipc)) {

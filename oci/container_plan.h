@@ -14,6 +14,7 @@
 #include "base/unique_fd.h"
 #include "namespaces/user.h"
 #include "oci/config.h"
+#include "oci/pid_join.h"
 #include "runtime/child/child_plan.h"
 #include "runtime/plan/identity.h"
 #include "runtime/plan/sandbox_seccomp.h"
@@ -46,6 +47,9 @@ struct ContainerPlan {
     // What the container gets other than the spec asked, said by create
     // (a device node's mode and owner are the host's).
     std::vector<std::string> notes;
+    // A pid namespace joined by path (oci/pid_join.h): a proc of it is
+    // mounted by create from a process in it, for the same reason.
+    std::vector<std::pair<size_t, JoinedProc>> joined_pid_proc;  // op index, the mount
 };
 
 // Builds the plan for the bundle at `bundle` (absolute, resolved). Errors
@@ -76,9 +80,9 @@ struct DenialPlan {
 };
 Result<DenialPlan> planDenials(const Config& config, const std::string& profile, ChildPlan& plan);
 
-// What a joined network or ipc namespace needs done by create itself
+// What a joined network, ipc or pid namespace needs done by create itself
 // (above), called once create has joined it and before the clone.
-Status prepareJoinedNetwork(ContainerPlan& planned);
+Status prepareJoinedNamespaces(ContainerPlan& planned);
 
 // net.ipv4.ping_group_range's "LOW HIGH" of container gids as the host's
 // gids the container's map to (the kernel reads them in the writer's user

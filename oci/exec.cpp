@@ -306,8 +306,14 @@ Result<int> execInContainer(const std::string& root_dir, const std::string& id,
         if (!(procs << self << std::flush))
             return Error::message("join the cgroup " + dir + ": write failed");
     }
-    if (setns(init.get(), CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC |
-                              CLONE_NEWUTS | CLONE_NEWCGROUP) < 0)
+    // A pid namespace joined by path is owned by another container's user
+    // namespace, out of the reach of this one's: joined first, alone, with
+    // the caller's own credentials (oci/pid_join.h).
+    const bool joined_pid = pidNamespaceJoined(record);
+    if (joined_pid && setns(init.get(), CLONE_NEWPID) < 0)
+        return Error::fromErrno("setns() into the container's joined pid namespace");
+    if (setns(init.get(), CLONE_NEWUSER | CLONE_NEWNS | (joined_pid ? 0 : CLONE_NEWPID) |
+                              CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP) < 0)
         return Error::fromErrno(
             isHostRoot()
                 ? "setns() into the container's namespaces"

@@ -17,6 +17,7 @@
 #include <algorithm>
 
 #include "base/fd_passing.h"
+#include "oci/cgroups.h"
 #include "oci/container.h"
 #include "runtime/child/child_protocol.h"
 #include "seccomp/denials.h"
@@ -75,7 +76,11 @@ struct Heard {
     Record::End end;
     bool listening = false;
     std::string not_counted;  // the listener never came, and why
-    bool dirty = false;       // counts or state not yet in the record
+    // The listener closed on an error while processes could still be under
+    // the filter: what follows is answered ENOSYS, uncounted, so the last
+    // count is never called final (`state`: a lower bound).
+    bool listener_lost = false;
+    bool dirty = false;  // counts or state not yet in the record
     uint64_t written_ms = 0;
 };
 
@@ -208,10 +213,15 @@ void hear(const ChildMessage& msg, Heard& heard) {
             writeHeard(dir, id, answering, heard, false);
         if (listener_at >= 0 && fds[listener_at].revents) {
             // POLLHUP alone: no task is left under the filter.
-            if (!(fds[listener_at].revents & POLLIN) || !answering.answerOne(listener.get()))
+            if (!(fds[listener_at].revents & POLLIN)) {
+                listener.reset();
+            } else if (!answering.answerOne(listener.get())) {
                 listener.reset();  // the kernel answers the rest ENOSYS: never the call
-            else
+                heard.listener_lost = true;
                 heard.dirty = true;
+            } else {
+                heard.dirty = true;
+            }
         }
         if (wait_at >= 0 && fds[wait_at].revents) {
             auto got = seccomp::receiveListener(listener_wait.get());
@@ -245,7 +255,16 @@ void hear(const ChildMessage& msg, Heard& heard) {
     // subreaper), or ended before the command ran: said so, with the time;
     // the kills kept beside it name a cause.
     if (!heard.end.reported) heard.end.time = rfc3339Now();
-    writeHeard(dir, id, answering, heard, true);
+    writeHeard(dir, id, answering, heard, !heard.listener_lost);
+    // In a pid namespace joined by path, what init did not end (init
+    // killed: its orphans live on under that namespace's PID 1) ends with
+    // it here, by the container's cgroup (oci/pid_join.h).
+    if (flock(dir, LOCK_EX) == 0) {
+        auto record = readRecord(dir, id);
+        flock(dir, LOCK_UN);
+        if (record && record->monitor_pid == getpid() && pidNamespaceJoined(*record))
+            (void)killContainerCgroups(record->cgroups);
+    }
     _exit(0);
 }
 

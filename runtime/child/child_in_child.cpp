@@ -166,10 +166,11 @@ void answerSocketRequestsInChild(int channel) noexcept {
     // one still alive is a straggler, a zombie already dead is not.
     markInChild(plan, ChildPlan::kCommandEndedSlot);
     uint32_t stragglers = 0;
-    if (plan.lower_tier) {
+    if (plan.lower_tier || plan.pid_ns_joined) {
         // Not PID 1: kill(-1) would reach every process of this uid on the
-        // host. What is left of the command's tree is init's children
-        // (it is their subreaper), killed round by round.
+        // host (or in the joined pid namespace). What is left of the
+        // command's tree is init's children (it is their subreaper), killed
+        // round by round.
         stragglers = killAllChildrenInChild(-1, command, &command_status);
     } else {
         kill(-1, SIGKILL);
@@ -254,6 +255,11 @@ int setIdsInChild(ChildPlan& plan, StepState& state) noexcept {
 }
 
 int parentDeathInChild(ChildPlan& plan, StepState& state) noexcept {
+    // init not PID 1 of a pid namespace of its own (an OCI container's
+    // joined one): what a double fork orphans comes back to it, not to the
+    // namespace's init (another container's), and is killed at the end.
+    if (plan.pid_ns_joined && prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0)
+        return failedCall(state, "prctl(PR_SET_CHILD_SUBREAPER, 1)", errno);
     // An OCI container outlives the runtime that created it: its life is
     // its caller's subreaper's to end (kill, delete), not tied to `create`.
     if (!plan.die_with_parent) return 0;

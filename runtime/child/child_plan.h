@@ -90,6 +90,11 @@ struct ChildPlan {
     // the exec FIFO, whose read end and a held write end (so the read
     // blocks rather than sees EOF) it keeps. Both -1 otherwise.
     bool die_with_parent = true;
+    // An OCI container in a pid namespace joined by path (a pod's): init is
+    // not its PID 1, so, as in the lower tier, it is a child subreaper that
+    // kills its children at the end rather than kill(-1), which would reach
+    // the other containers' processes of this uid.
+    bool pid_ns_joined = false;
     int start_fifo_read_fd = -1;
     int start_fifo_write_fd = -1;
     // The command's executable is found before the command parks (so that

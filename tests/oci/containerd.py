@@ -15,8 +15,12 @@ first's network, ipc and uts namespaces by path (`--with-ns`, as the CRI
 path joins a pause container's) and reaching a port the first listens on at
 127.0.0.1, each container's cgroup given in systemd's slice:prefix:name form
 with the shim told SystemdCgroup (--systemd-cgroup) and its init found in the
-directory systemd's unit would have, the shim's metrics read from it, and
-nothing left under the runtime's --root afterwards.
+directory systemd's unit would have, the shim's metrics read from it; a pod
+sharing one pid namespace (`--with-ns pid:/proc/PID/ns/pid`, as the CRI path
+passes shareProcessNamespace): the second container's ps shows the first's
+process, its ending and an app's SIGKILL leave none of their own processes
+and the first's running; and nothing left under the runtime's --root
+afterwards.
 
 containerd 1.6's shims put their sockets under /run/containerd/s whatever
 the daemon's state directory, and ctr its fifos under /run/containerd/fifo,
@@ -37,8 +41,9 @@ import sys
 import tempfile
 import time
 
-from oci_common import BUSYBOX, skip
-APPLETS = ["sh", "echo", "cat", "sleep", "true", "hostname", "httpd", "wget", "ls", "mkdir", "readlink"]
+from oci_common import BUSYBOX, host_pids_running, skip, status_field
+APPLETS = ["sh", "echo", "cat", "sleep", "true", "hostname", "httpd", "wget", "ls", "mkdir", "readlink",
+           "ps"]
 TOOLS = ["containerd", "ctr", "containerd-shim-runc-v2", "unshare", "mount"]
 NAMESPACE = "stockade-test"
 # A Kubernetes pod's slice as the kubelet's systemd driver names it, and the
@@ -340,6 +345,57 @@ disabled_plugins = ["io.containerd.grpc.v1.cri"]
         wait_for(lambda: task_status(ctr, "pod-first")[0] == "STOPPED")
         ctr("task", "delete", "pod-first")
         ctr("container", "delete", "pod-first")
+
+        # A pod sharing one pid namespace (shareProcessNamespace): the
+        # second container joins the first's by path, as the CRI plugin
+        # passes the pause container's (--with-ns pid:/proc/PID/ns/pid).
+        r = ctr.run("-d", "--rootfs", rootfs, "share-first", "/bin/sh", "-c", "sleep 4747 & wait")
+        check("pid pod: the first container runs", r.returncode == 0, r.stderr)
+        wait_for(lambda: host_pids_running(["sleep", "4747"]))
+        share_init = task_status(ctr, "share-first")[1]
+        sleeper = host_pids_running(["sleep", "4747"])
+        sleeper = sleeper[0] if sleeper else 0
+        inner = (status_field(sleeper, "NSpid") or ["?"])[-1]
+        with_pid = ["--with-ns", f"pid:/proc/{share_init}/ns/pid"]
+        seen = ctr.run("--rm", *with_pid, "--rootfs", rootfs, "share-second", "/bin/sh", "-c",
+                       "readlink /proc/self/ns/pid; ps -o pid,args; (sleep 4848 &); true")
+        lines = seen.stdout.splitlines()
+        listed = [line.split(None, 1) for line in lines[2:]]
+        check("pid pod: the second container (ctr --with-ns pid:PATH) is in the first's pid "
+              "namespace and its ps shows the first's sleep at the pid the host reads in NSpid",
+              seen.returncode == 0 and lines[:1] == [os.readlink(f"/proc/{sleeper}/ns/pid")] and
+              [inner, "sleep 4747"] in [[x[0], x[1].strip()] for x in listed if len(x) == 2],
+              (seen.returncode, seen.stdout, seen.stderr, inner))
+        check("pid pod: the second's end killed its orphan, not the first's process",
+              not host_pids_running(["sleep", "4848"]) and
+              host_pids_running(["sleep", "4747"]) == [sleeper] and
+              os.path.exists(f"/proc/{share_init}"))
+        # Detached, then SIGKILLed through the shim with an orphan running.
+        r = ctr.run("-d", *with_pid, "--rootfs", rootfs, "share-app", "/bin/sh", "-c",
+                    "(sleep 4949 &); exec sleep 1000")
+        check("pid pod: an app container joins it, detached", r.returncode == 0, r.stderr)
+        wait_for(lambda: host_pids_running(["sleep", "4949"]))
+        app = task_status(ctr, "share-app")[1]
+        r = ctr("task", "ps", "share-app")
+        app_pids = [int(line.split()[0]) for line in r.stdout.splitlines()[1:] if line.split()]
+        check("pid pod: ctr task ps lists the app's init, command and orphan (its cgroup)",
+              app in app_pids and set(host_pids_running(["sleep", "4949"])) <= set(app_pids) and
+              sleeper not in app_pids, (r.stdout, r.stderr))
+        ctr("task", "kill", "-s", "SIGKILL", "share-app")
+        wait_for(lambda: task_status(ctr, "share-app")[0] == "STOPPED")
+        check("pid pod: the app killed, none of its processes is left (its orphan included), "
+              "the first's still runs",
+              wait_for(lambda: not host_pids_running(["sleep", "4949"])) and
+              host_pids_running(["sleep", "4747"]) == [sleeper])
+        ctr("task", "delete", "share-app")
+        ctr("container", "delete", "share-app")
+        ctr("task", "kill", "-s", "SIGKILL", "share-first")
+        wait_for(lambda: task_status(ctr, "share-first")[0] == "STOPPED")
+        ctr("task", "delete", "share-first")
+        ctr("container", "delete", "share-first")
+        check("pid pod: after both deletes no process of the pod is left",
+              wait_for(lambda: not any(host_pids_running(["sleep", s])
+                                       for s in ("4747", "4848", "4949", "1000"))))
 
         left = [os.path.join(top, n) for top, dirs, files in os.walk(runtime_root)
                 for n in dirs + files]

@@ -13,3 +13,33 @@ def skip(why):
         print("FAIL: CI=true turns this skip into a failure")
         sys.exit(1)
     sys.exit(77)
+
+
+def host_pids_running(argv):
+    """Host pids of live (not zombie) processes whose command line is argv."""
+    out = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                cmd = f.read().split(b"\0")[:-1]
+            with open(f"/proc/{entry}/stat") as f:
+                state = f.read().rsplit(") ", 1)[1][0]
+        except (OSError, IndexError):
+            continue
+        if cmd == [a.encode() for a in argv] and state not in "ZX":
+            out.append(int(entry))
+    return out
+
+
+def status_field(pid, name):
+    """A field of /proc/PID/status as its words ("NSpid": host pid first)."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith(name + ":"):
+                    return line.split()[1:]
+    except OSError:
+        pass
+    return []

@@ -82,6 +82,12 @@ TEST_CASE("oci config: a real-world config.json is read whole", "[oci]") {
     REQUIRE(c.findNamespace("network"));
     CHECK(c.findNamespace("network")->path == "/var/run/netns/cni-1234");
     CHECK(c.findNamespace("pid")->path.empty());
+    // A pid namespace is joined by path (create judges the path itself).
+    json joined = fixture();
+    joined["linux"]["namespaces"][0]["path"] = "/proc/4242/ns/pid";
+    auto with_pid = parseConfig(joined.dump());
+    REQUIRE(with_pid);
+    CHECK(with_pid->findNamespace("pid")->path == "/proc/4242/ns/pid");
     CHECK_FALSE(c.findNamespace("time"));
     REQUIRE(c.uid_mappings.size() == 1);
     CHECK(c.uid_mappings[0].host_id == 100000);
@@ -256,9 +262,13 @@ TEST_CASE("oci config: what stockade cannot honour is refused, naming the field"
              d["linux"]["namespaces"].push_back({{"type", "pid"}});
          }},
         {"linux.namespaces[0].path",
-         [](json& d) { d["linux"]["namespaces"][0]["path"] = "/proc/1/ns/pid"; }},
+         [](json& d) { d["linux"]["namespaces"][0]["path"] = "proc/1/ns/pid"; }},
         {"linux.namespaces[1].path",
          [](json& d) { d["linux"]["namespaces"][1]["path"] = "/proc/1/ns/mnt"; }},
+        {"linux.namespaces[5].path",
+         [](json& d) { d["linux"]["namespaces"][5]["path"] = "/proc/1/ns/cgroup"; }},
+        {"linux.namespaces[6].path",
+         [](json& d) { d["linux"]["namespaces"][6]["path"] = "/proc/1/ns/user"; }},
         {"linux.namespaces", [](json& d) { d["linux"]["namespaces"].erase(0); }},
         {"linux.uidMappings[0].size", [](json& d) { d["linux"]["uidMappings"][0]["size"] = 0; }},
         {"linux.sysctl.net.ipv4.ip_forward",

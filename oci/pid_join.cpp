@@ -1,0 +1,159 @@
+#include "oci/pid_join.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <linux/mount.h>
+#include <linux/nsfs.h>
+
+#include <optional>
+
+#include "base/fd_passing.h"
+
+namespace stockade::oci {
+
+namespace {
+
+// The calls the helper makes, by index, for the error named in create.
+constexpr const char* kHelperCalls[] = {"fsopen(\"proc\")", "fsconfig(FSCONFIG_SET_*, an option)",
+                                        "fsconfig(FSCONFIG_CMD_CREATE)", "fsmount()"};
+
+struct HelperReport {
+    int32_t err = 0;
+    int32_t call = 0;
+};
+
+// In the helper, a child of create born in the joined pid namespace: a
+// proc of a pid namespace is that of its mounter's own (task_active_pid_ns),
+// which setns(2) does not change for create itself. Fixed buffers only.
+[[noreturn]] void mountProcsInHelper(int channel, const std::vector<JoinedProc>& asks) {
+    for (const JoinedProc& ask : asks) {
+        HelperReport report;
+        int fd = -1;
+        int fs = static_cast<int>(syscall(SYS_fsopen, "proc", FSOPEN_CLOEXEC));
+        if (fs < 0) report = {errno, 0};
+        // The options, "key=value" or a bare flag each, comma-separated.
+        for (size_t at = 0; fs >= 0 && !report.err && at < ask.data.size();) {
+            size_t end = ask.data.find(',', at);
+            if (end == std::string::npos) end = ask.data.size();
+            char option[256];
+            const size_t length = end - at;
+            if (length >= sizeof(option)) {
+                report = {EINVAL, 1};
+                break;
+            }
+            ask.data.copy(option, length, at);
+            option[length] = '\0';
+            at = end + 1;
+            if (length == 0) continue;
+            char* value = strchr(option, '=');
+            if (value) *value++ = '\0';
+            if (syscall(SYS_fsconfig, fs, value ? FSCONFIG_SET_STRING : FSCONFIG_SET_FLAG, option,
+                        value, 0) < 0)
+                report = {errno, 1};
+        }
+        if (fs >= 0 && !report.err &&
+            syscall(SYS_fsconfig, fs, FSCONFIG_CMD_CREATE, nullptr, nullptr, 0) < 0)
+            report = {errno, 2};
+        if (fs >= 0 && !report.err) {
+            fd = static_cast<int>(syscall(SYS_fsmount, fs, FSMOUNT_CLOEXEC, ask.attrs));
+            if (fd < 0) report = {errno, 3};
+        }
+        if (sendWithFds(channel, &report, sizeof(report), &fd, fd >= 0 ? 1 : 0) != 0) _exit(1);
+        if (report.err) _exit(1);
+        close(fd);
+        close(fs);
+    }
+    _exit(0);
+}
+
+}  // namespace
+
+Result<UniqueFd> openJoinedPidNamespace(const std::string& path) {
+    const std::string what = "linux.namespaces (pid): ";
+    UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd) return Error::fromErrno(what + "open(\"" + path + "\")");
+    const int type = ioctl(fd.get(), NS_GET_NSTYPE);
+    if (type < 0) return Error::fromErrno(what + "ioctl(\"" + path + "\", NS_GET_NSTYPE)");
+    if (type != CLONE_NEWPID)
+        return Error::message("config.json: " + what + path + " is not a pid namespace");
+    // The host's: the caller's own, or that of PID 1 (the caller may sit in
+    // another); joining it would be a container in the host's pid
+    // namespace, which is refused as a config without one is.
+    struct stat joined {};
+    struct stat own {};
+    struct stat first {};
+    if (fstat(fd.get(), &joined) < 0) return Error::fromErrno(what + "fstat(\"" + path + "\")");
+    if (stat("/proc/self/ns/pid", &own) < 0)
+        return Error::fromErrno(what + "stat(\"/proc/self/ns/pid\")");
+    const bool init_seen = stat("/proc/1/ns/pid", &first) == 0;
+    if ((joined.st_dev == own.st_dev && joined.st_ino == own.st_ino) ||
+        (init_seen && joined.st_dev == first.st_dev && joined.st_ino == first.st_ino))
+        return Error::message("config.json: " + what + path +
+                              " is the host's pid namespace, which a container may not join");
+    return fd;
+}
+
+Result<std::vector<UniqueFd>> mountJoinedProcs(const std::vector<JoinedProc>& asks,
+                                               const std::vector<std::string>& where) {
+    std::vector<UniqueFd> out;
+    if (asks.empty()) return out;
+    int pair[2];
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) < 0)
+        return Error::fromErrno("mount proc: socketpair()");
+    UniqueFd ours(pair[0]), theirs(pair[1]);
+    const pid_t helper = fork();
+    // ENOMEM: the joined namespace's PID 1 has ended, and no process may
+    // be born in it again (pid_namespaces(7)).
+    if (helper < 0)
+        return Error::fromErrno(errno == ENOMEM
+                                    ? "linux.namespaces (pid): fork() into the joined pid "
+                                      "namespace (its init has ended)"
+                                    : "linux.namespaces (pid): fork() into the joined pid "
+                                      "namespace");
+    if (helper == 0) {
+        ours.reset();
+        mountProcsInHelper(theirs.get(), asks);
+    }
+    theirs.reset();
+    std::optional<Error> failed;
+    for (size_t i = 0; i < asks.size() && !failed; ++i) {
+        HelperReport report;
+        int fds[kMaxPassedFds];
+        int count = 0;
+        bool truncated = false;
+        ssize_t n = receiveWithFds(ours.get(), &report, sizeof(report), fds, &count, 0, &truncated);
+        for (int j = 1; j < count; ++j) close(fds[j]);
+        UniqueFd fd(count > 0 ? fds[0] : -1);
+        const std::string name = i < where.size() ? where[i] : "mount proc";
+        if (n != static_cast<ssize_t>(sizeof(report)) || truncated) {
+            failed = Error::message(name + ": the helper in the joined pid namespace ended");
+        } else if (report.err) {
+            const int call = report.call >= 0 && report.call < 4 ? report.call : 0;
+            errno = report.err;
+            failed =
+                Error::fromErrno(name + ": in the joined pid namespace: " + kHelperCalls[call]);
+        } else if (!fd) {
+            failed = Error::message(name + ": the helper sent no mount");
+        } else {
+            out.push_back(std::move(fd));
+        }
+    }
+    ours.reset();
+    int status = 0;
+    while (waitpid(helper, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (failed) return *failed;
+    return out;
+}
+
+}  // namespace stockade::oci

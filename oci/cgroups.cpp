@@ -18,6 +18,12 @@ namespace stockade::oci {
 
 namespace {
 
+int64_t monotonicMsNow() {
+    timespec now{};
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return int64_t{now.tv_sec} * 1000 + now.tv_nsec / 1000000;
+}
+
 constexpr const char* kCgroupRoot = "/sys/fs/cgroup";
 
 Status makeDirs(const std::string& base, const std::string& relative) {
@@ -163,6 +169,19 @@ Result<std::string> cgroupfsPath(const std::string& cgroups_path, const std::str
             return Error::message(field +
                                   ": only an absolute cgroupfs path is supported (no "
                                   "\"..\", no ':')");
+        // Every component a name of its own: "/", "/." or "/a/./b" would
+        // name the root or another path than written.
+        bool named = false;
+        for (size_t i = 1; i <= cgroups_path.size();) {
+            size_t end = cgroups_path.find('/', i);
+            if (end == std::string::npos) end = cgroups_path.size();
+            const std::string part = cgroups_path.substr(i, end - i);
+            if (part == ".")
+                return Error::message(field + ": a \".\" component names another path");
+            named = named || !part.empty();
+            i = end + 1;
+        }
+        if (!named) return Error::message(field + ": names the root cgroup");
         return cgroups_path;
     }
     std::string slice = "system.slice", prefix = "stockade", name = id;
@@ -196,6 +215,23 @@ Result<ContainerCgroups> makeContainerCgroups(const CgroupAsk& ask, const std::s
     if (ask.path.empty() || ask.path[0] != '/' || ask.path.find("/..") != std::string::npos)
         return Error::message("linux.cgroupsPath: \"" + ask.path +
                               "\": only an absolute cgroupfs path is supported (no \"..\")");
+    // A cgroup that is killed whole (a container in a joined pid
+    // namespace) is the container's alone: one that exists already may
+    // hold anything (another container's processes, a service's).
+    if (ask.must_be_new) {
+        std::vector<std::string> leaves;
+        if (isCgroup2(mount_root))
+            leaves.push_back(mount_root + ask.path);
+        else
+            for (const char* controller : {"memory", "pids", "freezer", "cpu"})
+                leaves.push_back(mount_root + "/" + controller + ask.path);
+        for (const std::string& leaf : leaves)
+            if (exists(leaf))
+                return Error::message(
+                    "linux.cgroupsPath: \"" + ask.path + "\": " + leaf +
+                    " exists already; a container joining a pid namespace ends by the kill "
+                    "of every process in its cgroup, so stockade makes that cgroup itself");
+    }
     ContainerCgroups out;
     const bool wants_cpu =
         ask.resources.cpu_shares || ask.resources.cpu_quota || ask.resources.cpu_period;
@@ -399,15 +435,17 @@ Status killContainerCgroups(const std::vector<std::string>& dirs) {
     const std::string listed = (v2 || freezer.empty() ? dirs[0] : freezer) + "/cgroup.procs";
     // cgroup.kill (Linux 5.14) kills the whole subtree at once, forks in
     // flight included; older v2 kernels take the rounds below.
-    bool killed_at_once = false;
-    if (v2) killed_at_once = writeCgroupFile(dirs[0] + "/cgroup.kill", "1").ok();
+    // Written every round: a process an `exec` moved in after the first
+    // write dies with the next.
     std::vector<pid_t> left;
-    for (int waited = 0; waited <= kFreezeWaitMs; ++waited) {
+    const int64_t deadline = monotonicMsNow() + kFreezeWaitMs;
+    while (monotonicMsNow() <= deadline) {
         auto text = readCgroupFile(listed);
         if (!text && text.error().errnum() == ENOENT) return okStatus();
         if (!text) return text.error();
         left = pidsIn(*text);
         if (left.empty()) return okStatus();
+        const bool killed_at_once = v2 && writeCgroupFile(dirs[0] + "/cgroup.kill", "1").ok();
         if (!killed_at_once) {
             const bool frozen = !freezer.empty() && freezeV1(freezer, true).ok();
             for (pid_t pid : pidsIn(readCgroupFileOr(listed))) kill(pid, SIGKILL);
@@ -418,6 +456,12 @@ Status killContainerCgroups(const std::vector<std::string>& dirs) {
     return Error::message(listed + ": " + std::to_string(left.size()) +
                           " processes still there after " + std::to_string(kFreezeWaitMs) +
                           " ms of SIGKILL");
+}
+
+bool canKillWhole(const std::vector<std::string>& dirs) {
+    if (dirs.empty()) return false;
+    if (dirs.size() == 1 && isCgroup2(dirs[0])) return exists(dirs[0] + "/cgroup.kill");
+    return !dirOf(dirs, "freezer").empty();
 }
 
 Status removeContainerCgroups(const std::vector<std::string>& dirs) {

@@ -26,6 +26,7 @@ namespace stockade::oci {
 struct CgroupAsk {
     std::string path;  // cgroupsPath, or the default one
     Resources resources;
+    bool must_be_new = false;  // refused when the leaf exists already
 };
 
 // The absolute cgroupfs path (under each hierarchy) for linux.cgroupsPath:
@@ -82,6 +83,11 @@ std::vector<pid_t> processesInContainerCgroups(const std::vector<std::string>& d
 // list and kill without a freezer. Fails naming the directory when
 // processes are still there after kFreezeWaitMs of rounds.
 Status killContainerCgroups(const std::vector<std::string>& dirs);
+
+// Whether killContainerCgroups can end everything in `dirs` without
+// signalling pids it listed (v2's cgroup.kill, or a v1 freezer): pids a
+// container reaps itself can be reused before a listed kill lands.
+bool canKillWhole(const std::vector<std::string>& dirs);
 
 // Removes the directories (waiting out a cgroup still busy with a process
 // that just died); what cannot be removed is named.

@@ -328,6 +328,20 @@ void readMounts(const json& mounts, Config& out) {
             if (m.source.empty()) refuse(field + ".source", "a bind mount needs a source");
             if (!m.data.empty())
                 refuse(field + ".options", "option \"" + m.data + "\" means nothing to a bind");
+        } else if (m.type == "proc" && !m.data.empty()) {
+            // A proc takes few options; any other would reach the kernel as
+            // host root's (pidns= opens a host path): refused by name.
+            for (size_t i = 0; i <= m.data.size();) {
+                size_t end = m.data.find(',', i);
+                if (end == std::string::npos) end = m.data.size();
+                const std::string option = m.data.substr(i, end - i);
+                const std::string key = option.substr(0, option.find('='));
+                if (key != "hidepid" && key != "gid" && key != "subset")
+                    refuse(field + ".options", "option \"" + option +
+                                                   "\" is not supported for proc (only hidepid, "
+                                                   "gid and subset)");
+                i = end + 1;
+            }
         } else if (m.type == "cgroup" || m.type == "cgroup2") {
             // The container's own cgroup directories, bound read-only
             // (oci/container_plan.cpp); a hierarchy named in the options is

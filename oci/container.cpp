@@ -277,10 +277,15 @@ Status createContainer(const std::string& root_dir, const std::string& id,
         if (systemd_cgroup)
             note("--systemd-cgroup: " + config->cgroups_path + " made as " + *path +
                  " by cgroupfs writes (no systemd unit is started)");
-        CgroupAsk ask{*path, config->resources};
+        CgroupAsk ask{*path, config->resources, joins_pid};
         auto made = makeContainerCgroups(ask);
         if (!made) return made.error();
         cgroups = std::move(*made);
+        if (joins_pid && !canKillWhole(cgroups->dirs))
+            return Error::message(
+                "config.json: linux.namespaces (pid): joining a pid namespace needs v2's "
+                "cgroup.kill (Linux 5.14) or a v1 freezer hierarchy, to end the container's "
+                "processes without signalling pids it could have reused");
     }
     auto planned = planContainer(*config, *bundle,
                                  cgroups ? cgroups->dirs : std::vector<std::string>{}, *profile);
@@ -362,9 +367,16 @@ Status createContainer(const std::string& root_dir, const std::string& id,
     };
     LaunchedSandbox launched;
     SandboxOutcome failed;
-    if (!launchSandbox(plan, spec, launched, failed))
+    if (!launchSandbox(plan, spec, launched, failed)) {
+        // No process may be born in a pid namespace whose PID 1 has ended
+        // (pid_namespaces(7)): the clone's ENOMEM, said for what it is.
+        if (joins_pid && failed.error_errno == ENOMEM)
+            return Error::message(
+                "container setup failed: linux.namespaces (pid): the joined pid namespace "
+                "cannot take the container (its init has ended)");
         return Error::message("container setup failed: " + failed.error_message +
                               (failed.error_errno ? ": " + errnoName(failed.error_errno) : ""));
+    }
     started = launched.pid;
     started_pidfd = std::move(launched.pidfd);
     // The runtime's own namespaces, umask, OOM score and groups again: the

@@ -374,7 +374,10 @@ Status prepareJoinedNamespaces(ContainerPlan& planned) {
         procs.push_back(proc);
         where.push_back(planned.plan.mounts.ops[index].description);
     }
-    auto made = mountJoinedProcs(procs, where);
+    int pidns_fd = -1;
+    for (const auto& [fd, type] : planned.joins)
+        if (type == CLONE_NEWPID) pidns_fd = fd.get();
+    auto made = mountJoinedProcs(procs, where, pidns_fd);
     if (!made) return made.error();
     for (size_t i = 0; i < made->size(); ++i) {
         planned.plan.mounts.ops[planned.joined_pid_proc[i].first].prepared_fd = (*made)[i].get();

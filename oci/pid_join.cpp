@@ -103,10 +103,57 @@ Result<UniqueFd> openJoinedPidNamespace(const std::string& path) {
     return fd;
 }
 
+namespace {
+
+// Linux 6.17+: proc's "pidns" taken as an fd, so create makes the mount
+// itself and no process of its is ever born in the joined namespace (where
+// that namespace's processes could read the host's mount table and network
+// through its /proc entries while it lives). nullopt where the kernel does
+// not know the key (EINVAL): the helper below then.
+std::optional<Result<UniqueFd>> mountWithPidnsFd(const JoinedProc& ask, int pidns_fd,
+                                                 const std::string& where) {
+    UniqueFd fs(static_cast<int>(syscall(SYS_fsopen, "proc", FSOPEN_CLOEXEC)));
+    if (!fs) return Result<UniqueFd>(Error::fromErrno(where + ": fsopen(\"proc\")"));
+    if (syscall(SYS_fsconfig, fs.get(), FSCONFIG_SET_FD, "pidns", nullptr, pidns_fd) < 0) {
+        if (errno == EINVAL) return std::nullopt;
+        return Result<UniqueFd>(Error::fromErrno(where + ": fsconfig(pidns)"));
+    }
+    for (size_t at = 0; at < ask.data.size();) {
+        size_t end = ask.data.find(',', at);
+        if (end == std::string::npos) end = ask.data.size();
+        const std::string option = ask.data.substr(at, end - at);
+        at = end + 1;
+        if (option.empty()) continue;
+        const size_t eq = option.find('=');
+        const std::string key = option.substr(0, eq);
+        const bool flag = eq == std::string::npos;
+        const std::string value = flag ? "" : option.substr(eq + 1);
+        if (syscall(SYS_fsconfig, fs.get(), flag ? FSCONFIG_SET_FLAG : FSCONFIG_SET_STRING,
+                    key.c_str(), flag ? nullptr : value.c_str(), 0) < 0)
+            return Result<UniqueFd>(Error::fromErrno(where + ": fsconfig(\"" + option + "\")"));
+    }
+    if (syscall(SYS_fsconfig, fs.get(), FSCONFIG_CMD_CREATE, nullptr, nullptr, 0) < 0)
+        return Result<UniqueFd>(Error::fromErrno(where + ": fsconfig(FSCONFIG_CMD_CREATE)"));
+    UniqueFd mnt(static_cast<int>(syscall(SYS_fsmount, fs.get(), FSMOUNT_CLOEXEC, ask.attrs)));
+    if (!mnt) return Result<UniqueFd>(Error::fromErrno(where + ": fsmount()"));
+    return Result<UniqueFd>(std::move(mnt));
+}
+
+}  // namespace
+
 Result<std::vector<UniqueFd>> mountJoinedProcs(const std::vector<JoinedProc>& asks,
-                                               const std::vector<std::string>& where) {
+                                               const std::vector<std::string>& where,
+                                               int pidns_fd) {
     std::vector<UniqueFd> out;
     if (asks.empty()) return out;
+    for (size_t i = 0; pidns_fd >= 0 && i < asks.size(); ++i) {
+        auto made = mountWithPidnsFd(asks[i], pidns_fd, i < where.size() ? where[i] : "mount proc");
+        if (!made) break;  // an older kernel: every one through the helper
+        if (!*made) return made->error();
+        out.push_back(std::move(**made));
+    }
+    if (out.size() == asks.size()) return out;
+    out.clear();
     int pair[2];
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) < 0)
         return Error::fromErrno("mount proc: socketpair()");

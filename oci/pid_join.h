@@ -42,10 +42,13 @@ struct JoinedProc {
 };
 
 // Once create has setns'ed into the pid namespace (its children are
-// born there): one detached proc mount per ask, made by a child of this
-// process, which is in that namespace, and sent back. `where` names each
-// ask in errors.
+// born there): one detached proc mount per ask. Made by create itself with
+// proc's pidns=`pidns_fd` (Linux 6.17+: no process born in the namespace);
+// on older kernels by a child of this process, which is in that namespace,
+// and sent back (that child is then briefly a process of the joined
+// namespace, its /proc entries readable there). `where` names each ask in
+// errors.
 Result<std::vector<UniqueFd>> mountJoinedProcs(const std::vector<JoinedProc>& asks,
-                                               const std::vector<std::string>& where);
+                                               const std::vector<std::string>& where, int pidns_fd);
 
 }  // namespace stockade::oci

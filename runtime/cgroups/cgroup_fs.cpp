@@ -127,7 +127,10 @@ std::vector<pid_t> pidsIn(const std::string& procs) {
     std::vector<pid_t> pids;
     std::istringstream in(procs);
     long pid;
-    while (in >> pid) pids.push_back(static_cast<pid_t>(pid));
+    // 0 is a task the reader's pid namespace cannot see: never a pid to
+    // signal (kill(0) is the caller's own process group).
+    while (in >> pid)
+        if (pid > 0) pids.push_back(static_cast<pid_t>(pid));
     return pids;
 }
 

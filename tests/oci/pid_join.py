@@ -206,6 +206,31 @@ def cases(rt, scratch, owner, base, mode):
               not host_pids_running(["sleep", "3600"]) and not cgroup_dirs("forced") and
               host_pids_running(["sleep", "4242"]) == [sleeper], r.stderr)
 
+        # Killed whole at its end, so the cgroup must be the container's
+        # own: one that exists (a scratch one the test makes, standing for a
+        # service's or another container's) or the root is refused, and the
+        # first's process runs on.
+        existing = f"stockade-pidjoin-existing-{os.getpid()}"
+        made = [f"/sys/fs/cgroup/{h}/{existing}" for h in ("pids", "unified")
+                if os.path.isdir(f"/sys/fs/cgroup/{h}")] or [f"/sys/fs/cgroup/{existing}"]
+        for d in made:
+            os.mkdir(d)
+        for name, cgroups_path, words in (
+                ("shared-cg", "/" + existing, ["exists already"]),
+                ("root-cg", "/", ["names the root cgroup"])):
+            b = joining(scratch, name, ["true"], owner, base, f"/proc/{first_init}/ns/pid")
+            with open(os.path.join(b, "config.json")) as f:
+                config = json.load(f)
+            config["linux"]["cgroupsPath"] = cgroups_path
+            with open(os.path.join(b, "config.json"), "w") as f:
+                json.dump(config, f)
+            refused(rt, b, name, words,
+                    f"a joining container's cgroupsPath {cgroups_path!r} is refused")
+        check("...the first's process still runs after both",
+              host_pids_running(["sleep", "4242"]) == [sleeper])
+        for d in made:
+            os.rmdir(d)
+
         # The path is judged on the fd opened once.
         b = joining(scratch, "not-pid", ["true"], owner, base, f"/proc/{first_init}/ns/net")
         refused(rt, b, "np", ["linux.namespaces (pid)", "is not a pid namespace"],

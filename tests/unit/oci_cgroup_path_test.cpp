@@ -31,6 +31,12 @@ TEST_CASE("oci cgroupsPath: the cgroupfs form is taken as written, default /stoc
     CHECK(pathOf("", false, "x9") == "/stockade-oci/x9");
     CHECK(refusalOf("relative/path", false).find("absolute") != std::string::npos);
     CHECK(refusalOf("/a/../b", false).find("absolute") != std::string::npos);
+    // The root, or a path spelled to be another than written: refused (a
+    // container's cgroup may be killed whole).
+    CHECK(refusalOf("/", false).find("names the root cgroup") != std::string::npos);
+    CHECK(refusalOf("//", false).find("names the root cgroup") != std::string::npos);
+    CHECK(refusalOf("/.", false).find("\".\" component") != std::string::npos);
+    CHECK(refusalOf("/a/./b", false).find("\".\" component") != std::string::npos);
     // The systemd form without --systemd-cgroup: runc would make a directory
     // of that literal name; the client meant the systemd driver.
     CHECK(refusalOf("kubepods-burstable-pod1.slice:cri-containerd:abc", false)

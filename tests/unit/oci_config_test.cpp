@@ -241,6 +241,9 @@ TEST_CASE("oci config: what stockade cannot honour is refused, naming the field"
         // any other mount's is refused here.
         {"mounts[0] (/proc).options",
          [](json& d) { d["mounts"][0]["options"].push_back("rslave"); }},
+        // Reaches the kernel as host root's when a pid namespace is joined.
+        {"mounts[0] (/proc).options",
+         [](json& d) { d["mounts"][0]["options"].push_back("pidns=/dev/null"); }},
         {"mounts[5] (/data).options",
          [](json& d) { d["mounts"][5]["options"].push_back("idmap"); }},
         {"mounts[0] (/proc).options",

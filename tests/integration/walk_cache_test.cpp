@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <functional>
 #include <optional>
@@ -122,11 +123,20 @@ struct LoopFilesystem {
         mounted_at = at;
         return true;
     }
+    // The mount gone, and the filesystem with it: a run's mount namespace
+    // (the rootless sandbox's rbind of the worktree) is torn down after its
+    // last process, so the superblock can outlive this umount a while (the
+    // sanitized build's slower end showed it): written under a live one by
+    // debugfs, the device is then mounted over a superblock still shutting
+    // down. ext4 lists a live one under /sys/fs/ext4/DEVICE.
     bool unmount() {
         if (mounted_at.empty()) return true;
-        const bool ok = ::umount(mounted_at.c_str()) == 0;
-        if (ok) mounted_at.clear();
-        return ok;
+        if (::umount(mounted_at.c_str()) != 0) return false;
+        mounted_at.clear();
+        const std::string live = "/sys/fs/ext4/" + device.substr(device.rfind('/') + 1);
+        for (int waited = 0; waited < 3000 && ::access(live.c_str(), F_OK) == 0; ++waited)
+            ::usleep(10000);
+        return ::access(live.c_str(), F_OK) != 0;
     }
 };
 
@@ -364,7 +374,11 @@ TEST_CASE(
     const std::string script = sandbox.scratch().writeFile(
         "debugfs-script", "cd a/b/c/d\nwrite " + source + " .env\n", 0644);
     REQUIRE(host("debugfs -w -f " + shellQuoted(script) + " " + shellQuoted(fs.device)));
-    REQUIRE(fs.mount(wt));
+    {
+        const bool mounted = fs.mount(wt);
+        INFO("mount(" << fs.device << "): " << (mounted ? "ok" : std::strerror(errno)));
+        REQUIRE(mounted);
+    }
 
     // Every number the kept walk checked is the same; only the mount is new.
     struct stat top_after;

@@ -118,8 +118,15 @@ struct LoopFilesystem {
         unmount();
         if (!device.empty()) host("losetup -d " + shellQuoted(device));
     }
+    // Tried again for a bounded while: the device can still be settling
+    // from the last unmount (see unmount below); the last errno stands.
     bool mount(const std::string& at) {
-        if (::mount(device.c_str(), at.c_str(), "ext4", 0, nullptr) != 0) return false;
+        for (int tries = 0; ::mount(device.c_str(), at.c_str(), "ext4", 0, nullptr) != 0; ++tries) {
+            if (tries == 100) return false;
+            const int err = errno;
+            ::usleep(100000);
+            errno = err;
+        }
         mounted_at = at;
         return true;
     }

@@ -20,7 +20,7 @@ import sys
 import tempfile
 
 from oci_common import BUSYBOX, skip
-from lifecycle import (Runtime, become_subreaper, check, failures, make_bundle, reap,
+from lifecycle import (Runtime, become_subreaper, make_test_tree, check, failures, make_bundle, reap,
                        state_of, wait_for)
 
 
@@ -194,30 +194,12 @@ def main():
     os.chmod(scratch, 0o755)
     owner = 0 if mode == "root" else 65534
     try:
-        rootfs = os.path.join(scratch, "rootfs")
-        for d in ["bin", "proc", "dev", "sys", "tmp", "out"]:
-            os.makedirs(os.path.join(rootfs, d))
-        shutil.copy(BUSYBOX, os.path.join(rootfs, "bin", "busybox"))
-        for applet in ["sh", "sleep", "true"]:
-            os.symlink("busybox", os.path.join(rootfs, "bin", applet))
-        for probe in ["stockade-try-syscall", "stockade-refusal-flood"]:
-            shutil.copy(os.path.join(probes, probe), os.path.join(rootfs, "bin", probe))
-        out = os.path.join(scratch, "out")
-        os.makedirs(out)
-        os.chmod(out, 0o1777)
-        state_root = os.path.join(scratch, "state")
-        os.makedirs(state_root)
-        os.chown(state_root, owner, owner)
-        os.chmod(state_root, 0o700)
-        rt = Runtime(binary, state_root, mode)
-        spec_dir = os.path.join(scratch, "spec")
-        os.makedirs(spec_dir)
-        os.chown(spec_dir, owner, owner)
-        r = rt("spec", "--bundle", spec_dir)
-        check("spec writes a config.json", r.returncode == 0, r.stderr)
-        with open(os.path.join(spec_dir, "config.json")) as f:
-            base = json.load(f)
-        cases(rt, scratch, owner, base, state_root)
+        rt, _, base = make_test_tree(
+            scratch, owner, binary, mode, ["sh", "sleep", "true"],
+            [os.path.join(probes, p) for p in ["stockade-try-syscall", "stockade-refusal-flood"]])
+        if base is None:
+            sys.exit(1)
+        cases(rt, scratch, owner, base, rt.root)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     if failures:

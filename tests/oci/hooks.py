@@ -369,26 +369,9 @@ def main():
     os.chmod(scratch, 0o755)
     owner = 0 if mode == "root" else 65534
     try:
-        rootfs = os.path.join(scratch, "rootfs")
-        for d in ["bin", "proc", "dev", "sys", "tmp", "out"]:
-            os.makedirs(os.path.join(rootfs, d))
-        shutil.copy(BUSYBOX, os.path.join(rootfs, "bin", "busybox"))
-        for applet in set(APPLETS):
-            os.symlink("busybox", os.path.join(rootfs, "bin", applet))
-        out = os.path.join(scratch, "out")
-        os.makedirs(out)
-        os.chmod(out, 0o1777)
-        state_root = os.path.join(scratch, "state")
-        os.makedirs(state_root)
-        os.chown(state_root, owner, owner)
-        os.chmod(state_root, 0o700)
-        rt = Runtime(binary, state_root, mode)
-        spec_dir = os.path.join(scratch, "spec")
-        os.makedirs(spec_dir)
-        os.chown(spec_dir, owner, owner)
-        r = rt("spec", "--bundle", spec_dir)
-        check("spec writes a config.json", r.returncode == 0, r.stderr)
-        base = json.loads(read(os.path.join(spec_dir, "config.json")))
+        rt, out, base = lifecycle.make_test_tree(scratch, owner, binary, mode, APPLETS)
+        if base is None:
+            sys.exit(1)
         lifecycle_with_hooks(rt, scratch, owner, base, out)
         failing_hooks(rt, scratch, owner, base, out)
         hooks_under_run(rt, scratch, owner, base, out)

@@ -101,6 +101,39 @@ def state_of(rt, cid):
     return json.loads(r.stdout) if r.returncode == 0 else None
 
 
+def make_test_tree(scratch, owner, binary, mode, applets, extra_bins=()):
+    """What every OCI script's main() sets up in its scratch directory: a
+    busybox rootfs with `applets` (and `extra_bins` copied into its /bin),
+    `out` (1777, the containers' to write), the state root (the owner's,
+    0700), the runtime over it, and `spec`'s default config.json read back.
+    Returns (rt, out, base); base is None when spec failed (checked)."""
+    rootfs = os.path.join(scratch, "rootfs")
+    for d in ["bin", "proc", "dev", "sys", "tmp", "out"]:
+        os.makedirs(os.path.join(rootfs, d))
+    shutil.copy(BUSYBOX, os.path.join(rootfs, "bin", "busybox"))
+    for applet in set(applets):
+        os.symlink("busybox", os.path.join(rootfs, "bin", applet))
+    for path in extra_bins:
+        shutil.copy(path, os.path.join(rootfs, "bin", os.path.basename(path)))
+    out = os.path.join(scratch, "out")
+    os.makedirs(out)
+    os.chmod(out, 0o1777)
+    state_root = os.path.join(scratch, "state")
+    os.makedirs(state_root)
+    os.chown(state_root, owner, owner)
+    os.chmod(state_root, 0o700)
+    rt = Runtime(binary, state_root, mode)
+    spec_dir = os.path.join(scratch, "spec")
+    os.makedirs(spec_dir)
+    os.chown(spec_dir, owner, owner)
+    r = rt("spec", "--bundle", spec_dir)
+    check("spec writes a config.json", r.returncode == 0, r.stderr)
+    if r.returncode != 0:
+        return rt, out, None
+    with open(os.path.join(spec_dir, "config.json")) as f:
+        return rt, out, json.load(f)
+
+
 def make_bundle(scratch, name, args, owner, base_config):
     bundle = os.path.join(scratch, name)
     os.makedirs(bundle)

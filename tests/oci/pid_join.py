@@ -28,7 +28,7 @@ import subprocess
 import sys
 import tempfile
 
-from lifecycle import (Runtime, become_subreaper, check, failures, make_bundle, reap, state_of,
+from lifecycle import (Runtime, become_subreaper, make_test_tree, check, failures, make_bundle, reap, state_of,
                        wait_for)
 from oci_common import BUSYBOX, host_pids_running, skip, status_field
 
@@ -302,29 +302,8 @@ def main():
     owner = 0 if mode == "root" else 65534
     rt = None
     try:
-        rootfs = os.path.join(scratch, "rootfs")
-        for d in ["bin", "proc", "dev", "sys", "tmp", "out"]:
-            os.makedirs(os.path.join(rootfs, d))
-        shutil.copy(BUSYBOX, os.path.join(rootfs, "bin", "busybox"))
-        for applet in APPLETS:
-            os.symlink("busybox", os.path.join(rootfs, "bin", applet))
-        out = os.path.join(scratch, "out")
-        os.makedirs(out)
-        os.chmod(out, 0o1777)
-        state_root = os.path.join(scratch, "state")
-        os.makedirs(state_root)
-        os.chown(state_root, owner, owner)
-        os.chmod(state_root, 0o700)
-        rt = Runtime(binary, state_root, mode)
-        spec_dir = os.path.join(scratch, "spec")
-        os.makedirs(spec_dir)
-        os.chown(spec_dir, owner, owner)
-        r = rt("spec", "--bundle", spec_dir)
-        if r.returncode != 0:
-            check("spec", False, r.stderr)
-        else:
-            with open(os.path.join(spec_dir, "config.json")) as f:
-                base = json.load(f)
+        rt, _, base = make_test_tree(scratch, owner, binary, mode, APPLETS)
+        if base is not None:
             cases(rt, scratch, owner, base, mode)
     finally:
         if rt is not None:

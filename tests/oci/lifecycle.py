@@ -14,6 +14,7 @@ the host cannot run a mode, which CI (env CI=true) turns into a failure.
 import json
 import os
 import shutil
+import stat
 import socket
 import subprocess
 import sys
@@ -361,6 +362,30 @@ def stockade_profile(rt, scratch, owner, base):
           r.returncode == 0 and st.get("stockade", {}).get("profile") == "none", st)
     rt("delete", "--force", "p11")
     check("profile: nothing left under --root", os.listdir(rt.root) == [], os.listdir(rt.root))
+
+
+def image_device_nodes(rt, scratch, owner, base):
+    """A device node the image carries never opens, writable root or not: no
+    device cgroup holds in a user namespace, so the image root is nodev. The
+    node here is a harmless one (1:3, the null device, mode 0666); before
+    the fix a writable root let the container write through it, and a node
+    of the host's disk would have opened the same way."""
+    node = os.path.join(scratch, "rootfs", "imagenode")
+    if not os.path.lexists(node):
+        os.mknod(node, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+        os.chmod(node, 0o666)
+    for cid, readonly in (("n1", False), ("n2", True)):
+        config = json.loads(json.dumps(base))
+        config["root"]["readonly"] = readonly
+        bundle = make_bundle(scratch, "node-" + cid, ["sh", "-c",
+                             "echo x > /imagenode && echo OPENED; "
+                             "read line < /proc/self/mountinfo; echo \"$line\""],
+                             owner, config)
+        r = rt("run", "--bundle", bundle, cid)
+        root_line = r.stdout.strip().splitlines()[-1] if r.stdout.strip() else ""
+        check(f"an image's device node does not open (root {'read-only' if readonly else 'writable'})",
+              "OPENED" not in r.stdout and "Permission denied" in r.stderr and
+              "nodev" in root_line.split(" - ")[0], (r.returncode, r.stdout, r.stderr))
 
 
 def home_default(rt, scratch, owner, base):
@@ -1151,6 +1176,7 @@ def main():
 
         stockade_profile(rt, scratch, owner, base)
         home_default(rt, scratch, owner, base)
+        image_device_nodes(rt, scratch, owner, base)
         record_cases(rt, scratch, owner, base, mode)
         monitor_cases(rt, scratch, owner, base, mode)
 

@@ -20,6 +20,7 @@
 #include "base/host_path.h"
 #include "namespaces/syscalls.h"
 #include "oci/devices.h"
+#include "oci/idmapped_root.h"
 #include "oci/passwd.h"
 #include "oci/profile.h"
 #include "oci/state.h"
@@ -537,7 +538,20 @@ Result<ContainerPlan> planContainer(const Config& config, const std::string& bun
     mounts.staging = "/tmp";
     mounts.root_source = *rootfs;
     mounts.root_writable = !config.root_readonly;
-    if (as_root) {
+    // The leased block's root owns the image through an idmapped root where
+    // no other host user can reach the image (oci/idmapped_root.h).
+    if (as_root && config.uid_mappings.empty() && ids->count > 1) {
+        IdmappedRoot idmapped = idmapImageRoot(held_root->get(), *rootfs, *ids);
+        if (idmapped.tree.tree) {
+            mounts.root_prepared_fd = idmapped.tree.tree.get();
+            out.idmapped_root = std::move(idmapped.tree);
+        } else {
+            out.notes.push_back("root.path: not idmapped (" + idmapped.not_idmapped +
+                                "): the container's root writes nothing of the image that "
+                                "root owns");
+        }
+    }
+    if (as_root && mounts.root_prepared_fd < 0) {
         UniqueFd tree(
             ns::sysOpenTree(held_root->get(), "",
                             OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE));
@@ -549,7 +563,7 @@ Result<ContainerPlan> planContainer(const Config& config, const std::string& bun
             return Error::fromErrno("root.path: mount_setattr(\"" + *rootfs + "\")");
         mounts.root_prepared_fd = tree.get();
         plan.prepared.push_back(std::move(tree));
-    } else {
+    } else if (!as_root) {
         mounts.root_dev = held_root->st.st_dev;
         mounts.root_ino = held_root->st.st_ino;
     }

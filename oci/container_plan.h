@@ -50,6 +50,9 @@ struct ContainerPlan {
     // A pid namespace joined by path (oci/pid_join.h): a proc of it is
     // mounted by create from a process in it, for the same reason.
     std::vector<std::pair<size_t, JoinedProc>> joined_pid_proc;  // op index, the mount
+    // As root with a leased block: the image root idmapped onto it
+    // (oci/idmapped_root.h), its tree the plan's root_prepared_fd.
+    ns::IdmappedTree idmapped_root;
 };
 
 // Builds the plan for the bundle at `bundle` (absolute, resolved). Errors

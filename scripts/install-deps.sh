@@ -14,7 +14,7 @@ nlohmann-json3-dev nettle-dev libpugixml-dev libre2-dev"
 # slirp4netns: podman's published port in tests/oci/podman.py; e2fsprogs:
 # mkfs.ext4 and debugfs for the walk cache's loop-mounted worktree.
 TEST_PACKAGES="catch2 bubblewrap python3 python3-jsonschema python3-pytest nodejs git util-linux \
-iproute2 nftables debootstrap clang libclang-rt-14-dev llvm-14 hyperfine qemu-system-x86 busybox-static \
+iproute2 nftables acl debootstrap clang libclang-rt-14-dev llvm-14 hyperfine qemu-system-x86 busybox-static \
 uidmap libpython3.11-testsuite apparmor jq curl podman containerd runc crun slirp4netns e2fsprogs"
 
 case ${1:-test} in

@@ -388,6 +388,59 @@ def image_device_nodes(rt, scratch, owner, base):
               "nodev" in root_line.split(" - ")[0], (r.returncode, r.stdout, r.stderr))
 
 
+def idmapped_root(rt, scratch, owner, base):
+    """As root, the leased block's root owns the image through an idmapped
+    root, where no other host user can reach the image (a 0700 directory of
+    root's on the way): it writes root's files of the image, on disk as
+    root's, and a file of disk id 1000 shows as its 1000. Where the image is
+    reachable (this script's scratch is 0755), it is bound as before: root's
+    files show as nobody's and cannot be written. Rootless the image is the
+    caller's, unchanged."""
+    if rt.mode != "root":
+        return
+    closed = tempfile.mkdtemp(prefix="stockade-idmap-", dir="/var/tmp")
+    try:
+        image = os.path.join(closed, "rootfs")
+        for d in ["bin", "proc", "dev", "sys", "tmp", "out", "etc"]:
+            os.makedirs(os.path.join(image, d))
+        shutil.copy(BUSYBOX, os.path.join(image, "bin", "busybox"))
+        for applet in set(APPLETS):
+            os.symlink("busybox", os.path.join(image, "bin", applet))
+        service = os.path.join(image, "etc", "service-file")
+        with open(service, "w") as f:
+            f.write("x\n")
+        os.chown(service, 1000, 1000)
+        probe = ("touch /made-inside && echo TOUCHED; ls -ln /bin/busybox /etc/service-file; "
+                 "read line < /proc/self/mountinfo; echo \"$line\"")
+        config = json.loads(json.dumps(base))
+        config["root"] = {"path": image, "readonly": False}
+        bundle = make_bundle(scratch, "idmap-closed", ["sh", "-c", probe], owner, config)
+        r = rt("run", "--bundle", bundle, "im1")
+        made = os.path.join(image, "made-inside")
+        st = os.lstat(made) if os.path.lexists(made) else None
+        owners = [line.split()[2:4] for line in r.stdout.splitlines() if line.startswith("-")]
+        root_line = r.stdout.strip().splitlines()[-1] if r.stdout.strip() else ""
+        check("idmapped root (image closed to others): the container's root writes it, "
+              "on disk as root's; the image's ids show as the container's",
+              "TOUCHED" in r.stdout and st is not None and (st.st_uid, st.st_gid) == (0, 0) and
+              owners == [["0", "0"], ["1000", "1000"]] and
+              all(w in root_line.split(" - ")[0] for w in ("idmapped", "nosuid", "nodev")),
+              (r.returncode, r.stdout, r.stderr, st and (st.st_uid, st.st_gid)))
+        config = json.loads(json.dumps(base))
+        config["root"]["readonly"] = False
+        reachable = make_bundle(scratch, "idmap-open", ["sh", "-c", probe], owner, config)
+        r = rt("run", "--bundle", reachable, "im2")
+        owners = [line.split()[2:4] for line in r.stdout.splitlines() if line.startswith("-")]
+        check("no idmapped root where other users reach the image: root's files nobody's, "
+              "unwritable",
+              "TOUCHED" not in r.stdout and "Permission denied" in r.stderr and
+              owners[:1] == [["65534", "65534"]] and
+              not os.path.lexists(os.path.join(scratch, "rootfs", "made-inside")),
+              (r.returncode, r.stdout, r.stderr))
+    finally:
+        shutil.rmtree(closed, ignore_errors=True)
+
+
 def home_default(rt, scratch, owner, base):
     """HOME when the spec's env names none: the home of the process's uid in
     the image's /etc/passwd, "/" without an entry (runc's and crun's rule;
@@ -1177,6 +1230,7 @@ def main():
         stockade_profile(rt, scratch, owner, base)
         home_default(rt, scratch, owner, base)
         image_device_nodes(rt, scratch, owner, base)
+        idmapped_root(rt, scratch, owner, base)
         record_cases(rt, scratch, owner, base, mode)
         monitor_cases(rt, scratch, owner, base, mode)
 

@@ -156,6 +156,19 @@ def main():
         check("run: exit 3 gives 3, stdout and stderr apart",
               p.returncode == 3 and p.stdout == "out\n" and "err\n" in p.stderr,
               f"{p.returncode} {p.stdout!r} {p.stderr!r}")
+        # The container's root writes its image (podman's own storage, or a
+        # --rootfs in this 0700 work directory): idmapped as root, the
+        # caller's own rootless. On disk as root's (the caller's rootless).
+        p = pm.run(rootfs, "sh", "-c", "echo w > /written-by-root && ls -ln /bin/busybox",
+                   opts=none)
+        made = f"{rootfs}/written-by-root"
+        st = os.lstat(made) if os.path.lexists(made) else None
+        want = (0, 0) if root else (65534, 65534)
+        check("run: the container's root writes its image, on disk as its owner's",
+              p.returncode == 0 and st is not None and (st.st_uid, st.st_gid) == want and
+              p.stdout.split()[2:4] == ["0", "0"], f"{p.returncode} {p.stdout!r} {p.stderr!r} {st}")
+        if st is not None:
+            os.unlink(made)
         p = pm.run(rootfs, "/bin/missing", opts=none)
         check("run: a missing executable gives 127", p.returncode == 127,
               f"{p.returncode} {p.stderr!r}")

@@ -719,8 +719,8 @@ int buildRootInChild(MountPlan& plan, size_t* failed_op) noexcept {
         // host's disk) would open the host's device; the container's own
         // devices are bound from the host's nodes into its /dev.
         int tree = plan.root_prepared_fd >= 0 ? plan.root_prepared_fd : plan.root_source_fd;
-        if (int err = attachTreeInChild(tree, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, true,
-                                        AT_FDCWD, plan.staging.c_str(), plan.root_source.c_str(),
+        if (int err = attachTreeInChild(tree, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, true, AT_FDCWD,
+                                        plan.staging.c_str(), plan.root_source.c_str(),
                                         plan.staging.c_str()))
             return err;
     } else if (int err = mountInChild("tmpfs", plan.staging.c_str(), "tmpfs", MS_NOSUID | MS_NODEV,

@@ -133,15 +133,21 @@ std::string overlayUpperDir(int dir_fd) {
 
 IdmappedRoot idmapImageRoot(int root_fd, const std::string& path, const ns::IdMapping& ids) {
     IdmappedRoot out;
+    // From the image's parent up: the image root itself is the container's
+    // root's to chmod once idmapped, so it cannot be what closes the way.
     std::string why;
-    if (!closedToOthers(root_fd, why)) {
-        out.not_idmapped = path + ": " + why;
+    UniqueFd parent(openat(root_fd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (!parent || !closedToOthers(parent.get(), why)) {
+        out.not_idmapped =
+            path + ": " + (parent ? why : std::string("its parent cannot be opened"));
         return out;
     }
     // Writes to an overlay land in its upper directory, which is reached
     // by another path: it must be closed to others too.
     if (const std::string upper = overlayUpperDir(root_fd); !upper.empty()) {
-        UniqueFd held(open(upper.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+        // Its parent up, likewise: a chmod of the container's "/" lands on
+        // the upper directory itself.
+        UniqueFd held(open((upper + "/..").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
         if (!held || !closedToOthers(held.get(), why)) {
             out.not_idmapped = "the overlay's upper directory " + upper + ": " +
                                (held ? why : std::string("cannot be opened"));

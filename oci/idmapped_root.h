@@ -14,11 +14,12 @@
 // files). Inside they are inert (the mount is nosuid, and no_new_privs is
 // set in every container). On the host they are what a runc container can
 // make, and a host user who could reach them could run one. So the root is
-// idmapped only when no host user but root can reach the image: the image
-// directory or one of its ancestors is root's and closed to everyone else
+// idmapped only when no host user but root can reach the image: one of the
+// image directory's ancestors (never the image itself, whose mode its root
+// may change once idmapped) is root's and closed to everyone else
 // (no search permission for others, nor for a group other than root's, no
-// ACL), and likewise the upper directory of an overlay mounted there (where
-// the writes land): podman's storage and containerd's snapshots are such
+// ACL), and likewise an ancestor of the upper directory of an overlay
+// mounted there (where the writes land): podman's storage and containerd's snapshots are such
 // trees. Elsewhere (an image under /var/tmp, a home directory) the root is
 // bound as before, unwritable, and create says why.
 #pragma once

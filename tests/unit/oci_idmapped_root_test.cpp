@@ -91,3 +91,27 @@ TEST_CASE("oci idmapped root: an overlay's upper directory is found, its own pat
     // A space in the path is escaped in mountinfo (\040): read back whole.
     CHECK(oci::overlayUpperDir(fd.get()) == scratch / "upper dir");
 }
+
+TEST_CASE("oci idmapped root: an image closed by its own mode alone is not idmapped", "[oci]") {
+    if (geteuid() != 0) {
+        oracle_test::skipLoudly("an idmapped mount needs root");
+        return;
+    }
+    // The image's root would be the container root's to chmod: only an
+    // ancestor may close the way.
+    TempDir scratch;
+    REQUIRE(chmod(scratch.path().c_str(), 0755) == 0);
+    const std::string image = scratch / "rootfs";
+    REQUIRE(mkdir(image.c_str(), 0700) == 0);
+    UniqueFd fd(open(image.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    REQUIRE(fd);
+    const ns::IdMapping block{0, 3000000000u, 0, 3000000000u, 65536};
+    oci::IdmappedRoot open_image = oci::idmapImageRoot(fd.get(), image, block);
+    CHECK_FALSE(open_image.tree.tree);
+    CHECK(open_image.not_idmapped.find("closed to other users") != std::string::npos);
+    // Closed by its parent: idmapped.
+    REQUIRE(chmod(scratch.path().c_str(), 0700) == 0);
+    oci::IdmappedRoot closed_image = oci::idmapImageRoot(fd.get(), image, block);
+    CHECK(closed_image.tree.tree);
+    CHECK(closed_image.not_idmapped.empty());
+}

@@ -340,6 +340,14 @@ Status applyResources(const std::vector<std::string>& dirs, const Resources& r) 
                                   (v2 ? " (not in " + dirs[0] + "/cgroup.controllers)" : ""));
         return dir;
     };
+    // A container made without a cpuset (none was asked) has no directory
+    // for one: said before any other field is written.
+    Result<std::string> cpuset_dir = std::string();
+    if (r.wants_cpuset()) {
+        cpuset_dir =
+            need("cpuset", r.cpuset_cpus ? "linux.resources.cpu.cpus" : "linux.resources.cpu.mems");
+        if (!cpuset_dir) return cpuset_dir.error();
+    }
     if (r.memory_limit || r.swap_limit) {
         auto dir = need("memory", "linux.resources.memory");
         if (!dir) return dir.error();
@@ -418,16 +426,13 @@ Status applyResources(const std::vector<std::string>& dirs, const Resources& r) 
                     return s.error().withContext("linux.resources.cpu.quota");
         }
     }
-    if (r.cpuset_cpus || r.cpuset_mems) {
-        auto dir =
-            need("cpuset", r.cpuset_cpus ? "linux.resources.cpu.cpus" : "linux.resources.cpu.mems");
-        if (!dir) return dir.error();
+    if (r.wants_cpuset()) {
         // The same files on v1 and v2; each a list the reader judged.
         if (r.cpuset_cpus)
-            if (auto s = writeCgroupFile(*dir + "/cpuset.cpus", *r.cpuset_cpus); !s)
+            if (auto s = writeCgroupFile(*cpuset_dir + "/cpuset.cpus", *r.cpuset_cpus); !s)
                 return s.error().withContext("linux.resources.cpu.cpus");
         if (r.cpuset_mems)
-            if (auto s = writeCgroupFile(*dir + "/cpuset.mems", *r.cpuset_mems); !s)
+            if (auto s = writeCgroupFile(*cpuset_dir + "/cpuset.mems", *r.cpuset_mems); !s)
                 return s.error().withContext("linux.resources.cpu.mems");
     }
     return okStatus();

@@ -199,6 +199,17 @@ def cpuset_cases(rt, scratch, owner, base, out, mode):
               (want, read(f"{leaf2}/cpuset.cpus"), read(f"{leaf2}/cgroup.procs")))
         rt("delete", "--force", "cs2")
         check("cs2: delete removes the leaf", not os.path.exists(leaf2), leaf2)
+    # A container made without a cpuset: update cannot give it one, and
+    # says so before it writes any other field.
+    config = with_linux(base, cgroupsPath=f"/{parent}/cs3", resources={"pids": {"limit": 20}})
+    pids3 = f"{CGROUP}/pids/{parent}/cs3" if v1 else f"{CGROUP}/{parent}/cs3"
+    if started(rt, scratch, owner, config, "cs3", ["sleep", "1000"], os.path.join(out, "cs3.pid")):
+        r = rt("update", "--resources", "-", "cs3",
+               input_text=json.dumps({"pids": {"limit": 30}, "cpu": {"cpus": "0"}}))
+        check("cs3: update of cpus without a cpuset refused naming the field, pids.max unchanged",
+              r.returncode == 1 and "linux.resources.cpu.cpus" in r.stderr and
+              read(f"{pids3}/pids.max") == "20", (r.stderr, read(f"{pids3}/pids.max")))
+        rt("delete", "--force", "cs3")
     for cid, bad in [("cbad1", "0-"), ("cbad2", "a"), ("cbad3", str(max(cpus) + 1)),
                      ("cbad4", "8191")]:
         leaf_bad = leaf[: -len("cs1")] + cid

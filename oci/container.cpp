@@ -271,7 +271,7 @@ Status createContainer(const std::string& root_dir, const std::string& id,
         if (!isHostRoot()) {
             // Named by field where one is asked (podman's --cpuset-cpus
             // among them), so the message says what could not be held.
-            std::string fields;
+            std::string fields = config->cgroups_path.empty() ? "" : "linux.cgroupsPath";
             const Resources& r = config->resources;
             for (const auto& [asked, name] :
                  {std::pair{r.memory_limit || r.swap_limit, "memory"},
@@ -280,10 +280,9 @@ Status createContainer(const std::string& root_dir, const std::string& id,
                   std::pair{bool(r.cpuset_mems), "cpu.mems"}})
                 if (asked)
                     fields += std::string(fields.empty() ? "" : ", ") + "linux.resources." + name;
-            return Error::message(
-                "config.json: " + (fields.empty() ? std::string("linux.cgroupsPath") : fields) +
-                ": cgroups of a rootless container are not supported yet (no "
-                "cgroup of its own to hold the limit)");
+            return Error::message("config.json: " + fields +
+                                  ": cgroups of a rootless container are not supported yet (no "
+                                  "cgroup of its own to hold the limit)");
         }
         auto path = cgroupfsPath(config->cgroups_path, id, systemd_cgroup);
         if (!path) return path.error();

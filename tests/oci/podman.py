@@ -162,7 +162,8 @@ def main():
         # --personality: linux.personality's domain, the command's uname.
         p = pm.run(rootfs, "uname", "-m", opts=none + ["--personality", "LINUX32"])
         check("run --personality LINUX32: uname -m says i686 inside",
-              p.returncode == 0 and p.stdout == "i686\n", f"{p.returncode} {p.stdout!r} {p.stderr!r}")
+              p.returncode == 0 and p.stdout == "i686\n",
+              f"{p.returncode} {p.stdout!r} {p.stderr!r}")
 
         p = subprocess.run(pm.base + ["run", "--rm", "-i", *ULIMITS, *none, "--rootfs", rootfs,
                                       "cat"], input="piped\n", capture_output=True, text=True,

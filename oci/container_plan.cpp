@@ -20,6 +20,7 @@
 #include "base/host_path.h"
 #include "namespaces/syscalls.h"
 #include "oci/devices.h"
+#include "oci/passwd.h"
 #include "oci/profile.h"
 #include "oci/state.h"
 #include "runtime/plan/child_plan_builder.h"
@@ -676,12 +677,16 @@ Result<ContainerPlan> planContainer(const Config& config, const std::string& bun
             {"dev/ptmx", "pts/ptmx"},          {"dev/fd", "/proc/self/fd"},
             {"dev/stdin", "/proc/self/fd/0"},  {"dev/stdout", "/proc/self/fd/1"},
             {"dev/stderr", "/proc/self/fd/2"}, {"dev/core", "/proc/kcore"}};
+        // /dev/core only where the kernel has a /proc/kcore (runc's rule):
+        // elsewhere it would be a dangling link.
+        const bool kcore = access("/proc/kcore", F_OK) == 0;
         for (const auto& [target, to] : links)
-            ns::addOp(mounts, {.kind = MountKind::Symlink,
-                               .target = target,
-                               .data = to,
-                               .resolve_in_root = true,
-                               .description = std::string("link /") + target});
+            if (kcore || strcmp(target, "dev/core") != 0)
+                ns::addOp(mounts, {.kind = MountKind::Symlink,
+                                   .target = target,
+                                   .data = to,
+                                   .resolve_in_root = true,
+                                   .description = std::string("link /") + target});
     }
     // linux.devices: the host's nodes bound in (oci/devices.h), after the
     // /dev they land in.
@@ -731,7 +736,12 @@ Result<ContainerPlan> planContainer(const Config& config, const std::string& bun
 
     // The process.
     fill(config.args, plan.argv_storage, plan.argv);
-    fill(config.env, plan.env_storage, plan.envp);
+    // HOME from the image's /etc/passwd when the spec names none, as runc
+    // and crun set it (the CRI plugin and ctr leave it to the runtime). Read
+    // from the image before the bundle's mounts, where runc reads it after.
+    std::vector<std::string> env = config.env;
+    if (!envHasHome(env)) addHomeIfMissing(env, config.uid, readImagePasswd(held_root->get()));
+    fill(env, plan.env_storage, plan.envp);
     plan.search_path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
     for (const std::string& e : config.env)
         if (e.starts_with("PATH=")) plan.search_path = e.substr(5);

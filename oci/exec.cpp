@@ -1,4 +1,5 @@
 #include "oci/exec.h"
+#include "oci/passwd.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -29,6 +30,7 @@
 #include "oci/config.h"
 #include "oci/container.h"
 #include "oci/container_plan.h"
+#include "oci/passwd.h"
 #include "runtime/child/privileges_in_child.h"
 #include "seccomp/install_in_child.h"
 
@@ -201,7 +203,11 @@ int findExecutable(const Config& p, std::string& out) {
     std::vector<char*> argv, envp;
     for (const std::string& a : p.args) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
-    for (const std::string& e : p.env) envp.push_back(const_cast<char*>(e.c_str()));
+    // HOME when the process's env names none, from the container's own
+    // /etc/passwd, read here as the process's user (runc's exec does the same).
+    std::vector<std::string> env = p.env;
+    if (!envHasHome(env)) addHomeIfMissing(env, p.uid, readOwnPasswd());
+    for (const std::string& e : env) envp.push_back(const_cast<char*>(e.c_str()));
     envp.push_back(nullptr);
     if (!program.empty()) {
         sock_fprog prog{static_cast<unsigned short>(program.size()),

@@ -363,6 +363,48 @@ def stockade_profile(rt, scratch, owner, base):
     check("profile: nothing left under --root", os.listdir(rt.root) == [], os.listdir(rt.root))
 
 
+def home_default(rt, scratch, owner, base):
+    """HOME when the spec's env names none: the home of the process's uid in
+    the image's /etc/passwd, "/" without an entry (runc's and crun's rule;
+    ctr and the CRI plugin leave it to the runtime), a HOME the spec names
+    kept, and the same for an exec'd process (root: rootless exec is refused)."""
+    etc = os.path.join(scratch, "rootfs", "etc")
+    os.makedirs(etc, exist_ok=True)
+    with open(os.path.join(etc, "passwd"), "w") as f:
+        f.write("root:x:0:0:root:/root-home:/bin/sh\nu:x:1000:1000::/home/u:/bin/sh\n")
+    config = json.loads(json.dumps(base))
+    config["process"]["env"] = [e for e in config["process"]["env"] if not e.startswith("HOME=")]
+    cases = [("h1", config, "/root-home")]
+    given = json.loads(json.dumps(config))
+    given["process"]["env"].append("HOME=/given")
+    cases.append(("h2", given, "/given"))
+    if rt.mode == "root":  # rootless maps one id: the container's uid is 0
+        other = json.loads(json.dumps(config))
+        other["process"]["user"] = {"uid": 1000, "gid": 1000}
+        cases.append(("h3", other, "/home/u"))
+        stranger = json.loads(json.dumps(config))
+        stranger["process"]["user"] = {"uid": 4242, "gid": 4242}
+        cases.append(("h4", stranger, "/"))
+    for cid, conf, want in cases:
+        bundle = make_bundle(scratch, "home-" + cid, ["sh", "-c", "echo \"[$HOME]\""], owner, conf)
+        r = rt("run", "--bundle", bundle, cid)
+        check(f"HOME without one in the spec: {want} ({cid})",
+              r.returncode == 0 and r.stdout == f"[{want}]\n", (r.returncode, r.stdout, r.stderr))
+    if rt.mode == "root":
+        sleeper = make_bundle(scratch, "home-exec", ["sleep", "1000"], owner, config)
+        r = rt("run", "--detach", "--bundle", sleeper, "h5")
+        e = rt("exec", "h5", "sh", "-c", "echo \"[$HOME]\"")
+        process = os.path.join(scratch, "home-process.json")
+        with open(process, "w") as f:
+            json.dump({"args": ["sh", "-c", "echo \"[$HOME]\""], "cwd": "/",
+                       "env": ["PATH=/bin", "HOME=/x"], "user": {"uid": 0, "gid": 0}}, f)
+        e2 = rt("exec", "--process", process, "h5")
+        check("HOME for an exec'd process without one: from the container's passwd",
+              r.returncode == 0 and e.stdout == "[/root-home]\n" and e2.stdout == "[/x]\n",
+              (r.returncode, r.stderr, e.stdout, e.stderr, e2.stdout, e2.stderr))
+        rt("delete", "--force", "h5")
+
+
 def record_cases(rt, scratch, owner, base, mode):
     """stockade's own record, read through state's "stockade" object until
     delete: what create enforced, the signals kill sent, and (as root, with
@@ -1108,6 +1150,7 @@ def main():
         check("run leaves nothing under --root", os.listdir(state_root) == [], os.listdir(state_root))
 
         stockade_profile(rt, scratch, owner, base)
+        home_default(rt, scratch, owner, base)
         record_cases(rt, scratch, owner, base, mode)
         monitor_cases(rt, scratch, owner, base, mode)
 

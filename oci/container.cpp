@@ -268,10 +268,22 @@ Status createContainer(const std::string& root_dir, const std::string& id,
             "supported yet: the container's init is not PID 1 there, so stockade ends its "
             "processes through a cgroup of its own, and a rootless container has none yet");
     if (!config->cgroups_path.empty() || config->resources.any() || joins_pid) {
-        if (!isHostRoot())
-            return Error::message(
-                "config.json: linux.cgroupsPath, linux.resources: cgroups of a rootless "
-                "container are not supported yet");
+        if (!isHostRoot()) {
+            // Named by field where one is asked (podman's --cpuset-cpus
+            // among them), so the message says what could not be held.
+            std::string fields = config->cgroups_path.empty() ? "" : "linux.cgroupsPath";
+            const Resources& r = config->resources;
+            for (const auto& [asked, name] :
+                 {std::pair{r.memory_limit || r.swap_limit, "memory"},
+                  std::pair{bool(r.pids_limit), "pids.limit"}, std::pair{r.wants_cpu(), "cpu"},
+                  std::pair{bool(r.cpuset_cpus), "cpu.cpus"},
+                  std::pair{bool(r.cpuset_mems), "cpu.mems"}})
+                if (asked)
+                    fields += std::string(fields.empty() ? "" : ", ") + "linux.resources." + name;
+            return Error::message("config.json: " + fields +
+                                  ": cgroups of a rootless container are not supported yet (no "
+                                  "cgroup of its own to hold the limit)");
+        }
         auto path = cgroupfsPath(config->cgroups_path, id, systemd_cgroup);
         if (!path) return path.error();
         if (systemd_cgroup)

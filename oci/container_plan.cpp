@@ -770,6 +770,7 @@ Result<ContainerPlan> planContainer(const Config& config, const std::string& bun
     plan.console_cols = config.console_cols;
     plan.die_with_parent = false;
     for (const Rlimit& r : config.rlimits) plan.rlimits.push_back({r.resource, {r.soft, r.hard}});
+    if (config.personality) plan.personality = static_cast<long>(*config.personality);
     std::ifstream last("/proc/sys/kernel/cap_last_cap");
     if (!(last >> plan.last_cap)) plan.last_cap = 63;
     // The spec's capabilities, in the container's user namespace only;

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/personality.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -44,6 +45,7 @@ enum class ExecStage : int {
     Ids,
     Cwd,
     Rlimits,
+    Personality,
     Capabilities,
     NoNewPrivs,
     Find,
@@ -66,6 +68,8 @@ const char* stageName(ExecStage stage) {
             return "change to process.cwd";
         case ExecStage::Rlimits:
             return "set process.rlimits";
+        case ExecStage::Personality:
+            return "take linux.personality's domain";
         case ExecStage::Capabilities:
             return "set process.capabilities";
         case ExecStage::NoNewPrivs:
@@ -151,8 +155,9 @@ int findExecutable(const Config& p, std::string& out) {
 // process set up as the container's command is (ids, cwd, rlimits,
 // capabilities inside the container's user namespace, no_new_privs, the
 // container's seccomp filter last), then execve. Never returns.
-[[noreturn]] void becomeProcess(const Config& p, const std::vector<sock_filter>& program,
-                                int console_fd, int report_fd) {
+[[noreturn]] void becomeProcess(const Config& p, std::optional<unsigned long> persona,
+                                const std::vector<sock_filter>& program, int console_fd,
+                                int report_fd) {
     auto fail = [&](ExecStage stage, int err) {
         ExecFailure f{stage, err};
         (void)!write(report_fd, &f, sizeof(f));
@@ -175,6 +180,13 @@ int findExecutable(const Config& p, std::string& out) {
         if (setrlimit(r.resource, &value) < 0) fail(ExecStage::Rlimits, errno);
     }
     if (p.umask) umask(*p.umask);
+    // The container's execution domain, as its command has it (runc sets it
+    // for exec too); before the filter, which need not allow it then.
+    if (persona) {
+        if (personality(*persona) < 0) fail(ExecStage::Personality, errno);
+        if (static_cast<unsigned long>(personality(0xffffffff)) != *persona)
+            fail(ExecStage::Personality, EINVAL);
+    }
     int last_cap = 40;
     std::ifstream last("/proc/sys/kernel/cap_last_cap");
     if (!(last >> last_cap)) last_cap = 40;
@@ -331,7 +343,7 @@ Result<int> execInContainer(const std::string& root_dir, const std::string& id,
     if (pid < 0) return Error::fromErrno("fork()");
     if (pid == 0) {
         report_read.reset();
-        becomeProcess(process, *program, console.get(), report_write.get());
+        becomeProcess(process, config->personality, *program, console.get(), report_write.get());
     }
     report_write.reset();
     console.reset();

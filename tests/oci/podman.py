@@ -35,7 +35,7 @@ import urllib.request
 
 from oci_common import BUSYBOX, skip
 APPLETS = ["sh", "echo", "cat", "sleep", "touch", "ls", "true", "unshare", "ip", "tty", "grep",
-           "httpd", "id", "hostname", "stat", "head", "od"]
+           "httpd", "id", "hostname", "stat", "head", "od", "uname"]
 CLEAN_ROOT = os.environ.get("STOCKADE_CLEAN_ROOT", "/var/cache/stockade-test/bookworm")
 ULIMITS = ["--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024"]
 
@@ -103,7 +103,7 @@ def left_behind(cid, state_dir):
     left = []
     if os.path.exists(f"{state_dir}/{cid}"):
         left.append(f"{state_dir}/{cid}")
-    for ctl in ("memory", "pids", "freezer", "cpu"):
+    for ctl in ("memory", "pids", "freezer", "cpu", "cpuset"):
         d = f"/sys/fs/cgroup/{ctl}/libpod_parent/libpod-{cid}"
         if os.path.exists(d):
             left.append(d)
@@ -172,6 +172,11 @@ def main():
         p = pm.run(rootfs, "/bin/missing", opts=none)
         check("run: a missing executable gives 127", p.returncode == 127,
               f"{p.returncode} {p.stderr!r}")
+        # --personality: linux.personality's domain, the command's uname.
+        p = pm.run(rootfs, "uname", "-m", opts=none + ["--personality", "LINUX32"])
+        check("run --personality LINUX32: uname -m says i686 inside",
+              p.returncode == 0 and p.stdout == "i686\n",
+              f"{p.returncode} {p.stdout!r} {p.stderr!r}")
 
         p = subprocess.run(pm.base + ["run", "--rm", "-i", *ULIMITS, *none, "--rootfs", rootfs,
                                       "cat"], input="piped\n", capture_output=True, text=True,
@@ -333,7 +338,9 @@ def main():
         # --memory and --pids-limit as v1 cgroup limits, read on the host's
         # side while the container runs, and the container's init in them.
         # (Rootless: no cgroup of its own, so no limits asked.)
-        limits = ["--memory", "64m", "--pids-limit", "50", "--cpus", "0.5"] if root else []
+        last_cpu = str(max(os.sched_getaffinity(0)))
+        limits = ["--memory", "64m", "--pids-limit", "50", "--cpus", "0.5",
+                  "--cpuset-cpus", last_cpu, "--cpuset-mems", "0"] if root else []
         cid = pm.detached(rootfs, "sleep", "1000", opts=none + limits)
         ids.append(cid)
         base = f"libpod_parent/libpod-{cid}"
@@ -356,6 +363,15 @@ def main():
                   pids == "50" and pid in procs, f"{pids} {pid} {procs}")
             quota = read(f"/sys/fs/cgroup/cpu/{base}/cpu.cfs_quota_us")
             check("--cpus 0.5: cpu.cfs_quota_us 50000 on the host", quota == "50000", quota)
+            cpuset = (read(f"/sys/fs/cgroup/cpuset/{base}/cpuset.cpus"),
+                      read(f"/sys/fs/cgroup/cpuset/{base}/cpuset.mems"),
+                      pid in read(f"/sys/fs/cgroup/cpuset/{base}/cgroup.procs").split())
+            inside = pm("exec", cid, "grep", "Cpus_allowed_list", "/proc/self/status")
+            check(f"--cpuset-cpus {last_cpu} --cpuset-mems 0: the leaf's cpuset on the host, "
+                  "init in it, the affinity inside",
+                  cpuset == (last_cpu, "0", True) and
+                  inside.stdout.split() == ["Cpus_allowed_list:", last_cpu],
+                  f"{cpuset} {inside.stdout!r} {inside.stderr!r}")
             # podman update calls `update --resources FILE`; pause and
             # unpause call pause and resume.
             p = pm("update", "--memory", "128m", "--memory-swap", "256m", "--cpus", "0.25", cid)

@@ -56,6 +56,8 @@ std::string unescapeMountinfo(const std::string& field) {
 
 struct MountLine {
     uint64_t id = 0;
+    std::string device;  // major:minor
+    std::string root;    // the path within its filesystem that is mounted
     std::string mount_point;
     std::string fstype;
     std::string super_options;
@@ -74,6 +76,8 @@ std::vector<MountLine> readMountinfo() {
         if (w.size() < 5 || dash + 2 >= w.size()) continue;
         MountLine m;
         m.id = std::stoull(w[0]);
+        m.device = w[2];
+        m.root = unescapeMountinfo(w[3]);
         m.mount_point = unescapeMountinfo(w[4]);
         m.fstype = w[dash + 1];
         m.super_options = dash + 3 < w.size() ? w[dash + 3] : "";
@@ -87,6 +91,27 @@ uint64_t mountIdOf(int fd) {
     if (statx(fd, "", AT_EMPTY_PATH, STATX_MNT_ID, &stx) < 0 || !(stx.stx_mask & STATX_MNT_ID))
         return 0;
     return stx.stx_mnt_id;
+}
+
+bool under(const std::string& path, const std::string& dir) {
+    return dir == "/" || path == dir || (path.starts_with(dir) && path[dir.size()] == '/');
+}
+
+// Another mount of the filesystem of the directory at `fd` (seen at
+// `shown`) that shows it elsewhere too (a bind of a directory above it):
+// there its way is not the one judged. "" when none.
+std::string shownElsewhere(int fd, const std::string& shown, const std::vector<MountLine>& mounts) {
+    const uint64_t id = mountIdOf(fd);
+    const MountLine* own = nullptr;
+    for (const MountLine& m : mounts)
+        if (m.id == id) own = &m;
+    if (!own || !under(shown, own->mount_point)) return shown + " (its mount is not found)";
+    // Its path within the filesystem.
+    std::string rest = shown.substr(own->mount_point == "/" ? 0 : own->mount_point.size());
+    std::string within = own->root == "/" ? (rest.empty() ? "/" : rest) : own->root + rest;
+    for (const MountLine& m : mounts)
+        if (m.id != id && m.device == own->device && under(within, m.root)) return m.mount_point;
+    return "";
 }
 
 }  // namespace
@@ -153,11 +178,25 @@ IdmappedRoot idmapImageRoot(int root_fd, const std::string& path, const ns::IdMa
                                (held ? why : std::string("cannot be opened"));
             return out;
         }
+        if (std::string other = shownElsewhere(held.get(), shownPath(held.get()), readMountinfo());
+            !other.empty()) {
+            out.not_idmapped = "the overlay's upper directory " + upper +
+                               ": its filesystem also shows it through the mount at " + other;
+            return out;
+        }
     }
     // A mount beneath the image (bound there by the host) would be
     // idmapped too, and its own reach is not judged here: none is taken.
+    // Nor an image whose filesystem is mounted elsewhere too with the
+    // image in it (a bind of a directory above it): a path through that
+    // mount is not the way judged above.
     const std::string shown = shownPath(root_fd);
-    for (const MountLine& m : readMountinfo()) {
+    const std::vector<MountLine> mounts = readMountinfo();
+    if (std::string other = shownElsewhere(root_fd, shown, mounts); !other.empty()) {
+        out.not_idmapped = path + ": its filesystem also shows it through the mount at " + other;
+        return out;
+    }
+    for (const MountLine& m : mounts) {
         if (m.mount_point.size() > shown.size() && m.mount_point.starts_with(shown) &&
             m.mount_point[shown.size()] == '/') {
             out.not_idmapped = path + ": " + m.mount_point + " is mounted beneath it";

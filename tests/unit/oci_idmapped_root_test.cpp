@@ -115,3 +115,31 @@ TEST_CASE("oci idmapped root: an image closed by its own mode alone is not idmap
     CHECK(closed_image.tree.tree);
     CHECK(closed_image.not_idmapped.empty());
 }
+
+TEST_CASE("oci idmapped root: an image its filesystem shows elsewhere too is not idmapped",
+          "[oci]") {
+    if (geteuid() != 0) {
+        oracle_test::skipLoudly("an idmapped mount needs root");
+        return;
+    }
+    // /var/tmp/...open/image, reachable by all, bound at closed/rootfs: the
+    // way through closed/ is closed, the image's own is not.
+    TempDir closed_dir;
+    TempDir open_dir;
+    REQUIRE(chmod(closed_dir.path().c_str(), 0700) == 0);
+    REQUIRE(chmod(open_dir.path().c_str(), 0755) == 0);
+    REQUIRE(mkdir((open_dir / "image").c_str(), 0755) == 0);
+    REQUIRE(mkdir((closed_dir / "rootfs").c_str(), 0755) == 0);
+    REQUIRE(mount((open_dir / "image").c_str(), (closed_dir / "rootfs").c_str(), nullptr, MS_BIND,
+                  nullptr) == 0);
+    struct Unmount {
+        std::string at;
+        ~Unmount() { umount2(at.c_str(), MNT_DETACH); }
+    } unmount{closed_dir / "rootfs"};
+    UniqueFd fd(open((closed_dir / "rootfs").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    REQUIRE(fd);
+    const ns::IdMapping block{0, 3000000000u, 0, 3000000000u, 65536};
+    oci::IdmappedRoot bound = oci::idmapImageRoot(fd.get(), closed_dir / "rootfs", block);
+    CHECK_FALSE(bound.tree.tree);
+    CHECK(bound.not_idmapped.find("also shows it") != std::string::npos);
+}

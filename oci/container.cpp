@@ -350,7 +350,12 @@ Status createContainer(const std::string& root_dir, const std::string& id,
     }
     // process.user.umask: the clone inherits it, and so does the command.
     if (config->umask) ::umask(*config->umask);
-    if (isHostRoot() && setgroups(0, nullptr) < 0) return Error::fromErrno("setgroups(0)");
+    // As root: the container's supplementary groups, as host gids, and none
+    // of root's; the clone inherits them and its user namespace denies
+    // setgroups, so nothing in the container can change them (oci/groups.h).
+    if (isHostRoot() && setgroups(cplan.host_groups.size(), cplan.host_groups.data()) < 0)
+        return Error::fromErrno("setgroups(" + std::to_string(cplan.host_groups.size()) +
+                                " host gids of process.user.additionalGids)");
     // init takes its signals with sigwaitinfo, so they are blocked before
     // the clone, which inherits the mask (runtime/supervisor/sandbox_launch.h).
     sigset_t mask = signalsForInit();

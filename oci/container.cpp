@@ -395,7 +395,11 @@ Status createContainer(const std::string& root_dir, const std::string& id,
         UniqueFd adj(open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC));
         if (adj) (void)!write(adj.get(), own_oom_score_adj.data(), own_oom_score_adj.size());
     }
-    if (isHostRoot() && !own_groups.empty()) (void)setgroups(own_groups.size(), own_groups.data());
+    // Empty included: the container's groups must not stay with the hooks
+    // and the monitor forked from here.
+    if (isHostRoot() && setgroups(own_groups.size(), own_groups.data()) < 0)
+        return Error::fromErrno("setgroups(the runtime's own " + std::to_string(own_groups.size()) +
+                                " groups)");
 
     // Parked, or the first failure the child names, or its end.
     while (true) {

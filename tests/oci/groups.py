@@ -93,8 +93,12 @@ def root_cases(rt, scratch, base, state_root):
 
     # The groups asked, with CAP_SETGID in the container's namespace: still
     # no way to drop one.
-    bundle = make_bundle(scratch, "g1", ["sh", "-c", PROBE_SCRIPT.format(n="g1")], 0,
-                         with_user(mapped, 1000, 1000, [2000, 3000], ["CAP_SETGID"]))
+    g1 = with_user(mapped, 1000, 1000, [2000, 3000], ["CAP_SETGID"])
+    # create's hooks run from the runtime after the clone: with its own
+    # groups again (none: the script dropped its own), not the container's.
+    g1["hooks"] = {"createRuntime": [{"path": "/bin/sh", "args": [
+        "sh", "-c", f"grep Groups /proc/self/status > {out}/g1.hook"]}]}
+    bundle = make_bundle(scratch, "g1", ["sh", "-c", PROBE_SCRIPT.format(n="g1")], 0, g1)
     r = rt("create", "--bundle", bundle, "g1")
     check("groups: create with additionalGids [2000, 3000]", r.returncode == 0, r.stderr)
     rt("start", "g1")
@@ -126,6 +130,12 @@ def root_cases(rt, scratch, base, state_root):
     check("groups: from the host, init's too (it set them up and holds nothing more)",
           status_field(st.get("pid", 0), "Groups") == [str(BASE + 2000), str(BASE + 3000)],
           status_field(st.get("pid", 0), "Groups"))
+    check("groups: create's hook ran with the runtime's own groups (none), not the container's",
+          read_out(scratch, "g1.hook").split() == ["Groups:"], read_out(scratch, "g1.hook"))
+    monitor = (st.get("stockade") or {}).get("monitorPid", 0)
+    check("groups: the monitor, forked by create after the clone, holds none of them",
+          monitor and os.path.exists(f"/proc/{monitor}") and status_field(monitor, "Groups") == [],
+          (monitor, status_field(monitor, "Groups")))
     try:
         with open(f"/proc/{cmd}/setgroups") as f:
             denied = f.read()
@@ -288,6 +298,9 @@ def main():
             sys.exit(1)
         base["process"].pop("capabilities", None)
         if mode == "root":
+            # The runtime's own groups are then none: what it must come back
+            # to after the clone (its hooks and monitor are checked).
+            os.setgroups([])
             root_cases(rt, scratch, base, rt.root)
         else:
             rootless_cases(rt, scratch, base, rt.root, binary)

@@ -536,6 +536,18 @@ def main():
             check("--group-add rootless: refused, naming the field and why",
                   p.returncode != 0 and "process.user.additionalGids" in p.stderr and
                   "rootless" in p.stderr, (p.returncode, p.stdout, p.stderr[-400:]))
+        # --group-add keep-groups: podman's run.oci.keep_original_groups.
+        # Rootless it is taken (the caller's groups, none here: setpriv
+        # cleared them); as root refused, since they would be host root's.
+        p = pm.run(rootfs, *groups_argv, opts=none + ["--group-add", "keep-groups"])
+        if rootless:
+            check("--group-add keep-groups rootless: taken, the caller's groups (none here)",
+                  p.returncode == 0 and p.stdout == "0\nGroups:\t \n",
+                  (p.returncode, p.stdout, p.stderr[-400:]))
+        else:
+            check("--group-add keep-groups as root: refused, naming the annotation",
+                  p.returncode != 0 and "run.oci.keep_original_groups" in p.stderr,
+                  (p.returncode, p.stdout, p.stderr[-400:]))
 
         # A published port on the host's loopback: podman's slirp4netns (a
         # user-space stack in the container's network namespace; no bridge

@@ -26,6 +26,7 @@ that into a failure.
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import socket
@@ -609,6 +610,19 @@ def main():
             os.unlink(hostnet)
         if pm:
             subprocess.run(pm.base + ["rm", "-af"], capture_output=True)
+        if rootless:
+            # Rootless podman leaves a pause process holding its user
+            # namespace; it is this run's (its pid file is in the run's own
+            # directories), so it ends with the run.
+            for pid_file in (f"{work}/tmp-podman/pause.pid", f"{work}/xdg/libpod/tmp/pause.pid"):
+                try:
+                    with open(pid_file) as f:
+                        pause = int(f.read().strip())
+                    with open(f"/proc/{pause}/comm") as f:
+                        if f.read().strip() == "podman pause":
+                            os.kill(pause, signal.SIGKILL)
+                except (OSError, ValueError):
+                    pass
         subprocess.run(["umount", "-R", f"{work}/storage"], capture_output=True)
         for m in mounted:
             subprocess.run(["umount", m], capture_output=True)

@@ -156,11 +156,12 @@ void readProcess(const json& p, Config& out) {
             out.gid = static_cast<gid_t>(unsignedAt(*gid, "process.user.gid", 0xfffffffe));
         if (const json* groups = member(*user, "additionalGids")) {
             if (!groups->is_array()) refuse("process.user.additionalGids", "expected an array");
+            // setgroups(2) takes at most NGROUPS_MAX (65536) groups.
+            if (groups->size() > 65536)
+                refuse("process.user.additionalGids", "more than 65536 groups");
             for (const json& g : *groups)
-                if (unsignedAt(g, "process.user.additionalGids", 0xfffffffe) != out.gid)
-                    refuse("process.user.additionalGids",
-                           "supplementary groups are not supported yet (stockade denies "
-                           "setgroups in every user namespace)");
+                out.additional_gids.push_back(
+                    static_cast<gid_t>(unsignedAt(g, "process.user.additionalGids", 0xfffffffe)));
         }
         if (const json* mask = member(*user, "umask"))
             out.umask = static_cast<mode_t>(unsignedAt(*mask, "process.user.umask", 0777));

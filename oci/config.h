@@ -106,6 +106,9 @@ struct Config {
     std::string cwd = "/";
     uid_t uid = 0;
     gid_t gid = 0;
+    // process.user.additionalGids, as listed: the supplementary groups, set
+    // as host root before the clone (hostGroupsFor, oci/container_plan.h).
+    std::vector<gid_t> additional_gids;
     std::optional<mode_t> umask;       // process.user.umask; none: the caller's
     std::optional<int> oom_score_adj;  // process.oomScoreAdj, -1000..1000; none: the caller's
     std::vector<Rlimit> rlimits;

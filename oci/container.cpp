@@ -362,7 +362,12 @@ Status createContainer(const std::string& root_dir, const std::string& id,
     }
     // process.user.umask: the clone inherits it, and so does the command.
     if (config->umask) ::umask(*config->umask);
-    if (isHostRoot() && setgroups(0, nullptr) < 0) return Error::fromErrno("setgroups(0)");
+    // As root: the container's supplementary groups, as host gids, and none
+    // of root's; the clone inherits them and its user namespace denies
+    // setgroups, so nothing in the container can change them (oci/groups.h).
+    if (isHostRoot() && setgroups(cplan.host_groups.size(), cplan.host_groups.data()) < 0)
+        return Error::fromErrno("setgroups(" + std::to_string(cplan.host_groups.size()) +
+                                " host gids of process.user.additionalGids)");
     // init takes its signals with sigwaitinfo, so they are blocked before
     // the clone, which inherits the mask (runtime/supervisor/sandbox_launch.h).
     sigset_t mask = signalsForInit();
@@ -402,7 +407,11 @@ Status createContainer(const std::string& root_dir, const std::string& id,
         UniqueFd adj(open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC));
         if (adj) (void)!write(adj.get(), own_oom_score_adj.data(), own_oom_score_adj.size());
     }
-    if (isHostRoot() && !own_groups.empty()) (void)setgroups(own_groups.size(), own_groups.data());
+    // Empty included: the container's groups must not stay with the hooks
+    // and the monitor forked from here.
+    if (isHostRoot() && setgroups(own_groups.size(), own_groups.data()) < 0)
+        return Error::fromErrno("setgroups(the runtime's own " + std::to_string(own_groups.size()) +
+                                " groups)");
 
     // Parked, or the first failure the child names, or its end.
     while (true) {

@@ -20,6 +20,7 @@
 #include "base/host_path.h"
 #include "namespaces/syscalls.h"
 #include "oci/devices.h"
+#include "oci/groups.h"
 #include "oci/idmapped_root.h"
 #include "oci/passwd.h"
 #include "oci/profile.h"
@@ -465,6 +466,15 @@ Result<ContainerPlan> planContainer(const Config& config, const std::string& bun
     if (!ids) return ids.error();
     out.ids = *ids;
     plan.ids = *ids;
+    const bool keep_groups = keepsOriginalGroups(config.annotations);
+    auto groups = hostGroupsFor(config.additional_gids, config.gid, gidExtentsOf(*ids), as_root,
+                                keep_groups, "config.json: process.user.additionalGids");
+    if (!groups) return groups.error();
+    out.host_groups = std::move(*groups);
+    if (keep_groups)
+        out.notes.push_back(std::string(kKeepOriginalGroups) +
+                            ": the caller's supplementary groups are kept, "
+                            "process.user.additionalGids is not set (as under crun)");
 
     // Namespaces: the user namespace always (G3: never host root), the
     // mount and pid ones required by the reader, the rest as listed.

@@ -26,6 +26,9 @@ struct ContainerPlan {
     uint64_t clone_flags = 0;  // CLONE_NEW* for the clone
     ns::IdMapping ids{};
     std::optional<IdLease> lease;  // as root: handed to init (held_by_init_fd)
+    // As root: process.user.additionalGids as host gids, which create takes
+    // with setgroups(2) just before the clone (oci/groups.h); empty: none.
+    std::vector<gid_t> host_groups;
     UniqueFd lease_fd;             // the lease's lock until the clone has its copy
     // Namespaces joined by path (setns before the clone): fd and CLONE_NEW* type.
     std::vector<std::pair<UniqueFd, int>> joins;

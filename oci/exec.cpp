@@ -15,6 +15,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <termios.h>
@@ -30,6 +31,7 @@
 #include "oci/config.h"
 #include "oci/container.h"
 #include "oci/container_plan.h"
+#include "oci/groups.h"
 #include "oci/passwd.h"
 #include "runtime/child/privileges_in_child.h"
 #include "seccomp/install_in_child.h"
@@ -268,6 +270,27 @@ Result<int> execInContainer(const std::string& root_dir, const std::string& id,
     if (!config) return config.error();
     auto program = seccompProgramFor(*config, record.profile);
     if (!program) return program.error();
+    // process.user.additionalGids as the host gids the container's gid map
+    // gives them, taken before joining its user namespace, which denies
+    // setgroups (oci/groups.h). The map is the kernel's, read from the
+    // host's /proc for the init the pidfd holds: still alive after the read,
+    // so the pid named no other process.
+    std::vector<IdMap> extents;
+    const bool as_root = isHostRoot();
+    if (as_root) {
+        const std::string path = "/proc/" + std::to_string(record.pid) + "/gid_map";
+        auto map = readSmallFile(AT_FDCWD, path.c_str(), path, 64 * 1024);
+        if (!map) return map.error();
+        if (syscall(SYS_pidfd_send_signal, init.get(), 0, nullptr, 0) < 0)
+            return Error::message("container not running");
+        auto parsed = parseGidMap(map->content);
+        if (!parsed) return parsed.error();
+        extents = std::move(*parsed);
+    }
+    auto groups = hostGroupsFor(process.additional_gids, process.gid, extents, as_root,
+                                keepsOriginalGroups(config->annotations),
+                                "process.json: process.user.additionalGids");
+    if (!groups) return groups.error();
 
     UniqueFd console;
     if (process.terminal) {
@@ -300,11 +323,14 @@ Result<int> execInContainer(const std::string& root_dir, const std::string& id,
     if (pipe2(report, O_CLOEXEC) < 0) return Error::fromErrno("pipe2()");
     UniqueFd report_read(report[0]), report_write(report[1]);
 
-    // As host root: none of root's supplementary groups go in (the
-    // container's user namespace denies setgroups); then its cgroups, and
-    // every namespace of its init at once (setns(2) on a pidfd), so the
-    // fork lands in its pid namespace.
-    if (isHostRoot() && setgroups(0, nullptr) < 0) return Error::fromErrno("setgroups(0)");
+    // As host root: the process's groups as host gids and none of root's
+    // (the container's user namespace denies setgroups: they cannot be set
+    // once inside, nor changed); then its cgroups, and every namespace of
+    // its init at once (setns(2) on a pidfd), so the fork lands in its pid
+    // namespace.
+    if (as_root && setgroups(groups->size(), groups->data()) < 0)
+        return Error::fromErrno("setgroups(" + std::to_string(groups->size()) +
+                                " host gids of process.user.additionalGids)");
         // Not dumpable until the execve (which resets it): between the fork and
         // its setresuid the process is the caller's host uid inside the
         // container's pid namespace, where a container process holding

@@ -26,6 +26,7 @@ that into a failure.
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import socket
@@ -533,6 +534,51 @@ def main():
               os.listdir(f"{work}/bind-ro") == ["in"],
               (os.listdir(f"{work}/bind-rw"), os.listdir(f"{work}/bind-ro")))
 
+        # --group-add: as root the groups are the container's, in its own
+        # process and in an exec'ed one, as under runc (stockade takes them
+        # as host gids before the clone; docs/oci.md "Supplementary groups");
+        # rootless refused by name, since no unprivileged runtime can set them.
+        groups_argv = ["sh", "-c", "id -G; grep ^Groups: /proc/self/status"]
+        groups_opts = ["--group-add", "2000", "--group-add", "3000"]
+        if not rootless:
+            seen = {}
+            for name, client in (("stockade", pm), ("runc", ref)):
+                if client is None:
+                    continue
+                p = client.run(rootfs, *groups_argv,
+                               opts=none + ["--user", "1000:1000"] + groups_opts)
+                cid = client.detached(rootfs, "sleep", "1000",
+                                      opts=none + ["--user", "1000:1000"] + groups_opts)
+                e = client("exec", cid, *groups_argv)
+                client("rm", "-f", cid)
+                seen[name] = (p.returncode, p.stdout, e.returncode, e.stdout,
+                              (p.stderr + e.stderr)[-300:])
+            # podman lists the user's own gid among the container's groups,
+            # and not in an exec's process.json: exactly what it asked, each.
+            want = ("1000 2000 3000\nGroups:\t1000 2000 3000 \n",
+                    "1000 2000 3000\nGroups:\t2000 3000 \n")
+            check("--group-add 2000 --group-add 3000 --user 1000:1000: id -G and Groups: the "
+                  "groups asked, in the container's process and an exec'ed one, as under runc",
+                  all(v[0] == 0 and v[2] == 0 and (v[1], v[3]) == want
+                      for v in seen.values()), seen)
+        else:
+            p = pm.run(rootfs, *groups_argv, opts=none + groups_opts)
+            check("--group-add rootless: refused, naming the field and why",
+                  p.returncode != 0 and "process.user.additionalGids" in p.stderr and
+                  "rootless" in p.stderr, (p.returncode, p.stdout, p.stderr[-400:]))
+        # --group-add keep-groups: podman's run.oci.keep_original_groups.
+        # Rootless it is taken (the caller's groups, none here: setpriv
+        # cleared them); as root refused, since they would be host root's.
+        p = pm.run(rootfs, *groups_argv, opts=none + ["--group-add", "keep-groups"])
+        if rootless:
+            check("--group-add keep-groups rootless: taken, the caller's groups (none here)",
+                  p.returncode == 0 and p.stdout == "0\nGroups:\t \n",
+                  (p.returncode, p.stdout, p.stderr[-400:]))
+        else:
+            check("--group-add keep-groups as root: refused, naming the annotation",
+                  p.returncode != 0 and "run.oci.keep_original_groups" in p.stderr,
+                  (p.returncode, p.stdout, p.stderr[-400:]))
+
         # A published port on the host's loopback: podman's slirp4netns (a
         # user-space stack in the container's network namespace; no bridge
         # on the host) forwards 127.0.0.1:PORT to the container's server.
@@ -593,6 +639,19 @@ def main():
             os.unlink(hostnet)
         if pm:
             subprocess.run(pm.base + ["rm", "-af"], capture_output=True)
+        if rootless:
+            # Rootless podman leaves a pause process holding its user
+            # namespace; it is this run's (its pid file is in the run's own
+            # directories), so it ends with the run.
+            for pid_file in (f"{work}/tmp-podman/pause.pid", f"{work}/xdg/libpod/tmp/pause.pid"):
+                try:
+                    with open(pid_file) as f:
+                        pause = int(f.read().strip())
+                    with open(f"/proc/{pause}/comm") as f:
+                        if f.read().strip() == "podman pause":
+                            os.kill(pause, signal.SIGKILL)
+                except (OSError, ValueError):
+                    pass
         subprocess.run(["umount", "-R", f"{work}/storage"], capture_output=True)
         for m in mounted:
             subprocess.run(["umount", m], capture_output=True)

@@ -239,7 +239,16 @@ TEST_CASE("oci config: what stockade cannot honour is refused, naming the field"
         {"process.env", [](json& d) { d["process"]["env"] = {"NOEQUALS"}; }},
         {"process.user.uid", [](json& d) { d["process"]["user"]["uid"] = -1; }},
         {"process.user.additionalGids",
-         [](json& d) { d["process"]["user"]["additionalGids"] = {10}; }},
+         [](json& d) { d["process"]["user"]["additionalGids"] = json::parse("[-1]"); }},
+        {"process.user.additionalGids",
+         [](json& d) { d["process"]["user"]["additionalGids"] = "10"; }},
+        {"process.user.additionalGids",
+         [](json& d) { d["process"]["user"]["additionalGids"] = json::parse("[4294967295]"); }},
+        {"process.user.additionalGids",
+         [](json& d) {
+             d["process"]["user"]["additionalGids"] = json::array();
+             for (int i = 0; i < 65537; ++i) d["process"]["user"]["additionalGids"].push_back(5);
+         }},
         {"process.user.umask", [](json& d) { d["process"]["user"]["umask"] = 01000; }},
         {"process.capabilities.bounding",
          [](json& d) { d["process"]["capabilities"]["bounding"] = {"CAP_BOGUS"}; }},

@@ -1,5 +1,4 @@
 #include "oci/exec.h"
-#include "oci/passwd.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -21,6 +20,10 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include <linux/close_range.h>
+#include <linux/openat2.h>
+
+#include <algorithm>
 #include <fstream>
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -28,6 +31,7 @@
 #endif
 
 #include "base/small_file.h"
+#include "namespaces/syscalls.h"
 #include "oci/config.h"
 #include "oci/container.h"
 #include "oci/container_plan.h"
@@ -153,6 +157,34 @@ int findExecutable(const Config& p, std::string& out) {
     return err;
 }
 
+// Closes every fd above 2 but `keep_a` and `keep_b` (either may be -1).
+void closeAllFdsBut(int keep_a, int keep_b) {
+    int keep[2] = {std::min(keep_a, keep_b), std::max(keep_a, keep_b)};
+    unsigned from = 3;
+    for (int k : keep) {
+        if (k < 3 || static_cast<unsigned>(k) < from) continue;
+        if (static_cast<unsigned>(k) > from) syscall(SYS_close_range, from, k - 1U, 0U);
+        from = static_cast<unsigned>(k) + 1;
+    }
+    syscall(SYS_close_range, from, ~0U, 0U);
+}
+
+// chdir to `cwd` as resolved inside the container's root (this process's,
+// after setns): no symlink leads out of it and no magic link is followed.
+int changeDirInRoot(const std::string& cwd) {
+    UniqueFd root(open("/", O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (!root) return errno;
+    open_how how{};
+    how.flags = O_PATH | O_DIRECTORY | O_CLOEXEC;
+    how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
+    const std::string relative = cwd.find_first_not_of('/') == std::string::npos
+                                     ? "."
+                                     : cwd.substr(cwd.find_first_not_of('/'));
+    UniqueFd dir(ns::sysOpenat2(root.get(), relative.c_str(), &how));
+    if (!dir) return errno;
+    return fchdir(dir.get()) < 0 ? errno : 0;
+}
+
 // The forked process, in every namespace of the container: the spec's
 // process set up as the container's command is (ids, cwd, rlimits,
 // capabilities inside the container's user namespace, no_new_privs, the
@@ -165,6 +197,11 @@ int findExecutable(const Config& p, std::string& out) {
         (void)!write(report_fd, &f, sizeof(f));
         _exit(127);
     };
+    // Nothing of the runtime's but the report pipe and the console crosses
+    // into the container: exec holds host directories (the bundle, the pid
+    // file's), whose /proc/self/fd links a process.cwd or an image's
+    // /etc/passwd could follow out of the container's root.
+    closeAllFdsBut(report_fd, console_fd);
     sigset_t all;
     sigemptyset(&all);
     sigprocmask(SIG_SETMASK, &all, nullptr);
@@ -176,7 +213,9 @@ int findExecutable(const Config& p, std::string& out) {
     if (int err = keepCapabilitiesAcrossSetuidInChild()) fail(ExecStage::Ids, err);
     if (setresgid(p.gid, p.gid, p.gid) < 0) fail(ExecStage::Ids, errno);
     if (setresuid(p.uid, p.uid, p.uid) < 0) fail(ExecStage::Ids, errno);
-    if (chdir(p.cwd.c_str()) < 0) fail(ExecStage::Cwd, errno);
+    // The working directory resolved in the container's root, no magic link
+    // (no /proc/self/fd/N, no /proc/PID/cwd of a process outside it).
+    if (int err = changeDirInRoot(p.cwd)) fail(ExecStage::Cwd, err);
     for (const Rlimit& r : p.rlimits) {
         rlimit value{r.soft, r.hard};
         if (setrlimit(r.resource, &value) < 0) fail(ExecStage::Rlimits, errno);
@@ -216,6 +255,8 @@ int findExecutable(const Config& p, std::string& out) {
                         const_cast<sock_filter*>(program.data())};
         if (int err = seccomp::installFilterInChild(prog)) fail(ExecStage::Seccomp, err);
     }
+    // And nothing opened since (an ifstream above) survives the execve.
+    syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC);
     execve(executable.c_str(), argv.data(), envp.data());
     fail(ExecStage::Exec, errno);
     _exit(127);

@@ -79,9 +79,11 @@ std::string readImagePasswd(int root_fd) {
 }
 
 std::string readOwnPasswd() {
-    // In the container, as its process: what it opens is its own to open
-    // (O_NONBLOCK: a FIFO there does not hold the exec up).
-    return readRegular(open("/etc/passwd", O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
+    // In the container, as its process, resolved in its root with no magic
+    // link (no /proc/self/fd/N out of it); held O_PATH and judged by fstat
+    // first, so neither a FIFO nor a device there is opened to read.
+    UniqueFd root(open("/", O_PATH | O_DIRECTORY | O_CLOEXEC));
+    return root ? readImagePasswd(root.get()) : "";
 }
 
 bool envHasHome(const std::vector<std::string>& env) {

@@ -471,6 +471,44 @@ def idmapped_root(rt, scratch, owner, base):
         shutil.rmtree(closed, ignore_errors=True)
 
 
+def exec_fds(rt, scratch, owner, base):
+    """An exec'd process holds nothing of the runtime's: no host directory
+    fd (the bundle's, the pid file's) a process.cwd or an image's
+    /etc/passwd could reach through /proc/self/fd, so the container's root
+    is the only way in (root: rootless exec is refused)."""
+    if rt.mode != "root":
+        return
+    rootfs = os.path.join(scratch, "rootfs")
+    for n in range(3, 16):
+        link = os.path.join(rootfs, f"fd{n}")
+        if not os.path.lexists(link):
+            os.symlink(f"/proc/self/fd/{n}", link)
+    sleeper = make_bundle(scratch, "fds", ["sleep", "1000"], owner, base)
+    r = rt("run", "--detach", "--bundle", sleeper, "fx1")
+    pid_dir = os.path.join(scratch, "exec-pid")
+    os.makedirs(pid_dir, exist_ok=True)
+    escaped = []
+    for n in range(3, 16):
+        process = os.path.join(scratch, f"fds-process-{n}.json")
+        with open(process, "w") as f:
+            json.dump({"args": ["sh", "-c", "pwd; ls"], "cwd": f"/fd{n}", "env": ["PATH=/bin"],
+                       "user": {"uid": 0, "gid": 0}}, f)
+        e = rt("exec", "--pid-file", os.path.join(pid_dir, "p"), "--process", process, "fx1")
+        if e.returncode == 0:
+            escaped.append((n, e.stdout))
+    process = os.path.join(scratch, "fds-list.json")
+    with open(process, "w") as f:
+        json.dump({"args": ["sh", "-c", "for f in 3 4 5 6 7 8 9 10 11 12 13 14 15; do "
+                            "[ -e /proc/$$/fd/$f ] && echo open-$f; done; echo end"], "cwd": "/",
+                   "env": ["PATH=/bin"], "user": {"uid": 0, "gid": 0}}, f)
+    listed = rt("exec", "--pid-file", os.path.join(pid_dir, "p"), "--process", process, "fx1")
+    check("exec: a process.cwd through /proc/self/fd/N reaches nothing, and the process "
+          "holds only its stdio",
+          r.returncode == 0 and not escaped and listed.stdout.split() == ["end"],
+          (r.stderr, escaped, listed.returncode, listed.stdout, listed.stderr))
+    rt("delete", "--force", "fx1")
+
+
 def home_default(rt, scratch, owner, base):
     """HOME when the spec's env names none: the home of the process's uid in
     the image's /etc/passwd, "/" without an entry (runc's and crun's rule;
@@ -1259,6 +1297,7 @@ def main():
 
         stockade_profile(rt, scratch, owner, base)
         home_default(rt, scratch, owner, base)
+        exec_fds(rt, scratch, owner, base)
         image_device_nodes(rt, scratch, owner, base)
         idmapped_root(rt, scratch, owner, base)
         record_cases(rt, scratch, owner, base, mode)

@@ -227,8 +227,8 @@ Result<IdmappedTree> makeIdmappedTree(int dir_fd, const std::string& path,
     attr.propagation = MS_PRIVATE;
     if (sysMountSetattr(out.tree.get(), "", AT_EMPTY_PATH | AT_RECURSIVE, &attr) < 0)
         return Error::fromErrno("mount_setattr(\"" + path +
-                                "\", MOUNT_ATTR_IDMAP, AT_RECURSIVE): a filesystem mounted "
-                                "beneath it that cannot be idmapped also fails it");
+                                "\", MOUNT_ATTR_IDMAP, AT_RECURSIVE): its filesystem, or one "
+                                "mounted beneath it, cannot be idmapped (overlayfs cannot)");
     return out;
 }
 

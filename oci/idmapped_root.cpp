@@ -68,9 +68,15 @@ std::vector<MountLine> readMountinfo() {
     std::ifstream in("/proc/self/mountinfo");
     std::string line;
     while (std::getline(in, line)) {
-        std::istringstream words(line);
+        // Fields are split on single spaces: an empty one (an overlay
+        // mounted with an empty source) keeps its place.
         std::vector<std::string> w;
-        for (std::string word; words >> word;) w.push_back(word);
+        for (size_t start = 0;;) {
+            const size_t end = line.find(' ', start);
+            w.push_back(line.substr(start, end - start));
+            if (end == std::string::npos) break;
+            start = end + 1;
+        }
         size_t dash = 0;
         while (dash < w.size() && w[dash] != "-") ++dash;
         if (w.size() < 5 || dash + 2 >= w.size()) continue;
@@ -84,6 +90,17 @@ std::vector<MountLine> readMountinfo() {
         out.push_back(std::move(m));
     }
     return out;
+}
+
+uint64_t mountIdOf(int fd);
+
+// The filesystem type of the mount holding `fd`, from mountinfo ("" when
+// not found).
+std::string fsTypeOf(int fd) {
+    const uint64_t id = mountIdOf(fd);
+    for (const MountLine& m : readMountinfo())
+        if (m.id == id) return m.fstype;
+    return "";
 }
 
 uint64_t mountIdOf(int fd) {
@@ -168,8 +185,20 @@ IdmappedRoot idmapImageRoot(int root_fd, const std::string& path, const ns::IdMa
         return out;
     }
     // Writes to an overlay land in its upper directory, which is reached
-    // by another path: it must be closed to others too.
-    if (const std::string upper = overlayUpperDir(root_fd); !upper.empty()) {
+    // by another path: it must be closed to others too, and found. A FUSE
+    // filesystem (fuse-overlayfs) keeps its layers where no option says.
+    const std::string type = fsTypeOf(root_fd);
+    if (type.empty() || type.starts_with("fuse")) {
+        out.not_idmapped = path + ": its filesystem (" + (type.empty() ? "unknown" : type) +
+                           ") keeps what is written where this cannot judge";
+        return out;
+    }
+    const std::string upper = overlayUpperDir(root_fd);
+    if (type == "overlay" && upper.empty()) {
+        out.not_idmapped = path + ": an overlay whose upper directory is not named";
+        return out;
+    }
+    if (!upper.empty()) {
         // Its parent up, likewise: a chmod of the container's "/" lands on
         // the upper directory itself.
         UniqueFd held(open((upper + "/..").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));

@@ -163,8 +163,8 @@ Result<IdmappedTree> makeIdmappedTree(int dir_fd, const std::string& path, uid_t
     return makeIdmappedTree(dir_fd, path, IdMapping{disk_uid, host_uid, disk_gid, host_gid});
 }
 
-Result<IdmappedTree> makeIdmappedTree(int dir_fd, const std::string& path,
-                                      const IdMapping& mapping) {
+Result<IdmappedTree> makeIdmappedTree(int dir_fd, const std::string& path, const IdMapping& mapping,
+                                      bool recursive) {
     // A throwaway process, born in a new user namespace, holds it just long
     // enough for its maps to be written and a handle on it taken; the mount
     // keeps a reference to the namespace after the process is gone. It
@@ -215,8 +215,9 @@ Result<IdmappedTree> makeIdmappedTree(int dir_fd, const std::string& path,
     // of the top mount alone showed the sandbox the directories under those
     // mounts, which no walk judged. A mount beneath whose filesystem cannot
     // be idmapped fails the whole, named, rather than being left out.
-    out.tree.reset(sysOpenTree(dir_fd, "",
-                               OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE));
+    const unsigned rec = recursive ? AT_RECURSIVE : 0;
+    out.tree.reset(
+        sysOpenTree(dir_fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | rec));
     if (!out.tree)
         return Error::fromErrno("open_tree(\"" + path + "\", OPEN_TREE_CLONE|AT_RECURSIVE)");
     mount_attr attr{};
@@ -225,7 +226,7 @@ Result<IdmappedTree> makeIdmappedTree(int dir_fd, const std::string& path,
     // A clone of a shared mount joins its peer group: nothing mounted
     // beneath it in the sandbox may propagate back to the host.
     attr.propagation = MS_PRIVATE;
-    if (sysMountSetattr(out.tree.get(), "", AT_EMPTY_PATH | AT_RECURSIVE, &attr) < 0)
+    if (sysMountSetattr(out.tree.get(), "", AT_EMPTY_PATH | rec, &attr) < 0)
         return Error::fromErrno("mount_setattr(\"" + path +
                                 "\", MOUNT_ATTR_IDMAP, AT_RECURSIVE): its filesystem, or one "
                                 "mounted beneath it, cannot be idmapped (overlayfs cannot)");

@@ -79,7 +79,9 @@ Result<IdmappedTree> makeIdmappedTree(int dir_fd, const std::string& path, uid_t
 // The same with a whole mapping: with a count above 1, disk ids
 // 0..count-1 show as the block of host ids the mapping gives
 // (IdMapping's rule), and those host ids write them.
-Result<IdmappedTree> makeIdmappedTree(int dir_fd, const std::string& path,
-                                      const IdMapping& mapping);
+// Not `recursive`: the top mount alone (a probe of one filesystem, which
+// mounts of others beneath it must not decide).
+Result<IdmappedTree> makeIdmappedTree(int dir_fd, const std::string& path, const IdMapping& mapping,
+                                      bool recursive = true);
 
 }  // namespace stockade::ns

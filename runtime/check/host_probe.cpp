@@ -453,7 +453,17 @@ void probeIdmap(HostFacts& facts, const HostCheckRequest& request) {
     facts.idmap_probed = true;
     facts.idmap_path = path;
     facts.idmap_fs = fsName(path);
-    auto tree = ns::makeIdmappedTree(path, 0, 0, kNobody, kNobody);
+    // A worktree named is probed as a run mounts it, with what is mounted
+    // beneath it; the temporary directory stands for its filesystem alone
+    // (another program's mounts beneath /tmp, an overlay of a container
+    // engine's, are not this host's answer, and made this probe flaky).
+    UniqueFd dir(open(path.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (!dir) {
+        facts.idmap_error = Error::fromErrno("open(\"" + path + "\", O_PATH)").describe();
+        return;
+    }
+    auto tree = ns::makeIdmappedTree(dir.get(), path, ns::IdMapping{0, kNobody, 0, kNobody},
+                                     request.worktree.has_value());
     if (!tree) facts.idmap_error = tree.error().describe();
 }
 

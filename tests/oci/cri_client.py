@@ -6,8 +6,6 @@ serializers. No generated stubs: the schema below names only the fields the
 test sets or reads (the field numbers are cri-api's), and the decoder skips
 any field it does not name, as protobuf's own does.
 """
-import struct
-
 import grpc
 
 # Field types: "string", "bytes", "int" (int32/int64/uint32/uint64 and enums:
@@ -43,13 +41,18 @@ SCHEMA = {
     "ContainerMetadata": {"name": (1, "string"), "attempt": (2, "int")},
     # ProfileType: RuntimeDefault 0, Unconfined 1, Localhost 2.
     "SecurityProfile": {"profile_type": (1, "int"), "localhost_ref": (2, "string")},
-    "LinuxContainerSecurityContext": {"namespace_options": (3, "NamespaceOption"),
+    "Capability": {"add_capabilities": (1, ["string"]), "drop_capabilities": (2, ["string"])},
+    # A map<string, string>'s entries, as protobuf carries them.
+    "StringEntry": {"key": (1, "string"), "value": (2, "string")},
+    "LinuxContainerSecurityContext": {"capabilities": (1, "Capability"),
+                                      "namespace_options": (3, "NamespaceOption"),
                                       "seccomp": (15, "SecurityProfile")},
     "LinuxContainerConfig": {"security_context": (2, "LinuxContainerSecurityContext")},
     "ContainerConfig": {"metadata": (1, "ContainerMetadata"), "image": (2, "ImageSpec"),
                         "command": (3, ["string"]), "args": (4, ["string"]),
                         "working_dir": (5, "string"), "envs": (6, ["KeyValue"]),
-                        "log_path": (11, "string"), "linux": (15, "LinuxContainerConfig")},
+                        "annotations": (10, ["StringEntry"]), "log_path": (11, "string"),
+                        "linux": (15, "LinuxContainerConfig")},
     "CreateContainerRequest": {"pod_sandbox_id": (1, "string"), "config": (2, "ContainerConfig"),
                                "sandbox_config": (3, "PodSandboxConfig")},
     "CreateContainerResponse": {"container_id": (1, "string")},
@@ -236,6 +239,8 @@ class Cri:
         if method not in self.CALLS:
             raise AttributeError(method)
 
-        def call(request=None, timeout=120, **fields):
-            return self._call(self.version, method, request or fields, timeout)
+        # The gRPC deadline is `deadline`: StopContainer's and ExecSync's own
+        # fields are called timeout.
+        def call(request=None, deadline=120, **fields):
+            return self._call(self.version, method, request or fields, deadline)
         return call

@@ -47,6 +47,10 @@ from oci_common import BUSYBOX, skip
 TOOLS = ["containerd", "ctr", "containerd-shim-runc-v2", "unshare", "mount"]
 # The kubelet's cgroupfs driver names a pod's cgroup so (QoS class, pod UID).
 POD_CGROUP_PARENT = "/kubepods/besteffort/podstockadecri"
+# ...and so with its systemd driver, and the directory systemd gives it.
+SYSTEMD_POD_SLICE = "kubepods-besteffort-podstockadecri.slice"
+SYSTEMD_POD_DIR = ("/kubepods.slice/kubepods-besteffort.slice/"
+                   "kubepods-besteffort-podstockadecri.slice")
 
 failures = []
 
@@ -71,7 +75,7 @@ class Pod:
     """A pod as a kubelet makes one: RunPodSandbox with the node's network,
     its containers created from the app image, logs under its directory."""
 
-    def __init__(self, cri, work, name, pid_mode, handler=""):
+    def __init__(self, cri, work, name, pid_mode, handler="", cgroup_parent=None):
         from cri_client import NODE, POD
         self.cri, self.handler = cri, handler
         self.log_dir = os.path.join(work, "logs", name)
@@ -84,7 +88,7 @@ class Pod:
             "metadata": {"name": name, "uid": "uid-" + name, "namespace": "default",
                          "attempt": 0},
             "log_directory": self.log_dir,
-            "linux": {"cgroup_parent": f"{POD_CGROUP_PARENT}-{name}",
+            "linux": {"cgroup_parent": cgroup_parent or f"{POD_CGROUP_PARENT}-{name}",
                       "security_context": {"namespace_options": self.ns, "seccomp": {}}},
         }
         self.id = cri.RunPodSandbox(config=self.config, runtime_handler=handler)["pod_sandbox_id"]
@@ -249,6 +253,11 @@ def basic_pod(cri, work, stockade, runtime_root):
           ns_of(shell, "pid") != ns_of(pause_cmd, "pid"))
     check("the app's init sits in its cgroup under the pod's cgroup_parent",
           cgroup_of(app_init) == f"{POD_CGROUP_PARENT}-pod-a/{stubborn}", cgroup_of(app_init))
+    stats = cri.ContainerStats(container_id=stubborn)["stats"]
+    check("ContainerStats: the plugin reads the container's cgroup through the shim (memory "
+          "and cpu used)", stats["attributes"]["id"] == stubborn and
+          stats["memory"]["usage_bytes"]["value"] > 0 and
+          stats["cpu"]["usage_core_nano_seconds"]["value"] > 0, stats)
     r = cri.ExecSync(container_id=stubborn, cmd=["/bin/grep", "^Seccomp:", "/proc/self/status"],
                      timeout=30)
     check("ExecSync: the exec'd process is under seccomp too",
@@ -314,6 +323,31 @@ def shared_pid_pod(cri, work):
     check("shared pid pod: after the removals none of its processes is left",
           wait_for(lambda: not any(os.path.exists(f"/proc/{p}")
                                    for p in (pause_cmd, app_init))))
+
+
+def systemd_pod(cri, work):
+    """The kubelet's systemd cgroup driver: a slice as cgroup_parent, the
+    handler whose shim passes --systemd-cgroup; no systemd runs here, so
+    stockade makes the directory systemd's scope would have."""
+    from cri_client import CONTAINER, CONTAINER_RUNNING
+    pod = Pod(cri, work, "pod-systemd", CONTAINER, handler="stockade-systemd",
+              cgroup_parent=SYSTEMD_POD_SLICE)
+    app = pod.container("app", ["/bin/sh", "-c", "exec sleep 1000"])
+    cri.StartContainer(container_id=app)
+    wait_for(lambda: pod.status(app)["state"] == CONTAINER_RUNNING)
+    for who, cid in (("pause", pod.id), ("app", app)):
+        got = cgroup_of(task_pid(work, cid))
+        check(f"systemd pod: the {who}'s init sits in the scope systemd's unit would have",
+              got == f"{SYSTEMD_POD_DIR}/cri-containerd-{cid}.scope", got)
+    stats = cri.ContainerStats(container_id=app)["stats"]
+    check("systemd pod: ContainerStats reads the app's scope",
+          stats["memory"]["usage_bytes"]["value"] > 0, stats)
+    pod.remove()
+    slice_dir = f"/sys/fs/cgroup/memory{SYSTEMD_POD_DIR}"
+    scopes = [d for d in os.listdir(slice_dir) if d.endswith(".scope")] \
+        if os.path.isdir(slice_dir) else ["no slice"]
+    check("systemd pod: each scope removed with its container, the pod's slice left (the "
+          "kubelet's to remove, as under runc)", not scopes, scopes)
 
 
 def profile_pod(cri, work, stockade, runtime_root):
@@ -421,6 +455,7 @@ def inside(stockade, work):
                   seen["plain"] == (2, 143) and ref_seen["plain"] == (2, 137),
                   (seen["plain"], ref_seen["plain"]))
         shared_pid_pod(cri, work)
+        systemd_pod(cri, work)
         profile_pod(cri, work, stockade, runtime_root)
 
         left = [os.path.join(top, n) for top, dirs, files in os.walk(runtime_root)
@@ -476,7 +511,8 @@ def inside(stockade, work):
                         os.rmdir(os.path.join(base, pod_dir))
                     except OSError:
                         pass
-            for top in [os.path.dirname(POD_CGROUP_PARENT), "/kubepods"]:
+            for top in [os.path.dirname(POD_CGROUP_PARENT), "/kubepods", SYSTEMD_POD_DIR,
+                        os.path.dirname(SYSTEMD_POD_DIR), "/kubepods.slice"]:
                 try:
                     os.rmdir(f"/sys/fs/cgroup{h}{top}")
                 except OSError:

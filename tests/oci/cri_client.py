@@ -67,6 +67,14 @@ SCHEMA = {
     "ExecSyncRequest": {"container_id": (1, "string"), "cmd": (2, ["string"]),
                         "timeout": (3, "int")},
     "ExecSyncResponse": {"stdout": (1, "bytes"), "stderr": (2, "bytes"), "exit_code": (3, "int")},
+    "UInt64Value": {"value": (1, "int")},
+    "CpuUsage": {"timestamp": (1, "int"), "usage_core_nano_seconds": (2, "UInt64Value")},
+    "MemoryUsage": {"timestamp": (1, "int"), "working_set_bytes": (2, "UInt64Value"),
+                    "usage_bytes": (4, "UInt64Value")},
+    "ContainerAttributes": {"id": (1, "string")},
+    "ContainerStats": {"attributes": (1, "ContainerAttributes"), "cpu": (2, "CpuUsage"),
+                       "memory": (3, "MemoryUsage")},
+    "ContainerStatsResponse": {"stats": (1, "ContainerStats")},
     "Image": {"id": (1, "string"), "repo_tags": (2, ["string"])},
     "ImageStatusRequest": {"image": (1, "ImageSpec")},
     "ImageStatusResponse": {"image": (1, "Image")},
@@ -203,6 +211,7 @@ class Cri:
         "RemoveContainer": ("RuntimeService", "ContainerIdRequest", "Empty"),
         "ContainerStatus": ("RuntimeService", "ContainerIdRequest", "ContainerStatusResponse"),
         "ExecSync": ("RuntimeService", "ExecSyncRequest", "ExecSyncResponse"),
+        "ContainerStats": ("RuntimeService", "ContainerIdRequest", "ContainerStatsResponse"),
         "ImageStatus": ("ImageService", "ImageStatusRequest", "ImageStatusResponse"),
     }
 

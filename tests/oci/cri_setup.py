@@ -129,6 +129,14 @@ state = "{work}/state"
         BinaryName = "{stockade}"
         Root = "{runtime_root}"
         SystemdCgroup = false
+    # As a kubelet with the systemd cgroup driver: the shim passes
+    # --systemd-cgroup and the plugin sends slice:cri-containerd:ID.
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.stockade-systemd]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.stockade-systemd.options]
+        BinaryName = "{stockade}"
+        Root = "{runtime_root}"
+        SystemdCgroup = true
     [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
       runtime_type = "io.containerd.runc.v2"
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]

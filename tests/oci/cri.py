@@ -6,25 +6,33 @@ API (tests/oci/cri_client.py: python3-grpcio, the messages encoded by hand).
 No kubelet, no crictl, no image registry: the pause and app images are OCI
 image tarballs of a busybox-static rootfs made here, imported with `ctr -n
 k8s.io images import`; the plugin's sandbox_image names the pause image.
-Pods use the node's network (NamespaceMode NODE), so no CNI is needed.
+Most pods use the node's network (NamespaceMode NODE); one the pod network,
+CNI's bridge plugin (containernetworking-plugins) with its bridge in the
+network namespace the test runs containerd in, never the host's.
 
 usage: cri.py STOCKADE
 
 Checked: RunPodSandbox; CreateContainer, StartContainer and ContainerStatus
 until exited with its exit code (0 and 3); the container's log file in the
 CRI format holding its stdout and stderr lines; ExecSync into a running
-container (output and exit code); a container ignoring SIGTERM stopped by
-StopContainer with a timeout (ended by SIGKILL: 137); RemoveContainer,
-StopPodSandbox, RemovePodSandbox. From the host: each container's init is
-stockade's (its state under the shim's --root names the pid) and its
-command runs with Seccomp 2, NoNewPrivs 1 and a user namespace that is not
-the host's, host uids not 0; the app's command is in the pause container's
-ipc and uts namespaces (by inode) and its init in the cgroup the plugin
-named under the pod's cgroup_parent; after the removals nothing is left
-under the runtime's --root, no process of the pods, no mount of theirs.
+container (output and exit code); StopContainer of a command that traps
+SIGTERM and of one that ignores it (SIGKILL at the timeout: 137);
+ContainerStats; RemoveContainer, StopPodSandbox, RemovePodSandbox; the same
+one-shot containers under runc (handler "runc") seen alike by the client.
+From the host: each container's init is stockade's (its state under the
+shim's --root names the pid) and its command runs with Seccomp 2,
+NoNewPrivs 1 and a user namespace that is not the host's, host uids not 0;
+the app's command is in the pause container's ipc and uts namespaces (by
+inode) and its init in the cgroup the plugin named under the pod's
+cgroup_parent (cgroupfs and systemd drivers); a pod sharing its pid
+namespace; a pod on the pod network, reached at its address; stockade's
+profile asked by a pod annotation, its refusal counted by name. After the
+removals nothing is left under the runtime's --root, no process of the
+pods, no mount of theirs, no network namespace.
 
 As containerd.py: a mount namespace of its own with a tmpfs over /run (the
-shims' sockets under /run/containerd), the host's /run/stockade bound back.
+shims' sockets under /run/containerd), the host's /run/stockade bound back;
+and a network namespace of its own (the node's, for these pods).
 
 Root only (rootless containerd is not in scope). Exit 77 (a skip) when a
 tool is missing or this is not root; CI (env CI=true) turns that into a
@@ -37,98 +45,15 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 
-from cri_setup import (APP_IMAGE, PAUSE_IMAGE, cgroup_of, children_of, containerd_config, ctr,
-                       make_image, ns_of, read_cri_log, shims_of, status_of, stockade_state,
-                       task_pid)
+from cri_pods import (POD_CGROUP_PARENT, SYSTEMD_POD_DIR, Pod, network_pod, profile_pod,
+                      shared_pid_pod, systemd_pod)
+from cri_setup import (APP_IMAGE, CNI_BIN, PAUSE_IMAGE, cgroup_of, check, children_of,
+                       cni_config, containerd_config, ctr, failures, make_image, ns_of,
+                       read_cri_log, shims_of, status_of, stockade_state, task_pid, wait_for)
 from oci_common import BUSYBOX, skip
 
-TOOLS = ["containerd", "ctr", "containerd-shim-runc-v2", "unshare", "mount"]
-# The kubelet's cgroupfs driver names a pod's cgroup so (QoS class, pod UID).
-POD_CGROUP_PARENT = "/kubepods/besteffort/podstockadecri"
-# ...and so with its systemd driver, and the directory systemd gives it.
-SYSTEMD_POD_SLICE = "kubepods-besteffort-podstockadecri.slice"
-SYSTEMD_POD_DIR = ("/kubepods.slice/kubepods-besteffort.slice/"
-                   "kubepods-besteffort-podstockadecri.slice")
-
-failures = []
-
-
-def check(name, ok, detail=""):
-    print(("ok   " if ok else "FAIL ") + name + ("" if ok else f"\n     {detail}"))
-    if not ok:
-        failures.append(name)
-
-
-def wait_for(predicate, bound_s=30.0):
-    """Polls until the predicate holds; the bound is a hang guard, not an assertion on time."""
-    deadline = time.monotonic() + bound_s
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return predicate()
-
-
-class Pod:
-    """A pod as a kubelet makes one: RunPodSandbox with the node's network,
-    its containers created from the app image, logs under its directory."""
-
-    def __init__(self, cri, work, name, pid_mode, handler="", cgroup_parent=None):
-        from cri_client import NODE, POD
-        self.cri, self.handler = cri, handler
-        self.log_dir = os.path.join(work, "logs", name)
-        os.makedirs(self.log_dir)
-        self.ns = {"network": NODE, "pid": pid_mode, "ipc": POD}
-        # seccomp RuntimeDefault (0, an empty message present): under
-        # containerd's default profile, as a kubelet with seccompDefault
-        # asks; unset, containerd 1.6 runs the pause container unconfined.
-        self.config = {
-            "metadata": {"name": name, "uid": "uid-" + name, "namespace": "default",
-                         "attempt": 0},
-            "log_directory": self.log_dir,
-            "linux": {"cgroup_parent": cgroup_parent or f"{POD_CGROUP_PARENT}-{name}",
-                      "security_context": {"namespace_options": self.ns, "seccomp": {}}},
-        }
-        self.id = cri.RunPodSandbox(config=self.config, runtime_handler=handler)["pod_sandbox_id"]
-        self.containers = []
-
-    def container(self, name, argv, seccomp=None, annotations=None, drop=None):
-        security = {"namespace_options": self.ns, "seccomp": seccomp or {}}
-        if drop:
-            security["capabilities"] = {"drop_capabilities": drop}
-        cfg = {"metadata": {"name": name, "attempt": 0}, "image": {"image": APP_IMAGE},
-               "command": argv, "log_path": f"{name}/0.log",
-               "linux": {"security_context": security}}
-        if annotations:
-            cfg["annotations"] = [{"key": k, "value": v} for k, v in annotations.items()]
-        cid = self.cri.CreateContainer(pod_sandbox_id=self.id, config=cfg,
-                                       sandbox_config=self.config)["container_id"]
-        self.containers.append(cid)
-        return cid
-
-    def status(self, cid):
-        return self.cri.ContainerStatus(container_id=cid)["status"]
-
-    def run_to_exit(self, cid):
-        """StartContainer, then ContainerStatus until EXITED: (started, status)."""
-        from cri_client import CONTAINER_EXITED
-        self.cri.StartContainer(container_id=cid)
-        wait_for(lambda: self.status(cid)["state"] == CONTAINER_EXITED, 60)
-        return self.status(cid)
-
-    def log(self, name):
-        """(stream, tag, text) of each line of the container's CRI log."""
-        logged = read_cri_log(os.path.join(self.log_dir, name, "0.log"))
-        return [tuple(x[1:]) for x in logged] if isinstance(logged, list) else logged
-
-    def remove(self):
-        for cid in self.containers:
-            self.cri.RemoveContainer(container_id=cid)
-        self.containers = []
-        self.cri.StopPodSandbox(pod_sandbox_id=self.id)
-        self.cri.RemovePodSandbox(pod_sandbox_id=self.id)
+TOOLS = ["containerd", "ctr", "containerd-shim-runc-v2", "unshare", "mount", "ip"]
 
 
 def one_shots(pod):
@@ -298,85 +223,6 @@ def grpc_unknown():
     return grpc.StatusCode.UNKNOWN
 
 
-def shared_pid_pod(cri, work):
-    """shareProcessNamespace: the app joins the pause container's pid
-    namespace by path (/proc/PID/ns/pid, as the plugin passes it)."""
-    from cri_client import CONTAINER_RUNNING, POD
-    pod = Pod(cri, work, "pod-pid", POD)
-    pause_cmd = (children_of(task_pid(work, pod.id)) or [0])[0]
-    app = pod.container("app", ["/bin/sh", "-c", "exec sleep 1000"])
-    cri.StartContainer(container_id=app)
-    wait_for(lambda: pod.status(app)["state"] == CONTAINER_RUNNING)
-    r = cri.ExecSync(container_id=app, cmd=["/bin/sh", "-c",
-                                            "readlink /proc/self/ns/pid; ps -o pid,args"],
-                     timeout=30)
-    lines = r["stdout"].decode().splitlines()
-    inner = (status_of(pause_cmd).get("NSpid", "?").split() or ["?"])[-1]
-    listed = [line.split(None, 1) for line in lines[2:]]
-    check("shared pid pod: the app is in the pause container's pid namespace and its ps shows "
-          "the pause's sleep at the pid the host reads in NSpid",
-          r["exit_code"] == 0 and lines[:1] == [ns_of(pause_cmd, "pid")] and
-          [inner, "/bin/sleep 2147483647"] in [[x[0], x[1].strip()] for x in listed
-                                               if len(x) == 2], (r, inner))
-    app_init = task_pid(work, app)
-    pod.remove()
-    check("shared pid pod: after the removals none of its processes is left",
-          wait_for(lambda: not any(os.path.exists(f"/proc/{p}")
-                                   for p in (pause_cmd, app_init))))
-
-
-def systemd_pod(cri, work):
-    """The kubelet's systemd cgroup driver: a slice as cgroup_parent, the
-    handler whose shim passes --systemd-cgroup; no systemd runs here, so
-    stockade makes the directory systemd's scope would have."""
-    from cri_client import CONTAINER, CONTAINER_RUNNING
-    pod = Pod(cri, work, "pod-systemd", CONTAINER, handler="stockade-systemd",
-              cgroup_parent=SYSTEMD_POD_SLICE)
-    app = pod.container("app", ["/bin/sh", "-c", "exec sleep 1000"])
-    cri.StartContainer(container_id=app)
-    wait_for(lambda: pod.status(app)["state"] == CONTAINER_RUNNING)
-    for who, cid in (("pause", pod.id), ("app", app)):
-        got = cgroup_of(task_pid(work, cid))
-        check(f"systemd pod: the {who}'s init sits in the scope systemd's unit would have",
-              got == f"{SYSTEMD_POD_DIR}/cri-containerd-{cid}.scope", got)
-    stats = cri.ContainerStats(container_id=app)["stats"]
-    check("systemd pod: ContainerStats reads the app's scope",
-          stats["memory"]["usage_bytes"]["value"] > 0, stats)
-    pod.remove()
-    slice_dir = f"/sys/fs/cgroup/memory{SYSTEMD_POD_DIR}"
-    scopes = [d for d in os.listdir(slice_dir) if d.endswith(".scope")] \
-        if os.path.isdir(slice_dir) else ["no slice"]
-    check("systemd pod: each scope removed with its container, the pod's slice left (the "
-          "kubelet's to remove, as under runc)", not scopes, scopes)
-
-
-def profile_pod(cri, work, stockade, runtime_root):
-    """stockade's profile asked by a pod's annotation (passed on by the
-    runtime's container_annotations), its record read back by name."""
-    from cri_client import CONTAINER, CONTAINER_RUNNING
-    pod = Pod(cri, work, "pod-profile", CONTAINER)
-    # Unconfined (1): stockade's default filter alone, so its refusals are
-    # counted by name; every capability dropped, as the profile requires.
-    cid = pod.container("guarded", ["/bin/sh", "-c",
-                                    "unshare -U true; echo unshare=$?; exec sleep 1000"],
-                        seccomp={"profile_type": 1},
-                        annotations={"run.oci.stockade.profile": "default"}, drop=["ALL"])
-    cri.StartContainer(container_id=cid)
-    wait_for(lambda: pod.status(cid)["state"] == CONTAINER_RUNNING)
-    check("profile pod: inside, unshare refused (busybox's exit 1)",
-          wait_for(lambda: ("stdout", "F", "unshare=1") in pod.log("guarded")),
-          pod.log("guarded"))
-
-    def record():
-        return stockade_state(stockade, runtime_root, cid).get("stockade", {})
-    check("profile pod: stockade's state says the profile (the annotation reached it)",
-          record().get("profile") == "default", record())
-    check("profile pod: stockade's record counts the refusal by name (unshare)",
-          wait_for(lambda: record().get("denials", {}).get("syscalls", {}).get("unshare") == 1),
-          record())
-    pod.remove()
-
-
 def inside(stockade, work):
     """The test proper, in the private mount namespace."""
     import grpc
@@ -389,8 +235,18 @@ def inside(stockade, work):
     subprocess.run(["mount", "-t", "tmpfs", "-o", "mode=755,size=16m", "tmpfs", "/run"], check=True)
     os.makedirs("/run/stockade")
     subprocess.run(["mount", "--move", hold, "/run/stockade"], check=True)
-    for d in ["cni-bin", "cni-conf", "opt", "logs"]:
+    for d in ["cni-conf", "opt", "logs"]:
         os.makedirs(os.path.join(work, d))
+    # This network namespace (the test's, made by main) is the node's: the
+    # CNI bridge and the pods' addresses live here, never on the host's.
+    subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
+    with open(os.path.join(work, "cni-conf", "10-stockade-test.conflist"), "w") as f:
+        f.write(cni_config(work))
+    # libcni caches each attachment under /var/lib/cni: a tmpfs of this
+    # namespace's over it (over /var/lib where it does not exist yet).
+    cni_cache = "/var/lib/cni" if os.path.isdir("/var/lib/cni") else "/var/lib"
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "mode=755,size=16m", "tmpfs", cni_cache],
+                   check=True)
 
     runtime_root = os.path.join(work, "runtime-root")
     runc = shutil.which("runc")
@@ -428,9 +284,9 @@ def inside(stockade, work):
         print(f"     CRI API {version}: {answer}")
         check("the CRI plugin serves runtime.v1 (containerd 1.6)", version == "v1", version)
         conditions = {c["type"]: c for c in cri.Status()["status"]["conditions"]}
-        check("Status: RuntimeReady (NetworkReady is false with no CNI config: the pods use "
-              "the node's network)", conditions.get("RuntimeReady", {}).get("status") is True,
-              conditions)
+        check("Status: RuntimeReady and NetworkReady (the CNI bridge configuration loaded)",
+              conditions.get("RuntimeReady", {}).get("status") is True and
+              conditions.get("NetworkReady", {}).get("status") is True, conditions)
         image = cri.ImageStatus(image={"image": APP_IMAGE})["image"]
         check("ImageStatus: the CRI plugin sees the imported app image",
               APP_IMAGE in image["repo_tags"] and image["id"].startswith("sha256:"), image)
@@ -456,6 +312,7 @@ def inside(stockade, work):
                   (seen["plain"], ref_seen["plain"]))
         shared_pid_pod(cri, work)
         systemd_pod(cri, work)
+        network_pod(cri, work)
         profile_pod(cri, work, stockade, runtime_root)
 
         left = [os.path.join(top, n) for top, dirs, files in os.walk(runtime_root)
@@ -536,6 +393,8 @@ def main():
     missing = [t for t in TOOLS if not shutil.which(t)]
     if missing:
         skip(f"not installed: {', '.join(missing)} (scripts/install-deps.sh test)")
+    if not os.path.exists(os.path.join(CNI_BIN, "bridge")):
+        skip("containernetworking-plugins is not installed (scripts/install-deps.sh test)")
     if not os.path.exists(BUSYBOX):
         skip("busybox-static is not installed (scripts/install-deps.sh test)")
     import importlib.util
@@ -544,7 +403,7 @@ def main():
     host_run_containerd = os.path.lexists("/run/containerd")
     work = tempfile.mkdtemp(prefix="stockade-cri-", dir="/var/tmp")
     try:
-        r = subprocess.run(["unshare", "--mount", "--propagation", "private", sys.executable,
+        r = subprocess.run(["unshare", "--mount", "--net", "--propagation", "private", sys.executable,
                             os.path.abspath(__file__), "--inside", stockade, work], timeout=900)
         check("the host's /run/containerd is as it was",
               os.path.lexists("/run/containerd") == host_run_containerd)

@@ -33,7 +33,9 @@ SCHEMA = {
     "RunPodSandboxRequest": {"config": (1, "PodSandboxConfig"), "runtime_handler": (2, "string")},
     "RunPodSandboxResponse": {"pod_sandbox_id": (1, "string")},
     "PodSandboxIdRequest": {"pod_sandbox_id": (1, "string")},  # Stop/Remove/Status
+    "PodSandboxNetworkStatus": {"ip": (1, "string")},
     "PodSandboxStatus": {"id": (1, "string"), "state": (3, "int"),
+                         "network": (5, "PodSandboxNetworkStatus"),
                          "runtime_handler": (9, "string")},
     "PodSandboxStatusResponse": {"status": (1, "PodSandboxStatus")},
     "ImageSpec": {"image": (1, "string")},

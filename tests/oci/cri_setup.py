@@ -8,11 +8,16 @@ import json
 import os
 import subprocess
 import tarfile
+import time
 
 from oci_common import BUSYBOX
 
 APPLETS = ["sh", "echo", "cat", "sleep", "true", "readlink", "grep", "hostname", "id", "ps",
-           "unshare"]
+           "unshare", "mkdir", "httpd", "wget", "ip"]
+# The pods' network (CNI's bridge plugin): a bridge and addresses only in the
+# network namespace the test runs containerd in, never the host's.
+POD_SUBNET = "10.244.7.0/24"
+CNI_BIN = "/usr/lib/cni"
 K8S = "k8s.io"
 PAUSE_IMAGE = "stockade.test/pause:1"
 APP_IMAGE = "stockade.test/busybox:1"
@@ -26,12 +31,15 @@ def layer_tar():
     """An uncompressed tar of a busybox-static rootfs (the layer's diff)."""
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
-        def add_dir(name):
+        def add_dir(name, mode=0o755):
             info = tarfile.TarInfo(name)
-            info.type, info.mode = tarfile.DIRTYPE, 0o755
+            info.type, info.mode = tarfile.DIRTYPE, mode
             tar.addfile(info)
-        for d in ["bin", "dev", "etc", "proc", "sys", "tmp", "var"]:
+        for d in ["bin", "dev", "etc", "proc", "sys", "var"]:
             add_dir(d)
+        # As in any image: the container's root is not the files' owner
+        # (stockade maps it to a leased id), so /tmp is everyone's.
+        add_dir("tmp", 0o1777)
         with open(BUSYBOX, "rb") as f:
             data = f.read()
         info = tarfile.TarInfo("bin/busybox")
@@ -115,7 +123,7 @@ state = "{work}/state"
   # this clamps it to containerd's own, as for a rootless containerd.
   restrict_oom_score_adj = true
   [plugins."io.containerd.grpc.v1.cri".cni]
-    bin_dir = "{work}/cni-bin"
+    bin_dir = "{CNI_BIN}"
     conf_dir = "{work}/cni-conf"
   [plugins."io.containerd.grpc.v1.cri".containerd]
     snapshotter = "overlayfs"
@@ -144,6 +152,17 @@ state = "{work}/state"
         Root = "{runc_root}"
         SystemdCgroup = false
 """
+
+
+def cni_config(work):
+    """A bridge network for pods whose namespace_options.network is POD;
+    host-local keeps its leases in the work directory."""
+    return json.dumps({
+        "cniVersion": "1.0.0", "name": "stockade-test",
+        "plugins": [{"type": "bridge", "bridge": "stk-cni0", "isGateway": True, "ipMasq": False,
+                     "ipam": {"type": "host-local", "dataDir": f"{work}/cni-ipam",
+                              "ranges": [[{"subnet": POD_SUBNET}]]}}],
+    })
 
 
 def ctr(work, *args, timeout=120):
@@ -228,3 +247,22 @@ def read_cri_log(path):
     except OSError as e:
         return str(e)
     return lines
+
+
+failures = []
+
+
+def check(name, ok, detail=""):
+    print(("ok   " if ok else "FAIL ") + name + ("" if ok else f"\n     {detail}"))
+    if not ok:
+        failures.append(name)
+
+
+def wait_for(predicate, bound_s=30.0):
+    """Polls until the predicate holds; the bound is a hang guard, not an assertion on time."""
+    deadline = time.monotonic() + bound_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return predicate()

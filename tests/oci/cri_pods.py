@@ -1,0 +1,199 @@
+"""The pod of tests/oci/cri.py as a kubelet makes one, and the pods of its
+shapes beyond the first: a shared pid namespace, the systemd cgroup driver,
+the pod network through CNI, stockade's profile asked by an annotation."""
+import os
+
+from cri_setup import (APP_IMAGE, POD_SUBNET, cgroup_of, check, children_of, ns_of,
+                       read_cri_log, status_of, stockade_state, task_pid, wait_for)
+
+# The kubelet's cgroupfs driver names a pod's cgroup so (QoS class, pod UID).
+POD_CGROUP_PARENT = "/kubepods/besteffort/podstockadecri"
+# ...and so with its systemd driver, and the directory systemd gives it.
+SYSTEMD_POD_SLICE = "kubepods-besteffort-podstockadecri.slice"
+SYSTEMD_POD_DIR = ("/kubepods.slice/kubepods-besteffort.slice/"
+                   "kubepods-besteffort-podstockadecri.slice")
+
+
+class Pod:
+    """A pod as a kubelet makes one: RunPodSandbox (the node's network, or
+    the pod network given network=POD), its containers created from the app
+    image, logs under its directory."""
+
+    def __init__(self, cri, work, name, pid_mode, handler="", cgroup_parent=None, network=None):
+        from cri_client import NODE, POD
+        self.cri, self.handler = cri, handler
+        self.log_dir = os.path.join(work, "logs", name)
+        os.makedirs(self.log_dir)
+        self.ns = {"network": NODE if network is None else network, "pid": pid_mode, "ipc": POD}
+        # seccomp RuntimeDefault (0, an empty message present): under
+        # containerd's default profile, as a kubelet with seccompDefault
+        # asks; unset, containerd 1.6 runs the pause container unconfined.
+        self.config = {
+            "metadata": {"name": name, "uid": "uid-" + name, "namespace": "default",
+                         "attempt": 0},
+            "log_directory": self.log_dir,
+            "linux": {"cgroup_parent": cgroup_parent or f"{POD_CGROUP_PARENT}-{name}",
+                      "security_context": {"namespace_options": self.ns, "seccomp": {}}},
+        }
+        self.id = cri.RunPodSandbox(config=self.config, runtime_handler=handler)["pod_sandbox_id"]
+        self.containers = []
+
+    def container(self, name, argv, seccomp=None, annotations=None, drop=None):
+        security = {"namespace_options": self.ns, "seccomp": seccomp or {}}
+        if drop:
+            security["capabilities"] = {"drop_capabilities": drop}
+        cfg = {"metadata": {"name": name, "attempt": 0}, "image": {"image": APP_IMAGE},
+               "command": argv, "log_path": f"{name}/0.log",
+               "linux": {"security_context": security}}
+        if annotations:
+            cfg["annotations"] = [{"key": k, "value": v} for k, v in annotations.items()]
+        cid = self.cri.CreateContainer(pod_sandbox_id=self.id, config=cfg,
+                                       sandbox_config=self.config)["container_id"]
+        self.containers.append(cid)
+        return cid
+
+    def status(self, cid):
+        return self.cri.ContainerStatus(container_id=cid)["status"]
+
+    def run_to_exit(self, cid):
+        """StartContainer, then ContainerStatus until EXITED: (started, status)."""
+        from cri_client import CONTAINER_EXITED
+        self.cri.StartContainer(container_id=cid)
+        wait_for(lambda: self.status(cid)["state"] == CONTAINER_EXITED, 60)
+        return self.status(cid)
+
+    def log(self, name):
+        """(stream, tag, text) of each line of the container's CRI log."""
+        logged = read_cri_log(os.path.join(self.log_dir, name, "0.log"))
+        return [tuple(x[1:]) for x in logged] if isinstance(logged, list) else logged
+
+    def remove(self):
+        for cid in self.containers:
+            self.cri.RemoveContainer(container_id=cid)
+        self.containers = []
+        self.cri.StopPodSandbox(pod_sandbox_id=self.id)
+        self.cri.RemovePodSandbox(pod_sandbox_id=self.id)
+
+
+def shared_pid_pod(cri, work):
+    """shareProcessNamespace: the app joins the pause container's pid
+    namespace by path (/proc/PID/ns/pid, as the plugin passes it)."""
+    from cri_client import CONTAINER_RUNNING, POD
+    pod = Pod(cri, work, "pod-pid", POD)
+    pause_cmd = (children_of(task_pid(work, pod.id)) or [0])[0]
+    app = pod.container("app", ["/bin/sh", "-c", "exec sleep 1000"])
+    cri.StartContainer(container_id=app)
+    wait_for(lambda: pod.status(app)["state"] == CONTAINER_RUNNING)
+    r = cri.ExecSync(container_id=app, cmd=["/bin/sh", "-c",
+                                            "readlink /proc/self/ns/pid; ps -o pid,args"],
+                     timeout=30)
+    lines = r["stdout"].decode().splitlines()
+    inner = (status_of(pause_cmd).get("NSpid", "?").split() or ["?"])[-1]
+    listed = [line.split(None, 1) for line in lines[2:]]
+    check("shared pid pod: the app is in the pause container's pid namespace and its ps shows "
+          "the pause's sleep at the pid the host reads in NSpid",
+          r["exit_code"] == 0 and lines[:1] == [ns_of(pause_cmd, "pid")] and
+          [inner, "/bin/sleep 2147483647"] in [[x[0], x[1].strip()] for x in listed
+                                               if len(x) == 2], (r, inner))
+    app_init = task_pid(work, app)
+    pod.remove()
+    check("shared pid pod: after the removals none of its processes is left",
+          wait_for(lambda: not any(os.path.exists(f"/proc/{p}")
+                                   for p in (pause_cmd, app_init))))
+
+
+def systemd_pod(cri, work):
+    """The kubelet's systemd cgroup driver: a slice as cgroup_parent, the
+    handler whose shim passes --systemd-cgroup; no systemd runs here, so
+    stockade makes the directory systemd's scope would have."""
+    from cri_client import CONTAINER, CONTAINER_RUNNING
+    pod = Pod(cri, work, "pod-systemd", CONTAINER, handler="stockade-systemd",
+              cgroup_parent=SYSTEMD_POD_SLICE)
+    app = pod.container("app", ["/bin/sh", "-c", "exec sleep 1000"])
+    cri.StartContainer(container_id=app)
+    wait_for(lambda: pod.status(app)["state"] == CONTAINER_RUNNING)
+    for who, cid in (("pause", pod.id), ("app", app)):
+        got = cgroup_of(task_pid(work, cid))
+        check(f"systemd pod: the {who}'s init sits in the scope systemd's unit would have",
+              got == f"{SYSTEMD_POD_DIR}/cri-containerd-{cid}.scope", got)
+    stats = cri.ContainerStats(container_id=app)["stats"]
+    check("systemd pod: ContainerStats reads the app's scope",
+          stats["memory"]["usage_bytes"]["value"] > 0, stats)
+    pod.remove()
+    slice_dir = f"/sys/fs/cgroup/memory{SYSTEMD_POD_DIR}"
+    scopes = [d for d in os.listdir(slice_dir) if d.endswith(".scope")] \
+        if os.path.isdir(slice_dir) else ["no slice"]
+    check("systemd pod: each scope removed with its container, the pod's slice left (the "
+          "kubelet's to remove, as under runc)", not scopes, scopes)
+
+
+def network_pod(cri, work):
+    """A pod on the pod network (CNI's bridge in the test's namespace): the
+    plugin makes the pod's network namespace, and the pause and app
+    containers join it by path, as on a Kubernetes node."""
+    import urllib.request
+    from cri_client import CONTAINER, CONTAINER_RUNNING, POD
+    pod = Pod(cri, work, "pod-net", CONTAINER, network=POD)
+    ip = cri.PodSandboxStatus(pod_sandbox_id=pod.id)["status"]["network"]["ip"]
+    prefix = POD_SUBNET.rsplit(".", 1)[0] + "."
+    check("network pod: CNI gave the pod an address of the bridge's subnet", ip.startswith(prefix),
+          ip)
+    server = pod.container("server", ["/bin/sh", "-c",
+                                      "mkdir -p /tmp/www && echo from-the-pod > /tmp/www/index.html"
+                                      " && exec httpd -f -p 8080 -h /tmp/www"])
+    cri.StartContainer(container_id=server)
+    wait_for(lambda: pod.status(server)["state"] == CONTAINER_RUNNING)
+    pause_cmd = (children_of(task_pid(work, pod.id)) or [0])[0]
+    httpd = (children_of(task_pid(work, server)) or [0])[0]
+    check("network pod: the app's command is in the pause container's network namespace "
+          "(inode), not the node's",
+          ns_of(httpd, "net") == ns_of(pause_cmd, "net") and
+          ns_of(httpd, "net") != ns_of(os.getpid(), "net"),
+          (ns_of(httpd, "net"), ns_of(pause_cmd, "net"), pod.status(server), pod.log("server")))
+
+    def fetch():
+        try:
+            with urllib.request.urlopen(f"http://{ip}:8080/index.html", timeout=5) as r:
+                return r.read()
+        except OSError as e:
+            return str(e)
+    wait_for(lambda: fetch() == b"from-the-pod\n")
+    check("network pod: the node reaches the pod's server at the pod's address", fetch() ==
+          b"from-the-pod\n", fetch())
+    r = cri.ExecSync(container_id=server, cmd=["/bin/wget", "-q", "-O", "-",
+                                               "http://127.0.0.1:8080/index.html"], timeout=30)
+    check("network pod: ExecSync in the pod fetches it on 127.0.0.1",
+          r["exit_code"] == 0 and r["stdout"] == b"from-the-pod\n", r)
+    netns = os.listdir("/run/netns") if os.path.isdir("/run/netns") else []
+    check("network pod: the plugin's namespace is the one mounted under /run/netns",
+          len(netns) == 1, netns)
+    pod.remove()
+    left = os.listdir("/run/netns") if os.path.isdir("/run/netns") else []
+    check("network pod: its network namespace removed with the pod", not left, left)
+
+
+def profile_pod(cri, work, stockade, runtime_root):
+    """stockade's profile asked by a pod's annotation (passed on by the
+    runtime's container_annotations), its record read back by name."""
+    from cri_client import CONTAINER, CONTAINER_RUNNING
+    pod = Pod(cri, work, "pod-profile", CONTAINER)
+    # Unconfined (1): stockade's default filter alone, so its refusals are
+    # counted by name; every capability dropped, as the profile requires.
+    cid = pod.container("guarded", ["/bin/sh", "-c",
+                                    "unshare -U true; echo unshare=$?; exec sleep 1000"],
+                        seccomp={"profile_type": 1},
+                        annotations={"run.oci.stockade.profile": "default"}, drop=["ALL"])
+    cri.StartContainer(container_id=cid)
+    wait_for(lambda: pod.status(cid)["state"] == CONTAINER_RUNNING)
+    check("profile pod: inside, unshare refused (busybox's exit 1)",
+          wait_for(lambda: ("stdout", "F", "unshare=1") in pod.log("guarded")),
+          pod.log("guarded"))
+
+    def record():
+        return stockade_state(stockade, runtime_root, cid).get("stockade", {})
+    check("profile pod: stockade's state says the profile (the annotation reached it)",
+          record().get("profile") == "default", record())
+    check("profile pod: stockade's record counts the refusal by name (unshare)",
+          wait_for(lambda: record().get("denials", {}).get("syscalls", {}).get("unshare") == 1),
+          record())
+    pod.remove()

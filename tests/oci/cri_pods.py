@@ -38,13 +38,19 @@ class Pod:
         self.id = cri.RunPodSandbox(config=self.config, runtime_handler=handler)["pod_sandbox_id"]
         self.containers = []
 
-    def container(self, name, argv, seccomp=None, annotations=None, drop=None):
-        security = {"namespace_options": self.ns, "seccomp": seccomp or {}}
+    def container(self, name, argv, seccomp=None, annotations=None, drop=None, security=None,
+                  **config):
+        """CreateContainer; security adds to the security context, config
+        to the ContainerConfig (envs, mounts, working_dir, resources)."""
+        resources = config.pop("resources", None)
+        security = {"namespace_options": self.ns, "seccomp": seccomp or {}, **(security or {})}
         if drop:
             security["capabilities"] = {"drop_capabilities": drop}
         cfg = {"metadata": {"name": name, "attempt": 0}, "image": {"image": APP_IMAGE},
                "command": argv, "log_path": f"{name}/0.log",
-               "linux": {"security_context": security}}
+               "linux": {"security_context": security}, **config}
+        if resources:
+            cfg["linux"]["resources"] = resources
         if annotations:
             cfg["annotations"] = [{"key": k, "value": v} for k, v in annotations.items()]
         cid = self.cri.CreateContainer(pod_sandbox_id=self.id, config=cfg,
@@ -196,4 +202,82 @@ def profile_pod(cri, work, stockade, runtime_root):
     check("profile pod: stockade's record counts the refusal by name (unshare)",
           wait_for(lambda: record().get("denials", {}).get("syscalls", {}).get("unshare") == 1),
           record())
+    pod.remove()
+
+
+def kubelet_shaped(cri, work):
+    """What a pod spec commonly asks of a container: runAsUser and
+    runAsGroup, env, workingDir, a hostPath volume rw and one read-only,
+    readOnlyRootFilesystem, memory and cpu limits; seen from inside (its
+    log) and from the host (its cgroup)."""
+    from cri_client import CONTAINER, CONTAINER_EXITED, CONTAINER_RUNNING
+    pod = Pod(cri, work, "pod-shaped", CONTAINER)
+    rw = os.path.join(work, "volume-rw")
+    ro = os.path.join(work, "volume-ro")
+    for d in (rw, ro):
+        os.makedirs(d)
+        os.chmod(d, 0o777)
+    with open(os.path.join(ro, "config"), "w") as f:
+        f.write("from-the-node\n")
+    script = ("id -u; id -g; echo $GREETING; pwd; cat /config/config; "
+              "echo written > /data/out && echo data-written; "
+              "touch /config/x 2>/dev/null || echo config-read-only; "
+              "touch /rootfs-file 2>/dev/null || echo root-read-only; exec sleep 1000")
+    cid = pod.container(
+        "shaped", ["/bin/sh", "-c", script],
+        security={"run_as_user": {"value": 1000}, "run_as_group": {"value": 3000},
+                  "readonly_rootfs": True},
+        envs=[{"key": "GREETING", "value": "hello-env"}], working_dir="/data",
+        mounts=[{"container_path": "/data", "host_path": rw},
+                {"container_path": "/config", "host_path": ro, "readonly": True}],
+        resources={"memory_limit_in_bytes": 64 << 20, "cpu_period": 100000,
+                   "cpu_quota": 50000, "cpu_shares": 512})
+    cri.StartContainer(container_id=cid)
+    wait_for(lambda: pod.status(cid)["state"] in (CONTAINER_RUNNING, CONTAINER_EXITED))
+    want = ["1000", "3000", "hello-env", "/data", "from-the-node", "data-written",
+            "config-read-only", "root-read-only"]
+    wait_for(lambda: len(pod.log("shaped")) >= len(want))
+    check("kubelet-shaped: runAsUser/Group, env, workingDir, the volumes (rw, ro) and the "
+          "read-only root as asked, inside",
+          [text for _, _, text in pod.log("shaped")] == want, (pod.status(cid), pod.log("shaped")))
+    try:
+        with open(os.path.join(rw, "out")) as f:
+            written = f.read()
+    except OSError as e:
+        written = str(e)
+    check("kubelet-shaped: the rw volume's file is on the node", written == "written\n", written)
+    init = task_pid(work, cid)
+    got = {}
+    for controller, name in (("memory", "memory.limit_in_bytes"), ("cpu", "cpu.cfs_quota_us"),
+                             ("cpu", "cpu.shares")):
+        try:
+            with open(f"/sys/fs/cgroup/{controller}{cgroup_of(init)}/{name}") as f:
+                got[name] = f.read().strip()
+        except OSError as e:
+            got[name] = str(e)
+    check("kubelet-shaped: the memory and cpu limits in the container's cgroup",
+          got == {"memory.limit_in_bytes": str(64 << 20), "cpu.cfs_quota_us": "50000",
+                  "cpu.shares": "512"}, got)
+    pod.remove()
+
+
+def supplemental_groups(cri, work):
+    """supplementalGroups: the plugin lists them in additionalGids. stockade
+    either honours them (id -G inside) or refuses at create naming the field
+    (docs/oci.md, supplementary groups); never runs without them."""
+    import grpc
+    from cri_client import CONTAINER, CONTAINER_EXITED
+    pod = Pod(cri, work, "pod-groups", CONTAINER)
+    cid = pod.container("groups", ["/bin/sh", "-c", "id -G"],
+                        security={"run_as_user": {"value": 1000}, "run_as_group": {"value": 3000},
+                                  "supplemental_groups": [4000]})
+    try:
+        cri.StartContainer(container_id=cid)
+        wait_for(lambda: pod.status(cid)["state"] == CONTAINER_EXITED)
+        groups = [text for _, _, text in pod.log("groups")]
+        check("supplementalGroups: honoured (id -G lists 3000 and 4000)",
+              groups and sorted(groups[0].split()) == ["3000", "4000"], groups)
+    except grpc.RpcError as e:
+        check("supplementalGroups: refused at create, naming process.user.additionalGids",
+              "process.user.additionalGids" in e.details(), e.details())
     pod.remove()

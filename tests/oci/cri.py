@@ -46,8 +46,8 @@ import subprocess
 import sys
 import tempfile
 
-from cri_pods import (POD_CGROUP_PARENT, SYSTEMD_POD_DIR, Pod, kubelet_shaped, network_pod,
-                      profile_pod, shared_pid_pod, supplemental_groups, systemd_pod)
+from cri_pods import (POD_CGROUP_PARENT, SYSTEMD_POD_DIR, Pod, host_namespaces, kubelet_shaped,
+                      network_pod, profile_pod, shared_pid_pod, supplemental_groups, systemd_pod)
 from cri_setup import (APP_IMAGE, CNI_BIN, PAUSE_IMAGE, cgroup_of, check, children_of,
                        cni_config, containerd_config, ctr, failures, make_image, ns_of,
                        read_cri_log, shims_of, status_of, stockade_state, task_pid, wait_for)
@@ -311,6 +311,7 @@ def inside(stockade, work):
                   seen["plain"] == (2, 143) and ref_seen["plain"] == (2, 137),
                   (seen["plain"], ref_seen["plain"]))
         kubelet_shaped(cri, work)
+        host_namespaces(cri, work, stockade, runtime_root)
         supplemental_groups(cri, work)
         shared_pid_pod(cri, work)
         systemd_pod(cri, work)

@@ -19,12 +19,14 @@ class Pod:
     the pod network given network=POD), its containers created from the app
     image, logs under its directory."""
 
-    def __init__(self, cri, work, name, pid_mode, handler="", cgroup_parent=None, network=None):
+    def __init__(self, cri, work, name, pid_mode, handler="", cgroup_parent=None, network=None,
+                 sysctls=None, ipc=None):
         from cri_client import NODE, POD
         self.cri, self.handler = cri, handler
         self.log_dir = os.path.join(work, "logs", name)
         os.makedirs(self.log_dir)
-        self.ns = {"network": NODE if network is None else network, "pid": pid_mode, "ipc": POD}
+        self.ns = {"network": NODE if network is None else network, "pid": pid_mode,
+                   "ipc": POD if ipc is None else ipc}
         # seccomp RuntimeDefault (0, an empty message present): under
         # containerd's default profile, as a kubelet with seccompDefault
         # asks; unset, containerd 1.6 runs the pause container unconfined.
@@ -35,6 +37,8 @@ class Pod:
             "linux": {"cgroup_parent": cgroup_parent or f"{POD_CGROUP_PARENT}-{name}",
                       "security_context": {"namespace_options": self.ns, "seccomp": {}}},
         }
+        if sysctls:
+            self.config["linux"]["sysctls"] = [{"key": k, "value": v} for k, v in sysctls.items()]
         self.id = cri.RunPodSandbox(config=self.config, runtime_handler=handler)["pod_sandbox_id"]
         self.containers = []
 
@@ -139,7 +143,11 @@ def network_pod(cri, work):
     containers join it by path, as on a Kubernetes node."""
     import urllib.request
     from cri_client import CONTAINER, CONTAINER_RUNNING, POD
-    pod = Pod(cri, work, "pod-net", CONTAINER, network=POD)
+    # Two of Kubernetes' safe sysctls, the pod's: one of its network
+    # namespace (joined by path, so written by create), one of its ipc.
+    pod = Pod(cri, work, "pod-net", CONTAINER, network=POD,
+              sysctls={"net.ipv4.ip_unprivileged_port_start": "80",
+                       "kernel.shm_rmid_forced": "1"})
     ip = cri.PodSandboxStatus(pod_sandbox_id=pod.id)["status"]["network"]["ip"]
     prefix = POD_SUBNET.rsplit(".", 1)[0] + "."
     check("network pod: CNI gave the pod an address of the bridge's subnet", ip.startswith(prefix),
@@ -170,6 +178,17 @@ def network_pod(cri, work):
                                                "http://127.0.0.1:8080/index.html"], timeout=30)
     check("network pod: ExecSync in the pod fetches it on 127.0.0.1",
           r["exit_code"] == 0 and r["stdout"] == b"from-the-pod\n", r)
+    r = cri.ExecSync(container_id=server, cmd=["/bin/cat",
+                                               "/proc/sys/net/ipv4/ip_unprivileged_port_start",
+                                               "/proc/sys/kernel/shm_rmid_forced"], timeout=30)
+    try:
+        with open("/proc/sys/net/ipv4/ip_unprivileged_port_start") as f:
+            node_value = f.read().strip()
+    except OSError as e:
+        node_value = str(e)
+    check("network pod: the pod's sysctls in its network and ipc namespaces, seen by the app "
+          "(80, 1), the node's own not that (1024, the kernel's default)",
+          r["stdout"].split() == [b"80", b"1"] and node_value == "1024", (r, node_value))
     netns = os.listdir("/run/netns") if os.path.isdir("/run/netns") else []
     check("network pod: the plugin's namespace is the one mounted under /run/netns",
           len(netns) == 1, netns)
@@ -280,4 +299,31 @@ def supplemental_groups(cri, work):
     except grpc.RpcError as e:
         check("supplementalGroups: refused at create, naming process.user.additionalGids",
               "process.user.additionalGids" in e.details(), e.details())
+    pod.remove()
+
+
+def host_namespaces(cri, work, stockade, runtime_root):
+    """hostPID is refused by name (a container in the caller's pid
+    namespace is not supported yet) and leaves nothing; hostIPC runs, in the
+    node's ipc namespace, as the spec asks."""
+    import grpc
+    from cri_client import CONTAINER, NODE
+    try:
+        pod = Pod(cri, work, "pod-hostpid", NODE)
+        check("hostPID pod: refused", False, pod.id)
+        pod.remove()
+    except grpc.RpcError as e:
+        check("hostPID pod: RunPodSandbox refused, naming stockade's reason",
+              "a container in the caller's pid namespace is not supported yet" in e.details(),
+              e.details())
+    left = os.listdir(f"{runtime_root}/k8s.io") if os.path.isdir(f"{runtime_root}/k8s.io") \
+        else []
+    check("hostPID pod: nothing left under the runtime's --root", not left, left)
+    pod = Pod(cri, work, "pod-hostipc", CONTAINER, ipc=NODE)
+    cid = pod.container("app", ["/bin/sh", "-c", "exec sleep 1000"])
+    cri.StartContainer(container_id=cid)
+    wait_for(lambda: children_of(task_pid(work, cid)))
+    command = (children_of(task_pid(work, cid)) or [0])[0]
+    check("hostIPC pod: the app's command in the node's ipc namespace",
+          ns_of(command, "ipc") == ns_of(os.getpid(), "ipc"), ns_of(command, "ipc"))
     pod.remove()

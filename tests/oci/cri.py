@@ -147,7 +147,8 @@ def basic_pod(cri, work, stockade, runtime_root):
                                           "echo ready; while :; do sleep 1; done"])
     cri.StartContainer(container_id=stubborn)
     check("ContainerStatus: RUNNING",
-          wait_for(lambda: pod.status(stubborn)["state"] == CONTAINER_RUNNING), pod.status(stubborn))
+          wait_for(lambda: pod.status(stubborn)["state"] == CONTAINER_RUNNING),
+          pod.status(stubborn))
     app_init = task_pid(work, stubborn)
     app_state = stockade_state(stockade, runtime_root, stubborn)
     check("the app container's init is stockade's (its state names the task's pid)",
@@ -404,12 +405,21 @@ def main():
     if importlib.util.find_spec("grpc") is None:
         skip("python3-grpcio is not installed (scripts/install-deps.sh test)")
     host_run_containerd = os.path.lexists("/run/containerd")
+
+    def cni_state():
+        return sorted(os.path.join(top, n) for top, dirs, files in os.walk("/var/lib/cni")
+                      for n in dirs + files)
+    host_cni = cni_state()
     work = tempfile.mkdtemp(prefix="stockade-cri-", dir="/var/tmp")
     try:
-        r = subprocess.run(["unshare", "--mount", "--net", "--propagation", "private", sys.executable,
+        r = subprocess.run(["unshare", "--mount", "--net", "--propagation", "private",
+                            sys.executable,
                             os.path.abspath(__file__), "--inside", stockade, work], timeout=900)
         check("the host's /run/containerd is as it was",
               os.path.lexists("/run/containerd") == host_run_containerd)
+        check("the host's /var/lib/cni is as it was", cni_state() == host_cni)
+        link = subprocess.run(["ip", "link", "show", "stk-cni0"], capture_output=True)
+        check("no CNI bridge on the host's network", link.returncode != 0, link.stdout)
         if r.returncode != 0:
             failures.append("the test inside its mount namespace")
     finally:

@@ -51,7 +51,7 @@ from cri_pods import (POD_CGROUP_PARENT, SYSTEMD_POD_DIR, Pod, host_namespaces, 
 from cri_setup import (APP_IMAGE, CNI_BIN, PAUSE_IMAGE, cgroup_of, check, children_of,
                        cni_config, containerd_config, ctr, failures, make_image, ns_of,
                        read_cri_log, shims_of, status_of, stockade_state, task_pid, wait_for)
-from oci_common import BUSYBOX, skip
+from oci_common import BUSYBOX, host_pids_running, skip
 
 TOOLS = ["containerd", "ctr", "containerd-shim-runc-v2", "unshare", "mount", "ip"]
 
@@ -323,6 +323,11 @@ def inside(stockade, work):
                 for n in dirs + files]
         check("nothing left under the runtime's --root (at most its empty namespace directory)",
               all(os.path.isdir(p) and not os.listdir(p) for p in left), left)
+        leftover = {" ".join(argv): host_pids_running(argv) for argv in
+                    (["/bin/sleep", "2147483647"], ["sleep", "1000"],
+                     ["httpd", "-f", "-p", "8080", "-h", "/tmp/www"])}
+        check("no process of any pod is left (pause, app, server)",
+              not any(leftover.values()), leftover)
         r = ctr(work, "task", "ls", "-q")
         check("containerd lists no task", r.returncode == 0 and r.stdout.strip() == "", r.stdout)
         check("no shim of this containerd is left once the pods are removed",

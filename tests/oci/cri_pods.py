@@ -5,6 +5,7 @@ import os
 
 from cri_setup import (APP_IMAGE, POD_SUBNET, cgroup_of, check, children_of, ns_of,
                        read_cri_log, status_of, stockade_state, task_pid, wait_for)
+from oci_common import host_pids_running
 
 # The kubelet's cgroupfs driver names a pod's cgroup so (QoS class, pod UID).
 POD_CGROUP_PARENT = "/kubepods/besteffort/podstockadecri"
@@ -159,6 +160,12 @@ def network_pod(cri, work):
     wait_for(lambda: pod.status(server)["state"] == CONTAINER_RUNNING)
     pause_cmd = (children_of(task_pid(work, pod.id)) or [0])[0]
     httpd = (children_of(task_pid(work, server)) or [0])[0]
+    # The final check that no pod process is left looks for these command
+    # lines: seen here while they run.
+    check("network pod: the pause's and the server's commands found on the host by their "
+          "command lines", host_pids_running(["/bin/sleep", "2147483647"]).count(pause_cmd) == 1
+          and host_pids_running(["httpd", "-f", "-p", "8080", "-h", "/tmp/www"]) == [httpd],
+          (pause_cmd, httpd))
     check("network pod: the app's command is in the pause container's network namespace "
           "(inode), not the node's",
           ns_of(httpd, "net") == ns_of(pause_cmd, "net") and

@@ -48,9 +48,9 @@ import tempfile
 
 from cri_pods import (POD_CGROUP_PARENT, SYSTEMD_POD_DIR, Pod, host_namespaces, kubelet_shaped,
                       network_pod, profile_pod, shared_pid_pod, supplemental_groups, systemd_pod)
-from cri_setup import (APP_IMAGE, CNI_BIN, PAUSE_IMAGE, cgroup_of, check, children_of,
-                       cni_config, containerd_config, ctr, failures, make_image, ns_of,
-                       read_cri_log, shims_of, status_of, stockade_state, task_pid, wait_for)
+from cri_setup import (APP_IMAGE, CNI_BIN, PAUSE_IMAGE, cgroup_of, check, children_of, ctr,
+                       failures, ns_of, prepare_node, read_cri_log, shims_of, status_of,
+                       stockade_state, task_pid, wait_for)
 from oci_common import BUSYBOX, host_pids_running, skip
 
 TOOLS = ["containerd", "ctr", "containerd-shim-runc-v2", "unshare", "mount", "ip"]
@@ -229,36 +229,10 @@ def inside(stockade, work):
     import grpc
     from cri_client import Cri
 
-    hold = os.path.join(work, "hold-stockade")
-    os.makedirs(hold)
-    os.makedirs("/run/stockade", exist_ok=True)
-    subprocess.run(["mount", "--bind", "/run/stockade", hold], check=True)
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "mode=755,size=16m", "tmpfs", "/run"], check=True)
-    os.makedirs("/run/stockade")
-    subprocess.run(["mount", "--move", hold, "/run/stockade"], check=True)
-    for d in ["cni-conf", "opt", "logs"]:
-        os.makedirs(os.path.join(work, d))
-    # This network namespace (the test's, made by main) is the node's: the
-    # CNI bridge and the pods' addresses live here, never on the host's.
-    subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
-    with open(os.path.join(work, "cni-conf", "10-stockade-test.conflist"), "w") as f:
-        f.write(cni_config(work))
-    # libcni caches each attachment under /var/lib/cni: a tmpfs of this
-    # namespace's over it (over /var/lib where it does not exist yet).
-    cni_cache = "/var/lib/cni" if os.path.isdir("/var/lib/cni") else "/var/lib"
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "mode=755,size=16m", "tmpfs", cni_cache],
-                   check=True)
-
     runtime_root = os.path.join(work, "runtime-root")
     runc = shutil.which("runc")
     address = os.path.join(work, "containerd.sock")
-    config = os.path.join(work, "config.toml")
-    with open(config, "w") as f:
-        f.write(containerd_config(work, stockade, runtime_root, runc or "/usr/sbin/runc",
-                                  os.path.join(work, "runc-root")))
-    # The pause container as a pause image's: sleeps until killed.
-    make_image(os.path.join(work, "pause.tar"), PAUSE_IMAGE, ["/bin/sleep", "2147483647"])
-    make_image(os.path.join(work, "app.tar"), APP_IMAGE, ["/bin/sh"])
+    config = prepare_node(work, stockade, runtime_root, runc or "/usr/sbin/runc")
 
     log = open(os.path.join(work, "containerd.log"), "w")
     daemon = subprocess.Popen(["containerd", "--config", config], stdin=subprocess.DEVNULL,

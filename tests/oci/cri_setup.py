@@ -165,6 +165,41 @@ def cni_config(work):
     })
 
 
+def prepare_node(work, stockade, runtime_root, runc):
+    """In the mount and network namespaces the caller made (unshare
+    --mount --net): /run a tmpfs of its own (the host's /run/stockade bound
+    back, so id leases stay host-wide), lo up, the CNI configuration, a
+    tmpfs over libcni's cache, the images and containerd's config, whose
+    path it returns. Nothing of it is seen from the host."""
+    hold = os.path.join(work, "hold-stockade")
+    os.makedirs(hold)
+    os.makedirs("/run/stockade", exist_ok=True)
+    subprocess.run(["mount", "--bind", "/run/stockade", hold], check=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "mode=755,size=16m", "tmpfs", "/run"], check=True)
+    os.makedirs("/run/stockade")
+    subprocess.run(["mount", "--move", hold, "/run/stockade"], check=True)
+    for d in ["cni-conf", "opt", "logs"]:
+        os.makedirs(os.path.join(work, d))
+    # This network namespace is the node's: the CNI bridge and the pods'
+    # addresses live here, never on the host's.
+    subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
+    with open(os.path.join(work, "cni-conf", "10-stockade-test.conflist"), "w") as f:
+        f.write(cni_config(work))
+    # libcni caches each attachment under /var/lib/cni: a tmpfs of this
+    # namespace's over it (over /var/lib where it does not exist yet).
+    cni_cache = "/var/lib/cni" if os.path.isdir("/var/lib/cni") else "/var/lib"
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "mode=755,size=16m", "tmpfs", cni_cache],
+                   check=True)
+    config = os.path.join(work, "config.toml")
+    with open(config, "w") as f:
+        f.write(containerd_config(work, stockade, runtime_root, runc,
+                                  os.path.join(work, "runc-root")))
+    # The pause container as a pause image's: sleeps until killed.
+    make_image(os.path.join(work, "pause.tar"), PAUSE_IMAGE, ["/bin/sleep", "2147483647"])
+    make_image(os.path.join(work, "app.tar"), APP_IMAGE, ["/bin/sh"])
+    return config
+
+
 def ctr(work, *args, timeout=120):
     return subprocess.run(["ctr", "--address", f"{work}/containerd.sock", "--namespace", K8S,
                            *args], stdin=subprocess.DEVNULL, capture_output=True, text=True,

@@ -49,9 +49,9 @@ import tempfile
 from cri_pods import (POD_CGROUP_PARENT, SYSTEMD_POD_DIR, Pod, host_namespaces, kubelet_shaped,
                       network_pod, profile_pod, shared_pid_pod, supplemental_groups, systemd_pod)
 from cri_setup import (APP_IMAGE, CNI_BIN, PAUSE_IMAGE, cgroup_of, check, children_of, ctr,
-                       failures, ns_of, prepare_node, read_cri_log, shims_of, status_of,
-                       stockade_state, task_pid, wait_for)
-from oci_common import BUSYBOX, host_pids_running, skip
+                       failures, ns_of, pod_pids_running, prepare_node, read_cri_log,
+                       shims_of, status_of, stockade_state, task_pid, wait_for)
+from oci_common import BUSYBOX, skip
 
 TOOLS = ["containerd", "ctr", "containerd-shim-runc-v2", "unshare", "mount", "ip"]
 
@@ -297,7 +297,7 @@ def inside(stockade, work):
                 for n in dirs + files]
         check("nothing left under the runtime's --root (at most its empty namespace directory)",
               all(os.path.isdir(p) and not os.listdir(p) for p in left), left)
-        leftover = {" ".join(argv): host_pids_running(argv) for argv in
+        leftover = {" ".join(argv): pod_pids_running(argv) for argv in
                     (["/bin/sleep", "2147483647"], ["sleep", "1000"],
                      ["httpd", "-f", "-p", "8080", "-h", "/tmp/www"])}
         check("no process of any pod is left (pause, app, server)",

@@ -4,8 +4,8 @@ the pod network through CNI, stockade's profile asked by an annotation."""
 import os
 
 from cri_setup import (APP_IMAGE, POD_SUBNET, cgroup_of, check, children_of, ns_of,
-                       read_cri_log, status_of, stockade_state, task_pid, wait_for)
-from oci_common import host_pids_running
+                       pod_pids_running, read_cri_log, status_of, stockade_state, task_pid,
+                       wait_for)
 
 # The kubelet's cgroupfs driver names a pod's cgroup so (QoS class, pod UID).
 POD_CGROUP_PARENT = "/kubepods/besteffort/podstockadecri"
@@ -163,8 +163,8 @@ def network_pod(cri, work):
     # The final check that no pod process is left looks for these command
     # lines: seen here while they run.
     check("network pod: the pause's and the server's commands found on the host by their "
-          "command lines", host_pids_running(["/bin/sleep", "2147483647"]).count(pause_cmd) == 1
-          and host_pids_running(["httpd", "-f", "-p", "8080", "-h", "/tmp/www"]) == [httpd],
+          "command lines", pod_pids_running(["/bin/sleep", "2147483647"]).count(pause_cmd) == 1
+          and pod_pids_running(["httpd", "-f", "-p", "8080", "-h", "/tmp/www"]) == [httpd],
           (pause_cmd, httpd))
     check("network pod: the app's command is in the pause container's network namespace "
           "(inode), not the node's",

@@ -10,7 +10,7 @@ import subprocess
 import tarfile
 import time
 
-from oci_common import BUSYBOX
+from oci_common import BUSYBOX, host_pids_running
 
 APPLETS = ["sh", "echo", "cat", "sleep", "true", "readlink", "grep", "hostname", "id", "ps",
            "unshare", "mkdir", "httpd", "wget", "ip"]
@@ -247,6 +247,13 @@ def cgroup_of(pid):
         return str(e)
     memory = [p for _, c, p in lines if c == "memory"]
     return memory[0] if memory else [p for _, c, p in lines if c == ""][0]
+
+
+def pod_pids_running(argv):
+    """host_pids_running, narrowed to this test's pods: processes in a
+    cgroup under one of their cgroup_parents (podstockadecri...), so that
+    another run's `sleep 1000` on the same host is not counted."""
+    return [p for p in host_pids_running(argv) if "podstockadecri" in cgroup_of(p)]
 
 
 def stockade_state(stockade, runtime_root, cid):

@@ -53,7 +53,8 @@ from cri_setup import (APP_IMAGE, CNI_BIN, PAUSE_IMAGE, cgroup_of, check, childr
                        shims_of, status_of, stockade_state, task_pid, wait_for)
 from oci_common import BUSYBOX, skip
 
-TOOLS = ["containerd", "ctr", "containerd-shim-runc-v2", "unshare", "mount", "ip"]
+TOOLS = ["containerd", "ctr", "containerd-shim-runc-v2", "unshare", "mount", "ip", "iptables",
+         "iptables-save"]
 
 
 def one_shots(pod):
@@ -389,6 +390,13 @@ def main():
         return sorted(os.path.join(top, n) for top, dirs, files in os.walk("/var/lib/cni")
                       for n in dirs + files)
     host_cni = cni_state()
+
+    def host_nat():
+        """The host's NAT rules (counters and comments dropped)."""
+        r = subprocess.run(["iptables-save", "-t", "nat"], capture_output=True, text=True)
+        return sorted(re.sub(r"\[\d+:\d+\]", "", line) for line in r.stdout.splitlines()
+                      if not line.startswith("#")) if r.returncode == 0 else r.stderr
+    nat = host_nat()
     work = tempfile.mkdtemp(prefix="stockade-cri-", dir="/var/tmp")
     try:
         r = subprocess.run(["unshare", "--mount", "--net", "--propagation", "private",
@@ -399,6 +407,8 @@ def main():
         check("the host's /var/lib/cni is as it was", cni_state() == host_cni)
         link = subprocess.run(["ip", "link", "show", "stk-cni0"], capture_output=True)
         check("no CNI bridge on the host's network", link.returncode != 0, link.stdout)
+        check("the host's NAT rules as they were (portmap's are the test namespace's)",
+              host_nat() == nat)
         if r.returncode != 0:
             failures.append("the test inside its mount namespace")
     finally:

@@ -29,8 +29,12 @@ SCHEMA = {
     "LinuxPodSandboxConfig": {"cgroup_parent": (1, "string"),
                               "security_context": (2, "LinuxSandboxSecurityContext"),
                               "sysctls": (3, ["StringEntry"])},
+    # Protocol: TCP 0.
+    "PortMapping": {"protocol": (1, "int"), "container_port": (2, "int"),
+                    "host_port": (3, "int"), "host_ip": (4, "string")},
     "PodSandboxConfig": {"metadata": (1, "PodSandboxMetadata"), "hostname": (2, "string"),
-                         "log_directory": (3, "string"), "linux": (8, "LinuxPodSandboxConfig")},
+                         "log_directory": (3, "string"), "port_mappings": (5, ["PortMapping"]),
+                         "linux": (8, "LinuxPodSandboxConfig")},
     "RunPodSandboxRequest": {"config": (1, "PodSandboxConfig"), "runtime_handler": (2, "string")},
     "RunPodSandboxResponse": {"pod_sandbox_id": (1, "string")},
     "PodSandboxIdRequest": {"pod_sandbox_id": (1, "string")},  # Stop/Remove/Status

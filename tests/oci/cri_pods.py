@@ -7,6 +7,8 @@ from cri_setup import (APP_IMAGE, POD_SUBNET, cgroup_of, check, children_of, ns_
                        pod_pids_running, read_cri_log, status_of, stockade_state, task_pid,
                        wait_for)
 
+# The network pod's hostPort, on the node's (the test namespace's) loopback.
+HOST_PORT = 18080
 # The kubelet's cgroupfs driver names a pod's cgroup so (QoS class, pod UID).
 POD_CGROUP_PARENT = "/kubepods/besteffort/podstockadecri"
 # ...and so with its systemd driver, and the directory systemd gives it.
@@ -21,7 +23,7 @@ class Pod:
     image, logs under its directory."""
 
     def __init__(self, cri, work, name, pid_mode, handler="", cgroup_parent=None, network=None,
-                 sysctls=None, ipc=None):
+                 sysctls=None, ipc=None, ports=None):
         from cri_client import NODE, POD
         self.cri, self.handler = cri, handler
         self.log_dir = os.path.join(work, "logs", name)
@@ -38,6 +40,10 @@ class Pod:
             "linux": {"cgroup_parent": cgroup_parent or f"{POD_CGROUP_PARENT}-{name}",
                       "security_context": {"namespace_options": self.ns, "seccomp": {}}},
         }
+        if ports:
+            self.config["port_mappings"] = [
+                {"container_port": c, "host_port": h, "host_ip": "127.0.0.1"}
+                for c, h in ports.items()]
         if sysctls:
             self.config["linux"]["sysctls"] = [{"key": k, "value": v} for k, v in sysctls.items()]
         self.id = cri.RunPodSandbox(config=self.config, runtime_handler=handler)["pod_sandbox_id"]
@@ -148,7 +154,8 @@ def network_pod(cri, work):
     # namespace (joined by path, so written by create), one of its ipc.
     pod = Pod(cri, work, "pod-net", CONTAINER, network=POD,
               sysctls={"net.ipv4.ip_unprivileged_port_start": "80",
-                       "kernel.shm_rmid_forced": "1"})
+                       "kernel.shm_rmid_forced": "1"},
+              ports={8080: HOST_PORT})
     ip = cri.PodSandboxStatus(pod_sandbox_id=pod.id)["status"]["network"]["ip"]
     prefix = POD_SUBNET.rsplit(".", 1)[0] + "."
     check("network pod: CNI gave the pod an address of the bridge's subnet", ip.startswith(prefix),
@@ -181,6 +188,15 @@ def network_pod(cri, work):
     wait_for(lambda: fetch() == b"from-the-pod\n")
     check("network pod: the node reaches the pod's server at the pod's address", fetch() ==
           b"from-the-pod\n", fetch())
+    def fetch_host_port():
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{HOST_PORT}/index.html",
+                                        timeout=5) as r:
+                return r.read()
+        except OSError as e:
+            return str(e)
+    check("network pod: the node reaches it through its hostPort on 127.0.0.1 (CNI's portmap)",
+          wait_for(lambda: fetch_host_port() == b"from-the-pod\n", 10), fetch_host_port())
     r = cri.ExecSync(container_id=server, cmd=["/bin/wget", "-q", "-O", "-",
                                                "http://127.0.0.1:8080/index.html"], timeout=30)
     check("network pod: ExecSync in the pod fetches it on 127.0.0.1",

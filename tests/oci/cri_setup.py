@@ -161,7 +161,9 @@ def cni_config(work):
         "cniVersion": "1.0.0", "name": "stockade-test",
         "plugins": [{"type": "bridge", "bridge": "stk-cni0", "isGateway": True, "ipMasq": False,
                      "ipam": {"type": "host-local", "dataDir": f"{work}/cni-ipam",
-                              "ranges": [[{"subnet": POD_SUBNET}]]}}],
+                              "ranges": [[{"subnet": POD_SUBNET}]]}},
+                    # hostPort: iptables DNAT rules, in the test's namespace.
+                    {"type": "portmap", "capabilities": {"portMappings": True}}],
     })
 
 

@@ -45,6 +45,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 
 from cri_pods import (POD_CGROUP_PARENT, SYSTEMD_POD_DIR, Pod, host_namespaces, kubelet_shaped,
                       network_pod, profile_pod, shared_pid_pod, supplemental_groups, systemd_pod)
@@ -105,6 +106,7 @@ def one_shots(pod):
 
 def basic_pod(cri, work, stockade, runtime_root):
     """A pod, its containers seen from the host; returns what one_shots saw."""
+    import grpc
     from cri_client import CONTAINER, CONTAINER_EXITED, CONTAINER_RUNNING
     pod = Pod(cri, work, "pod-a", CONTAINER)
     check("RunPodSandbox", bool(pod.id), pod.id)
@@ -189,6 +191,27 @@ def basic_pod(cri, work, stockade, runtime_root):
                      timeout=30)
     check("ExecSync: the exec'd process is under seccomp too",
           r["exit_code"] == 0 and r["stdout"].split() == [b"Seccomp:", b"2"], r)
+    # A probe that outlives its timeout (a kubelet's exec probe): the plugin
+    # kills what the shim started; nothing of it may stay in the container.
+    probe = []
+
+    def overrun():
+        try:
+            probe.append(("answered", cri.ExecSync(container_id=stubborn,
+                                                   cmd=["/bin/sleep", "1234"], timeout=3)))
+        except grpc.RpcError as e:
+            probe.append((e.code(), e.details()))
+    runner = threading.Thread(target=overrun)
+    runner.start()
+    check("ExecSync of a command that outlives its timeout (3 s): its process seen in the "
+          "container's cgroup while it runs",
+          wait_for(lambda: pod_pids_running(["/bin/sleep", "1234"]), 10))
+    runner.join(60)
+    check("...the call ends in an error saying timeout",
+          probe and probe[0][0] != "answered" and "timeout" in str(probe[0][1]).lower(), probe)
+    check("...and its process is gone from the container",
+          wait_for(lambda: not pod_pids_running(["/bin/sleep", "1234"]), 10),
+          pod_pids_running(["/bin/sleep", "1234"]))
     cri.StopContainer(container_id=stubborn, timeout=2)
     wait_for(lambda: pod.status(stubborn)["state"] == CONTAINER_EXITED, 60)
     st = pod.status(stubborn)

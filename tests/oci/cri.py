@@ -71,6 +71,12 @@ def one_shots(pod):
     three = pod.container("three", ["/bin/sh", "-c", "echo three; exit 3"])
     st = pod.run_to_exit(three)
     seen["three"] = (st["state"], st["exit_code"], st["reason"], pod.log("three"))
+    # Past its memory limit (32 MiB; dd's 64 MiB buffer, no swap here): the
+    # kernel's OOM kill, which the shim hears from the container's cgroup.
+    oom = pod.container("oom", ["/bin/dd", "if=/dev/zero", "of=/dev/null", "bs=64M", "count=1"],
+                        resources={"memory_limit_in_bytes": 32 << 20})
+    st = pod.run_to_exit(oom)
+    seen["oom"] = (st["state"], st["exit_code"], st["reason"])
     missing = pod.container("missing", ["/bin/no-such-program"])
     try:
         pod.cri.StartContainer(container_id=missing)
@@ -129,6 +135,9 @@ def basic_pod(cri, work, stockade, runtime_root):
           isinstance(logged, list) and logged and all(
               re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)", t)
               for t, *_ in logged), logged)
+    check("a container past its memory limit: OOMKilled, exit code 137 (the shim's OOM event "
+          "from the container's cgroup)", seen["oom"] == (CONTAINER_EXITED, 137, "OOMKilled"),
+          seen["oom"])
     check("ContainerStatus: exit code 3 passed through, reason Error",
           seen["three"] == (CONTAINER_EXITED, 3, "Error", [("stdout", "F", "three")]),
           seen["three"])

@@ -13,7 +13,7 @@ import time
 from oci_common import BUSYBOX, host_pids_running
 
 APPLETS = ["sh", "echo", "cat", "sleep", "true", "readlink", "grep", "hostname", "id", "ps",
-           "unshare", "mkdir", "httpd", "wget", "ip"]
+           "unshare", "mkdir", "httpd", "wget", "ip", "dd"]
 # The pods' network (CNI's bridge plugin): a bridge and addresses only in the
 # network namespace the test runs containerd in, never the host's.
 POD_SUBNET = "10.244.7.0/24"

@@ -77,6 +77,12 @@ def one_shots(pod):
                         resources={"memory_limit_in_bytes": 32 << 20})
     st = pod.run_to_exit(oom)
     seen["oom"] = (st["state"], st["exit_code"], st["reason"])
+    # tty: true (kubectl run -t): the shim hands the runtime a console
+    # socket and logs the pty's output.
+    tty = pod.container("tty", ["/bin/sh", "-c", "tty; test -t 1 && echo stdout-is-a-tty"],
+                        tty=True)
+    st = pod.run_to_exit(tty)
+    seen["tty"] = (st["state"], st["exit_code"], pod.log("tty"))
     missing = pod.container("missing", ["/bin/no-such-program"])
     try:
         pod.cri.StartContainer(container_id=missing)
@@ -138,6 +144,10 @@ def basic_pod(cri, work, stockade, runtime_root):
     check("a container past its memory limit: OOMKilled, exit code 137 (the shim's OOM event "
           "from the container's cgroup)", seen["oom"] == (CONTAINER_EXITED, 137, "OOMKilled"),
           seen["oom"])
+    check("tty: true: the command's stdout is a pty (/dev/pts/0), its output logged",
+          seen["tty"] == (CONTAINER_EXITED, 0, [("stdout", "F", "/dev/pts/0"),
+                                                ("stdout", "F", "stdout-is-a-tty")]),
+          seen["tty"])
     check("ContainerStatus: exit code 3 passed through, reason Error",
           seen["three"] == (CONTAINER_EXITED, 3, "Error", [("stdout", "F", "three")]),
           seen["three"])

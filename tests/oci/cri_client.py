@@ -69,7 +69,7 @@ SCHEMA = {
     "ContainerConfig": {"metadata": (1, "ContainerMetadata"), "image": (2, "ImageSpec"),
                         "command": (3, ["string"]), "args": (4, ["string"]),
                         "working_dir": (5, "string"), "envs": (6, ["KeyValue"]),
-                        "mounts": (7, ["Mount"]),
+                        "mounts": (7, ["Mount"]), "stdin": (12, "bool"), "tty": (14, "bool"),
                         "annotations": (10, ["StringEntry"]), "log_path": (11, "string"),
                         "linux": (15, "LinuxContainerConfig")},
     "CreateContainerRequest": {"pod_sandbox_id": (1, "string"), "config": (2, "ContainerConfig"),

@@ -713,11 +713,15 @@ int buildRootInChild(MountPlan& plan, size_t* failed_op) noexcept {
     *failed_op = static_cast<size_t>(-1);
     if (!plan.root_source.empty()) {
         // An image root: the clone attached at the staging directory, nosuid
-        // (and the rest read-only only once sealed, if it is to be).
+        // and nodev (and the rest read-only only once sealed, if it is to
+        // be). nodev whether writable or not: no device cgroup holds in a
+        // user namespace, so a node an image carries (a 0666 node of the
+        // host's disk) would open the host's device; the container's own
+        // devices are bound from the host's nodes into its /dev.
         int tree = plan.root_prepared_fd >= 0 ? plan.root_prepared_fd : plan.root_source_fd;
-        if (int err =
-                attachTreeInChild(tree, MOUNT_ATTR_NOSUID, true, AT_FDCWD, plan.staging.c_str(),
-                                  plan.root_source.c_str(), plan.staging.c_str()))
+        if (int err = attachTreeInChild(tree, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, true, AT_FDCWD,
+                                        plan.staging.c_str(), plan.root_source.c_str(),
+                                        plan.staging.c_str()))
             return err;
     } else if (int err = mountInChild("tmpfs", plan.staging.c_str(), "tmpfs", MS_NOSUID | MS_NODEV,
                                       plan.root_options.c_str(), "MS_NOSUID|MS_NODEV")) {

@@ -160,6 +160,11 @@ Result<IdmappedTree> makeIdmappedTree(const std::string& path, uid_t disk_uid, g
 Result<IdmappedTree> makeIdmappedTree(int dir_fd, const std::string& path, uid_t disk_uid,
                                       gid_t disk_gid, uid_t host_uid, gid_t host_gid) {
     if (dir_fd < 0) return makeIdmappedTree(path, disk_uid, disk_gid, host_uid, host_gid);
+    return makeIdmappedTree(dir_fd, path, IdMapping{disk_uid, host_uid, disk_gid, host_gid});
+}
+
+Result<IdmappedTree> makeIdmappedTree(int dir_fd, const std::string& path,
+                                      const IdMapping& mapping) {
     // A throwaway process, born in a new user namespace, holds it just long
     // enough for its maps to be written and a handle on it taken; the mount
     // keeps a reference to the namespace after the process is gone. It
@@ -195,7 +200,6 @@ Result<IdmappedTree> makeIdmappedTree(int dir_fd, const std::string& path, uid_t
     out.helper.reset(pidfd);
     hold_r.reset();
     auto reap = [&] { hold_w.reset(); };
-    IdMapping mapping{disk_uid, host_uid, disk_gid, host_gid};
     if (auto s = writeIdMaps(static_cast<pid_t>(child), mapping); !s) {
         reap();
         return s.error().withContext("idmap user namespace");
@@ -224,7 +228,7 @@ Result<IdmappedTree> makeIdmappedTree(int dir_fd, const std::string& path, uid_t
     if (sysMountSetattr(out.tree.get(), "", AT_EMPTY_PATH | AT_RECURSIVE, &attr) < 0)
         return Error::fromErrno("mount_setattr(\"" + path +
                                 "\", MOUNT_ATTR_IDMAP, AT_RECURSIVE): a filesystem mounted "
-                                "beneath the worktree that cannot be idmapped also fails it");
+                                "beneath it that cannot be idmapped also fails it");
     return out;
 }
 

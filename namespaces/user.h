@@ -76,5 +76,10 @@ Result<IdmappedTree> makeIdmappedTree(const std::string& path, uid_t disk_uid, g
 // the mount is cloned from the fd, so what was checked is what is mapped.
 Result<IdmappedTree> makeIdmappedTree(int dir_fd, const std::string& path, uid_t disk_uid,
                                       gid_t disk_gid, uid_t host_uid, gid_t host_gid);
+// The same with a whole mapping: with a count above 1, disk ids
+// 0..count-1 show as the block of host ids the mapping gives
+// (IdMapping's rule), and those host ids write them.
+Result<IdmappedTree> makeIdmappedTree(int dir_fd, const std::string& path,
+                                      const IdMapping& mapping);
 
 }  // namespace stockade::ns

@@ -41,6 +41,33 @@ Status makeDirs(const std::string& base, const std::string& relative) {
     return okStatus();
 }
 
+// The v1 cpuset hierarchy's directories for `relative`: a new cpuset
+// directory starts with empty cpuset.cpus and cpuset.mems, and the kernel
+// refuses a task into it (ENOSPC) until both hold something, so each level
+// made empty takes its parent's (runc fills them the same way).
+Status makeCpusetDirs(const std::string& base, const std::string& relative) {
+    std::string parent = base;
+    for (size_t i = 0; i < relative.size();) {
+        size_t end = relative.find('/', i);
+        if (end == std::string::npos) end = relative.size();
+        if (end > i) {
+            const std::string path = parent + "/" + relative.substr(i, end - i);
+            if (mkdir(path.c_str(), 0755) < 0 && errno != EEXIST)
+                return Error::fromErrno("mkdir(\"" + path + "\")");
+            for (const char* file : {"cpuset.cpus", "cpuset.mems"}) {
+                std::string own = readCgroupFileOr(path + "/" + file);
+                if (own.find_first_not_of(" \n") != std::string::npos) continue;
+                auto from = readCgroupFile(parent + "/" + file);
+                if (!from) return from.error();
+                if (auto s = writeCgroupFile(path + "/" + file, *from); !s) return s.error();
+            }
+            parent = path;
+        }
+        i = end + 1;
+    }
+    return okStatus();
+}
+
 bool isCgroup2(const std::string& path) {
     struct statfs fs {};
     return statfs(path.c_str(), &fs) == 0 && fs.f_type == CGROUP2_SUPER_MAGIC;
@@ -223,7 +250,7 @@ Result<ContainerCgroups> makeContainerCgroups(const CgroupAsk& ask, const std::s
         if (isCgroup2(mount_root))
             leaves.push_back(mount_root + ask.path);
         else
-            for (const char* controller : {"memory", "pids", "freezer", "cpu"})
+            for (const char* controller : {"memory", "pids", "freezer", "cpu", "cpuset"})
                 leaves.push_back(mount_root + "/" + controller + ask.path);
         for (const std::string& leaf : leaves)
             if (exists(leaf))
@@ -233,8 +260,8 @@ Result<ContainerCgroups> makeContainerCgroups(const CgroupAsk& ask, const std::s
                     "of every process in its cgroup, so stockade makes that cgroup itself");
     }
     ContainerCgroups out;
-    const bool wants_cpu =
-        ask.resources.cpu_shares || ask.resources.cpu_quota || ask.resources.cpu_period;
+    const bool wants_cpu = ask.resources.wants_cpu();
+    const bool wants_cpuset = ask.resources.wants_cpuset();
     if (isCgroup2(mount_root)) {
         // Each ancestor gives its children the controllers the leaf needs:
         // memory and pids always, cpu where the tree has it (required only
@@ -249,6 +276,13 @@ Result<ContainerCgroups> makeContainerCgroups(const CgroupAsk& ask, const std::s
                 if (auto s = writeCgroupFile(dir + "/cgroup.subtree_control", "+cpu");
                     !s && wants_cpu)
                     return s.error().withContext("linux.resources.cpu");
+            // cpuset only when asked: its directories cost a fill each on v1,
+            // and an empty v2 cpuset.cpus already means the parent's.
+            if (wants_cpuset)
+                if (auto s = writeCgroupFile(dir + "/cgroup.subtree_control", "+cpuset"); !s)
+                    return s.error().withContext(ask.resources.cpuset_cpus
+                                                     ? "linux.resources.cpu.cpus"
+                                                     : "linux.resources.cpu.mems");
             dir += "/" + ask.path.substr(i, end - i);
             if (mkdir(dir.c_str(), 0755) < 0 && errno != EEXIST)
                 return Error::fromErrno("mkdir(\"" + dir + "\")");
@@ -257,16 +291,29 @@ Result<ContainerCgroups> makeContainerCgroups(const CgroupAsk& ask, const std::s
         out.dirs.push_back(dir);
     } else {
         // memory and pids hold create's limits and are required; freezer
-        // (pause) and cpu (a cpu limit, now or by update) where mounted.
-        for (const char* controller : {"memory", "pids", "freezer", "cpu"}) {
+        // (pause) and cpu (a cpu limit, now or by update) where mounted;
+        // cpuset only when asked, and then required.
+        for (const char* controller : {"memory", "pids", "freezer", "cpu", "cpuset"}) {
             const std::string base = mount_root + "/" + controller;
-            const bool required = std::string(controller) == "memory" ||
-                                  std::string(controller) == "pids" ||
-                                  (std::string(controller) == "cpu" && wants_cpu);
+            const std::string name = controller;
+            if (name == "cpuset" && !wants_cpuset) continue;
+            const bool required = name == "memory" || name == "pids" || name == "cpuset" ||
+                                  (name == "cpu" && wants_cpu);
             if (!exists(base)) {
                 if (!required) continue;
                 return Error::message(std::string("linux.resources: no cgroup v1 ") + controller +
                                       " hierarchy at " + base);
+            }
+            if (name == "cpuset") {
+                // Listed first, so that a fill that fails removes it too.
+                out.dirs.push_back(base + ask.path);
+                if (auto s = makeCpusetDirs(base, ask.path); !s) {
+                    (void)removeContainerCgroups(out.dirs);
+                    return s.error().withContext(ask.resources.cpuset_cpus
+                                                     ? "linux.resources.cpu.cpus"
+                                                     : "linux.resources.cpu.mems");
+                }
+                continue;
             }
             if (auto s = makeDirs(base, ask.path); !s) return s.error();
             out.dirs.push_back(base + ask.path);
@@ -293,6 +340,14 @@ Status applyResources(const std::vector<std::string>& dirs, const Resources& r) 
                                   (v2 ? " (not in " + dirs[0] + "/cgroup.controllers)" : ""));
         return dir;
     };
+    // A container made without a cpuset (none was asked) has no directory
+    // for one: said before any other field is written.
+    Result<std::string> cpuset_dir = std::string();
+    if (r.wants_cpuset()) {
+        cpuset_dir =
+            need("cpuset", r.cpuset_cpus ? "linux.resources.cpu.cpus" : "linux.resources.cpu.mems");
+        if (!cpuset_dir) return cpuset_dir.error();
+    }
     if (r.memory_limit || r.swap_limit) {
         auto dir = need("memory", "linux.resources.memory");
         if (!dir) return dir.error();
@@ -370,6 +425,15 @@ Status applyResources(const std::vector<std::string>& dirs, const Resources& r) 
                 if (auto s = writeLimit(*dir, "cpu.cfs_quota_us", *r.cpu_quota); !s)
                     return s.error().withContext("linux.resources.cpu.quota");
         }
+    }
+    if (r.wants_cpuset()) {
+        // The same files on v1 and v2; each a list the reader judged.
+        if (r.cpuset_cpus)
+            if (auto s = writeCgroupFile(*cpuset_dir + "/cpuset.cpus", *r.cpuset_cpus); !s)
+                return s.error().withContext("linux.resources.cpu.cpus");
+        if (r.cpuset_mems)
+            if (auto s = writeCgroupFile(*cpuset_dir + "/cpuset.mems", *r.cpuset_mems); !s)
+                return s.error().withContext("linux.resources.cpu.mems");
     }
     return okStatus();
 }

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "runtime/cgroups/cgroup_fs.h"
 #include "seccomp/oci_import.h"
 
 namespace stockade::oci {
@@ -155,11 +156,12 @@ void readProcess(const json& p, Config& out) {
             out.gid = static_cast<gid_t>(unsignedAt(*gid, "process.user.gid", 0xfffffffe));
         if (const json* groups = member(*user, "additionalGids")) {
             if (!groups->is_array()) refuse("process.user.additionalGids", "expected an array");
+            // setgroups(2) takes at most NGROUPS_MAX (65536) groups.
+            if (groups->size() > 65536)
+                refuse("process.user.additionalGids", "more than 65536 groups");
             for (const json& g : *groups)
-                if (unsignedAt(g, "process.user.additionalGids", 0xfffffffe) != out.gid)
-                    refuse("process.user.additionalGids",
-                           "supplementary groups are not supported yet (stockade denies "
-                           "setgroups in every user namespace)");
+                out.additional_gids.push_back(
+                    static_cast<gid_t>(unsignedAt(g, "process.user.additionalGids", 0xfffffffe)));
         }
         if (const json* mask = member(*user, "umask"))
             out.umask = static_cast<mode_t>(unsignedAt(*mask, "process.user.umask", 0777));
@@ -408,6 +410,61 @@ void readDeviceRules(const json& rules, Resources& out) {
     }
 }
 
+// The numbers of a cpuset list ("0-3,8"), the form cpuset.cpus and
+// cpuset.mems take (the kernel's stride form "0-7:2/4" is not read: runc
+// and podman never write it); nullopt when malformed. Bounded: a list may
+// not name more than kMaxCpusetNumber, the kernel's largest NR_CPUS.
+constexpr unsigned kMaxCpusetNumber = 8192;
+std::optional<std::set<unsigned>> cpusetNumbers(const std::string& text) {
+    std::set<unsigned> out;
+    auto number = [](std::string_view part, unsigned& value) {
+        auto [end, ec] = std::from_chars(part.data(), part.data() + part.size(), value);
+        return ec == std::errc() && end == part.data() + part.size() && !part.empty() &&
+               value < kMaxCpusetNumber;
+    };
+    for (size_t i = 0; i <= text.size();) {
+        size_t end = text.find(',', i);
+        if (end == std::string::npos) end = text.size();
+        std::string_view part(text.data() + i, end - i);
+        const size_t dash = part.find('-');
+        unsigned first = 0, last = 0;
+        if (!number(part.substr(0, dash), first)) return std::nullopt;
+        last = first;
+        if (dash != std::string_view::npos && !number(part.substr(dash + 1), last))
+            return std::nullopt;
+        if (last < first) return std::nullopt;
+        for (unsigned n = first; n <= last; ++n) out.insert(n);
+        i = end + 1;
+    }
+    return out;
+}
+
+// cpu.cpus or cpu.mems: a well-formed list of CPUs (memory nodes) this host
+// has online, judged here so that create refuses it before it makes
+// anything (the kernel would refuse it only at the write, EINVAL, which
+// does not say which number). A host without NUMA has no node directory:
+// node 0 alone.
+std::string cpusetListAt(const json& v, const std::string& field, bool mems) {
+    const std::string text = stringAt(v, field);
+    auto asked = cpusetNumbers(text);
+    if (!asked)
+        refuse(field, "\"" + text +
+                          "\" is not a list of numbers and ranges (\"0-3,8\", each below " +
+                          std::to_string(kMaxCpusetNumber) + ")");
+    const char* online_file =
+        mems ? "/sys/devices/system/node/online" : "/sys/devices/system/cpu/online";
+    std::string online = readCgroupFileOr(online_file);
+    while (!online.empty() && (online.back() == '\n' || online.back() == ' ')) online.pop_back();
+    if (online.empty() && mems) online = "0";
+    auto host = cpusetNumbers(online);
+    if (!host) refuse(field, std::string("cannot read the host's list in ") + online_file);
+    for (unsigned n : *asked)
+        if (!host->count(n))
+            refuse(field, std::string(mems ? "memory node " : "CPU ") + std::to_string(n) +
+                              " is not online on this host (" + online_file + ": " + online + ")");
+    return text;
+}
+
 // linux.resources, for create and update alike: what oci/cgroups.cpp can
 // write is read, anything else refused by name. Null members and empty
 // objects and arrays ask nothing (clients send them so).
@@ -458,6 +515,9 @@ void readResources(const json& res, Resources& out) {
                         if (period < 1000) refuse(field, "below the kernel's 1000 microseconds");
                         out.cpu_period = period;
                     }
+                } else if (name == "cpus" || name == "mems") {
+                    (name == "cpus" ? out.cpuset_cpus : out.cpuset_mems) =
+                        cpusetListAt(v, field, name == "mems");
                 } else {
                     refuse(field, "not enforced yet");
                 }
@@ -471,6 +531,34 @@ void readResources(const json& res, Resources& out) {
     if (out.swap_limit && *out.swap_limit >= 0 &&
         (!out.memory_limit || *out.memory_limit < 0 || *out.swap_limit < *out.memory_limit))
         refuse("linux.resources.memory.swap", "below memory.limit, or without one");
+}
+
+// linux.personality: the domain alone. The spec defines no flag, and each
+// of personality(2)'s would weaken the container rather than describe it
+// (ADDR_NO_RANDOMIZE turns ASLR off, READ_IMPLIES_EXEC makes readable
+// memory executable, ADDR_COMPAT_LAYOUT and MMAP_PAGE_ZERO change the
+// address space), so any flag is refused by name: runc 1.2 warns and
+// drops them, youki refuses them; stockade never drops what it is asked.
+void readPersonality(const json& p, Config& out) {
+    if (!p.is_object()) refuse("linux.personality", "expected an object");
+    const json* domain = member(p, "domain");
+    if (!domain) refuse("linux.personality.domain", "required");
+    const std::string d = stringAt(*domain, "linux.personality.domain");
+    if (d == "LINUX")
+        out.personality = 0x0000;  // PER_LINUX
+    else if (d == "LINUX32")
+        out.personality = 0x0008;  // PER_LINUX32: uname(2) says i686 (armv7l...)
+    else
+        refuse("linux.personality.domain", "unknown domain \"" + d + "\" (LINUX or LINUX32)");
+    if (const json* flags = member(p, "flags")) {
+        std::vector<std::string> names = stringsAt(*flags, "linux.personality.flags");
+        if (!names.empty())
+            refuse("linux.personality.flags",
+                   "\"" + names[0] +
+                       "\": no flag is supported (the spec defines none; personality(2)'s "
+                       "would weaken the container: ASLR, executable reads, the address "
+                       "space's layout)");
+    }
 }
 
 // "/a//b/./c/" as "/a/b/c" (".." is refused before this).
@@ -595,7 +683,7 @@ void readLinux(const json& l, Config& out) {
     }
     refuseIfSet(l, "mountLabel", "linux.mountLabel", "not supported yet");
     refuseIfSet(l, "intelRdt", "linux.intelRdt", "not supported");
-    refuseIfSet(l, "personality", "linux.personality", "not supported yet");
+    if (const json* persona = member(l, "personality")) readPersonality(*persona, out);
     refuseIfSet(l, "timeOffsets", "linux.timeOffsets", "not supported yet");
     refuseIfSet(l, "memoryPolicy", "linux.memoryPolicy", "not supported yet");
     if (const json* sc = member(l, "seccomp")) {

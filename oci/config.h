@@ -83,13 +83,20 @@ struct Resources {
     std::optional<uint64_t> cpu_shares;   // cpu.shares (runc's 0, unset, is left out)
     std::optional<int64_t> cpu_quota;     // cpu.quota in microseconds (<0: none)
     std::optional<uint64_t> cpu_period;   // cpu.period in microseconds
+    // cpu.cpus and cpu.mems: a list ("0-1,3") of CPUs and memory nodes this
+    // host has online, judged by the reader; written to the cpuset as given.
+    std::optional<std::string> cpuset_cpus;
+    std::optional<std::string> cpuset_mems;
     // Judged against linux.devices by create (oci/devices.h), never written:
     // not counted by any().
     std::vector<DeviceRule> device_rules;
 
     bool any() const {
-        return memory_limit || swap_limit || pids_limit || cpu_shares || cpu_quota || cpu_period;
+        return memory_limit || swap_limit || pids_limit || cpu_shares || cpu_quota || cpu_period ||
+               cpuset_cpus || cpuset_mems;
     }
+    bool wants_cpuset() const { return cpuset_cpus || cpuset_mems; }
+    bool wants_cpu() const { return cpu_shares || cpu_quota || cpu_period; }
 };
 
 struct Config {
@@ -99,6 +106,9 @@ struct Config {
     std::string cwd = "/";
     uid_t uid = 0;
     gid_t gid = 0;
+    // process.user.additionalGids, as listed: the supplementary groups, set
+    // as host root before the clone (hostGroupsFor, oci/container_plan.h).
+    std::vector<gid_t> additional_gids;
     std::optional<mode_t> umask;       // process.user.umask; none: the caller's
     std::optional<int> oom_score_adj;  // process.oomScoreAdj, -1000..1000; none: the caller's
     std::vector<Rlimit> rlimits;
@@ -135,7 +145,11 @@ struct Config {
     std::map<std::string, std::string> annotations;
     std::string cgroups_path;  // linux.cgroupsPath, as written
     Resources resources;       // linux.resources
-    Hooks hooks;               // run by oci/hooks.h
+    // linux.personality: the execution domain (personality(2)'s PER_LINUX or
+    // PER_LINUX32) the command and exec's processes take; none: the caller's
+    // is inherited. Flags are refused by the reader.
+    std::optional<unsigned long> personality;
+    Hooks hooks;  // run by oci/hooks.h
 
     const Namespace* findNamespace(std::string_view type) const;
 };

@@ -268,10 +268,22 @@ Status createContainer(const std::string& root_dir, const std::string& id,
             "supported yet: the container's init is not PID 1 there, so stockade ends its "
             "processes through a cgroup of its own, and a rootless container has none yet");
     if (!config->cgroups_path.empty() || config->resources.any() || joins_pid) {
-        if (!isHostRoot())
-            return Error::message(
-                "config.json: linux.cgroupsPath, linux.resources: cgroups of a rootless "
-                "container are not supported yet");
+        if (!isHostRoot()) {
+            // Named by field where one is asked (podman's --cpuset-cpus
+            // among them), so the message says what could not be held.
+            std::string fields = config->cgroups_path.empty() ? "" : "linux.cgroupsPath";
+            const Resources& r = config->resources;
+            for (const auto& [asked, name] :
+                 {std::pair{r.memory_limit || r.swap_limit, "memory"},
+                  std::pair{bool(r.pids_limit), "pids.limit"}, std::pair{r.wants_cpu(), "cpu"},
+                  std::pair{bool(r.cpuset_cpus), "cpu.cpus"},
+                  std::pair{bool(r.cpuset_mems), "cpu.mems"}})
+                if (asked)
+                    fields += std::string(fields.empty() ? "" : ", ") + "linux.resources." + name;
+            return Error::message("config.json: " + fields +
+                                  ": cgroups of a rootless container are not supported yet (no "
+                                  "cgroup of its own to hold the limit)");
+        }
         auto path = cgroupfsPath(config->cgroups_path, id, systemd_cgroup);
         if (!path) return path.error();
         if (systemd_cgroup)
@@ -350,7 +362,12 @@ Status createContainer(const std::string& root_dir, const std::string& id,
     }
     // process.user.umask: the clone inherits it, and so does the command.
     if (config->umask) ::umask(*config->umask);
-    if (isHostRoot() && setgroups(0, nullptr) < 0) return Error::fromErrno("setgroups(0)");
+    // As root: the container's supplementary groups, as host gids, and none
+    // of root's; the clone inherits them and its user namespace denies
+    // setgroups, so nothing in the container can change them (oci/groups.h).
+    if (isHostRoot() && setgroups(cplan.host_groups.size(), cplan.host_groups.data()) < 0)
+        return Error::fromErrno("setgroups(" + std::to_string(cplan.host_groups.size()) +
+                                " host gids of process.user.additionalGids)");
     // init takes its signals with sigwaitinfo, so they are blocked before
     // the clone, which inherits the mask (runtime/supervisor/sandbox_launch.h).
     sigset_t mask = signalsForInit();
@@ -390,7 +407,11 @@ Status createContainer(const std::string& root_dir, const std::string& id,
         UniqueFd adj(open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC));
         if (adj) (void)!write(adj.get(), own_oom_score_adj.data(), own_oom_score_adj.size());
     }
-    if (isHostRoot() && !own_groups.empty()) (void)setgroups(own_groups.size(), own_groups.data());
+    // Empty included: the container's groups must not stay with the hooks
+    // and the monitor forked from here.
+    if (isHostRoot() && setgroups(own_groups.size(), own_groups.data()) < 0)
+        return Error::fromErrno("setgroups(the runtime's own " + std::to_string(own_groups.size()) +
+                                " groups)");
 
     // Parked, or the first failure the child names, or its end.
     while (true) {

@@ -20,6 +20,9 @@
 #include "base/host_path.h"
 #include "namespaces/syscalls.h"
 #include "oci/devices.h"
+#include "oci/groups.h"
+#include "oci/idmapped_root.h"
+#include "oci/passwd.h"
 #include "oci/profile.h"
 #include "oci/state.h"
 #include "runtime/plan/child_plan_builder.h"
@@ -463,6 +466,15 @@ Result<ContainerPlan> planContainer(const Config& config, const std::string& bun
     if (!ids) return ids.error();
     out.ids = *ids;
     plan.ids = *ids;
+    const bool keep_groups = keepsOriginalGroups(config.annotations);
+    auto groups = hostGroupsFor(config.additional_gids, config.gid, gidExtentsOf(*ids), as_root,
+                                keep_groups, "config.json: process.user.additionalGids");
+    if (!groups) return groups.error();
+    out.host_groups = std::move(*groups);
+    if (keep_groups)
+        out.notes.push_back(std::string(kKeepOriginalGroups) +
+                            ": the caller's supplementary groups are kept, "
+                            "process.user.additionalGids is not set (as under crun)");
 
     // Namespaces: the user namespace always (G3: never host root), the
     // mount and pid ones required by the reader, the rest as listed.
@@ -536,7 +548,20 @@ Result<ContainerPlan> planContainer(const Config& config, const std::string& bun
     mounts.staging = "/tmp";
     mounts.root_source = *rootfs;
     mounts.root_writable = !config.root_readonly;
-    if (as_root) {
+    // The leased block's root owns the image through an idmapped root where
+    // no other host user can reach the image (oci/idmapped_root.h).
+    if (as_root && config.uid_mappings.empty() && ids->count > 1) {
+        IdmappedRoot idmapped = idmapImageRoot(held_root->get(), *rootfs, *ids);
+        if (idmapped.tree.tree) {
+            mounts.root_prepared_fd = idmapped.tree.tree.get();
+            out.idmapped_root = std::move(idmapped.tree);
+        } else {
+            out.notes.push_back("root.path: not idmapped (" + idmapped.not_idmapped +
+                                "): the container's root writes nothing of the image that "
+                                "root owns");
+        }
+    }
+    if (as_root && mounts.root_prepared_fd < 0) {
         UniqueFd tree(
             ns::sysOpenTree(held_root->get(), "",
                             OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE));
@@ -548,7 +573,7 @@ Result<ContainerPlan> planContainer(const Config& config, const std::string& bun
             return Error::fromErrno("root.path: mount_setattr(\"" + *rootfs + "\")");
         mounts.root_prepared_fd = tree.get();
         plan.prepared.push_back(std::move(tree));
-    } else {
+    } else if (!as_root) {
         mounts.root_dev = held_root->st.st_dev;
         mounts.root_ino = held_root->st.st_ino;
     }
@@ -676,12 +701,16 @@ Result<ContainerPlan> planContainer(const Config& config, const std::string& bun
             {"dev/ptmx", "pts/ptmx"},          {"dev/fd", "/proc/self/fd"},
             {"dev/stdin", "/proc/self/fd/0"},  {"dev/stdout", "/proc/self/fd/1"},
             {"dev/stderr", "/proc/self/fd/2"}, {"dev/core", "/proc/kcore"}};
+        // /dev/core only where the kernel has a /proc/kcore (runc's rule):
+        // elsewhere it would be a dangling link.
+        const bool kcore = access("/proc/kcore", F_OK) == 0;
         for (const auto& [target, to] : links)
-            ns::addOp(mounts, {.kind = MountKind::Symlink,
-                               .target = target,
-                               .data = to,
-                               .resolve_in_root = true,
-                               .description = std::string("link /") + target});
+            if (kcore || strcmp(target, "dev/core") != 0)
+                ns::addOp(mounts, {.kind = MountKind::Symlink,
+                                   .target = target,
+                                   .data = to,
+                                   .resolve_in_root = true,
+                                   .description = std::string("link /") + target});
     }
     // linux.devices: the host's nodes bound in (oci/devices.h), after the
     // /dev they land in.
@@ -731,7 +760,12 @@ Result<ContainerPlan> planContainer(const Config& config, const std::string& bun
 
     // The process.
     fill(config.args, plan.argv_storage, plan.argv);
-    fill(config.env, plan.env_storage, plan.envp);
+    // HOME from the image's /etc/passwd when the spec names none, as runc
+    // and crun set it (the CRI plugin and ctr leave it to the runtime). Read
+    // from the image before the bundle's mounts, where runc reads it after.
+    std::vector<std::string> env = config.env;
+    if (!envHasHome(env)) addHomeIfMissing(env, config.uid, readImagePasswd(held_root->get()));
+    fill(env, plan.env_storage, plan.envp);
     plan.search_path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
     for (const std::string& e : config.env)
         if (e.starts_with("PATH=")) plan.search_path = e.substr(5);
@@ -746,6 +780,7 @@ Result<ContainerPlan> planContainer(const Config& config, const std::string& bun
     plan.console_cols = config.console_cols;
     plan.die_with_parent = false;
     for (const Rlimit& r : config.rlimits) plan.rlimits.push_back({r.resource, {r.soft, r.hard}});
+    if (config.personality) plan.personality = static_cast<long>(*config.personality);
     std::ifstream last("/proc/sys/kernel/cap_last_cap");
     if (!(last >> plan.last_cap)) plan.last_cap = 63;
     // The spec's capabilities, in the container's user namespace only;

@@ -26,6 +26,9 @@ struct ContainerPlan {
     uint64_t clone_flags = 0;  // CLONE_NEW* for the clone
     ns::IdMapping ids{};
     std::optional<IdLease> lease;  // as root: handed to init (held_by_init_fd)
+    // As root: process.user.additionalGids as host gids, which create takes
+    // with setgroups(2) just before the clone (oci/groups.h); empty: none.
+    std::vector<gid_t> host_groups;
     UniqueFd lease_fd;             // the lease's lock until the clone has its copy
     // Namespaces joined by path (setns before the clone): fd and CLONE_NEW* type.
     std::vector<std::pair<UniqueFd, int>> joins;
@@ -50,6 +53,9 @@ struct ContainerPlan {
     // A pid namespace joined by path (oci/pid_join.h): a proc of it is
     // mounted by create from a process in it, for the same reason.
     std::vector<std::pair<size_t, JoinedProc>> joined_pid_proc;  // op index, the mount
+    // As root with a leased block: the image root idmapped onto it
+    // (oci/idmapped_root.h), its tree the plan's root_prepared_fd.
+    ns::IdmappedTree idmapped_root;
 };
 
 // Builds the plan for the bundle at `bundle` (absolute, resolved). Errors

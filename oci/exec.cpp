@@ -1,4 +1,5 @@
 #include "oci/exec.h"
+#include "oci/passwd.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -9,10 +10,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/personality.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <termios.h>
@@ -28,6 +31,8 @@
 #include "oci/config.h"
 #include "oci/container.h"
 #include "oci/container_plan.h"
+#include "oci/groups.h"
+#include "oci/passwd.h"
 #include "runtime/child/privileges_in_child.h"
 #include "seccomp/install_in_child.h"
 
@@ -42,6 +47,7 @@ enum class ExecStage : int {
     Ids,
     Cwd,
     Rlimits,
+    Personality,
     Capabilities,
     NoNewPrivs,
     Find,
@@ -64,6 +70,8 @@ const char* stageName(ExecStage stage) {
             return "change to process.cwd";
         case ExecStage::Rlimits:
             return "set process.rlimits";
+        case ExecStage::Personality:
+            return "take linux.personality's domain";
         case ExecStage::Capabilities:
             return "set process.capabilities";
         case ExecStage::NoNewPrivs:
@@ -149,8 +157,9 @@ int findExecutable(const Config& p, std::string& out) {
 // process set up as the container's command is (ids, cwd, rlimits,
 // capabilities inside the container's user namespace, no_new_privs, the
 // container's seccomp filter last), then execve. Never returns.
-[[noreturn]] void becomeProcess(const Config& p, const std::vector<sock_filter>& program,
-                                int console_fd, int report_fd) {
+[[noreturn]] void becomeProcess(const Config& p, std::optional<unsigned long> persona,
+                                const std::vector<sock_filter>& program, int console_fd,
+                                int report_fd) {
     auto fail = [&](ExecStage stage, int err) {
         ExecFailure f{stage, err};
         (void)!write(report_fd, &f, sizeof(f));
@@ -173,6 +182,13 @@ int findExecutable(const Config& p, std::string& out) {
         if (setrlimit(r.resource, &value) < 0) fail(ExecStage::Rlimits, errno);
     }
     if (p.umask) umask(*p.umask);
+    // The container's execution domain, as its command has it (runc sets it
+    // for exec too); before the filter, which need not allow it then.
+    if (persona) {
+        if (personality(*persona) < 0) fail(ExecStage::Personality, errno);
+        if (static_cast<unsigned long>(personality(0xffffffff)) != *persona)
+            fail(ExecStage::Personality, EINVAL);
+    }
     int last_cap = 40;
     std::ifstream last("/proc/sys/kernel/cap_last_cap");
     if (!(last >> last_cap)) last_cap = 40;
@@ -189,7 +205,11 @@ int findExecutable(const Config& p, std::string& out) {
     std::vector<char*> argv, envp;
     for (const std::string& a : p.args) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
-    for (const std::string& e : p.env) envp.push_back(const_cast<char*>(e.c_str()));
+    // HOME when the process's env names none, from the container's own
+    // /etc/passwd, read here as the process's user (runc's exec does the same).
+    std::vector<std::string> env = p.env;
+    if (!envHasHome(env)) addHomeIfMissing(env, p.uid, readOwnPasswd());
+    for (const std::string& e : env) envp.push_back(const_cast<char*>(e.c_str()));
     envp.push_back(nullptr);
     if (!program.empty()) {
         sock_fprog prog{static_cast<unsigned short>(program.size()),
@@ -250,6 +270,27 @@ Result<int> execInContainer(const std::string& root_dir, const std::string& id,
     if (!config) return config.error();
     auto program = seccompProgramFor(*config, record.profile);
     if (!program) return program.error();
+    // process.user.additionalGids as the host gids the container's gid map
+    // gives them, taken before joining its user namespace, which denies
+    // setgroups (oci/groups.h). The map is the kernel's, read from the
+    // host's /proc for the init the pidfd holds: still alive after the read,
+    // so the pid named no other process.
+    std::vector<IdMap> extents;
+    const bool as_root = isHostRoot();
+    if (as_root) {
+        const std::string path = "/proc/" + std::to_string(record.pid) + "/gid_map";
+        auto map = readSmallFile(AT_FDCWD, path.c_str(), path, 64 * 1024);
+        if (!map) return map.error();
+        if (syscall(SYS_pidfd_send_signal, init.get(), 0, nullptr, 0) < 0)
+            return Error::message("container not running");
+        auto parsed = parseGidMap(map->content);
+        if (!parsed) return parsed.error();
+        extents = std::move(*parsed);
+    }
+    auto groups = hostGroupsFor(process.additional_gids, process.gid, extents, as_root,
+                                keepsOriginalGroups(config->annotations),
+                                "process.json: process.user.additionalGids");
+    if (!groups) return groups.error();
 
     UniqueFd console;
     if (process.terminal) {
@@ -282,11 +323,14 @@ Result<int> execInContainer(const std::string& root_dir, const std::string& id,
     if (pipe2(report, O_CLOEXEC) < 0) return Error::fromErrno("pipe2()");
     UniqueFd report_read(report[0]), report_write(report[1]);
 
-    // As host root: none of root's supplementary groups go in (the
-    // container's user namespace denies setgroups); then its cgroups, and
-    // every namespace of its init at once (setns(2) on a pidfd), so the
-    // fork lands in its pid namespace.
-    if (isHostRoot() && setgroups(0, nullptr) < 0) return Error::fromErrno("setgroups(0)");
+    // As host root: the process's groups as host gids and none of root's
+    // (the container's user namespace denies setgroups: they cannot be set
+    // once inside, nor changed); then its cgroups, and every namespace of
+    // its init at once (setns(2) on a pidfd), so the fork lands in its pid
+    // namespace.
+    if (as_root && setgroups(groups->size(), groups->data()) < 0)
+        return Error::fromErrno("setgroups(" + std::to_string(groups->size()) +
+                                " host gids of process.user.additionalGids)");
         // Not dumpable until the execve (which resets it): between the fork and
         // its setresuid the process is the caller's host uid inside the
         // container's pid namespace, where a container process holding
@@ -325,7 +369,7 @@ Result<int> execInContainer(const std::string& root_dir, const std::string& id,
     if (pid < 0) return Error::fromErrno("fork()");
     if (pid == 0) {
         report_read.reset();
-        becomeProcess(process, *program, console.get(), report_write.get());
+        becomeProcess(process, config->personality, *program, console.get(), report_write.get());
     }
     report_write.reset();
     console.reset();

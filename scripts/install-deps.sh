@@ -17,7 +17,7 @@ nlohmann-json3-dev nettle-dev libpugixml-dev libre2-dev"
 # containernetworking-plugins and iptables: its pod network (CNI's bridge,
 # host-local, portmap's rules in the test's own network namespace).
 TEST_PACKAGES="catch2 bubblewrap python3 python3-jsonschema python3-pytest nodejs git util-linux \
-iproute2 nftables debootstrap clang libclang-rt-14-dev llvm-14 hyperfine qemu-system-x86 busybox-static \
+iproute2 nftables acl debootstrap clang libclang-rt-14-dev llvm-14 hyperfine qemu-system-x86 busybox-static \
 uidmap libpython3.11-testsuite apparmor jq curl podman containerd runc crun slirp4netns e2fsprogs \
 python3-grpcio containernetworking-plugins iptables"
 

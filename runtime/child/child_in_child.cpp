@@ -11,6 +11,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/personality.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -421,6 +422,18 @@ int rlimitsInChild(ChildPlan& plan, StepState&) noexcept {
     return 0;
 }
 
+int personalityInChild(ChildPlan& plan, StepState&) noexcept {
+    if (plan.personality < 0) return 0;
+    const unsigned long persona = static_cast<unsigned long>(plan.personality);
+    if (personality(persona) < 0)
+        return ns::noteCallInChild("personality").number(plan.personality).done(errno);
+    // Read back: a kernel that does not know the domain keeps the old one
+    // without an error on some architectures.
+    if (static_cast<unsigned long>(personality(0xffffffff)) != persona)
+        return ns::noteCallInChild("personality").number(plan.personality).done(EINVAL);
+    return 0;
+}
+
 int closeOnExecInChild(ChildPlan&, StepState&) noexcept {
     // Marked rather than closed, so the sync socket still carries an exec
     // failure; only 0-2 cross the execve.
@@ -613,6 +626,10 @@ constexpr SetupStep kSteps[] = {
     {{S::Rlimits, P::Command, L::CgroupLimits,
       "the command's own limits; init, which must outlive it, keeps none"},
      rlimitsInChild},
+    {{S::Personality, P::Command, L::PidNs,
+      "an OCI container's execution domain (linux.personality), before its filter, which "
+      "need not allow personality(2) then; the domain crosses execve; a no-op for run"},
+     personalityInChild},
     {{S::CloseOnExec, P::Command, L::PidNs,
       "late, after the last fd is placed: only 0-2 cross the execve"},
      closeOnExecInChild},

@@ -115,6 +115,9 @@ struct ChildPlan {
     unsigned short console_rows = 0;  // process.consoleSize; 0: the kernel's
     unsigned short console_cols = 0;
     CapabilitySets capabilities;
+    // An OCI container's linux.personality (PER_LINUX or PER_LINUX32), set
+    // by the command before its filter; -1: none, the caller's inherited.
+    long personality = -1;
     // An fd init keeps for the sandbox's whole life and closes with it: the
     // lock of its leased host ids when no supervisor outlives the setup
     // (runtime/plan/identity.h). -1: none.

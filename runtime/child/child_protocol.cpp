@@ -65,6 +65,8 @@ const char* describeStage(ChildStage stage) {
             return "change to the working directory";
         case ChildStage::Rlimits:
             return "set resource limits";
+        case ChildStage::Personality:
+            return "set the execution domain (personality)";
         case ChildStage::Securebits:
             return "lock securebits";
         case ChildStage::DropCapabilities:

@@ -42,6 +42,7 @@ enum class ChildStage : uint32_t {
     Stdio,
     Workdir,
     Rlimits,
+    Personality,
     CloseOnExec,
     DropCapabilities,
     NoNewPrivs,

@@ -15,6 +15,7 @@ import json
 import os
 import select
 import shutil
+import stat
 import socket
 import subprocess
 import sys
@@ -362,6 +363,155 @@ def stockade_profile(rt, scratch, owner, base):
           r.returncode == 0 and st.get("stockade", {}).get("profile") == "none", st)
     rt("delete", "--force", "p11")
     check("profile: nothing left under --root", os.listdir(rt.root) == [], os.listdir(rt.root))
+
+
+def image_device_nodes(rt, scratch, owner, base):
+    """A device node the image carries never opens, writable root or not: no
+    device cgroup holds in a user namespace, so the image root is nodev. The
+    node here is a harmless one (1:3, the null device, mode 0666); before
+    the fix a writable root let the container write through it, and a node
+    of the host's disk would have opened the same way."""
+    node = os.path.join(scratch, "rootfs", "imagenode")
+    if not os.path.lexists(node):
+        os.mknod(node, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+        os.chmod(node, 0o666)
+    for cid, readonly in (("n1", False), ("n2", True)):
+        config = json.loads(json.dumps(base))
+        config["root"]["readonly"] = readonly
+        bundle = make_bundle(scratch, "node-" + cid, ["sh", "-c",
+                             "echo x > /imagenode && echo OPENED; "
+                             "read line < /proc/self/mountinfo; echo \"$line\""],
+                             owner, config)
+        r = rt("run", "--bundle", bundle, cid)
+        root_line = r.stdout.strip().splitlines()[-1] if r.stdout.strip() else ""
+        check(f"an image's device node does not open (root {'read-only' if readonly else 'writable'})",
+              "OPENED" not in r.stdout and "Permission denied" in r.stderr and
+              "nodev" in root_line.split(" - ")[0], (r.returncode, r.stdout, r.stderr))
+
+
+def idmapped_root(rt, scratch, owner, base):
+    """As root, the leased block's root owns the image through an idmapped
+    root, where no other host user can reach the image (a 0700 directory of
+    root's on the way): it writes root's files of the image, on disk as
+    root's, and a file of disk id 1000 shows as its 1000. Where the image is
+    reachable (this script's scratch is 0755), it is bound as before: root's
+    files show as nobody's and cannot be written. Rootless the image is the
+    caller's, unchanged."""
+    if rt.mode != "root":
+        return
+    closed = tempfile.mkdtemp(prefix="stockade-idmap-", dir="/var/tmp")
+    try:
+        image = os.path.join(closed, "rootfs")
+        for d in ["bin", "proc", "dev", "sys", "tmp", "out", "etc"]:
+            os.makedirs(os.path.join(image, d))
+        shutil.copy(BUSYBOX, os.path.join(image, "bin", "busybox"))
+        for applet in set(APPLETS):
+            os.symlink("busybox", os.path.join(image, "bin", applet))
+        service = os.path.join(image, "etc", "service-file")
+        with open(service, "w") as f:
+            f.write("x\n")
+        os.chown(service, 1000, 1000)
+        probe = ("touch /made-inside && echo TOUCHED; ls -ln /bin/busybox /etc/service-file; "
+                 "read line < /proc/self/mountinfo; echo \"$line\"")
+        config = json.loads(json.dumps(base))
+        config["root"] = {"path": image, "readonly": False}
+        bundle = make_bundle(scratch, "idmap-closed", ["sh", "-c", probe], owner, config)
+        r = rt("run", "--bundle", bundle, "im1")
+        made = os.path.join(image, "made-inside")
+        st = os.lstat(made) if os.path.lexists(made) else None
+        owners = [line.split()[2:4] for line in r.stdout.splitlines() if line.startswith("-")]
+        root_line = r.stdout.strip().splitlines()[-1] if r.stdout.strip() else ""
+        check("idmapped root (image closed to others): the container's root writes it, "
+              "on disk as root's; the image's ids show as the container's",
+              "TOUCHED" in r.stdout and st is not None and (st.st_uid, st.st_gid) == (0, 0) and
+              owners == [["0", "0"], ["1000", "1000"]] and
+              all(w in root_line.split(" - ")[0] for w in ("idmapped", "nosuid", "nodev")),
+              (r.returncode, r.stdout, r.stderr, st and (st.st_uid, st.st_gid)))
+        config = json.loads(json.dumps(base))
+        config["root"]["readonly"] = False
+        reachable = make_bundle(scratch, "idmap-open", ["sh", "-c", probe], owner, config)
+        r = rt("run", "--bundle", reachable, "im2")
+        owners = [line.split()[2:4] for line in r.stdout.splitlines() if line.startswith("-")]
+        check("no idmapped root where other users reach the image: root's files nobody's, "
+              "unwritable",
+              "TOUCHED" not in r.stdout and "Permission denied" in r.stderr and
+              owners[:1] == [["65534", "65534"]] and
+              not os.path.lexists(os.path.join(scratch, "rootfs", "made-inside")),
+              (r.returncode, r.stdout, r.stderr))
+        # An overlay (podman's and containerd's usual root): Linux 6.18
+        # cannot idmap an overlayfs mount (mount_setattr: EINVAL), so it is
+        # bound as before and create's log says why; were it possible, its
+        # writes would land in its upper directory, which must be closed
+        # to others too, and a reachable one is named first.
+        for cid, upper_parent, why in (("im3", closed, "MOUNT_ATTR_IDMAP"),
+                                       ("im4", scratch, "upper directory")):
+            layer = tempfile.mkdtemp(prefix="ovl-", dir=upper_parent)
+            os.chmod(layer, 0o755)
+            upper, work = os.path.join(layer, "upper"), os.path.join(layer, "work")
+            merged = os.path.join(closed, "merged-" + cid)
+            for d in (upper, work, merged):
+                os.makedirs(d)
+            subprocess.run(["mount", "-t", "overlay", "overlay", "-o",
+                            f"lowerdir={image},upperdir={upper},workdir={work}", merged],
+                           check=True)
+            log = os.path.join(closed, cid + ".log")
+            try:
+                config = json.loads(json.dumps(base))
+                config["root"] = {"path": merged, "readonly": False}
+                bundle = make_bundle(scratch, "idmap-" + cid, ["sh", "-c", probe], owner, config)
+                r = rt("run", "--bundle", bundle, cid, log=log)
+            finally:
+                subprocess.run(["umount", merged])
+            said = open(log).read() if os.path.exists(log) else ""
+            made = os.path.join(upper, "made-inside")
+            check(f"an overlay root is not idmapped, and create's log says why ({why})",
+                  "TOUCHED" not in r.stdout and not os.path.lexists(made) and
+                  "not idmapped" in said and why in said, (r.returncode, r.stdout, r.stderr, said))
+            shutil.rmtree(layer, ignore_errors=True)
+    finally:
+        shutil.rmtree(closed, ignore_errors=True)
+
+
+def home_default(rt, scratch, owner, base):
+    """HOME when the spec's env names none: the home of the process's uid in
+    the image's /etc/passwd, "/" without an entry (runc's and crun's rule;
+    ctr and the CRI plugin leave it to the runtime), a HOME the spec names
+    kept, and the same for an exec'd process (root: rootless exec is refused)."""
+    etc = os.path.join(scratch, "rootfs", "etc")
+    os.makedirs(etc, exist_ok=True)
+    with open(os.path.join(etc, "passwd"), "w") as f:
+        f.write("root:x:0:0:root:/root-home:/bin/sh\nu:x:1000:1000::/home/u:/bin/sh\n")
+    config = json.loads(json.dumps(base))
+    config["process"]["env"] = [e for e in config["process"]["env"] if not e.startswith("HOME=")]
+    cases = [("h1", config, "/root-home")]
+    given = json.loads(json.dumps(config))
+    given["process"]["env"].append("HOME=/given")
+    cases.append(("h2", given, "/given"))
+    if rt.mode == "root":  # rootless maps one id: the container's uid is 0
+        other = json.loads(json.dumps(config))
+        other["process"]["user"] = {"uid": 1000, "gid": 1000}
+        cases.append(("h3", other, "/home/u"))
+        stranger = json.loads(json.dumps(config))
+        stranger["process"]["user"] = {"uid": 4242, "gid": 4242}
+        cases.append(("h4", stranger, "/"))
+    for cid, conf, want in cases:
+        bundle = make_bundle(scratch, "home-" + cid, ["sh", "-c", "echo \"[$HOME]\""], owner, conf)
+        r = rt("run", "--bundle", bundle, cid)
+        check(f"HOME without one in the spec: {want} ({cid})",
+              r.returncode == 0 and r.stdout == f"[{want}]\n", (r.returncode, r.stdout, r.stderr))
+    if rt.mode == "root":
+        sleeper = make_bundle(scratch, "home-exec", ["sleep", "1000"], owner, config)
+        r = rt("run", "--detach", "--bundle", sleeper, "h5")
+        e = rt("exec", "h5", "sh", "-c", "echo \"[$HOME]\"")
+        process = os.path.join(scratch, "home-process.json")
+        with open(process, "w") as f:
+            json.dump({"args": ["sh", "-c", "echo \"[$HOME]\""], "cwd": "/",
+                       "env": ["PATH=/bin", "HOME=/x"], "user": {"uid": 0, "gid": 0}}, f)
+        e2 = rt("exec", "--process", process, "h5")
+        check("HOME for an exec'd process without one: from the container's passwd",
+              r.returncode == 0 and e.stdout == "[/root-home]\n" and e2.stdout == "[/x]\n",
+              (r.returncode, r.stderr, e.stdout, e.stderr, e2.stdout, e2.stderr))
+        rt("delete", "--force", "h5")
 
 
 def record_cases(rt, scratch, owner, base, mode):
@@ -1150,6 +1300,9 @@ def main():
         check("run leaves nothing under --root", os.listdir(state_root) == [], os.listdir(state_root))
 
         stockade_profile(rt, scratch, owner, base)
+        home_default(rt, scratch, owner, base)
+        image_device_nodes(rt, scratch, owner, base)
+        idmapped_root(rt, scratch, owner, base)
         record_cases(rt, scratch, owner, base, mode)
         monitor_cases(rt, scratch, owner, base, mode)
 

@@ -26,6 +26,7 @@ that into a failure.
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import socket
@@ -35,7 +36,7 @@ import urllib.request
 
 from oci_common import BUSYBOX, skip
 APPLETS = ["sh", "echo", "cat", "sleep", "touch", "ls", "true", "unshare", "ip", "tty", "grep",
-           "httpd", "id", "hostname", "stat", "head", "od"]
+           "httpd", "id", "hostname", "stat", "head", "od", "uname"]
 CLEAN_ROOT = os.environ.get("STOCKADE_CLEAN_ROOT", "/var/cache/stockade-test/bookworm")
 ULIMITS = ["--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024"]
 
@@ -103,7 +104,7 @@ def left_behind(cid, state_dir):
     left = []
     if os.path.exists(f"{state_dir}/{cid}"):
         left.append(f"{state_dir}/{cid}")
-    for ctl in ("memory", "pids", "freezer", "cpu"):
+    for ctl in ("memory", "pids", "freezer", "cpu", "cpuset"):
         d = f"/sys/fs/cgroup/{ctl}/libpod_parent/libpod-{cid}"
         if os.path.exists(d):
             left.append(d)
@@ -156,9 +157,27 @@ def main():
         check("run: exit 3 gives 3, stdout and stderr apart",
               p.returncode == 3 and p.stdout == "out\n" and "err\n" in p.stderr,
               f"{p.returncode} {p.stdout!r} {p.stderr!r}")
+        # The container's root writes its image (podman's own storage, or a
+        # --rootfs in this 0700 work directory): idmapped as root, the
+        # caller's own rootless. On disk as root's (the caller's rootless).
+        p = pm.run(rootfs, "sh", "-c", "echo w > /written-by-root && ls -ln /bin/busybox",
+                   opts=none)
+        made = f"{rootfs}/written-by-root"
+        st = os.lstat(made) if os.path.lexists(made) else None
+        want = (0, 0) if root else (65534, 65534)
+        check("run: the container's root writes its image, on disk as its owner's",
+              p.returncode == 0 and st is not None and (st.st_uid, st.st_gid) == want and
+              p.stdout.split()[2:4] == ["0", "0"], f"{p.returncode} {p.stdout!r} {p.stderr!r} {st}")
+        if st is not None:
+            os.unlink(made)
         p = pm.run(rootfs, "/bin/missing", opts=none)
         check("run: a missing executable gives 127", p.returncode == 127,
               f"{p.returncode} {p.stderr!r}")
+        # --personality: linux.personality's domain, the command's uname.
+        p = pm.run(rootfs, "uname", "-m", opts=none + ["--personality", "LINUX32"])
+        check("run --personality LINUX32: uname -m says i686 inside",
+              p.returncode == 0 and p.stdout == "i686\n",
+              f"{p.returncode} {p.stdout!r} {p.stderr!r}")
 
         p = subprocess.run(pm.base + ["run", "--rm", "-i", *ULIMITS, *none, "--rootfs", rootfs,
                                       "cat"], input="piped\n", capture_output=True, text=True,
@@ -320,7 +339,9 @@ def main():
         # --memory and --pids-limit as v1 cgroup limits, read on the host's
         # side while the container runs, and the container's init in them.
         # (Rootless: no cgroup of its own, so no limits asked.)
-        limits = ["--memory", "64m", "--pids-limit", "50", "--cpus", "0.5"] if root else []
+        last_cpu = str(max(os.sched_getaffinity(0)))
+        limits = ["--memory", "64m", "--pids-limit", "50", "--cpus", "0.5",
+                  "--cpuset-cpus", last_cpu, "--cpuset-mems", "0"] if root else []
         cid = pm.detached(rootfs, "sleep", "1000", opts=none + limits)
         ids.append(cid)
         base = f"libpod_parent/libpod-{cid}"
@@ -343,6 +364,15 @@ def main():
                   pids == "50" and pid in procs, f"{pids} {pid} {procs}")
             quota = read(f"/sys/fs/cgroup/cpu/{base}/cpu.cfs_quota_us")
             check("--cpus 0.5: cpu.cfs_quota_us 50000 on the host", quota == "50000", quota)
+            cpuset = (read(f"/sys/fs/cgroup/cpuset/{base}/cpuset.cpus"),
+                      read(f"/sys/fs/cgroup/cpuset/{base}/cpuset.mems"),
+                      pid in read(f"/sys/fs/cgroup/cpuset/{base}/cgroup.procs").split())
+            inside = pm("exec", cid, "grep", "Cpus_allowed_list", "/proc/self/status")
+            check(f"--cpuset-cpus {last_cpu} --cpuset-mems 0: the leaf's cpuset on the host, "
+                  "init in it, the affinity inside",
+                  cpuset == (last_cpu, "0", True) and
+                  inside.stdout.split() == ["Cpus_allowed_list:", last_cpu],
+                  f"{cpuset} {inside.stdout!r} {inside.stderr!r}")
             # podman update calls `update --resources FILE`; pause and
             # unpause call pause and resume.
             p = pm("update", "--memory", "128m", "--memory-swap", "256m", "--cpus", "0.25", cid)
@@ -504,6 +534,51 @@ def main():
               os.listdir(f"{work}/bind-ro") == ["in"],
               (os.listdir(f"{work}/bind-rw"), os.listdir(f"{work}/bind-ro")))
 
+        # --group-add: as root the groups are the container's, in its own
+        # process and in an exec'ed one, as under runc (stockade takes them
+        # as host gids before the clone; docs/oci.md "Supplementary groups");
+        # rootless refused by name, since no unprivileged runtime can set them.
+        groups_argv = ["sh", "-c", "id -G; grep ^Groups: /proc/self/status"]
+        groups_opts = ["--group-add", "2000", "--group-add", "3000"]
+        if not rootless:
+            seen = {}
+            for name, client in (("stockade", pm), ("runc", ref)):
+                if client is None:
+                    continue
+                p = client.run(rootfs, *groups_argv,
+                               opts=none + ["--user", "1000:1000"] + groups_opts)
+                cid = client.detached(rootfs, "sleep", "1000",
+                                      opts=none + ["--user", "1000:1000"] + groups_opts)
+                e = client("exec", cid, *groups_argv)
+                client("rm", "-f", cid)
+                seen[name] = (p.returncode, p.stdout, e.returncode, e.stdout,
+                              (p.stderr + e.stderr)[-300:])
+            # podman lists the user's own gid among the container's groups,
+            # and not in an exec's process.json: exactly what it asked, each.
+            want = ("1000 2000 3000\nGroups:\t1000 2000 3000 \n",
+                    "1000 2000 3000\nGroups:\t2000 3000 \n")
+            check("--group-add 2000 --group-add 3000 --user 1000:1000: id -G and Groups: the "
+                  "groups asked, in the container's process and an exec'ed one, as under runc",
+                  all(v[0] == 0 and v[2] == 0 and (v[1], v[3]) == want
+                      for v in seen.values()), seen)
+        else:
+            p = pm.run(rootfs, *groups_argv, opts=none + groups_opts)
+            check("--group-add rootless: refused, naming the field and why",
+                  p.returncode != 0 and "process.user.additionalGids" in p.stderr and
+                  "rootless" in p.stderr, (p.returncode, p.stdout, p.stderr[-400:]))
+        # --group-add keep-groups: podman's run.oci.keep_original_groups.
+        # Rootless it is taken (the caller's groups, none here: setpriv
+        # cleared them); as root refused, since they would be host root's.
+        p = pm.run(rootfs, *groups_argv, opts=none + ["--group-add", "keep-groups"])
+        if rootless:
+            check("--group-add keep-groups rootless: taken, the caller's groups (none here)",
+                  p.returncode == 0 and p.stdout == "0\nGroups:\t \n",
+                  (p.returncode, p.stdout, p.stderr[-400:]))
+        else:
+            check("--group-add keep-groups as root: refused, naming the annotation",
+                  p.returncode != 0 and "run.oci.keep_original_groups" in p.stderr,
+                  (p.returncode, p.stdout, p.stderr[-400:]))
+
         # A published port on the host's loopback: podman's slirp4netns (a
         # user-space stack in the container's network namespace; no bridge
         # on the host) forwards 127.0.0.1:PORT to the container's server.
@@ -564,6 +639,19 @@ def main():
             os.unlink(hostnet)
         if pm:
             subprocess.run(pm.base + ["rm", "-af"], capture_output=True)
+        if rootless:
+            # Rootless podman leaves a pause process holding its user
+            # namespace; it is this run's (its pid file is in the run's own
+            # directories), so it ends with the run.
+            for pid_file in (f"{work}/tmp-podman/pause.pid", f"{work}/xdg/libpod/tmp/pause.pid"):
+                try:
+                    with open(pid_file) as f:
+                        pause = int(f.read().strip())
+                    with open(f"/proc/{pause}/comm") as f:
+                        if f.read().strip() == "podman pause":
+                            os.kill(pause, signal.SIGKILL)
+                except (OSError, ValueError):
+                    pass
         subprocess.run(["umount", "-R", f"{work}/storage"], capture_output=True)
         for m in mounted:
             subprocess.run(["umount", m], capture_output=True)

@@ -163,6 +163,29 @@ TEST_CASE("oci config: memory and pids limits and the cgroup path are read", "[o
     CHECK(parsed->resources.pids_limit == 20);
 }
 
+TEST_CASE("oci config: the execution domain and the cpuset lists are read", "[oci]") {
+    json doc = fixture();
+    doc["linux"]["personality"] = {{"domain", "LINUX32"}, {"flags", json::array()}};
+    // CPU 0 and memory node 0 are online on every host.
+    doc["linux"]["resources"]["cpu"] = {{"cpus", "0"}, {"mems", "0-0"}};
+    auto parsed = parseConfig(doc.dump());
+    REQUIRE(parsed);
+    CHECK(parsed->personality == 0x0008ul);
+    CHECK(parsed->resources.cpuset_cpus == "0");
+    CHECK(parsed->resources.cpuset_mems == "0-0");
+    CHECK(parsed->resources.any());
+    doc["linux"]["personality"] = {{"domain", "LINUX"}};
+    doc["linux"]["resources"]["cpu"] = {{"cpus", ""}, {"mems", ""}};
+    parsed = parseConfig(doc.dump());
+    REQUIRE(parsed);
+    CHECK(parsed->personality == 0ul);
+    CHECK_FALSE(parsed->resources.any());
+    doc["linux"].erase("personality");
+    parsed = parseConfig(doc.dump());
+    REQUIRE(parsed);
+    CHECK_FALSE(parsed->personality);
+}
+
 TEST_CASE("oci update: linux.resources alone, read as config.json's and refused by name", "[oci]") {
     auto parsed = parseResources(
         R"({"memory": {"limit": 134217728, "swap": 268435456}, "pids": {"limit": 50},
@@ -178,7 +201,7 @@ TEST_CASE("oci update: linux.resources alone, read as config.json's and refused 
     auto zero = parseResources(R"({"cpu": {"shares": 0, "quota": 0, "period": 0}})");
     REQUIRE(zero);
     CHECK_FALSE(zero->any());
-    for (const char* bad : {R"({"memory": {"reservation": 1}})", R"({"cpu": {"cpus": "0-1"}})",
+    for (const char* bad : {R"({"memory": {"reservation": 1}})", R"({"cpu": {"cpus": "0-"}})",
                             R"({"unified": {"memory.high": "1"}})", R"({"cpu": {"period": 10}})",
                             R"({"pids": 5})", "[1]", "{"}) {
         auto r = parseResources(bad);
@@ -216,7 +239,16 @@ TEST_CASE("oci config: what stockade cannot honour is refused, naming the field"
         {"process.env", [](json& d) { d["process"]["env"] = {"NOEQUALS"}; }},
         {"process.user.uid", [](json& d) { d["process"]["user"]["uid"] = -1; }},
         {"process.user.additionalGids",
-         [](json& d) { d["process"]["user"]["additionalGids"] = {10}; }},
+         [](json& d) { d["process"]["user"]["additionalGids"] = json::parse("[-1]"); }},
+        {"process.user.additionalGids",
+         [](json& d) { d["process"]["user"]["additionalGids"] = "10"; }},
+        {"process.user.additionalGids",
+         [](json& d) { d["process"]["user"]["additionalGids"] = json::parse("[4294967295]"); }},
+        {"process.user.additionalGids",
+         [](json& d) {
+             d["process"]["user"]["additionalGids"] = json::array();
+             for (int i = 0; i < 65537; ++i) d["process"]["user"]["additionalGids"].push_back(5);
+         }},
         {"process.user.umask", [](json& d) { d["process"]["user"]["umask"] = 01000; }},
         {"process.capabilities.bounding",
          [](json& d) { d["process"]["capabilities"]["bounding"] = {"CAP_BOGUS"}; }},
@@ -348,9 +380,58 @@ TEST_CASE("oci config: what stockade cannot honour is refused, naming the field"
          [](json& d) { d["linux"]["seccomp"]["syscalls"][0]["action"] = "SCMP_ACT_NOTIFY"; }},
         {"linux.seccomp", [](json& d) { d["linux"]["seccomp"]["listenerPath"] = "/run/l.sock"; }},
         {"linux.seccomp", [](json& d) { d["linux"]["seccomp"]["defaultAction"] = "BOGUS"; }},
-        {"linux.personality",
+        {"linux.personality.domain",
          [](json& d) {
-             d["linux"]["personality"] = {{"domain", "LINUX32"}};
+             d["linux"]["personality"] = {{"domain", "LINUX64"}};
+         }},
+        {"linux.personality.domain",
+         [](json& d) {
+             d["linux"]["personality"] = {{"flags", json::array()}};
+         }},
+        {"linux.personality.flags",
+         [](json& d) {
+             d["linux"]["personality"] = {{"domain", "LINUX32"}, {"flags", {"ADDR_NO_RANDOMIZE"}}};
+         }},
+        {"linux.personality.flags",
+         [](json& d) {
+             d["linux"]["personality"] = {{"domain", "LINUX"}, {"flags", {"READ_IMPLIES_EXEC"}}};
+         }},
+        {"linux.personality", [](json& d) { d["linux"]["personality"] = "LINUX32"; }},
+        {"linux.resources.cpu.cpus",
+         [](json& d) {
+             d["linux"]["resources"]["cpu"] = {{"cpus", "0-"}};
+         }},
+        {"linux.resources.cpu.cpus",
+         [](json& d) {
+             d["linux"]["resources"]["cpu"] = {{"cpus", "a"}};
+         }},
+        {"linux.resources.cpu.cpus",
+         [](json& d) {
+             d["linux"]["resources"]["cpu"] = {{"cpus", "1-0"}};
+         }},
+        {"linux.resources.cpu.cpus",
+         [](json& d) {
+             d["linux"]["resources"]["cpu"] = {{"cpus", "0,,1"}};
+         }},
+        {"linux.resources.cpu.cpus",
+         [](json& d) {
+             d["linux"]["resources"]["cpu"] = {{"cpus", "8191"}};
+         }},
+        {"linux.resources.cpu.cpus",
+         [](json& d) {
+             d["linux"]["resources"]["cpu"] = {{"cpus", "0-99999999"}};
+         }},
+        {"linux.resources.cpu.cpus",
+         [](json& d) {
+             d["linux"]["resources"]["cpu"] = {{"cpus", 0}};
+         }},
+        {"linux.resources.cpu.mems",
+         [](json& d) {
+             d["linux"]["resources"]["cpu"] = {{"mems", "0-"}};
+         }},
+        {"linux.resources.cpu.mems",
+         [](json& d) {
+             d["linux"]["resources"]["cpu"] = {{"mems", "4000"}};
          }},
         {"linux.intelRdt",
          [](json& d) {

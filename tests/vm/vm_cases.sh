@@ -15,7 +15,7 @@ mount -t tmpfs run /run
 mount -t cgroup2 none /sys/fs/cgroup
 CG=/sys/fs/cgroup
 
-echo "PLANNED 17"
+echo "PLANNED 18"
 verdict() {  # verdict NAME DETAIL: the last command's status is the verdict
     if [ "$?" -eq 0 ]; then echo "CASE PASS $1 $2"; else echo "CASE FAIL $1 $2"; fi
 }
@@ -231,6 +231,24 @@ procs=$(tr '\n' ' ' < $CG$K/cri-containerd-c2.scope/cgroup.procs 2>/dev/null)
 mem=$(cat $CG$K/cri-containerd-c2.scope/memory.max 2>/dev/null)
 [ "$created" -eq 0 ] && echo " $procs" | grep -q " $init2 " && [ "$mem" = 67108864 ]
 verdict oci-v2-systemd-path "create=$created $(cat /tmp/oci-c2.err) procs='$procs' init=$init2 memory.max=$mem"
+
+# linux.resources.cpu.cpus/mems: the cpuset controller enabled down to the
+# container's directory, the list in its cpuset.cpus, init's affinity the
+# list (the VM has CPUs 0-1), the directory gone after delete.
+oci_config /oci-vm/c3 | sed 's/"cpu": {/"cpu": {"cpus": "1", "mems": "0", /' > $B/config.json
+$OCI create --bundle $B --pid-file /tmp/oci-c3.pid c3 </dev/null >/dev/null 2>/tmp/oci-c3.err
+created=$?
+init3=$(cat /tmp/oci-c3.pid 2>/dev/null)
+L3=$CG/oci-vm/c3
+cpus=$(cat $L3/cpuset.cpus 2>/dev/null); eff=$(cat $L3/cpuset.cpus.effective 2>/dev/null)
+mems=$(cat $L3/cpuset.mems 2>/dev/null)
+allowed=$(grep Cpus_allowed_list /proc/$init3/status 2>/dev/null | cut -f2)
+procs=$(tr '\n' ' ' < $L3/cgroup.procs 2>/dev/null)
+$OCI delete --force c3; d3=$?
+for i in $(seq 50); do [ ! -e /proc/$init3 ] && break; wait 2>/dev/null; sleep 0.1; done
+[ "$created" -eq 0 ] && [ "$cpus" = 1 ] && [ "$eff" = 1 ] && [ "$mems" = 0 ] &&
+    [ "$allowed" = 1 ] && echo " $procs" | grep -q " $init3 " && [ "$d3" -eq 0 ] && [ ! -d $L3 ]
+verdict oci-v2-cpuset "create=$created $(cat /tmp/oci-c3.err) cpuset.cpus=$cpus effective=$eff mems=$mems init-allowed=$allowed procs='$procs' delete=$d3 dir=$([ -d $L3 ] && echo left)"
 
 $OCI kill c1 9
 $OCI delete --force c1; d1=$?

@@ -1,0 +1,57 @@
+// process.user.additionalGids: the container's supplementary groups.
+//
+// runc and crun call setgroups(2) inside the container's user namespace, which
+// needs that namespace's /proc/PID/setgroups to say "allow": then any process
+// of the container holding CAP_SETGID there (podman's default set has it), or
+// a user namespace it makes beneath, could drop a group, and a file whose
+// group is denied what others are granted (mode 0604, group G) would open to
+// it (CVE-2014-8989, user_namespaces(7)). stockade keeps "deny" in every user
+// namespace (G3) and sets the groups from outside instead: as host root, the
+// runtime takes the container's groups as the host gids they map to, just
+// before the clone, which inherits them (credentials are copied whole; a new
+// user namespace changes none of them). No process of the container can
+// change them after that, whatever its capabilities: the kernel refuses
+// setgroups(2) in a namespace that denies it and in every namespace beneath.
+// Rootless there is nothing to take them with: an unprivileged process may
+// not set groups at all.
+#pragma once
+
+#include <sys/types.h>
+
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/error.h"
+#include "namespaces/user.h"
+#include "oci/config.h"
+
+namespace stockade::oci {
+
+// crun's annotation (run.oci.keep_original_groups, any value but "0"):
+// the runtime's own supplementary groups are kept and additionalGids not set.
+inline constexpr const char* kKeepOriginalGroups = "run.oci.keep_original_groups";
+bool keepsOriginalGroups(const std::map<std::string, std::string>& annotations);
+
+// One line of a gid_map: `size` container gids from `container_id` are the
+// host's from `host_id`.
+std::vector<IdMap> gidExtentsOf(const ns::IdMapping& ids);
+// A /proc/PID/gid_map as the host reads it; an error for a malformed line.
+Result<std::vector<IdMap>> parseGidMap(std::string_view text);
+
+// The host gids the runtime takes before the clone (or exec's fork), for
+// setgroups(2): `gids` (additionalGids of config.json, or of exec's
+// process.json, `field` naming which) each through `extents`, in order.
+// Refused, naming the field: a gid the container's gid map does not hold
+// (it would show as 65534 inside and be no group of the container's);
+// rootless, any gid but the process's own `primary` (which it holds
+// already), since no unprivileged process can set groups; as root,
+// `keep_original` (the runtime's own groups are host root's).
+// Rootless with `keep_original`: nothing is set, as under crun, and the
+// caller's groups stay (they would anyway: docs/threat-model.md).
+Result<std::vector<gid_t>> hostGroupsFor(const std::vector<gid_t>& gids, gid_t primary,
+                                         const std::vector<IdMap>& extents, bool as_root,
+                                         bool keep_original, const std::string& field);
+
+}  // namespace stockade::oci

@@ -1,0 +1,97 @@
+#include "oci/passwd.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <linux/openat2.h>
+
+#include <charconv>
+
+#include "base/unique_fd.h"
+#include "namespaces/syscalls.h"
+
+namespace stockade::oci {
+
+namespace {
+
+bool smallRegular(int fd) {
+    struct stat st {};
+    return fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+           static_cast<uint64_t>(st.st_size) <= kMaxPasswdBytes;
+}
+
+// The whole of an opened file, when it is a regular file small enough
+// (checked again as it is read: it may grow); "" otherwise.
+std::string readRegular(int fd) {
+    UniqueFd file(fd);
+    if (!file || !smallRegular(file.get())) return "";
+    std::string text;
+    char buf[16384];
+    for (;;) {
+        const ssize_t n = read(file.get(), buf, sizeof buf);
+        if (n < 0) return "";  // EAGAIN too: a regular file never says it
+        if (n == 0) break;
+        text.append(buf, static_cast<size_t>(n));
+        if (text.size() > kMaxPasswdBytes) return "";
+    }
+    return text;
+}
+
+}  // namespace
+
+std::string homeOfUid(std::string_view passwd, uid_t uid) {
+    while (!passwd.empty()) {
+        const size_t end = passwd.find('\n');
+        std::string_view line = passwd.substr(0, end);
+        passwd = end == std::string_view::npos ? std::string_view() : passwd.substr(end + 1);
+        // name:password:uid:gid:gecos:home:shell
+        std::string_view fields[7];
+        size_t count = 0;
+        while (count < 7) {
+            const size_t colon = line.find(':');
+            fields[count++] = line.substr(0, colon);
+            if (colon == std::string_view::npos) break;
+            line = line.substr(colon + 1);
+        }
+        if (count < 6 || fields[0].empty() || fields[0][0] == '#') continue;
+        uint64_t value = 0;
+        const char* first = fields[2].data();
+        const char* last = first + fields[2].size();
+        auto [ptr, ec] = std::from_chars(first, last, value);
+        if (ec != std::errc() || ptr != last || fields[2].empty() || value != uid) continue;
+        const std::string_view home = fields[5];
+        return home.empty() || home[0] != '/' ? "/" : std::string(home);
+    }
+    return "/";
+}
+
+std::string readImagePasswd(int root_fd) {
+    open_how how{};
+    how.flags = O_PATH | O_CLOEXEC;
+    how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
+    UniqueFd held(ns::sysOpenat2(root_fd, "etc/passwd", &how));
+    // Reopened through /proc/self/fd only once fstat said what it is: the
+    // host's runtime never opens a FIFO or a device of the image to read.
+    if (!held || !smallRegular(held.get())) return "";
+    const std::string proc = "/proc/self/fd/" + std::to_string(held.get());
+    return readRegular(open(proc.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
+}
+
+std::string readOwnPasswd() {
+    // In the container, as its process: what it opens is its own to open
+    // (O_NONBLOCK: a FIFO there does not hold the exec up).
+    return readRegular(open("/etc/passwd", O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
+}
+
+bool envHasHome(const std::vector<std::string>& env) {
+    for (const std::string& e : env)
+        if (e.starts_with("HOME=")) return true;
+    return false;
+}
+
+void addHomeIfMissing(std::vector<std::string>& env, uid_t uid, const std::string& passwd) {
+    if (!envHasHome(env)) env.push_back("HOME=" + homeOfUid(passwd, uid));
+}
+
+}  // namespace stockade::oci

@@ -1,0 +1,145 @@
+// The idmapped image root's condition (oci/idmapped_root.h): the image is
+// idmapped only where no host user but root can reach it.
+#include <fcntl.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <string>
+
+#include "base/unique_fd.h"
+#include "oci/idmapped_root.h"
+#include "tests/unit/oracle_test_support.h"
+
+using namespace stockade;
+using oracle_test::TempDir;
+
+namespace {
+
+bool closed(const std::string& path) {
+    UniqueFd fd(open(path.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    REQUIRE(fd);
+    std::string why;
+    return oci::closedToOthers(fd.get(), why);
+}
+
+}  // namespace
+
+TEST_CASE("oci idmapped root: only a tree closed to other users by root counts", "[oci]") {
+    TempDir scratch;  // mkdtemp: 0700, the caller's
+    const std::string image = scratch / "a/b/rootfs";
+    REQUIRE(system(("mkdir -p " + image + " && chmod 755 " + scratch / "a" + " " +
+                    scratch / "a/b " + image)
+                       .c_str()) == 0);
+    REQUIRE(chmod(scratch.path().c_str(), 0711) == 0);
+    // The temporary directory's parents are open to all (/tmp, /): only
+    // the scratch directory could close the way.
+    CHECK_FALSE(closed(image));
+    REQUIRE(chmod(scratch.path().c_str(), 0700) == 0);
+    // Closed only when root's: a caller that is not root closes nothing.
+    CHECK(closed(image) == (geteuid() == 0));
+    if (geteuid() != 0) return;
+    // Search for root's group only is closed; for another group, open.
+    REQUIRE(chmod(scratch.path().c_str(), 0710) == 0);
+    CHECK(closed(image));
+    REQUIRE(chown(scratch.path().c_str(), 0, 100) == 0);
+    CHECK_FALSE(closed(image));
+    REQUIRE(chown(scratch.path().c_str(), 0, 0) == 0);
+    REQUIRE(chmod(scratch.path().c_str(), 0700) == 0);
+    // Any ACL on the closing directory opens it (it could name a user).
+    const std::string setfacl = "setfacl -m u:65534:x " + scratch.path() + " 2>/dev/null";
+    if (system(setfacl.c_str()) == 0) {
+        CHECK_FALSE(closed(image));
+        REQUIRE(system(("setfacl -b " + scratch.path()).c_str()) == 0);
+        CHECK(closed(image));
+    } else {
+        oracle_test::skipLoudly("setfacl is missing (the acl package): the ACL case");
+    }
+    // Owned by another user: not closed, whatever its mode.
+    REQUIRE(chown(scratch.path().c_str(), 65534, 0) == 0);
+    CHECK_FALSE(closed(image));
+    REQUIRE(chown(scratch.path().c_str(), 0, 0) == 0);
+}
+
+TEST_CASE("oci idmapped root: a plain directory has no overlay upper directory", "[oci]") {
+    TempDir scratch;
+    UniqueFd fd(open(scratch.path().c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    REQUIRE(fd);
+    CHECK(oci::overlayUpperDir(fd.get()).empty());
+}
+
+TEST_CASE("oci idmapped root: an overlay's upper directory is found, its own path", "[oci]") {
+    if (geteuid() != 0) {
+        oracle_test::skipLoudly("mounting an overlay needs root");
+        return;
+    }
+    TempDir scratch;
+    for (const char* d : {"lower", "upper dir", "work", "merged"})
+        REQUIRE(mkdir((scratch / d).c_str(), 0755) == 0);
+    const std::string options = "lowerdir=" + scratch / "lower" +
+                                ",upperdir=" + scratch / "upper dir" +
+                                ",workdir=" + scratch / "work";
+    REQUIRE(mount("overlay", (scratch / "merged").c_str(), "overlay", 0, options.c_str()) == 0);
+    struct Unmount {
+        std::string at;
+        ~Unmount() { umount2(at.c_str(), MNT_DETACH); }
+    } unmount{scratch / "merged"};
+    UniqueFd fd(open((scratch / "merged").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    REQUIRE(fd);
+    // A space in the path is escaped in mountinfo (\040): read back whole.
+    CHECK(oci::overlayUpperDir(fd.get()) == scratch / "upper dir");
+}
+
+TEST_CASE("oci idmapped root: an image closed by its own mode alone is not idmapped", "[oci]") {
+    if (geteuid() != 0) {
+        oracle_test::skipLoudly("an idmapped mount needs root");
+        return;
+    }
+    // The image's root would be the container root's to chmod: only an
+    // ancestor may close the way.
+    TempDir scratch;
+    REQUIRE(chmod(scratch.path().c_str(), 0755) == 0);
+    const std::string image = scratch / "rootfs";
+    REQUIRE(mkdir(image.c_str(), 0700) == 0);
+    UniqueFd fd(open(image.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    REQUIRE(fd);
+    const ns::IdMapping block{0, 3000000000u, 0, 3000000000u, 65536};
+    oci::IdmappedRoot open_image = oci::idmapImageRoot(fd.get(), image, block);
+    CHECK_FALSE(open_image.tree.tree);
+    CHECK(open_image.not_idmapped.find("closed to other users") != std::string::npos);
+    // Closed by its parent: idmapped.
+    REQUIRE(chmod(scratch.path().c_str(), 0700) == 0);
+    oci::IdmappedRoot closed_image = oci::idmapImageRoot(fd.get(), image, block);
+    CHECK(closed_image.tree.tree);
+    CHECK(closed_image.not_idmapped.empty());
+}
+
+TEST_CASE("oci idmapped root: an image its filesystem shows elsewhere too is not idmapped",
+          "[oci]") {
+    if (geteuid() != 0) {
+        oracle_test::skipLoudly("an idmapped mount needs root");
+        return;
+    }
+    // /var/tmp/...open/image, reachable by all, bound at closed/rootfs: the
+    // way through closed/ is closed, the image's own is not.
+    TempDir closed_dir;
+    TempDir open_dir;
+    REQUIRE(chmod(closed_dir.path().c_str(), 0700) == 0);
+    REQUIRE(chmod(open_dir.path().c_str(), 0755) == 0);
+    REQUIRE(mkdir((open_dir / "image").c_str(), 0755) == 0);
+    REQUIRE(mkdir((closed_dir / "rootfs").c_str(), 0755) == 0);
+    REQUIRE(mount((open_dir / "image").c_str(), (closed_dir / "rootfs").c_str(), nullptr, MS_BIND,
+                  nullptr) == 0);
+    struct Unmount {
+        std::string at;
+        ~Unmount() { umount2(at.c_str(), MNT_DETACH); }
+    } unmount{closed_dir / "rootfs"};
+    UniqueFd fd(open((closed_dir / "rootfs").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    REQUIRE(fd);
+    const ns::IdMapping block{0, 3000000000u, 0, 3000000000u, 65536};
+    oci::IdmappedRoot bound = oci::idmapImageRoot(fd.get(), closed_dir / "rootfs", block);
+    CHECK_FALSE(bound.tree.tree);
+    CHECK(bound.not_idmapped.find("also shows it") != std::string::npos);
+}

@@ -17,16 +17,20 @@ until exited with its exit code (0 and 3); the container's log file in the
 CRI format holding its stdout and stderr lines; ExecSync into a running
 container (output and exit code); StopContainer of a command that traps
 SIGTERM and of one that ignores it (SIGKILL at the timeout: 137);
-ContainerStats; RemoveContainer, StopPodSandbox, RemovePodSandbox; the same
-one-shot containers under runc (handler "runc") seen alike by the client.
+an ExecSync past its timeout; a container OOMKilled past its memory limit;
+a tty: true container; ContainerStats; RemoveContainer, StopPodSandbox,
+RemovePodSandbox; the same one-shot containers under runc (handler "runc")
+seen alike by the client.
 From the host: each container's init is stockade's (its state under the
 shim's --root names the pid) and its command runs with Seccomp 2,
 NoNewPrivs 1 and a user namespace that is not the host's, host uids not 0;
 the app's command is in the pause container's ipc and uts namespaces (by
 inode) and its init in the cgroup the plugin named under the pod's
 cgroup_parent (cgroupfs and systemd drivers); a pod sharing its pid
-namespace; a pod on the pod network, reached at its address; stockade's
-profile asked by a pod annotation, its refusal counted by name. After the
+namespace; a kubelet-shaped container (runAsUser, volumes, limits,
+supplementalGroups); hostPID refused, hostIPC; a pod on the pod network,
+reached at its address and its hostPort, its sysctls; stockade's profile
+asked by a pod annotation, its refusal counted by name. After the
 removals nothing is left under the runtime's --root, no process of the
 pods, no mount of theirs, no network namespace.
 

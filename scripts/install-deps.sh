@@ -12,10 +12,14 @@ nlohmann-json3-dev nettle-dev libpugixml-dev libre2-dev"
 # package also enables containerd.service where systemd is PID 1). runc and
 # crun: the OCI references (tests/oci/lifecycle.py, bench/oci_lifecycle.py);
 # slirp4netns: podman's published port in tests/oci/podman.py; e2fsprogs:
-# mkfs.ext4 and debugfs for the walk cache's loop-mounted worktree.
+# mkfs.ext4 and debugfs for the walk cache's loop-mounted worktree;
+# python3-grpcio: tests/oci/cri.py's client of containerd's CRI plugin;
+# containernetworking-plugins and iptables: its pod network (CNI's bridge,
+# host-local, portmap's rules in the test's own network namespace).
 TEST_PACKAGES="catch2 bubblewrap python3 python3-jsonschema python3-pytest nodejs git util-linux \
 iproute2 nftables acl debootstrap clang libclang-rt-14-dev llvm-14 hyperfine qemu-system-x86 busybox-static \
-uidmap libpython3.11-testsuite apparmor jq curl podman containerd runc crun slirp4netns e2fsprogs"
+uidmap libpython3.11-testsuite apparmor jq curl podman containerd runc crun slirp4netns e2fsprogs \
+python3-grpcio containernetworking-plugins iptables"
 
 case ${1:-test} in
     build) PACKAGES=$BUILD_PACKAGES ;;

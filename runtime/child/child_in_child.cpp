@@ -327,7 +327,23 @@ int closeFdsInChild(ChildPlan& plan, StepState& state) noexcept {
                   plan.held_by_init_fd,
                   plan.console_socket_fd};
     (void)state;  // the call is noted by closeInheritedFdsInChild
-    return closeInheritedFdsInChild(plan, FaultPoint::CloseFds, keep, 11);
+    if (int err = closeInheritedFdsInChild(plan, FaultPoint::CloseFds, keep, 11)) return err;
+    if (plan.console_socket_fd < 0) return 0;
+    // An OCI terminal: the command's stdio is the pty, so the caller's own
+    // is nobody's in the container, and init, blocked in the command's
+    // vfork until `start`, must not hold it: containerd's shim reads
+    // create's output pipe to its end before it answers, and would never
+    // send `start` (runc gives its init none either).
+    int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (null < 0) return ns::noteCallInChild("open").path("/dev/null").arg("O_RDWR").done(errno);
+    for (int fd = 0; fd < 3; ++fd)
+        if (null != fd && dup2(null, fd) < 0) {
+            int err = ns::noteCallInChild("dup2").number(null).number(fd).done(errno);
+            close(null);
+            return err;
+        }
+    if (null > 2) close(null);
+    return 0;
 }
 
 int hostnameInChild(ChildPlan& plan, StepState&) noexcept {

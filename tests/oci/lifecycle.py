@@ -13,6 +13,7 @@ the host cannot run a mode, which CI (env CI=true) turns into a failure.
 """
 import json
 import os
+import select
 import shutil
 import stat
 import socket
@@ -1022,6 +1023,47 @@ def main():
               output.replace(b"\r", b"").split() == [b"tty-ok", b"24", b"100"], output)
         wait_for(lambda: (state_of(rt, "t1") or {}).get("status") == "stopped")
         rt("delete", "t1")
+
+        # create's own stdout and stderr a pipe, as containerd's shim gives
+        # them with a terminal (it reads that pipe to its end before it
+        # answers create, then sends start): once create has exited, nothing
+        # of the container holds it; its init used to, until start, and the
+        # shim waited forever (tests/oci/cri.py's tty container).
+        server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        server.bind(sock_path + "2")
+        os.chmod(sock_path + "2", 0o777)
+        server.listen(1)
+        read_end, write_end = os.pipe()
+        p = subprocess.run([rt.binary, "--root", rt.root, "create", "--bundle", tty,
+                            "--console-socket", sock_path + "2", "t2"],
+                           stdin=subprocess.DEVNULL, stdout=write_end, stderr=write_end,
+                           timeout=120, preexec_fn=demote if mode == "rootless" else None)
+        os.close(write_end)
+        ready, _, _ = select.select([read_end], [], [], 10)
+        said = os.read(read_end, 4096) if ready else None
+        os.close(read_end)
+        check("a terminal: create's output pipe reaches its end once create exits (nothing of "
+              "the parked container holds it)", p.returncode == 0 and said == b"", (p, said))
+        conn, _ = server.accept()
+        msg, fds, _, _ = socket.recv_fds(conn, 1024, 4)
+        rt("start", "t2")
+        output = b""
+        while fds:
+            try:
+                chunk = os.read(fds[0], 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            output += chunk
+        for fd in fds:
+            os.close(fd)
+        conn.close()
+        server.close()
+        check("...and the container's stdio is still the pty",
+              output.replace(b"\r", b"").split()[:1] == [b"tty-ok"], output)
+        wait_for(lambda: (state_of(rt, "t2") or {}).get("status") == "stopped")
+        rt("delete", "t2")
 
         # linux.cgroupsPath with memory and pids limits: as root the init and
         # its command sit in the cgroup named, with the limits written, and

@@ -373,6 +373,12 @@ std::vector<IdMap> readIdMaps(const json& v, const std::string& field) {
                 static_cast<uint32_t>(unsignedAt(*h, f + ".hostID", 0xfffffffe)),
                 static_cast<uint32_t>(unsignedAt(*s, f + ".size", 0xffffffff))};
         if (m.size == 0) refuse(f + ".size", "must be at least 1");
+        // A range past the last id would wrap: the ids it gives would not
+        // be the ones the kernel's map holds (it refuses the map, but a
+        // group could be taken on its word before).
+        if (uint64_t{m.host_id} + m.size > (uint64_t{1} << 32) ||
+            uint64_t{m.container_id} + m.size > (uint64_t{1} << 32))
+            refuse(f + ".size", "the range runs past the last id (4294967295)");
         out.push_back(m);
     }
     return out;

@@ -119,7 +119,6 @@ int takeTerminal(int socket_fd, unsigned short rows, unsigned short cols) {
     memcpy(CMSG_DATA(c), &master, sizeof(int));
     if (sendmsg(socket_fd, &msg, MSG_NOSIGNAL) != 1) return errno;
     close(master);
-    if (setsid() < 0) return errno;
     if (ioctl(slave, TIOCSCTTY, 0) < 0) return errno;
     for (int fd = 0; fd < 3; ++fd)
         if (dup2(slave, fd) < 0) return errno;
@@ -202,6 +201,10 @@ int changeDirInRoot(const std::string& cwd) {
     // file's), whose /proc/self/fd links a process.cwd or an image's
     // /etc/passwd could follow out of the container's root.
     closeAllFdsBut(report_fd, console_fd);
+    // A session of its own, terminal or not (runc's exec too): left in the
+    // caller's, the process would have the caller's terminal as its
+    // controlling one, and TIOCSTI on it types into the caller's shell.
+    if (setsid() < 0) fail(ExecStage::Console, errno);
     sigset_t all;
     sigemptyset(&all);
     sigprocmask(SIG_SETMASK, &all, nullptr);
@@ -250,13 +253,14 @@ int changeDirInRoot(const std::string& cwd) {
     if (!envHasHome(env)) addHomeIfMissing(env, p.uid, readOwnPasswd());
     for (const std::string& e : env) envp.push_back(const_cast<char*>(e.c_str()));
     envp.push_back(nullptr);
+    // And nothing opened since (an ifstream above) survives the execve:
+    // marked before the filter, which may refuse close_range.
+    syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC);
     if (!program.empty()) {
         sock_fprog prog{static_cast<unsigned short>(program.size()),
                         const_cast<sock_filter*>(program.data())};
         if (int err = seccomp::installFilterInChild(prog)) fail(ExecStage::Seccomp, err);
     }
-    // And nothing opened since (an ifstream above) survives the execve.
-    syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC);
     execve(executable.c_str(), argv.data(), envp.data());
     fail(ExecStage::Exec, errno);
     _exit(127);

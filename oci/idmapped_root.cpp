@@ -115,8 +115,9 @@ bool under(const std::string& path, const std::string& dir) {
 }
 
 // Another mount of the filesystem of the directory at `fd` (seen at
-// `shown`) that shows it elsewhere too (a bind of a directory above it):
-// there its way is not the one judged. "" when none.
+// `shown`) that shows it, or a part of it, elsewhere too (a bind of a
+// directory above it or inside it): there its way is not the one judged.
+// "" when none.
 std::string shownElsewhere(int fd, const std::string& shown, const std::vector<MountLine>& mounts) {
     const uint64_t id = mountIdOf(fd);
     const MountLine* own = nullptr;
@@ -126,8 +127,12 @@ std::string shownElsewhere(int fd, const std::string& shown, const std::vector<M
     // Its path within the filesystem.
     std::string rest = shown.substr(own->mount_point == "/" ? 0 : own->mount_point.size());
     std::string within = own->root == "/" ? (rest.empty() ? "/" : rest) : own->root + rest;
+    // A mount of a directory above it (which shows it) or inside it (which
+    // shows what it holds, where a host user may reach it) alike.
     for (const MountLine& m : mounts)
-        if (m.id != id && m.device == own->device && under(within, m.root)) return m.mount_point;
+        if (m.id != id && m.device == own->device &&
+            (under(within, m.root) || under(m.root, within)))
+            return m.mount_point;
     return "";
 }
 

@@ -507,6 +507,17 @@ def exec_fds(rt, scratch, owner, base):
           "holds only its stdio",
           r.returncode == 0 and not escaped and listed.stdout.split() == ["end"],
           (r.stderr, escaped, listed.returncode, listed.stdout, listed.stderr))
+    # Its own session, without a terminal too: in the caller's, the
+    # caller's terminal would be its controlling one (TIOCSTI types into it).
+    with open(process, "w") as f:
+        json.dump({"args": ["sh", "-c", "read -r line < /proc/$$/stat; echo \"$line\""],
+                   "cwd": "/", "env": ["PATH=/bin"], "user": {"uid": 0, "gid": 0}}, f)
+    stat_line = rt("exec", "--process", process, "fx1")
+    fields = stat_line.stdout.rsplit(")", 1)[-1].split()
+    check("exec: the process leads a session of its own (no terminal of the caller's)",
+          stat_line.returncode == 0 and len(fields) > 3 and
+          fields[3] == stat_line.stdout.split()[0] and fields[3] != str(os.getsid(0)),
+          (stat_line.returncode, stat_line.stdout, stat_line.stderr))
     rt("delete", "--force", "fx1")
 
 

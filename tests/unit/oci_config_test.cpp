@@ -306,6 +306,12 @@ TEST_CASE("oci config: what stockade cannot honour is refused, naming the field"
          [](json& d) { d["linux"]["namespaces"][6]["path"] = "/proc/1/ns/user"; }},
         {"linux.namespaces", [](json& d) { d["linux"]["namespaces"].erase(0); }},
         {"linux.uidMappings[0].size", [](json& d) { d["linux"]["uidMappings"][0]["size"] = 0; }},
+        {"linux.gidMappings[0].size",
+         [](json& d) {
+             // Past the last id: it would wrap (host 4294967000 + 65536).
+             d["linux"]["gidMappings"][0]["hostID"] = 4294967000u;
+             d["linux"]["gidMappings"][0]["size"] = 65536;
+         }},
         {"linux.sysctl.net.ipv4.ip_forward",
          [](json& d) {
              json kept = json::array();

@@ -143,3 +143,33 @@ TEST_CASE("oci idmapped root: an image its filesystem shows elsewhere too is not
     CHECK_FALSE(bound.tree.tree);
     CHECK(bound.not_idmapped.find("also shows it") != std::string::npos);
 }
+
+TEST_CASE("oci idmapped root: an image a part of which is bound elsewhere is not idmapped",
+          "[oci]") {
+    if (geteuid() != 0) {
+        oracle_test::skipLoudly("an idmapped mount needs root");
+        return;
+    }
+    // closed/rootfs (0700 above it), its tmp bound at a directory anyone
+    // reaches: a setuid file made in the image's /tmp would show there.
+    TempDir closed_dir;
+    TempDir open_dir;
+    REQUIRE(chmod(closed_dir.path().c_str(), 0700) == 0);
+    REQUIRE(chmod(open_dir.path().c_str(), 0755) == 0);
+    REQUIRE(mkdir((closed_dir / "rootfs").c_str(), 0755) == 0);
+    REQUIRE(mkdir((closed_dir / "rootfs/tmp").c_str(), 01777) == 0);
+    REQUIRE(mkdir((open_dir / "public").c_str(), 0755) == 0);
+    UniqueFd fd(open((closed_dir / "rootfs").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    REQUIRE(fd);
+    const ns::IdMapping block{0, 3000000000u, 0, 3000000000u, 65536};
+    CHECK(oci::idmapImageRoot(fd.get(), closed_dir / "rootfs", block).tree.tree);
+    REQUIRE(mount((closed_dir / "rootfs/tmp").c_str(), (open_dir / "public").c_str(), nullptr,
+                  MS_BIND, nullptr) == 0);
+    struct Unmount {
+        std::string at;
+        ~Unmount() { umount2(at.c_str(), MNT_DETACH); }
+    } unmount{open_dir / "public"};
+    oci::IdmappedRoot shown = oci::idmapImageRoot(fd.get(), closed_dir / "rootfs", block);
+    CHECK_FALSE(shown.tree.tree);
+    CHECK(shown.not_idmapped.find(open_dir / "public") != std::string::npos);
+}

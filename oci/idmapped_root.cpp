@@ -1,5 +1,6 @@
 #include "oci/idmapped_root.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -9,6 +10,7 @@
 #include <linux/stat.h>
 
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <vector>
 
@@ -136,6 +138,60 @@ std::string shownElsewhere(int fd, const std::string& shown, const std::vector<M
     return "";
 }
 
+// Why the image held at `root_fd` may not be idmapped for its links: a
+// non-directory with more links than the image holds ("" when every link
+// of every file is inside it). Walked without following a link, on the
+// image's own filesystem only, bounded: past the bound it is not judged.
+std::string linkedOutside(int root_fd) {
+    constexpr size_t kMaxEntries = 2'000'000;
+    struct stat top {};
+    if (fstat(root_fd, &top) < 0) return "fstat of the image failed";
+    std::map<std::pair<dev_t, ino_t>, std::pair<nlink_t, nlink_t>> multi;  // links, seen
+    std::map<std::pair<dev_t, ino_t>, std::string> names;
+    std::vector<std::pair<UniqueFd, std::string>> pending;
+    pending.emplace_back(UniqueFd(openat(root_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)), "");
+    if (!pending.back().first) return "the image cannot be listed";
+    size_t seen = 0;
+    while (!pending.empty()) {
+        auto [dir, shown] = std::move(pending.back());
+        pending.pop_back();
+        DIR* d = fdopendir(dup(dir.get()));
+        if (!d) return "the image's /" + shown + " cannot be listed";
+        while (dirent* e = readdir(d)) {
+            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+            if (++seen > kMaxEntries) {
+                closedir(d);
+                return "more than 2000000 entries: its links not judged";
+            }
+            struct stat st {};
+            if (fstatat(dir.get(), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) continue;
+            const std::string name = shown.empty() ? e->d_name : shown + "/" + e->d_name;
+            if (S_ISDIR(st.st_mode)) {
+                if (st.st_dev != top.st_dev) continue;  // a mount beneath: refused apart
+                UniqueFd sub(
+                    openat(dir.get(), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+                if (!sub) {
+                    closedir(d);
+                    return "the image's /" + name + " cannot be listed";
+                }
+                pending.emplace_back(std::move(sub), name);
+            } else if (st.st_nlink > 1) {
+                auto& [links, inside] = multi[{st.st_dev, st.st_ino}];
+                links = st.st_nlink;
+                ++inside;
+                names.emplace(std::make_pair(st.st_dev, st.st_ino), name);
+            }
+        }
+        closedir(d);
+    }
+    for (const auto& [key, count] : multi)
+        if (count.second < count.first)
+            return "/" + names[key] + " has a link outside the image (" +
+                   std::to_string(count.first) + " links, " + std::to_string(count.second) +
+                   " inside)";
+    return "";
+}
+
 }  // namespace
 
 bool closedToOthers(int dir_fd, std::string& why) {
@@ -242,6 +298,14 @@ IdmappedRoot idmapImageRoot(int root_fd, const std::string& path, const ns::IdMa
     auto tree = ns::makeIdmappedTree(root_fd, path, block);
     if (!tree) {
         out.not_idmapped = tree.error().describe();
+        return out;
+    }
+    // A file of the image with a link outside it (a bundle made by cp -al
+    // from a template others reach) would be rewritten there too. Judged
+    // once the kernel has taken the idmap (an overlay it refuses costs no
+    // walk).
+    if (std::string linked = linkedOutside(root_fd); !linked.empty()) {
+        out.not_idmapped = path + ": " + linked;
         return out;
     }
     out.tree = std::move(*tree);

@@ -19,7 +19,9 @@
 // may change once idmapped) is root's and closed to everyone else
 // (no search permission for others, nor for a group other than root's, no
 // ACL), and likewise an ancestor of the upper directory of an overlay
-// mounted there (where the writes land): podman's storage and containerd's snapshots are such
+// mounted there (where the writes land), no other mount showing the image
+// or a part of it, and no file of it with a hard link outside it:
+// podman's storage and containerd's snapshots are such
 // trees. Elsewhere (an image under /var/tmp, a home directory) the root is
 // bound as before, unwritable, and create says why.
 #pragma once

@@ -173,3 +173,31 @@ TEST_CASE("oci idmapped root: an image a part of which is bound elsewhere is not
     CHECK_FALSE(shown.tree.tree);
     CHECK(shown.not_idmapped.find(open_dir / "public") != std::string::npos);
 }
+
+TEST_CASE("oci idmapped root: an image file with a link outside the image is not idmapped",
+          "[oci]") {
+    if (geteuid() != 0) {
+        oracle_test::skipLoudly("an idmapped mount needs root");
+        return;
+    }
+    // A bundle made by cp -al from a template others reach: the container's
+    // root could rewrite the template's file and make it setuid root.
+    TempDir closed_dir;
+    TempDir open_dir;
+    REQUIRE(chmod(closed_dir.path().c_str(), 0700) == 0);
+    REQUIRE(chmod(open_dir.path().c_str(), 0755) == 0);
+    REQUIRE(system(("mkdir -p " + closed_dir / "rootfs/bin" + " && echo x > " +
+                    closed_dir / "rootfs/bin/tool" + " && ln " + closed_dir / "rootfs/bin/tool" +
+                    " " + closed_dir / "rootfs/bin/alias")
+                       .c_str()) == 0);
+    UniqueFd fd(open((closed_dir / "rootfs").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    REQUIRE(fd);
+    const ns::IdMapping block{0, 3000000000u, 0, 3000000000u, 65536};
+    // Both links inside: idmapped.
+    CHECK(oci::idmapImageRoot(fd.get(), closed_dir / "rootfs", block).tree.tree);
+    REQUIRE(link((closed_dir / "rootfs/bin/tool").c_str(), (open_dir / "template-tool").c_str()) ==
+            0);
+    oci::IdmappedRoot linked = oci::idmapImageRoot(fd.get(), closed_dir / "rootfs", block);
+    CHECK_FALSE(linked.tree.tree);
+    CHECK(linked.not_idmapped.find("link outside the image") != std::string::npos);
+}

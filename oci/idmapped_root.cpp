@@ -7,12 +7,15 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include <linux/openat2.h>
 #include <linux/stat.h>
 
 #include <fstream>
 #include <map>
 #include <sstream>
 #include <vector>
+
+#include "namespaces/syscalls.h"
 
 namespace stockade::oci {
 
@@ -144,18 +147,21 @@ std::string shownElsewhere(int fd, const std::string& shown, const std::vector<M
 // image's own filesystem only, bounded: past the bound it is not judged.
 std::string linkedOutside(int root_fd) {
     constexpr size_t kMaxEntries = 2'000'000;
-    struct stat top {};
-    if (fstat(root_fd, &top) < 0) return "fstat of the image failed";
     std::map<std::pair<dev_t, ino_t>, std::pair<nlink_t, nlink_t>> multi;  // links, seen
     std::map<std::pair<dev_t, ino_t>, std::string> names;
-    std::vector<std::pair<UniqueFd, std::string>> pending;
-    pending.emplace_back(UniqueFd(openat(root_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)), "");
-    if (!pending.back().first) return "the image cannot be listed";
+    // Directories waiting, by path below the image: opened when their turn
+    // comes (a wide tree would otherwise hold an fd for each).
+    std::vector<std::string> pending{""};
     size_t seen = 0;
     while (!pending.empty()) {
-        auto [dir, shown] = std::move(pending.back());
+        const std::string shown = std::move(pending.back());
         pending.pop_back();
-        DIR* d = fdopendir(dup(dir.get()));
+        open_how how{};
+        how.flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC;
+        how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_XDEV;
+        UniqueFd dir(ns::sysOpenat2(root_fd, shown.empty() ? "." : shown.c_str(), &how));
+        struct stat here {};
+        DIR* d = dir && fstat(dir.get(), &here) == 0 ? fdopendir(dup(dir.get())) : nullptr;
         if (!d) return "the image's /" + shown + " cannot be listed";
         while (dirent* e = readdir(d)) {
             if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
@@ -167,14 +173,9 @@ std::string linkedOutside(int root_fd) {
             if (fstatat(dir.get(), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) continue;
             const std::string name = shown.empty() ? e->d_name : shown + "/" + e->d_name;
             if (S_ISDIR(st.st_mode)) {
-                if (st.st_dev != top.st_dev) continue;  // a mount beneath: refused apart
-                UniqueFd sub(
-                    openat(dir.get(), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-                if (!sub) {
-                    closedir(d);
-                    return "the image's /" + name + " cannot be listed";
-                }
-                pending.emplace_back(std::move(sub), name);
+                // A mount beneath is refused apart; RESOLVE_NO_XDEV keeps
+                // the walk on the image's own filesystem.
+                if (here.st_dev == st.st_dev) pending.push_back(name);
             } else if (st.st_nlink > 1) {
                 auto& [links, inside] = multi[{st.st_dev, st.st_ino}];
                 links = st.st_nlink;

@@ -29,7 +29,7 @@ struct ContainerPlan {
     // As root: process.user.additionalGids as host gids, which create takes
     // with setgroups(2) just before the clone (oci/groups.h); empty: none.
     std::vector<gid_t> host_groups;
-    UniqueFd lease_fd;             // the lease's lock until the clone has its copy
+    UniqueFd lease_fd;  // the lease's lock until the clone has its copy
     // Namespaces joined by path (setns before the clone): fd and CLONE_NEW* type.
     std::vector<std::pair<UniqueFd, int>> joins;
     std::string rootfs;  // the image root, resolved

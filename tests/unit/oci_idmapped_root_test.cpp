@@ -18,6 +18,12 @@ using oracle_test::TempDir;
 
 namespace {
 
+// A mount a case made, detached whatever the case's end.
+struct DetachOnExit {
+    std::string at;
+    ~DetachOnExit() { umount2(at.c_str(), MNT_DETACH); }
+};
+
 bool closed(const std::string& path) {
     UniqueFd fd(open(path.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
     REQUIRE(fd);
@@ -82,10 +88,7 @@ TEST_CASE("oci idmapped root: an overlay's upper directory is found, its own pat
                                 ",upperdir=" + scratch / "upper dir" +
                                 ",workdir=" + scratch / "work";
     REQUIRE(mount("overlay", (scratch / "merged").c_str(), "overlay", 0, options.c_str()) == 0);
-    struct Unmount {
-        std::string at;
-        ~Unmount() { umount2(at.c_str(), MNT_DETACH); }
-    } unmount{scratch / "merged"};
+    const DetachOnExit unmount{scratch / "merged"};
     UniqueFd fd(open((scratch / "merged").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
     REQUIRE(fd);
     // A space in the path is escaped in mountinfo (\040): read back whole.
@@ -132,10 +135,7 @@ TEST_CASE("oci idmapped root: an image its filesystem shows elsewhere too is not
     REQUIRE(mkdir((closed_dir / "rootfs").c_str(), 0755) == 0);
     REQUIRE(mount((open_dir / "image").c_str(), (closed_dir / "rootfs").c_str(), nullptr, MS_BIND,
                   nullptr) == 0);
-    struct Unmount {
-        std::string at;
-        ~Unmount() { umount2(at.c_str(), MNT_DETACH); }
-    } unmount{closed_dir / "rootfs"};
+    const DetachOnExit unmount{closed_dir / "rootfs"};
     UniqueFd fd(open((closed_dir / "rootfs").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
     REQUIRE(fd);
     const ns::IdMapping block{0, 3000000000u, 0, 3000000000u, 65536};
@@ -165,10 +165,7 @@ TEST_CASE("oci idmapped root: an image a part of which is bound elsewhere is not
     CHECK(oci::idmapImageRoot(fd.get(), closed_dir / "rootfs", block).tree.tree);
     REQUIRE(mount((closed_dir / "rootfs/tmp").c_str(), (open_dir / "public").c_str(), nullptr,
                   MS_BIND, nullptr) == 0);
-    struct Unmount {
-        std::string at;
-        ~Unmount() { umount2(at.c_str(), MNT_DETACH); }
-    } unmount{open_dir / "public"};
+    const DetachOnExit unmount{open_dir / "public"};
     oci::IdmappedRoot shown = oci::idmapImageRoot(fd.get(), closed_dir / "rootfs", block);
     CHECK_FALSE(shown.tree.tree);
     CHECK(shown.not_idmapped.find(open_dir / "public") != std::string::npos);

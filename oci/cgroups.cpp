@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "oci/device_cgroup.h"
 #include "runtime/cgroups/cgroup_fs.h"
 
 namespace stockade::oci {
@@ -250,7 +251,7 @@ Result<ContainerCgroups> makeContainerCgroups(const CgroupAsk& ask, const std::s
         if (isCgroup2(mount_root))
             leaves.push_back(mount_root + ask.path);
         else
-            for (const char* controller : {"memory", "pids", "freezer", "cpu", "cpuset"})
+            for (const char* controller : {"memory", "pids", "freezer", "cpu", "cpuset", "devices"})
                 leaves.push_back(mount_root + "/" + controller + ask.path);
         for (const std::string& leaf : leaves)
             if (exists(leaf))
@@ -293,12 +294,14 @@ Result<ContainerCgroups> makeContainerCgroups(const CgroupAsk& ask, const std::s
         // memory and pids hold create's limits and are required; freezer
         // (pause) and cpu (a cpu limit, now or by update) where mounted;
         // cpuset only when asked, and then required.
-        for (const char* controller : {"memory", "pids", "freezer", "cpu", "cpuset"}) {
+        for (const char* controller : {"memory", "pids", "freezer", "cpu", "cpuset", "devices"}) {
             const std::string base = mount_root + "/" + controller;
             const std::string name = controller;
             if (name == "cpuset" && !wants_cpuset) continue;
+            if (name == "devices" && !ask.devices) continue;
             const bool required = name == "memory" || name == "pids" || name == "cpuset" ||
-                                  (name == "cpu" && wants_cpu);
+                                  (name == "cpu" && wants_cpu) ||
+                                  (name == "devices" && ask.devices_required);
             if (!exists(base)) {
                 if (!required) continue;
                 return Error::message(std::string("linux.resources: no cgroup v1 ") + controller +
@@ -322,6 +325,21 @@ Result<ContainerCgroups> makeContainerCgroups(const CgroupAsk& ask, const std::s
     if (auto s = applyResources(out.dirs, ask.resources); !s) {
         (void)removeContainerCgroups(out.dirs);
         return s.error();
+    }
+    if (ask.devices) {
+        Status held = okStatus();
+        if (isCgroup2(mount_root)) {
+            held = attachDeviceProgram(out.dirs.front(), ask.device_rules);
+            // A kernel without CONFIG_CGROUP_BPF: none where none is required.
+            if (!held && !ask.devices_required && held.error().errnum() == EINVAL)
+                held = okStatus();
+        } else if (std::string dir = dirOf(out.dirs, "devices"); !dir.empty()) {
+            held = applyDeviceRulesV1(dir, ask.device_rules);
+        }
+        if (!held) {
+            (void)removeContainerCgroups(out.dirs);
+            return held.error();
+        }
     }
     return out;
 }

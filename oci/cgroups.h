@@ -1,14 +1,13 @@
 // A container's cgroup (linux.cgroupsPath, linux.resources: memory, pids,
-// cpu) with the cgroupfs driver, as root: on cgroup v1 one directory in each
-// of the memory and pids hierarchies, and in the freezer and cpu ones where
-// they are mounted; on a unified cgroup v2 tree one directory with the
-// controllers. Made by create, the container's processes moved in before it
-// is committed (while nothing of the bundle's program has run), changed by
-// update, frozen by pause and thawed by resume, and removed by delete.
-// systemd's "slice:prefix:name" form (--systemd-cgroup) is mapped to the
-// directory systemd would give that unit and made the same way: stockade
-// has no D-Bus client, so no systemd unit is started. Rootless is refused
-// until supported.
+// cpu, devices) with the cgroupfs driver, as root: on cgroup v1 one
+// directory in each of the memory and pids hierarchies, and in the freezer,
+// cpu and devices ones where they are mounted; on a unified cgroup v2 tree
+// one directory with the controllers and the device program. Made by create, the container's
+// processes moved in before it is committed (while nothing of the bundle's program has run),
+// changed by update, frozen by pause and thawed by resume, and removed by delete. systemd's
+// "slice:prefix:name" form (--systemd-cgroup) is mapped to the directory systemd would give that
+// unit and made the same way: stockade has no D-Bus client, so no systemd unit is started. Rootless
+// is refused until supported.
 #pragma once
 
 #include <sys/types.h>
@@ -27,6 +26,12 @@ struct CgroupAsk {
     std::string path;  // cgroupsPath, or the default one
     Resources resources;
     bool must_be_new = false;  // refused when the leaf exists already
+    // The device cgroup's rules (oci/device_cgroup.h), held where `devices`
+    // is set: v1's devices hierarchy, v2's program. Required (an error when
+    // the host has neither) where `devices_required` is also set.
+    bool devices = false;
+    bool devices_required = false;
+    std::vector<DeviceRule> device_rules;
 };
 
 // The absolute cgroupfs path (under each hierarchy) for linux.cgroupsPath:

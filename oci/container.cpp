@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <linux/capability.h>
 #include <linux/magic.h>
 
 #include <map>
@@ -30,6 +31,7 @@
 #include "oci/cgroups.h"
 #include "oci/config.h"
 #include "oci/container_plan.h"
+#include "oci/device_cgroup.h"
 #include "oci/hooks.h"
 #include "oci/monitor.h"
 #include "oci/profile.h"
@@ -267,7 +269,17 @@ Status createContainer(const std::string& root_dir, const std::string& id,
             "config.json: linux.namespaces (pid): joining a pid namespace rootless is not "
             "supported yet: the container's init is not PID 1 there, so stockade ends its "
             "processes through a cgroup of its own, and a rootless container has none yet");
-    if (!config->cgroups_path.empty() || config->resources.any() || joins_pid) {
+    // CAP_SYS_ADMIN in the container's user namespace can remount its
+    // mounts `dev` (H2): as root the device cgroup then stands behind
+    // nodev, so such a container always has a cgroup (oci/device_cgroup.h).
+    const bool may_remount = config->capabilities.bounding & (uint64_t{1} << CAP_SYS_ADMIN);
+    if (may_remount && !isHostRoot())
+        note(
+            "process.capabilities: CAP_SYS_ADMIN: the container can remount its mounts, a "
+            "read-only bind writable and nodev undone, and no device cgroup holds rootless "
+            "(docs/threat-model.md, \"Residual risks\")");
+    if (!config->cgroups_path.empty() || config->resources.any() || joins_pid ||
+        (may_remount && isHostRoot())) {
         if (!isHostRoot()) {
             // Named by field where one is asked (podman's --cpuset-cpus
             // among them), so the message says what could not be held.
@@ -290,6 +302,11 @@ Status createContainer(const std::string& root_dir, const std::string& id,
             note("--systemd-cgroup: " + config->cgroups_path + " made as " + *path +
                  " by cgroupfs writes (no systemd unit is started)");
         CgroupAsk ask{*path, config->resources, joins_pid};
+        // Every container with a cgroup gets the device rules; one that
+        // can remount cannot be made without them.
+        ask.devices = true;
+        ask.devices_required = may_remount;
+        ask.device_rules = containerDeviceRules(config->devices, config->resources.device_rules);
         auto made = makeContainerCgroups(ask);
         if (!made) return made.error();
         cgroups = std::move(*made);

@@ -102,9 +102,9 @@ Result<DevicePlan> planDevices(const std::vector<Device>& devices,
         if (access.find('r') == std::string::npos || access.find('w') == std::string::npos)
             return Error::message(
                 field + ": linux.resources.devices gives " + d.path + " \"" + access +
-                "\" only, which stockade cannot hold to (no device cgroup in the container's "
-                "user namespace; a bind opens as the node's mode allows): grant rw or leave the "
-                "device out");
+                "\" only, which stockade cannot hold to (a container need not have a device "
+                "cgroup; a bind opens as the node's mode allows): grant rw or leave the device "
+                "out");
         std::optional<std::string> host;
         if (nodeAt(d.path, d))
             host = d.path;

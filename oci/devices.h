@@ -5,9 +5,10 @@
 // owner, which decide who inside may open it: the container's ids are
 // unprivileged host ids, so a node only root or a host group may open stays
 // closed to it, whatever fileMode, uid and gid the spec asks (said as a note).
-// No device cgroup holds in the container's user namespace either, so a
-// device linux.resources.devices grants less than read and write (podman's
-// --device A:B:r) is refused rather than bound writable.
+// A container has a device cgroup only as root and with a cgroup
+// (oci/device_cgroup.h), so a device linux.resources.devices grants less
+// than read and write (podman's --device A:B:r) is refused rather than
+// bound writable.
 #pragma once
 
 #include <string>

@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <thread>
 
+#include "base/bpf_insn.h"
 #include "base/fault_injection.h"
 #include "base/fd_passing.h"
 #include "runtime/cgroups/cgroup_fs.h"
@@ -36,19 +37,9 @@ constexpr int16_t kUserIp4 = offsetof(bpf_sock_addr, user_ip4);
 constexpr int16_t kUserIp6 = offsetof(bpf_sock_addr, user_ip6);
 constexpr int16_t kUserPort = offsetof(bpf_sock_addr, user_port);
 
-bpf_insn instruction(uint8_t code, uint8_t dst, uint8_t src, int16_t off, int32_t imm) {
-    bpf_insn i{};
-    i.code = code;
-    i.dst_reg = dst;
-    i.src_reg = src;
-    i.off = off;
-    i.imm = imm;
-    return i;
-}
-
 // r2 = *(u32 *)(ctx + off)
 bpf_insn loadContext(int16_t off) {
-    return instruction(BPF_LDX | BPF_MEM | BPF_W, BPF_REG_2, BPF_REG_1, off, 0);
+    return bpfInstruction(BPF_LDX | BPF_MEM | BPF_W, BPF_REG_2, BPF_REG_1, off, 0);
 }
 
 // The program returns 1 (let the call go on) or 0 (the caller gets EPERM;
@@ -62,8 +53,8 @@ std::vector<bpf_insn> program(bpf_attach_type type, uint16_t port) {
         code.push_back(loadContext(off));
         to_deny.push_back(code.size());
         // The immediate is sign-extended; every value here is below 2^31.
-        code.push_back(
-            instruction(BPF_JMP | BPF_JNE | BPF_K, BPF_REG_2, 0, 0, static_cast<int32_t>(value)));
+        code.push_back(bpfInstruction(BPF_JMP | BPF_JNE | BPF_K, BPF_REG_2, 0, 0,
+                                      static_cast<int32_t>(value)));
     };
     if (type == BPF_CGROUP_INET4_BIND) {
         requireEqual(kUserFamily, AF_INET);
@@ -76,13 +67,13 @@ std::vector<bpf_insn> program(bpf_attach_type type, uint16_t port) {
         requireEqual(kUserPort, htons(port));
     }
     if (!to_deny.empty()) {
-        code.push_back(instruction(BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_0, 0, 0, 1));
-        code.push_back(instruction(BPF_JMP | BPF_EXIT, 0, 0, 0, 0));
+        code.push_back(bpfInstruction(BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_0, 0, 0, 1));
+        code.push_back(bpfInstruction(BPF_JMP | BPF_EXIT, 0, 0, 0, 0));
     }
     const size_t deny = code.size();
     for (size_t at : to_deny) code[at].off = static_cast<int16_t>(deny - at - 1);
-    code.push_back(instruction(BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_0, 0, 0, 0));
-    code.push_back(instruction(BPF_JMP | BPF_EXIT, 0, 0, 0, 0));
+    code.push_back(bpfInstruction(BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_0, 0, 0, 0));
+    code.push_back(bpfInstruction(BPF_JMP | BPF_EXIT, 0, 0, 0, 0));
     return code;
 }
 

@@ -389,6 +389,61 @@ def image_device_nodes(rt, scratch, owner, base):
               "nodev" in root_line.split(" - ")[0], (r.returncode, r.stdout, r.stderr))
 
 
+def sys_admin_remount(rt, scratch, owner, base):
+    """A container granted CAP_SYS_ADMIN (and no filter refusing mount) can
+    remount its root dev,suid: its mounts are its own user namespace's, which
+    the kernel does not lock. As root a device cgroup stands behind nodev:
+    a node the image carries still does not open. The node is the FUSE
+    device (10:229): opening one only makes a FUSE connection that closes
+    with it, so the binary before the fix did no harm here (it printed
+    OPENED). Checked from the host too: the container's devices directory
+    holds the rules while it runs and is gone after delete. Rootless no
+    device cgroup can be made, and create says so."""
+    node = os.path.join(scratch, "rootfs", "imagefuse")
+    if not os.path.lexists(node):
+        os.mknod(node, 0o666 | stat.S_IFCHR, os.makedev(10, 229))
+        os.chmod(node, 0o666)
+    config = json.loads(json.dumps(base))
+    caps = config["process"]["capabilities"]
+    for kind in ("bounding", "effective", "permitted"):
+        caps[kind] = sorted(set(caps.get(kind, [])) | {"CAP_SYS_ADMIN"})
+    config["root"]["readonly"] = False
+    probe = ("exec > /out/sysadmin.log 2>&1; "
+             "mount -o remount,bind,dev,suid / && echo REMOUNTED; "
+             "read line < /proc/self/mountinfo; echo \"ROOT $line\"; "
+             "(: < /imagefuse) && echo OPENED; (: < /dev/null) && echo NULL-OK; "
+             "grep devices /proc/self/cgroup; echo END")
+    bundle = make_bundle(scratch, "sysadmin", ["sh", "-c", probe], owner, config)
+    log = os.path.join(scratch, "out", "sysadmin.log")
+    said_log = os.path.join(scratch, "out", "sysadmin-create.log")
+    r = rt("create", "--bundle", bundle, "sa1", log=said_log)
+    said = open(said_log).read() if os.path.exists(said_log) else ""
+    devices_dir = "/sys/fs/cgroup/devices/stockade-oci/sa1"
+    listed = ""
+    if rt.mode == "root" and os.path.isdir(devices_dir):
+        with open(os.path.join(devices_dir, "devices.list")) as f:
+            listed = f.read()
+    rt("start", "sa1")
+    wait_for(lambda: os.path.exists(log) and "END" in open(log).read(), 10)
+    out = open(log).read() if os.path.exists(log) else ""
+    root_line = next((line for line in out.splitlines() if line.startswith("ROOT ")), "")
+    rt("delete", "--force", "sa1")
+    remounted = "REMOUNTED" in out and "nodev" not in root_line.split(" - ")[0]
+    if rt.mode == "root":
+        check("CAP_SYS_ADMIN: the container remounts its root dev, yet an image's device node "
+              "does not open (the device cgroup); /dev/null does",
+              r.returncode == 0 and remounted and "OPENED" not in out and "NULL-OK" in out and
+              "devices:/stockade-oci/sa1" in out, (r.returncode, out, r.stderr))
+        check("CAP_SYS_ADMIN: the host's devices directory holds the rules (deny all, the "
+              "default nodes), and is gone after delete",
+              "c 1:3 rwm" in listed and "c 10:229" not in listed and "a *:* rwm" not in listed and
+              not os.path.exists(devices_dir), (listed, os.path.exists(devices_dir)))
+    else:
+        check("CAP_SYS_ADMIN rootless: create says the mounts can be remounted with no device "
+              "cgroup behind them", r.returncode == 0 and "no device cgroup" in said,
+              (r.returncode, said))
+
+
 def idmapped_root(rt, scratch, owner, base):
     """As root, the leased block's root owns the image through an idmapped
     root, where no other host user can reach the image (a 0700 directory of
@@ -1352,6 +1407,7 @@ def main():
         home_default(rt, scratch, owner, base)
         exec_fds(rt, scratch, owner, base)
         image_device_nodes(rt, scratch, owner, base)
+        sys_admin_remount(rt, scratch, owner, base)
         idmapped_root(rt, scratch, owner, base)
         record_cases(rt, scratch, owner, base, mode)
         monitor_cases(rt, scratch, owner, base, mode)

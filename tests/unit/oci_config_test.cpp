@@ -355,6 +355,16 @@ TEST_CASE("oci config: what stockade cannot honour is refused, naming the field"
              d["linux"]["resources"]["devices"] = {{{"allow", false}, {"access", "rwm"}},
                                                    {{"allow", true}, {"access", "rx"}}};
          }},
+        {"linux.resources.devices[0].major",
+         [](json& d) {
+             d["linux"]["resources"]["devices"] = {
+                 {{"allow", true}, {"type", "c"}, {"major", -2}, {"access", "r"}}};
+         }},
+        {"linux.resources.devices[0].minor",
+         [](json& d) {
+             d["linux"]["resources"]["devices"] = {
+                 {{"allow", true}, {"type", "c"}, {"minor", 4294967296LL}, {"access", "r"}}};
+         }},
         {"linux.devices[0].path",
          [](json& d) {
              d["linux"]["devices"] = {

@@ -43,4 +43,17 @@ Result<SmallFile> readSmallFile(int dir_fd, const char* name, const std::string&
     return out;
 }
 
+Status writeNewSmallFile(int dir_fd, const char* name, const std::string& shown,
+                         const std::string& content, mode_t mode) {
+    UniqueFd fd(openat(dir_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode));
+    if (!fd) return Error::fromErrno("open(\"" + shown + "\", O_CREAT|O_EXCL)");
+    for (size_t done = 0; done < content.size();) {
+        ssize_t n = write(fd.get(), content.data() + done, content.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) return Error::fromErrno("write(\"" + shown + "\")");
+        done += static_cast<size_t>(n);
+    }
+    return okStatus();
+}
+
 }  // namespace stockade

@@ -24,4 +24,9 @@ struct SmallFile {
 Result<SmallFile> readSmallFile(int dir_fd, const char* name, const std::string& shown,
                                 size_t max_bytes);
 
+// Makes `name` beneath `dir_fd` (O_EXCL, no link followed) with `mode` and
+// writes `content` whole; `shown` names it in messages.
+Status writeNewSmallFile(int dir_fd, const char* name, const std::string& shown,
+                         const std::string& content, mode_t mode);
+
 }  // namespace stockade

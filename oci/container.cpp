@@ -255,6 +255,11 @@ Status createContainer(const std::string& root_dir, const std::string& id,
     auto dir = openContainer(root->get(), id);
     if (!dir) return dir.error();
     flock(dir->get(), LOCK_EX);
+    // The config as read here, kept for exec (oci/state.h).
+    if (auto s =
+            writeNewSmallFile(dir->get(), kConfigFile, id + "/" + kConfigFile, text->content, 0400);
+        !s)
+        return s.error();
     // After the container's own directory exists: a bind of it is judged too.
     if (auto s = refuseWritableRoot(*config, *bundle, root_dir); !s) return s.error();
 

@@ -294,6 +294,7 @@ Result<int> execInContainer(const std::string& root_dir, const std::string& id,
     // kill or delete of its container.
     Record record;
     UniqueFd init;
+    Result<SmallFile> text = Error::message("unread");
     {
         auto c = openExisting(root_dir, id);
         if (!c) return c.error();
@@ -304,13 +305,15 @@ Result<int> execInContainer(const std::string& root_dir, const std::string& id,
         record = c->record;
         init = pidfdOf(record);
         if (!init) return Error::message("container not running");
+        // The container's own filter, from the config create read and kept
+        // in the runtime's directory: the bundle may have changed since,
+        // by the container itself where it is bound inside.
+        text = readSmallFile(c->dir.get(), kConfigFile, id + "/" + kConfigFile, kMaxConfigBytes);
+        if (!text)
+            return text.error().withContext(
+                "exec: the container's config as create read it (a container made by a "
+                "stockade before 2026-12-05 has none: make it again)");
     }
-    // The container's own filter, from its bundle.
-    auto bundle_fd = UniqueFd(open(record.bundle.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-    if (!bundle_fd) return Error::fromErrno("bundle: open(\"" + record.bundle + "\")");
-    auto text = readSmallFile(bundle_fd.get(), "config.json", record.bundle + "/config.json",
-                              kMaxConfigBytes);
-    if (!text) return text.error();
     auto config = parseConfig(text->content);
     if (!config) return config.error();
     auto program = seccompProgramFor(*config, record.profile);

@@ -252,7 +252,7 @@ Status3 statusOf(int dir_fd, const Record& record) {
 Status removeContainer(int root_fd, const std::string& id) {
     UniqueFd dir(openat(root_fd, id.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (dir)
-        for (const char* name : {kExecFifo, kStateFile, "state.json.tmp"})
+        for (const char* name : {kExecFifo, kStateFile, "state.json.tmp", kConfigFile})
             if (unlinkat(dir.get(), name, 0) < 0 && errno != ENOENT)
                 return Error::fromErrno(std::string("unlink(") + id + "/" + name + ")");
     if (unlinkat(root_fd, id.c_str(), AT_REMOVEDIR) < 0 && errno != ENOENT)

@@ -20,6 +20,11 @@ namespace stockade::oci {
 
 inline constexpr const char* kStateFile = "state.json";
 inline constexpr const char* kExecFifo = "exec.fifo";
+// The bundle's config.json as create read it: what `exec` takes the
+// container's filter and annotations from, never the bundle again (a
+// bundle the container can write, bound into it, would hand exec a
+// config without the filter).
+inline constexpr const char* kConfigFile = "config.json";
 inline constexpr size_t kMaxIdLength = 1024;
 
 // /run/stockade-oci as root, $XDG_RUNTIME_DIR/stockade-oci otherwise.

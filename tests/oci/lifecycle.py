@@ -527,6 +527,48 @@ def idmapped_root(rt, scratch, owner, base):
         shutil.rmtree(closed, ignore_errors=True)
 
 
+def exec_kept_config(rt, scratch, owner, base):
+    """exec takes the container's filter from the config create read, not
+    from the bundle again: a container whose bundle is bound inside,
+    writable, replaces config.json with one without its filter, and the
+    exec'd process still runs under the filter (Seccomp: 2, mkdir refused
+    with the spec's errno). The binary before gave it none (Seccomp: 0).
+    Root: rootless exec is refused."""
+    if rt.mode != "root":
+        return
+    config = json.loads(json.dumps(base))
+    config["linux"]["seccomp"] = {
+        "defaultAction": "SCMP_ACT_ALLOW",
+        "syscalls": [{"names": ["mkdir", "mkdirat"], "action": "SCMP_ACT_ERRNO",
+                      "errnoRet": 122}]}
+    bundle = make_bundle(scratch, "kept-config", ["sleep", "1000"], owner, config)
+    unfiltered = json.loads(open(os.path.join(bundle, "config.json")).read())
+    del unfiltered["linux"]["seccomp"]
+    with open(os.path.join(bundle, "config.unfiltered"), "w") as f:
+        json.dump(unfiltered, f)
+    # The bundle bound into the container, writable by its leased ids.
+    os.chmod(bundle, 0o777)
+    with open(os.path.join(bundle, "config.json")) as f:
+        bound = json.load(f)
+    bound["mounts"].append({"destination": "/bundle", "type": "bind", "source": bundle,
+                            "options": ["rbind", "rw"]})
+    with open(os.path.join(bundle, "config.json"), "w") as f:
+        json.dump(bound, f)
+    unfiltered["mounts"] = bound["mounts"]
+    with open(os.path.join(bundle, "config.unfiltered"), "w") as f:
+        json.dump(unfiltered, f)
+    r = rt("run", "--detach", "--bundle", bundle, "kc1")
+    swap = rt("exec", "kc1", "busybox", "mv", "/bundle/config.unfiltered", "/bundle/config.json")
+    swapped = "seccomp" not in open(os.path.join(bundle, "config.json")).read()
+    e = rt("exec", "kc1", "sh", "-c", "grep Seccomp: /proc/self/status; mkdir /tmp/x")
+    rt("delete", "--force", "kc1")
+    check("exec: the filter is the config create read, not a config.json the container "
+          "wrote into its bundle since",
+          r.returncode == 0 and swap.returncode == 0 and swapped and
+          "Seccomp:\t2" in e.stdout and "Disk quota exceeded" in e.stderr,
+          (r.stderr, swap.returncode, swap.stderr, swapped, e.returncode, e.stdout, e.stderr))
+
+
 def exec_fds(rt, scratch, owner, base):
     """An exec'd process holds nothing of the runtime's: no host directory
     fd (the bundle's, the pid file's) a process.cwd or an image's
@@ -1407,6 +1449,7 @@ def main():
         home_default(rt, scratch, owner, base)
         exec_fds(rt, scratch, owner, base)
         image_device_nodes(rt, scratch, owner, base)
+        exec_kept_config(rt, scratch, owner, base)
         sys_admin_remount(rt, scratch, owner, base)
         idmapped_root(rt, scratch, owner, base)
         record_cases(rt, scratch, owner, base, mode)

@@ -266,6 +266,93 @@ int changeDirInRoot(const std::string& cwd) {
     _exit(127);
 }
 
+// The writer of exec's --pid-file: a child forked before the runtime joins
+// the container, so that it keeps the caller's host credentials. It takes
+// the pid's digits from a pipe and writes them beside the file, renamed
+// over it (a reader sees the old file or the whole new one); a closed pipe
+// without digits writes nothing. Its exit status is the outcome.
+class PidFileWriter {
+  public:
+    PidFileWriter() = default;
+    PidFileWriter(PidFileWriter&& other) noexcept { *this = std::move(other); }
+    PidFileWriter& operator=(PidFileWriter&& other) noexcept {
+        std::swap(pid_, other.pid_);
+        std::swap(digits_, other.digits_);
+        std::swap(shown_, other.shown_);
+        return *this;
+    }
+    ~PidFileWriter() {
+        digits_.reset();
+        if (pid_ > 0) waitpid(pid_, nullptr, 0);
+    }
+
+    static Result<PidFileWriter> start(UniqueFd dir, const std::string& name,
+                                       const std::string& shown) {
+        int fds[2];
+        if (pipe2(fds, O_CLOEXEC) < 0) return Error::fromErrno("pipe2()");
+        UniqueFd read_end(fds[0]), write_end(fds[1]);
+        PidFileWriter out;
+        out.shown_ = shown;
+        out.pid_ = fork();
+        if (out.pid_ < 0) return Error::fromErrno("fork() for --pid-file");
+        if (out.pid_ == 0) {
+            // Nothing of the runtime's but these two: a copy of a pipe the
+            // runtime waits on for its end would hold that end back.
+            int keep[2] = {std::min(dir.get(), read_end.get()),
+                           std::max(dir.get(), read_end.get())};
+            syscall(SYS_close_range, 3u, static_cast<unsigned>(keep[0] - 1), 0u);
+            syscall(SYS_close_range, static_cast<unsigned>(keep[0] + 1),
+                    static_cast<unsigned>(keep[1] - 1), 0u);
+            syscall(SYS_close_range, static_cast<unsigned>(keep[1] + 1), ~0u, 0u);
+            (void)write_end.release();
+            char digits[32];
+            size_t got = 0;
+            ssize_t n;
+            while (got < sizeof(digits) &&
+                   ((n = read(read_end.get(), digits + got, sizeof(digits) - got)) > 0 ||
+                    (n < 0 && errno == EINTR)))
+                if (n > 0) got += static_cast<size_t>(n);
+            if (got == 0) _exit(0);
+            const std::string tmp = name + ".stockade-tmp";
+            int fd = openat(dir.get(), tmp.c_str(),
+                            O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+            const bool written = fd >= 0 && ::write(fd, digits, got) == static_cast<ssize_t>(got);
+            if (fd >= 0) close(fd);
+            if (!written || renameat(dir.get(), tmp.c_str(), dir.get(), name.c_str()) < 0) {
+                const int err = errno;
+                unlinkat(dir.get(), tmp.c_str(), 0);
+                _exit(err > 0 && err < 256 ? err : EIO);
+            }
+            _exit(0);
+        }
+        out.digits_ = std::move(write_end);
+        return out;
+    }
+
+    bool running() const { return pid_ > 0; }
+
+    Status write(pid_t pid) {
+        const std::string digits = std::to_string(pid);
+        const bool sent = ::write(digits_.get(), digits.data(), digits.size()) ==
+                          static_cast<ssize_t>(digits.size());
+        digits_.reset();
+        int status = 0;
+        while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+        }
+        pid_ = -1;
+        if (!sent) return Error::fromErrno("--pid-file: write to its writer");
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+            return Error::fromErrno("--pid-file: write(\"" + shown_ + "\")",
+                                    WIFEXITED(status) ? WEXITSTATUS(status) : EIO);
+        return okStatus();
+    }
+
+  private:
+    pid_t pid_ = -1;
+    UniqueFd digits_;
+    std::string shown_;
+};
+
 }  // namespace
 
 Result<int> execInContainer(const std::string& root_dir, const std::string& id,
@@ -358,6 +445,15 @@ Result<int> execInContainer(const std::string& root_dir, const std::string& id,
         if (!pid_dir || pid_name.empty())
             return Error::fromErrno("--pid-file: open(\"" + dir + "\")");
     }
+    // The pid file is written by a process left on the host as the caller:
+    // this one joins the container's user namespace below, where host
+    // root's override no longer reaches a directory another user owns.
+    PidFileWriter pid_writer;
+    if (pid_dir) {
+        auto started = PidFileWriter::start(std::move(pid_dir), pid_name, ask.pid_file);
+        if (!started) return started.error();
+        pid_writer = std::move(*started);
+    }
     // process.oomScoreAdj, inherited by the fork (below the caller's it
     // needs CAP_SYS_RESOURCE).
     if (process.oom_score_adj) {
@@ -436,19 +532,11 @@ Result<int> execInContainer(const std::string& root_dir, const std::string& id,
         return Error::message(std::string("exec failed: ") + stageName(failure.stage) + ": " +
                               strerror(failure.err));
     }
-    if (pid_dir) {
-        const std::string tmp = pid_name + ".stockade-tmp";
-        UniqueFd fd(openat(pid_dir.get(), tmp.c_str(),
-                           O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644));
-        const std::string digits = std::to_string(pid);
-        if (!fd ||
-            write(fd.get(), digits.data(), digits.size()) != static_cast<ssize_t>(digits.size()) ||
-            renameat(pid_dir.get(), tmp.c_str(), pid_dir.get(), pid_name.c_str()) < 0) {
-            Error e = Error::fromErrno("--pid-file: write(\"" + ask.pid_file + "\")");
+    if (pid_writer.running()) {
+        if (auto s = pid_writer.write(pid); !s) {
             kill(pid, SIGKILL);
             waitpid(pid, nullptr, 0);
-            unlinkat(pid_dir.get(), tmp.c_str(), 0);
-            return e;
+            return s.error();
         }
     }
     // Detached, the process is the caller's subreaper's child once this

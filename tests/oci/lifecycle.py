@@ -615,6 +615,27 @@ def exec_fds(rt, scratch, owner, base):
           stat_line.returncode == 0 and len(fields) > 3 and
           fields[3] == stat_line.stdout.split()[0] and fields[3] != str(os.getsid(0)),
           (stat_line.returncode, stat_line.stdout, stat_line.stderr))
+    # --pid-file in a directory root does not own (0700, uid 65534's): the
+    # exec joins the container's user namespace, where root's override of
+    # the directory's mode is gone; the file is written from the host.
+    foreign = os.path.join(scratch, "exec-pid-foreign")
+    os.makedirs(foreign, exist_ok=True)
+    os.chown(foreign, 65534, 65534)
+    os.chmod(foreign, 0o700)
+    pid_path = os.path.join(foreign, "p")
+    d = rt("exec", "--detach", "--pid-file", pid_path, "fx1", "sleep", "1000")
+    written = open(pid_path).read() if os.path.exists(pid_path) else ""
+    alive_exec = written.isdigit() and alive(int(written))
+    leftovers = [n for n in os.listdir(foreign) if n != "p"]
+    if alive_exec:
+        # Detached, it is this script's child (the subreaper's): ended and
+        # reaped here, or the container's init could not finish dying.
+        os.kill(int(written), 9)
+        os.waitpid(int(written), 0)
+    check("exec --pid-file into a directory root does not own: written, decimal, the "
+          "process's, nothing beside it",
+          d.returncode == 0 and alive_exec and not leftovers,
+          (d.returncode, d.stderr, written, leftovers))
     rt("delete", "--force", "fx1")
 
 

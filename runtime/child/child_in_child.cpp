@@ -15,6 +15,8 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -231,6 +233,20 @@ int privateMountsInChild(ChildPlan&, StepState&) noexcept {
 }
 
 int openSourcesInChild(ChildPlan& plan, StepState& state) noexcept {
+    // A terminal init's stdio: the host's null device, judged by its
+    // numbers (ChildPlan::null_fd).
+    if (plan.console_socket_fd >= 0) {
+        plan.null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+        if (plan.null_fd < 0)
+            return ns::noteCallInChild("open").path("/dev/null").arg("O_RDWR").done(errno);
+        struct stat null_st {};
+        if (fstat(plan.null_fd, &null_st) < 0 || !S_ISCHR(null_st.st_mode) ||
+            null_st.st_rdev != makedev(1, 3))
+            return ns::noteCallInChild("fstat")
+                .path("/dev/null")
+                .arg("not the 1:3 node")
+                .done(ENODEV);
+    }
     size_t failed = 0;
     int err = ns::openSourcesInChild(plan.mounts, &failed);
     if (err) state.op_index = static_cast<int>(failed);
@@ -325,24 +341,19 @@ int closeFdsInChild(ChildPlan& plan, StepState& state) noexcept {
                   plan.start_fifo_read_fd,
                   plan.start_fifo_write_fd,
                   plan.held_by_init_fd,
-                  plan.console_socket_fd};
+                  plan.console_socket_fd,
+                  plan.null_fd};
     (void)state;  // the call is noted by closeInheritedFdsInChild
-    if (int err = closeInheritedFdsInChild(plan, FaultPoint::CloseFds, keep, 11)) return err;
+    if (int err = closeInheritedFdsInChild(plan, FaultPoint::CloseFds, keep, 12)) return err;
     if (plan.console_socket_fd < 0) return 0;
     // An OCI terminal: the command's stdio is the pty, so the caller's own
     // is nobody's in the container, and init, blocked in the command's
     // vfork until `start`, must not hold it: containerd's shim reads
     // create's output pipe to its end before it answers, and would never
     // send `start` (runc gives its init none either).
-    int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-    if (null < 0) return ns::noteCallInChild("open").path("/dev/null").arg("O_RDWR").done(errno);
     for (int fd = 0; fd < 3; ++fd)
-        if (null != fd && dup2(null, fd) < 0) {
-            int err = ns::noteCallInChild("dup2").number(null).number(fd).done(errno);
-            close(null);
-            return err;
-        }
-    if (null > 2) close(null);
+        if (plan.null_fd != fd && dup2(plan.null_fd, fd) < 0)
+            return ns::noteCallInChild("dup2").number(plan.null_fd).number(fd).done(errno);
     return 0;
 }
 

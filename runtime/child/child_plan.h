@@ -39,6 +39,11 @@ struct ChildPlan {
     std::string search_path;  // PATH used to find argv[0]
     std::string workdir;
     bool stdin_null = true;
+    // The host's /dev/null, opened by the child before pivot_root for an
+    // OCI terminal init's 0-2: the container's own /dev/null is whatever its
+    // image or mounts put there (none, or a FIFO an open would block on).
+    // -1 until then, and without a terminal.
+    int null_fd = -1;
     int stdout_fd = -1;  // write ends of the capture pipes, dup'ed to 1 and 2
     int stderr_fd = -1;
     int sync_fd = -1;  // the child's end of the sync socket

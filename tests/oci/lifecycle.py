@@ -527,6 +527,55 @@ def idmapped_root(rt, scratch, owner, base):
         shutil.rmtree(closed, ignore_errors=True)
 
 
+def terminal_without_dev(rt, scratch, owner, base, mode):
+    """A terminal with no /dev mount of the bundle's and no /dev/null in the
+    image (its /dev holds only pts and a ptmx link): init's stdio is the
+    host's null device, opened before pivot_root, so create no longer fails
+    looking for the container's (ENOENT before 2026-12-05); the container's
+    stdio is the pty."""
+    dev = os.path.join(scratch, "rootfs", "dev")
+    os.makedirs(os.path.join(dev, "pts"), exist_ok=True)
+    if not os.path.lexists(os.path.join(dev, "ptmx")):
+        os.symlink("pts/ptmx", os.path.join(dev, "ptmx"))
+    config = json.loads(json.dumps(base))
+    config["mounts"] = [m for m in config["mounts"]
+                        if m["destination"] == "/dev/pts" or
+                        not (m["destination"] + "/").startswith("/dev/")]
+    config["process"]["terminal"] = True
+    bundle = make_bundle(scratch, "tty-nodev", ["sh", "-c", "test -t 0 && echo tty-ok; "
+                                                "ls /dev"], owner, config)
+    sock_path = os.path.join(scratch, "console-nodev.sock")
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(sock_path)
+    os.chmod(sock_path, 0o777)
+    server.listen(1)
+    r = rt("create", "--bundle", bundle, "--console-socket", sock_path, "tn1")
+    output = b""
+    if r.returncode == 0:
+        conn, _ = server.accept()
+        _, fds, _, _ = socket.recv_fds(conn, 1024, 4)
+        rt("start", "tn1")
+        while fds:
+            try:
+                chunk = os.read(fds[0], 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            output += chunk
+        for fd in fds:
+            os.close(fd)
+        conn.close()
+        wait_for(lambda: (state_of(rt, "tn1") or {}).get("status") == "stopped")
+    server.close()
+    rt("delete", "--force", "tn1")
+    words = output.replace(b"\r", b"").split()
+    check("a terminal without a /dev of the bundle's nor /dev/null in the image: create "
+          "works, the stdio is the pty",
+          r.returncode == 0 and words[:1] == [b"tty-ok"] and b"null" not in words,
+          (r.returncode, r.stderr, output))
+
+
 def exec_kept_config(rt, scratch, owner, base):
     """exec takes the container's filter from the config create read, not
     from the bundle again: a container whose bundle is bound inside,
@@ -1470,6 +1519,7 @@ def main():
         home_default(rt, scratch, owner, base)
         exec_fds(rt, scratch, owner, base)
         image_device_nodes(rt, scratch, owner, base)
+        terminal_without_dev(rt, scratch, owner, base, mode)
         exec_kept_config(rt, scratch, owner, base)
         sys_admin_remount(rt, scratch, owner, base)
         idmapped_root(rt, scratch, owner, base)

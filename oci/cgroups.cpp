@@ -1,5 +1,6 @@
 #include "oci/cgroups.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -181,6 +182,29 @@ bool hasControlOrSlash(const std::string& s) {
     return false;
 }
 
+// A cgroup directory that holds a process or a cgroup beneath it: another
+// container's (a shared cgroupsPath), whose device rules this one's would
+// replace.
+bool busy(const std::string& dir) {
+    if (!readCgroupFileOr(dir + "/cgroup.procs").empty()) return true;
+    DIR* d = opendir(dir.c_str());
+    if (!d) return false;
+    bool below = false;
+    while (dirent* e = readdir(d))
+        if (e->d_type == DT_DIR && std::string(e->d_name) != "." && std::string(e->d_name) != "..")
+            below = true;
+    closedir(d);
+    return below;
+}
+
+Status busyError(const std::string& dir, bool required) {
+    if (!required) return okStatus();  // left as it is: its rules are another's
+    return Error::message("linux.cgroupsPath: " + dir +
+                          " holds processes or cgroups already: a container that may remount "
+                          "(CAP_SYS_ADMIN) needs device rules of its own, and writing them "
+                          "there would replace another's");
+}
+
 }  // namespace
 
 Result<std::string> cgroupfsPath(const std::string& cgroups_path, const std::string& id,
@@ -329,12 +353,32 @@ Result<ContainerCgroups> makeContainerCgroups(const CgroupAsk& ask, const std::s
     if (ask.devices) {
         Status held = okStatus();
         if (isCgroup2(mount_root)) {
-            held = attachDeviceProgram(out.dirs.front(), ask.device_rules);
-            // A kernel without CONFIG_CGROUP_BPF: none where none is required.
-            if (!held && !ask.devices_required && held.error().errnum() == EINVAL)
-                held = okStatus();
+            const std::string& leaf = out.dirs.front();
+            if (busy(leaf)) {
+                held = busyError(leaf, ask.devices_required);
+            } else {
+                held = attachDeviceProgram(leaf, ask.device_rules);
+                out.devices_held = static_cast<bool>(held);
+                // A kernel without CONFIG_CGROUP_BPF: none where none is
+                // required; any other refusal is an error.
+                if (!held && !ask.devices_required && !deviceProgramsSupported()) held = okStatus();
+            }
         } else if (std::string dir = dirOf(out.dirs, "devices"); !dir.empty()) {
-            held = applyDeviceRulesV1(dir, ask.device_rules);
+            const std::string beyond = deviceRulesBeyondV1(ask.device_rules);
+            if (busy(dir)) {
+                held = busyError(dir, ask.devices_required);
+            } else if (!beyond.empty() && ask.devices_required) {
+                held = Error::message(
+                    "linux.resources.devices: cgroup v1's devices files cannot hold these rules "
+                    "(v1 takes a deny away only from an allow of the same device): they would "
+                    "let the container open " +
+                    beyond +
+                    ", which the rules refuse, and a container that may remount (CAP_SYS_ADMIN) "
+                    "must have them held");
+            } else {
+                held = applyDeviceRulesV1(dir, ask.device_rules);
+                out.devices_held = held && beyond.empty();
+            }
         }
         if (!held) {
             (void)removeContainerCgroups(out.dirs);

@@ -48,6 +48,10 @@ Result<std::string> cgroupfsPath(const std::string& cgroups_path, const std::str
 // The cgroup directories made (absolute), in the order to remove them.
 struct ContainerCgroups {
     std::vector<std::string> dirs;
+    // Whether device rules of the container's own hold there, exactly as
+    // asked (oci/device_cgroup.h): what `exec` of a process that may
+    // remount requires.
+    bool devices_held = false;
 };
 
 // Makes the directories and writes the limits; an error names the file.

@@ -88,7 +88,7 @@ std::string childFailure(const ChildMessage& msg, const ChildPlan& plan) {
 // origin, the capabilities (their bounding set), no_new_privs, and where
 // the limits are held.
 std::map<std::string, std::string> enforcedBy(const Config& config, const std::string& profile,
-                                              size_t cgroup_dirs) {
+                                              size_t cgroup_dirs, bool devices_held) {
     std::map<std::string, std::string> out;
     for (const char* type : {"mount", "user", "cgroup"}) out[type] = "new";
     for (const Namespace& n : config.namespaces)
@@ -111,6 +111,11 @@ std::map<std::string, std::string> enforcedBy(const Config& config, const std::s
     } else {
         out["limits"] = "none (no cgroup)";
     }
+    // Read back by exec: a process that may remount needs device rules of
+    // the container's own behind nodev (oci/device_cgroup.h).
+    out["devices"] = !devices_held                  ? "none (no device cgroup)"
+                     : out["limits"] == "cgroup v2" ? "cgroup v2 device program"
+                                                    : "cgroup v1 devices";
     return out;
 }
 
@@ -464,7 +469,8 @@ Status createContainer(const std::string& root_dir, const std::string& id,
     record.created = rfc3339Now();
     record.annotations = config->annotations;
     record.profile = *profile;
-    record.enforced = enforcedBy(*config, *profile, cgroups ? cgroups->dirs.size() : 0);
+    record.enforced = enforcedBy(*config, *profile, cgroups ? cgroups->dirs.size() : 0,
+                                 cgroups && cgroups->devices_held);
     record.denials.counted = launched.listener.valid();
     record.denials.not_counted = denials->not_counted;
     // Into the cgroup while everything of the container is parked: init and

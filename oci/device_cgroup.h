@@ -43,6 +43,21 @@ bool deviceAllowed(const std::vector<DeviceRule>& rules, char type, uint32_t maj
 // The v2 program for `rules` (deviceAllowed, as instructions).
 Result<std::vector<bpf_insn>> deviceProgram(const std::vector<DeviceRule>& rules);
 
+// Whether cgroup v1's devices files, written as applyDeviceRulesV1 writes
+// `rules`, would let through only what deviceAllowed does: v1 takes a deny
+// away only from an allow of exactly the same type and numbers (a deny of
+// c 1:3 after an allow of c 1:* leaves 1:3 open), so some lists cannot be
+// held there. Judged by running the kernel's rules (devices.allow and
+// devices.deny in default-deny and default-allow mode, an exception
+// matched whole or in part) over every type, each number the rules name
+// and one they do not. Empty when they can; else the first device v1
+// would open that the rules refuse ("c 1:3 r").
+std::string deviceRulesBeyondV1(const std::vector<DeviceRule>& rules);
+
+// Whether this kernel takes device programs at all (CONFIG_CGROUP_BPF): a
+// program that allows everything, loaded and let go.
+bool deviceProgramsSupported();
+
 // Holds `rules` on the container's cgroup directory `dir`: v1 by writing
 // them (its first, every device refused, clears what the directory had),
 // v2 by attaching the program. An error names the file or the call.

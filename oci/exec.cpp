@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <limits.h>
+#include <linux/capability.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -400,6 +401,18 @@ Result<int> execInContainer(const std::string& root_dir, const std::string& id,
             return text.error().withContext(
                 "exec: the container's config as create read it (a container made by a "
                 "stockade before 2026-12-05 has none: make it again)");
+    }
+    // A process that may remount (CAP_SYS_ADMIN in its bounding set, as
+    // podman's `exec --privileged` asks) can undo nodev: as root only where
+    // the container's own device rules hold behind it (oci/device_cgroup.h).
+    if (process.capabilities.bounding & (uint64_t{1} << CAP_SYS_ADMIN)) {
+        auto devices = record.enforced.find("devices");
+        if (isHostRoot() &&
+            (devices == record.enforced.end() || devices->second.starts_with("none")))
+            return Error::message(
+                "process.json: process.capabilities: CAP_SYS_ADMIN: the container has no device "
+                "cgroup of its own (created without CAP_SYS_ADMIN, cgroupsPath or limits), and a "
+                "process that may remount its mounts could open a device node of its image");
     }
     auto config = parseConfig(text->content);
     if (!config) return config.error();

@@ -442,6 +442,65 @@ def sys_admin_remount(rt, scratch, owner, base):
         check("CAP_SYS_ADMIN rootless: create says the mounts can be remounted with no device "
               "cgroup behind them", r.returncode == 0 and "no device cgroup" in said,
               (r.returncode, said))
+        return
+    sys_admin_elsewhere(rt, scratch, owner, base, config)
+
+
+def sys_admin_elsewhere(rt, scratch, owner, base, admin_config):
+    """As root, the other ways to CAP_SYS_ADMIN without device rules of the
+    container's own are refused (the review's F3, F4): an exec'd process
+    asking for it in a container that has no device cgroup; a container
+    asking for it in a cgroup another container already holds, whose rules
+    its own would replace; and one without it there leaves the holder's
+    rules as they are (the binary before replaced them: 'a *:* rwm')."""
+    sleeper = make_bundle(scratch, "noadmin", ["sleep", "1000"], owner, base)
+    r = rt("run", "--detach", "--bundle", sleeper, "sa2")
+    process = os.path.join(scratch, "admin-process.json")
+    caps = admin_config["process"]["capabilities"]
+    with open(process, "w") as f:
+        json.dump({"args": ["true"], "cwd": "/", "env": ["PATH=/bin"],
+                   "user": {"uid": 0, "gid": 0},
+                   "capabilities": {k: caps[k] for k in ("bounding", "effective", "permitted")}},
+                  f)
+    e = rt("exec", "--process", process, "sa2")
+    enforced = (state_of(rt, "sa2") or {}).get("stockade", {}).get("enforced", {})
+    rt("delete", "--force", "sa2")
+    check("CAP_SYS_ADMIN by exec into a container with no device cgroup is refused, saying why",
+          r.returncode == 0 and e.returncode != 0 and "no device cgroup" in e.stderr and
+          enforced.get("devices", "").startswith("none"), (r.stderr, e.returncode, e.stderr,
+                                                           enforced))
+
+    shared = f"/stockade-oci-shared-{os.getpid()}"
+    holder = json.loads(json.dumps(admin_config))
+    holder["linux"]["cgroupsPath"] = shared
+    holder["process"]["args"] = ["sleep", "1000"]
+    a = make_bundle(scratch, "shared-a", ["sleep", "1000"], owner, holder)
+    ra = rt("run", "--detach", "--bundle", a, "sa3")
+    held_state = (state_of(rt, "sa3") or {}).get("stockade", {}).get("enforced", {})
+    rb = rt("create", "--bundle", make_bundle(scratch, "shared-b", ["true"], owner, holder), "sa4")
+    opener = json.loads(json.dumps(base))
+    opener["linux"]["cgroupsPath"] = shared
+    opener["linux"].setdefault("resources", {})["devices"] = [{"allow": True, "access": "rwm"}]
+    rc = rt("create", "--bundle", make_bundle(scratch, "shared-c", ["true"], owner, opener), "sa5")
+    with open(f"/sys/fs/cgroup/devices{shared}/devices.list") as f:
+        listed = f.read()
+    # Both end before either is deleted: delete removes the cgroup, which
+    # the other would still hold.
+    for cid in ("sa5", "sa3"):
+        rt("kill", cid, "9")
+    wait_for(lambda: all((state_of(rt, cid) or {}).get("status") in (None, "stopped")
+                         for cid in ("sa5", "sa3")))
+    for cid in ("sa5", "sa4", "sa3"):
+        rt("delete", "--force", cid)
+    subprocess.run(["rmdir"] + [f"/sys/fs/cgroup/{c}{shared}" for c in
+                                ("memory", "pids", "freezer", "cpu", "devices")],
+                   stderr=subprocess.DEVNULL)
+    check("CAP_SYS_ADMIN in a cgroup another container holds is refused; one without it "
+          "there leaves the holder's device rules",
+          ra.returncode == 0 and held_state.get("devices") == "cgroup v1 devices" and
+          rb.returncode != 0 and "holds processes" in rb.stderr and rc.returncode == 0 and
+          "a *:* rwm" not in listed and "c 1:3 rwm" in listed,
+          (ra.stderr, held_state, rb.returncode, rb.stderr, rc.returncode, rc.stderr, listed))
 
 
 def idmapped_root(rt, scratch, owner, base):
@@ -787,7 +846,7 @@ def record_cases(rt, scratch, owner, base, mode):
           [(15, False), (9, True)] and own.get("ending", {}).get("pidsLimitHits", 0) > 0 and
           own.get("enforced", {}).get("limits") == ("cgroup v1" if v1 else "cgroup v2"), own)
     rt("delete", "rec2")
-    for top in ([f"/sys/fs/cgroup/{c}/{parent}" for c in ("memory", "pids", "freezer", "cpu")]
+    for top in ([f"/sys/fs/cgroup/{c}/{parent}" for c in ("memory", "pids", "freezer", "cpu", "devices")]
                 if v1 else [f"/sys/fs/cgroup/{parent}"]):
         try:
             os.rmdir(top)
@@ -1280,7 +1339,7 @@ def main():
             r = rt("delete", "--force", "c5")
             check("delete removes the container's cgroup", r.returncode == 0 and
                   not os.path.exists(memory_dir) and not os.path.exists(pids_dir), r.stderr)
-            for top in ([f"/sys/fs/cgroup/memory/{parent}", f"/sys/fs/cgroup/pids/{parent}"] if v1
+            for top in ([f"/sys/fs/cgroup/{c}/{parent}" for c in ("memory", "pids", "devices")] if v1
                         else [f"/sys/fs/cgroup/{parent}"]):
                 try:
                     os.rmdir(top)
@@ -1438,7 +1497,7 @@ def main():
                   r.returncode == 1 and "container not running" in r.stderr, r.stderr)
             rt("delete", "c7")
             for top in ([f"/sys/fs/cgroup/{c}/{parent}" for c in
-                         ("memory", "pids", "freezer", "cpu")] if v1
+                         ("memory", "pids", "freezer", "cpu", "devices")] if v1
                         else [f"/sys/fs/cgroup/{parent}"]):
                 try:
                     os.rmdir(top)

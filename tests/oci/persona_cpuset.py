@@ -223,7 +223,7 @@ def cpuset_cases(rt, scratch, owner, base, out, mode):
     refused(rt, scratch, owner, with_linux(base, cgroupsPath=f"/{parent}/cbad5",
                                            resources={"cpu": {"mems": "4000"}}),
             "cbad5", "linux.resources.cpu.mems", mode)
-    for c in ("cpuset", "memory", "pids", "freezer", "cpu") if v1 else ("",):
+    for c in ("cpuset", "memory", "pids", "freezer", "cpu", "devices") if v1 else ("",):
         try:
             os.rmdir(f"{CGROUP}/{c}/{parent}".replace("//", "/"))
         except OSError:

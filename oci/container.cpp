@@ -405,6 +405,12 @@ Status createContainer(const std::string& root_dir, const std::string& id,
     spec.ids = &cplan.ids;
     spec.seccomp_listener = !plan.seccomp_notified_program.empty();
     spec.net_in_clone = true;
+    // The container's cgroups before init unshares its cgroup namespace:
+    // their directory is its root, as under runc (not the runtime's own).
+    spec.before_placed = [&](pid_t init_pid) -> Status {
+        if (!cgroups) return okStatus();
+        return joinContainerCgroups(*cgroups, {init_pid});
+    };
     spec.after_clone = [&] {
         plan.prepared.clear();
         cplan.lease_fd.reset();

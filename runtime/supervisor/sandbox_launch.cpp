@@ -240,6 +240,9 @@ bool launchSandbox(ChildPlan& plan, const LaunchSpec& spec, LaunchedSandbox& out
     if (spec.hooks)
         if (Status connected = spec.hooks->beforeStart(out.pid); !connected)
             return abandon("connect the sandbox's network", connected.error());
+    if (spec.before_placed)
+        if (Status placed = spec.before_placed(out.pid); !placed)
+            return abandon("place the sandbox in its cgroups", placed.error());
     int tasks_fds[kMaxPlacementFds];
     int count = 0;
     for (const UniqueFd& fd : tasks)

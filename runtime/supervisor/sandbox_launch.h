@@ -50,6 +50,11 @@ struct LaunchSpec {
     // Right after the clone, before the id maps: what the caller holds only
     // for the child's sake (the pipes' write ends, the idmapped tree).
     std::function<void()> after_clone;
+    // Before "placed", with init's host pid: init waits for it before it
+    // unshares its cgroup namespace, so that an OCI container's cgroups
+    // joined here are that namespace's root (as under runc). An error
+    // abandons the launch.
+    std::function<Status(pid_t)> before_placed;
 };
 
 // A started sandbox: its init's pid and pidfd, and the parent's ends of its

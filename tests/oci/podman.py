@@ -410,9 +410,14 @@ def main():
               status.get("CapEff") == "00000000800405fb" and status.get("NoNewPrivs") == "1"
               and status.get("Seccomp") == "2", status)
         if root:
-            check("exec: in the container's cgroups",
-                  f"libpod-{cid}" in p.stdout and read(f"/sys/fs/cgroup/pids/{base}/pids.current")
-                  != "0", p.stdout)
+            # The cgroup namespace's root is the container's cgroup (init
+            # joins it before unsharing, as under runc): a process outside
+            # that cgroup would show a "/.." path.
+            inside = {line.split(":", 2)[1]: line.split(":", 2)[2]
+                      for line in p.stdout.splitlines() if line.count(":") >= 2}
+            check("exec: in the container's cgroups (its namespace's root)",
+                  inside.get("memory") == "/" and inside.get("pids") == "/" and
+                  read(f"/sys/fs/cgroup/pids/{base}/pids.current") != "0", p.stdout)
         p = pm("exec", cid, "/bin/missing")
         check("exec: a missing executable gives 127", p.returncode == 127,
               f"{p.returncode} {p.stderr!r}")

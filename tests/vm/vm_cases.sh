@@ -23,8 +23,10 @@ has() {  # has FILE KEY VALUE: the result record has "KEY": VALUE
     grep -q "\"$2\": $3" "$1"
 }
 await_leaf() {  # await_leaf TOP: the sandbox's leaf once init and the command are in it
-    # (a fixed sleep lost the race on a loaded host: the VM is emulated)
-    for i in $(seq 50); do
+    # (a fixed sleep lost the race on a loaded host: the VM is emulated, and
+    # 5 s of polling was not enough beside a full suite: 12 s, inside the
+    # command's 15)
+    for i in $(seq 120); do
         l=$(ls -d $1/stockade/*/ 2>/dev/null | grep -v stockade-supervisor | head -n 1)
         [ -n "$l" ] && [ "$(wc -l < "${l}cgroup.procs" 2>/dev/null)" -ge 2 ] && break
         sleep 0.1
@@ -39,7 +41,7 @@ echo "+memory +pids" > $CG/cgroup.subtree_control
 
 # 1. The bounds are written where the kernel enforces them, and the sandbox
 #    is inside: read from the VM's side while it runs.
-stockade run --memory 48m --pids 20 --result /tmp/r1.json -- sleep 6 &
+stockade run --memory 48m --pids 20 --result /tmp/r1.json -- sleep 15 &
 leaf=$(await_leaf "$CG")
 mem=$(cat "${leaf}memory.max" 2>/dev/null)
 pids=$(cat "${leaf}pids.max" 2>/dev/null)
@@ -110,7 +112,7 @@ exec_as65534() {  # the same, the caller's process becoming the command
 }
 
 # 6. The same bounds through the delegated subtree, read from the VM's side.
-as65534 stockade run --memory 48m --pids 20 --result /tmp/u6.json -- sleep 6 &
+as65534 stockade run --memory 48m --pids 20 --result /tmp/u6.json -- sleep 15 &
 leaf=$(await_leaf "$D")
 mem=$(cat "${leaf}memory.max" 2>/dev/null)
 pids=$(cat "${leaf}pids.max" 2>/dev/null)

@@ -197,6 +197,13 @@ bool busy(const std::string& dir) {
     return below;
 }
 
+Error heldByAnother(const std::string& dir) {
+    return Error::message("linux.cgroupsPath: " + dir +
+                          " exists already: a container that may remount (CAP_SYS_ADMIN) needs "
+                          "device rules in a cgroup of its own, and writing them there could "
+                          "replace another container's");
+}
+
 Status busyError(const std::string& dir, bool required) {
     if (!required) return okStatus();  // left as it is: its rules are another's
     return Error::message("linux.cgroupsPath: " + dir +
@@ -309,8 +316,11 @@ Result<ContainerCgroups> makeContainerCgroups(const CgroupAsk& ask, const std::s
                                                      ? "linux.resources.cpu.cpus"
                                                      : "linux.resources.cpu.mems");
             dir += "/" + ask.path.substr(i, end - i);
-            if (mkdir(dir.c_str(), 0755) < 0 && errno != EEXIST)
-                return Error::fromErrno("mkdir(\"" + dir + "\")");
+            const bool leaf = end >= ask.path.size();
+            if (mkdir(dir.c_str(), 0755) < 0) {
+                if (errno != EEXIST) return Error::fromErrno("mkdir(\"" + dir + "\")");
+                if (leaf && ask.devices_required) return heldByAnother(dir);
+            }
             i = end + 1;
         }
         out.dirs.push_back(dir);
@@ -318,7 +328,9 @@ Result<ContainerCgroups> makeContainerCgroups(const CgroupAsk& ask, const std::s
         // memory and pids hold create's limits and are required; freezer
         // (pause) and cpu (a cpu limit, now or by update) where mounted;
         // cpuset only when asked, and then required.
-        for (const char* controller : {"memory", "pids", "freezer", "cpu", "cpuset", "devices"}) {
+        // devices first: where its leaf must be this container's own, no
+        // other leaf is made (and then removed) beside another's.
+        for (const char* controller : {"devices", "memory", "pids", "freezer", "cpu", "cpuset"}) {
             const std::string base = mount_root + "/" + controller;
             const std::string name = controller;
             if (name == "cpuset" && !wants_cpuset) continue;
@@ -340,6 +352,18 @@ Result<ContainerCgroups> makeContainerCgroups(const CgroupAsk& ask, const std::s
                                                      ? "linux.resources.cpu.cpus"
                                                      : "linux.resources.cpu.mems");
                 }
+                continue;
+            }
+            if (name == "devices" && ask.devices_required) {
+                // Made here, exclusively: a leaf that exists already may be
+                // another container's, whose rules this one's would replace.
+                const size_t slash = ask.path.rfind('/');
+                if (auto s = makeDirs(base, ask.path.substr(0, slash)); !s) return s.error();
+                const std::string leaf = base + ask.path;
+                if (mkdir(leaf.c_str(), 0755) < 0)
+                    return errno == EEXIST ? heldByAnother(leaf)
+                                           : Error::fromErrno("mkdir(\"" + leaf + "\")");
+                out.dirs.push_back(leaf);
                 continue;
             }
             if (auto s = makeDirs(base, ask.path); !s) return s.error();

@@ -406,10 +406,14 @@ void readDeviceRules(const json& rules, Resources& out) {
             if (!n || n->is_null()) continue;
             if (!n->is_number_integer()) refuse(f + "." + name, "expected an integer");
             *into = n->get<int64_t>();
-            // -1 is any, as the runtime spec's Go type takes it; a device
-            // number is 32 bits at most.
-            if (*into < -1 || *into > int64_t{UINT32_MAX})
-                refuse(f + "." + name, "not a device number (-1 for any, up to 4294967295)");
+            // -1 is any, as the runtime spec's Go type takes it. Linux's
+            // device numbers are 12 bits (major) and 20 (minor): cgroup v1
+            // reads 4294967295 as "any", so a larger number would match
+            // every device there (the second review's F1).
+            const int64_t last = std::string(name) == "major" ? 4095 : 1048575;
+            if (*into < -1 || *into > last)
+                refuse(f + "." + name,
+                       "not a device number (-1 for any, up to " + std::to_string(last) + ")");
         }
         if (const json* access = member(r, "access"); access && !access->is_null()) {
             rule.access = stringAt(*access, f + ".access");

@@ -311,7 +311,12 @@ Status createContainer(const std::string& root_dir, const std::string& id,
         if (systemd_cgroup)
             note("--systemd-cgroup: " + config->cgroups_path + " made as " + *path +
                  " by cgroupfs writes (no systemd unit is started)");
-        CgroupAsk ask{*path, config->resources, joins_pid};
+        // pids.limit once init and the command are in (below): init joins
+        // before it forks the command, whose fork would count against a
+        // limit of 1 (runc's init is the command itself).
+        Resources early = config->resources;
+        early.pids_limit.reset();
+        CgroupAsk ask{*path, early, joins_pid};
         // Every container with a cgroup gets the device rules; one that
         // can remount cannot be made without them.
         ask.devices = true;
@@ -486,6 +491,11 @@ Status createContainer(const std::string& root_dir, const std::string& id,
         pids.insert(pids.begin(), *started);
         if (auto s = joinContainerCgroups(*cgroups, pids); !s) return s.error();
         record.cgroups = cgroups->dirs;
+        if (config->resources.pids_limit) {
+            Resources late;
+            late.pids_limit = config->resources.pids_limit;
+            if (auto s = applyResources(cgroups->dirs, late); !s) return s.error();
+        }
     }
     if (record.start_time == 0) return Error::message("container setup failed: its init is gone");
     // prestart and createRuntime, on the host, with the command parked

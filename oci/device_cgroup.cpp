@@ -124,6 +124,12 @@ bool v1Allows(const V1State& state, char type, uint32_t major, uint32_t minor, c
 std::vector<std::string> v1Lines(const DeviceRule& rule) {
     std::vector<std::string> lines;
     if (rule.type == 'p' || rule.access.empty()) return lines;
+    // A number past Linux's (12 bits major, 20 minor) names no device; v1
+    // would read 4294967295 as any, so such a rule is not written at all
+    // (the reader refuses one in linux.resources.devices).
+    if ((!anyNumber(rule.major) && *rule.major > 4095) ||
+        (!anyNumber(rule.minor) && *rule.minor > 1048575))
+        return lines;
     const bool every_letter = names(rule, 'r') && names(rule, 'w') && names(rule, 'm');
     if (rule.type == 'a' && anyNumber(rule.major) && anyNumber(rule.minor) && every_letter) {
         // v1 reads "a" as every device and every letter, whatever follows.

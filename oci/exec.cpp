@@ -12,6 +12,7 @@
 #include <sys/ioctl.h>
 #include <sys/personality.h>
 #include <sys/prctl.h>
+#include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -25,6 +26,7 @@
 #include <linux/openat2.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <fstream>
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -299,13 +301,21 @@ class PidFileWriter {
         if (out.pid_ == 0) {
             // Nothing of the runtime's but these two: a copy of a pipe the
             // runtime waits on for its end would hold that end back.
-            int keep[2] = {std::min(dir.get(), read_end.get()),
-                           std::max(dir.get(), read_end.get())};
-            syscall(SYS_close_range, 3u, static_cast<unsigned>(keep[0] - 1), 0u);
-            syscall(SYS_close_range, static_cast<unsigned>(keep[0] + 1),
-                    static_cast<unsigned>(keep[1] - 1), 0u);
-            syscall(SYS_close_range, static_cast<unsigned>(keep[1] + 1), ~0u, 0u);
-            (void)write_end.release();
+            // The write end by a real close, whatever close_range does
+            // (ENOSYS before Linux 5.9, EPERM under some filters): held
+            // here, the read below would never see its end.
+            write_end.reset();
+            const int keep[2] = {std::min(dir.get(), read_end.get()),
+                                 std::max(dir.get(), read_end.get())};
+            const std::pair<unsigned, unsigned> gaps[] = {
+                {3u, static_cast<unsigned>(keep[0] - 1)},
+                {static_cast<unsigned>(keep[0] + 1), static_cast<unsigned>(keep[1] - 1)},
+                {static_cast<unsigned>(keep[1] + 1), 1023u}};
+            for (const auto& [first, last] : gaps) {
+                if (first > last) continue;
+                if (syscall(SYS_close_range, first, last, 0u) < 0)
+                    for (unsigned fd = first; fd <= last; ++fd) close(static_cast<int>(fd));
+            }
             char digits[32];
             size_t got = 0;
             ssize_t n;
@@ -314,14 +324,30 @@ class PidFileWriter {
                     (n < 0 && errno == EINTR)))
                 if (n > 0) got += static_cast<size_t>(n);
             if (got == 0) _exit(0);
-            const std::string tmp = name + ".stockade-tmp";
-            int fd = openat(dir.get(), tmp.c_str(),
-                            O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-            const bool written = fd >= 0 && ::write(fd, digits, got) == static_cast<ssize_t>(got);
-            if (fd >= 0) close(fd);
+            // A name of its own, made exclusively and never opened if it is
+            // there already: the directory's owner (not root) could have put
+            // a FIFO (an open that blocks) or a hard link at a fixed name.
+            std::string tmp;
+            int fd = -1;
+            for (int attempt = 0; attempt < 16 && fd < 0; ++attempt) {
+                unsigned char random[8];
+                if (getrandom(random, sizeof random, 0) != static_cast<ssize_t>(sizeof random))
+                    _exit(EIO);
+                char hex[17];
+                for (size_t i = 0; i < sizeof random; ++i)
+                    snprintf(hex + 2 * i, 3, "%02x", random[i]);
+                tmp = name + ".stockade-" + hex;
+                fd =
+                    openat(dir.get(), tmp.c_str(),
+                           O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
+                if (fd < 0 && errno != EEXIST) break;
+            }
+            const bool made = fd >= 0;
+            const bool written = made && ::write(fd, digits, got) == static_cast<ssize_t>(got);
+            if (made) close(fd);
             if (!written || renameat(dir.get(), tmp.c_str(), dir.get(), name.c_str()) < 0) {
                 const int err = errno;
-                unlinkat(dir.get(), tmp.c_str(), 0);
+                if (made) unlinkat(dir.get(), tmp.c_str(), 0);  // only a file it made itself
                 _exit(err > 0 && err < 256 ? err : EIO);
             }
             _exit(0);

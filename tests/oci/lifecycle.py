@@ -505,7 +505,7 @@ def sys_admin_elsewhere(rt, scratch, owner, base, admin_config):
     check("CAP_SYS_ADMIN in a cgroup another container holds is refused; one without it "
           "there leaves the holder's device rules",
           ra.returncode == 0 and held_state.get("devices") == "cgroup v1 devices" and
-          rb.returncode != 0 and "holds processes" in rb.stderr and rc.returncode == 0 and
+          rb.returncode != 0 and "exists already" in rb.stderr and rc.returncode == 0 and
           "a *:* rwm" not in listed and "c 1:3 rwm" in listed,
           (ra.stderr, held_state, rb.returncode, rb.stderr, rc.returncode, rc.stderr, listed))
 
@@ -642,6 +642,30 @@ def terminal_without_dev(rt, scratch, owner, base, mode):
           (r.returncode, r.stderr, output))
 
 
+def pids_limit_one(rt, scratch, owner, base):
+    """pids.limit 1, as runc takes it: create works (init joins the cgroup
+    before it forks the command, so the limit is written once both are
+    in), the host's pids.max reads 1 before start, and the container's
+    command cannot fork. Root: rootless has no cgroup."""
+    if rt.mode != "root":
+        return
+    config = json.loads(json.dumps(base))
+    config["linux"]["cgroupsPath"] = f"/stockade-oci-pids1-{os.getpid()}"
+    config["linux"].setdefault("resources", {})["pids"] = {"limit": 1}
+    bundle = make_bundle(scratch, "pids1", ["sh", "-c", "(true) && echo FORKED"], owner, config)
+    r = rt("create", "--bundle", bundle, "pl1")
+    pids_dir = f"/sys/fs/cgroup/pids/stockade-oci-pids1-{os.getpid()}"
+    limit = open(f"{pids_dir}/pids.max").read().strip() if os.path.isdir(pids_dir) else ""
+    rt("delete", "--force", "pl1")
+    for c in ("memory", "pids", "freezer", "cpu", "devices"):
+        try:
+            os.rmdir(f"/sys/fs/cgroup/{c}/stockade-oci-pids1-{os.getpid()}")
+        except OSError:
+            pass
+    check("pids.limit 1: create works and pids.max reads 1 before start",
+          r.returncode == 0 and limit == "1", (r.returncode, r.stderr, limit))
+
+
 def exec_kept_config(rt, scratch, owner, base):
     """exec takes the container's filter from the config create read, not
     from the bundle again: a container whose bundle is bound inside,
@@ -738,10 +762,16 @@ def exec_fds(rt, scratch, owner, base):
     os.chown(foreign, 65534, 65534)
     os.chmod(foreign, 0o700)
     pid_path = os.path.join(foreign, "p")
+    # The directory's owner plants a FIFO at the name the writer once used:
+    # it is never opened (the writer makes a name of its own, O_EXCL).
+    planted = os.path.join(foreign, "p.stockade-tmp")
+    if not os.path.exists(planted):
+        os.mkfifo(planted)
+        os.chown(planted, 65534, 65534)
     d = rt("exec", "--detach", "--pid-file", pid_path, "fx1", "sleep", "1000")
     written = open(pid_path).read() if os.path.exists(pid_path) else ""
     alive_exec = written.isdigit() and alive(int(written))
-    leftovers = [n for n in os.listdir(foreign) if n != "p"]
+    leftovers = [n for n in os.listdir(foreign) if n not in ("p", "p.stockade-tmp")]
     if alive_exec:
         # Detached, it is this script's child (the subreaper's): ended and
         # reaped here, or the container's init could not finish dying.
@@ -1587,6 +1617,7 @@ def main():
         image_device_nodes(rt, scratch, owner, base)
         terminal_without_dev(rt, scratch, owner, base, mode)
         exec_kept_config(rt, scratch, owner, base)
+        pids_limit_one(rt, scratch, owner, base)
         sys_admin_remount(rt, scratch, owner, base)
         idmapped_root(rt, scratch, owner, base)
         record_cases(rt, scratch, owner, base, mode)

@@ -363,7 +363,13 @@ TEST_CASE("oci config: what stockade cannot honour is refused, naming the field"
         {"linux.resources.devices[0].minor",
          [](json& d) {
              d["linux"]["resources"]["devices"] = {
-                 {{"allow", true}, {"type", "c"}, {"minor", 4294967296LL}, {"access", "r"}}};
+                 {{"allow", true}, {"type", "c"}, {"minor", 1048576}, {"access", "r"}}};
+         }},
+        {"linux.resources.devices[0].major",
+         [](json& d) {
+             // cgroup v1 reads 4294967295 as any device: refused.
+             d["linux"]["resources"]["devices"] = {
+                 {{"allow", true}, {"type", "c"}, {"major", 4294967295LL}, {"access", "r"}}};
          }},
         {"linux.devices[0].path",
          [](json& d) {

@@ -28,15 +28,37 @@ int64_t monotonicMsNow() {
 
 constexpr const char* kCgroupRoot = "/sys/fs/cgroup";
 
-Status makeDirs(const std::string& base, const std::string& relative) {
+// The directories one makeContainerCgroups made itself (mkdir returned 0),
+// removed again, deepest first, unless it succeeds: never one that was
+// there before it (another container's, or a leaf a create that failed
+// would otherwise leave to refuse the next).
+struct MadeHere {
+    std::vector<std::string> dirs;
+    bool kept = false;
+    ~MadeHere() {
+        if (kept) return;
+        for (auto dir = dirs.rbegin(); dir != dirs.rend(); ++dir) rmdir(dir->c_str());
+    }
+};
+
+// mkdir, noting a directory it made; EEXIST is no error.
+Status makeDir(const std::string& path, MadeHere& made) {
+    if (mkdir(path.c_str(), 0755) == 0) {
+        made.dirs.push_back(path);
+        return okStatus();
+    }
+    if (errno == EEXIST) return okStatus();
+    return Error::fromErrno("mkdir(\"" + path + "\")");
+}
+
+Status makeDirs(const std::string& base, const std::string& relative, MadeHere& made) {
     std::string path = base;
     for (size_t i = 0; i < relative.size();) {
         size_t end = relative.find('/', i);
         if (end == std::string::npos) end = relative.size();
         if (end > i) {
             path += "/" + relative.substr(i, end - i);
-            if (mkdir(path.c_str(), 0755) < 0 && errno != EEXIST)
-                return Error::fromErrno("mkdir(\"" + path + "\")");
+            if (auto s = makeDir(path, made); !s) return s.error();
         }
         i = end + 1;
     }
@@ -47,15 +69,14 @@ Status makeDirs(const std::string& base, const std::string& relative) {
 // directory starts with empty cpuset.cpus and cpuset.mems, and the kernel
 // refuses a task into it (ENOSPC) until both hold something, so each level
 // made empty takes its parent's (runc fills them the same way).
-Status makeCpusetDirs(const std::string& base, const std::string& relative) {
+Status makeCpusetDirs(const std::string& base, const std::string& relative, MadeHere& made) {
     std::string parent = base;
     for (size_t i = 0; i < relative.size();) {
         size_t end = relative.find('/', i);
         if (end == std::string::npos) end = relative.size();
         if (end > i) {
             const std::string path = parent + "/" + relative.substr(i, end - i);
-            if (mkdir(path.c_str(), 0755) < 0 && errno != EEXIST)
-                return Error::fromErrno("mkdir(\"" + path + "\")");
+            if (auto s = makeDir(path, made); !s) return s.error();
             for (const char* file : {"cpuset.cpus", "cpuset.mems"}) {
                 std::string own = readCgroupFileOr(path + "/" + file);
                 if (own.find_first_not_of(" \n") != std::string::npos) continue;
@@ -182,34 +203,11 @@ bool hasControlOrSlash(const std::string& s) {
     return false;
 }
 
-// A cgroup directory that holds a process or a cgroup beneath it: another
-// container's (a shared cgroupsPath), whose device rules this one's would
-// replace.
-bool busy(const std::string& dir) {
-    if (!readCgroupFileOr(dir + "/cgroup.procs").empty()) return true;
-    DIR* d = opendir(dir.c_str());
-    if (!d) return false;
-    bool below = false;
-    while (dirent* e = readdir(d))
-        if (e->d_type == DT_DIR && std::string(e->d_name) != "." && std::string(e->d_name) != "..")
-            below = true;
-    closedir(d);
-    return below;
-}
-
 Error heldByAnother(const std::string& dir) {
     return Error::message("linux.cgroupsPath: " + dir +
                           " exists already: a container that may remount (CAP_SYS_ADMIN) needs "
                           "device rules in a cgroup of its own, and writing them there could "
                           "replace another container's");
-}
-
-Status busyError(const std::string& dir, bool required) {
-    if (!required) return okStatus();  // left as it is: its rules are another's
-    return Error::message("linux.cgroupsPath: " + dir +
-                          " holds processes or cgroups already: a container that may remount "
-                          "(CAP_SYS_ADMIN) needs device rules of its own, and writing them "
-                          "there would replace another's");
 }
 
 }  // namespace
@@ -230,18 +228,20 @@ Result<std::string> cgroupfsPath(const std::string& cgroups_path, const std::str
                                   "\"..\", no ':')");
         // Every component a name of its own: "/", "/." or "/a/./b" would
         // name the root or another path than written.
-        bool named = false;
+        // Written back without empty components ("/a/", "//a"): the
+        // leaf is the last name, whichever way the path was spelt.
+        std::string clean;
         for (size_t i = 1; i <= cgroups_path.size();) {
             size_t end = cgroups_path.find('/', i);
             if (end == std::string::npos) end = cgroups_path.size();
             const std::string part = cgroups_path.substr(i, end - i);
             if (part == ".")
                 return Error::message(field + ": a \".\" component names another path");
-            named = named || !part.empty();
+            if (!part.empty()) clean += "/" + part;
             i = end + 1;
         }
-        if (!named) return Error::message(field + ": names the root cgroup");
-        return cgroups_path;
+        if (clean.empty()) return Error::message(field + ": names the root cgroup");
+        return clean;
     }
     std::string slice = "system.slice", prefix = "stockade", name = id;
     if (!cgroups_path.empty()) {
@@ -292,6 +292,10 @@ Result<ContainerCgroups> makeContainerCgroups(const CgroupAsk& ask, const std::s
                     "of every process in its cgroup, so stockade makes that cgroup itself");
     }
     ContainerCgroups out;
+    MadeHere made;
+    // Where device rules go: a leaf this create made itself, never one that
+    // was there (another container's, whose rules these would replace).
+    bool own_devices_leaf = false;
     const bool wants_cpu = ask.resources.wants_cpu();
     const bool wants_cpuset = ask.resources.wants_cpuset();
     if (isCgroup2(mount_root)) {
@@ -316,13 +320,12 @@ Result<ContainerCgroups> makeContainerCgroups(const CgroupAsk& ask, const std::s
                                                      ? "linux.resources.cpu.cpus"
                                                      : "linux.resources.cpu.mems");
             dir += "/" + ask.path.substr(i, end - i);
-            const bool leaf = end >= ask.path.size();
-            if (mkdir(dir.c_str(), 0755) < 0) {
-                if (errno != EEXIST) return Error::fromErrno("mkdir(\"" + dir + "\")");
-                if (leaf && ask.devices_required) return heldByAnother(dir);
-            }
+            const size_t before = made.dirs.size();
+            if (auto s = makeDir(dir, made); !s) return s.error();
+            own_devices_leaf = made.dirs.size() > before;  // the last one's counts
             i = end + 1;
         }
+        if (ask.devices_required && !own_devices_leaf) return heldByAnother(dir);
         out.dirs.push_back(dir);
     } else {
         // memory and pids hold create's limits and are required; freezer
@@ -344,54 +347,46 @@ Result<ContainerCgroups> makeContainerCgroups(const CgroupAsk& ask, const std::s
                                       " hierarchy at " + base);
             }
             if (name == "cpuset") {
-                // Listed first, so that a fill that fails removes it too.
-                out.dirs.push_back(base + ask.path);
-                if (auto s = makeCpusetDirs(base, ask.path); !s) {
-                    (void)removeContainerCgroups(out.dirs);
+                if (auto s = makeCpusetDirs(base, ask.path, made); !s)
                     return s.error().withContext(ask.resources.cpuset_cpus
                                                      ? "linux.resources.cpu.cpus"
                                                      : "linux.resources.cpu.mems");
-                }
+                out.dirs.push_back(base + ask.path);
                 continue;
             }
-            if (name == "devices" && ask.devices_required) {
-                // Made here, exclusively: a leaf that exists already may be
-                // another container's, whose rules this one's would replace.
+            if (name == "devices") {
+                // Joined only where made here: a leaf that exists already
+                // may be another container's, whose rules these would
+                // replace (one that may remount is refused instead).
                 const size_t slash = ask.path.rfind('/');
-                if (auto s = makeDirs(base, ask.path.substr(0, slash)); !s) return s.error();
+                if (auto s = makeDirs(base, ask.path.substr(0, slash), made); !s) return s.error();
                 const std::string leaf = base + ask.path;
-                if (mkdir(leaf.c_str(), 0755) < 0)
-                    return errno == EEXIST ? heldByAnother(leaf)
-                                           : Error::fromErrno("mkdir(\"" + leaf + "\")");
+                const size_t before = made.dirs.size();
+                if (auto s = makeDir(leaf, made); !s) return s.error();
+                own_devices_leaf = made.dirs.size() > before;
+                if (!own_devices_leaf) {
+                    if (ask.devices_required) return heldByAnother(leaf);
+                    continue;
+                }
                 out.dirs.push_back(leaf);
                 continue;
             }
-            if (auto s = makeDirs(base, ask.path); !s) return s.error();
+            if (auto s = makeDirs(base, ask.path, made); !s) return s.error();
             out.dirs.push_back(base + ask.path);
         }
     }
-    if (auto s = applyResources(out.dirs, ask.resources); !s) {
-        (void)removeContainerCgroups(out.dirs);
-        return s.error();
-    }
-    if (ask.devices) {
+    if (auto s = applyResources(out.dirs, ask.resources); !s) return s.error();
+    if (ask.devices && own_devices_leaf) {
         Status held = okStatus();
         if (isCgroup2(mount_root)) {
-            const std::string& leaf = out.dirs.front();
-            if (busy(leaf)) {
-                held = busyError(leaf, ask.devices_required);
-            } else {
-                held = attachDeviceProgram(leaf, ask.device_rules);
-                out.devices_held = static_cast<bool>(held);
-                // A kernel without CONFIG_CGROUP_BPF: none where none is
-                // required; any other refusal is an error.
-                if (!held && !ask.devices_required && !deviceProgramsSupported()) held = okStatus();
-            }
+            held = attachDeviceProgram(out.dirs.front(), ask.device_rules);
+            out.devices_held = static_cast<bool>(held);
+            // A kernel without CONFIG_CGROUP_BPF: none where none is
+            // required; any other refusal is an error.
+            if (!held && !ask.devices_required && !deviceProgramsSupported()) held = okStatus();
         } else if (std::string dir = dirOf(out.dirs, "devices"); !dir.empty()) {
             const std::string beyond = deviceRulesBeyondV1(ask.device_rules);
-            if (busy(dir)) {
-                held = busyError(dir, ask.devices_required);
-            } else if (!beyond.empty() && ask.devices_required) {
+            if (!beyond.empty() && ask.devices_required) {
                 held = Error::message(
                     "linux.resources.devices: cgroup v1's devices files cannot hold these rules "
                     "(v1 takes a deny away only from an allow of the same device): they would "
@@ -404,11 +399,9 @@ Result<ContainerCgroups> makeContainerCgroups(const CgroupAsk& ask, const std::s
                 out.devices_held = held && beyond.empty();
             }
         }
-        if (!held) {
-            (void)removeContainerCgroups(out.dirs);
-            return held.error();
-        }
+        if (!held) return held.error();
     }
+    made.kept = true;
     return out;
 }
 

@@ -164,8 +164,8 @@ std::string deviceRulesBeyondV1(const std::vector<DeviceRule>& rules) {
                 removeException(state, line[0], major, minor, rule.access);
         }
     }
-    // A number no rule names: one past the largest named (4294967295 wraps
-    // to 0, named already as the first).
+    // A number no rule names: one past the largest named (the reader
+    // bounds them far below 2^32; the modulo only keeps the cast exact).
     int64_t unnamed_major = 0, unnamed_minor = 0;
     for (int64_t n : majors) unnamed_major = std::max(unnamed_major, n + 1);
     for (int64_t n : minors) unnamed_minor = std::max(unnamed_minor, n + 1);

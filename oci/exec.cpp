@@ -307,14 +307,19 @@ class PidFileWriter {
             write_end.reset();
             const int keep[2] = {std::min(dir.get(), read_end.get()),
                                  std::max(dir.get(), read_end.get())};
+            rlimit files{};
+            const unsigned most = getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < 1u << 20
+                                      ? static_cast<unsigned>(files.rlim_cur)
+                                      : 1u << 20;
             const std::pair<unsigned, unsigned> gaps[] = {
                 {3u, static_cast<unsigned>(keep[0] - 1)},
                 {static_cast<unsigned>(keep[0] + 1), static_cast<unsigned>(keep[1] - 1)},
-                {static_cast<unsigned>(keep[1] + 1), 1023u}};
+                {static_cast<unsigned>(keep[1] + 1), ~0u}};
             for (const auto& [first, last] : gaps) {
                 if (first > last) continue;
                 if (syscall(SYS_close_range, first, last, 0u) < 0)
-                    for (unsigned fd = first; fd <= last; ++fd) close(static_cast<int>(fd));
+                    for (unsigned fd = first; fd <= last && fd < most; ++fd)
+                        close(static_cast<int>(fd));
             }
             char digits[32];
             size_t got = 0;
@@ -330,13 +335,13 @@ class PidFileWriter {
             std::string tmp;
             int fd = -1;
             for (int attempt = 0; attempt < 16 && fd < 0; ++attempt) {
-                unsigned char random[8];
+                unsigned char random[6];
                 if (getrandom(random, sizeof random, 0) != static_cast<ssize_t>(sizeof random))
                     _exit(EIO);
-                char hex[17];
+                char hex[13];
                 for (size_t i = 0; i < sizeof random; ++i)
                     snprintf(hex + 2 * i, 3, "%02x", random[i]);
-                tmp = name + ".stockade-" + hex;
+                tmp = name + "." + hex;  // as long as the fixed name it replaced
                 fd =
                     openat(dir.get(), tmp.c_str(),
                            O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);

@@ -29,6 +29,10 @@ TEST_CASE("oci cgroupsPath: the cgroupfs form is taken as written, default /stoc
           "[oci]") {
     CHECK(pathOf("/kubepods/burstable/pod1234/abc", false) == "/kubepods/burstable/pod1234/abc");
     CHECK(pathOf("", false, "x9") == "/stockade-oci/x9");
+    // Empty components dropped: the leaf is the last name however spelt (a
+    // trailing '/' once made the exclusive device leaf always "exist").
+    CHECK(pathOf("/a/", false) == "/a");
+    CHECK(pathOf("//a//b/", false) == "/a/b");
     CHECK(refusalOf("relative/path", false).find("absolute") != std::string::npos);
     CHECK(refusalOf("/a/../b", false).find("absolute") != std::string::npos);
     // The root, or a path spelled to be another than written: refused (a

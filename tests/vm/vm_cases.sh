@@ -24,9 +24,9 @@ has() {  # has FILE KEY VALUE: the result record has "KEY": VALUE
 }
 await_leaf() {  # await_leaf TOP: the sandbox's leaf once init and the command are in it
     # (a fixed sleep lost the race on a loaded host: the VM is emulated, and
-    # 5 s of polling was not enough beside a full suite: 12 s, inside the
-    # command's 15)
-    for i in $(seq 120); do
+    # 12 s of polling was not enough beside a full suite's build: up to
+    # 60 s, inside the command's 90, which the case then ends itself)
+    for i in $(seq 600); do
         l=$(ls -d $1/stockade/*/ 2>/dev/null | grep -v stockade-supervisor | head -n 1)
         [ -n "$l" ] && [ "$(wc -l < "${l}cgroup.procs" 2>/dev/null)" -ge 2 ] && break
         sleep 0.1
@@ -41,16 +41,19 @@ echo "+memory +pids" > $CG/cgroup.subtree_control
 
 # 1. The bounds are written where the kernel enforces them, and the sandbox
 #    is inside: read from the VM's side while it runs.
-stockade run --memory 48m --pids 20 --result /tmp/r1.json -- sleep 15 &
+t0=$(cut -d' ' -f1 /proc/uptime)
+stockade run --memory 48m --pids 20 --result /tmp/r1.json -- sleep 91 &
 leaf=$(await_leaf "$CG")
+waited=$(awk -v t0=$t0 '{print $1 - t0}' /proc/uptime)
 mem=$(cat "${leaf}memory.max" 2>/dev/null)
 pids=$(cat "${leaf}pids.max" 2>/dev/null)
 swap=$(cat "${leaf}memory.swap.max" 2>/dev/null)
 members=$(wc -l < "${leaf}cgroup.procs" 2>/dev/null)
+pkill -x -f 'sleep 91'
 wait
 [ "$mem" = 50331648 ] && [ "$pids" = 20 ] && [ "$swap" = 0 ] && [ "${members:-0}" -ge 2 ] &&
     has /tmp/r1.json memory '"cgroup2"' && has /tmp/r1.json pids '"cgroup2"'
-verdict root-bounds-written "leaf=$leaf memory.max=$mem pids.max=$pids memory.swap.max=$swap processes=$members"
+verdict root-bounds-written "leaf=$leaf memory.max=$mem pids.max=$pids memory.swap.max=$swap processes=$members (placed after ${waited} s)"
 
 # 2. Memory: a tmpfs filled past the bound is stopped by the memory
 #    controller's OOM kill, reported as such.
@@ -112,10 +115,11 @@ exec_as65534() {  # the same, the caller's process becoming the command
 }
 
 # 6. The same bounds through the delegated subtree, read from the VM's side.
-as65534 stockade run --memory 48m --pids 20 --result /tmp/u6.json -- sleep 15 &
+as65534 stockade run --memory 48m --pids 20 --result /tmp/u6.json -- sleep 92 &
 leaf=$(await_leaf "$D")
 mem=$(cat "${leaf}memory.max" 2>/dev/null)
 pids=$(cat "${leaf}pids.max" 2>/dev/null)
+pkill -x -f 'sleep 92'
 wait
 [ "$mem" = 50331648 ] && [ "$pids" = 20 ] &&
     has /tmp/u6.json memory '"cgroup2"' && has /tmp/u6.json pids '"cgroup2"'

@@ -67,7 +67,7 @@ def one_shots(pod):
     between stockade and runc: exit codes, logs, ExecSync, a missing
     executable's failed start."""
     import grpc
-    from cri_client import CONTAINER_RUNNING
+    from cri_client import CONTAINER_EXITED, CONTAINER_RUNNING
     seen = {}
     hello = pod.container("hello", ["/bin/sh", "-c", "echo out-line; echo err-line >&2; exit 0"])
     st = pod.run_to_exit(hello)
@@ -77,9 +77,21 @@ def one_shots(pod):
     seen["three"] = (st["state"], st["exit_code"], st["reason"], pod.log("three"))
     # Past its memory limit (32 MiB; dd's 64 MiB buffer, no swap here): the
     # kernel's OOM kill, which the shim hears from the container's cgroup.
-    oom = pod.container("oom", ["/bin/dd", "if=/dev/zero", "of=/dev/null", "bs=64M", "count=1"],
-                        resources={"memory_limit_in_bytes": 32 << 20})
-    st = pod.run_to_exit(oom)
+    # The shim listens only once its Start has returned (containerd 1.6
+    # adds the cgroup to its OOM poller after the runtime's start), so dd
+    # waits for a file made after StartContainer returns: an OOM before
+    # that is never reported, under runc as under stockade (CI saw reason
+    # Error once, under ASan's slower exit of `stockade start`).
+    go = tempfile.mkdtemp(prefix="go-", dir=pod.log_dir)
+    os.chmod(go, 0o755)
+    oom = pod.container("oom", ["/bin/sh", "-c", "while [ ! -e /go/now ]; do sleep 0.05; done; "
+                                "exec /bin/dd if=/dev/zero of=/dev/null bs=64M count=1"],
+                        resources={"memory_limit_in_bytes": 32 << 20},
+                        mounts=[{"container_path": "/go", "host_path": go, "readonly": True}])
+    pod.cri.StartContainer(container_id=oom)
+    open(os.path.join(go, "now"), "w").close()
+    wait_for(lambda: pod.status(oom)["state"] == CONTAINER_EXITED, 60)
+    st = pod.status(oom)
     seen["oom"] = (st["state"], st["exit_code"], st["reason"])
     # tty: true (kubectl run -t): the shim hands the runtime a console
     # socket and logs the pty's output.

@@ -98,6 +98,24 @@ def wait_for(predicate, bound_s=30.0):
     return predicate()
 
 
+def read_console(fds):
+    """Everything the pty master (the first fd a console socket received)
+    gives until its end (EIO once the container's side is closed); closes
+    every fd received."""
+    output = b""
+    while fds:
+        try:
+            chunk = os.read(fds[0], 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        output += chunk
+    for fd in fds:
+        os.close(fd)
+    return output
+
+
 def state_of(rt, cid):
     r = rt("state", cid)
     return json.loads(r.stdout) if r.returncode == 0 else None
@@ -621,16 +639,7 @@ def terminal_without_dev(rt, scratch, owner, base, mode):
         conn, _ = server.accept()
         _, fds, _, _ = socket.recv_fds(conn, 1024, 4)
         rt("start", "tn1")
-        while fds:
-            try:
-                chunk = os.read(fds[0], 4096)
-            except OSError:
-                break
-            if not chunk:
-                break
-            output += chunk
-        for fd in fds:
-            os.close(fd)
+        output = read_console(fds)
         conn.close()
         wait_for(lambda: (state_of(rt, "tn1") or {}).get("status") == "stopped")
     server.close()
@@ -1279,18 +1288,7 @@ def main():
         msg, fds, _, _ = socket.recv_fds(conn, 1024, 4)
         check("the console socket gets one message with exactly one fd", len(fds) == 1, fds)
         rt("start", "t1")
-        output = b""
-        if fds:
-            while True:
-                try:
-                    chunk = os.read(fds[0], 4096)
-                except OSError:
-                    break
-                if not chunk:
-                    break
-                output += chunk
-            for fd in fds:
-                os.close(fd)
+        output = read_console(fds)
         conn.close()
         server.close()
         check("the container's stdio is the pty, of the spec's size",
@@ -1321,17 +1319,7 @@ def main():
         conn, _ = server.accept()
         msg, fds, _, _ = socket.recv_fds(conn, 1024, 4)
         rt("start", "t2")
-        output = b""
-        while fds:
-            try:
-                chunk = os.read(fds[0], 4096)
-            except OSError:
-                break
-            if not chunk:
-                break
-            output += chunk
-        for fd in fds:
-            os.close(fd)
+        output = read_console(fds)
         conn.close()
         server.close()
         check("...and the container's stdio is still the pty",

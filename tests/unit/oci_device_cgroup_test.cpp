@@ -26,6 +26,30 @@ DeviceRule rule(bool allow, char type, int64_t major, int64_t minor, const char*
     return DeviceRule{allow, type, major, minor, access};
 }
 
+// `rules` followed by 1 to `most` rules drawn from a small set of devices
+// (null, zero, full, majors 1 and 5, every device) and accesses; `seed`
+// advances, so a fixed seed draws the same lists again.
+std::vector<DeviceRule> randomRules(uint32_t& seed, uint32_t most, std::vector<DeviceRule> rules) {
+    auto draw = [&seed](uint32_t n) {
+        seed = seed * 1664525u + 1013904223u;
+        return (seed >> 8) % n;
+    };
+    static constexpr char kTypes[] = {'a', 'c', 'b'};
+    static constexpr int64_t kMajors[] = {-1, 1, 1, 5};
+    static constexpr int64_t kMinors[] = {-1, 3, 5, 7};
+    static constexpr const char* kAccesses[] = {"r", "w", "m", "rw", "rm", "wm", "rwm"};
+    const uint32_t count = 1 + draw(most);
+    for (uint32_t i = 0; i < count; ++i) {
+        // Drawn one by one in this order (argument order is unspecified).
+        const bool allow = draw(3) != 0;
+        const char type = kTypes[draw(3)];
+        const int64_t major = kMajors[draw(4)];
+        const int64_t minor = kMinors[draw(4)];
+        rules.push_back(rule(allow, type, major, minor, kAccesses[draw(7)]));
+    }
+    return rules;
+}
+
 // The requests a case makes: a node of the host's /dev, opened for each.
 struct Request {
     const char* path;
@@ -174,20 +198,8 @@ TEST_CASE("oci device cgroup: the v2 program agrees with the rules' meaning, dra
         isCgroup2("/sys/fs/cgroup") ? "/sys/fs/cgroup" : "/sys/fs/cgroup/unified";
     REQUIRE(isCgroup2(root));
     uint32_t seed = 20261205;  // fixed: a failure is seen again as it was
-    auto draw = [&seed](uint32_t n) {
-        seed = seed * 1664525u + 1013904223u;
-        return (seed >> 8) % n;
-    };
-    const char types[] = {'a', 'c', 'b'};
-    const int64_t majors[] = {-1, 1, 1, 5};
-    const int64_t minors[] = {-1, 3, 5, 7};
-    const char* accesses[] = {"r", "w", "m", "rw", "rm", "wm", "rwm"};
     for (int round = 0; round < 24; ++round) {
-        std::vector<DeviceRule> rules;
-        const uint32_t count = 1 + draw(6);
-        for (uint32_t i = 0; i < count; ++i)
-            rules.push_back(rule(draw(3) != 0, types[draw(3)], majors[draw(4)], minors[draw(4)],
-                                 accesses[draw(7)]));
+        const std::vector<DeviceRule> rules = randomRules(seed, 6, {});
         const RemoveOnExit leaf{root + "/stockade-device-test-" + std::to_string(getpid()) + "-" +
                                 std::to_string(round)};
         REQUIRE(mkdir(leaf.dir.c_str(), 0755) == 0);
@@ -273,21 +285,10 @@ TEST_CASE(
         return;  // a unified host has no v1 hierarchy
     }
     uint32_t seed = 12052026;
-    auto draw = [&seed](uint32_t n) {
-        seed = seed * 1664525u + 1013904223u;
-        return (seed >> 8) % n;
-    };
-    const char types[] = {'a', 'c', 'b'};
-    const int64_t majors[] = {-1, 1, 1, 5};
-    const int64_t minors[] = {-1, 3, 5, 7};
-    const char* accesses[] = {"r", "w", "m", "rw", "rm", "wm", "rwm"};
     int held = 0;
     for (int round = 0; round < 40; ++round) {
-        std::vector<DeviceRule> rules{rule(false, 'a', -1, -1, "rwm")};
-        const uint32_t count = 1 + draw(5);
-        for (uint32_t i = 0; i < count; ++i)
-            rules.push_back(rule(draw(3) != 0, types[draw(3)], majors[draw(4)], minors[draw(4)],
-                                 accesses[draw(7)]));
+        const std::vector<DeviceRule> rules =
+            randomRules(seed, 5, {rule(false, 'a', -1, -1, "rwm")});
         if (!oci::deviceRulesBeyondV1(rules).empty()) continue;
         ++held;
         const RemoveOnExit leaf{"/sys/fs/cgroup/devices/stockade-device-test-" +

@@ -11,6 +11,7 @@
 #include <linux/magic.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <sstream>
 
 #include "oci/device_cgroup.h"
@@ -212,11 +213,22 @@ Error heldByAnother(const std::string& dir) {
 
 }  // namespace
 
+std::string rootTag(const std::string& root_dir) {
+    uint64_t hash = 14695981039346656037ull;
+    for (unsigned char c : root_dir) {
+        hash ^= c;
+        hash *= 1099511628211ull;
+    }
+    char out[17];
+    std::snprintf(out, sizeof out, "%016llx", static_cast<unsigned long long>(hash));
+    return out;
+}
+
 Result<std::string> cgroupfsPath(const std::string& cgroups_path, const std::string& id,
-                                 bool systemd) {
+                                 bool systemd, const std::string& root_dir) {
     const std::string field = "linux.cgroupsPath: \"" + cgroups_path + "\"";
     if (!systemd) {
-        if (cgroups_path.empty()) return "/stockade-oci/" + id;
+        if (cgroups_path.empty()) return "/stockade-oci/" + id + "-" + rootTag(root_dir);
         if (std::count(cgroups_path.begin(), cgroups_path.end(), ':') == 2)
             return Error::message(field +
                                   ": systemd's slice:prefix:name form needs --systemd-cgroup "
@@ -528,8 +540,8 @@ Status joinContainerCgroups(const ContainerCgroups& cgroups, const std::vector<p
 Status freezeContainerCgroups(const std::vector<std::string>& dirs, bool frozen) {
     if (dirs.empty())
         return Error::message(
-            "the container has no cgroup to freeze (stockade makes one only as root, for a "
-            "config with linux.cgroupsPath or linux.resources)");
+            "the container has no cgroup to freeze (stockade makes one only as root, and "
+            "create said where it could not)");
     if (dirs.size() == 1 && isCgroup2(dirs[0])) return freezeV2(dirs[0], frozen);
     const std::string dir = dirOf(dirs, "freezer");
     if (dir.empty())

@@ -40,10 +40,16 @@ struct CgroupAsk {
 // systemd driver names its unit's cgroup (kubepods-burstable-podU.slice
 // becomes /kubepods.slice/kubepods-burstable.slice/kubepods-burstable-podU.slice,
 // the unit PREFIX-NAME.scope, or NAME itself when it is a slice), an empty
-// slice being system.slice. `cgroups_path` empty: /stockade-oci/ID, or
+// slice being system.slice. `cgroups_path` empty: /stockade-oci/ID-TAG,
+// TAG naming the state root `root_dir` (canonical; rootTag below), so that
+// two runtimes' containers of one id never share a cgroup, or
 // /system.slice/stockade-ID.scope with --systemd-cgroup.
 Result<std::string> cgroupfsPath(const std::string& cgroups_path, const std::string& id,
-                                 bool systemd);
+                                 bool systemd, const std::string& root_dir);
+// Sixteen hex digits naming a state root: FNV-1a (64 bits) of its
+// canonical path. Not a secret and not a defence: two roots of one host
+// differ by it, as their containers' cgroups must.
+std::string rootTag(const std::string& root_dir);
 
 // The cgroup directories made (absolute), in the order to remove them.
 struct ContainerCgroups {

@@ -144,6 +144,12 @@ std::string notExist(const std::string& id) {
     return "container " + id + " does not exist";
 }
 
+std::optional<std::string> canonical(const std::string& path) {
+    char real[PATH_MAX];
+    if (!realpath(path.c_str(), real)) return std::nullopt;
+    return std::string(real);
+}
+
 // What start and delete do is read back from the container's record under
 // --root (its pid, its cgroups, the poststart and poststop hooks, host
 // programs they run): a container that could write --root, make or replace
@@ -153,11 +159,6 @@ std::string notExist(const std::string& id) {
 // trees: the rootfs unless read-only, each bind mount without "ro".
 Status refuseWritableRoot(const Config& config, const std::string& bundle,
                           const std::string& root_dir) {
-    auto canonical = [](const std::string& path) -> std::optional<std::string> {
-        char real[PATH_MAX];
-        if (!realpath(path.c_str(), real)) return std::nullopt;
-        return std::string(real);
-    };
     auto absolute = [&](const std::string& path) {
         return path.starts_with("/") ? path : bundle + "/" + path;
     };
@@ -288,8 +289,14 @@ Status createContainer(const std::string& root_dir, const std::string& id,
             "process.capabilities: CAP_SYS_ADMIN: the container can remount its mounts, a "
             "read-only bind writable and nodev undone, and no device cgroup holds rootless "
             "(docs/threat-model.md, \"Residual risks\")");
-    if (!config->cgroups_path.empty() || config->resources.any() || joins_pid ||
-        (may_remount && isHostRoot())) {
+    // As root every container has a cgroup, as under runc (pause, the
+    // device rules, its processes found whole); one nothing asked for is
+    // made where it can be (a read-only cgroupfs, inside another
+    // container, is said and run without), one asked for or needed is
+    // required.
+    const bool cgroup_required = !config->cgroups_path.empty() || config->resources.any() ||
+                                 joins_pid || (may_remount && isHostRoot());
+    if (cgroup_required || isHostRoot()) {
         if (!isHostRoot()) {
             // Named by field where one is asked (podman's --cpuset-cpus
             // among them), so the message says what could not be held.
@@ -306,7 +313,9 @@ Status createContainer(const std::string& root_dir, const std::string& id,
                                   ": cgroups of a rootless container are not supported yet (no "
                                   "cgroup of its own to hold the limit)");
         }
-        auto path = cgroupfsPath(config->cgroups_path, id, systemd_cgroup);
+        const std::optional<std::string> canonical_root = canonical(root_dir);
+        if (!canonical_root) return Error::fromErrno("realpath(\"" + root_dir + "\")");
+        auto path = cgroupfsPath(config->cgroups_path, id, systemd_cgroup, *canonical_root);
         if (!path) return path.error();
         if (systemd_cgroup)
             note("--systemd-cgroup: " + config->cgroups_path + " made as " + *path +
@@ -323,8 +332,13 @@ Status createContainer(const std::string& root_dir, const std::string& id,
         ask.devices_required = may_remount;
         ask.device_rules = containerDeviceRules(config->devices, config->resources.device_rules);
         auto made = makeContainerCgroups(ask);
-        if (!made) return made.error();
-        cgroups = std::move(*made);
+        if (made)
+            cgroups = std::move(*made);
+        else if (cgroup_required)
+            return made.error();
+        else
+            note("no cgroup of the container's own (" + made.error().describe() +
+                 "): it cannot be paused, and no device cgroup holds");
         if (joins_pid && !canKillWhole(cgroups->dirs))
             return Error::message(
                 "config.json: linux.namespaces (pid): joining a pid namespace needs v2's "

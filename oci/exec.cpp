@@ -442,7 +442,8 @@ Result<int> execInContainer(const std::string& root_dir, const std::string& id,
             (devices == record.enforced.end() || devices->second.starts_with("none")))
             return Error::message(
                 "process.json: process.capabilities: CAP_SYS_ADMIN: the container has no device "
-                "cgroup of its own (created without CAP_SYS_ADMIN, cgroupsPath or limits), and a "
+                "cgroup of its own (created rootless, where none could be made, or by an older "
+                "stockade), and a "
                 "process that may remount its mounts could open a device node of its image");
     }
     auto config = parseConfig(text->content);

@@ -13,6 +13,7 @@ the host cannot run a mode, which CI (env CI=true) turns into a failure.
 """
 import json
 import os
+import re
 import select
 import shutil
 import stat
@@ -436,14 +437,12 @@ def sys_admin_remount(rt, scratch, owner, base):
     said_log = os.path.join(scratch, "out", "sysadmin-create.log")
     r = rt("create", "--bundle", bundle, "sa1", log=said_log)
     said = open(said_log).read() if os.path.exists(said_log) else ""
-    devices_dir = "/sys/fs/cgroup/devices/stockade-oci/sa1"
-    listed = host_cgroup = ""
+    host_cgroup = host_cgroup_of((state_of(rt, "sa1") or {}).get("pid", 0))
+    devices_dir = "/sys/fs/cgroup/devices" + host_cgroup.get("devices", "/none")
+    listed = ""
     if rt.mode == "root" and os.path.isdir(devices_dir):
         with open(os.path.join(devices_dir, "devices.list")) as f:
             listed = f.read()
-        init_pid = (state_of(rt, "sa1") or {}).get("pid", 0)
-        with open(f"/proc/{init_pid}/cgroup") as f:
-            host_cgroup = f.read()
     rt("start", "sa1")
     wait_for(lambda: os.path.exists(log) and "END" in open(log).read(), 10)
     out = open(log).read() if os.path.exists(log) else ""
@@ -457,7 +456,8 @@ def sys_admin_remount(rt, scratch, owner, base):
         check("CAP_SYS_ADMIN: the container remounts its root dev, yet an image's device node "
               "does not open (the device cgroup); /dev/null does",
               r.returncode == 0 and remounted and "OPENED" not in out and "NULL-OK" in out and
-              inside == ["/"] and ":devices:/stockade-oci/sa1\n" in host_cgroup,
+              inside == ["/"] and
+              re.fullmatch(r"/stockade-oci/sa1-[0-9a-f]{16}", host_cgroup.get("devices", "")),
               (r.returncode, out, r.stderr, host_cgroup))
         check("CAP_SYS_ADMIN: the host's devices directory holds the rules (deny all, the "
               "default nodes), and is gone after delete",
@@ -471,6 +471,64 @@ def sys_admin_remount(rt, scratch, owner, base):
     sys_admin_elsewhere(rt, scratch, owner, base, config)
 
 
+def host_cgroup_of(pid):
+    """{controller (v1's name, "" for v2): path} of /proc/PID/cgroup, read
+    from the host; empty where the process is gone."""
+    try:
+        with open(f"/proc/{pid}/cgroup") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return {}
+    out = {}
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        for controller in controllers.split(","):
+            out[controller.removeprefix("name=")] = path
+    return out
+
+
+def default_cgroup(rt, scratch, owner, base, binary):
+    """As root every container has a cgroup of its own, as under runc, with
+    no cgroupsPath, limits or CAP_SYS_ADMIN asked: /stockade-oci/ID-TAG,
+    TAG naming the --root, so one id under two roots is two cgroups. Seen
+    from the host: init in it (memory, pids, devices, freezer on v1; the
+    one directory on v2), the device rules deny all but the defaults
+    (v1's devices.list), pause freezes it, delete removes every directory."""
+    bundle = make_bundle(scratch, "plain-cg", ["sleep", "1000"], owner, base)
+    other_root = tempfile.mkdtemp(prefix="root2-", dir=scratch)
+    other = Runtime(binary, other_root, rt.mode)
+    v1 = not os.path.exists("/sys/fs/cgroup/cgroup.controllers")
+    created = [rt("create", "--bundle", bundle, "pc1"), other("create", "--bundle", bundle, "pc1")]
+    paths = [host_cgroup_of((state_of(r, "pc1") or {}).get("pid", 0)) for r in (rt, other)]
+    key = "memory" if v1 else ""
+    dirs = [f"/sys/fs/cgroup/{c}{paths[0].get(c, '/none')}"
+            for c in (("memory", "pids", "devices", "freezer") if v1 else ("",))]
+    check("as root a container without cgroupsPath has a cgroup of its own, /stockade-oci/ID-TAG, "
+          "another under a second --root (init in it, seen from the host)",
+          all(r.returncode == 0 for r in created) and
+          re.fullmatch(r"/stockade-oci/pc1-[0-9a-f]{16}", paths[0].get(key, "")) and
+          re.fullmatch(r"/stockade-oci/pc1-[0-9a-f]{16}", paths[1].get(key, "")) and
+          paths[0][key] != paths[1][key] and
+          (not v1 or len({paths[0].get(c) for c in ("memory", "pids", "devices", "freezer")}) == 1)
+          and all(os.path.isdir(d) for d in dirs),
+          ([r.stderr for r in created], paths))
+    if v1:
+        with open(os.path.join(dirs[2], "devices.list")) as f:
+            listed = f.read()
+        check("...its device rules deny all but the defaults (devices.list)",
+              "c 1:3 rwm" in listed and "a *:* rwm" not in listed, listed)
+    rt("start", "pc1")
+    r = rt("pause", "pc1")
+    check("...it can be paused (the freezer)", r.returncode == 0 and
+          (state_of(rt, "pc1") or {}).get("status") == "paused", r.stderr)
+    rt("delete", "--force", "pc1")
+    other("delete", "--force", "pc1")
+    check("...delete removes its directories (both roots')",
+          not any(os.path.exists(d) for d in dirs) and
+          not os.path.exists(f"/sys/fs/cgroup/{'memory' if v1 else ''}{paths[1].get(key, '/x')}"),
+          [d for d in dirs if os.path.exists(d)])
+
+
 def sys_admin_elsewhere(rt, scratch, owner, base, admin_config):
     """As root, the other ways to CAP_SYS_ADMIN without device rules of the
     container's own are refused (the review's F3, F4): an exec'd process
@@ -478,7 +536,18 @@ def sys_admin_elsewhere(rt, scratch, owner, base, admin_config):
     asking for it in a cgroup another container already holds, whose rules
     its own would replace; and one without it there leaves the holder's
     rules as they are (the binary before replaced them: 'a *:* rwm')."""
-    sleeper = make_bundle(scratch, "noadmin", ["sleep", "1000"], owner, base)
+    # A container with no device rules of its own, as root: its cgroupsPath
+    # was there before create (made here), so the rules are not written
+    # into it, nor joined, for they could be another's.
+    premade = f"/stockade-oci-premade-{os.getpid()}"
+    v1 = not os.path.exists("/sys/fs/cgroup/cgroup.controllers")
+    premade_dirs = ([f"/sys/fs/cgroup/{c}{premade}" for c in
+                     ("memory", "pids", "freezer", "cpu", "devices")] if v1
+                    else [f"/sys/fs/cgroup{premade}"])
+    os.makedirs(premade_dirs[-1])
+    noadmin = json.loads(json.dumps(base))
+    noadmin["linux"]["cgroupsPath"] = premade
+    sleeper = make_bundle(scratch, "noadmin", ["sleep", "1000"], owner, noadmin)
     r = rt("run", "--detach", "--bundle", sleeper, "sa2")
     process = os.path.join(scratch, "admin-process.json")
     caps = admin_config["process"]["capabilities"]
@@ -490,6 +559,9 @@ def sys_admin_elsewhere(rt, scratch, owner, base, admin_config):
     e = rt("exec", "--process", process, "sa2")
     enforced = (state_of(rt, "sa2") or {}).get("stockade", {}).get("enforced", {})
     rt("delete", "--force", "sa2")
+    for d in premade_dirs:
+        if os.path.isdir(d):
+            os.rmdir(d)
     check("CAP_SYS_ADMIN by exec into a container with no device cgroup is refused, saying why",
           r.returncode == 0 and e.returncode != 0 and "no device cgroup" in e.stderr and
           enforced.get("devices", "").startswith("none"), (r.stderr, e.returncode, e.stderr,
@@ -854,10 +926,15 @@ def record_cases(rt, scratch, owner, base, mode):
           enforced.get("network") == "new" and enforced.get("seccomp") == "none" and
           enforced.get("capabilities") == "0000000020000420" and
           enforced.get("noNewPrivileges") == "true" and
-          enforced.get("limits") == "none (no cgroup)", st)
-    check("record: the signal kill sent is kept after the container stopped",
-          [k.get("signal") for k in kills] == [9] and "pidsLimitHits" not in own.get("ending", {}),
-          own)
+          # As root every container has a cgroup (none asked: the default
+          # one); rootless none.
+          (enforced.get("limits", "").startswith("cgroup v") if mode == "root" else
+           enforced.get("limits") == "none (no cgroup)"), st)
+    check("record: the signal kill sent is kept after the container stopped; the cgroup's "
+          "counts where it has one",
+          [k.get("signal") for k in kills] == [9] and
+          (own.get("ending", {}).get("pidsLimitHits") == 0 if mode == "root" else
+           "pidsLimitHits" not in own.get("ending", {})), own)
     rt("delete", "rec1")
     if mode != "root":
         return
@@ -1607,6 +1684,8 @@ def main():
         exec_kept_config(rt, scratch, owner, base)
         pids_limit_one(rt, scratch, owner, base)
         sys_admin_remount(rt, scratch, owner, base)
+        if mode == "root":
+            default_cgroup(rt, scratch, owner, base, binary)
         idmapped_root(rt, scratch, owner, base)
         record_cases(rt, scratch, owner, base, mode)
         monitor_cases(rt, scratch, owner, base, mode)

@@ -8,27 +8,35 @@
 #include "oci/cgroups.h"
 
 using stockade::oci::cgroupfsPath;
+using stockade::oci::rootTag;
 
 namespace {
 
 std::string pathOf(const std::string& asked, bool systemd, const std::string& id = "c1") {
-    auto p = cgroupfsPath(asked, id, systemd);
+    auto p = cgroupfsPath(asked, id, systemd, "/run/stockade-oci");
     REQUIRE(p);
     return *p;
 }
 
 std::string refusalOf(const std::string& asked, bool systemd) {
-    auto p = cgroupfsPath(asked, "c1", systemd);
+    auto p = cgroupfsPath(asked, "c1", systemd, "/run/stockade-oci");
     REQUIRE_FALSE(p);
     return p.error().describe();
 }
 
 }  // namespace
 
-TEST_CASE("oci cgroupsPath: the cgroupfs form is taken as written, default /stockade-oci/ID",
+TEST_CASE("oci cgroupsPath: the cgroupfs form is taken as written, default /stockade-oci/ID-TAG",
           "[oci]") {
     CHECK(pathOf("/kubepods/burstable/pod1234/abc", false) == "/kubepods/burstable/pod1234/abc");
-    CHECK(pathOf("", false, "x9") == "/stockade-oci/x9");
+    // The default names the state root too: one id under two --root dirs
+    // is two containers, never one cgroup.
+    CHECK(pathOf("", false, "x9") == "/stockade-oci/x9-" + rootTag("/run/stockade-oci"));
+    CHECK(rootTag("/run/stockade-oci").size() == 16);
+    CHECK(rootTag("/run/stockade-oci") != rootTag("/run/stockade-oci2"));
+    CHECK(rootTag("") == "cbf29ce484222325");   // FNV-1a's offset basis: nothing hashed
+    CHECK(rootTag("a") == "af63dc4c8601ec8c");  // FNV-1a 64 of "a", as published
+    CHECK(*cgroupfsPath("", "x9", false, "/var/tmp/r") != pathOf("", false, "x9"));
     // Empty components dropped: the leaf is the last name however spelt (a
     // trailing '/' once made the exclusive device leaf always "exist").
     CHECK(pathOf("/a/", false) == "/a");

@@ -15,7 +15,7 @@ mount -t tmpfs run /run
 mount -t cgroup2 none /sys/fs/cgroup
 CG=/sys/fs/cgroup
 
-echo "PLANNED 19"
+echo "PLANNED 20"
 verdict() {  # verdict NAME DETAIL: the last command's status is the verdict
     if [ "$?" -eq 0 ]; then echo "CASE PASS $1 $2"; else echo "CASE FAIL $1 $2"; fi
 }
@@ -188,7 +188,12 @@ B=/tmp/oci-bundle
 mkdir -p $B/rootfs/bin $B/rootfs/proc $B/rootfs/dev $B/rootfs/sys /tmp/oci-root
 cp /usr/bin/busybox $B/rootfs/bin/busybox
 for a in sh sleep; do ln -s busybox $B/rootfs/bin/$a; done
-oci_config() {  # oci_config CGROUPSPATH > config.json
+oci_config() {  # oci_config CGROUPSPATH > config.json (CGROUPSPATH empty: no path, no limits)
+    limits=""
+    [ -n "$1" ] && limits=',
+           "cgroupsPath": "'"$1"'",
+           "resources": {"memory": {"limit": 67108864}, "pids": {"limit": 32},
+                         "cpu": {"quota": 50000, "period": 100000}}'
     cat <<EOF
 {"ociVersion": "1.2.0",
  "process": {"args": ["/bin/sh", "-c", "while :; do sleep 1; done"], "cwd": "/",
@@ -197,10 +202,7 @@ oci_config() {  # oci_config CGROUPSPATH > config.json
  "mounts": [{"destination": "/proc", "type": "proc", "source": "proc"},
             {"destination": "/dev", "type": "tmpfs", "source": "tmpfs", "options": ["nosuid", "mode=755"]}],
  "linux": {"namespaces": [{"type": "pid"}, {"type": "mount"}, {"type": "ipc"}, {"type": "uts"},
-                          {"type": "network"}],
-           "cgroupsPath": "$1",
-           "resources": {"memory": {"limit": 67108864}, "pids": {"limit": 32},
-                         "cpu": {"quota": 50000, "period": 100000}}}}
+                          {"type": "network"}]$limits}}
 EOF
 }
 OCI="stockade --root /tmp/oci-root"
@@ -281,6 +283,24 @@ grep -q REMOUNTED /tmp/oci-c4.out && ! grep -q OPENED /tmp/oci-c4.out &&
     [ "$created" -eq 0 ] && [ "$d4" -eq 0 ] && [ ! -d $CG/oci-vm/c4 ]
 verdict oci-v2-devices "create=$created out='$out4' delete=$d4 dir=$([ -d $CG/oci-vm/c4 ] && echo left)"
 rm -f $B/rootfs/fusenode
+
+# As root every container has a cgroup of its own, as under runc: with no
+# cgroupsPath, limits or CAP_SYS_ADMIN, /stockade-oci/ID-TAG (TAG naming
+# --root); it can be paused, and delete removes it.
+oci_config "" > $B/config.json
+$OCI create --bundle $B --pid-file /tmp/oci-c5.pid c5 </dev/null >/dev/null 2>/tmp/oci-c5.err
+created=$?
+init5=$(cat /tmp/oci-c5.pid 2>/dev/null)
+path5=$(sed -n 's/^0:://p' /proc/$init5/cgroup 2>/dev/null)
+L5=$CG$path5
+$OCI start c5
+$OCI pause c5
+frozen5=$(grep frozen $L5/cgroup.events 2>/dev/null)
+$OCI delete --force c5; d5=$?
+for i in $(seq 50); do [ ! -e /proc/$init5 ] && break; wait 2>/dev/null; sleep 0.1; done
+[ "$created" -eq 0 ] && echo "$path5" | grep -Eq '^/stockade-oci/c5-[0-9a-f]{16}$' &&
+    [ "$frozen5" = "frozen 1" ] && [ "$d5" -eq 0 ] && [ ! -d $L5 ]
+verdict oci-v2-default-cgroup "create=$created $(cat /tmp/oci-c5.err) path=$path5 $frozen5 delete=$d5 dir=$([ -d $L5 ] && echo left)"
 
 $OCI kill c1 9
 $OCI delete --force c1; d1=$?

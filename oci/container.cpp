@@ -345,8 +345,9 @@ Status createContainer(const std::string& root_dir, const std::string& id,
                 "cgroup.kill (Linux 5.14) or a v1 freezer hierarchy, to end the container's "
                 "processes without signalling pids it could have reused");
     }
-    auto planned = planContainer(*config, *bundle,
-                                 cgroups ? cgroups->dirs : std::vector<std::string>{}, *profile);
+    auto planned =
+        planContainer(*config, *bundle, cgroups ? cgroups->dirs : std::vector<std::string>{},
+                      *profile, cgroups && cgroups->devices_held);
     if (!planned) return planned.error();
     ContainerPlan& cplan = *planned;
     for (const std::string& said : cplan.notes) note(said);

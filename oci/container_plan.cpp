@@ -445,7 +445,7 @@ Result<ns::IdMapping> idsFor(const Config& config, bool as_root, uid_t caller_ui
 
 Result<ContainerPlan> planContainer(const Config& config, const std::string& bundle,
                                     const std::vector<std::string>& cgroup_dirs,
-                                    const std::string& profile) {
+                                    const std::string& profile, bool device_rules_held) {
     ContainerPlan out;
     ChildPlan& plan = out.plan;
     const bool as_root = isHostRoot();
@@ -714,7 +714,8 @@ Result<ContainerPlan> planContainer(const Config& config, const std::string& bun
     }
     // linux.devices: the host's nodes bound in (oci/devices.h), after the
     // /dev they land in.
-    auto devices = planDevices(config.devices, config.resources.device_rules, dev_is_tmpfs);
+    auto devices =
+        planDevices(config.devices, config.resources.device_rules, dev_is_tmpfs, device_rules_held);
     if (!devices) return devices.error();
     for (const DeviceBind& d : devices->binds)
         if (auto s =

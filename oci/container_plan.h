@@ -63,9 +63,11 @@ struct ContainerPlan {
 // `cgroup_dirs` are the container's cgroup directories (oci/cgroups.h),
 // which a cgroup mount shows it.
 // `profile` is containerProfile()'s answer (oci/profile.h).
+// `device_rules_held`: the container's own device cgroup holds
+// linux.resources.devices exactly (oci/cgroups.h ContainerCgroups).
 Result<ContainerPlan> planContainer(const Config& config, const std::string& bundle,
                                     const std::vector<std::string>& cgroup_dirs,
-                                    const std::string& profile);
+                                    const std::string& profile, bool device_rules_held);
 
 // The seccomp program of a container: the bundle's filter with stockade's
 // no-setid rules (G3); empty without linux.seccomp, as runc. Under the

@@ -82,7 +82,8 @@ std::string deviceAccess(const Device& device, const std::vector<DeviceRule>& ru
 }
 
 Result<DevicePlan> planDevices(const std::vector<Device>& devices,
-                               const std::vector<DeviceRule>& rules, bool own_dev) {
+                               const std::vector<DeviceRule>& rules, bool own_dev,
+                               bool rules_held) {
     DevicePlan out;
     for (size_t i = 0; i < devices.size(); ++i) {
         const Device& d = devices[i];
@@ -99,12 +100,13 @@ Result<DevicePlan> planDevices(const std::vector<Device>& devices,
                                   numbers(d) + " is not it)");
         }
         const std::string access = deviceAccess(d, rules);
-        if (access.find('r') == std::string::npos || access.find('w') == std::string::npos)
+        if (!rules_held &&
+            (access.find('r') == std::string::npos || access.find('w') == std::string::npos))
             return Error::message(
                 field + ": linux.resources.devices gives " + d.path + " \"" + access +
-                "\" only, which stockade cannot hold to (a container need not have a device "
-                "cgroup; a bind opens as the node's mode allows): grant rw or leave the device "
-                "out");
+                "\" only, which stockade cannot hold to here (the container has no device "
+                "cgroup of its own holding the rules, as rootless; a bind opens as the node's "
+                "mode allows): grant rw or leave the device out");
         std::optional<std::string> host;
         if (nodeAt(d.path, d))
             host = d.path;

@@ -5,9 +5,10 @@
 // owner, which decide who inside may open it: the container's ids are
 // unprivileged host ids, so a node only root or a host group may open stays
 // closed to it, whatever fileMode, uid and gid the spec asks (said as a note).
-// A container has a device cgroup only as root and with a cgroup
-// (oci/device_cgroup.h), so a device linux.resources.devices grants less
-// than read and write (podman's --device A:B:r) is refused rather than
+// A device linux.resources.devices grants less than read and write
+// (podman's --device A:B:r) is bound only where the container's own device
+// cgroup holds the rules (as root, oci/device_cgroup.h): a bind opens as
+// the node's mode allows, so elsewhere (rootless) it is refused rather than
 // bound writable.
 #pragma once
 
@@ -37,10 +38,12 @@ struct DevicePlan {
 // stockade makes the container's /dev (`own_dev`: the bundle mounts a tmpfs
 // there), the nodes it binds itself (/dev/null, zero, full, random, urandom,
 // tty) and /dev/ptmx (a link to the container's devpts) are left out when
-// the host's node of that path has the numbers asked. A device stockade
-// cannot give as asked is refused, naming the field.
+// the host's node of that path has the numbers asked. `rules_held`: the
+// container's own device cgroup holds `rules` exactly, so a device they
+// grant less than rw may be bound. A device stockade cannot give as asked
+// is refused, naming the field.
 Result<DevicePlan> planDevices(const std::vector<Device>& devices,
-                               const std::vector<DeviceRule>& rules, bool own_dev);
+                               const std::vector<DeviceRule>& rules, bool own_dev, bool rules_held);
 
 // What `rules` let a process do with the device (r, w, m), as the device
 // cgroup judges them: everything without rules, each matching rule in order

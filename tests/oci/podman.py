@@ -30,6 +30,7 @@ import signal
 import subprocess
 import sys
 import socket
+import stat
 import tempfile
 import time
 import urllib.request
@@ -104,7 +105,7 @@ def left_behind(cid, state_dir):
     left = []
     if os.path.exists(f"{state_dir}/{cid}"):
         left.append(f"{state_dir}/{cid}")
-    for ctl in ("memory", "pids", "freezer", "cpu", "cpuset"):
+    for ctl in ("memory", "pids", "freezer", "cpu", "cpuset", "devices"):
         d = f"/sys/fs/cgroup/{ctl}/libpod_parent/libpod-{cid}"
         if os.path.exists(d):
             left.append(d)
@@ -251,14 +252,58 @@ def main():
         check("...nothing made in the image's /dev",
               not os.path.exists(f"{rootfs}/dev/myfull") and not os.path.exists(f"{rootfs}/dev/myzero"))
         if root:
-            # Read-only by the device rules alone (`:r`), which no device
-            # cgroup holds in a user namespace: refused, never bound writable.
-            p = pm.run(rootfs, "sh", "-c", "echo x > /dev/myzero && echo wrote",
-                       opts=none + ["--device", "/dev/zero:/dev/myzero:r"])
-            check("--device A:B:r: refused by name, the container never runs",
-                  p.returncode != 0 and "wrote" not in p.stdout and
-                  "linux.resources.devices gives /dev/myzero \"r\" only" in p.stderr,
-                  f"{p.returncode} {p.stdout!r} {p.stderr!r}")
+            # Read-only by the device rules (`:r`): as root the container's
+            # own device cgroup holds them, so the node is bound and the
+            # kernel refuses opening it for writing (EPERM from the cgroup;
+            # the node's mode, 0666, would allow it), while opening it for
+            # reading passes the cgroup and reaches the kernel's own answer
+            # for a number no driver holds (ENXIO). The node, made 0666 for
+            # this test in a directory of its own under /dev (where stockade
+            # finds a node by its numbers), has a local/experimental major
+            # no driver on this host registered, so opening it does nothing
+            # (the host's 0666 nodes are all default devices, which the
+            # rules grant rwm after the spec's, as runc's). Seen from the
+            # host too: the rule in the container's devices.list.
+            with open("/proc/devices") as f:
+                registered = f.read().split("Block devices:")[0].split()
+            major = next(m for m in (60, 61, 62, 63, *range(120, 128)) if str(m) not in registered)
+            node_dir = f"/dev/stockade-test-{os.getpid()}"
+            os.mkdir(node_dir, 0o755)
+            try:
+                os.mknod(f"{node_dir}/unheld", 0o666 | stat.S_IFCHR, os.makedev(major, 77))
+                os.chmod(f"{node_dir}/unheld", 0o666)
+                cid = pm.detached(rootfs, "sh", "-c",
+                                  "(exec 4< /dev/mydev) || echo read-refused; "
+                                  "(exec 3> /dev/mydev) || echo write-refused; echo done; "
+                                  "sleep 1000",
+                                  opts=none + ["--device", f"{node_dir}/unheld:/dev/mydev:r"])
+                ids.append(cid)
+                init = pm.inspect(cid, "{{.State.Pid}}")
+                try:
+                    with open(f"/proc/{init}/cgroup") as f:
+                        devices_path = next((line.split(":", 2)[2]
+                                             for line in f.read().splitlines()
+                                             if ":devices:" in line), "")
+                    with open(f"/sys/fs/cgroup/devices{devices_path}/devices.list") as f:
+                        listed = f.read().splitlines()
+                except OSError as e:
+                    listed = [str(e)]
+                deadline = time.monotonic() + 60  # a hang guard, not a timing
+                logs = pm("logs", cid)
+                while "done" not in logs.stdout and time.monotonic() < deadline:
+                    time.sleep(0.1)
+                    logs = pm("logs", cid)
+                pm("rm", "-f", cid)
+            finally:
+                shutil.rmtree(node_dir, ignore_errors=True)
+            errors = logs.stderr.splitlines()
+            check("--device A:B:r as root: bound; opened for reading it passes the device "
+                  "cgroup (the kernel's ENXIO: no driver), for writing the cgroup refuses it "
+                  f"(EPERM; c {major}:77 r in its devices.list on the host)",
+                  logs.stdout.split() == ["read-refused", "write-refused", "done"] and
+                  len(errors) == 2 and "No such device or address" in errors[0] and
+                  "Operation not permitted" in errors[1] and f"c {major}:77 r" in listed,
+                  f"{logs.stdout!r} {logs.stderr!r} {listed}")
 
         # --network none: a network namespace of its own with only lo.
         p = pm.run(rootfs, "sh", "-c", "ls /sys/class/net; ip -o link | grep -c .", opts=none)

@@ -28,7 +28,7 @@ oci::Device charDevice(std::string path, uint32_t major, uint32_t minor) {
 }  // namespace
 
 TEST_CASE("oci devices: the node at the same path when it has the numbers asked", "[oci]") {
-    auto plan = oci::planDevices({charDevice("/dev/zero", 1, 5)}, {}, false);
+    auto plan = oci::planDevices({charDevice("/dev/zero", 1, 5)}, {}, false, false);
     REQUIRE(plan.ok());
     REQUIRE(plan->binds.size() == 1);
     CHECK(plan->binds[0].node.path == "/dev/zero");
@@ -37,7 +37,7 @@ TEST_CASE("oci devices: the node at the same path when it has the numbers asked"
 }
 
 TEST_CASE("oci devices: a renamed device is found in /dev by its numbers", "[oci]") {
-    auto plan = oci::planDevices({charDevice("/dev/myfull", 1, 7)}, {}, true);
+    auto plan = oci::planDevices({charDevice("/dev/myfull", 1, 7)}, {}, true, false);
     REQUIRE(plan.ok());
     REQUIRE(plan->binds.size() == 1);
     CHECK(plan->binds[0].node.path == "/dev/full");
@@ -49,7 +49,7 @@ TEST_CASE("oci devices: a link at the device's path is not taken for the node", 
     REQUIRE(mkdtemp(dir_template) != nullptr);
     const std::string link = std::string(dir_template) + "/zero";
     REQUIRE(symlink("/dev/zero", link.c_str()) == 0);
-    auto plan = oci::planDevices({charDevice(link, 1, 5)}, {}, false);
+    auto plan = oci::planDevices({charDevice(link, 1, 5)}, {}, false, false);
     unlink(link.c_str());
     rmdir(dir_template);
     REQUIRE(plan.ok());
@@ -62,7 +62,7 @@ TEST_CASE("oci devices: a link at the device's path is not taken for the node", 
 TEST_CASE("oci devices: a device the host lacks is refused, naming the field", "[oci]") {
     // Major 0 is the kernel's unnamed devices: no node in /dev has 0:77.
     auto plan = oci::planDevices({charDevice("/dev/zero", 1, 5), charDevice("/dev/none", 0, 77)},
-                                 {}, false);
+                                 {}, false, false);
     REQUIRE_FALSE(plan.ok());
     const std::string message = plan.error().describe();
     INFO(message);
@@ -71,7 +71,7 @@ TEST_CASE("oci devices: a device the host lacks is refused, naming the field", "
                             "0:77 in /dev"));
     oci::Device block = charDevice("/dev/zero", 1, 5);
     block.type = 'b';  // the numbers of a character device, asked as a block one
-    auto wrong_type = oci::planDevices({block}, {}, false);
+    auto wrong_type = oci::planDevices({block}, {}, false, false);
     REQUIRE_FALSE(wrong_type.ok());
     CHECK(wrong_type.error().describe().find("block device 1:5") != std::string::npos);
 }
@@ -79,16 +79,16 @@ TEST_CASE("oci devices: a device the host lacks is refused, naming the field", "
 TEST_CASE("oci devices: the nodes stockade makes in its own /dev are left to it", "[oci]") {
     auto plan = oci::planDevices({charDevice("/dev/null", 1, 3), charDevice("/dev/ptmx", 5, 2),
                                   charDevice("/dev/myfull", 1, 7)},
-                                 {}, true);
+                                 {}, true, false);
     REQUIRE(plan.ok());
     REQUIRE(plan->binds.size() == 1);
     CHECK(plan->binds[0].target == "/dev/myfull");
     // Other numbers at one of those paths: refused, not bound over it.
-    auto other = oci::planDevices({charDevice("/dev/null", 1, 5)}, {}, true);
+    auto other = oci::planDevices({charDevice("/dev/null", 1, 5)}, {}, true, false);
     REQUIRE_FALSE(other.ok());
     CHECK(other.error().describe().find("/dev/null is made by stockade") != std::string::npos);
     // A /dev of the image's own (no tmpfs): bound like any other.
-    auto image_dev = oci::planDevices({charDevice("/dev/null", 1, 3)}, {}, false);
+    auto image_dev = oci::planDevices({charDevice("/dev/null", 1, 3)}, {}, false, false);
     REQUIRE(image_dev.ok());
     CHECK(image_dev->binds.size() == 1);
 }
@@ -100,20 +100,21 @@ TEST_CASE("oci devices: a mode or owner the bind cannot give is said", "[oci]") 
     d.file_mode = S_IFCHR | (st.st_mode & 07777);  // as podman sends it: the type bits too
     d.uid = 0;
     d.gid = 0;
-    auto same = oci::planDevices({d}, {}, false);
+    auto same = oci::planDevices({d}, {}, false, false);
     REQUIRE(same.ok());
     CHECK(same->notes.empty());
     d.file_mode = S_IFCHR | 0600;
     d.uid = 1000;
-    auto differs = oci::planDevices({d}, {}, false);
+    auto differs = oci::planDevices({d}, {}, false, false);
     REQUIRE(differs.ok());
     REQUIRE(differs->notes.size() == 2);
     CHECK(differs->notes[0].find("keeps the host node's mode") != std::string::npos);
     CHECK(differs->notes[1].find("keeps the host node's owner") != std::string::npos);
 }
 
-TEST_CASE("oci devices: rules granting less than rw refuse the device, as a bind cannot hold them",
-          "[oci]") {
+TEST_CASE(
+    "oci devices: rules granting less than rw refuse the device unless a device cgroup holds them",
+    "[oci]") {
     auto rule = [](bool allow, char type, std::optional<int64_t> major,
                    std::optional<int64_t> minor, std::string access) {
         oci::DeviceRule r;
@@ -129,20 +130,25 @@ TEST_CASE("oci devices: rules granting less than rw refuse the device, as a bind
     const std::vector<oci::DeviceRule> rw = {rule(false, 'a', {}, {}, "rwm"),
                                              rule(true, 'c', 1, 5, "rwm")};
     CHECK(oci::deviceAccess(zero, rw) == "rwm");
-    CHECK(oci::planDevices({zero}, rw, true).ok());
+    CHECK(oci::planDevices({zero}, rw, true, false).ok());
     const std::vector<oci::DeviceRule> read_only = {rule(false, 'a', {}, {}, "rwm"),
                                                     rule(true, 'c', 1, 5, "r")};
     CHECK(oci::deviceAccess(zero, read_only) == "r");
-    auto refused = oci::planDevices({zero}, read_only, true);
+    auto refused = oci::planDevices({zero}, read_only, true, false);
     REQUIRE_FALSE(refused.ok());
     CHECK(refused.error().describe().find("linux.devices[0]: linux.resources.devices gives "
                                           "/dev/myzero \"r\" only") != std::string::npos);
+    // Where the container's own device cgroup holds the rules, it is what
+    // refuses the write: the node is bound.
+    auto held = oci::planDevices({zero}, read_only, true, true);
+    REQUIRE(held.ok());
+    CHECK(held->binds.size() == 1);
     // Denied outright; a later rule of another device or type changes nothing.
     const std::vector<oci::DeviceRule> denied = {rule(false, 'a', {}, {}, "rwm"),
                                                  rule(true, 'b', 1, 5, "rwm"),
                                                  rule(true, 'c', 1, 7, "rwm")};
     CHECK(oci::deviceAccess(zero, denied).empty());
-    CHECK_FALSE(oci::planDevices({zero}, denied, true).ok());
+    CHECK_FALSE(oci::planDevices({zero}, denied, true, false).ok());
     // No rules: the cgroup's default, everything; -1 is any number.
     CHECK(oci::deviceAccess(zero, {}) == "rwm");
     CHECK(oci::deviceAccess(zero, {rule(false, 'a', {}, {}, "w"), rule(true, 'c', 1, -1, "w")}) ==
@@ -150,7 +156,7 @@ TEST_CASE("oci devices: rules granting less than rw refuse the device, as a bind
 }
 
 TEST_CASE("oci devices: the node bound is the node judged, held without a link", "[oci]") {
-    auto plan = oci::planDevices({charDevice("/dev/myfull", 1, 7)}, {}, true);
+    auto plan = oci::planDevices({charDevice("/dev/myfull", 1, 7)}, {}, true, false);
     REQUIRE(plan.ok());
     REQUIRE(plan->binds.size() == 1);
     struct stat st;

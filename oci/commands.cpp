@@ -100,7 +100,8 @@ std::function<void(const std::string&)> note(const Log& log) {
 // A command's own flags, runc's way: `--name value`, `--name=value`, `-n
 // value`, in any place before `--`; the rest are positional.
 struct Args {
-    std::map<std::string, std::string> values;
+    std::map<std::string, std::string> values;              // the last of each
+    std::map<std::string, std::vector<std::string>> lists;  // every one, in order
     std::set<std::string> bools;
     std::vector<std::string> positional;
     std::string error;
@@ -145,6 +146,7 @@ Args parseArgs(const std::vector<std::string>& in,
             value = in[++i];
         }
         out.values[v->second] = value;
+        out.lists[v->second].push_back(value);
     }
     return out;
 }
@@ -191,8 +193,20 @@ int cmdExec(const Globals& g, const std::vector<std::string>& all, const Log& lo
             break;
         }
         rest.push_back(a);
-        static const std::set<std::string> kWithValue = {"--process", "-p", "--pid-file",
-                                                         "--console-socket", "--preserve-fds"};
+        static const std::set<std::string> kWithValue = {"--process",
+                                                         "-p",
+                                                         "--pid-file",
+                                                         "--console-socket",
+                                                         "--preserve-fds",
+                                                         "--env",
+                                                         "-e",
+                                                         "--cwd",
+                                                         "--user",
+                                                         "-u",
+                                                         "--additional-gids",
+                                                         "-g",
+                                                         "--cap",
+                                                         "-c"};
         if (kWithValue.count(a) && i + 1 < all.size()) rest.push_back(all[++i]);
     }
     Args a = parseArgs(rest,
@@ -200,17 +214,38 @@ int cmdExec(const Globals& g, const std::vector<std::string>& all, const Log& lo
                         {"-p", "process"},
                         {"--pid-file", "pid-file"},
                         {"--console-socket", "console-socket"},
-                        {"--preserve-fds", "preserve-fds"}},
+                        {"--preserve-fds", "preserve-fds"},
+                        {"--env", "env"},
+                        {"-e", "env"},
+                        {"--cwd", "cwd"},
+                        {"--user", "user"},
+                        {"-u", "user"},
+                        {"--additional-gids", "additional-gids"},
+                        {"-g", "additional-gids"},
+                        {"--cap", "cap"},
+                        {"-c", "cap"}},
                        {{"--detach", "detach"}, {"-d", "detach"}, {"--tty", "tty"}, {"-t", "tty"}});
     if (!a.error.empty()) return log.error(a.error);
     if (a.positional.size() != 1) return log.error("exec: expected a container id");
     if (a.values.count("preserve-fds") && a.values["preserve-fds"] != "0")
         return log.error("--preserve-fds: not supported yet");
+    if (a.values.count("cap"))
+        return log.error("--cap: not supported (give a --process with the capabilities)");
     ExecAsk ask;
     ask.process_file = a.values["process"];
     ask.args = command;
     if (!ask.process_file.empty() && !ask.args.empty())
         return log.error("exec: give --process or a command, not both");
+    ask.env = a.lists["env"];
+    ask.cwd = a.values["cwd"];
+    ask.user = a.values["user"];
+    ask.additional_gids = a.lists["additional-gids"];
+    // runc ignores these flags beside --process; stockade says so.
+    if (!ask.process_file.empty() &&
+        (!ask.env.empty() || !ask.cwd.empty() || !ask.user.empty() || !ask.additional_gids.empty()))
+        return log.error(
+            "exec: --env, --cwd, --user and --additional-gids apply to a command "
+            "given without --process");
     ask.pid_file = a.values["pid-file"];
     ask.console_socket = a.values["console-socket"];
     ask.detach = a.bools.count("detach");

@@ -385,6 +385,59 @@ class PidFileWriter {
     std::string shown_;
 };
 
+// A number runc's flags take (a uid or gid): decimal digits only, below
+// 2^32 - 1 (the kernel's "no id").
+std::optional<uint32_t> idNumber(const std::string& text) {
+    if (text.empty() || text.size() > 10 ||
+        text.find_first_not_of("0123456789") != std::string::npos)
+        return std::nullopt;
+    const unsigned long long n = std::stoull(text);
+    if (n >= 0xffffffffull) return std::nullopt;
+    return static_cast<uint32_t>(n);
+}
+
+// runc's exec without --process: the container's own process (as create
+// read its config) with the command and the flags over it.
+Result<Config> processFromFlags(const Config& container, const ExecAsk& ask) {
+    Config process = container;
+    process.args = ask.args;
+    process.terminal = ask.tty;
+    // Each --env replaces the variable of its name, or is appended.
+    for (const std::string& entry : ask.env) {
+        const size_t eq = entry.find('=');
+        if (eq == std::string::npos || eq == 0)
+            return Error::message("--env " + entry + ": expected NAME=VALUE");
+        const std::string name = entry.substr(0, eq + 1);
+        std::erase_if(process.env, [&](const std::string& e) { return e.starts_with(name); });
+        process.env.push_back(entry);
+    }
+    if (!ask.cwd.empty()) {
+        if (ask.cwd.front() != '/')
+            return Error::message("--cwd " + ask.cwd + ": cwd must be an absolute path");
+        process.cwd = ask.cwd;
+    }
+    if (!ask.user.empty()) {
+        const size_t colon = ask.user.find(':');
+        const auto uid = idNumber(ask.user.substr(0, colon));
+        const auto gid = colon == std::string::npos ? std::optional<uint32_t>(0)
+                                                    : idNumber(ask.user.substr(colon + 1));
+        if (!uid || !gid)
+            return Error::message("--user " + ask.user +
+                                  ": expected UID[:GID], numbers (names are not looked up)");
+        process.uid = *uid;
+        process.gid = *gid;
+    }
+    if (!ask.additional_gids.empty()) {
+        process.additional_gids.clear();
+        for (const std::string& text : ask.additional_gids) {
+            const auto gid = idNumber(text);
+            if (!gid) return Error::message("--additional-gids " + text + ": expected a number");
+            process.additional_gids.push_back(*gid);
+        }
+    }
+    return process;
+}
+
 }  // namespace
 
 Result<int> execInContainer(const std::string& root_dir, const std::string& id,
@@ -399,8 +452,7 @@ Result<int> execInContainer(const std::string& root_dir, const std::string& id,
         process = std::move(*parsed);
     } else {
         if (ask.args.empty()) return Error::message("exec: give --process or a command");
-        process.args = ask.args;
-        process.env = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"};
+        // The rest once the container's config is read (below).
         process.terminal = ask.tty;
     }
     if (process.terminal && ask.console_socket.empty())
@@ -433,6 +485,13 @@ Result<int> execInContainer(const std::string& root_dir, const std::string& id,
                 "exec: the container's config as create read it (a container made by a "
                 "stockade before 2026-12-05 has none: make it again)");
     }
+    auto config = parseConfig(text->content);
+    if (!config) return config.error();
+    if (ask.process_file.empty()) {
+        auto flagged = processFromFlags(*config, ask);
+        if (!flagged) return flagged.error();
+        process = std::move(*flagged);
+    }
     // A process that may remount (CAP_SYS_ADMIN in its bounding set, as
     // podman's `exec --privileged` asks) can undo nodev: as root only where
     // the container's own device rules hold behind it (oci/device_cgroup.h).
@@ -446,8 +505,6 @@ Result<int> execInContainer(const std::string& root_dir, const std::string& id,
                 "stockade), and a "
                 "process that may remount its mounts could open a device node of its image");
     }
-    auto config = parseConfig(text->content);
-    if (!config) return config.error();
     auto program = seccompProgramFor(*config, record.profile);
     if (!program) return program.error();
     // process.user.additionalGids as the host gids the container's gid map

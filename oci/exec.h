@@ -17,6 +17,14 @@ namespace stockade::oci {
 struct ExecAsk {
     std::string process_file;       // --process: a runtime-spec process object
     std::vector<std::string> args;  // without --process: the command
+    // Without --process the container's own process (its config's, as
+    // create read it: env, cwd, user, groups, capabilities, rlimits...) is
+    // the exec'd one's, as under runc, with these over it: --env appended,
+    // --cwd, --user UID[:GID], --additional-gids replacing the list.
+    std::vector<std::string> env;
+    std::string cwd;
+    std::string user;
+    std::vector<std::string> additional_gids;
     std::string pid_file;
     std::string console_socket;
     bool detach = false;

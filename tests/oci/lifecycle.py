@@ -747,6 +747,54 @@ def pids_limit_one(rt, scratch, owner, base):
           r.returncode == 0 and limit == "1", (r.returncode, r.stderr, limit))
 
 
+def exec_without_process(rt, scratch, owner, base):
+    """exec of a command without --process runs it as the container's own
+    process, as runc's does: its env, cwd, user and groups from the config
+    create read (the binary before gave a PATH alone, uid 0, no groups,
+    cwd /); runc's --env (replacing a variable of that name), --cwd,
+    --user and --additional-gids over them; bad values refused by name,
+    and the flags refused beside --process. Root: rootless exec is
+    refused."""
+    if rt.mode != "root":
+        return
+    config = json.loads(json.dumps(base))
+    config["process"]["user"] = {"uid": 1000, "gid": 1000, "additionalGids": [3000]}
+    config["process"]["env"] = ["PATH=/bin", "GREETING=from-config", "KEEP=kept"]
+    config["process"]["cwd"] = "/bin"
+    bundle = make_bundle(scratch, "exec-own", ["sleep", "1000"], owner, config)
+    r = rt("run", "--detach", "--bundle", bundle, "ex1")
+    show = ["sh", "-c", "id -u; id -g; id -G; pwd; echo \"$GREETING $KEEP $EXTRA\""]
+    plain = rt("exec", "ex1", *show)
+    flagged = rt("exec", "--env", "GREETING=from-flag", "-e", "EXTRA=added", "--cwd", "/",
+                 "--user", "2000:2001", "--additional-gids", "4000", "-g", "4001", "ex1", *show)
+    bad = [rt("exec", *flags, "ex1", "true") for flags in
+           (["--user", "root"], ["--user", "1:x"], ["--env", "NOEQUALS"], ["--cwd", "rel"],
+            ["--additional-gids", "-1"], ["--cap", "CAP_SYS_ADMIN"])]
+    process = os.path.join(scratch, "exec-own-process.json")
+    with open(process, "w") as f:
+        json.dump({"args": ["true"], "cwd": "/", "user": {"uid": 0, "gid": 0}}, f)
+    beside = rt("exec", "--env", "A=b", "--process", process, "ex1")
+    rt("delete", "--force", "ex1")
+    check("exec without --process: the container's own env, cwd, user and groups",
+          r.returncode == 0 and plain.returncode == 0 and
+          plain.stdout.splitlines() == ["1000", "1000", "1000 3000", "/bin", "from-config kept "],
+          (r.stderr, plain.returncode, plain.stdout, plain.stderr))
+    check("exec's --env (replacing), --cwd, --user, --additional-gids over them",
+          flagged.returncode == 0 and
+          flagged.stdout.splitlines() == ["2000", "2001", "2001 4000 4001", "/",
+                                          "from-flag kept added"],
+          (flagged.returncode, flagged.stdout, flagged.stderr))
+    words = ["--user root", "--user 1:x", "--env NOEQUALS", "--cwd rel", "--additional-gids -1",
+             "--cap"]
+    check("exec: a bad --user, --env, --cwd or --additional-gids, and --cap, refused by name "
+          "(exit 1)",
+          all(b.returncode == 1 and w in b.stderr for b, w in zip(bad, words)),
+          [(b.returncode, b.stderr) for b in bad])
+    check("exec: the flags beside --process are refused",
+          beside.returncode == 1 and "without --process" in beside.stderr,
+          (beside.returncode, beside.stderr))
+
+
 def exec_kept_config(rt, scratch, owner, base):
     """exec takes the container's filter from the config create read, not
     from the bundle again: a container whose bundle is bound inside,
@@ -1682,6 +1730,7 @@ def main():
         image_device_nodes(rt, scratch, owner, base)
         terminal_without_dev(rt, scratch, owner, base, mode)
         exec_kept_config(rt, scratch, owner, base)
+        exec_without_process(rt, scratch, owner, base)
         pids_limit_one(rt, scratch, owner, base)
         sys_admin_remount(rt, scratch, owner, base)
         if mode == "root":

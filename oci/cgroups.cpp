@@ -204,6 +204,27 @@ bool hasControlOrSlash(const std::string& s) {
     return false;
 }
 
+// Whether the cgroup at `dir` is frozen (v1's freezer.state not THAWED,
+// v2's cgroup.freeze 1): a process moved in would stop there, and create
+// with it, until someone thaws it.
+bool frozen(const std::string& dir, bool v2) {
+    if (v2) return readCgroupFileOr(dir + "/cgroup.freeze").starts_with("1");
+    const std::string state = readCgroupFileOr(dir + "/freezer.state");
+    return !state.empty() && !state.starts_with("THAWED");
+}
+
+constexpr const char* kDefaultParent = "/stockade-oci";
+
+// Whether `leaf` was made by this create (in `made`).
+bool madeHere(const MadeHere& made, const std::string& leaf) {
+    return std::find(made.dirs.begin(), made.dirs.end(), leaf) != made.dirs.end();
+}
+
+Error existsAlready(const CgroupAsk& ask, const std::string& leaf) {
+    return Error::message("linux.cgroupsPath: \"" + ask.path + "\": " + leaf + " exists already; " +
+                          ask.must_be_new_why + ", so stockade makes that cgroup itself");
+}
+
 Error heldByAnother(const std::string& dir) {
     return Error::message("linux.cgroupsPath: " + dir +
                           " exists already: a container that may remount (CAP_SYS_ADMIN) needs "
@@ -212,6 +233,16 @@ Error heldByAnother(const std::string& dir) {
 }
 
 }  // namespace
+
+bool hasDotDotComponent(const std::string& path) {
+    for (size_t i = 0; i <= path.size();) {
+        size_t end = path.find('/', i);
+        if (end == std::string::npos) end = path.size();
+        if (end - i == 2 && path.compare(i, 2, "..") == 0) return true;
+        i = end + 1;
+    }
+    return false;
+}
 
 std::string rootTag(const std::string& root_dir) {
     uint64_t hash = 14695981039346656037ull;
@@ -228,12 +259,12 @@ Result<std::string> cgroupfsPath(const std::string& cgroups_path, const std::str
                                  bool systemd, const std::string& root_dir) {
     const std::string field = "linux.cgroupsPath: \"" + cgroups_path + "\"";
     if (!systemd) {
-        if (cgroups_path.empty()) return "/stockade-oci/" + id + "-" + rootTag(root_dir);
+        if (cgroups_path.empty()) return kDefaultParent + ("/" + id) + "-" + rootTag(root_dir);
         if (std::count(cgroups_path.begin(), cgroups_path.end(), ':') == 2)
             return Error::message(field +
                                   ": systemd's slice:prefix:name form needs --systemd-cgroup "
                                   "(containerd's SystemdCgroup = true)");
-        if (cgroups_path[0] != '/' || cgroups_path.find("/..") != std::string::npos ||
+        if (cgroups_path[0] != '/' || hasDotDotComponent(cgroups_path) ||
             cgroups_path.find(':') != std::string::npos)
             return Error::message(field +
                                   ": only an absolute cgroupfs path is supported (no "
@@ -253,9 +284,16 @@ Result<std::string> cgroupfsPath(const std::string& cgroups_path, const std::str
             i = end + 1;
         }
         if (clean.empty()) return Error::message(field + ": names the root cgroup");
+        // The default cgroups are each one container's alone: no path given
+        // may name one (it would join, and set limits on, another's).
+        if (clean == kDefaultParent || clean.starts_with(std::string(kDefaultParent) + "/"))
+            return Error::message(field + ": " + kDefaultParent +
+                                  " holds stockade's default cgroups, one container's each, "
+                                  "for containers given no cgroupsPath: name another path");
         return clean;
     }
-    std::string slice = "system.slice", prefix = "stockade", name = id;
+    // The default unit names the state root too, as the cgroupfs default.
+    std::string slice = "system.slice", prefix = "stockade", name = id + "-" + rootTag(root_dir);
     if (!cgroups_path.empty()) {
         const size_t first = cgroups_path.find(':');
         const size_t second =
@@ -281,9 +319,19 @@ Result<std::string> cgroupfsPath(const std::string& cgroups_path, const std::str
     return *parent + "/" + unit;
 }
 
-Result<ContainerCgroups> makeContainerCgroups(const CgroupAsk& ask, const std::string& mount_root) {
+namespace {
+
+// makeContainerCgroups' work; `refused` set where the error refuses what is
+// there (a leaf that exists already, another's, a frozen one) rather than
+// a failure to make or write one.
+Result<ContainerCgroups> makeOrRefuse(const CgroupAsk& ask, const std::string& mount_root,
+                                      bool& refused) {
+    auto refuse = [&refused](Error e) {
+        refused = true;
+        return e;
+    };
     // Checked again (cgroupfsPath made it): these files are the host's.
-    if (ask.path.empty() || ask.path[0] != '/' || ask.path.find("/..") != std::string::npos)
+    if (ask.path.empty() || ask.path[0] != '/' || hasDotDotComponent(ask.path))
         return Error::message("linux.cgroupsPath: \"" + ask.path +
                               "\": only an absolute cgroupfs path is supported (no \"..\")");
     // A cgroup that is killed whole (a container in a joined pid
@@ -297,11 +345,7 @@ Result<ContainerCgroups> makeContainerCgroups(const CgroupAsk& ask, const std::s
             for (const char* controller : {"memory", "pids", "freezer", "cpu", "cpuset", "devices"})
                 leaves.push_back(mount_root + "/" + controller + ask.path);
         for (const std::string& leaf : leaves)
-            if (exists(leaf))
-                return Error::message(
-                    "linux.cgroupsPath: \"" + ask.path + "\": " + leaf +
-                    " exists already; a container joining a pid namespace ends by the kill "
-                    "of every process in its cgroup, so stockade makes that cgroup itself");
+            if (exists(leaf)) return refuse(existsAlready(ask, leaf));
     }
     ContainerCgroups out;
     MadeHere made;
@@ -337,7 +381,8 @@ Result<ContainerCgroups> makeContainerCgroups(const CgroupAsk& ask, const std::s
             own_devices_leaf = made.dirs.size() > before;  // the last one's counts
             i = end + 1;
         }
-        if (ask.devices_required && !own_devices_leaf) return heldByAnother(dir);
+        if (ask.must_be_new && !own_devices_leaf) return refuse(existsAlready(ask, dir));
+        if (ask.devices_required && !own_devices_leaf) return refuse(heldByAnother(dir));
         out.dirs.push_back(dir);
     } else {
         // memory and pids hold create's limits and are required; freezer
@@ -363,6 +408,8 @@ Result<ContainerCgroups> makeContainerCgroups(const CgroupAsk& ask, const std::s
                     return s.error().withContext(ask.resources.cpuset_cpus
                                                      ? "linux.resources.cpu.cpus"
                                                      : "linux.resources.cpu.mems");
+                if (ask.must_be_new && !madeHere(made, base + ask.path))
+                    return refuse(existsAlready(ask, base + ask.path));
                 out.dirs.push_back(base + ask.path);
                 continue;
             }
@@ -376,17 +423,26 @@ Result<ContainerCgroups> makeContainerCgroups(const CgroupAsk& ask, const std::s
                 const size_t before = made.dirs.size();
                 if (auto s = makeDir(leaf, made); !s) return s.error();
                 own_devices_leaf = made.dirs.size() > before;
+                if (!own_devices_leaf && ask.must_be_new) return refuse(existsAlready(ask, leaf));
                 if (!own_devices_leaf) {
-                    if (ask.devices_required) return heldByAnother(leaf);
+                    if (ask.devices_required) return refuse(heldByAnother(leaf));
                     continue;
                 }
                 out.dirs.push_back(leaf);
                 continue;
             }
             if (auto s = makeDirs(base, ask.path, made); !s) return s.error();
+            if (ask.must_be_new && !madeHere(made, base + ask.path))
+                return refuse(existsAlready(ask, base + ask.path));
             out.dirs.push_back(base + ask.path);
         }
     }
+    // A frozen cgroup (one that was there, or under a frozen parent) would
+    // stop init on its move in, and create with it: refused, as runc does.
+    for (const std::string& dir : out.dirs)
+        if (frozen(dir, isCgroup2(mount_root)))  // v1: only the freezer's has the file
+            return refuse(Error::message("linux.cgroupsPath: \"" + ask.path + "\": " + dir +
+                                         " is frozen; thaw it, or give the container another"));
     if (auto s = applyResources(out.dirs, ask.resources); !s) return s.error();
     if (ask.devices && own_devices_leaf) {
         Status held = okStatus();
@@ -415,6 +471,17 @@ Result<ContainerCgroups> makeContainerCgroups(const CgroupAsk& ask, const std::s
     }
     made.kept = true;
     return out;
+}
+
+}  // namespace
+
+Result<ContainerCgroups> makeContainerCgroups(const CgroupAsk& ask, const std::string& mount_root) {
+    bool refused = false;
+    auto made = makeOrRefuse(ask, mount_root, refused);
+    if (made || refused || !ask.best_effort) return made;
+    ContainerCgroups none;
+    none.unavailable = made.error().describe();
+    return none;
 }
 
 Status applyResources(const std::vector<std::string>& dirs, const Resources& r) {

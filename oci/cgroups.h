@@ -25,13 +25,21 @@ namespace stockade::oci {
 struct CgroupAsk {
     std::string path;  // cgroupsPath, or the default one
     Resources resources;
-    bool must_be_new = false;  // refused when the leaf exists already
+    bool must_be_new = false;     // refused when the leaf exists already
+    std::string must_be_new_why;  // why, for the refusal
     // The device cgroup's rules (oci/device_cgroup.h), held where `devices`
     // is set: v1's devices hierarchy, v2's program. Required (an error when
     // the host has neither) where `devices_required` is also set.
     bool devices = false;
     bool devices_required = false;
     std::vector<DeviceRule> device_rules;
+    // A cgroup nothing asked for (as root every container gets one): where
+    // one cannot be made or written (a read-only cgroupfs, a missing
+    // hierarchy, inside another container) the container has none
+    // (ContainerCgroups::unavailable says why) instead of an error. A
+    // refusal of what is there (a leaf that exists already, another's, a
+    // frozen one) is an error all the same.
+    bool best_effort = false;
 };
 
 // The absolute cgroupfs path (under each hierarchy) for linux.cgroupsPath:
@@ -50,6 +58,9 @@ Result<std::string> cgroupfsPath(const std::string& cgroups_path, const std::str
 // canonical path. Not a secret and not a defence: two roots of one host
 // differ by it, as their containers' cgroups must.
 std::string rootTag(const std::string& root_dir);
+// Whether a component of `path` is "..", so that it names another
+// directory than written ("..x" is a name like any other).
+bool hasDotDotComponent(const std::string& path);
 
 // The cgroup directories made (absolute), in the order to remove them.
 struct ContainerCgroups {
@@ -58,6 +69,8 @@ struct ContainerCgroups {
     // asked (oci/device_cgroup.h): what `exec` of a process that may
     // remount requires.
     bool devices_held = false;
+    // Where a best-effort ask made none (dirs empty): why.
+    std::string unavailable;
 };
 
 // Makes the directories and writes the limits; an error names the file.

@@ -286,9 +286,9 @@ Status createContainer(const std::string& root_dir, const std::string& id,
     const bool may_remount = config->capabilities.bounding & (uint64_t{1} << CAP_SYS_ADMIN);
     if (may_remount && !isHostRoot())
         note(
-            "process.capabilities: CAP_SYS_ADMIN: the container can remount its mounts, a "
-            "read-only bind writable and nodev undone, and no device cgroup holds rootless "
-            "(docs/threat-model.md, \"Residual risks\")");
+            "process.capabilities: CAP_SYS_ADMIN: the container can remount its mounts "
+            "(nodev and nosuid undone; stockade's filter keeps a read-only one read-only), and "
+            "no device cgroup holds rootless (docs/threat-model.md, \"Residual risks\")");
     // As root every container has a cgroup, as under runc (pause, the
     // device rules, its processes found whole); one nothing asked for is
     // made where it can be (a read-only cgroupfs, inside another
@@ -325,19 +325,30 @@ Status createContainer(const std::string& root_dir, const std::string& id,
         // limit of 1 (runc's init is the command itself).
         Resources early = config->resources;
         early.pids_limit.reset();
-        CgroupAsk ask{*path, early, joins_pid};
+        CgroupAsk ask{*path, early};
+        // A default cgroup is the container's alone (no cgroupsPath may name
+        // one); one killed whole, too. Either is made here or refused.
+        if (config->cgroups_path.empty()) {
+            ask.must_be_new = true;
+            ask.must_be_new_why = "a default cgroup is one container's alone";
+        } else if (joins_pid) {
+            ask.must_be_new = true;
+            ask.must_be_new_why =
+                "a container joining a pid namespace ends by the kill of every process in its "
+                "cgroup";
+        }
         // Every container with a cgroup gets the device rules; one that
         // can remount cannot be made without them.
         ask.devices = true;
         ask.devices_required = may_remount;
         ask.device_rules = containerDeviceRules(config->devices, config->resources.device_rules);
+        ask.best_effort = !cgroup_required;
         auto made = makeContainerCgroups(ask);
-        if (made)
+        if (!made) return made.error();
+        if (made->unavailable.empty())
             cgroups = std::move(*made);
-        else if (cgroup_required)
-            return made.error();
         else
-            note("no cgroup of the container's own (" + made.error().describe() +
+            note("no cgroup of the container's own (" + made->unavailable +
                  "): it cannot be paused, and no device cgroup holds");
         if (joins_pid && !canKillWhole(cgroups->dirs))
             return Error::message(

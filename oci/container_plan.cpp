@@ -12,6 +12,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <linux/capability.h>
 #include <linux/magic.h>
 #include <linux/nsfs.h>
 #include <fstream>
@@ -795,11 +796,42 @@ Result<ContainerPlan> planContainer(const Config& config, const std::string& bun
 
     // Seccomp as the spec asks: none without linux.seccomp (as runc), else
     // the bundle's, compiled here; either way nothing may mint setuid files.
-    auto program = seccompProgramFor(config, profile);
+    auto program = seccompProgramFor(config, profile, mayRemount(config));
     if (!program) return program.error();
     plan.seccomp_program = std::move(*program);
     return out;
 }
+
+bool mayRemount(const Config& config) {
+    return config.capabilities.bounding & (uint64_t{1} << CAP_SYS_ADMIN);
+}
+
+namespace {
+
+// The spec's policy as stockade installs it: the bundle's with the no-setid
+// rules, and where the process may remount, the mount refusals too (over an
+// allow-everything policy where the bundle has none).
+Result<seccomp::SeccompPolicy> specPolicy(const Config& config, bool may_remount) {
+    seccomp::SeccompPolicy policy;
+    if (config.seccomp) {
+        policy = *config.seccomp;
+        if (auto s = seccomp::checkNoSetidRulesHold(policy); !s)
+            return s.error().withContext("config.json: linux.seccomp");
+        seccomp::addNoSetidRules(policy);
+    } else {
+        // No filter asked: everything allowed but what follows.
+        policy.default_action = seccomp::Action::Allow;
+        policy.default_errno = 0;
+    }
+    if (may_remount) {
+        if (auto s = seccomp::checkNoRemountWritableRulesHold(policy); !s)
+            return s.error().withContext("config.json: linux.seccomp");
+        seccomp::addNoRemountWritableRules(policy);
+    }
+    return policy;
+}
+
+}  // namespace
 
 Result<DenialPlan> planDenials(const Config& config, const std::string& profile, ChildPlan& plan) {
     DenialPlan out;
@@ -819,8 +851,9 @@ Result<DenialPlan> planDenials(const Config& config, const std::string& profile,
         plan.seccomp_notified_program.assign(notified.begin(), notified.end());
         return out;
     }
-    seccomp::SeccompPolicy policy = *config.seccomp;
-    seccomp::addNoSetidRules(policy);
+    auto specced = specPolicy(config, mayRemount(config));
+    if (!specced) return specced.error();
+    seccomp::SeccompPolicy policy = std::move(*specced);
     // The command calls sendmsg and close under the filter before anyone
     // answers: a policy refusing them would block it for good.
     if (auto s = seccomp::checkDenialsReportable(policy); !s) {
@@ -834,15 +867,13 @@ Result<DenialPlan> planDenials(const Config& config, const std::string& profile,
     return out;
 }
 
-Result<std::vector<sock_filter>> seccompProgramFor(const Config& config,
-                                                   const std::string& profile) {
+Result<std::vector<sock_filter>> seccompProgramFor(const Config& config, const std::string& profile,
+                                                   bool may_remount) {
     std::vector<sock_filter> spec;
-    if (config.seccomp) {
-        seccomp::SeccompPolicy policy = *config.seccomp;
-        if (auto s = seccomp::checkNoSetidRulesHold(policy); !s)
-            return s.error().withContext("config.json: linux.seccomp");
-        seccomp::addNoSetidRules(policy);
-        auto compiled = seccomp::compileFilter(policy);
+    if (config.seccomp || may_remount) {
+        auto policy = specPolicy(config, may_remount);
+        if (!policy) return policy.error();
+        auto compiled = seccomp::compileFilter(*policy);
         if (!compiled) return compiled.error().withContext("config.json: linux.seccomp");
         spec = std::move(compiled->program);
     }

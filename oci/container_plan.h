@@ -70,12 +70,19 @@ Result<ContainerPlan> planContainer(const Config& config, const std::string& bun
                                     const std::string& profile, bool device_rules_held);
 
 // The seccomp program of a container: the bundle's filter with stockade's
-// no-setid rules (G3); empty without linux.seccomp, as runc. Under the
-// stockade profile ("default", oci/profile.h), stockade's default filter
-// after it (chainPrograms: a call runs only if both allow it), or alone.
-// `exec`'s processes get the same one as the container's command.
-Result<std::vector<sock_filter>> seccompProgramFor(const Config& config,
-                                                   const std::string& profile);
+// no-setid rules (G3); empty without linux.seccomp, as runc, unless the
+// process `may_remount` (mayRemount below): then its mount refusals
+// (seccomp::addNoRemountWritableRules) are added, to the bundle's filter or
+// to an otherwise empty one. Under the stockade profile ("default",
+// oci/profile.h), stockade's default filter after it (chainPrograms: a call
+// runs only if both allow it), or alone. `exec`'s processes get the same
+// one as the container's command, judged by their own capabilities.
+Result<std::vector<sock_filter>> seccompProgramFor(const Config& config, const std::string& profile,
+                                                   bool may_remount);
+
+// Whether a process of these capabilities can remount its container's
+// mounts: CAP_SYS_ADMIN in its bounding set.
+bool mayRemount(const Config& process);
 
 // How the container's refusals reach its monitor (oci/monitor.h): the
 // notified program (into plan.seccomp_notified_program, installed by the

@@ -505,7 +505,7 @@ Result<int> execInContainer(const std::string& root_dir, const std::string& id,
                 "stockade), and a "
                 "process that may remount its mounts could open a device node of its image");
     }
-    auto program = seccompProgramFor(*config, record.profile);
+    auto program = seccompProgramFor(*config, record.profile, mayRemount(process));
     if (!program) return program.error();
     // process.user.additionalGids as the host gids the container's gid map
     // gives them, taken before joining its user namespace, which denies

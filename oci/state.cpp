@@ -213,8 +213,8 @@ Result<Record> readRecord(int dir_fd, const std::string& id) {
     // delete removes these: only directories of the cgroup tree, by a
     // path with no way up out of it.
     for (const std::string& dir : r.cgroups)
-        if (!dir.starts_with("/sys/fs/cgroup/") || dir.find("/..") != std::string::npos ||
-            dir.find("/./") != std::string::npos)
+        if (!dir.starts_with("/sys/fs/cgroup/") || hasDotDotComponent(dir) ||
+            dir.find("/./") != std::string::npos || dir.ends_with("/."))
             return bad();
     return r;
 }

@@ -5,6 +5,7 @@
 #include <netinet/tcp.h>
 #include <sched.h>
 #include <sys/ioctl.h>
+#include <sys/mount.h>
 #include <sys/personality.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -288,6 +289,31 @@ Status checkNoSetidRulesHold(const SeccompPolicy& policy) {
                         name + " whole");
     }
     return okStatus();
+}
+
+Status checkNoRemountWritableRulesHold(const SeccompPolicy& policy) {
+    // As for the mode calls: among conditional rules for one call the order
+    // is libseccomp's, so a policy's own condition on mount could decide
+    // before the flags are looked at.
+    for (const SyscallRule& r : policy.rules)
+        if (!r.args.empty() && std::find(r.names.begin(), r.names.end(), "mount") != r.names.end())
+            return Error::message(
+                "the seccomp policy has its own argument conditions for mount, which stockade "
+                "cannot combine with its refusal of remounting a read-only mount writable (the "
+                "container may remount: CAP_SYS_ADMIN); remove the conditions, or allow or "
+                "refuse mount whole");
+    return okStatus();
+}
+
+void addNoRemountWritableRules(SeccompPolicy& policy) {
+    std::vector<SyscallRule> added;
+    added.push_back(
+        rule({"mount"}, Action::Errno, EPERM,
+             {ArgCondition{3, CompareOp::MaskedEqual, MS_REMOUNT | MS_RDONLY, MS_REMOUNT}}));
+    added.push_back(rule({"mount_setattr"}, Action::Errno, ENOSYS));
+    for (SyscallRule& r : policy.rules) std::erase(r.names, std::string("mount_setattr"));
+    std::erase_if(policy.rules, [](const SyscallRule& r) { return r.names.empty(); });
+    policy.rules.insert(policy.rules.begin(), added.begin(), added.end());
 }
 
 void addNoSetidRules(SeccompPolicy& policy) {

@@ -118,6 +118,20 @@ Status allowLocalSocketsOnly(SeccompPolicy& policy);
 // ones kept, and inotify and fanotify answer ENOSYS.
 void refuseMetadataByPath(SeccompPolicy& policy);
 
+// What keeps a container that may remount (CAP_SYS_ADMIN in its own user
+// namespace, whose mounts the kernel does not lock) from making a read-only
+// mount writable: mount(2) with MS_REMOUNT and without MS_RDONLY refused
+// (EPERM; a remount that keeps or makes a mount read-only still works), and
+// mount_setattr(2), whose attributes seccomp cannot read, answering ENOSYS
+// (as before Linux 5.12: libmount falls back to mount(2)). A new bind keeps
+// its source's read-only flag, so binds stay allowed. They go first, and any
+// rule of the policy's own for mount_setattr is dropped.
+void addNoRemountWritableRules(SeccompPolicy& policy);
+
+// Whether addNoRemountWritableRules(policy) will hold as written: an error
+// naming mount where the policy has its own argument conditions for it.
+Status checkNoRemountWritableRulesHold(const SeccompPolicy& policy);
+
 // Whether addNoSetidRules(policy) will hold as written: an error naming the
 // call when the policy has its own argument conditions for one of the calls
 // whose mode it reads (a conditional ALLOW on another argument could decide

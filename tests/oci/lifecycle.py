@@ -410,25 +410,52 @@ def image_device_nodes(rt, scratch, owner, base):
 
 def sys_admin_remount(rt, scratch, owner, base):
     """A container granted CAP_SYS_ADMIN (and no filter refusing mount) can
-    remount its root dev,suid: its mounts are its own user namespace's, which
-    the kernel does not lock. As root a device cgroup stands behind nodev:
-    a node the image carries still does not open. The node is the FUSE
-    device (10:229): opening one only makes a FUSE connection that closes
-    with it, so the binary before the fix did no harm here (it printed
-    OPENED). Checked from the host too: the container's devices directory
-    holds the rules while it runs and is gone after delete. Rootless no
-    device cgroup can be made, and create says so."""
+    remount its mounts: they are its own user namespace's, which the kernel
+    does not lock. stockade's filter keeps a read-only one read-only: a
+    remount without `ro` is refused (EPERM), mount_setattr answers ENOSYS,
+    and a bind of it is read-only too, so a 0666 host canary under a
+    read-only bind keeps its mtime (the binary before wrote it). A remount
+    that keeps `ro` works, and clears nodev on the root: as root a device
+    cgroup stands behind nodev, so a node the image carries still does not
+    open. The node is the FUSE device (10:229): opening one only makes a
+    FUSE connection that closes with it, so the binary before the fix did
+    no harm here (it printed OPENED). Checked from the host too: the
+    container's devices directory holds the rules while it runs and is gone
+    after delete. Rootless no device cgroup can be made, and create says
+    so."""
     node = os.path.join(scratch, "rootfs", "imagefuse")
     if not os.path.lexists(node):
         os.mknod(node, 0o666 | stat.S_IFCHR, os.makedev(10, 229))
         os.chmod(node, 0o666)
+    for d in ("rodata", "rocopy"):
+        os.makedirs(os.path.join(scratch, "rootfs", d), exist_ok=True)
+    probes = os.path.join(os.path.dirname(os.path.dirname(rt.binary)), "probe")
+    if not os.path.exists(os.path.join(probes, "stockade-try-syscall")):
+        probes = os.path.join(os.path.dirname(rt.binary), "tests")
+    shutil.copy(os.path.join(probes, "stockade-try-syscall"),
+                os.path.join(scratch, "rootfs", "bin", "stockade-try-syscall"))
+    ro_dir = os.path.join(scratch, "sysadmin-ro")
+    os.makedirs(ro_dir, exist_ok=True)
+    os.chmod(ro_dir, 0o777)
+    canary = os.path.join(ro_dir, "canary")
+    with open(canary, "w") as f:
+        f.write("canary\n")
+    os.chmod(canary, 0o666)
+    canary_before = os.stat(canary).st_mtime_ns
     config = json.loads(json.dumps(base))
     caps = config["process"]["capabilities"]
     for kind in ("bounding", "effective", "permitted"):
         caps[kind] = sorted(set(caps.get(kind, [])) | {"CAP_SYS_ADMIN"})
     config["root"]["readonly"] = False
+    config["mounts"].append({"destination": "/rodata", "type": "bind", "source": ro_dir,
+                             "options": ["rbind", "ro"]})
     probe = ("exec > /out/sysadmin.log 2>&1; "
-             "mount -o remount,bind,dev,suid / && echo REMOUNTED; "
+             "mount -o remount,bind,rw /rodata && echo RW-REMOUNTED; "
+             "echo canary > /rodata/canary && echo WROTE; "
+             "mount --bind /rodata /rocopy && echo BOUND; "
+             "echo canary > /rocopy/canary && echo WROTE-COPY; "
+             "stockade-try-syscall mount_setattr; "
+             "mount -o remount,bind,ro,dev,suid / && echo REMOUNTED; "
              "read line < /proc/self/mountinfo; echo \"ROOT $line\"; "
              "(: < /imagefuse) && echo OPENED; (: < /dev/null) && echo NULL-OK; "
              "grep devices /proc/self/cgroup; echo END")
@@ -449,6 +476,16 @@ def sys_admin_remount(rt, scratch, owner, base):
     root_line = next((line for line in out.splitlines() if line.startswith("ROOT ")), "")
     rt("delete", "--force", "sa1")
     remounted = "REMOUNTED" in out and "nodev" not in root_line.split(" - ")[0]
+    check(f"CAP_SYS_ADMIN ({rt.mode}): a read-only bind stays read-only: remounting it rw is "
+          "refused, mount_setattr answers ENOSYS, a bind of it is read-only, and the host's "
+          "0666 canary under it keeps its mtime; a remount keeping ro works",
+          r.returncode == 0 and "END" in out and "RW-REMOUNTED" not in out and
+          "WROTE" not in out and "BOUND" in out and "mount_setattr errno=ENOSYS" in out and
+          # EPERM, in busybox's words as root or as not (rootless)
+          ("Operation not permitted" in out or "permission denied" in out) and
+          "Read-only file system" in out and
+          "REMOUNTED" in out and os.stat(canary).st_mtime_ns == canary_before,
+          (r.returncode, out, r.stderr))
     if rt.mode == "root":
         # Inside, the cgroup namespace's root is the container's cgroup (as
         # under runc: init joins it before unsharing); the host sees where.
@@ -487,6 +524,14 @@ def host_cgroup_of(pid):
     return out
 
 
+def root_tag(root):
+    """oci/cgroups.h rootTag: FNV-1a (64 bits) of the canonical --root, hex."""
+    h = 0xcbf29ce484222325
+    for b in root.encode():
+        h = ((h ^ b) * 0x100000001b3) & 0xffffffffffffffff
+    return f"{h:016x}"
+
+
 def default_cgroup(rt, scratch, owner, base, binary):
     """As root every container has a cgroup of its own, as under runc, with
     no cgroupsPath, limits or CAP_SYS_ADMIN asked: /stockade-oci/ID-TAG,
@@ -521,6 +566,54 @@ def default_cgroup(rt, scratch, owner, base, binary):
     r = rt("pause", "pc1")
     check("...it can be paused (the freezer)", r.returncode == 0 and
           (state_of(rt, "pc1") or {}).get("status") == "paused", r.stderr)
+    # The review's findings: a default leaf that exists already (a
+    # squatter's, or one left over) is refused, not joined; a cgroupsPath
+    # naming another's default leaf is refused; a frozen cgroup is refused
+    # rather than stopping create; an id beginning ".." is a name.
+    tag = root_tag(os.path.realpath(rt.root))
+    check("...its name is the id and the FNV-1a of the canonical --root",
+          paths[0].get(key) == f"/stockade-oci/pc1-{tag}", (paths[0], tag))
+    v1_dirs = ("memory", "pids", "devices", "freezer")
+    squatted = [f"/sys/fs/cgroup/{c}/stockade-oci/pc2-{tag}" for c in v1_dirs] if v1 else \
+        [f"/sys/fs/cgroup/stockade-oci/pc2-{tag}"]
+    os.makedirs(squatted[-1])
+    squat = rt("create", "--bundle", bundle, "pc2")
+    squat_left = os.path.exists(os.path.join(rt.root, "pc2")) or \
+        any(os.path.exists(d) for d in squatted[:-1])
+    kept = os.path.isdir(squatted[-1])
+    os.rmdir(squatted[-1])
+    check("a default cgroup that exists already is refused, naming it, not joined; nothing "
+          "made is left, the directory that was there is",
+          squat.returncode == 1 and "exists already" in squat.stderr and not squat_left and kept,
+          (squat.returncode, squat.stderr, squat_left, kept))
+    named = json.loads(json.dumps(base))
+    named["linux"]["cgroupsPath"] = paths[0].get(key, "/x")
+    r = rt("create", "--bundle", make_bundle(scratch, "named-cg", ["true"], owner, named), "pc3")
+    check("a cgroupsPath naming another container's default cgroup is refused",
+          r.returncode == 1 and "stockade's default cgroups" in r.stderr, (r.returncode, r.stderr))
+    if v1:
+        cold = f"/stockade-oci-frozen-{os.getpid()}"
+        os.makedirs(f"/sys/fs/cgroup/freezer{cold}")
+        with open(f"/sys/fs/cgroup/freezer{cold}/freezer.state", "w") as f:
+            f.write("FROZEN")
+        frozen_config = json.loads(json.dumps(base))
+        frozen_config["linux"]["cgroupsPath"] = cold
+        r = rt("create", "--bundle", make_bundle(scratch, "frozen-cg", ["true"], owner,
+                                                   frozen_config), "pc4")
+        with open(f"/sys/fs/cgroup/freezer{cold}/freezer.state", "w") as f:
+            f.write("THAWED")
+        made_beside = [c for c in ("memory", "pids", "devices", "cpu")
+                       if os.path.exists(f"/sys/fs/cgroup/{c}{cold}")]
+        os.rmdir(f"/sys/fs/cgroup/freezer{cold}")
+        check("a frozen cgroup is refused (create does not stop in it), nothing made beside it",
+              r.returncode == 1 and "is frozen" in r.stderr and not made_beside and
+              not os.path.exists(os.path.join(rt.root, "pc4")),
+              (r.returncode, r.stderr, made_beside))
+    r = rt("create", "--bundle", bundle, "..x")
+    dots = host_cgroup_of((state_of(rt, "..x") or {}).get("pid", 0)).get(key, "")
+    rt("delete", "--force", "..x")
+    check("an id beginning with \"..\" gets its cgroup",
+          r.returncode == 0 and dots == f"/stockade-oci/..x-{tag}", (r.stderr, dots))
     rt("delete", "--force", "pc1")
     other("delete", "--force", "pc1")
     check("...delete removes its directories (both roots')",

@@ -30,7 +30,7 @@ import sys
 import tempfile
 
 from lifecycle import (Runtime, become_subreaper, make_test_tree, check, failures, make_bundle, reap, state_of,
-                       wait_for)
+                       root_tag, wait_for)
 from oci_common import BUSYBOX, host_pids_running, skip, status_field
 
 APPLETS = ["sh", "sleep", "ps", "ls", "readlink", "kill", "echo", "cat", "true"]
@@ -44,10 +44,10 @@ def parent_of(pid):
         return 0
 
 
-def cgroup_dirs(cid):
+def cgroup_dirs(rt, cid):
     """The container's default cgroup directories (/stockade-oci/ID-TAG,
-    TAG 16 hex digits naming the --root) in every hierarchy, v1's and v2's."""
-    leaf = f"stockade-oci/{cid}-" + "[0-9a-f]" * 16
+    TAG naming this --root) in every hierarchy, v1's and v2's."""
+    leaf = f"stockade-oci/{cid}-{root_tag(os.path.realpath(rt.root))}"
     return [d for d in glob.glob(f"/sys/fs/cgroup/*/{leaf}") + glob.glob(f"/sys/fs/cgroup/{leaf}")
             if os.path.isdir(d)]
 
@@ -129,11 +129,11 @@ def cases(rt, scratch, owner, base, mode):
         check("the second container's ending left the first's init and process running",
               os.path.exists(f"/proc/{sleeper}") and os.path.exists(f"/proc/{first_init}") and
               second_init != 0, (sleeper, first_init, second_init))
-        made = cgroup_dirs("second")
+        made = cgroup_dirs(rt, "second")
         r = rt("delete", "second")
         check("delete of the joined container: its cgroup and directory go",
-              r.returncode == 0 and made and not cgroup_dirs("second") and
-              not os.path.exists(os.path.join(rt.root, "second")), (r.stderr, cgroup_dirs("second")))
+              r.returncode == 0 and made and not cgroup_dirs(rt, "second") and
+              not os.path.exists(os.path.join(rt.root, "second")), (r.stderr, cgroup_dirs(rt, "second")))
         check("...and the first's process still runs", host_pids_running(["sleep", "4242"]) ==
               [sleeper])
 
@@ -194,7 +194,7 @@ def cases(rt, scratch, owner, base, mode):
               [sleeper])
         wait_for(lambda: (state_of(rt, "killed") or {}).get("status") == "stopped")
         r = rt("delete", "killed")
-        check("...delete of it", r.returncode == 0 and not cgroup_dirs("killed"), r.stderr)
+        check("...delete of it", r.returncode == 0 and not cgroup_dirs(rt, "killed"), r.stderr)
 
         # The same through kill and delete --force of a running one, whose
         # init is asked by the shim's kill.
@@ -207,7 +207,7 @@ def cases(rt, scratch, owner, base, mode):
         check("delete --force of a running joined container: none of its processes left, its "
               "cgroup gone, the first's process alive",
               r.returncode == 0 and not host_pids_running(["sleep", "4545"]) and
-              not host_pids_running(["sleep", "3600"]) and not cgroup_dirs("forced") and
+              not host_pids_running(["sleep", "3600"]) and not cgroup_dirs(rt, "forced") and
               host_pids_running(["sleep", "4242"]) == [sleeper], r.stderr)
 
         # Killed whole at its end, so the cgroup must be the container's

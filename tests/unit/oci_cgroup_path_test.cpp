@@ -37,6 +37,16 @@ TEST_CASE("oci cgroupsPath: the cgroupfs form is taken as written, default /stoc
     CHECK(rootTag("") == "cbf29ce484222325");   // FNV-1a's offset basis: nothing hashed
     CHECK(rootTag("a") == "af63dc4c8601ec8c");  // FNV-1a 64 of "a", as published
     CHECK(*cgroupfsPath("", "x9", false, "/var/tmp/r") != pathOf("", false, "x9"));
+    // An id that begins with ".." is a name like any other (the review's
+    // "..x" once read as a ".." component and got no cgroup).
+    CHECK(pathOf("", false, "..x") == "/stockade-oci/..x-" + rootTag("/run/stockade-oci"));
+    CHECK(pathOf("/a/..b/c", false) == "/a/..b/c");
+    // The default cgroups are each one container's: no path given names one.
+    CHECK(refusalOf("/stockade-oci", false).find("stockade's default cgroups") !=
+          std::string::npos);
+    CHECK(refusalOf("//stockade-oci/x9-0123456789abcdef/", false)
+              .find("stockade's default cgroups") != std::string::npos);
+    CHECK(pathOf("/stockade-oci-mine/a", false) == "/stockade-oci-mine/a");
     // Empty components dropped: the leaf is the last name however spelt (a
     // trailing '/' once made the exclusive device leaf always "exist").
     CHECK(pathOf("/a/", false) == "/a");
@@ -67,7 +77,11 @@ TEST_CASE("oci cgroupsPath: systemd's slice:prefix:name form expands as runc's s
     CHECK(pathOf(":runc:abc", true) == "/system.slice/runc-abc.scope");
     CHECK(pathOf("-.slice:p:abc", true) == "/p-abc.scope");
     CHECK(pathOf("user.slice:p:user-1000.slice", true) == "/user.slice/user-1000.slice");
-    CHECK(pathOf("", true, "x9") == "/system.slice/stockade-x9.scope");
+    // The default unit names the state root too: one id under two roots is
+    // two units (the review found two roots' containers in one scope).
+    CHECK(pathOf("", true, "x9") ==
+          "/system.slice/stockade-x9-" + rootTag("/run/stockade-oci") + ".scope");
+    CHECK(*cgroupfsPath("", "x9", true, "/var/tmp/r") != pathOf("", true, "x9"));
 }
 
 TEST_CASE("oci cgroupsPath: a malformed systemd form is refused with runc's words or its field",

@@ -13,6 +13,7 @@
 #include <signal.h>
 #include <sys/inotify.h>
 #include <sys/ioctl.h>
+#include <sys/mount.h>
 #include <sys/personality.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -464,6 +465,43 @@ TEST_CASE("a user's policy gets the setuid refusals too, and its own openat2 rul
     CHECK(answer(filter, nr("chmod"), {0, 0755}) == kAllow);
     CHECK(answer(filter, nr("openat2")) == errnoAnswer(ENOSYS));
     CHECK(answer(filter, nr("read")) == kAllow);
+}
+
+TEST_CASE("a process that may remount cannot make a read-only mount writable", "[seccomp]") {
+    // Over a permissive policy (a bundle with no filter) and over one that
+    // allows mount and mount_setattr whole (podman's with CAP_SYS_ADMIN).
+    SeccompPolicy open;
+    open.default_action = Action::Allow;
+    SeccompPolicy podmans;
+    podmans.rules = {{{"mount", "mount_setattr", "read"}, Action::Allow, 0, {}}};
+    for (SeccompPolicy policy : {open, podmans}) {
+        REQUIRE(checkNoRemountWritableRulesHold(policy).ok());
+        addNoRemountWritableRules(policy);
+        const CompiledFilter filter = mustCompile(policy);
+        for (std::uint64_t flags :
+             {std::uint64_t{MS_REMOUNT}, std::uint64_t{MS_REMOUNT | MS_BIND},
+              MS_REMOUNT | MS_BIND | MS_NOSUID | kHigh, std::uint64_t{MS_MGC_VAL | MS_REMOUNT}}) {
+            INFO("flags " << std::hex << flags);
+            CHECK(answer(filter, nr("mount"), {0, 0, 0, flags}) == errnoAnswer(EPERM));
+        }
+        // Kept or made read-only, a new mount, a bind (it keeps its
+        // source's read-only flag), a move: the kernel decides.
+        for (std::uint64_t flags :
+             {std::uint64_t{MS_REMOUNT | MS_RDONLY},
+              std::uint64_t{MS_REMOUNT | MS_BIND | MS_RDONLY}, std::uint64_t{0},
+              std::uint64_t{MS_BIND}, std::uint64_t{MS_BIND | MS_REC}, std::uint64_t{MS_MOVE},
+              std::uint64_t{MS_NOSUID | MS_NODEV}}) {
+            INFO("flags " << std::hex << flags);
+            CHECK(answer(filter, nr("mount"), {0, 0, 0, flags}) == kAllow);
+        }
+        CHECK(answer(filter, nr("mount_setattr")) == errnoAnswer(ENOSYS));
+        CHECK(answer(filter, nr("read")) == kAllow);
+    }
+    SeccompPolicy conditioned;
+    conditioned.rules = {{{"mount"}, Action::Allow, 0, {{3, CompareOp::MaskedEqual, MS_BIND, 0}}}};
+    const Status held = checkNoRemountWritableRulesHold(conditioned);
+    REQUIRE(!held.ok());
+    CHECK_THAT(held.error().describe(), Catch::Contains("argument conditions for mount"));
 }
 
 // -------------------------------------------------------------- the compiler

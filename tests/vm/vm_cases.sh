@@ -263,14 +263,15 @@ for i in $(seq 50); do [ ! -e /proc/$init3 ] && break; wait 2>/dev/null; sleep 0
     [ "$allowed" = 1 ] && echo " $procs" | grep -q " $init3 " && [ "$d3" -eq 0 ] && [ ! -d $L3 ]
 verdict oci-v2-cpuset "create=$created $(cat /tmp/oci-c3.err) cpuset.cpus=$cpus effective=$eff mems=$mems init-allowed=$allowed procs='$procs' delete=$d3 dir=$([ -d $L3 ] && echo left)"
 
-# H2: a container granted CAP_SYS_ADMIN remounts its root dev; the device
-# program attached to its cgroup (v2's only device cgroup) still refuses a
-# node the image carries (EPERM, where nodev gave EACCES), and /dev/null,
-# one of the defaults, opens. The node is FUSE's (10:229): opening it does
+# H2: a container granted CAP_SYS_ADMIN remounts its root dev (keeping it
+# read-only: stockade's filter refuses a remount that would make it
+# writable); the device program attached to its cgroup (v2's only device
+# cgroup) still refuses a node the image carries (EPERM, where nodev gave
+# EACCES), and /dev/null, one of the defaults, opens. The node is FUSE's (10:229): opening it does
 # nothing but make a connection that closes with it.
 mknod -m 666 $B/rootfs/fusenode c 10 229
 for a in mount cat; do ln -sf busybox $B/rootfs/bin/$a; done
-oci_config /oci-vm/c4 | sed -e 's|"args": \[[^]]*\]|"args": ["/bin/sh", "-c", "mount -o remount,bind,dev,suid / \&\& echo REMOUNTED; (: < /fusenode) \&\& echo OPENED; (: < /dev/null) \&\& echo NULL-OK"], "capabilities": {"bounding": ["CAP_SYS_ADMIN"], "effective": ["CAP_SYS_ADMIN"], "permitted": ["CAP_SYS_ADMIN"]}|' > $B/config.json
+oci_config /oci-vm/c4 | sed -e 's|"args": \[[^]]*\]|"args": ["/bin/sh", "-c", "mount -o remount,bind,ro,dev,suid / \&\& echo REMOUNTED; mount -o remount,bind,rw / \|\| echo RW-REFUSED; (: < /fusenode) \&\& echo OPENED; (: < /dev/null) \&\& echo NULL-OK"], "capabilities": {"bounding": ["CAP_SYS_ADMIN"], "effective": ["CAP_SYS_ADMIN"], "permitted": ["CAP_SYS_ADMIN"]}|' > $B/config.json
 $OCI create --bundle $B --pid-file /tmp/oci-c4.pid c4 </dev/null >/tmp/oci-c4.out 2>&1
 created=$?
 init4=$(cat /tmp/oci-c4.pid 2>/dev/null)
@@ -278,7 +279,7 @@ $OCI start c4
 for i in $(seq 100); do [ "$(oci_status c4)" = stopped ] && break; sleep 0.05; done
 out4=$(tr '\n' '|' < /tmp/oci-c4.out)
 $OCI delete --force c4; d4=$?
-grep -q REMOUNTED /tmp/oci-c4.out && ! grep -q OPENED /tmp/oci-c4.out &&
+grep -q REMOUNTED /tmp/oci-c4.out && ! grep -q OPENED /tmp/oci-c4.out && grep -q RW-REFUSED /tmp/oci-c4.out &&
     grep -q "fusenode: Operation not permitted" /tmp/oci-c4.out && grep -q NULL-OK /tmp/oci-c4.out &&
     [ "$created" -eq 0 ] && [ "$d4" -eq 0 ] && [ ! -d $CG/oci-vm/c4 ]
 verdict oci-v2-devices "create=$created out='$out4' delete=$d4 dir=$([ -d $CG/oci-vm/c4 ] && echo left)"

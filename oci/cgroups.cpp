@@ -393,7 +393,8 @@ Result<ContainerCgroups> makeOrRefuse(const CgroupAsk& ask, const std::string& m
         for (const char* controller : {"devices", "memory", "pids", "freezer", "cpu", "cpuset"}) {
             const std::string base = mount_root + "/" + controller;
             const std::string name = controller;
-            if (name == "cpuset" && !wants_cpuset) continue;
+            // cpuset where mounted, as runc makes it, so that update can
+            // give the container one later; required only when asked.
             if (name == "devices" && !ask.devices) continue;
             const bool required = name == "memory" || name == "pids" || name == "cpuset" ||
                                   (name == "cpu" && wants_cpu) ||
@@ -404,10 +405,18 @@ Result<ContainerCgroups> makeOrRefuse(const CgroupAsk& ask, const std::string& m
                                       " hierarchy at " + base);
             }
             if (name == "cpuset") {
-                if (auto s = makeCpusetDirs(base, ask.path, made); !s)
+                const size_t before = made.dirs.size();
+                if (auto s = makeCpusetDirs(base, ask.path, made); !s) {
+                    if (!wants_cpuset) {  // none asked: the container goes without
+                        for (size_t i = made.dirs.size(); i > before; --i)
+                            rmdir(made.dirs[i - 1].c_str());
+                        made.dirs.resize(before);
+                        continue;
+                    }
                     return s.error().withContext(ask.resources.cpuset_cpus
                                                      ? "linux.resources.cpu.cpus"
                                                      : "linux.resources.cpu.mems");
+                }
                 if (ask.must_be_new && !madeHere(made, base + ask.path))
                     return refuse(existsAlready(ask, base + ask.path));
                 out.dirs.push_back(base + ask.path);
@@ -498,8 +507,22 @@ Status applyResources(const std::vector<std::string>& dirs, const Resources& r) 
                                   (v2 ? " (not in " + dirs[0] + "/cgroup.controllers)" : ""));
         return dir;
     };
-    // A container made without a cpuset (none was asked) has no directory
-    // for one: said before any other field is written.
+    // v2: the cpuset controller is enabled down to the container's
+    // directory when first asked (create enables it only then); v1's
+    // directory is made by create wherever the hierarchy is mounted.
+    if (r.wants_cpuset() && v2 &&
+        !hasWord(readCgroupFileOr(dirs[0] + "/cgroup.controllers"), "cpuset")) {
+        std::vector<std::string> parents;
+        for (std::string dir = dirs[0].substr(0, dirs[0].rfind('/'));
+             dir.size() > 1 && isCgroup2(dir); dir = dir.substr(0, dir.rfind('/')))
+            parents.push_back(dir);
+        for (auto parent = parents.rbegin(); parent != parents.rend(); ++parent)
+            if (auto s = writeCgroupFile(*parent + "/cgroup.subtree_control", "+cpuset"); !s)
+                return s.error().withContext(r.cpuset_cpus ? "linux.resources.cpu.cpus"
+                                                           : "linux.resources.cpu.mems");
+    }
+    // A container with no directory for a cpuset (a v1 host without the
+    // hierarchy): said before any other field is written.
     Result<std::string> cpuset_dir = std::string();
     if (r.wants_cpuset()) {
         cpuset_dir =

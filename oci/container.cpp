@@ -96,7 +96,9 @@ std::map<std::string, std::string> enforcedBy(const Config& config, const std::s
             out[n.type] = n.path.empty() ? "new" : "joined";
     for (const char* type : {"network", "ipc", "uts"})
         if (!out.count(type)) out[type] = "the caller's";
-    std::string filter = config.seccomp ? "spec" : "";
+    // A process that may remount gets stockade's mount refusals whatever
+    // the spec asks (container_plan.h seccompProgramFor).
+    std::string filter = config.seccomp ? "spec" : mayRemount(config) ? "stockade-mount" : "";
     if (!profile.empty()) filter += filter.empty() ? profile : "+" + profile;
     out["seccomp"] = filter.empty() ? "none" : filter;
     char caps[32];

@@ -419,7 +419,8 @@ Result<Config> processFromFlags(const Config& container, const ExecAsk& ask) {
     if (!ask.user.empty()) {
         const size_t colon = ask.user.find(':');
         const auto uid = idNumber(ask.user.substr(0, colon));
-        const auto gid = colon == std::string::npos ? std::optional<uint32_t>(0)
+        // Without ":GID" the container's gid stays, as under runc.
+        const auto gid = colon == std::string::npos ? std::optional<uint32_t>(process.gid)
                                                     : idNumber(ask.user.substr(colon + 1));
         if (!uid || !gid)
             return Error::message("--user " + ask.user +
@@ -427,8 +428,8 @@ Result<Config> processFromFlags(const Config& container, const ExecAsk& ask) {
         process.uid = *uid;
         process.gid = *gid;
     }
+    // Added to the container's own, as under runc.
     if (!ask.additional_gids.empty()) {
-        process.additional_gids.clear();
         for (const std::string& text : ask.additional_gids) {
             const auto gid = idNumber(text);
             if (!gid) return Error::message("--additional-gids " + text + ": expected a number");

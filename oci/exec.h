@@ -20,7 +20,8 @@ struct ExecAsk {
     // Without --process the container's own process (its config's, as
     // create read it: env, cwd, user, groups, capabilities, rlimits...) is
     // the exec'd one's, as under runc, with these over it: --env appended,
-    // --cwd, --user UID[:GID], --additional-gids replacing the list.
+    // --cwd, --user UID[:GID] (the container's gid without ":GID"),
+    // --additional-gids added to the container's list.
     std::vector<std::string> env;
     std::string cwd;
     std::string user;

@@ -310,8 +310,14 @@ void addNoRemountWritableRules(SeccompPolicy& policy) {
     added.push_back(
         rule({"mount"}, Action::Errno, EPERM,
              {ArgCondition{3, CompareOp::MaskedEqual, MS_REMOUNT | MS_RDONLY, MS_REMOUNT}}));
-    added.push_back(rule({"mount_setattr"}, Action::Errno, ENOSYS));
-    for (SyscallRule& r : policy.rules) std::erase(r.names, std::string("mount_setattr"));
+    // Every call that takes a struct mount_attr, in memory where seccomp
+    // cannot look: mount_setattr, and open_tree_attr (Linux 6.15), which
+    // clones a mount and clears its MOUNT_ATTR_RDONLY in one call (the
+    // second review wrote through a read-only bind with it).
+    static constexpr const char* kAttrCalls[] = {"mount_setattr", "open_tree_attr"};
+    added.push_back(rule({kAttrCalls[0], kAttrCalls[1]}, Action::Errno, ENOSYS));
+    for (SyscallRule& r : policy.rules)
+        for (const char* call : kAttrCalls) std::erase(r.names, std::string(call));
     std::erase_if(policy.rules, [](const SyscallRule& r) { return r.names.empty(); });
     policy.rules.insert(policy.rules.begin(), added.begin(), added.end());
 }

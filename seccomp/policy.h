@@ -122,10 +122,11 @@ void refuseMetadataByPath(SeccompPolicy& policy);
 // namespace, whose mounts the kernel does not lock) from making a read-only
 // mount writable: mount(2) with MS_REMOUNT and without MS_RDONLY refused
 // (EPERM; a remount that keeps or makes a mount read-only still works), and
-// mount_setattr(2), whose attributes seccomp cannot read, answering ENOSYS
-// (as before Linux 5.12: libmount falls back to mount(2)). A new bind keeps
-// its source's read-only flag, so binds stay allowed. They go first, and any
-// rule of the policy's own for mount_setattr is dropped.
+// mount_setattr(2) and open_tree_attr(2), whose attributes seccomp cannot
+// read, answering ENOSYS (as before Linux 5.12 and 6.15: libmount falls back
+// to mount(2)). A new bind keeps its source's read-only flag, so binds stay
+// allowed. They go first, and any rule of the policy's own for those two is
+// dropped. A later call taking a struct mount_attr belongs here too.
 void addNoRemountWritableRules(SeccompPolicy& policy);
 
 // Whether addNoRemountWritableRules(policy) will hold as written: an error

@@ -199,17 +199,29 @@ def cpuset_cases(rt, scratch, owner, base, out, mode):
               (want, read(f"{leaf2}/cpuset.cpus"), read(f"{leaf2}/cgroup.procs")))
         rt("delete", "--force", "cs2")
         check("cs2: delete removes the leaf", not os.path.exists(leaf2), leaf2)
-    # A container made without a cpuset: update cannot give it one, and
-    # says so before it writes any other field.
+    # A container made without a cpuset asked: update gives it one, as
+    # under runc (v1: create made its cpuset directory anyway, the parent's
+    # CPUs; v2: the controller is enabled down to it then). The binary
+    # before refused it. From the host: the leaf's cpuset.cpus and the
+    # command's affinity.
     config = with_linux(base, cgroupsPath=f"/{parent}/cs3", resources={"pids": {"limit": 20}})
     pids3 = f"{CGROUP}/pids/{parent}/cs3" if v1 else f"{CGROUP}/{parent}/cs3"
+    cpuset3 = f"{CGROUP}/cpuset/{parent}/cs3" if v1 else f"{CGROUP}/{parent}/cs3"
     if started(rt, scratch, owner, config, "cs3", ["sleep", "1000"], os.path.join(out, "cs3.pid")):
+        init3 = (state_of(rt, "cs3") or {}).get("pid", 0)
         r = rt("update", "--resources", "-", "cs3",
-               input_text=json.dumps({"pids": {"limit": 30}, "cpu": {"cpus": "0"}}))
-        check("cs3: update of cpus without a cpuset refused naming the field, pids.max unchanged",
-              r.returncode == 1 and "linux.resources.cpu.cpus" in r.stderr and
-              read(f"{pids3}/pids.max") == "20", (r.stderr, read(f"{pids3}/pids.max")))
+               input_text=json.dumps({"pids": {"limit": 30}, "cpu": {"cpus": one}}))
+        kids3 = read(f"/proc/{init3}/task/{init3}/children").split()
+        affinity = [" ".join(status_field(p, "Cpus_allowed_list") or []) for p in
+                    (init3, *kids3)]
+        check("cs3: update gives cpus to a container made without a cpuset (the leaf's "
+              "cpuset.cpus, init's and the command's affinity), and pids.max",
+              r.returncode == 0 and read(f"{cpuset3}/cpuset.cpus") == one and
+              read(f"{pids3}/pids.max") == "30" and len(affinity) == 2 and
+              set(affinity) == {one},
+              (r.stderr, read(f"{cpuset3}/cpuset.cpus"), read(f"{pids3}/pids.max"), affinity))
         rt("delete", "--force", "cs3")
+        check("cs3: delete removes the cpuset leaf", not os.path.exists(cpuset3), cpuset3)
     for cid, bad in [("cbad1", "0-"), ("cbad2", "a"), ("cbad3", str(max(cpus) + 1)),
                      ("cbad4", "8191")]:
         leaf_bad = leaf[: -len("cs1")] + cid

@@ -473,7 +473,7 @@ TEST_CASE("a process that may remount cannot make a read-only mount writable", "
     SeccompPolicy open;
     open.default_action = Action::Allow;
     SeccompPolicy podmans;
-    podmans.rules = {{{"mount", "mount_setattr", "read"}, Action::Allow, 0, {}}};
+    podmans.rules = {{{"mount", "mount_setattr", "open_tree_attr", "read"}, Action::Allow, 0, {}}};
     for (SeccompPolicy policy : {open, podmans}) {
         REQUIRE(checkNoRemountWritableRulesHold(policy).ok());
         addNoRemountWritableRules(policy);
@@ -495,6 +495,7 @@ TEST_CASE("a process that may remount cannot make a read-only mount writable", "
             CHECK(answer(filter, nr("mount"), {0, 0, 0, flags}) == kAllow);
         }
         CHECK(answer(filter, nr("mount_setattr")) == errnoAnswer(ENOSYS));
+        CHECK(answer(filter, nr("open_tree_attr")) == errnoAnswer(ENOSYS));
         CHECK(answer(filter, nr("read")) == kAllow);
     }
     SeccompPolicy conditioned;

@@ -15,7 +15,7 @@ mount -t tmpfs run /run
 mount -t cgroup2 none /sys/fs/cgroup
 CG=/sys/fs/cgroup
 
-echo "PLANNED 20"
+echo "PLANNED 21"
 verdict() {  # verdict NAME DETAIL: the last command's status is the verdict
     if [ "$?" -eq 0 ]; then echo "CASE PASS $1 $2"; else echo "CASE FAIL $1 $2"; fi
 }
@@ -234,6 +234,14 @@ updated=$?
 mem=$(cat $L/memory.max); pids=$(cat $L/pids.max); cpu=$(cat $L/cpu.max)
 [ "$updated" -eq 0 ] && [ "$mem" = 100663296 ] && [ "$pids" = 16 ] && [ "$cpu" = "20000 100000" ]
 verdict oci-v2-update "exit=$updated memory.max=$mem pids.max=$pids cpu.max='$cpu'"
+
+# c1 was made without a cpuset: update gives it one (the controller enabled
+# down to its directory then), as under runc; init's affinity follows.
+echo '{"cpu": {"cpus": "1"}}' | $OCI update --resources - c1
+updated=$?
+cpus=$(cat $L/cpuset.cpus 2>/dev/null); allowed=$(grep Cpus_allowed_list /proc/$init/status | cut -f2)
+[ "$updated" -eq 0 ] && [ "$cpus" = 1 ] && [ "$allowed" = 1 ]
+verdict oci-v2-update-cpuset "exit=$updated cpuset.cpus=$cpus init-allowed=$allowed"
 
 K=/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-podvm.slice
 oci_config kubepods-burstable-podvm.slice:cri-containerd:c2 > $B/config.json

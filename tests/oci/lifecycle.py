@@ -553,7 +553,7 @@ def default_cgroup(rt, scratch, owner, base, binary):
     paths = [host_cgroup_of((state_of(r, "pc1") or {}).get("pid", 0)) for r in (rt, other)]
     key = "memory" if v1 else ""
     dirs = [f"/sys/fs/cgroup/{c}{paths[0].get(c, '/none')}"
-            for c in (("memory", "pids", "devices", "freezer") if v1 else ("",))]
+            for c in (("memory", "pids", "devices", "freezer", "cpuset") if v1 else ("",))]
     check("as root a container without cgroupsPath has a cgroup of its own, /stockade-oci/ID-TAG, "
           "another under a second --root (init in it, seen from the host)",
           all(r.returncode == 0 for r in created) and
@@ -608,7 +608,7 @@ def default_cgroup(rt, scratch, owner, base, binary):
                                                    frozen_config), "pc4")
         with open(f"/sys/fs/cgroup/freezer{cold}/freezer.state", "w") as f:
             f.write("THAWED")
-        made_beside = [c for c in ("memory", "pids", "devices", "cpu")
+        made_beside = [c for c in ("memory", "pids", "devices", "cpu", "cpuset")
                        if os.path.exists(f"/sys/fs/cgroup/{c}{cold}")]
         os.rmdir(f"/sys/fs/cgroup/freezer{cold}")
         check("a frozen cgroup is refused (create does not stop in it), nothing made beside it",
@@ -641,7 +641,7 @@ def sys_admin_elsewhere(rt, scratch, owner, base, admin_config):
     premade = f"/stockade-oci-premade-{os.getpid()}"
     v1 = not os.path.exists("/sys/fs/cgroup/cgroup.controllers")
     premade_dirs = ([f"/sys/fs/cgroup/{c}{premade}" for c in
-                     ("memory", "pids", "freezer", "cpu", "devices")] if v1
+                     ("memory", "pids", "freezer", "cpu", "cpuset", "devices")] if v1
                     else [f"/sys/fs/cgroup{premade}"])
     os.makedirs(premade_dirs[-1])
     noadmin = json.loads(json.dumps(base))
@@ -689,7 +689,7 @@ def sys_admin_elsewhere(rt, scratch, owner, base, admin_config):
     for cid in ("sa5", "sa4", "sa3"):
         rt("delete", "--force", cid)
     subprocess.run(["rmdir"] + [f"/sys/fs/cgroup/{c}{shared}" for c in
-                                ("memory", "pids", "freezer", "cpu", "devices")],
+                                ("memory", "pids", "freezer", "cpu", "cpuset", "devices")],
                    stderr=subprocess.DEVNULL)
     check("CAP_SYS_ADMIN in a cgroup another container holds is refused; one without it "
           "there leaves the holder's device rules",
@@ -837,7 +837,7 @@ def pids_limit_one(rt, scratch, owner, base):
     pids_dir = f"/sys/fs/cgroup/pids/stockade-oci-pids1-{os.getpid()}"
     limit = open(f"{pids_dir}/pids.max").read().strip() if os.path.isdir(pids_dir) else ""
     rt("delete", "--force", "pl1")
-    for c in ("memory", "pids", "freezer", "cpu", "devices"):
+    for c in ("memory", "pids", "freezer", "cpu", "cpuset", "devices"):
         try:
             os.rmdir(f"/sys/fs/cgroup/{c}/stockade-oci-pids1-{os.getpid()}")
         except OSError:
@@ -1119,7 +1119,7 @@ def record_cases(rt, scratch, owner, base, mode):
           [(15, False), (9, True)] and own.get("ending", {}).get("pidsLimitHits", 0) > 0 and
           own.get("enforced", {}).get("limits") == ("cgroup v1" if v1 else "cgroup v2"), own)
     rt("delete", "rec2")
-    for top in ([f"/sys/fs/cgroup/{c}/{parent}" for c in ("memory", "pids", "freezer", "cpu", "devices")]
+    for top in ([f"/sys/fs/cgroup/{c}/{parent}" for c in ("memory", "pids", "freezer", "cpu", "cpuset", "devices")]
                 if v1 else [f"/sys/fs/cgroup/{parent}"]):
         try:
             os.rmdir(top)
@@ -1591,7 +1591,7 @@ def main():
             r = rt("delete", "--force", "c5")
             check("delete removes the container's cgroup", r.returncode == 0 and
                   not os.path.exists(memory_dir) and not os.path.exists(pids_dir), r.stderr)
-            for top in ([f"/sys/fs/cgroup/{c}/{parent}" for c in ("memory", "pids", "devices")] if v1
+            for top in ([f"/sys/fs/cgroup/{c}/{parent}" for c in ("memory", "pids", "cpuset", "devices")] if v1
                         else [f"/sys/fs/cgroup/{parent}"]):
                 try:
                     os.rmdir(top)
@@ -1749,7 +1749,7 @@ def main():
                   r.returncode == 1 and "container not running" in r.stderr, r.stderr)
             rt("delete", "c7")
             for top in ([f"/sys/fs/cgroup/{c}/{parent}" for c in
-                         ("memory", "pids", "freezer", "cpu", "devices")] if v1
+                         ("memory", "pids", "freezer", "cpu", "cpuset", "devices")] if v1
                         else [f"/sys/fs/cgroup/{parent}"]):
                 try:
                     os.rmdir(top)

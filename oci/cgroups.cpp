@@ -205,10 +205,16 @@ bool hasControlOrSlash(const std::string& s) {
 }
 
 // Whether the cgroup at `dir` is frozen (v1's freezer.state not THAWED,
-// v2's cgroup.freeze 1): a process moved in would stop there, and create
-// with it, until someone thaws it.
+// v2's cgroup.events "frozen 1", which a child of a frozen parent reads
+// too while its own cgroup.freeze is 0): a process moved in would stop
+// there, and create with it, until someone thaws it.
 bool frozen(const std::string& dir, bool v2) {
-    if (v2) return readCgroupFileOr(dir + "/cgroup.freeze").starts_with("1");
+    if (v2) {
+        std::istringstream events(readCgroupFileOr(dir + "/cgroup.events"));
+        for (std::string line; std::getline(events, line);)
+            if (line == "frozen 1") return true;
+        return false;
+    }
     const std::string state = readCgroupFileOr(dir + "/freezer.state");
     return !state.empty() && !state.starts_with("THAWED");
 }
@@ -396,9 +402,9 @@ Result<ContainerCgroups> makeOrRefuse(const CgroupAsk& ask, const std::string& m
             // cpuset where mounted, as runc makes it, so that update can
             // give the container one later; required only when asked.
             if (name == "devices" && !ask.devices) continue;
-            const bool required = name == "memory" || name == "pids" || name == "cpuset" ||
-                                  (name == "cpu" && wants_cpu) ||
-                                  (name == "devices" && ask.devices_required);
+            const bool required =
+                name == "memory" || name == "pids" || (name == "cpuset" && wants_cpuset) ||
+                (name == "cpu" && wants_cpu) || (name == "devices" && ask.devices_required);
             if (!exists(base)) {
                 if (!required) continue;
                 return Error::message(std::string("linux.resources: no cgroup v1 ") + controller +

@@ -15,7 +15,7 @@ mount -t tmpfs run /run
 mount -t cgroup2 none /sys/fs/cgroup
 CG=/sys/fs/cgroup
 
-echo "PLANNED 21"
+echo "PLANNED 22"
 verdict() {  # verdict NAME DETAIL: the last command's status is the verdict
     if [ "$?" -eq 0 ]; then echo "CASE PASS $1 $2"; else echo "CASE FAIL $1 $2"; fi
 }
@@ -310,6 +310,20 @@ for i in $(seq 50); do [ ! -e /proc/$init5 ] && break; wait 2>/dev/null; sleep 0
 [ "$created" -eq 0 ] && echo "$path5" | grep -Eq '^/stockade-oci/c5-[0-9a-f]{16}$' &&
     [ "$frozen5" = "frozen 1" ] && [ "$d5" -eq 0 ] && [ ! -d $L5 ]
 verdict oci-v2-default-cgroup "create=$created $(cat /tmp/oci-c5.err) path=$path5 $frozen5 delete=$d5 dir=$([ -d $L5 ] && echo left)"
+
+# A cgroup under a frozen parent reads cgroup.freeze 0 but is frozen
+# (cgroup.events): create refuses it rather than stop init in it (and
+# itself with it), leaving no directory.
+mkdir -p $CG/oci-vm-cold && echo 1 > $CG/oci-vm-cold/cgroup.freeze
+oci_config /oci-vm-cold/c6 > $B/config.json
+$OCI create --bundle $B c6 </dev/null >/dev/null 2>/tmp/oci-c6.err &
+cpid=$!
+for i in $(seq 300); do kill -0 $cpid 2>/dev/null || break; sleep 0.1; done
+kill -0 $cpid 2>/dev/null && { kill -9 $cpid; created=hung; } || { wait $cpid; created=$?; }
+echo 0 > $CG/oci-vm-cold/cgroup.freeze
+left6=$(ls -d $CG/oci-vm-cold/c6 2>/dev/null); rmdir $CG/oci-vm-cold
+[ "$created" = 1 ] && grep -q "is frozen" /tmp/oci-c6.err && [ -z "$left6" ] && [ ! -e /tmp/oci-root/c6 ]
+verdict oci-v2-frozen-parent "create=$created '$(cat /tmp/oci-c6.err)' left='$left6'"
 
 $OCI kill c1 9
 $OCI delete --force c1; d1=$?

@@ -285,7 +285,7 @@ Status createContainer(const std::string& root_dir, const std::string& id,
     // CAP_SYS_ADMIN in the container's user namespace can remount its
     // mounts `dev` (H2): as root the device cgroup then stands behind
     // nodev, so such a container always has a cgroup (oci/device_cgroup.h).
-    const bool may_remount = config->capabilities.bounding & (uint64_t{1} << CAP_SYS_ADMIN);
+    const bool may_remount = mayRemount(*config);
     if (may_remount && !isHostRoot())
         note(
             "process.capabilities: CAP_SYS_ADMIN: the container can remount its mounts "

@@ -496,7 +496,7 @@ Result<int> execInContainer(const std::string& root_dir, const std::string& id,
     // A process that may remount (CAP_SYS_ADMIN in its bounding set, as
     // podman's `exec --privileged` asks) can undo nodev: as root only where
     // the container's own device rules hold behind it (oci/device_cgroup.h).
-    if (process.capabilities.bounding & (uint64_t{1} << CAP_SYS_ADMIN)) {
+    if (mayRemount(process)) {
         auto devices = record.enforced.find("devices");
         if (isHostRoot() &&
             (devices == record.enforced.end() || devices->second.starts_with("none")))

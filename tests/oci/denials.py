@@ -21,7 +21,7 @@ import tempfile
 
 from oci_common import BUSYBOX, skip
 from lifecycle import (Runtime, become_subreaper, make_test_tree, check, failures, make_bundle, reap,
-                       state_of, wait_for)
+                       probes_dir, state_of, wait_for)
 
 
 def annotated(config):
@@ -186,9 +186,7 @@ def main():
         skip("the suite runs as root (rootless cases demote to uid 65534)")
     if not os.path.exists(BUSYBOX):
         skip("busybox-static is not installed (scripts/install-deps.sh test)")
-    probes = os.path.join(os.path.dirname(os.path.dirname(binary)), "probe")
-    if not os.path.exists(os.path.join(probes, "stockade-try-syscall")):
-        probes = os.path.join(os.path.dirname(binary), "tests")
+    probes = probes_dir(binary)
     become_subreaper()
     scratch = tempfile.mkdtemp(prefix="stockade-oci-denials-", dir="/var/tmp")
     os.chmod(scratch, 0o755)

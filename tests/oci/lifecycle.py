@@ -122,6 +122,15 @@ def state_of(rt, cid):
     return json.loads(r.stdout) if r.returncode == 0 else None
 
 
+def probes_dir(binary):
+    """Where the suite's probes are beside `binary`: the stage's probe/
+    directory, or the build tree's tests/."""
+    probes = os.path.join(os.path.dirname(os.path.dirname(binary)), "probe")
+    if not os.path.exists(os.path.join(probes, "stockade-try-syscall")):
+        probes = os.path.join(os.path.dirname(binary), "tests")
+    return probes
+
+
 def make_test_tree(scratch, owner, binary, mode, applets, extra_bins=()):
     """What every OCI script's main() sets up in its scratch directory: a
     busybox rootfs with `applets` (and `extra_bins` copied into its /bin),
@@ -429,10 +438,7 @@ def sys_admin_remount(rt, scratch, owner, base):
         os.chmod(node, 0o666)
     for d in ("rodata", "rocopy"):
         os.makedirs(os.path.join(scratch, "rootfs", d), exist_ok=True)
-    probes = os.path.join(os.path.dirname(os.path.dirname(rt.binary)), "probe")
-    if not os.path.exists(os.path.join(probes, "stockade-try-syscall")):
-        probes = os.path.join(os.path.dirname(rt.binary), "tests")
-    shutil.copy(os.path.join(probes, "stockade-try-syscall"),
+    shutil.copy(os.path.join(probes_dir(rt.binary), "stockade-try-syscall"),
                 os.path.join(scratch, "rootfs", "bin", "stockade-try-syscall"))
     ro_dir = os.path.join(scratch, "sysadmin-ro")
     os.makedirs(ro_dir, exist_ok=True)

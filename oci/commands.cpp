@@ -515,7 +515,8 @@ int cmdFeatures() {
     json doc = {
         {"ociVersionMin", "1.0.0"},
         {"ociVersionMax", kSpecVersion},
-        {"hooks", json::array({"prestart", "createRuntime", "poststart", "poststop"})},
+        {"hooks", json::array({"prestart", "createRuntime", "createContainer", "startContainer",
+                                "poststart", "poststop"})},
         {"mountOptions", {"ro",       "rw",         "nosuid",      "suid",          "nodev",
                           "dev",      "noexec",     "exec",        "sync",          "async",
                           "dirsync",  "noatime",    "atime",       "nodiratime",    "diratime",

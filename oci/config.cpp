@@ -63,8 +63,7 @@ std::vector<std::string> stringsAt(const json& v, const std::string& field) {
     return out;
 }
 
-// hooks: those stockade runs on the host; the two that run in the
-// container's namespaces, and any it does not know, refused by name.
+// hooks: the runtime-spec's six; any other name refused.
 void readHooks(const json& hooks, Hooks& out) {
     if (!hooks.is_object()) refuse("hooks", "expected an object");
     for (const auto& [name, list] : hooks.items()) {
@@ -72,18 +71,17 @@ void readHooks(const json& hooks, Hooks& out) {
         if (list.is_null()) continue;
         if (!list.is_array()) refuse(field, "expected an array of hooks");
         if (list.empty()) continue;
-        std::vector<Hook>* into = name == "prestart"        ? &out.prestart
-                                  : name == "createRuntime" ? &out.create_runtime
-                                  : name == "poststart"     ? &out.poststart
-                                  : name == "poststop"      ? &out.poststop
-                                                            : nullptr;
+        std::vector<Hook>* into = name == "prestart"          ? &out.prestart
+                                  : name == "createRuntime"   ? &out.create_runtime
+                                  : name == "createContainer" ? &out.create_container
+                                  : name == "startContainer"  ? &out.start_container
+                                  : name == "poststart"       ? &out.poststart
+                                  : name == "poststop"        ? &out.poststop
+                                                              : nullptr;
         if (!into)
             refuse(field,
-                   name == "createContainer" || name == "startContainer"
-                       ? "hooks in the container's namespaces are not supported yet (stockade "
-                         "runs prestart, createRuntime, poststart and poststop, on the host)"
-                       : "not a hook stockade knows (it runs prestart, createRuntime, "
-                         "poststart and poststop)");
+                   "not a hook stockade knows (it runs prestart, createRuntime, "
+                   "createContainer, startContainer, poststart and poststop)");
         for (size_t i = 0; i < list.size(); ++i) {
             const std::string at = field + "[" + std::to_string(i) + "]";
             const json& h = list[i];

@@ -25,7 +25,9 @@
 #include <linux/magic.h>
 
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
+#include <tuple>
 
 #include "base/small_file.h"
 #include "oci/cgroups.h"
@@ -42,6 +44,8 @@
 namespace stockade::oci {
 
 namespace {
+
+using nlohmann::json;
 
 Result<std::string> absolutePath(const std::string& path, const std::string& what) {
     char buf[PATH_MAX];
@@ -70,6 +74,15 @@ Status writePidFile(const std::string& path, pid_t pid) {
 // The message for a child's setup failure, runc's words where podman maps
 // them to an exit code (127, 126).
 std::string childFailure(const ChildMessage& msg, const ChildPlan& plan) {
+    // A createContainer hook's failure is its own message, as prestart's
+    // is ("error running createContainer hook #0 (PATH): exit status 3,
+    // stdout: ..., stderr: ..."): made printable by the child, checked
+    // again here; an exec or a call that failed gets its errno's name.
+    if (msg.stage == ChildStage::CreateContainerHooks) {
+        std::string note = printableCallNote(msg);
+        if (msg.err == ECANCELED || msg.err == ETIMEDOUT) return note;
+        return note + ": " + errnoName(msg.err);
+    }
     if (msg.stage == ChildStage::FindExecutable) {
         std::string name = plan.argv_storage.empty() ? "" : plan.argv_storage[0];
         if (msg.err == ENOENT || msg.err == ENOTDIR || msg.err == EACCES)
@@ -377,6 +390,27 @@ Status createContainer(const std::string& root_dir, const std::string& id,
     UniqueFd fifo_write(openat(dir->get(), kExecFifo, O_WRONLY | O_CLOEXEC | O_NOFOLLOW));
     if (!fifo_write) return Error::fromErrno("open(exec.fifo, O_WRONLY)");
     if (fcntl(fifo_read.get(), F_SETFL, 0) < 0) return Error::fromErrno("fcntl(exec.fifo)");
+    // createContainer and startContainer: run by the child side, in the
+    // container's namespaces (runtime/child/hooks_in_child.h), with the
+    // state as their moment has it: "creating", then "created".
+    std::vector<UniqueFd> hook_fds;
+    const json hook_state = {{"ociVersion", "1.2.0"}, {"id", id},
+                             {"bundle", *bundle},     {"rootfs", cplan.rootfs},
+                             {"annotations", config->annotations}};
+    for (auto [list, hooks, status, on_host] :
+         {std::tuple{&plan.create_container_hooks, &config->hooks.create_container, "creating",
+                     true},
+          std::tuple{&plan.start_container_hooks, &config->hooks.start_container, "created",
+                     false}}) {
+        json state = hook_state;
+        state["status"] = status;
+        auto made = childHookList(list == &plan.create_container_hooks ? "createContainer"
+                                                                        : "startContainer",
+                                  *hooks, state, on_host, hook_fds);
+        if (!made) return made.error();
+        *list = std::move(*made);
+    }
+    plan.create_container_hooks.own_pid_namespace = true;
     plan.console_socket_fd = console.get();
     plan.start_fifo_read_fd = fifo_read.get();
     plan.start_fifo_write_fd = fifo_write.get();
@@ -446,6 +480,7 @@ Status createContainer(const std::string& root_dir, const std::string& id,
     };
     spec.after_clone = [&] {
         plan.prepared.clear();
+        hook_fds.clear();
         cplan.lease_fd.reset();
     };
     LaunchedSandbox launched;

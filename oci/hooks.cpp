@@ -208,6 +208,7 @@ Status checkHookPaths(const Hooks& hooks) {
     const std::pair<const char*, const std::vector<Hook>*> lists[] = {
         {"prestart", &hooks.prestart},
         {"createRuntime", &hooks.create_runtime},
+        {"createContainer", &hooks.create_container},
         {"poststart", &hooks.poststart},
         {"poststop", &hooks.poststop}};
     for (const auto& [name, list] : lists)
@@ -243,6 +244,51 @@ std::vector<std::string> runHooksWarning(std::string_view name, const std::vecto
         if (!why.empty()) failures.push_back(failureMessage(name, i, list[i], why));
     }
     return failures;
+}
+
+Result<ChildHookList> childHookList(const char* name, const std::vector<Hook>& list, json state,
+                                    bool open_on_host, std::vector<UniqueFd>& held) {
+    ChildHookList out;
+    out.name = name;
+    if (list.empty()) return out;
+    // A number of the slot's width marks where the child writes the pid:
+    // in the dumped text it is the only unquoted one after "pid".
+    constexpr uint64_t kMark = 9999999999ull;
+    static_assert(kHookPidSlot == 10, "the mark is as wide as the slot");
+    state["pid"] = kMark;
+    out.state = state.dump();
+    const std::string key = "\"pid\":" + std::to_string(kMark);
+    const size_t at = out.state.find(key);
+    if (at == std::string::npos || out.state.find(key, at + 1) != std::string::npos)
+        return Error::message(std::string(name) + " hooks: the state has no single pid");
+    out.pid_offset = at + key.size() - kHookPidSlot;
+    for (size_t i = 0; i < list.size(); ++i) {
+        const Hook& h = list[i];
+        ChildHook c;
+        c.path = h.path;
+        c.argv_storage = h.args.empty() ? std::vector{h.path} : h.args;
+        c.argv.assign(c.argv_storage.size() + 1, nullptr);
+        c.env_storage = h.env;
+        c.envp.assign(c.env_storage.size() + 1, nullptr);
+        c.timeout_s = h.timeout.value_or(0);
+        if (open_on_host) {
+            UniqueFd fd(open(h.path.c_str(), O_PATH | O_CLOEXEC));
+            if (!fd)
+                return Error::fromErrno(std::string("config.json: hooks.") + name + "[" +
+                                        std::to_string(i) + "].path: open(\"" + h.path + "\")");
+            c.exec_fd = fd.get();
+            held.push_back(std::move(fd));
+        }
+        out.hooks.push_back(std::move(c));
+    }
+    return out;
+}
+
+std::string printableCallNote(const ChildMessage& msg) {
+    std::string out;
+    for (size_t i = 0; i < sizeof(msg.call) && msg.call[i] != '\0'; ++i)
+        out += msg.call[i] >= 0x20 && msg.call[i] < 0x7f ? msg.call[i] : '?';
+    return out;
 }
 
 std::string hooksJson(const Hooks& hooks) {

@@ -18,7 +18,12 @@
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "base/error.h"
+#include "base/unique_fd.h"
+#include "runtime/child/child_plan.h"
+#include "runtime/child/child_protocol.h"
 
 namespace stockade::oci {
 
@@ -29,21 +34,27 @@ struct Hook {
     std::optional<int> timeout;     // seconds, > 0
 };
 
-// The hooks stockade runs. createContainer and startContainer (in the
-// container's namespaces) are refused by the reader.
+// The hooks of a config, in the spec's order. prestart, createRuntime,
+// poststart and poststop run here, on the host; createContainer and
+// startContainer run in the container's namespaces, by the child side
+// (runtime/child/hooks_in_child.h), from the ChildPlan create gives them.
 struct Hooks {
     std::vector<Hook> prestart;
     std::vector<Hook> create_runtime;
+    std::vector<Hook> create_container;
+    std::vector<Hook> start_container;
     std::vector<Hook> poststart;
     std::vector<Hook> poststop;
 
     bool empty() const {
-        return prestart.empty() && create_runtime.empty() && poststart.empty() && poststop.empty();
+        return prestart.empty() && create_runtime.empty() && create_container.empty() &&
+               start_container.empty() && poststart.empty() && poststop.empty();
     }
 };
 
 // Each hook's path names an executable regular file now: a bad path fails
 // `create` before anything exists, naming the hook ("hooks.poststop[1].path").
+// startContainer's paths are the container's, resolved only when it runs.
 Status checkHookPaths(const Hooks& hooks);
 
 // Where a hook runs: the namespaces (fd, CLONE_NEW*) its child enters
@@ -63,6 +74,21 @@ Status runHooks(std::string_view name, const std::vector<Hook>& list, const std:
 // the spec's failures are warnings); returns each failure's message.
 std::vector<std::string> runHooksWarning(std::string_view name, const std::vector<Hook>& list,
                                          const std::string& state_json);
+
+// The child side's copy of `list` (createContainer or startContainer,
+// `name`), with `state` (the state document, its pid left for the child)
+// on each one's stdin. With `open_on_host` each executable is opened here
+// (O_PATH, into `held`, to be closed once the child is cloned), as the
+// runtime's namespace resolves it, and run through that fd.
+Result<ChildHookList> childHookList(const char* name, const std::vector<Hook>& list,
+                                    nlohmann::json state, bool open_on_host,
+                                    std::vector<UniqueFd>& held);
+
+// The note of a child-side message (a createContainer or startContainer
+// hook's failure, runtime/child/hooks_in_child.h): up to its NUL, every
+// byte outside printable ASCII made '?' (the child did so already; this is
+// the host's own check of what it reads).
+std::string printableCallNote(const ChildMessage& msg);
 
 // The record's copy of the hooks that run after create (poststart,
 // poststop), as JSON text and back: `start` and `delete` run what create

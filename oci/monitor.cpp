@@ -19,6 +19,7 @@
 #include "base/fd_passing.h"
 #include "oci/cgroups.h"
 #include "oci/container.h"
+#include "oci/hooks.h"
 #include "runtime/child/child_protocol.h"
 #include "seccomp/denials.h"
 
@@ -44,6 +45,13 @@ bool failureFromMessage(const ChildMessage& msg, std::string& out) {
     const auto stage = static_cast<uint32_t>(msg.stage);
     if (stage >= static_cast<uint32_t>(kChildStageCount) || msg.err <= 0 || msg.err > 4095)
         return false;
+    // A startContainer hook's failure is named as create names a
+    // createContainer one: which hook, how it ended, what it said.
+    if (msg.stage == ChildStage::StartContainerHooks) {
+        out = printableCallNote(msg);
+        if (msg.err != ECANCELED && msg.err != ETIMEDOUT) out += ": " + errnoName(msg.err);
+        if (!out.empty()) return true;
+    }
     out = std::string(describeStage(msg.stage)) + ": " + errnoName(msg.err);
     return true;
 }

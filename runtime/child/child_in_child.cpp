@@ -34,6 +34,7 @@
 #include "runtime/child/child_setup.h"
 #include "runtime/child/command_in_child.h"
 #include "runtime/child/descendants_in_child.h"
+#include "runtime/child/hooks_in_child.h"
 #include "runtime/child/privileges_in_child.h"
 #include "runtime/child/userns_limits_in_child.h"
 
@@ -312,6 +313,24 @@ int sealRootInChild(ChildPlan& plan, StepState&) noexcept {
     return ns::sealRootInChild(plan.mounts);
 }
 
+// The createContainer hooks' message: which hook, how it ended, what it
+// said (runtime/child/hooks_in_child.h).
+char hook_note[ns::kCallNoteSize];
+
+// An OCI container's createContainer hooks (none for everything else): the
+// root is built and sealed at the staging directory, the host's tree is
+// still this mount namespace's, so each hook's path is the host's, run in
+// the container's user, mount, network, IPC and UTS namespaces with init's
+// credentials, as runc's init runs them before its pivot_root. Each is PID
+// 1 of a pid namespace of its own inside the container's, so that nothing
+// it starts outlives it holding the host's root.
+int createContainerHooksInChild(ChildPlan& plan, StepState& state) noexcept {
+    int err = runHooksInChild(plan.create_container_hooks, getpid(), hook_note,
+                              sizeof(hook_note));
+    if (err) state.call = hook_note;
+    return err;
+}
+
 int pivotRootInChild(ChildPlan& plan, StepState&) noexcept {
     return ns::pivotRootInChild(plan.mounts);
 }
@@ -517,6 +536,28 @@ int seccompInChild(ChildPlan& plan, StepState&) noexcept {
     return installSeccompInChild(plan);
 }
 
+// An OCI container's startContainer hooks (none for everything else), after
+// `start` released the command and its filter is installed, as runc runs
+// them: each path resolved in the container's root, each hook a child of
+// the command with all it is held by (ids, capabilities, no_new_privs,
+// Landlock, the filter). The state's pid is init's, as the container's pid
+// namespace numbers it. A failure is also said on the container's stderr,
+// the one place a client shows after `start` has returned.
+int startContainerHooksInChild(ChildPlan& plan, StepState& state) noexcept {
+    int err = runHooksInChild(plan.start_container_hooks, getppid(), hook_note,
+                              sizeof(hook_note));
+    if (err) {
+        state.call = hook_note;
+        char line[sizeof(hook_note) + 16];
+        size_t n = 0;
+        for (const char* p = "stockade: "; *p; ++p) line[n++] = *p;
+        for (const char* p = hook_note; *p && n + 2 < sizeof(line); ++p) line[n++] = *p;
+        line[n++] = '\n';
+        (void)!write(STDERR_FILENO, line, n);
+    }
+    return err;
+}
+
 int execInChild(ChildPlan& plan, StepState&) noexcept {
     return execSearchInChild(plan);  // returns only when it failed
 }
@@ -596,6 +637,10 @@ constexpr SetupStep kSteps[] = {
       "the new root, /proc inside it while the old root is still there to make it allowed"},
      buildRootInChild},
     {{S::SealRoot, P::Init, L::MountNs, "read-only once every mount is in place"}, sealRootInChild},
+    {{S::CreateContainerHooks, P::Init, L::MountNs,
+      "an OCI container's createContainer hooks: the root complete, the host's tree still there "
+      "for their paths (runtime-spec: before pivot_root); a no-op for run"},
+     createContainerHooksInChild},
     {{S::PivotRoot, P::Init, L::MountNs, "the host's tree goes once the new root is complete"},
      pivotRootInChild},
     {{S::LandlockRules, P::Init, L::Landlock,
@@ -664,6 +709,10 @@ constexpr SetupStep kSteps[] = {
     {{S::Seccomp, P::Command, L::Seccomp,
       "last: nothing before it has to be on the allowlist, nothing after it but execve"},
      seccompInChild},
+    {{S::StartContainerHooks, P::Command, L::PidNs,
+      "an OCI container's startContainer hooks, under everything the command is held by, "
+      "right before its execve as runc runs them; a no-op for run"},
+     startContainerHooksInChild},
     {{S::Exec, P::Command, L::Bare, "the command"}, execInChild},
     {{S::InitCloseFds, P::InitAfterCommand, L::PidNs,
       "init holds no host fd while the command runs, not even the output pipes"},
@@ -723,7 +772,17 @@ static_assert(before(S::DropCapabilities, S::FindExecutable) &&
                   indexOf(S::FindExecutable) + 1 == indexOf(S::AwaitStart) &&
                   indexOf(S::AwaitStart) + 1 == indexOf(S::Seccomp),
               "the executable found, then the park, then seccomp and execve");
-static_assert(indexOf(S::Seccomp) + 1 == indexOf(S::Exec), "seccomp last before execve");
+// seccomp is the last step before execve but for an OCI container's
+// startContainer hooks, which run under it (as runc runs them) and are
+// none for every other sandbox.
+static_assert(indexOf(S::Seccomp) + 1 == indexOf(S::StartContainerHooks) &&
+                  indexOf(S::StartContainerHooks) + 1 == indexOf(S::Exec),
+              "seccomp last before execve, but for the startContainer hooks under it");
+// A createContainer hook's path is the host's: it runs while the host's
+// tree is still this mount namespace's, once the root is complete.
+static_assert(indexOf(S::SealRoot) + 1 == indexOf(S::CreateContainerHooks) &&
+                  indexOf(S::CreateContainerHooks) + 1 == indexOf(S::PivotRoot),
+              "createContainer hooks after the root is sealed, before pivot_root");
 // A procfs may be mounted in a user namespace only while a fully visible one
 // is mounted in its mount namespace (the kernel's mount_too_revealing(),
 // fs/namespace.c): /proc and the masks over it are mounts of BuildRoot,

@@ -27,6 +27,40 @@ struct RlimitSetting {
     rlimit value;
 };
 
+// An OCI hook the child side runs itself (runtime/child/hooks_in_child.h):
+// createContainer, by init before pivot_root; startContainer, by the
+// command after `start` released it, right before its execve. The pointer
+// arrays are sized here and filled by the child from the storage, so that
+// nothing the parent moves after building them can leave one dangling.
+struct ChildHook {
+    std::string path;
+    std::vector<std::string> argv_storage;  // argv[0] first; never empty
+    std::vector<char*> argv;                // argv_storage.size() + 1 slots
+    std::vector<std::string> env_storage;
+    std::vector<char*> envp;  // env_storage.size() + 1 slots
+    int timeout_s = 0;        // 0: no bound (the config gave none)
+    // createContainer: the executable, opened on the host by create before
+    // the clone (O_PATH), so that a path the sandbox's staging mount covers
+    // cannot name the image's file instead. -1: resolved by path, in the
+    // process's own root (startContainer: the container's).
+    int exec_fd = -1;
+};
+
+struct ChildHookList {
+    const char* name = "";  // "createContainer", as messages name it
+    std::vector<ChildHook> hooks;
+    // The state JSON on each hook's stdin, with kHookPidSlot spaces at
+    // pid_offset where the child writes the container's init's pid as its
+    // own pid namespace numbers it (runc gives its init's getpid()).
+    std::string state;
+    size_t pid_offset = 0;
+    // createContainer: each hook is PID 1 of a pid namespace of its own
+    // (inside the container's), so that nothing it starts outlives it with
+    // the host's root as its own.
+    bool own_pid_namespace = false;
+};
+inline constexpr size_t kHookPidSlot = 10;
+
 struct ChildPlan {
     ns::MountPlan mounts;
     ns::IdMapping ids{};
@@ -120,6 +154,10 @@ struct ChildPlan {
     unsigned short console_rows = 0;  // process.consoleSize; 0: the kernel's
     unsigned short console_cols = 0;
     CapabilitySets capabilities;
+    // An OCI container's createContainer and startContainer hooks; empty
+    // lists for everything else.
+    ChildHookList create_container_hooks;
+    ChildHookList start_container_hooks;
     // An OCI container's linux.personality (PER_LINUX or PER_LINUX32), set
     // by the command before its filter; -1: none, the caller's inherited.
     long personality = -1;

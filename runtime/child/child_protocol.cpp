@@ -33,6 +33,8 @@ const char* describeStage(ChildStage stage) {
             return "build the sandbox's root";
         case ChildStage::SealRoot:
             return "make the root read-only";
+        case ChildStage::CreateContainerHooks:
+            return "run the createContainer hooks";
         case ChildStage::PivotRoot:
             return "pivot_root into the sandbox's root";
         case ChildStage::LandlockRules:
@@ -79,6 +81,8 @@ const char* describeStage(ChildStage stage) {
             return "wait for start";
         case ChildStage::Seccomp:
             return "install the seccomp filter";
+        case ChildStage::StartContainerHooks:
+            return "run the startContainer hooks";
         case ChildStage::Exec:
             return "execute the command";
     }

@@ -27,6 +27,7 @@ enum class ChildStage : uint32_t {
     UserNamespaceLimits,
     BuildRoot,
     SealRoot,
+    CreateContainerHooks,
     PivotRoot,
     LandlockRules,
     Loopback,
@@ -50,6 +51,7 @@ enum class ChildStage : uint32_t {
     FindExecutable,
     AwaitStart,
     Seccomp,
+    StartContainerHooks,
     Exec,
     // init again, once the command has exec'ed
     InitCloseFds,

@@ -178,8 +178,8 @@ def failing_hooks(rt, scratch, owner, base, out):
          ["hooks.prestart[0].path", "absolute"]),
         ("a timeout of 0", {"prestart": [{"path": BUSYBOX, "timeout": 0}]},
          ["hooks.prestart[0].timeout", "greater than zero"]),
-        ("a createContainer hook", {"createContainer": [{"path": BUSYBOX}]},
-         ["hooks.createContainer", "not supported yet", "prestart, createRuntime"]),
+        ("a hook of a name the spec does not have", {"preStart": [{"path": BUSYBOX}]},
+         ["hooks.preStart", "not a hook stockade knows"]),
     ]:
         bundle = make_bundle(scratch, "bad-" + what.replace(" ", "-"), parked, owner,
                              with_hooks(base, hooks))
@@ -331,6 +331,178 @@ def hooks_with_closed_stdio(rt, scratch, owner, base, out):
     rt("delete", "--force", "s1")
 
 
+def host_processes_with(word):
+    """Host pids whose command line has `word` as one of its arguments."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                args = f.read().split(b"\0")
+        except OSError:
+            continue
+        if word.encode() in args:
+            found.append(int(entry))
+    return found
+
+
+def container_namespace_hooks(rt, scratch, owner, base, out):
+    """createContainer and startContainer, run in the container's namespaces
+    as runc's init runs them: createContainer by init with the root built
+    and before pivot_root (its path the host's), startContainer by the
+    command after start, under its filter, right before its execve (its
+    path the container's). What each read and where it ran is compared with
+    what the host sees of the container's init."""
+    # A host directory under /tmp: create's staging mount covers /tmp in the
+    # container's mount namespace, so the image plants a file at the same
+    # path beneath its root; the hook must be the host's all the same.
+    host_dir = tempfile.mkdtemp(prefix="stockade-cc-hook-", dir="/tmp")
+    try:
+        os.chmod(host_dir, 0o755)
+        host_sh = os.path.join(host_dir, "sh")
+        shutil.copy(BUSYBOX, host_sh)
+        os.chmod(host_sh, 0o755)
+        planted = os.path.join(scratch, "rootfs", os.path.basename(host_dir))
+        os.makedirs(planted)
+        with open(os.path.join(planted, "sh"), "w") as f:
+            f.write("#!/bin/sh\necho image > /out/cc-which\n")
+        os.chmod(os.path.join(planted, "sh"), 0o755)
+        if owner:
+            for p in (planted, os.path.join(planted, "sh")):
+                os.chown(p, owner, owner)
+
+        rec = os.path.join(out, "cc")
+        record = ('cat > "$0.state"; echo $$ > "$0.pid"; '
+                  'for n in user mnt net ipc uts; do readlink /proc/self/ns/$n; done > "$0.ns"; '
+                  'id -u > "$0.uid"; ls -l /proc/self/fd/ > "$0.fds"; echo host > "$0.which"; '
+                  '(exec sleep 3131) & echo started')
+        start_script = "/stockade-start-hook.sh"
+        with open(os.path.join(scratch, "rootfs", start_script[1:]), "w") as f:
+            f.write("#!/bin/sh\ncat > /out/sc.state\n"
+                    "grep -E '^(Uid|CapEff|CapBnd|NoNewPrivs|Seccomp):' /proc/self/status "
+                    "> /out/sc.status\necho \"$1\" > /out/sc.arg\n")
+        os.chmod(os.path.join(scratch, "rootfs", start_script[1:]), 0o755)
+        annotations = {"org.example.cc": "yes"}
+        config = with_hooks(base, {
+            "createContainer": [{"path": host_sh, "args": ["sh", "-c", record, rec],
+                                 "env": ["PATH=/usr/bin:/bin"]}],
+            "startContainer": [{"path": start_script, "args": [start_script, "from-args"]}],
+        }, annotations)
+        command = ("grep -E '^(Uid|CapEff|CapBnd|NoNewPrivs|Seccomp):' /proc/self/status "
+                   "> /out/cmd.status; test -e /out/sc.state && echo after > /out/cmd.saw; "
+                   "exec sleep 1000")
+        bundle = make_bundle(scratch, "cc", ["sh", "-c", command], owner, config)
+        r = rt("create", "--bundle", bundle, "cc1")
+        check("container hooks: create with createContainer and startContainer returns 0",
+              r.returncode == 0, r.stderr)
+        if r.returncode != 0:
+            return
+        st = state_of(rt, "cc1") or {}
+        init = st.get("pid", 0)
+        try:
+            seen = json.loads(read(rec + ".state"))
+        except (OSError, ValueError) as e:
+            seen = {"unreadable": str(e)}
+        check("container hooks: createContainer read the state: id, status creating, pid 1 "
+              "(init, as the container's pid namespace numbers it), bundle, annotations",
+              seen.get("id") == "cc1" and seen.get("status") == "creating" and
+              seen.get("pid") == 1 and seen.get("bundle") == st.get("bundle") and
+              seen.get("annotations") == annotations and seen.get("ociVersion"), seen)
+        theirs = [os.readlink(f"/proc/{init}/ns/{n}") for n in ("user", "mnt", "net", "ipc", "uts")]
+        ours = [os.readlink(f"/proc/self/ns/{n}") for n in ("user", "mnt", "net", "ipc", "uts")]
+        hook_ns = read(rec + ".ns").split() if os.path.exists(rec + ".ns") else []
+        check("container hooks: createContainer ran in the container's user, mount, network, "
+              "IPC and UTS namespaces (as the host reads them of its init), none the host's",
+              hook_ns == theirs and all(a != b for a, b in zip(theirs, ours)),
+              (hook_ns, theirs, ours))
+        check("container hooks: ...as PID 1 of a pid namespace of its own, uid 0 of the "
+              "container's user namespace",
+              read(rec + ".pid").strip() == "1" and read(rec + ".uid").strip() == "0",
+              (read(rec + ".pid"), read(rec + ".uid")))
+        check("container hooks: ...the host's executable at a path the staging mount covers "
+              "(/tmp), not the image's file planted at the same path",
+              read(rec + ".which").strip() == "host" and
+              not os.path.exists(os.path.join(out, "cc-which")), os.listdir(out))
+        fds = read(rec + ".fds")
+        links = {int(line.split(" -> ")[0].split()[-1]): line.split(" -> ", 1)[1]
+                 for line in fds.splitlines() if " -> " in line}
+        check("container hooks: ...holding no fd of the runtime's or init's (0-2, its own "
+              "executable at 3, ls's own directory)",
+              sorted(links)[:4] == [0, 1, 2, 3] and max(links) <= 4 and
+              links[3] == host_sh and "socket:" not in fds and
+              all(links[n].startswith("/proc/") for n in links if n > 3), fds)
+        check("container hooks: what createContainer left running (sleep 3131) did not outlive it",
+              host_processes_with("3131") == [], host_processes_with("3131"))
+        check("container hooks: startContainer has not run at create",
+              not os.path.exists(os.path.join(out, "sc.state")))
+        r = rt("start", "cc1")
+        check("container hooks: start returns 0", r.returncode == 0, r.stderr)
+        check("container hooks: the command ran after startContainer",
+              wait_for(lambda: os.path.exists(os.path.join(out, "cmd.saw"))), os.listdir(out))
+        try:
+            seen = json.loads(read(os.path.join(out, "sc.state")))
+        except (OSError, ValueError) as e:
+            seen = {"unreadable": str(e)}
+        check("container hooks: startContainer (a path only the image has) read the state: "
+              "status created, pid 1, its args",
+              seen.get("id") == "cc1" and seen.get("status") == "created" and
+              seen.get("pid") == 1 and seen.get("annotations") == annotations and
+              read(os.path.join(out, "sc.arg")).strip() == "from-args", seen)
+        check("container hooks: startContainer is held by what holds the command (ids, "
+              "capabilities, no_new_privs, seccomp)",
+              read(os.path.join(out, "sc.status")) == read(os.path.join(out, "cmd.status")),
+              (read(os.path.join(out, "sc.status")), read(os.path.join(out, "cmd.status"))))
+        rt("delete", "--force", "cc1")
+        check("container hooks: deleted, nothing under --root", os.listdir(rt.root) == [],
+              os.listdir(rt.root))
+
+        # Failures: createContainer fails create as prestart does; a
+        # startContainer that fails ends the container before its command,
+        # and its record says why.
+        parked = ["sleep", "1000"]
+        for what, hooks, words in [
+                ("exits 3", [{"path": host_sh, "args": ["sh", "-c",
+                                                        "echo cc-boom >&2; exit 3"]}],
+                 ["error running createContainer hook #0", host_sh, "exit status 3",
+                  "stderr: cc-boom"]),
+                ("runs past its timeout", [{"path": host_sh, "args": ["sh", "-c", "sleep 3132"],
+                                            "timeout": 1}],
+                 ["createContainer hook #0", "ran past specified timeout of 1.0s"])]:
+            bundle = make_bundle(scratch, "cc-fail-" + what.split()[0], parked, owner,
+                                 with_hooks(base, {"createContainer": hooks}))
+            r = rt("create", "--bundle", bundle, "cc2")
+            check(f"container hooks: a createContainer hook that {what} fails create (exit 1), "
+                  "named, nothing left under --root, no process left",
+                  r.returncode == 1 and all(w in r.stderr for w in words) and
+                  os.listdir(rt.root) == [] and
+                  wait_for(lambda: host_processes_with("3132") == []),
+                  (r.returncode, r.stderr, os.listdir(rt.root)))
+        for what, hook_def, words in [
+                ("exits 3", {"path": "/bin/sh", "args": ["sh", "-c", "echo sc-boom >&2; exit 3"]},
+                 ["startContainer hook #0", "exit status 3", "sc-boom"]),
+                ("is missing from the image", {"path": "/no/such/start-hook"},
+                 ["startContainer hook #0", "/no/such/start-hook", "exec failed", "ENOENT"])]:
+            marker = os.path.join(out, "sc-fail-ran")
+            bundle = make_bundle(scratch, "sc-fail-" + what.split()[0], [
+                "sh", "-c", "touch /out/sc-fail-ran"], owner,
+                with_hooks(base, {"startContainer": [hook_def]}))
+            r = rt("create", "--bundle", bundle, "sc2")
+            ok = r.returncode == 0
+            r = rt("start", "sc2")
+            stopped = wait_for(lambda: (state_of(rt, "sc2") or {}).get("status") == "stopped")
+            st = state_of(rt, "sc2") or {}
+            failure = json.dumps(st.get("stockade", {}))
+            check(f"container hooks: a startContainer hook that {what}: start returns 0 (as "
+                  "runc), the container stops before its command, the record names the hook",
+                  ok and r.returncode == 0 and stopped and not os.path.exists(marker) and
+                  all(w in failure for w in words), (r.returncode, r.stderr, st))
+            rt("delete", "--force", "sc2")
+            check("container hooks: ...deleted, nothing under --root", os.listdir(rt.root) == [])
+    finally:
+        shutil.rmtree(host_dir, ignore_errors=True)
+
+
 def hooks_in_runtime_namespaces(rt, scratch, owner, base, out):
     """As root, a container joining a network namespace by path (a pod's):
     create has joined it before its clone, yet its hooks run in the
@@ -376,6 +548,7 @@ def main():
         failing_hooks(rt, scratch, owner, base, out)
         hooks_under_run(rt, scratch, owner, base, out)
         hooks_with_closed_stdio(rt, scratch, owner, base, out)
+        container_namespace_hooks(rt, scratch, owner, base, out)
         if mode == "root":
             hooks_in_runtime_namespaces(rt, scratch, owner, base, out)
     finally:

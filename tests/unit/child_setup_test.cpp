@@ -105,8 +105,14 @@ TEST_CASE("child setup: the orderings security depends on", "[setup]") {
     CHECK(indexOf(S::NoNewPrivs) < indexOf(S::LandlockRestrict));
     CHECK(indexOf(S::LandlockRestrict) < indexOf(S::Seccomp));
     CHECK(indexOf(S::DropCapabilities) < indexOf(S::NoNewPrivs));
-    // seccomp is the command's last step before execve.
-    CHECK(indexOf(S::Seccomp) + 1 == indexOf(S::Exec));
+    // seccomp is the command's last step before execve, but for an OCI
+    // container's startContainer hooks, which run under it.
+    CHECK(indexOf(S::Seccomp) + 1 == indexOf(S::StartContainerHooks));
+    CHECK(indexOf(S::StartContainerHooks) + 1 == indexOf(S::Exec));
+    CHECK(table()[indexOf(S::StartContainerHooks)].process == StepProcess::Command);
+    // createContainer hooks: the root complete, the host's tree still there.
+    CHECK(indexOf(S::SealRoot) + 1 == indexOf(S::CreateContainerHooks));
+    CHECK(indexOf(S::CreateContainerHooks) + 1 == indexOf(S::PivotRoot));
     CHECK(table()[indexOf(S::Exec)].process == StepProcess::Command);
     // /proc is mounted in the new root before the old one goes.
     CHECK(indexOf(S::BuildRoot) < indexOf(S::PivotRoot));

@@ -459,13 +459,13 @@ TEST_CASE("oci config: what stockade cannot honour is refused, naming the field"
          [](json& d) {
              d["linux"]["intelRdt"] = {{"closID", "a"}};
          }},
-        {"hooks.createContainer",
+        {"hooks.createContainer[0].path",
          [](json& d) {
-             d["hooks"] = {{"createContainer", {{{"path", "/bin/true"}}}}};
+             d["hooks"] = {{"createContainer", {{{"path", "bin/true"}}}}};
          }},
-        {"hooks.startContainer",
+        {"hooks.startContainer[0].timeout",
          [](json& d) {
-             d["hooks"] = {{"startContainer", {{{"path", "/bin/true"}}}}};
+             d["hooks"] = {{"startContainer", {{{"path", "/bin/true"}, {"timeout", 0}}}}};
          }},
         {"hooks.onReboot",
          [](json& d) {

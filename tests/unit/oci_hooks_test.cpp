@@ -7,10 +7,16 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "base/unique_fd.h"
 #include "oci/hook_exec_in_child.h"
+#include "oci/hooks.h"
+#include "runtime/child/hooks_in_child.h"
 
 using namespace stockade;
 
@@ -78,4 +84,99 @@ TEST_CASE(
     CHECK(WEXITSTATUS(status) == 3);
     CHECK(got_out == state + "out-text\n");
     CHECK(got_err == "err-text\n");
+}
+
+// createContainer and startContainer (runtime/child/hooks_in_child.h): the
+// child side's runner, here in the test's own process (no namespace: the
+// startContainer shape), with create's copy of the hooks.
+namespace {
+
+std::string readAll(const std::string& path) {
+    std::string out;
+    UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    char buf[4096];
+    ssize_t n;
+    while (fd && (n = read(fd.get(), buf, sizeof(buf))) > 0) out.append(buf, n);
+    return out;
+}
+
+oci::Hook shHook(const std::string& script, std::optional<int> timeout = {}) {
+    oci::Hook h;
+    h.path = "/bin/sh";
+    h.args = {"sh", "-c", script};
+    h.env = {"PATH=/usr/bin:/bin"};
+    h.timeout = timeout;
+    return h;
+}
+
+}  // namespace
+
+TEST_CASE("oci hooks: the child side runs the container's hooks in order with the state, "
+          "and names the first that fails",
+          "[oci]") {
+    char dir_template[] = "/tmp/stockade-hooks-unit-XXXXXX";
+    REQUIRE(mkdtemp(dir_template));
+    const std::string dir = dir_template;
+    // An annotation that reads like the pid field must not be taken for it.
+    nlohmann::json state = {{"ociVersion", "1.2.0"},
+                            {"id", "c1"},
+                            {"status", "created"},
+                            {"annotations", {{"pid", "\"pid\":9999999999"}}}};
+    std::vector<UniqueFd> held;
+    std::vector<oci::Hook> list = {shHook("cat > " + dir + "/state; echo ran > " + dir + "/first"),
+                                   shHook("printf 'bo\\001om' >&2; echo out; exit 3"),
+                                   shHook("echo never > " + dir + "/third")};
+    auto made = oci::childHookList("startContainer", list, state, false, held);
+    REQUIRE(made);
+    CHECK(held.empty());
+    CHECK(made->state.substr(made->pid_offset, kHookPidSlot) == "9999999999");
+    char note[160];
+    int err = runHooksInChild(*made, 4242, note, sizeof(note));
+    CHECK(err == ECANCELED);
+    CHECK(std::string(note) ==
+          "error running startContainer hook #1 (/bin/sh): exit status 3, stdout: out?, "
+          "stderr: bo?om");
+    auto seen = nlohmann::json::parse(readAll(dir + "/state"), nullptr, false);
+    REQUIRE_FALSE(seen.is_discarded());
+    CHECK(seen["pid"] == 4242);
+    CHECK(seen["id"] == "c1");
+    CHECK(seen["annotations"]["pid"] == "\"pid\":9999999999");
+    CHECK(readAll(dir + "/first") == "ran\n");
+    CHECK(readAll(dir + "/third").empty());
+
+    // Past its timeout: killed with what it started, named by its timeout.
+    std::vector<oci::Hook> slow = {
+        shHook("sleep 300 & echo $! > " + dir + "/bg; exec sleep 300", 1)};
+    made = oci::childHookList("startContainer", slow, state, false, held);
+    REQUIRE(made);
+    CHECK(runHooksInChild(*made, 7, note, sizeof(note)) == ETIMEDOUT);
+    CHECK(std::string(note) == "error running startContainer hook #0 (/bin/sh): hook ran past "
+                               "specified timeout of 1.0s (killed)");
+    const std::string bg = readAll(dir + "/bg");
+    REQUIRE_FALSE(bg.empty());
+    const pid_t bg_pid = std::stoi(bg);
+    // Reaped by init in a container; here the test is its reaper, if it
+    // reparented to us, else it is gone.
+    for (int i = 0; i < 200 && kill(bg_pid, 0) == 0; ++i) {
+        waitpid(bg_pid, nullptr, WNOHANG);
+        usleep(10000);
+    }
+    CHECK(kill(bg_pid, 0) != 0);
+
+    // A path that does not exist, and one opened by create beforehand.
+    oci::Hook missing;
+    missing.path = "/no/such/hook";
+    made = oci::childHookList("startContainer", {missing}, state, false, held);
+    REQUIRE(made);
+    CHECK(runHooksInChild(*made, 7, note, sizeof(note)) == ENOENT);
+    CHECK(std::string(note) == "error running startContainer hook #0 (/no/such/hook): exec failed");
+    CHECK_FALSE(oci::childHookList("createContainer", {missing}, state, true, held));
+    made = oci::childHookList("createContainer", {shHook("echo by-fd > " + dir + "/fd")}, state,
+                              true, held);
+    REQUIRE(made);
+    REQUIRE(held.size() == 1);
+    CHECK(made->hooks[0].exec_fd == held[0].get());
+    CHECK(runHooksInChild(*made, 1, note, sizeof(note)) == 0);
+    CHECK(readAll(dir + "/fd") == "by-fd\n");
+    std::filesystem::remove_all(dir);
 }

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/mount.h>
+#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -73,6 +74,16 @@ Status writePidFile(const std::string& path, pid_t pid) {
 
 // The message for a child's setup failure, runc's words where podman maps
 // them to an exit code (127, 126).
+// create ended by the client's signal, read from `cancel_fd` (a signalfd).
+Error cancelled(int cancel_fd) {
+    signalfd_siginfo info{};
+    int sig = read(cancel_fd, &info, sizeof(info)) == sizeof(info) ? int(info.ssi_signo) : 0;
+    const char* abbrev = sig ? sigabbrev_np(sig) : nullptr;
+    return Error::message(std::string("container setup failed: create ended by ") +
+                          (abbrev ? std::string("SIG") + abbrev : std::string("a signal")) +
+                          " before the container was created");
+}
+
 std::string childFailure(const ChildMessage& msg, const ChildPlan& plan) {
     // A createContainer hook's failure is its own message, as prestart's
     // is ("error running createContainer hook #0 (PATH): exit status 3,
@@ -466,6 +477,15 @@ Status createContainer(const std::string& root_dir, const std::string& id,
     // the clone, which inherits the mask (runtime/supervisor/sandbox_launch.h).
     sigset_t mask = signalsForInit();
     if (sigprocmask(SIG_BLOCK, &mask, nullptr) < 0) return Error::fromErrno("sigprocmask()");
+    // Blocked, a client's SIGTERM (timeout(1), a shim giving up) would not
+    // end a create that waits on its child or a hook: it is read here
+    // instead, and ends create as a failure does, nothing left behind.
+    sigset_t ending;
+    sigemptyset(&ending);
+    for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&ending, sig);
+    UniqueFd cancel(signalfd(-1, &ending, SFD_CLOEXEC | SFD_NONBLOCK));
+    if (!cancel) return Error::fromErrno("signalfd()");
+    hook_place.cancel_fd = cancel.get();
 
     LaunchSpec spec;
     spec.namespaces = cplan.clone_flags;
@@ -514,13 +534,17 @@ Status createContainer(const std::string& root_dir, const std::string& id,
         return Error::fromErrno("setgroups(the runtime's own " + std::to_string(own_groups.size()) +
                                 " groups)");
 
-    // Parked, or the first failure the child names, or its end.
+    // Parked, or the first failure the child names, or its end, or the
+    // client's signal.
     while (true) {
-        pollfd fds[2] = {{launched.sync.get(), POLLIN, 0}, {started_pidfd.get(), POLLIN, 0}};
-        if (poll(fds, 2, -1) < 0) {
+        pollfd fds[3] = {{launched.sync.get(), POLLIN, 0},
+                         {started_pidfd.get(), POLLIN, 0},
+                         {cancel.get(), POLLIN, 0}};
+        if (poll(fds, 3, -1) < 0) {
             if (errno == EINTR) continue;
             return Error::fromErrno("poll()");
         }
+        if (fds[2].revents) return cancelled(cancel.get());
         ChildMessage msg;
         ssize_t n = recv(launched.sync.get(), &msg, sizeof(msg), MSG_DONTWAIT);
         if (n == sizeof(msg)) {
@@ -569,10 +593,13 @@ Status createContainer(const std::string& root_dir, const std::string& id,
     record.hooks.poststop = config->hooks.poststop;
     if (!config->hooks.prestart.empty() || !config->hooks.create_runtime.empty()) {
         const std::string state = stateJson(record, Status3::Created);
-        if (auto s = runHooks("prestart", config->hooks.prestart, state, hook_place); !s)
-            return s.error();
-        if (auto s = runHooks("createRuntime", config->hooks.create_runtime, state, hook_place); !s)
-            return s.error();
+        for (auto [name, list] : {std::pair{"prestart", &config->hooks.prestart},
+                                  std::pair{"createRuntime", &config->hooks.create_runtime}})
+            if (auto s = runHooks(name, *list, state, hook_place); !s) {
+                pollfd pending{cancel.get(), POLLIN, 0};
+                if (poll(&pending, 1, 0) == 1) return cancelled(cancel.get());
+                return s.error();
+            }
         if (processStartTime(*started) != record.start_time)
             return Error::message("container setup failed: its init ended during the hooks");
     }

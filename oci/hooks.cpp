@@ -58,6 +58,7 @@ void drain(Captured& c, int max_reads) {
 struct Outcome {
     int exec_errno = 0;
     bool timed_out = false;
+    bool cancelled = false;  // the client's signal, on place.cancel_fd
     siginfo_t info{};
     std::string out, err;
 };
@@ -112,10 +113,11 @@ Result<Outcome> runOne(const Hook& hook, const std::string& state, const HookPla
     bool writing = true;
     const int64_t deadline = hook.timeout ? monotonicMs() + int64_t{*hook.timeout} * 1000 : -1;
     while (true) {
-        pollfd fds[4] = {{pidfd.get(), POLLIN, 0},
+        pollfd fds[5] = {{pidfd.get(), POLLIN, 0},
                          {writing ? in_parent.get() : -1, POLLOUT, 0},
                          {cout.open ? cout.fd.get() : -1, POLLIN, 0},
-                         {cerr.open ? cerr.fd.get() : -1, POLLIN, 0}};
+                         {cerr.open ? cerr.fd.get() : -1, POLLIN, 0},
+                         {place.cancel_fd, POLLIN, 0}};
         int wait_ms = -1;
         if (deadline >= 0) {
             int64_t left = deadline - monotonicMs();
@@ -125,7 +127,7 @@ Result<Outcome> runOne(const Hook& hook, const std::string& state, const HookPla
             }
             wait_ms = static_cast<int>(std::min<int64_t>(left, 60000));
         }
-        int n = poll(fds, 4, wait_ms);
+        int n = poll(fds, 5, wait_ms);
         if (n < 0 && errno != EINTR) {
             Error e = Error::fromErrno("hook: poll()");
             syscall(SYS_pidfd_send_signal, pidfd.get(), SIGKILL, nullptr, 0);
@@ -133,6 +135,12 @@ Result<Outcome> runOne(const Hook& hook, const std::string& state, const HookPla
             return e;
         }
         if (n <= 0) continue;
+        // The client's signal: killed as a hook past its timeout is, the
+        // signal left for create's own loop to read.
+        if (fds[4].revents) {
+            o.cancelled = true;
+            break;
+        }
         if (fds[1].revents) {
             ssize_t w = send(in_parent.get(), state.data() + sent, state.size() - sent,
                              MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -147,7 +155,7 @@ Result<Outcome> runOne(const Hook& hook, const std::string& state, const HookPla
         // Its exit ends the wait, whatever its pipes still hold open.
         if (fds[0].revents) break;
     }
-    if (o.timed_out) {
+    if (o.timed_out || o.cancelled) {
         // The group the child made (hook_exec_in_child.cpp), while the hook
         // is unreaped (its pid, and so the group's id, cannot be reused),
         // then the hook by its pidfd, should the group not have been made.
@@ -173,6 +181,7 @@ std::string failureOf(const Hook& hook, const Result<Outcome>& r) {
     if (o.exec_errno)
         return "exec " + hook.path + ": " + strerror(o.exec_errno) + " (" +
                errnoName(o.exec_errno) + ")";
+    if (o.cancelled) return "killed: create was ended by a signal";
     if (o.timed_out) {
         char secs[32];
         snprintf(secs, sizeof(secs), "%d.0s", *hook.timeout);

@@ -62,6 +62,10 @@ Status checkHookPaths(const Hooks& hooks);
 // clone (the hook belongs to the runtime's own).
 struct HookPlace {
     std::vector<std::pair<int, int>> namespaces;
+    // A signalfd of the client's SIGTERM, SIGINT and SIGHUP (blocked in
+    // create): readable, the hook is killed as one past its timeout and
+    // the run fails. -1: none.
+    int cancel_fd = -1;
 };
 
 // Runs `list` in order with `state_json` on each one's stdin; stops at the

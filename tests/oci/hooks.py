@@ -503,6 +503,37 @@ def container_namespace_hooks(rt, scratch, owner, base, out):
         shutil.rmtree(host_dir, ignore_errors=True)
 
 
+def create_ended_by_signal(rt, scratch, owner, base, out):
+    """A create held by a hook with no timeout (none is invented, as under
+    runc) is ended by the client's SIGTERM, as timeout(1) or a shim giving
+    up sends it: create fails naming the signal, the hook, the init and
+    everything under --root gone."""
+    for name, script in [("prestart", "echo $$ > \"$0\"; exec sleep 3141"),
+                         ("createContainer", "echo 1 > \"$0\"; exec sleep 3141")]:
+        marker = os.path.join(out, f"held-{name}")
+        hook_def = {"path": BUSYBOX, "args": ["sh", "-c", script, marker]}
+        bundle = make_bundle(scratch, f"held-{name}", ["sleep", "1000"], owner,
+                             with_hooks(base, {name: [hook_def]}))
+        p = subprocess.Popen([rt.binary, "--root", rt.root, "create", "--bundle", bundle,
+                              "held"], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True,
+                             preexec_fn=lifecycle.demote if rt.mode == "rootless" else None)
+        try:
+            running = wait_for(lambda: os.path.exists(marker) and
+                               host_processes_with("3141") != [])
+            p.send_signal(15)
+            _, err = p.communicate(timeout=60)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        check(f"hooks: a create held by a {name} hook without a timeout is ended by SIGTERM: "
+              "exit 1 naming the signal, the hook gone, nothing under --root",
+              running and p.returncode == 1 and "SIGTERM" in err and
+              wait_for(lambda: host_processes_with("3141") == []) and
+              os.listdir(rt.root) == [], (running, p.returncode, err, os.listdir(rt.root)))
+
+
 def hooks_in_runtime_namespaces(rt, scratch, owner, base, out):
     """As root, a container joining a network namespace by path (a pod's):
     create has joined it before its clone, yet its hooks run in the
@@ -549,6 +580,7 @@ def main():
         hooks_under_run(rt, scratch, owner, base, out)
         hooks_with_closed_stdio(rt, scratch, owner, base, out)
         container_namespace_hooks(rt, scratch, owner, base, out)
+        create_ended_by_signal(rt, scratch, owner, base, out)
         if mode == "root":
             hooks_in_runtime_namespaces(rt, scratch, owner, base, out)
     finally:

@@ -555,6 +555,10 @@ Status createContainer(const std::string& root_dir, const std::string& id,
             continue;
         }
         if (n < 0 && errno == EAGAIN && !(fds[1].revents & POLLIN)) continue;
+        // init exited with a byte create sent it unread ("placed"): the
+        // socket reports ECONNRESET once, before the messages still queued
+        // (its failure among them).
+        if (n < 0 && errno == ECONNRESET) continue;
         return Error::message("container setup failed: its init ended before it was set up");
     }
 

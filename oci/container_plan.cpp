@@ -534,8 +534,13 @@ Result<ContainerPlan> planContainer(const Config& config, const std::string& bun
             }
     }
 
-    // The image root, bound at the staging directory; the bundle's mounts in
-    // its order, each target resolved inside the image.
+    // The image root, bound onto itself as the staging directory (as runc
+    // builds it, in place): the bundle's mounts in its order, each target
+    // resolved inside the image. While the root is built the host's tree is
+    // still the mount namespace's, and a createContainer hook runs then
+    // with host paths: the staging mount covers no host path but root.path,
+    // which shows it the container's root (a staging directory elsewhere,
+    // such as /tmp, would show it the image at a host path).
     std::string root =
         config.root_path[0] == '/' ? config.root_path : bundle + "/" + config.root_path;
     auto rootfs = resolved(root, "root.path");
@@ -546,7 +551,7 @@ Result<ContainerPlan> planContainer(const Config& config, const std::string& bun
     if (!S_ISDIR(held_root->st.st_mode))
         return Error::message("root.path: " + *rootfs + " is not a directory");
     ns::MountPlan& mounts = plan.mounts;
-    mounts.staging = "/tmp";
+    mounts.staging = *rootfs;
     mounts.root_source = *rootfs;
     mounts.root_writable = !config.root_readonly;
     // The leased block's root owns the image through an idmapped root where

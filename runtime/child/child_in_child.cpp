@@ -318,15 +318,17 @@ int sealRootInChild(ChildPlan& plan, StepState&) noexcept {
 char hook_note[ns::kCallNoteSize];
 
 // An OCI container's createContainer hooks (none for everything else): the
-// root is built and sealed at the staging directory, the host's tree is
-// still this mount namespace's, so each hook's path is the host's, run in
-// the container's user, mount, network, IPC and UTS namespaces with init's
-// credentials, as runc's init runs them before its pivot_root. Each is PID
-// 1 of a pid namespace of its own inside the container's, so that nothing
-// it starts outlives it holding the host's root.
+// root is built at root.path (the staging directory), not yet sealed, and
+// the host's tree is still this mount namespace's, so each hook's path is
+// the host's, run in the container's user, mount, network, IPC and UTS
+// namespaces with init's credentials, as runc's init runs them before its
+// pivot_root. Each is PID 1 of a pid namespace of its own inside the
+// container's, so that nothing it starts outlives it holding the host's
+// root. create gone (the sync socket hung up) ends the hook and init.
 int createContainerHooksInChild(ChildPlan& plan, StepState& state) noexcept {
     int err = runHooksInChild(plan.create_container_hooks, getpid(), hook_note,
-                              sizeof(hook_note));
+                              sizeof(hook_note), plan.sync_fd);
+    if (err == kHooksWatchHungUp) return kSupervisorGone;
     if (err) state.call = hook_note;
     return err;
 }
@@ -545,7 +547,7 @@ int seccompInChild(ChildPlan& plan, StepState&) noexcept {
 // the one place a client shows after `start` has returned.
 int startContainerHooksInChild(ChildPlan& plan, StepState& state) noexcept {
     int err = runHooksInChild(plan.start_container_hooks, getppid(), hook_note,
-                              sizeof(hook_note));
+                              sizeof(hook_note), -1);
     if (err) {
         state.call = hook_note;
         char line[sizeof(hook_note) + 16];
@@ -636,11 +638,11 @@ constexpr SetupStep kSteps[] = {
     {{S::BuildRoot, P::Init, L::MountNs,
       "the new root, /proc inside it while the old root is still there to make it allowed"},
      buildRootInChild},
-    {{S::SealRoot, P::Init, L::MountNs, "read-only once every mount is in place"}, sealRootInChild},
     {{S::CreateContainerHooks, P::Init, L::MountNs,
       "an OCI container's createContainer hooks: the root complete, the host's tree still there "
       "for their paths (runtime-spec: before pivot_root); a no-op for run"},
      createContainerHooksInChild},
+    {{S::SealRoot, P::Init, L::MountNs, "read-only once every mount is in place"}, sealRootInChild},
     {{S::PivotRoot, P::Init, L::MountNs, "the host's tree goes once the new root is complete"},
      pivotRootInChild},
     {{S::LandlockRules, P::Init, L::Landlock,
@@ -779,10 +781,11 @@ static_assert(indexOf(S::Seccomp) + 1 == indexOf(S::StartContainerHooks) &&
                   indexOf(S::StartContainerHooks) + 1 == indexOf(S::Exec),
               "seccomp last before execve, but for the startContainer hooks under it");
 // A createContainer hook's path is the host's: it runs while the host's
-// tree is still this mount namespace's, once the root is complete.
-static_assert(indexOf(S::SealRoot) + 1 == indexOf(S::CreateContainerHooks) &&
-                  indexOf(S::CreateContainerHooks) + 1 == indexOf(S::PivotRoot),
-              "createContainer hooks after the root is sealed, before pivot_root");
+// tree is still this mount namespace's, once the root is built (and before
+// it is sealed read-only, as runc seals it after them).
+static_assert(indexOf(S::BuildRoot) + 1 == indexOf(S::CreateContainerHooks) &&
+                  indexOf(S::CreateContainerHooks) + 1 == indexOf(S::SealRoot),
+              "createContainer hooks once the root is built, before it is sealed and pivoted");
 // A procfs may be mounted in a user namespace only while a fully visible one
 // is mounted in its mount namespace (the kernel's mount_too_revealing(),
 // fs/namespace.c): /proc and the masks over it are mounts of BuildRoot,
@@ -925,6 +928,11 @@ const SetupStepInfo* setupSteps(size_t* count) noexcept {
 }
 
 [[noreturn]] void runChildInChild(ChildPlan& plan) noexcept {
+    // Before any step, in every mode and tier, before anything is forked
+    // from here: the supervisor's end of the sync socket is the
+    // supervisor's alone (ChildPlan::supervisor_sync_fd).
+    if (plan.supervisor_sync_fd >= 0) close(plan.supervisor_sync_fd);
+    plan.supervisor_sync_fd = -1;
     StepState state;
     for (const SetupStep& step : kSteps)
         if (step.info.process == StepProcess::Init && includedInChild(plan, step))

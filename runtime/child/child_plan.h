@@ -81,6 +81,10 @@ struct ChildPlan {
     int stdout_fd = -1;  // write ends of the capture pipes, dup'ed to 1 and 2
     int stderr_fd = -1;
     int sync_fd = -1;  // the child's end of the sync socket
+    // The supervisor's end, which the clone inherits: closed by the child
+    // first thing, so that the supervisor's death is a hang-up the child
+    // sees while it builds (an OCI createContainer hook is ended by it).
+    int supervisor_sync_fd = -1;
 
     int last_cap = 40;
     std::vector<RlimitSetting> rlimits;

@@ -147,11 +147,12 @@ struct OutcomeInChild {
     const char* call = nullptr;
     int exec_errno = 0;
     bool timed_out = false;
+    bool hung_up = false;  // the watched socket's peer went away
     siginfo_t info{};
     StreamInChild out, err_stream;
 };
 
-void runOneInChild(ChildHook& hook, int state_fd, bool own_pid_namespace,
+void runOneInChild(ChildHook& hook, int state_fd, bool own_pid_namespace, int watch_fd,
                    OutcomeInChild& o) noexcept {
     int out[2] = {-1, -1}, err[2] = {-1, -1}, report[2] = {-1, -1};
     if (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0 || pipe2(report, O_CLOEXEC) < 0) {
@@ -188,10 +189,13 @@ void runOneInChild(ChildHook& hook, int state_fd, bool own_pid_namespace,
                 }
                 wait_ms = static_cast<int>(left < 60000 ? left : 60000);
             }
-            pollfd fds[3] = {{pidfd, POLLIN, 0},
+            // The watched socket by its hang-up only: a message queued on
+            // it meanwhile is the next step's to read.
+            pollfd fds[4] = {{pidfd, POLLIN, 0},
                              {o.out.open ? o.out.fd : -1, POLLIN, 0},
-                             {o.err_stream.open ? o.err_stream.fd : -1, POLLIN, 0}};
-            int n = poll(fds, 3, wait_ms);
+                             {o.err_stream.open ? o.err_stream.fd : -1, POLLIN, 0},
+                             {watch_fd, POLLRDHUP, 0}};
+            int n = poll(fds, 4, wait_ms);
             if (n < 0 && errno != EINTR) {
                 o.err = errno;
                 o.call = "poll()";
@@ -199,6 +203,11 @@ void runOneInChild(ChildHook& hook, int state_fd, bool own_pid_namespace,
                 break;
             }
             if (n <= 0) continue;
+            if (fds[3].revents & (POLLRDHUP | POLLHUP | POLLERR)) {
+                o.hung_up = true;
+                o.timed_out = true;  // killed below, like one past its time
+                break;
+            }
             if (fds[1].revents) drainInChild(o.out);
             if (fds[2].revents) drainInChild(o.err_stream);
             // Its exit ends the wait, whatever its pipes still hold open.
@@ -229,8 +238,8 @@ void runOneInChild(ChildHook& hook, int state_fd, bool own_pid_namespace,
 
 }  // namespace
 
-int runHooksInChild(ChildHookList& list, pid_t state_pid, char* note_buf,
-                    size_t note_size) noexcept {
+int runHooksInChild(ChildHookList& list, pid_t state_pid, char* note_buf, size_t note_size,
+                    int watch_fd) noexcept {
     NoteInChild note{note_buf, note_size};
     if (note_size > 0) note_buf[0] = '\0';
     if (list.hooks.empty()) return 0;
@@ -275,7 +284,11 @@ int runHooksInChild(ChildHookList& list, pid_t state_pid, char* note_buf,
             return e;
         }
         OutcomeInChild o;
-        runOneInChild(hook, state_fd, list.own_pid_namespace, o);
+        runOneInChild(hook, state_fd, list.own_pid_namespace, watch_fd, o);
+        if (o.hung_up) {
+            close(state_fd);
+            return kHooksWatchHungUp;
+        }
         int result = 0;
         NoteInChild why{note_buf, note_size};
         why.add("error running ");

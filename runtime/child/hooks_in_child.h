@@ -24,6 +24,10 @@ namespace stockade {
 // stdout: ..., stderr: ..." (ECANCELED, or ETIMEDOUT for "hook ran past
 // specified timeout of 1.0s (killed)"); "... (/x): exec failed" with
 // execve's errno; a call of the runner's own that failed with its errno.
-int runHooksInChild(ChildHookList& list, pid_t state_pid, char* note, size_t note_size) noexcept;
+// With `watch_fd` (a socket; -1: none), a hang-up of its peer kills the
+// running hook as a timeout does and returns kHooksWatchHungUp, no note.
+inline constexpr int kHooksWatchHungUp = -1;
+int runHooksInChild(ChildHookList& list, pid_t state_pid, char* note, size_t note_size,
+                    int watch_fd) noexcept;
 
 }  // namespace stockade

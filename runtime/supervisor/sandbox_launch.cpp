@@ -149,6 +149,7 @@ bool launchSandbox(ChildPlan& plan, const LaunchSpec& spec, LaunchedSandbox& out
         plan.netns_fd_slot = netns_slot.get();
     }
     plan.sync_fd = sync_child.get();
+    plan.supervisor_sync_fd = out.sync ? out.sync.get() : -1;
     findWipeRanges(plan);
 
     int pidfd = -1;

@@ -359,7 +359,7 @@ def container_namespace_hooks(rt, scratch, owner, base, out):
     # path beneath its root; the hook must be the host's all the same.
     host_dir = tempfile.mkdtemp(prefix="stockade-cc-hook-", dir="/tmp")
     try:
-        os.chmod(host_dir, 0o755)
+        os.chmod(host_dir, 0o1777)  # the hook's ids (as root: the leased ones) write hook.log
         host_sh = os.path.join(host_dir, "sh")
         shutil.copy(BUSYBOX, host_sh)
         os.chmod(host_sh, 0o755)
@@ -372,10 +372,25 @@ def container_namespace_hooks(rt, scratch, owner, base, out):
             for p in (planted, os.path.join(planted, "sh")):
                 os.chown(p, owner, owner)
 
+        # A trusted hook that writes a fixed /tmp path, and an image that
+        # plants a symlink at that path beneath its root, to a host canary.
+        canary = os.path.join(scratch, "cc-canary")
+        with open(canary, "w") as f:
+            f.write("original\n")
+        os.chmod(canary, 0o666)
+        os.symlink(canary, os.path.join(planted, "hook.log"))
+        # A directory of the image anyone may write (the image root is
+        # root's): the hook writes there through root.path.
+        os.makedirs(os.path.join(scratch, "rootfs", "cc-dir"))
+        os.chmod(os.path.join(scratch, "rootfs", "cc-dir"), 0o1777)
         rec = os.path.join(out, "cc")
-        record = ('cat > "$0.state"; echo $$ > "$0.pid"; '
+        record = (f'echo hook-was-here >> {host_dir}/hook.log; '
+                  'cat > "$0.state"; echo $$ > "$0.pid"; '
                   'for n in user mnt net ipc uts; do readlink /proc/self/ns/$n; done > "$0.ns"; '
                   'id -u > "$0.uid"; ls -l /proc/self/fd/ > "$0.fds"; echo host > "$0.which"; '
+                  'b=$(sed -n \'s/.*"bundle":"\\([^"]*\\)".*/\\1/p\' "$0.state"); '
+                  'test -e "$b/rootfs/out/cc.state" && echo yes > "$0.sees-mounts"; '
+                  '{ echo made-by-hook > "$b/rootfs/cc-dir/cc-made"; } 2> "$0.made-err"; '
                   '(exec sleep 3131) & echo started')
         start_script = "/stockade-start-hook.sh"
         with open(os.path.join(scratch, "rootfs", start_script[1:]), "w") as f:
@@ -390,7 +405,8 @@ def container_namespace_hooks(rt, scratch, owner, base, out):
             "startContainer": [{"path": start_script, "args": [start_script, "from-args"]}],
         }, annotations)
         command = ("grep -E '^(Uid|CapEff|CapBnd|NoNewPrivs|Seccomp):' /proc/self/status "
-                   "> /out/cmd.status; test -e /out/sc.state && echo after > /out/cmd.saw; "
+                   "> /out/cmd.status; cat /cc-dir/cc-made > /out/cmd.ccmade; "
+                   "test -e /out/sc.state && echo after > /out/cmd.saw; "
                    "exec sleep 1000")
         bundle = make_bundle(scratch, "cc", ["sh", "-c", command], owner, config)
         r = rt("create", "--bundle", bundle, "cc1")
@@ -420,10 +436,15 @@ def container_namespace_hooks(rt, scratch, owner, base, out):
               "container's user namespace",
               read(rec + ".pid").strip() == "1" and read(rec + ".uid").strip() == "0",
               (read(rec + ".pid"), read(rec + ".uid")))
-        check("container hooks: ...the host's executable at a path the staging mount covers "
-              "(/tmp), not the image's file planted at the same path",
+        check("container hooks: ...the host's executable, not the image's file planted at the "
+              "same path beneath its root (/tmp/...)",
               read(rec + ".which").strip() == "host" and
               not os.path.exists(os.path.join(out, "cc-which")), os.listdir(out))
+        check("container hooks: ...a /tmp path it writes is the host's, not the image's symlink "
+              "at that path to a host canary (canary unchanged)",
+              read(canary) == "original\n" and
+              read(os.path.join(host_dir, "hook.log")) == "hook-was-here\n",
+              (read(canary), os.listdir(host_dir)))
         fds = read(rec + ".fds")
         links = {int(line.split(" -> ")[0].split()[-1]): line.split(" -> ", 1)[1]
                  for line in fds.splitlines() if " -> " in line}
@@ -432,6 +453,9 @@ def container_namespace_hooks(rt, scratch, owner, base, out):
               sorted(links)[:4] == [0, 1, 2, 3] and max(links) <= 4 and
               links[3] == host_sh and "socket:" not in fds and
               all(links[n].startswith("/proc/") for n in links if n > 3), fds)
+        check("container hooks: ...root.path shows it the container's root with its mounts "
+              "(the /out bind), as runc builds the root there",
+              os.path.exists(rec + ".sees-mounts"), os.listdir(out))
         check("container hooks: what createContainer left running (sleep 3131) did not outlive it",
               host_processes_with("3131") == [], host_processes_with("3131"))
         check("container hooks: startContainer has not run at create",
@@ -449,6 +473,12 @@ def container_namespace_hooks(rt, scratch, owner, base, out):
               seen.get("id") == "cc1" and seen.get("status") == "created" and
               seen.get("pid") == 1 and seen.get("annotations") == annotations and
               read(os.path.join(out, "sc.arg")).strip() == "from-args", seen)
+        made = os.path.join(out, "cmd.ccmade")
+        check("container hooks: the command reads the file createContainer wrote through "
+              "root.path (as the container's root, before the root is sealed)",
+              os.path.exists(made) and read(made) == "made-by-hook\n",
+              (read(made) if os.path.exists(made) else os.listdir(out),
+               read(rec + ".made-err") if os.path.exists(rec + ".made-err") else None))
         check("container hooks: startContainer is held by what holds the command (ids, "
               "capabilities, no_new_privs, seccomp)",
               read(os.path.join(out, "sc.status")) == read(os.path.join(out, "cmd.status")),
@@ -501,6 +531,12 @@ def container_namespace_hooks(rt, scratch, owner, base, out):
             check("container hooks: ...deleted, nothing under --root", os.listdir(rt.root) == [])
     finally:
         shutil.rmtree(host_dir, ignore_errors=True)
+        if os.path.isdir(os.path.join(scratch, "rootfs", os.path.basename(host_dir))):
+            shutil.rmtree(os.path.join(scratch, "rootfs", os.path.basename(host_dir)))
+        shutil.rmtree(os.path.join(scratch, "rootfs", "cc-dir"), ignore_errors=True)
+        for left in ("stockade-start-hook.sh",):
+            if os.path.lexists(os.path.join(scratch, "rootfs", left)):
+                os.unlink(os.path.join(scratch, "rootfs", left))
 
 
 def create_ended_by_signal(rt, scratch, owner, base, out):
@@ -532,6 +568,29 @@ def create_ended_by_signal(rt, scratch, owner, base, out):
               running and p.returncode == 1 and "SIGTERM" in err and
               wait_for(lambda: host_processes_with("3141") == []) and
               os.listdir(rt.root) == [], (running, p.returncode, err, os.listdir(rt.root)))
+
+    # SIGKILL cannot be read: create is gone at once, and its init, which
+    # runs the createContainer hook, sees the sync socket hang up, kills the
+    # hook and ends; delete --force then takes what create left under --root.
+    marker = os.path.join(out, "held-kill")
+    bundle = make_bundle(scratch, "held-kill", ["sleep", "1000"], owner, with_hooks(base, {
+        "createContainer": [{"path": BUSYBOX, "args": ["sh", "-c", "echo 1 > \"$0\"; "
+                                                       "exec sleep 3141", marker]}]}))
+    p = subprocess.Popen([rt.binary, "--root", rt.root, "create", "--bundle", bundle, "held"],
+                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL,
+                         preexec_fn=lifecycle.demote if rt.mode == "rootless" else None)
+    running = wait_for(lambda: os.path.exists(marker) and host_processes_with("3141") != [])
+    p.kill()
+    p.wait()
+    ended = wait_for(lambda: host_processes_with("3141") == [] and
+                     host_processes_with(bundle) == [])
+    r = rt("delete", "--force", "held")
+    check("hooks: create killed (SIGKILL) during a createContainer hook: the hook and the "
+          "container's init end with it, and delete --force leaves nothing under --root",
+          running and ended and r.returncode == 0 and os.listdir(rt.root) == [],
+          (running, ended, host_processes_with("3141"), r.returncode, r.stderr,
+           os.listdir(rt.root)))
 
 
 def hooks_in_runtime_namespaces(rt, scratch, owner, base, out):

@@ -110,9 +110,10 @@ TEST_CASE("child setup: the orderings security depends on", "[setup]") {
     CHECK(indexOf(S::Seccomp) + 1 == indexOf(S::StartContainerHooks));
     CHECK(indexOf(S::StartContainerHooks) + 1 == indexOf(S::Exec));
     CHECK(table()[indexOf(S::StartContainerHooks)].process == StepProcess::Command);
-    // createContainer hooks: the root complete, the host's tree still there.
-    CHECK(indexOf(S::SealRoot) + 1 == indexOf(S::CreateContainerHooks));
-    CHECK(indexOf(S::CreateContainerHooks) + 1 == indexOf(S::PivotRoot));
+    // createContainer hooks: the root built, the host's tree still there.
+    CHECK(indexOf(S::BuildRoot) + 1 == indexOf(S::CreateContainerHooks));
+    CHECK(indexOf(S::CreateContainerHooks) + 1 == indexOf(S::SealRoot));
+    CHECK(indexOf(S::SealRoot) < indexOf(S::PivotRoot));
     CHECK(table()[indexOf(S::Exec)].process == StepProcess::Command);
     // /proc is mounted in the new root before the old one goes.
     CHECK(indexOf(S::BuildRoot) < indexOf(S::PivotRoot));

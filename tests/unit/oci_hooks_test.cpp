@@ -3,6 +3,7 @@
 // must still land where the hook looks for it, none overwritten by placing
 // another.
 #include <fcntl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -11,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "base/unique_fd.h"
@@ -131,7 +133,7 @@ TEST_CASE("oci hooks: the child side runs the container's hooks in order with th
     CHECK(held.empty());
     CHECK(made->state.substr(made->pid_offset, kHookPidSlot) == "9999999999");
     char note[160];
-    int err = runHooksInChild(*made, 4242, note, sizeof(note));
+    int err = runHooksInChild(*made, 4242, note, sizeof(note), -1);
     CHECK(err == ECANCELED);
     CHECK(std::string(note) ==
           "error running startContainer hook #1 (/bin/sh): exit status 3, stdout: out?, "
@@ -149,7 +151,7 @@ TEST_CASE("oci hooks: the child side runs the container's hooks in order with th
         shHook("sleep 300 & echo $! > " + dir + "/bg; exec sleep 300", 1)};
     made = oci::childHookList("startContainer", slow, state, false, held);
     REQUIRE(made);
-    CHECK(runHooksInChild(*made, 7, note, sizeof(note)) == ETIMEDOUT);
+    CHECK(runHooksInChild(*made, 7, note, sizeof(note), -1) == ETIMEDOUT);
     CHECK(std::string(note) == "error running startContainer hook #0 (/bin/sh): hook ran past "
                                "specified timeout of 1.0s (killed)");
     const std::string bg = readAll(dir + "/bg");
@@ -168,7 +170,7 @@ TEST_CASE("oci hooks: the child side runs the container's hooks in order with th
     missing.path = "/no/such/hook";
     made = oci::childHookList("startContainer", {missing}, state, false, held);
     REQUIRE(made);
-    CHECK(runHooksInChild(*made, 7, note, sizeof(note)) == ENOENT);
+    CHECK(runHooksInChild(*made, 7, note, sizeof(note), -1) == ENOENT);
     CHECK(std::string(note) == "error running startContainer hook #0 (/no/such/hook): exec failed");
     CHECK_FALSE(oci::childHookList("createContainer", {missing}, state, true, held));
     made = oci::childHookList("createContainer", {shHook("echo by-fd > " + dir + "/fd")}, state,
@@ -176,7 +178,29 @@ TEST_CASE("oci hooks: the child side runs the container's hooks in order with th
     REQUIRE(made);
     REQUIRE(held.size() == 1);
     CHECK(made->hooks[0].exec_fd == held[0].get());
-    CHECK(runHooksInChild(*made, 1, note, sizeof(note)) == 0);
+    CHECK(runHooksInChild(*made, 1, note, sizeof(note), -1) == 0);
     CHECK(readAll(dir + "/fd") == "by-fd\n");
+
+    // The watched socket's peer gone (create killed while init runs its
+    // createContainer hooks): the hook is killed, no note, the runner says so.
+    int pair[2];
+    REQUIRE(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) == 0);
+    UniqueFd ours(pair[0]), peer(pair[1]);
+    char byte = 1;
+    REQUIRE(send(peer.get(), &byte, 1, 0) == 1);  // a message queued is not a hang-up
+    made = oci::childHookList(
+        "createContainer", {shHook("echo $$ > " + dir + "/held; exec sleep 300")}, state, false,
+        held);
+    REQUIRE(made);
+    std::thread closer([&] {
+        for (int i = 0; i < 3000 && readAll(dir + "/held").empty(); ++i) usleep(1000);
+        peer.reset();
+    });
+    err = runHooksInChild(*made, 1, note, sizeof(note), ours.get());
+    closer.join();
+    CHECK(err == kHooksWatchHungUp);
+    const std::string held_pid = readAll(dir + "/held");
+    REQUIRE_FALSE(held_pid.empty());
+    CHECK(kill(std::stoi(held_pid), 0) != 0);
     std::filesystem::remove_all(dir);
 }

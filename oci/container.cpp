@@ -422,6 +422,8 @@ Status createContainer(const std::string& root_dir, const std::string& id,
         *list = std::move(*made);
     }
     plan.create_container_hooks.own_pid_namespace = true;
+    plan.create_container_hooks.root_path = cplan.rootfs;
+    plan.create_container_hooks.uncover = plan.mounts.staging;
     plan.console_socket_fd = console.get();
     plan.start_fifo_read_fd = fifo_read.get();
     plan.start_fifo_write_fd = fifo_write.get();

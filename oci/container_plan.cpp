@@ -534,13 +534,12 @@ Result<ContainerPlan> planContainer(const Config& config, const std::string& bun
             }
     }
 
-    // The image root, bound onto itself as the staging directory (as runc
-    // builds it, in place): the bundle's mounts in its order, each target
-    // resolved inside the image. While the root is built the host's tree is
-    // still the mount namespace's, and a createContainer hook runs then
-    // with host paths: the staging mount covers no host path but root.path,
-    // which shows it the container's root (a staging directory elsewhere,
-    // such as /tmp, would show it the image at a host path).
+    // The image root, bound at the staging directory (/tmp, which the
+    // container's ids can always reach: root.path may be closed to them);
+    // the bundle's mounts in its order, each target resolved inside the
+    // image. A createContainer hook, which runs with the host's tree still
+    // the mount namespace's, gets /tmp back as the host's and the built
+    // root at root.path (runtime/child/hooks_in_child.h).
     std::string root =
         config.root_path[0] == '/' ? config.root_path : bundle + "/" + config.root_path;
     auto rootfs = resolved(root, "root.path");
@@ -551,7 +550,7 @@ Result<ContainerPlan> planContainer(const Config& config, const std::string& bun
     if (!S_ISDIR(held_root->st.st_mode))
         return Error::message("root.path: " + *rootfs + " is not a directory");
     ns::MountPlan& mounts = plan.mounts;
-    mounts.staging = *rootfs;
+    mounts.staging = "/tmp";
     mounts.root_source = *rootfs;
     mounts.root_writable = !config.root_readonly;
     // The leased block's root owns the image through an idmapped root where

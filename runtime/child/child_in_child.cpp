@@ -28,6 +28,7 @@
 #include "namespaces/landlock_in_child.h"
 #include "namespaces/mount_in_child.h"
 #include "namespaces/net_in_child.h"
+#include "namespaces/syscalls.h"
 #include "namespaces/uts_in_child.h"
 #include "runtime/child/child_plan.h"
 #include "runtime/child/child_protocol.h"
@@ -248,6 +249,21 @@ int openSourcesInChild(ChildPlan& plan, StepState& state) noexcept {
                 .arg("not the 1:3 node")
                 .done(ENODEV);
     }
+    // createContainer hooks: root.path, where they find the built root,
+    // opened now as the caller (the container's ids may not reach it) and
+    // before the staging mount covers anything.
+    ChildHookList& hooks = plan.create_container_hooks;
+    if (!hooks.hooks.empty() && !hooks.root_path.empty()) {
+        open_how how{};
+        how.flags = O_PATH | O_CLOEXEC | O_DIRECTORY;
+        how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+        hooks.root_fd = ns::sysOpenat2(AT_FDCWD, hooks.root_path.c_str(), &how);
+        if (hooks.root_fd < 0)
+            return ns::noteCallInChild("openat2")
+                .path(hooks.root_path.c_str())
+                .arg("RESOLVE_NO_SYMLINKS")
+                .done(errno);
+    }
     size_t failed = 0;
     int err = ns::openSourcesInChild(plan.mounts, &failed);
     if (err) state.op_index = static_cast<int>(failed);
@@ -326,6 +342,23 @@ char hook_note[ns::kCallNoteSize];
 // container's, so that nothing it starts outlives it holding the host's
 // root. create gone (the sync socket hung up) ends the hook and init.
 int createContainerHooksInChild(ChildPlan& plan, StepState& state) noexcept {
+    ChildHookList& list = plan.create_container_hooks;
+    if (list.hooks.empty()) return 0;
+    // The built root, mounts and all, cloned onto root.path (held since
+    // OpenSources, so no path is resolved through the staging mount):
+    // what a hook reads and writes there is the container's root, writable
+    // as it is before it is sealed (runc seals it after these hooks too).
+    // It goes with the host's tree at pivot_root.
+    if (list.root_fd >= 0) {
+        int tree = ns::sysOpenTree(AT_FDCWD, plan.mounts.staging.c_str(),
+                                   OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+        if (tree < 0) return failedCall(state, "open_tree(the new root, OPEN_TREE_CLONE)", errno);
+        int moved = ns::sysMoveMount(tree, "", list.root_fd, "",
+                                     MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH);
+        int err = errno;
+        close(tree);
+        if (moved < 0) return failedCall(state, "move_mount(the new root's clone, root.path)", err);
+    }
     int err = runHooksInChild(plan.create_container_hooks, getpid(), hook_note,
                               sizeof(hook_note), plan.sync_fd);
     if (err == kHooksWatchHungUp) return kSupervisorGone;

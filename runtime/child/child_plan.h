@@ -58,6 +58,16 @@ struct ChildHookList {
     // (inside the container's), so that nothing it starts outlives it with
     // the host's root as its own.
     bool own_pid_namespace = false;
+    // createContainer: the image root's host path (root.path). init opens
+    // it as the caller before the staging mount exists (root_fd), and
+    // attaches a clone of the built root there for the hooks, so that
+    // root.path shows them the container's root as runc's hooks see it.
+    // Each hook then runs in a copy of init's mount namespace with the
+    // staging mount (over `uncover`, /tmp) taken off, so that no host path
+    // of theirs names the image. Empty: none of this.
+    std::string root_path;
+    std::string uncover;
+    int root_fd = -1;
 };
 inline constexpr size_t kHookPidSlot = 10;
 

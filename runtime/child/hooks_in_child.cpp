@@ -7,6 +7,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -82,7 +83,7 @@ void closeInChild(int& fd) noexcept {
 // fd at 3 when it was opened by create; a script's interpreter opens it
 // through /dev/fd/3), the exec report pipe above them, nothing else.
 [[noreturn]] void execHookInChild(ChildHook& hook, int state_fd, int out_fd, int err_fd,
-                                  int report_fd, bool own_group) noexcept {
+                                  int report_fd, bool own_group, const char* uncover) noexcept {
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, nullptr);
@@ -93,6 +94,12 @@ void closeInChild(int& fd) noexcept {
     // A group of its own, so that a timeout takes what it started too (a
     // createContainer hook is PID 1 of its own namespace instead).
     if (own_group && setpgid(0, 0) < 0) failed = errno;
+    // createContainer: a copy of init's mount namespace with the staging
+    // mount taken off, so that the host path it covered (/tmp) is the
+    // host's again and names nothing of the image (ChildHookList::uncover).
+    if (!failed && uncover != nullptr && uncover[0] != '\0' &&
+        (unshare(CLONE_NEWNS) < 0 || umount2(uncover, MNT_DETACH) < 0))
+        failed = errno;
     // Above every slot first, so that no dup2 below overwrites a source.
     int from[5] = {state_fd, out_fd, err_fd, report_fd, hook.exec_fd};
     for (int& fd : from)
@@ -152,8 +159,8 @@ struct OutcomeInChild {
     StreamInChild out, err_stream;
 };
 
-void runOneInChild(ChildHook& hook, int state_fd, bool own_pid_namespace, int watch_fd,
-                   OutcomeInChild& o) noexcept {
+void runOneInChild(ChildHook& hook, int state_fd, bool own_pid_namespace, const char* uncover,
+                   int watch_fd, OutcomeInChild& o) noexcept {
     int out[2] = {-1, -1}, err[2] = {-1, -1}, report[2] = {-1, -1};
     if (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0 || pipe2(report, O_CLOEXEC) < 0) {
         o.err = errno;
@@ -166,7 +173,8 @@ void runOneInChild(ChildHook& hook, int state_fd, bool own_pid_namespace, int wa
     }
     int pidfd = -1;
     long pid = cloneHookInChild(own_pid_namespace, &pidfd);
-    if (pid == 0) execHookInChild(hook, state_fd, out[1], err[1], report[1], !own_pid_namespace);
+    if (pid == 0)
+        execHookInChild(hook, state_fd, out[1], err[1], report[1], !own_pid_namespace, uncover);
     closeInChild(out[1]);
     closeInChild(err[1]);
     closeInChild(report[1]);
@@ -284,7 +292,7 @@ int runHooksInChild(ChildHookList& list, pid_t state_pid, char* note_buf, size_t
             return e;
         }
         OutcomeInChild o;
-        runOneInChild(hook, state_fd, list.own_pid_namespace, watch_fd, o);
+        runOneInChild(hook, state_fd, list.own_pid_namespace, list.uncover.c_str(), watch_fd, o);
         if (o.hung_up) {
             close(state_fd);
             return kHooksWatchHungUp;

@@ -428,10 +428,13 @@ def container_namespace_hooks(rt, scratch, owner, base, out):
         theirs = [os.readlink(f"/proc/{init}/ns/{n}") for n in ("user", "mnt", "net", "ipc", "uts")]
         ours = [os.readlink(f"/proc/self/ns/{n}") for n in ("user", "mnt", "net", "ipc", "uts")]
         hook_ns = read(rec + ".ns").split() if os.path.exists(rec + ".ns") else []
-        check("container hooks: createContainer ran in the container's user, mount, network, "
-              "IPC and UTS namespaces (as the host reads them of its init), none the host's",
-              hook_ns == theirs and all(a != b for a, b in zip(theirs, ours)),
-              (hook_ns, theirs, ours))
+        check("container hooks: createContainer ran in the container's user, network, IPC and "
+              "UTS namespaces (as the host reads them of its init), none the host's, and in a "
+              "copy of its mount namespace (the staging mount over /tmp taken off)",
+              len(hook_ns) == 5 and
+              [hook_ns[i] for i in (0, 2, 3, 4)] == [theirs[i] for i in (0, 2, 3, 4)] and
+              hook_ns[1] not in (theirs[1], ours[1]) and
+              all(a != b for a, b in zip(theirs, ours)), (hook_ns, theirs, ours))
         check("container hooks: ...as PID 1 of a pid namespace of its own, uid 0 of the "
               "container's user namespace",
               read(rec + ".pid").strip() == "1" and read(rec + ".uid").strip() == "0",

@@ -421,6 +421,14 @@ Status createContainer(const std::string& root_dir, const std::string& id,
         if (!made) return made.error();
         *list = std::move(*made);
     }
+    // Each createContainer hook is PID 1 of a pid namespace of its own, so
+    // that what it starts ends with it; one cannot be made inside a pid
+    // namespace joined by path (its owner is not the container's user
+    // namespace's), where what a hook left would outlive the container.
+    if (joins_pid && !config->hooks.create_container.empty())
+        return Error::message(
+            "config.json: hooks.createContainer: not run in a pid namespace joined by path "
+            "(what a hook starts could not be ended with it)");
     plan.create_container_hooks.own_pid_namespace = true;
     plan.create_container_hooks.root_path = cplan.rootfs;
     plan.create_container_hooks.uncover = plan.mounts.staging;

@@ -263,6 +263,13 @@ int openSourcesInChild(ChildPlan& plan, StepState& state) noexcept {
                 .path(hooks.root_path.c_str())
                 .arg("RESOLVE_NO_SYMLINKS")
                 .done(errno);
+        struct stat host_side {};
+        if (!hooks.uncover.empty()) {
+            if (lstat(hooks.uncover.c_str(), &host_side) < 0)
+                return ns::noteCallInChild("lstat").path(hooks.uncover.c_str()).done(errno);
+            hooks.uncover_dev = host_side.st_dev;
+            hooks.uncover_ino = host_side.st_ino;
+        }
     }
     size_t failed = 0;
     int err = ns::openSourcesInChild(plan.mounts, &failed);

@@ -68,6 +68,12 @@ struct ChildHookList {
     std::string root_path;
     std::string uncover;
     int root_fd = -1;
+    // What `uncover` is on the host, taken by init before the staging
+    // mount exists: each hook takes mounts off it until this is what it
+    // finds there (a bundle mount whose target resolves to the image's
+    // root stacks on the staging mount), or is not run.
+    dev_t uncover_dev = 0;
+    ino_t uncover_ino = 0;
 };
 inline constexpr size_t kHookPidSlot = 10;
 

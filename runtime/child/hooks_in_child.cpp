@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -82,8 +83,24 @@ void closeInChild(int& fd) noexcept {
 // The hook's process: default signals, its pipes on 0-2 (the executable's
 // fd at 3 when it was opened by create; a script's interpreter opens it
 // through /dev/fd/3), the exec report pipe above them, nothing else.
+// Takes mounts off `list.uncover` in this process's own copy of the mount
+// namespace until what is there is the host's directory init saw before
+// the staging mount existed (dev and inode); 0 or an errno, EBUSY when it
+// never is.
+int uncoverInChild(const ChildHookList& list) noexcept {
+    if (unshare(CLONE_NEWNS) < 0) return errno;
+    for (int i = 0; i < 64; ++i) {
+        if (umount2(list.uncover.c_str(), MNT_DETACH) < 0) return errno;
+        struct stat st {};
+        if (lstat(list.uncover.c_str(), &st) < 0) return errno;
+        if (st.st_dev == list.uncover_dev && st.st_ino == list.uncover_ino) return 0;
+    }
+    return EBUSY;
+}
+
 [[noreturn]] void execHookInChild(ChildHook& hook, int state_fd, int out_fd, int err_fd,
-                                  int report_fd, bool own_group, const char* uncover) noexcept {
+                                  int report_fd, bool own_group,
+                                  const ChildHookList& list) noexcept {
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, nullptr);
@@ -96,10 +113,12 @@ void closeInChild(int& fd) noexcept {
     if (own_group && setpgid(0, 0) < 0) failed = errno;
     // createContainer: a copy of init's mount namespace with the staging
     // mount taken off, so that the host path it covered (/tmp) is the
-    // host's again and names nothing of the image (ChildHookList::uncover).
-    if (!failed && uncover != nullptr && uncover[0] != '\0' &&
-        (unshare(CLONE_NEWNS) < 0 || umount2(uncover, MNT_DETACH) < 0))
-        failed = errno;
+    // host's again and names nothing of the image (ChildHookList::uncover),
+    // and the host's / as the working directory, not the caller's.
+    if (!failed && !list.uncover.empty()) {
+        failed = uncoverInChild(list);
+        if (!failed && chdir("/") < 0) failed = errno;
+    }
     // Above every slot first, so that no dup2 below overwrites a source.
     int from[5] = {state_fd, out_fd, err_fd, report_fd, hook.exec_fd};
     for (int& fd : from)
@@ -159,8 +178,9 @@ struct OutcomeInChild {
     StreamInChild out, err_stream;
 };
 
-void runOneInChild(ChildHook& hook, int state_fd, bool own_pid_namespace, const char* uncover,
-                   int watch_fd, OutcomeInChild& o) noexcept {
+void runOneInChild(ChildHook& hook, int state_fd, const ChildHookList& list, int watch_fd,
+                   OutcomeInChild& o) noexcept {
+    const bool own_pid_namespace = list.own_pid_namespace;
     int out[2] = {-1, -1}, err[2] = {-1, -1}, report[2] = {-1, -1};
     if (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0 || pipe2(report, O_CLOEXEC) < 0) {
         o.err = errno;
@@ -174,7 +194,7 @@ void runOneInChild(ChildHook& hook, int state_fd, bool own_pid_namespace, const 
     int pidfd = -1;
     long pid = cloneHookInChild(own_pid_namespace, &pidfd);
     if (pid == 0)
-        execHookInChild(hook, state_fd, out[1], err[1], report[1], !own_pid_namespace, uncover);
+        execHookInChild(hook, state_fd, out[1], err[1], report[1], !own_pid_namespace, list);
     closeInChild(out[1]);
     closeInChild(err[1]);
     closeInChild(report[1]);
@@ -264,8 +284,10 @@ int runHooksInChild(ChildHookList& list, pid_t state_pid, char* note_buf, size_t
         pid /= 10;
     } while (pid != 0 && at > 0);
 
-    // The state, once, in a file each hook reads from its start.
-    int state_fd = static_cast<int>(syscall(SYS_memfd_create, "oci-state", MFD_CLOEXEC));
+    // The state, once, in a file each hook reads from its start, sealed so
+    // that no hook changes what the next one reads.
+    int state_fd =
+        static_cast<int>(syscall(SYS_memfd_create, "oci-state", MFD_CLOEXEC | MFD_ALLOW_SEALING));
     if (state_fd < 0) {
         int e = errno;
         note.add("memfd_create(\"oci-state\")");
@@ -282,6 +304,12 @@ int runHooksInChild(ChildHookList& list, pid_t state_pid, char* note_buf, size_t
         }
         done += static_cast<size_t>(n);
     }
+    if (fcntl(state_fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) < 0) {
+        int e = errno;
+        close(state_fd);
+        note.add("fcntl(the hooks' state, F_ADD_SEALS)");
+        return e;
+    }
 
     for (size_t i = 0; i < list.hooks.size(); ++i) {
         ChildHook& hook = list.hooks[i];
@@ -292,7 +320,7 @@ int runHooksInChild(ChildHookList& list, pid_t state_pid, char* note_buf, size_t
             return e;
         }
         OutcomeInChild o;
-        runOneInChild(hook, state_fd, list.own_pid_namespace, list.uncover.c_str(), watch_fd, o);
+        runOneInChild(hook, state_fd, list, watch_fd, o);
         if (o.hung_up) {
             close(state_fd);
             return kHooksWatchHungUp;

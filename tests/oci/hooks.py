@@ -490,6 +490,30 @@ def container_namespace_hooks(rt, scratch, owner, base, out):
         check("container hooks: deleted, nothing under --root", os.listdir(rt.root) == [],
               os.listdir(rt.root))
 
+        # An image whose /dev is a symlink to its root: the config's /dev
+        # tmpfs lands on the root itself, stacked on the staging mount over
+        # /tmp. The hook takes mounts off until /tmp is the host's again, so
+        # its write of a host /tmp path does not follow the image's symlink.
+        stacked = os.path.join(scratch, "rootfs-stacked")
+        shutil.copytree(os.path.join(scratch, "rootfs"), stacked, symlinks=True)
+        shutil.rmtree(os.path.join(stacked, "dev"))
+        os.symlink("/", os.path.join(stacked, "dev"))
+        os.symlink(canary, os.path.join(stacked, os.path.basename(host_dir), "hook2.log"))
+        config = with_hooks(base, {"createContainer": [{"path": host_sh, "args": [
+            "sh", "-c", f"echo hook-was-here >> {host_dir}/hook2.log"]}]})
+        config["root"]["path"] = stacked
+        bundle = make_bundle(scratch, "cc-stacked", ["true"], owner, config)
+        r = rt("create", "--bundle", bundle, "cc3")
+        rt("delete", "--force", "cc3")
+        check("container hooks: a bundle mount stacked on the image's root (/dev -> /) does not "
+              "put the image back at the hook's /tmp: the host canary unchanged, the write the "
+              "host's",
+              read(canary) == "original\n" and
+              os.path.exists(os.path.join(host_dir, "hook2.log")) and
+              read(os.path.join(host_dir, "hook2.log")) == "hook-was-here\n",
+              (r.returncode, r.stderr, read(canary), os.listdir(host_dir)))
+        shutil.rmtree(stacked, ignore_errors=True)
+
         # Failures: createContainer fails create as prestart does; a
         # startContainer that fails ends the container before its command,
         # and its record says why.
@@ -596,6 +620,31 @@ def create_ended_by_signal(rt, scratch, owner, base, out):
            os.listdir(rt.root)))
 
 
+def create_container_in_joined_pid_namespace(rt, scratch, owner, base, out):
+    """As root, a createContainer hook with a pid namespace joined by path:
+    the hook's own pid namespace cannot be made there, and what it left
+    would outlive the container, so create refuses it by name."""
+    holder = subprocess.Popen(["unshare", "--pid", "--fork", "--kill-child", "sleep", "3151"])
+    try:
+        wait_for(lambda: os.readlink(f"/proc/{holder.pid}/ns/pid_for_children") !=
+                 os.readlink("/proc/self/ns/pid"))
+        config = with_hooks(base, {"createContainer": [{"path": BUSYBOX, "args": ["true"]}]})
+        config["linux"]["namespaces"] = [n for n in config["linux"]["namespaces"]
+                                         if n["type"] != "pid"]
+        config["linux"]["namespaces"].append(
+            {"type": "pid", "path": f"/proc/{holder.pid}/ns/pid_for_children"})
+        bundle = make_bundle(scratch, "cc-joined-pid", ["true"], owner, config)
+        r = rt("create", "--bundle", bundle, "cc4")
+        check("container hooks: createContainer with a pid namespace joined by path is refused, "
+              "named, nothing left under --root",
+              r.returncode == 1 and "hooks.createContainer" in r.stderr and
+              "joined" in r.stderr and os.listdir(rt.root) == [],
+              (r.returncode, r.stderr, os.listdir(rt.root)))
+    finally:
+        holder.kill()
+        holder.wait()
+
+
 def hooks_in_runtime_namespaces(rt, scratch, owner, base, out):
     """As root, a container joining a network namespace by path (a pod's):
     create has joined it before its clone, yet its hooks run in the
@@ -645,6 +694,7 @@ def main():
         create_ended_by_signal(rt, scratch, owner, base, out)
         if mode == "root":
             hooks_in_runtime_namespaces(rt, scratch, owner, base, out)
+            create_container_in_joined_pid_namespace(rt, scratch, owner, base, out)
     finally:
         for cid in os.listdir(os.path.join(scratch, "state")):
             subprocess.run([binary, "--root", os.path.join(scratch, "state"), "delete", "--force",

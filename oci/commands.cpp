@@ -516,7 +516,7 @@ int cmdFeatures() {
         {"ociVersionMin", "1.0.0"},
         {"ociVersionMax", kSpecVersion},
         {"hooks", json::array({"prestart", "createRuntime", "createContainer", "startContainer",
-                                "poststart", "poststop"})},
+                               "poststart", "poststop"})},
         {"mountOptions", {"ro",       "rw",         "nosuid",      "suid",          "nodev",
                           "dev",      "noexec",     "exec",        "sync",          "async",
                           "dirsync",  "noatime",    "atime",       "nodiratime",    "diratime",

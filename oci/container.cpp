@@ -405,8 +405,10 @@ Status createContainer(const std::string& root_dir, const std::string& id,
     // container's namespaces (runtime/child/hooks_in_child.h), with the
     // state as their moment has it: "creating", then "created".
     std::vector<UniqueFd> hook_fds;
-    const json hook_state = {{"ociVersion", "1.2.0"}, {"id", id},
-                             {"bundle", *bundle},     {"rootfs", cplan.rootfs},
+    const json hook_state = {{"ociVersion", "1.2.0"},
+                             {"id", id},
+                             {"bundle", *bundle},
+                             {"rootfs", cplan.rootfs},
                              {"annotations", config->annotations}};
     for (auto [list, hooks, status, on_host] :
          {std::tuple{&plan.create_container_hooks, &config->hooks.create_container, "creating",
@@ -415,9 +417,9 @@ Status createContainer(const std::string& root_dir, const std::string& id,
                      false}}) {
         json state = hook_state;
         state["status"] = status;
-        auto made = childHookList(list == &plan.create_container_hooks ? "createContainer"
-                                                                        : "startContainer",
-                                  *hooks, state, on_host, hook_fds);
+        auto made = childHookList(
+            list == &plan.create_container_hooks ? "createContainer" : "startContainer", *hooks,
+            state, on_host, hook_fds);
         if (!made) return made.error();
         *list = std::move(*made);
     }

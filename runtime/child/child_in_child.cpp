@@ -366,8 +366,8 @@ int createContainerHooksInChild(ChildPlan& plan, StepState& state) noexcept {
         close(tree);
         if (moved < 0) return failedCall(state, "move_mount(the new root's clone, root.path)", err);
     }
-    int err = runHooksInChild(plan.create_container_hooks, getpid(), hook_note,
-                              sizeof(hook_note), plan.sync_fd);
+    int err = runHooksInChild(plan.create_container_hooks, getpid(), hook_note, sizeof(hook_note),
+                              plan.sync_fd);
     if (err == kHooksWatchHungUp) return kSupervisorGone;
     if (err) state.call = hook_note;
     return err;
@@ -586,8 +586,8 @@ int seccompInChild(ChildPlan& plan, StepState&) noexcept {
 // namespace numbers it. A failure is also said on the container's stderr,
 // the one place a client shows after `start` has returned.
 int startContainerHooksInChild(ChildPlan& plan, StepState& state) noexcept {
-    int err = runHooksInChild(plan.start_container_hooks, getppid(), hook_note,
-                              sizeof(hook_note), -1);
+    int err =
+        runHooksInChild(plan.start_container_hooks, getppid(), hook_note, sizeof(hook_note), -1);
     if (err) {
         state.call = hook_note;
         char line[sizeof(hook_note) + 16];

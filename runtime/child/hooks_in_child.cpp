@@ -37,7 +37,8 @@ struct NoteInChild {
     void number(long v) noexcept {
         char digits[24];
         size_t i = sizeof(digits);
-        unsigned long u = v < 0 ? 0UL - static_cast<unsigned long>(v) : static_cast<unsigned long>(v);
+        unsigned long u =
+            v < 0 ? 0UL - static_cast<unsigned long>(v) : static_cast<unsigned long>(v);
         do {
             digits[--i] = static_cast<char>('0' + u % 10);
             u /= 10;
@@ -248,8 +249,8 @@ void runOneInChild(ChildHook& hook, int state_fd, const ChildHookList& list, int
             if (!own_pid_namespace) kill(static_cast<pid_t>(-pid), SIGKILL);
             syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, nullptr, 0);
         }
-        while (waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(pidfd), &o.info,
-                      WEXITED) < 0 &&
+        while (waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(pidfd), &o.info, WEXITED) <
+                   0 &&
                errno == EINTR) {
         }
         drainInChild(o.out);
@@ -304,7 +305,8 @@ int runHooksInChild(ChildHookList& list, pid_t state_pid, char* note_buf, size_t
         }
         done += static_cast<size_t>(n);
     }
-    if (fcntl(state_fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) < 0) {
+    if (fcntl(state_fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) <
+        0) {
         int e = errno;
         close(state_fd);
         note.add("fcntl(the hooks' state, F_ADD_SEALS)");

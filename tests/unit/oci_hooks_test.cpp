@@ -113,9 +113,10 @@ oci::Hook shHook(const std::string& script, std::optional<int> timeout = {}) {
 
 }  // namespace
 
-TEST_CASE("oci hooks: the child side runs the container's hooks in order with the state, "
-          "and names the first that fails",
-          "[oci]") {
+TEST_CASE(
+    "oci hooks: the child side runs the container's hooks in order with the state, "
+    "and names the first that fails",
+    "[oci]") {
     char dir_template[] = "/tmp/stockade-hooks-unit-XXXXXX";
     REQUIRE(mkdtemp(dir_template));
     const std::string dir = dir_template;
@@ -152,8 +153,9 @@ TEST_CASE("oci hooks: the child side runs the container's hooks in order with th
     made = oci::childHookList("startContainer", slow, state, false, held);
     REQUIRE(made);
     CHECK(runHooksInChild(*made, 7, note, sizeof(note), -1) == ETIMEDOUT);
-    CHECK(std::string(note) == "error running startContainer hook #0 (/bin/sh): hook ran past "
-                               "specified timeout of 1.0s (killed)");
+    CHECK(std::string(note) ==
+          "error running startContainer hook #0 (/bin/sh): hook ran past "
+          "specified timeout of 1.0s (killed)");
     const std::string bg = readAll(dir + "/bg");
     REQUIRE_FALSE(bg.empty());
     const pid_t bg_pid = std::stoi(bg);
@@ -188,9 +190,9 @@ TEST_CASE("oci hooks: the child side runs the container's hooks in order with th
     UniqueFd ours(pair[0]), peer(pair[1]);
     char byte = 1;
     REQUIRE(send(peer.get(), &byte, 1, 0) == 1);  // a message queued is not a hang-up
-    made = oci::childHookList(
-        "createContainer", {shHook("echo $$ > " + dir + "/held; exec sleep 300")}, state, false,
-        held);
+    made = oci::childHookList("createContainer",
+                              {shHook("echo $$ > " + dir + "/held; exec sleep 300")}, state, false,
+                              held);
     REQUIRE(made);
     std::thread closer([&] {
         for (int i = 0; i < 3000 && readAll(dir + "/held").empty(); ++i) usleep(1000);

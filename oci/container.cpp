@@ -558,7 +558,7 @@ Status createContainer(const std::string& root_dir, const std::string& id,
         }
         if (fds[2].revents) return cancelled(cancel.get());
         ChildMessage msg;
-        ssize_t n = recv(launched.sync.get(), &msg, sizeof(msg), MSG_DONTWAIT);
+        ssize_t n = receiveChildMessage(launched.sync.get(), msg);
         if (n == sizeof(msg)) {
             if (msg.kind == ChildMessageKind::Parked) break;
             if (msg.kind == ChildMessageKind::SetupFailed ||
@@ -567,10 +567,6 @@ Status createContainer(const std::string& root_dir, const std::string& id,
             continue;
         }
         if (n < 0 && errno == EAGAIN && !(fds[1].revents & POLLIN)) continue;
-        // init exited with a byte create sent it unread ("placed"): the
-        // socket reports ECONNRESET once, before the messages still queued
-        // (its failure among them).
-        if (n < 0 && errno == ECONNRESET) continue;
         return Error::message("container setup failed: its init ended before it was set up");
     }
 

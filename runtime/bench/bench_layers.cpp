@@ -50,7 +50,7 @@ bool isProcOp(const ns::MountOp& op) {
 Error childFailure(BenchLevel level, int sync_fd, const siginfo_t& info) {
     std::string name = benchLevels()[static_cast<size_t>(level)].name;
     ChildMessage msg{};
-    if (sync_fd >= 0 && recv(sync_fd, &msg, sizeof(msg), MSG_DONTWAIT) == sizeof(msg) &&
+    if (sync_fd >= 0 && receiveChildMessage(sync_fd, msg) == sizeof(msg) &&
         msg.kind != ChildMessageKind::Finished)
         return Error::fromErrno("bench level " + name + ": " + describeStage(msg.stage), msg.err);
     if (info.si_code == CLD_EXITED)

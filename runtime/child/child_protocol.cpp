@@ -1,6 +1,7 @@
 #include "runtime/child/child_protocol.h"
 
 #include <errno.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "base/fd_passing.h"
@@ -87,6 +88,13 @@ const char* describeStage(ChildStage stage) {
             return "execute the command";
     }
     return "unknown step";
+}
+
+ssize_t receiveChildMessage(int sync_fd, ChildMessage& msg) {
+    ssize_t n = recv(sync_fd, &msg, sizeof(msg), MSG_DONTWAIT);
+    // The kernel reports the reset once (sock_error clears it): one retry.
+    if (n < 0 && errno == ECONNRESET) n = recv(sync_fd, &msg, sizeof(msg), MSG_DONTWAIT);
+    return n;
 }
 
 int sendPlacement(int sync_fd, const int* tasks_fds, int count) {

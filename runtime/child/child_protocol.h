@@ -4,6 +4,7 @@
 // command before exec) never interleave.
 #pragma once
 
+#include <sys/types.h>
 #include <cstddef>
 #include <cstdint>
 
@@ -93,6 +94,14 @@ inline void setCallInChild(ChildMessage& msg, const char* call) noexcept {
 }
 
 const char* describeStage(ChildStage stage);
+
+// The supervisor's side: the next whole message from the child, without
+// blocking; recv's result (sizeof(ChildMessage), 0 at end, -1 with errno).
+// A child that exits with bytes of ours unread ("go", "placed") makes the
+// kernel report ECONNRESET once, before the messages it queued for us (its
+// failure among them): that report is passed over, so no caller takes it
+// for the end and loses the cause.
+ssize_t receiveChildMessage(int sync_fd, ChildMessage& msg);
 
 // "Placed": the supervisor's second byte on the sync socket, once the
 // sandbox's network is connected and its v1 cgroup leaves exist, carrying

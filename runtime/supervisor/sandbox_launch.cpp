@@ -205,7 +205,7 @@ bool launchSandbox(ChildPlan& plan, const LaunchSpec& spec, LaunchedSandbox& out
         // the child's own first failure is the cause to report.
         failed = setupFailure(stage, error);
         ChildMessage msg;
-        while (out.sync && recv(out.sync.get(), &msg, sizeof(msg), MSG_DONTWAIT) == sizeof(msg)) {
+        while (out.sync && receiveChildMessage(out.sync.get(), msg) == sizeof(msg)) {
             if (msg.kind != ChildMessageKind::SetupFailed) continue;
             childSetupFailure(msg, plan, failed);
             break;

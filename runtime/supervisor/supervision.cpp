@@ -81,7 +81,7 @@ void Supervision::answerDenial() {
 
 void Supervision::readMessages() {
     ChildMessage msg;
-    while (recv(sync_fd_, &msg, sizeof(msg), MSG_DONTWAIT) == sizeof(msg)) {
+    while (receiveChildMessage(sync_fd_, msg) == sizeof(msg)) {
         if (msg.kind == ChildMessageKind::Finished)
             finished_ = msg;
         else if (!failure_)

@@ -6,16 +6,13 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include "runtime/child/command_in_child.h"
+
 namespace stockade::oci {
 
 void execHookInChild(const char* path, char* const* argv, char* const* envp, HookChildFds fds,
                      const std::pair<int, int>* namespaces, size_t namespace_count) {
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, nullptr);
-    struct sigaction dfl {};
-    dfl.sa_handler = SIG_DFL;
-    for (int sig = 1; sig < NSIG; ++sig) sigaction(sig, &dfl, nullptr);
+    resetSignalsInChild();
     // A group of its own: a hook past its timeout is killed with whatever
     // it started (oci/hooks.cpp), not only itself.
     int failed = setpgid(0, 0) < 0 ? errno : 0;

@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "runtime/child/command_in_child.h"
 
 namespace stockade {
 
@@ -102,12 +103,7 @@ int uncoverInChild(const ChildHookList& list) noexcept {
 [[noreturn]] void execHookInChild(ChildHook& hook, int state_fd, int out_fd, int err_fd,
                                   int report_fd, bool own_group,
                                   const ChildHookList& list) noexcept {
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, nullptr);
-    struct sigaction dfl {};
-    dfl.sa_handler = SIG_DFL;
-    for (int sig = 1; sig < NSIG; ++sig) sigaction(sig, &dfl, nullptr);
+    resetSignalsInChild();
     int failed = 0;
     // A group of its own, so that a timeout takes what it started too (a
     // createContainer hook is PID 1 of its own namespace instead).

@@ -340,6 +340,16 @@ int sealRootInChild(ChildPlan& plan, StepState&) noexcept {
 // said (runtime/child/hooks_in_child.h).
 char hook_note[ns::kCallNoteSize];
 
+// Sets the propagation of the built root and every mount beneath it; 0 or
+// an errno.
+int rootPropagationInChild(const ChildPlan& plan, uint64_t propagation) noexcept {
+    mount_attr attr{};
+    attr.propagation = propagation;
+    return ns::sysMountSetattr(AT_FDCWD, plan.mounts.staging.c_str(), AT_RECURSIVE, &attr) < 0
+               ? errno
+               : 0;
+}
+
 // An OCI container's createContainer hooks (none for everything else): the
 // root is built at root.path (the staging directory), not yet sealed, and
 // the host's tree is still this mount namespace's, so each hook's path is
@@ -355,8 +365,14 @@ int createContainerHooksInChild(ChildPlan& plan, StepState& state) noexcept {
     // OpenSources, so no path is resolved through the staging mount):
     // what a hook reads and writes there is the container's root, writable
     // as it is before it is sealed (runc seals it after these hooks too).
-    // It goes with the host's tree at pivot_root.
+    // It goes with the host's tree at pivot_root. The built root is made
+    // shared first, so that the clone joins its mounts' peer groups: what a
+    // hook mounts or unmounts beneath root.path reaches the container's root
+    // (runc's hooks run in the container's own mount namespace), and is
+    // made private again before anything else is mounted.
     if (list.root_fd >= 0) {
+        if (int err = rootPropagationInChild(plan, MS_SHARED))
+            return failedCall(state, "mount_setattr(the new root, MS_SHARED, AT_RECURSIVE)", err);
         int tree = ns::sysOpenTree(AT_FDCWD, plan.mounts.staging.c_str(),
                                    OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
         if (tree < 0) return failedCall(state, "open_tree(the new root, OPEN_TREE_CLONE)", errno);
@@ -369,8 +385,17 @@ int createContainerHooksInChild(ChildPlan& plan, StepState& state) noexcept {
     int err = runHooksInChild(plan.create_container_hooks, getpid(), hook_note, sizeof(hook_note),
                               plan.sync_fd);
     if (err == kHooksWatchHungUp) return kSupervisorGone;
-    if (err) state.call = hook_note;
-    return err;
+    if (err) {
+        state.call = hook_note;
+        return err;
+    }
+    // Every hook's namespace is gone, but the clone at root.path is still a
+    // peer: nothing sealed or masked from here may propagate to it, and
+    // pivot_root refuses a shared root.
+    if (list.root_fd < 0) return 0;
+    if (int err = rootPropagationInChild(plan, MS_PRIVATE))
+        return failedCall(state, "mount_setattr(the new root, MS_PRIVATE, AT_RECURSIVE)", err);
+    return 0;
 }
 
 int pivotRootInChild(ChildPlan& plan, StepState&) noexcept {

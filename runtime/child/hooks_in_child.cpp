@@ -91,6 +91,11 @@ void closeInChild(int& fd) noexcept {
 // never is.
 int uncoverInChild(const ChildHookList& list) noexcept {
     if (unshare(CLONE_NEWNS) < 0) return errno;
+    // The built root beneath is shared with init's (so that what the hook
+    // mounts at root.path reaches the container): private in this copy
+    // first, or taking the staging stack off here would unmount in init's.
+    if (mount(nullptr, list.uncover.c_str(), nullptr, MS_PRIVATE | MS_REC, nullptr) < 0)
+        return errno;
     for (int i = 0; i < 64; ++i) {
         if (umount2(list.uncover.c_str(), MNT_DETACH) < 0) return errno;
         struct stat st {};

@@ -383,6 +383,8 @@ def container_namespace_hooks(rt, scratch, owner, base, out):
         # root's): the hook writes there through root.path.
         os.makedirs(os.path.join(scratch, "rootfs", "cc-dir"))
         os.chmod(os.path.join(scratch, "rootfs", "cc-dir"), 0o1777)
+        # An empty directory of the image the hook mounts a tmpfs on.
+        os.makedirs(os.path.join(scratch, "rootfs", "cc-mnt"))
         rec = os.path.join(out, "cc")
         record = (f'echo hook-was-here >> {host_dir}/hook.log; '
                   'cat > "$0.state"; echo $$ > "$0.pid"; '
@@ -391,6 +393,8 @@ def container_namespace_hooks(rt, scratch, owner, base, out):
                   'b=$(sed -n \'s/.*"bundle":"\\([^"]*\\)".*/\\1/p\' "$0.state"); '
                   'test -e "$b/rootfs/out/cc.state" && echo yes > "$0.sees-mounts"; '
                   '{ echo made-by-hook > "$b/rootfs/cc-dir/cc-made"; } 2> "$0.made-err"; '
+                  'mount -t tmpfs -o size=16k cc-hook-fs "$b/rootfs/cc-mnt" 2> "$0.mount-err" && '
+                  '{ echo mounted-by-hook > "$b/rootfs/cc-mnt/marker"; } 2>> "$0.mount-err"; '
                   '(exec sleep 3131) & echo started')
         start_script = "/stockade-start-hook.sh"
         with open(os.path.join(scratch, "rootfs", start_script[1:]), "w") as f:
@@ -406,6 +410,7 @@ def container_namespace_hooks(rt, scratch, owner, base, out):
         }, annotations)
         command = ("grep -E '^(Uid|CapEff|CapBnd|NoNewPrivs|Seccomp):' /proc/self/status "
                    "> /out/cmd.status; cat /cc-dir/cc-made > /out/cmd.ccmade; "
+                   "cat /cc-mnt/marker > /out/cmd.ccmnt; "
                    "test -e /out/sc.state && echo after > /out/cmd.saw; "
                    "exec sleep 1000")
         bundle = make_bundle(scratch, "cc", ["sh", "-c", command], owner, config)
@@ -482,6 +487,17 @@ def container_namespace_hooks(rt, scratch, owner, base, out):
               os.path.exists(made) and read(made) == "made-by-hook\n",
               (read(made) if os.path.exists(made) else os.listdir(out),
                read(rec + ".made-err") if os.path.exists(rec + ".made-err") else None))
+        mounted = os.path.join(out, "cmd.ccmnt")
+        check("container hooks: the command sees the tmpfs createContainer mounted beneath "
+              "root.path (as under runc, whose hooks run in the container's mount namespace)",
+              os.path.exists(mounted) and read(mounted) == "mounted-by-hook\n",
+              (read(mounted) if os.path.exists(mounted) else os.listdir(out),
+               read(rec + ".mount-err") if os.path.exists(rec + ".mount-err") else None))
+        check("container hooks: ...and the host does not: its directory is empty, no such mount "
+              "in its namespace",
+              os.listdir(os.path.join(scratch, "rootfs", "cc-mnt")) == [] and
+              "cc-hook-fs" not in read("/proc/self/mountinfo"),
+              os.listdir(os.path.join(scratch, "rootfs", "cc-mnt")))
         check("container hooks: startContainer is held by what holds the command (ids, "
               "capabilities, no_new_privs, seccomp)",
               read(os.path.join(out, "sc.status")) == read(os.path.join(out, "cmd.status")),
@@ -561,6 +577,8 @@ def container_namespace_hooks(rt, scratch, owner, base, out):
         if os.path.isdir(os.path.join(scratch, "rootfs", os.path.basename(host_dir))):
             shutil.rmtree(os.path.join(scratch, "rootfs", os.path.basename(host_dir)))
         shutil.rmtree(os.path.join(scratch, "rootfs", "cc-dir"), ignore_errors=True)
+        if os.path.isdir(os.path.join(scratch, "rootfs", "cc-mnt")):
+            os.rmdir(os.path.join(scratch, "rootfs", "cc-mnt"))  # empty, or the host was reached
         for left in ("stockade-start-hook.sh",):
             if os.path.lexists(os.path.join(scratch, "rootfs", left)):
                 os.unlink(os.path.join(scratch, "rootfs", left))

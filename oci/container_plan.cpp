@@ -184,6 +184,23 @@ Result<UniqueFd> tmpcopyupSource(int root_fd, const std::string& target, const s
     return dir;
 }
 
+// A tmpfs's options with the container's root as its owner, as runc's (which
+// mounts as that root) are: the child mounts with the process's ids already
+// taken, so a tmpfs would otherwise be the process user's (`--user 1000`
+// could then replace /dev/ptmx). The ids are the container's own; an owner
+// the options name, or a container without a uid or gid 0, is left alone.
+std::string rootOwnedTmpfs(const std::string& data, const ns::IdMapping& ids) {
+    auto names = [&](const char* key) {
+        for (size_t at = 0; (at = data.find(key, at)) != std::string::npos; ++at)
+            if (at == 0 || data[at - 1] == ',') return true;
+        return false;
+    };
+    // A block maps the container's ids from 0; a single id maps only itself.
+    const bool root_mapped = ids.count > 1 || (ids.inside_uid == 0 && ids.inside_gid == 0);
+    if (!root_mapped || names("uid=") || names("gid=")) return data;
+    return data + (data.empty() ? "" : ",") + "uid=0,gid=0";
+}
+
 // An image file's owner as the tmpfs copy's: the image's ids taken as the
 // container's (its root's files its root's), as an idmapped root would
 // show them; an id outside the container's range is kept (it shows as
@@ -693,7 +710,7 @@ Result<ContainerPlan> planContainer(const Config& config, const std::string& bun
         ns::addOp(mounts, {.kind = MountKind::Filesystem,
                            .source = m.source.empty() ? m.type : m.source,
                            .target = relative(m.destination),
-                           .data = m.data,
+                           .data = m.type == "tmpfs" ? rootOwnedTmpfs(m.data, out.ids) : m.data,
                            .fstype = m.type,
                            .flags = m.flags,
                            .resolve_in_root = true,

@@ -303,7 +303,13 @@ int parentDeathInChild(ChildPlan& plan, StepState& state) noexcept {
         return failedCall(state, "prctl(PR_SET_CHILD_SUBREAPER, 1)", errno);
     // An OCI container outlives the runtime that created it: its life is
     // its caller's subreaper's to end (kill, delete), not tied to `create`.
-    if (!plan.die_with_parent) return 0;
+    // Its init leads a session of its own, as runc's does: conmon ends a
+    // container past --timeout with kill(-getpgid(pid)), which aimed at
+    // the caller's group would kill conmon and leave the container up.
+    if (!plan.die_with_parent) {
+        if (setsid() < 0) return failedCall(state, "setsid()", errno);
+        return 0;
+    }
     if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
         return failedCall(state, "prctl(PR_SET_PDEATHSIG, SIGKILL)", errno);
     // The lower tier's init is the command tree's subreaper: what a

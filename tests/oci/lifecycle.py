@@ -1389,6 +1389,12 @@ def main():
         check("the process has not run before start",
               not os.path.exists(os.path.join(out, "started")))
         check("the container's init is alive", os.path.exists(f"/proc/{pid_text}"))
+        # stat's fields after the name: state ppid pgrp session...
+        fields = stat_fields(int(pid_text))
+        check("the container's init leads a session and a group of its own, as runc's does "
+              "(conmon past --timeout kills -getpgid(pid), which must not be its own group)",
+              fields[2] == pid_text and fields[3] == pid_text and
+              int(fields[2]) not in (os.getpgrp(), os.getpid()), fields[:4])
         with open(f"/proc/{pid_text}/status") as f:
             host_uids = [line.split()[1:] for line in f if line.startswith("Uid:")][0]
         check("the container is never host root (as root: a leased id; rootless: the caller)",

@@ -521,6 +521,33 @@ def main():
               pm("inspect", cid).returncode != 0, f"{p.returncode} {p.stderr!r}")
         check("rm -f: nothing left behind", not left_behind(cid, pm.state_dir), left_behind(cid, pm.state_dir))
 
+        # --timeout: conmon ends the container with kill(-getpgid(pid)). An
+        # init left in conmon's group would take conmon with it, and the
+        # container would stay up with nobody to record its exit.
+        p = pm("run", "--name", "timed", "--timeout", "2", *ULIMITS, *none, "--rootfs", rootfs,
+               "sleep", "1000")
+        status = pm.inspect("timed", "{{.State.Status}}")
+        cid = pm.inspect("timed", "{{.Id}}")
+        check("run --timeout 2: the container is ended and podman says it exited",
+              p.returncode != 0 and status == "exited", f"{p.returncode} {status!r} {p.stderr!r}")
+        pm("rm", "-f", "timed")
+        check("run --timeout: nothing left behind", cid != "" and not left_behind(cid, pm.state_dir),
+              left_behind(cid, pm.state_dir))
+
+        # --user 1000 with tmpfs mounts: they are the container root's, as
+        # under runc (which mounts as that root), not the process user's, so
+        # the user cannot replace /dev's entries. As root: rootless podman
+        # maps uid 65534 alone, so no container has a uid 1000 (runc: EINVAL).
+        if root:
+            p = pm.run(rootfs, "sh", "-c", "ls -ldn /dev /tz | awk '{print $3 \":\" $4}'; "
+                       "touch /dev/by-user 2>/dev/null && echo wrote; rm /dev/ptmx 2>/dev/null "
+                       "&& echo removed; true",
+                       opts=none + ["--user", "1000:1000", "--tmpfs", "/tz"])
+            check("--user 1000:1000: /dev and a --tmpfs are uid 0's inside; the user cannot add to "
+                  "/dev or remove /dev/ptmx",
+                  p.returncode == 0 and p.stdout.split() == ["0:0", "0:0"],
+                  f"{p.returncode} {p.stdout!r} {p.stderr!r}")
+
         # Seccomp from the spec: podman's default profile allows unshare;
         # the same profile without it denies it (ENOSYS, its default).
         with open("/usr/share/containers/seccomp.json") as f:

@@ -534,6 +534,14 @@ def main():
         check("run --timeout: nothing left behind", cid != "" and not left_behind(cid, pm.state_dir),
               left_behind(cid, pm.state_dir))
 
+        # stdio reopened by path (/dev/stdout is /proc/self/fd/1): conmon's
+        # pipes are root's, 0600; as root they are given to the container's
+        # process, as runc gives them.
+        p = pm.run(rootfs, "sh", "-c", "echo x > /dev/stdout; echo y > /dev/stderr", opts=none)
+        check("/dev/stdout and /dev/stderr reopen conmon's pipes",
+              p.returncode == 0 and p.stdout == "x\n" and "y" in p.stderr.split(),
+              f"{p.returncode} {p.stdout!r} {p.stderr!r}")
+
         # --user 1000 with tmpfs mounts: they are the container root's, as
         # under runc (which mounts as that root), not the process user's, so
         # the user cannot replace /dev's entries. As root: rootless podman

@@ -552,8 +552,24 @@ Status createContainer(const std::string& root_dir, const std::string& id,
     // hooks, and under `run` poststart and poststop, run from this process
     // on the host (as runc's do), not in the namespaces joined for the clone
     // nor with the container's umask or score.
+    // Rootless, the runtime may sit in a namespace it needed no capability
+    // to be in (rootless podman runs it in the host's network namespace,
+    // which the initial user namespace owns): once it has joined another
+    // (a pod's), it cannot go back (EPERM). Only the hooks it runs need it
+    // back (runc's parent never leaves); without them create goes on where
+    // it is, and the monitor forked from here holds nothing of a network.
+    bool returned = true;
     for (const UniqueFd& fd : own_namespaces)
-        if (setns(fd.get(), 0) < 0) return Error::fromErrno("setns(the runtime's own namespace)");
+        if (setns(fd.get(), 0) < 0) {
+            if (errno != EPERM || isHostRoot())
+                return Error::fromErrno("setns(the runtime's own namespace)");
+            returned = false;
+        }
+    if (!returned && (!config->hooks.prestart.empty() || !config->hooks.create_runtime.empty()))
+        return Error::message(
+            "config.json: hooks: prestart and createRuntime cannot run in the runtime's "
+            "namespaces: once create has joined the container's (linux.namespaces with a path), "
+            "it cannot return to its own, which its user namespace does not own (EPERM)");
     ::umask(own_umask);
     if (!own_oom_score_adj.empty()) {
         UniqueFd adj(open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC));

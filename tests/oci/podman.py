@@ -534,6 +534,22 @@ def main():
         check("run --timeout: nothing left behind", cid != "" and not left_behind(cid, pm.state_dir),
               left_behind(cid, pm.state_dir))
 
+        # A pod's way: a second container joins the first's network, IPC and
+        # UTS namespaces by path. Rootless, create runs in the host's network
+        # namespace, which it cannot return to once it has joined another.
+        first = pm.detached(rootfs, "sleep", "1000", opts=none + ["--hostname", "pod-host"])
+        ids.append(first)
+        first_pid = pm.inspect(first, "{{.State.Pid}}")
+        theirs = [os.readlink(f"/proc/{first_pid}/ns/{n}") for n in ("net", "ipc", "uts")]
+        p = pm.run(rootfs, "sh", "-c", "for n in net ipc uts; do readlink /proc/self/ns/$n; "
+                   "done; hostname",
+                   opts=[f"--{n}=container:{first}" for n in ("network", "ipc", "uts")])
+        check("--network, --ipc and --uts container:FIRST: the first's namespaces (as the host "
+              "reads them of its init), its hostname",
+              p.returncode == 0 and p.stdout.split() == theirs + ["pod-host"],
+              f"{p.returncode} {p.stdout!r} {theirs} {p.stderr!r}")
+        pm("rm", "-f", first)
+
         # stdio reopened by path (/dev/stdout is /proc/self/fd/1): conmon's
         # pipes are root's, 0600; as root they are given to the container's
         # process, as runc gives them.

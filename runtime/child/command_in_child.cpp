@@ -16,6 +16,7 @@
 #include "base/fd_passing.h"
 #include "namespaces/call_note_in_child.h"
 #include "namespaces/landlock_in_child.h"
+#include "namespaces/syscalls.h"
 #include "runtime/child/privileges_in_child.h"
 #include "seccomp/install_in_child.h"
 #include "seccomp/listener_in_child.h"
@@ -55,6 +56,39 @@ int placeFdInChild(int from, int to) noexcept {
 
 namespace {
 
+// The terminal at /dev/console too, as runc puts it (a bind of the slave
+// over a file made there): programs that write to the console, and the
+// shells that ask for it, find the container's terminal, not nothing or a
+// regular file. A /dev that cannot take it (read-only, or the name a
+// symlink or a directory of the image's) keeps what it has; 0 or an errno.
+int consoleAtDevInChild(int slave) noexcept {
+    int target = open("/dev/console", O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    if (target < 0 && errno == ENOENT) {
+        int made = open("/dev/console", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0);
+        if (made < 0) return 0;  // no /dev, or one that cannot take it
+        close(made);
+        target = open("/dev/console", O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    }
+    if (target < 0) return 0;
+    struct stat st {};
+    int err = 0;
+    if (fstat(target, &st) < 0 || !(S_ISREG(st.st_mode) || S_ISCHR(st.st_mode))) {
+        close(target);  // a symlink or a directory of the image's: left as it is
+        return 0;
+    }
+    int tree = ns::sysOpenTree(slave, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+    if (tree < 0)
+        err =
+            ns::noteCallInChild("open_tree").arg("the terminal").arg("OPEN_TREE_CLONE").done(errno);
+    else if (ns::sysMoveMount(tree, "", target, "",
+                              MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+        err =
+            ns::noteCallInChild("move_mount").arg("the terminal").path("/dev/console").done(errno);
+    if (tree >= 0) close(tree);
+    close(target);
+    return err;
+}
+
 // An OCI container's terminal: a pty of the container's own devpts (its
 // /dev/ptmx, after pivot_root), the slave opened through the master
 // (TIOCGPTPEER: no path lookup in the container's /dev/pts) and made the
@@ -71,6 +105,7 @@ int consoleInChild(const ChildPlan& plan) noexcept {
     int slave = err ? -1 : ioctl(master, TIOCGPTPEER, O_RDWR | O_NOCTTY);
     if (!err && slave < 0) err = errno;
     if (!err && ioctl(slave, TIOCSCTTY, 0) < 0) err = errno;
+    if (!err) err = consoleAtDevInChild(slave);
     for (int fd = 0; !err && fd < 3; ++fd)
         if (dup2(slave, fd) < 0) err = errno;
     if (slave > 2) close(slave);

@@ -193,6 +193,20 @@ def main():
                            capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=120)
         check("run -t: the command's stdio is a pty of the container's devpts",
               p.returncode == 4 and "/dev/pts/0" in p.stdout, f"{p.returncode} {p.stdout!r}")
+        # ...and /dev/console is that terminal, as under runc: the same device
+        # as stdin, and what is written there reaches podman's output.
+        p = subprocess.run(["script", "-qec", " ".join(pm.base + ["run", "--rm", "-t"] + ULIMITS
+                                                      + none + ["--rootfs", rootfs, "sh", "-c",
+                                                                "'stat -L -c %t:%T /dev/console "
+                                                                "/proc/self/fd/0; "
+                                                                "echo via-console > /dev/console'"]),
+                            "/dev/null"],
+                           capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=120)
+        nums = p.stdout.split()
+        check("run -t: /dev/console is the container's terminal (its stdin's device), and "
+              "writes there reach podman",
+              p.returncode == 0 and len(nums) >= 3 and nums[0] == nums[1] and
+              "via-console" in nums[2:], f"{p.returncode} {p.stdout!r}")
 
         # The suite's debootstrap root (scripts/clean-root.sh), never
         # written: an overlay of it takes the mount targets create makes

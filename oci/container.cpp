@@ -449,6 +449,16 @@ Status createContainer(const std::string& root_dir, const std::string& id,
         return Error::message(
             "config.json: hooks.createContainer: not run in a pid namespace joined by path "
             "(what a hook starts could not be ended with it)");
+    // A hook gets the host's /tmp back by taking the staging mount off
+    // there: a root.path that is /tmp or holds it (/) would have its clone
+    // taken off with it, and what is beneath unmounted in init's too.
+    const std::string& staging = plan.mounts.staging;
+    if (!config->hooks.create_container.empty() &&
+        (cplan.rootfs == staging || cplan.rootfs == "/" || staging.starts_with(cplan.rootfs + "/")))
+        return Error::message("config.json: root.path: " + cplan.rootfs + " is or holds " +
+                              staging +
+                              ", where create builds the root: not supported with "
+                              "hooks.createContainer");
     plan.create_container_hooks.own_pid_namespace = true;
     plan.create_container_hooks.root_path = cplan.rootfs;
     plan.create_container_hooks.uncover = plan.mounts.staging;

@@ -188,17 +188,19 @@ Result<UniqueFd> tmpcopyupSource(int root_fd, const std::string& target, const s
 // mounts as that root) are: the child mounts with the process's ids already
 // taken, so a tmpfs would otherwise be the process user's (`--user 1000`
 // could then replace /dev/ptmx). The ids are the container's own; an owner
-// the options name, or a container without a uid or gid 0, is left alone.
+// the options name, or an id 0 the container does not have, is left alone.
 std::string rootOwnedTmpfs(const std::string& data, const ns::IdMapping& ids) {
     auto names = [&](const char* key) {
         for (size_t at = 0; (at = data.find(key, at)) != std::string::npos; ++at)
             if (at == 0 || data[at - 1] == ',') return true;
         return false;
     };
-    // A block maps the container's ids from 0; a single id maps only itself.
-    const bool root_mapped = ids.count > 1 || (ids.inside_uid == 0 && ids.inside_gid == 0);
-    if (!root_mapped || names("uid=") || names("gid=")) return data;
-    return data + (data.empty() ? "" : ",") + "uid=0,gid=0";
+    std::string out = data;
+    if (ns::mapsInsideUid(ids, 0) && !names("uid="))
+        out += std::string(out.empty() ? "" : ",") + "uid=0";
+    if (ns::mapsInsideGid(ids, 0) && !names("gid="))
+        out += std::string(out.empty() ? "" : ",") + "gid=0";
+    return out;
 }
 
 // An image file's owner as the tmpfs copy's: the image's ids taken as the

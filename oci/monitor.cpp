@@ -249,7 +249,9 @@ void hear(const ChildMessage& msg, Heard& heard) {
         ChildMessage msg;
         char buf[sizeof(ChildMessage) + 1];
         n = recv(sync, buf, sizeof(buf), MSG_DONTWAIT);
-        if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+        // ECONNRESET: the command died with "committed" unread, and the
+        // kernel says so once, before init's Finished (child_protocol.h).
+        if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == ECONNRESET)) continue;
         if (n <= 0) break;
         if (++seen > kMaxMessages || n != static_cast<ssize_t>(sizeof(msg)) || heard.end.reported)
             continue;

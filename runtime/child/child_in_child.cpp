@@ -346,14 +346,13 @@ int sealRootInChild(ChildPlan& plan, StepState&) noexcept {
 // said (runtime/child/hooks_in_child.h).
 char hook_note[ns::kCallNoteSize];
 
-// Sets the propagation of the built root and every mount beneath it; 0 or
-// an errno.
-int rootPropagationInChild(const ChildPlan& plan, uint64_t propagation) noexcept {
+// Sets the propagation of the built root (held by fd, so that a mount a
+// hook stacks on it is beneath it, not in its place) and of every mount
+// beneath it; 0 or an errno.
+int rootPropagationInChild(int root, uint64_t propagation) noexcept {
     mount_attr attr{};
     attr.propagation = propagation;
-    return ns::sysMountSetattr(AT_FDCWD, plan.mounts.staging.c_str(), AT_RECURSIVE, &attr) < 0
-               ? errno
-               : 0;
+    return ns::sysMountSetattr(root, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr) < 0 ? errno : 0;
 }
 
 // An OCI container's createContainer hooks (none for everything else): the
@@ -376,31 +375,43 @@ int createContainerHooksInChild(ChildPlan& plan, StepState& state) noexcept {
     // hook mounts or unmounts beneath root.path reaches the container's root
     // (runc's hooks run in the container's own mount namespace), and is
     // made private again before anything else is mounted.
+    int root = -1;
     if (list.root_fd >= 0) {
-        if (int err = rootPropagationInChild(plan, MS_SHARED))
-            return failedCall(state, "mount_setattr(the new root, MS_SHARED, AT_RECURSIVE)", err);
-        int tree = ns::sysOpenTree(AT_FDCWD, plan.mounts.staging.c_str(),
-                                   OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
-        if (tree < 0) return failedCall(state, "open_tree(the new root, OPEN_TREE_CLONE)", errno);
-        int moved = ns::sysMoveMount(tree, "", list.root_fd, "",
-                                     MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH);
-        int err = errno;
-        close(tree);
-        if (moved < 0) return failedCall(state, "move_mount(the new root's clone, root.path)", err);
+        root = open(plan.mounts.staging.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (root < 0) return failedCall(state, "open(the new root, O_PATH)", errno);
+        int err = rootPropagationInChild(root, MS_SHARED);
+        int tree =
+            err ? -1
+                : ns::sysOpenTree(
+                      root, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE);
+        const char* call = err        ? "mount_setattr(the new root, MS_SHARED, AT_RECURSIVE)"
+                           : tree < 0 ? "open_tree(the new root, OPEN_TREE_CLONE)"
+                                      : "move_mount(the new root's clone, root.path)";
+        if (!err && tree < 0) err = errno;
+        if (!err && ns::sysMoveMount(tree, "", list.root_fd, "",
+                                     MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+            err = errno;
+        if (tree >= 0) close(tree);
+        if (err) {
+            close(root);
+            return failedCall(state, call, err);
+        }
     }
     int err = runHooksInChild(plan.create_container_hooks, getpid(), hook_note, sizeof(hook_note),
                               plan.sync_fd);
+    // Every hook's namespace is gone, but the clone at root.path is still a
+    // peer: nothing sealed or masked from here may propagate to it, and
+    // pivot_root refuses a shared root (or a root stacked on a shared one).
+    int private_err = root >= 0 && !err ? rootPropagationInChild(root, MS_PRIVATE) : 0;
+    if (root >= 0) close(root);
     if (err == kHooksWatchHungUp) return kSupervisorGone;
     if (err) {
         state.call = hook_note;
         return err;
     }
-    // Every hook's namespace is gone, but the clone at root.path is still a
-    // peer: nothing sealed or masked from here may propagate to it, and
-    // pivot_root refuses a shared root.
-    if (list.root_fd < 0) return 0;
-    if (int err = rootPropagationInChild(plan, MS_PRIVATE))
-        return failedCall(state, "mount_setattr(the new root, MS_PRIVATE, AT_RECURSIVE)", err);
+    if (private_err)
+        return failedCall(state, "mount_setattr(the new root, MS_PRIVATE, AT_RECURSIVE)",
+                          private_err);
     return 0;
 }
 

@@ -530,6 +530,37 @@ def container_namespace_hooks(rt, scratch, owner, base, out):
               (r.returncode, r.stderr, read(canary), os.listdir(host_dir)))
         shutil.rmtree(stacked, ignore_errors=True)
 
+        # A hook that mounts onto root.path itself (the root again, with its
+        # mounts): stacked on the built root, which must still become
+        # private whole for pivot_root, which takes what is on top, as runc.
+        config = with_hooks(base, {"createContainer": [{"path": host_sh, "args": [
+            "sh", "-c", 'b=$(sed -n \'s/.*"bundle":"\\([^"]*\\)".*/\\1/p\'); '
+            'mount --rbind "$b/rootfs" "$b/rootfs"'], "env": ["PATH=/usr/bin:/bin"]}]})
+        bundle = make_bundle(scratch, "cc-on-root", ["touch", "/out/on-root-ran"], owner, config)
+        r = rt("create", "--bundle", bundle, "cc4")
+        s = rt("start", "cc4") if r.returncode == 0 else r
+        ran = wait_for(lambda: os.path.exists(os.path.join(out, "on-root-ran")))
+        rt("delete", "--force", "cc4")
+        check("container hooks: a createContainer hook that mounts onto root.path itself: the "
+              "container runs on what is on top (as under runc)",
+              r.returncode == 0 and s.returncode == 0 and ran, (r.returncode, r.stderr, s.stderr))
+
+        # root.path that is /tmp, where create builds the root (or /, which
+        # holds it): the hooks' taking the staging mount off would take the
+        # root's clone with it. Refused with createContainer hooks.
+        for root_path in ("/tmp", "/"):
+            config = with_hooks(base, {"createContainer": [{"path": host_sh, "args": [
+                "sh", "-c", "true"]}]})
+            config["root"]["path"] = root_path
+            bundle = make_bundle(scratch, "cc-root-" + (root_path.strip("/") or "slash"), ["true"],
+                                 owner, config)
+            r = rt("create", "--bundle", bundle, "cc5")
+            check(f"container hooks: root.path {root_path} with a createContainer hook is "
+                  "refused, named, nothing left under --root",
+                  r.returncode == 1 and "root.path" in r.stderr and "is or holds" in r.stderr and
+                  os.listdir(rt.root) == [], (r.returncode, r.stderr, os.listdir(rt.root)))
+            rt("delete", "--force", "cc5")
+
         # Failures: createContainer fails create as prestart does; a
         # startContainer that fails ends the container before its command,
         # and its record says why.

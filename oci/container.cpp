@@ -38,6 +38,7 @@
 #include "oci/hooks.h"
 #include "oci/monitor.h"
 #include "oci/profile.h"
+#include "oci/stdio_pipes.h"
 #include "runtime/child/child_protocol.h"
 #include "runtime/policy/writable_trees.h"
 #include "runtime/supervisor/sandbox_launch.h"
@@ -143,24 +144,6 @@ std::map<std::string, std::string> enforcedBy(const Config& config, const std::s
                      : out["limits"] == "cgroup v2" ? "cgroup v2 device program"
                                                     : "cgroup v1 devices";
     return out;
-}
-
-// As root, the container's stdio pipes (conmon's, the shim's, made by host
-// root, mode 0600) given to its process's host uid, as runc's
-// fixStdioPermissions gives them to the process user: reopened through
-// /dev/stdout (/proc/self/fd/1), they were closed to the leased id, which
-// broke `echo > /dev/stderr`, `tee /dev/stdout` and nginx's log links.
-// Anonymous pipes only (pipefs: a named FIFO or a file is the host's
-// filesystem), and only the caller's own; the group is left as it is.
-void giveStdioPipes(uid_t host_uid) {
-    for (int fd = 0; fd < 3; ++fd) {
-        struct stat st {};
-        struct statfs fs {};
-        if (fstat(fd, &st) < 0 || !S_ISFIFO(st.st_mode) || st.st_uid != geteuid() ||
-            st.st_uid == host_uid || fstatfs(fd, &fs) < 0 || fs.f_type != PIPEFS_MAGIC)
-            continue;
-        (void)!fchown(fd, host_uid, static_cast<gid_t>(-1));
-    }
 }
 
 }  // namespace

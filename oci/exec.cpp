@@ -40,6 +40,7 @@
 #include "oci/container_plan.h"
 #include "oci/groups.h"
 #include "oci/passwd.h"
+#include "oci/stdio_pipes.h"
 #include "runtime/child/privileges_in_child.h"
 #include "seccomp/install_in_child.h"
 
@@ -524,6 +525,19 @@ Result<int> execInContainer(const std::string& root_dir, const std::string& id,
         auto parsed = parseGidMap(map->content);
         if (!parsed) return parsed.error();
         extents = std::move(*parsed);
+        // The caller's stdio pipes given to the process's host uid, as
+        // create gives them (oci/stdio_pipes.h); the uid map read as the gid
+        // map is, the init still alive after.
+        const std::string uid_path = "/proc/" + std::to_string(record.pid) + "/uid_map";
+        auto uid_map = readSmallFile(AT_FDCWD, uid_path.c_str(), uid_path, 64 * 1024);
+        if (!uid_map) return uid_map.error();
+        if (syscall(SYS_pidfd_send_signal, init.get(), 0, nullptr, 0) < 0)
+            return Error::message("container not running");
+        auto uids = parseGidMap(uid_map->content, "uid_map");
+        if (!uids) return uids.error();
+        for (const IdMap& m : *uids)
+            if (process.uid >= m.container_id && process.uid - m.container_id < m.size)
+                giveStdioPipes(m.host_id + (process.uid - m.container_id));
     }
     auto groups = hostGroupsFor(process.additional_gids, process.gid, extents, as_root,
                                 keepsOriginalGroups(config->annotations),

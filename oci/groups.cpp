@@ -14,7 +14,7 @@ std::vector<IdMap> gidExtentsOf(const ns::IdMapping& ids) {
     return {IdMap{ids.inside_gid, ids.host_gid, 1}};
 }
 
-Result<std::vector<IdMap>> parseGidMap(std::string_view text) {
+Result<std::vector<IdMap>> parseGidMap(std::string_view text, const char* what) {
     std::vector<IdMap> out;
     while (!text.empty()) {
         size_t end = text.find('\n');
@@ -26,7 +26,8 @@ Result<std::vector<IdMap>> parseGidMap(std::string_view text) {
             while (at < line.size() && line[at] == ' ') ++at;
             auto [next, ec] = std::from_chars(line.data() + at, line.data() + line.size(), field);
             if (ec != std::errc{})
-                return Error::message("gid_map: malformed line \"" + std::string(line) + "\"");
+                return Error::message(std::string(what) + ": malformed line \"" +
+                                      std::string(line) + "\"");
             at = static_cast<size_t>(next - line.data());
         }
         out.push_back(IdMap{fields[0], fields[1], fields[2]});

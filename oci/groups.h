@@ -37,8 +37,9 @@ bool keepsOriginalGroups(const std::map<std::string, std::string>& annotations);
 // One line of a gid_map: `size` container gids from `container_id` are the
 // host's from `host_id`.
 std::vector<IdMap> gidExtentsOf(const ns::IdMapping& ids);
-// A /proc/PID/gid_map as the host reads it; an error for a malformed line.
-Result<std::vector<IdMap>> parseGidMap(std::string_view text);
+// A /proc/PID/gid_map (or uid_map, `what`) as the host reads it; an error
+// for a malformed line.
+Result<std::vector<IdMap>> parseGidMap(std::string_view text, const char* what = "gid_map");
 
 // The host gids the runtime takes before the clone (or exec's fork), for
 // setgroups(2): `gids` (additionalGids of config.json, or of exec's

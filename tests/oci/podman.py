@@ -486,6 +486,17 @@ def main():
                            capture_output=True, text=True, timeout=120)
         check("exec -i: stdin reaches the process, and its EOF", p.returncode == 0 and
               p.stdout == "piped\n", f"{p.returncode} {p.stdout!r} {p.stderr!r}")
+        # conmon's pipes reopened by path, by root and (as root: rootless
+        # podman maps one id) by another user.
+        for user in ([], ["-u", "1000:1000"]) if root else ([],):
+            p = subprocess.run(pm.base + ["exec", "-i", *user, cid, "sh", "-c",
+                                          "cat /dev/stdin; echo x > /dev/stdout; "
+                                          "echo y > /dev/stderr"],
+                               input="piped\n", capture_output=True, text=True, timeout=120)
+            check(f"exec -i {' '.join(user)}: /dev/stdin, /dev/stdout and /dev/stderr reopen "
+                  "conmon's pipes",
+                  p.returncode == 0 and p.stdout == "piped\nx\n" and "y" in p.stderr.split(),
+                  f"{p.returncode} {p.stdout!r} {p.stderr!r}")
         p = subprocess.run(["script", "-qec", " ".join(pm.base + ["exec", "-t", cid, "sh", "-c",
                                                                   "'tty; exit 6'"]), "/dev/null"],
                            capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=120)

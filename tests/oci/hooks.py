@@ -481,18 +481,17 @@ def container_namespace_hooks(rt, scratch, owner, base, out):
               seen.get("id") == "cc1" and seen.get("status") == "created" and
               seen.get("pid") == 1 and seen.get("annotations") == annotations and
               read(os.path.join(out, "sc.arg")).strip() == "from-args", seen)
-        made = os.path.join(out, "cmd.ccmade")
-        check("container hooks: the command reads the file createContainer wrote through "
-              "root.path (as the container's root, before the root is sealed)",
-              os.path.exists(made) and read(made) == "made-by-hook\n",
-              (read(made) if os.path.exists(made) else os.listdir(out),
-               read(rec + ".made-err") if os.path.exists(rec + ".made-err") else None))
-        mounted = os.path.join(out, "cmd.ccmnt")
-        check("container hooks: the command sees the tmpfs createContainer mounted beneath "
-              "root.path (as under runc, whose hooks run in the container's mount namespace)",
-              os.path.exists(mounted) and read(mounted) == "mounted-by-hook\n",
-              (read(mounted) if os.path.exists(mounted) else os.listdir(out),
-               read(rec + ".mount-err") if os.path.exists(rec + ".mount-err") else None))
+        for what, name, text, err in [
+                ("reads the file createContainer wrote through root.path (as the container's "
+                 "root, before the root is sealed)", "cmd.ccmade", "made-by-hook\n", ".made-err"),
+                ("sees the tmpfs createContainer mounted beneath root.path (as under runc, whose "
+                 "hooks run in the container's mount namespace)", "cmd.ccmnt",
+                 "mounted-by-hook\n", ".mount-err")]:
+            got = os.path.join(out, name)
+            check(f"container hooks: the command {what}",
+                  os.path.exists(got) and read(got) == text,
+                  (read(got) if os.path.exists(got) else os.listdir(out),
+                   read(rec + err) if os.path.exists(rec + err) else None))
         check("container hooks: ...and the host does not: its directory is empty, no such mount "
               "in its namespace",
               os.listdir(os.path.join(scratch, "rootfs", "cc-mnt")) == [] and

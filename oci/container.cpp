@@ -40,6 +40,7 @@
 #include "oci/profile.h"
 #include "oci/stdio_pipes.h"
 #include "runtime/child/child_protocol.h"
+#include "runtime/child/command_signals_in_child.h"
 #include "runtime/policy/writable_trees.h"
 #include "runtime/supervisor/sandbox_launch.h"
 
@@ -498,9 +499,13 @@ Status createContainer(const std::string& root_dir, const std::string& id,
                                 " host gids of process.user.additionalGids)");
     if (isHostRoot()) giveStdioPipes(cplan.ids.host_uid);
     // init takes its signals with sigwaitinfo, so they are blocked before
-    // the clone, which inherits the mask (runtime/supervisor/sandbox_launch.h).
-    sigset_t mask = signalsForInit();
-    if (sigprocmask(SIG_BLOCK, &mask, nullptr) < 0) return Error::fromErrno("sigprocmask()");
+    // the clone, which inherits the mask: every signal init may take
+    // (runtime/child/command_signals_in_child.h). After the clone, create
+    // keeps blocked only what it reads itself (runtime/supervisor/sandbox_launch.h).
+    sigset_t mask = containerInitSignals(), own_mask;
+    if (sigprocmask(SIG_BLOCK, &mask, &own_mask) < 0) return Error::fromErrno("sigprocmask()");
+    sigset_t create_mask = signalsForInit();
+    sigorset(&create_mask, &create_mask, &own_mask);
     // Blocked, a client's SIGTERM (timeout(1), a shim giving up) would not
     // end a create that waits on its child or a hook: it is read here
     // instead, and ends create as a failure does, nothing left behind.
@@ -541,6 +546,8 @@ Status createContainer(const std::string& root_dir, const std::string& id,
     }
     started = launched.pid;
     started_pidfd = std::move(launched.pidfd);
+    if (sigprocmask(SIG_SETMASK, &create_mask, nullptr) < 0)
+        return Error::fromErrno("sigprocmask()");
     // The runtime's own namespaces, umask, OOM score and groups again: the
     // hooks, and under `run` poststart and poststop, run from this process
     // on the host (as runc's do), not in the namespaces joined for the clone

@@ -804,6 +804,7 @@ Result<ContainerPlan> planContainer(const Config& config, const std::string& bun
     plan.console_rows = config.console_rows;
     plan.console_cols = config.console_cols;
     plan.die_with_parent = false;
+    plan.container_signals = true;
     for (const Rlimit& r : config.rlimits) plan.rlimits.push_back({r.resource, {r.soft, r.hard}});
     if (config.personality) plan.personality = static_cast<long>(*config.personality);
     std::ifstream last("/proc/sys/kernel/cap_last_cap");

@@ -34,6 +34,7 @@
 #include "runtime/child/child_protocol.h"
 #include "runtime/child/child_setup.h"
 #include "runtime/child/command_in_child.h"
+#include "runtime/child/command_signals_in_child.h"
 #include "runtime/child/descendants_in_child.h"
 #include "runtime/child/hooks_in_child.h"
 #include "runtime/child/privileges_in_child.h"
@@ -126,6 +127,11 @@ void answerSocketRequestsInChild(int channel) noexcept {
     sigemptyset(&set);
     for (int sig : {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGRTMIN, SIGIO})
         sigaddset(&set, sig);
+    // An OCI container's: blocked since before the clone (create's mask).
+    if (plan.container_signals) set = containerInitSignals();
+    // As the namespace's PID 1, the command would take only what it catches.
+    const bool as_pid1 = plan.container_signals && !plan.pid_ns_joined && !plan.lower_tier;
+    int status_fd = -1;
     // A socket request raises SIGIO (O_ASYNC), taken here like the others;
     // blocked first, since its default action would end init.
     int factory = plan.socket_factory_fd;
@@ -147,15 +153,16 @@ void answerSocketRequestsInChild(int channel) noexcept {
         // tier has no namespace: the supervisor is told by its pid (the
         // command cannot forge that, and under Landlock's signal scope
         // cannot signal init at all).
-        if (sig == SIGRTMIN &&
+        if (sig == SIGRTMIN && !plan.container_signals &&
             (info.si_pid == 0 || (plan.lower_tier && info.si_pid == plan.supervisor_pid)))
             break;
-        if (sig == SIGIO) {
-            if (factory >= 0) answerSocketRequestsInChild(factory);
+        if (sig == SIGIO && factory >= 0) {
+            answerSocketRequestsInChild(factory);
             continue;
         }
+        if (sig == SIGIO && !plan.container_signals) continue;
         if (sig != SIGCHLD) {
-            kill(command, sig);
+            if (!as_pid1 || commandTakesSignalInChild(command, sig, &status_fd)) kill(command, sig);
             continue;
         }
         int status;

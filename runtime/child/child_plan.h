@@ -154,6 +154,12 @@ struct ChildPlan {
     // kills its children at the end rather than kill(-1), which would reach
     // the other containers' processes of this uid.
     bool pid_ns_joined = false;
+    // An OCI container: init takes every signal it may block
+    // (containerInitSignals) and passes each on to the command, as PID 1
+    // only those the command catches, since runc's command is PID 1
+    // (runtime/child/command_signals_in_child.h); SIGRTMIN is one of them,
+    // not the supervisor's "end it now" (no supervisor outlives `create`).
+    bool container_signals = false;
     int start_fifo_read_fd = -1;
     int start_fifo_write_fd = -1;
     // The command's executable is found before the command parks (so that

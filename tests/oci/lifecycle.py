@@ -1232,11 +1232,15 @@ def monitor_cases(rt, scratch, owner, base, mode):
     check("monitor: delete after the end leaves nothing", r.returncode == 0 and
           os.listdir(state_root) == [] and monitors_of_ours() == [], (r.stderr, os.listdir(state_root)))
 
-    # A command killed by a signal (kill TERM reaches it through init).
-    sleeper = make_bundle(scratch, "mon-sleep", ["sleep", "1000"], owner, base)
+    # A command killed by a signal: init passes SIGTERM on to a command
+    # that traps it (as PID 1 would take it), whose trap dies of it.
+    sleeper = make_bundle(scratch, "mon-sleep", ["sh", "-c", "trap 'trap - TERM; kill -TERM $$' "
+                                                 "TERM; touch /out/mon-sleep; "
+                                                 "while :; do sleep 0.05; done"], owner, base)
     rt("create", "--bundle", sleeper, "mon2")
     rt("start", "mon2")
     init = (state_of(rt, "mon2") or {}).get("pid", 0)
+    wait_for(lambda: os.path.exists(os.path.join(out, "mon-sleep")))
     rt("kill", "mon2", "TERM")
     check("monitor: a command killed by SIGTERM shows signal 15",
           ended("mon2") and ending("mon2").get("command") == {"signal": 15, "coreDumped": False} and

@@ -1,0 +1,176 @@
+#!/usr/bin/env python3
+"""Signals to an OCI container reach its command as they would reach runc's
+PID 1 (issue 19; runtime/child/command_signals_in_child.h), driven with
+stockade's own create, start, kill, state and delete on a busybox-static
+rootfs made here, as root or as uid 65534.
+
+usage: pid1_signals.py STOCKADE root|rootless
+
+runc's command is PID 1 of the container's pid namespace, where the kernel
+drops every signal it has no handler for (but SIGKILL and SIGSTOP from the
+host); stockade's init is PID 1 and passes a signal on only when the command
+catches it. So, as under runc: a SIGTERM the command does not catch leaves
+it running (podman stop then ends it with SIGKILL at its timeout: 137, not
+143), while SIGALRM, SIGWINCH, SIGPWR, SIGUSR1 and real-time signals
+(SIGRTMIN too, once the supervisor's "end it now" in a run) reach a command
+that traps them; SIGKILL ends the container (the subreaper reaps init dead
+of it). In a pid namespace joined by path (root only: rootless joins are
+refused) the command is not PID 1 under runc either, and an untrapped
+SIGTERM ends it. Each check is ordered by what the container writes, not by
+time: a signal sent after the one judged, with a higher number (sigwaitinfo
+takes the lowest pending first), is trapped and written only once the first
+has been dropped or passed on.
+Exit 77 (a skip) when the host cannot run a mode; CI=true makes it a failure.
+"""
+import json
+import os
+import shutil
+import sys
+import tempfile
+
+from lifecycle import (become_subreaper, check, failures, make_bundle, make_test_tree, reap,
+                       reaped, state_of, wait_for)
+from oci_common import BUSYBOX, host_pids_running, skip
+
+APPLETS = ["sh", "sleep", "echo", "cat", "touch", "true"]
+# Trapped by the command: SIGUSR1, SIGALRM, SIGWINCH, SIGPWR, SIGRTMIN
+# (34), SIGRTMIN+16 (50). SIGTERM is not.
+TRAPPED = ["USR1", "ALRM", "WINCH", "PWR", "34", "50"]
+
+
+def lines(path):
+    try:
+        with open(path) as f:
+            return f.read().split()
+    except OSError:
+        return []
+
+
+def own_namespace(rt, scratch, owner, base):
+    out = os.path.join(scratch, "out")
+    sigs = os.path.join(out, "sigs")
+    traps = "; ".join(f"trap 'echo {s} >> /out/sigs' {s}" for s in TRAPPED)
+    b = make_bundle(scratch, "trapping", ["sh", "-c", f"{traps}; touch /out/ready; "
+                                          "while :; do sleep 0.05; done"], owner, base)
+    r = rt("create", "--bundle", b, "t1")
+    check("create of a command that traps six signals but SIGTERM", r.returncode == 0, r.stderr)
+    init = (state_of(rt, "t1") or {}).get("pid", 0)
+    rt("start", "t1")
+    check("it runs, its traps set", wait_for(lambda: os.path.exists(os.path.join(out, "ready"))))
+
+    # SIGTERM (15) first, then SIGPWR (30): if both wait in init, SIGTERM
+    # is taken first; a SIGTERM passed on would end the shell at once
+    # (its default action), and "PWR" would never be written.
+    rt("kill", "t1", "TERM")
+    rt("kill", "t1", "PWR")
+    check("a SIGTERM the command does not trap is dropped, as PID 1 drops it: a later "
+          "trapped SIGPWR is written and the container runs on",
+          wait_for(lambda: "PWR" in lines(sigs)) and
+          (state_of(rt, "t1") or {}).get("status") == "running", (lines(sigs), state_of(rt, "t1")))
+
+    for sig in TRAPPED:
+        if sig != "PWR":
+            rt("kill", "t1", sig)
+    check("SIGUSR1, SIGALRM, SIGWINCH, SIGRTMIN and SIGRTMIN+16 reach the command's traps "
+          "(before, SIGALRM, SIGWINCH and SIGPWR were dropped and SIGRTMIN ended the container)",
+          wait_for(lambda: sorted(lines(sigs)) == sorted(TRAPPED)) and
+          (state_of(rt, "t1") or {}).get("status") == "running", (lines(sigs), state_of(rt, "t1")))
+
+    r = rt("kill", "t1", "KILL")
+    check("SIGKILL ends it: the subreaper reaps init dead of SIGKILL (137 to conmon), as "
+          "runc's PID 1", r.returncode == 0 and wait_for(lambda: init in reaped) and
+          os.WIFSIGNALED(reaped[init]) and os.WTERMSIG(reaped[init]) == 9,
+          (r.stderr, reaped.get(init)))
+    wait_for(lambda: (state_of(rt, "t1") or {}).get("status") == "stopped")
+    kills = [k.get("signal") for k in (state_of(rt, "t1") or {}).get("stockade", {})
+             .get("ending", {}).get("kills", [])]
+    check("the record keeps every kill asked, in order", kills == [15, 30, 10, 14, 28, 34, 50, 9],
+          kills)
+    r = rt("delete", "t1")
+    check("delete", r.returncode == 0, r.stderr)
+
+    # A shell loop with no SIGTERM trap: what podman's stop meets most.
+    # SIGTERM then SIGKILL, as podman stop -t N sends them.
+    b = make_bundle(scratch, "plain", ["sh", "-c", "touch /out/plain; trap 'echo HUP > "
+                                       "/out/plain-hup' HUP; while :; do sleep 0.2; done"],
+                    owner, base)
+    rt("create", "--bundle", b, "t2")
+    init = (state_of(rt, "t2") or {}).get("pid", 0)
+    rt("start", "t2")
+    wait_for(lambda: os.path.exists(os.path.join(out, "plain")))
+    rt("kill", "t2", "15")
+    rt("kill", "t2", "1")
+    check("stop's SIGTERM to a shell without a trap for it: dropped (a later trapped SIGHUP "
+          "is written), the container running",
+          wait_for(lambda: os.path.exists(os.path.join(out, "plain-hup"))) and
+          (state_of(rt, "t2") or {}).get("status") == "running", state_of(rt, "t2"))
+    rt("kill", "t2", "9")
+    check("...and its SIGKILL ends it", wait_for(lambda: init in reaped) and
+          os.WIFSIGNALED(reaped[init]) and os.WTERMSIG(reaped[init]) == 9, reaped.get(init))
+    rt("delete", "t2")
+
+
+def joined_namespace(rt, scratch, owner, base):
+    """Root only (rootless joins are refused): the command is not PID 1."""
+    first = make_bundle(scratch, "first", ["sleep", "5151"], owner, base)
+    r = rt("create", "--bundle", first, "first")
+    rt("start", "first")
+    first_init = (state_of(rt, "first") or {}).get("pid", 0)
+    check("a first container, its own pid namespace", r.returncode == 0 and first_init > 0,
+          r.stderr)
+    b = make_bundle(scratch, "joined", ["sleep", "5252"], owner, base)
+    with open(os.path.join(b, "config.json")) as f:
+        config = json.load(f)
+    config["linux"]["namespaces"] = [n for n in config["linux"]["namespaces"]
+                                     if n["type"] != "pid"] + [
+        {"type": "pid", "path": f"/proc/{first_init}/ns/pid"}]
+    with open(os.path.join(b, "config.json"), "w") as f:
+        json.dump(config, f)
+    r = rt("create", "--bundle", b, "joined")
+    rt("start", "joined")
+    wait_for(lambda: host_pids_running(["sleep", "5252"]))
+    rt("kill", "joined", "TERM")
+    ending = lambda: (state_of(rt, "joined") or {}).get("stockade", {}).get("ending", {})
+    check("in a joined pid namespace the command is not PID 1 (under runc neither): an "
+          "untrapped SIGTERM ends it", r.returncode == 0 and
+          wait_for(lambda: (state_of(rt, "joined") or {}).get("status") == "stopped" and
+                   "reported" in ending()) and ending().get("command") == {
+              "signal": 15, "coreDumped": False}, (r.stderr, ending()))
+    check("...and the first container's command, PID 1's child, runs on",
+          len(host_pids_running(["sleep", "5151"])) == 1)
+    rt("delete", "joined")
+    reap()
+    rt("delete", "--force", "first")
+
+
+def main():
+    binary, mode = sys.argv[1], sys.argv[2]
+    if os.geteuid() != 0:
+        skip("the suite runs as root (rootless cases demote to uid 65534)")
+    if not os.path.exists(BUSYBOX):
+        skip("busybox-static is not installed (scripts/install-deps.sh test)")
+    become_subreaper()
+    scratch = tempfile.mkdtemp(prefix="stockade-pid1sig-", dir="/var/tmp")
+    os.chmod(scratch, 0o755)
+    owner = 0 if mode == "root" else 65534
+    rt = None
+    try:
+        rt, _, base = make_test_tree(scratch, owner, binary, mode, APPLETS)
+        if base is not None:
+            own_namespace(rt, scratch, owner, base)
+            if mode == "root":
+                joined_namespace(rt, scratch, owner, base)
+            check("nothing left under --root", os.listdir(rt.root) == [], os.listdir(rt.root))
+    finally:
+        if rt is not None:
+            for cid in os.listdir(rt.root) if os.path.isdir(rt.root) else []:
+                rt("delete", "--force", cid)
+        reap()
+        shutil.rmtree(scratch, ignore_errors=True)
+    if failures:
+        print(f"{len(failures)} failed: " + "; ".join(failures))
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

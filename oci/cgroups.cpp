@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "oci/device_cgroup.h"
+#include "oci/resource_names.h"
 #include "runtime/cgroups/cgroup_fs.h"
 
 namespace stockade::oci {
@@ -115,11 +116,27 @@ std::string dirOf(const std::vector<std::string>& dirs, const std::string& contr
     return "";
 }
 
+// Enables `controller` in cgroup.subtree_control of each v2 ancestor of
+// `dir` that lacks it, from the top down (a child can enable only what its
+// parent gives it), unless `dir` has it already.
+Status enableDownTo(const std::string& dir, const std::string& controller) {
+    if (hasWord(readCgroupFileOr(dir + "/cgroup.controllers"), controller)) return okStatus();
+    std::vector<std::string> parents;
+    for (std::string parent = dir.substr(0, dir.rfind('/')); parent.size() > 1 && isCgroup2(parent);
+         parent = parent.substr(0, parent.rfind('/')))
+        parents.push_back(parent);
+    for (auto parent = parents.rbegin(); parent != parents.rend(); ++parent)
+        if (auto s = writeCgroupFile(*parent + "/cgroup.subtree_control", "+" + controller); !s)
+            return s;
+    return okStatus();
+}
+
 // A limit as the file wants it: no limit is "max" (v2, and pids in v1) or
 // -1 (v1's memory files and cfs quota).
 Status writeLimit(const std::string& dir, const std::string& file, int64_t value) {
     const bool v1_minus_one = file == "memory.limit_in_bytes" ||
-                              file == "memory.memsw.limit_in_bytes" || file == "cpu.cfs_quota_us";
+                              file == "memory.memsw.limit_in_bytes" ||
+                              file == "memory.soft_limit_in_bytes" || file == "cpu.cfs_quota_us";
     const bool none = file == "pids.max" ? value <= 0 : value < 0;
     return writeCgroupFile(dir + "/" + file,
                            none ? (v1_minus_one ? "-1" : "max") : std::to_string(value));
@@ -348,7 +365,8 @@ Result<ContainerCgroups> makeOrRefuse(const CgroupAsk& ask, const std::string& m
         if (isCgroup2(mount_root))
             leaves.push_back(mount_root + ask.path);
         else
-            for (const char* controller : {"memory", "pids", "freezer", "cpu", "cpuset", "devices"})
+            for (const char* controller :
+                 {"memory", "pids", "freezer", "cpu", "cpuset", "devices", "hugetlb"})
                 leaves.push_back(mount_root + "/" + controller + ask.path);
         for (const std::string& leaf : leaves)
             if (exists(leaf)) return refuse(existsAlready(ask, leaf));
@@ -396,19 +414,24 @@ Result<ContainerCgroups> makeOrRefuse(const CgroupAsk& ask, const std::string& m
         // cpuset only when asked, and then required.
         // devices first: where its leaf must be this container's own, no
         // other leaf is made (and then removed) beside another's.
-        for (const char* controller : {"devices", "memory", "pids", "freezer", "cpu", "cpuset"}) {
+        for (const char* controller :
+             {"devices", "memory", "pids", "freezer", "cpu", "cpuset", "hugetlb"}) {
             const std::string base = mount_root + "/" + controller;
             const std::string name = controller;
-            // cpuset where mounted, as runc makes it, so that update can
-            // give the container one later; required only when asked.
+            // cpuset and hugetlb where mounted, as runc makes them, so that
+            // update can set them later; required only when asked.
             if (name == "devices" && !ask.devices) continue;
+            const bool wants_hugetlb = !ask.resources.hugepage_limits.empty();
             const bool required =
                 name == "memory" || name == "pids" || (name == "cpuset" && wants_cpuset) ||
-                (name == "cpu" && wants_cpu) || (name == "devices" && ask.devices_required);
+                (name == "cpu" && wants_cpu) || (name == "devices" && ask.devices_required) ||
+                (name == "hugetlb" && wants_hugetlb);
             if (!exists(base)) {
                 if (!required) continue;
-                return Error::message(std::string("linux.resources: no cgroup v1 ") + controller +
-                                      " hierarchy at " + base);
+                return Error::message(std::string(name == "hugetlb"
+                                                      ? "linux.resources.hugepageLimits"
+                                                      : "linux.resources") +
+                                      ": no cgroup v1 " + controller + " hierarchy at " + base);
             }
             if (name == "cpuset") {
                 const size_t before = made.dirs.size();
@@ -484,6 +507,8 @@ Result<ContainerCgroups> makeOrRefuse(const CgroupAsk& ask, const std::string& m
         }
         if (!held) return held.error();
     }
+    for (const std::string& dir : out.dirs)
+        if (madeHere(made, dir)) out.made_here.push_back(dir);
     made.kept = true;
     return out;
 }
@@ -513,19 +538,28 @@ Status applyResources(const std::vector<std::string>& dirs, const Resources& r) 
                                   (v2 ? " (not in " + dirs[0] + "/cgroup.controllers)" : ""));
         return dir;
     };
-    // v2: the cpuset controller is enabled down to the container's
-    // directory when first asked (create enables it only then); v1's
-    // directory is made by create wherever the hierarchy is mounted.
-    if (r.wants_cpuset() && v2 &&
-        !hasWord(readCgroupFileOr(dirs[0] + "/cgroup.controllers"), "cpuset")) {
-        std::vector<std::string> parents;
-        for (std::string dir = dirs[0].substr(0, dirs[0].rfind('/'));
-             dir.size() > 1 && isCgroup2(dir); dir = dir.substr(0, dir.rfind('/')))
-            parents.push_back(dir);
-        for (auto parent = parents.rbegin(); parent != parents.rend(); ++parent)
-            if (auto s = writeCgroupFile(*parent + "/cgroup.subtree_control", "+cpuset"); !s)
+    // v2: the cpuset and hugetlb controllers, and those unified's files
+    // belong to, are enabled down to the container's directory when first
+    // asked (create enables only memory, pids and cpu); v1's directories
+    // are made by create wherever the hierarchy is mounted.
+    if (v2) {
+        if (r.wants_cpuset())
+            if (auto s = enableDownTo(dirs[0], "cpuset"); !s)
                 return s.error().withContext(r.cpuset_cpus ? "linux.resources.cpu.cpus"
                                                            : "linux.resources.cpu.mems");
+        if (!r.hugepage_limits.empty())
+            if (auto s = enableDownTo(dirs[0], "hugetlb"); !s)
+                return s.error().withContext("linux.resources.hugepageLimits");
+        for (const auto& [key, value] : r.unified)
+            if (std::string controller = unifiedKeyController(key); !controller.empty())
+                if (auto s = enableDownTo(dirs[0], controller); !s)
+                    return s.error().withContext("linux.resources.unified (" + key + ")");
+    } else if (!r.unified.empty()) {
+        // runc refuses them on v1 too: there is no file of those names.
+        return Error::message(
+            "linux.resources.unified: cgroup v2 files, and the container's "
+            "cgroups are v1 (" +
+            dirs[0] + ")");
     }
     // A container with no directory for a cpuset (a v1 host without the
     // hierarchy): said before any other field is written.
@@ -572,6 +606,32 @@ Status applyResources(const std::vector<std::string>& dirs, const Resources& r) 
                 if (auto s = memsw(); !s) return s;
         }
     }
+    if (r.wants_memory_tuning()) {
+        auto dir = need("memory", r.memory_reservation ? "linux.resources.memory.reservation"
+                                  : r.swappiness       ? "linux.resources.memory.swappiness"
+                                                       : "linux.resources.memory.disableOOMKiller");
+        if (!dir) return dir.error();
+        // v2 keeps swappiness for the whole host and has no switch for the
+        // OOM killer: refused there rather than dropped.
+        if (v2 && (r.swappiness || r.disable_oom_killer))
+            return Error::message(std::string(r.swappiness
+                                                  ? "linux.resources.memory.swappiness"
+                                                  : "linux.resources.memory.disableOOMKiller") +
+                                  ": cgroup v2 has no such file for a cgroup (" + dirs[0] + ")");
+        if (r.memory_reservation)
+            if (auto s = writeLimit(*dir, v2 ? "memory.low" : "memory.soft_limit_in_bytes",
+                                    *r.memory_reservation);
+                !s)
+                return s.error().withContext("linux.resources.memory.reservation");
+        if (r.swappiness)
+            if (auto s =
+                    writeCgroupFile(*dir + "/memory.swappiness", std::to_string(*r.swappiness));
+                !s)
+                return s.error().withContext("linux.resources.memory.swappiness");
+        if (r.disable_oom_killer)
+            if (auto s = writeCgroupFile(*dir + "/memory.oom_control", "1"); !s)
+                return s.error().withContext("linux.resources.memory.disableOOMKiller");
+    }
     if (r.pids_limit) {
         auto dir = need("pids", "linux.resources.pids.limit");
         if (!dir) return dir.error();
@@ -613,6 +673,23 @@ Status applyResources(const std::vector<std::string>& dirs, const Resources& r) 
                     return s.error().withContext("linux.resources.cpu.quota");
         }
     }
+    if (!r.hugepage_limits.empty()) {
+        auto dir = need("hugetlb", "linux.resources.hugepageLimits");
+        if (!dir) return dir.error();
+        // Each size the reader judged; its reservation limit too where the
+        // kernel has one (5.7), as runc writes both, so that a reservation
+        // made now and faulted later is held as well.
+        for (const auto& [size, limit] : r.hugepage_limits) {
+            const std::string base = *dir + "/hugetlb." + size;
+            const std::string value = std::to_string(limit);
+            if (auto s = writeCgroupFile(base + (v2 ? ".max" : ".limit_in_bytes"), value); !s)
+                return s.error().withContext("linux.resources.hugepageLimits (" + size + ")");
+            const std::string rsvd = base + (v2 ? ".rsvd.max" : ".rsvd.limit_in_bytes");
+            if (exists(rsvd))
+                if (auto s = writeCgroupFile(rsvd, value); !s)
+                    return s.error().withContext("linux.resources.hugepageLimits (" + size + ")");
+        }
+    }
     if (r.wants_cpuset()) {
         // The same files on v1 and v2; each a list the reader judged.
         if (r.cpuset_cpus)
@@ -621,6 +698,17 @@ Status applyResources(const std::vector<std::string>& dirs, const Resources& r) 
         if (r.cpuset_mems)
             if (auto s = writeCgroupFile(*cpuset_dir + "/cpuset.mems", *r.cpuset_mems); !s)
                 return s.error().withContext("linux.resources.cpu.mems");
+    }
+    // Last, as runc writes them: a unified file may refine what a field
+    // above set (memory.high below memory.max).
+    for (const auto& [key, value] : r.unified) {
+        const std::string controller = unifiedKeyController(key);
+        if (!controller.empty() && dirOf(dirs, controller).empty())
+            return Error::message("linux.resources.unified (" + key +
+                                  "): the container's cgroup has no " + controller +
+                                  " controller (not in " + dirs[0] + "/cgroup.controllers)");
+        if (auto s = writeCgroupFile(dirs[0] + "/" + key, value); !s)
+            return s.error().withContext("linux.resources.unified (" + key + ")");
     }
     return okStatus();
 }

@@ -65,6 +65,11 @@ bool hasDotDotComponent(const std::string& path);
 // The cgroup directories made (absolute), in the order to remove them.
 struct ContainerCgroups {
     std::vector<std::string> dirs;
+    // Those of `dirs` this create made itself: the only ones a failed or
+    // killed create may kill everything in (a cgroupsPath that was there
+    // may hold another's processes; it is only rmdir'ed, which fails while
+    // anything is in it).
+    std::vector<std::string> made_here;
     // Whether device rules of the container's own hold there, exactly as
     // asked (oci/device_cgroup.h): what `exec` of a process that may
     // remount requires.

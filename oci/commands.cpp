@@ -374,8 +374,11 @@ int cmdDelete(const Globals& g, const std::vector<std::string>& rest, const Log&
     auto c = openExisting(g.root, id);
     if (!c) {
         if (force && validateId(id)) {
-            // A half-written directory (its record unreadable) goes too.
-            if (auto root = openRoot(g.root, false); root) (void)removeContainer(root->get(), id);
+            // A half-written directory (its record unreadable) goes too,
+            // with the cgroups its create made.
+            if (auto root = openRoot(g.root, false); root)
+                if (auto s = removeUnrecordedContainer(root->get(), id); !s)
+                    return log.error(s.error().describe());
             return 0;
         }
         return log.error(c.error().describe());

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "oci/resource_names.h"
 #include "runtime/cgroups/cgroup_fs.h"
 #include "seccomp/oci_import.h"
 
@@ -515,6 +516,21 @@ void readResources(const json& res, Resources& out) {
             for (const auto& [name, v] : value.items()) {
                 if (v.is_null()) continue;
                 const std::string field = section + "." + name;
+                if (key == "memory" && name == "reservation") {
+                    // runc's "unset" is 0, as for the cpu fields.
+                    if (int64_t bytes = integer(v, field); bytes != 0)
+                        out.memory_reservation = bytes;
+                    continue;
+                }
+                if (key == "memory" && name == "swappiness") {
+                    out.swappiness = unsignedAt(v, field, 100);
+                    continue;
+                }
+                if (key == "memory" && name == "disableOOMKiller") {
+                    if (!v.is_boolean()) refuse(field, "expected true or false");
+                    out.disable_oom_killer = v.get<bool>();
+                    continue;
+                }
                 const bool swap = key == "memory" && name == "swap";
                 if (name != "limit" && !swap) refuse(field, "not enforced yet");
                 (swap              ? out.swap_limit
@@ -544,6 +560,32 @@ void readResources(const json& res, Resources& out) {
                 } else {
                     refuse(field, "not enforced yet");
                 }
+            }
+            continue;
+        }
+        if (key == "hugepageLimits") {
+            if (!value.is_array()) refuse(section, "expected an array");
+            for (size_t i = 0; i < value.size(); ++i) {
+                const std::string field = section + "[" + std::to_string(i) + "]";
+                const json& limit = value[i];
+                if (!limit.is_object()) refuse(field, "expected an object");
+                const json* size = member(limit, "pageSize");
+                const json* bytes = member(limit, "limit");
+                if (!size || !bytes) refuse(field, "needs pageSize and limit");
+                std::string name = stringAt(*size, field + ".pageSize");
+                if (auto problem = hugePageSizeProblem(name)) refuse(field + ".pageSize", *problem);
+                for (const auto& [seen, unused] : out.hugepage_limits)
+                    if (seen == name) refuse(field + ".pageSize", name + " given twice");
+                out.hugepage_limits.emplace_back(std::move(name),
+                                                 unsignedAt(*bytes, field + ".limit", UINT64_MAX));
+            }
+            continue;
+        }
+        if (key == "unified") {
+            if (!value.is_object()) refuse(section, "expected an object");
+            for (const auto& [name, v] : value.items()) {
+                if (auto problem = unifiedKeyProblem(name)) refuse(section, *problem);
+                out.unified[name] = stringAt(v, section + "." + name);
             }
             continue;
         }

@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "base/error.h"
@@ -80,22 +81,44 @@ struct Resources {
     std::optional<int64_t> memory_limit;  // memory.limit (<0: none)
     std::optional<int64_t> swap_limit;    // memory.swap: memory+swap (<0: none)
     std::optional<int64_t> pids_limit;    // pids.limit (<=0: none)
-    std::optional<uint64_t> cpu_shares;   // cpu.shares (runc's 0, unset, is left out)
-    std::optional<int64_t> cpu_quota;     // cpu.quota in microseconds (<0: none)
-    std::optional<uint64_t> cpu_period;   // cpu.period in microseconds
+    // memory.reservation: a soft limit in bytes (<0: none); v1's
+    // memory.soft_limit_in_bytes, v2's memory.low, as runc writes them.
+    std::optional<int64_t> memory_reservation;
+    // memory.swappiness (0..100) and memory.disableOOMKiller (true; false
+    // asks nothing): cgroup v1's memory.swappiness and memory.oom_control,
+    // which v2 does not have per cgroup.
+    std::optional<uint64_t> swappiness;
+    bool disable_oom_killer = false;
+    std::optional<uint64_t> cpu_shares;  // cpu.shares (runc's 0, unset, is left out)
+    std::optional<int64_t> cpu_quota;    // cpu.quota in microseconds (<0: none)
+    std::optional<uint64_t> cpu_period;  // cpu.period in microseconds
     // cpu.cpus and cpu.mems: a list ("0-1,3") of CPUs and memory nodes this
     // host has online, judged by the reader; written to the cpuset as given.
     std::optional<std::string> cpuset_cpus;
     std::optional<std::string> cpuset_mems;
+    // hugepageLimits: each page size as the kernel names its files ("2MB",
+    // "1GB": one this host has, judged by the reader) and its limit in
+    // bytes. Kubernetes' kubelet sends one of 0 for every size the node
+    // has, so every pod's container asks for them.
+    std::vector<std::pair<std::string, uint64_t>> hugepage_limits;
+    // unified: cgroup v2 files of the container's directory and what is
+    // written to them, after every other field (runc's order); each name a
+    // controller's file ("memory.oom.group", which kubelet sends on v2) or
+    // cgroup.max.depth and cgroup.max.descendants, judged by the reader.
+    std::map<std::string, std::string> unified;
     // Judged against linux.devices by create (oci/devices.h), never written:
     // not counted by any().
     std::vector<DeviceRule> device_rules;
 
     bool any() const {
-        return memory_limit || swap_limit || pids_limit || cpu_shares || cpu_quota || cpu_period ||
-               cpuset_cpus || cpuset_mems;
+        return memory_limit || swap_limit || pids_limit || wants_memory_tuning() || cpu_shares ||
+               cpu_quota || cpu_period || cpuset_cpus || cpuset_mems || !hugepage_limits.empty() ||
+               !unified.empty();
     }
     bool wants_cpuset() const { return cpuset_cpus || cpuset_mems; }
+    bool wants_memory_tuning() const {
+        return memory_reservation || swappiness || disable_oom_killer;
+    }
     bool wants_cpu() const { return cpu_shares || cpu_quota || cpu_period; }
 };
 

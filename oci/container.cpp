@@ -283,6 +283,9 @@ Status createContainer(const std::string& root_dir, const std::string& id,
             siginfo_t info;
             syscall(SYS_waitid, P_PIDFD, started_pidfd.get(), &info, WEXITED, nullptr);
         }
+        // What a hook left in them (a createContainer hook runs there),
+        // in those this create made: one that was there may be another's.
+        if (cgroups) (void)killContainerCgroups(cgroups->made_here);
         if (cgroups) (void)removeContainerCgroups(cgroups->dirs);
         (void)removeContainer(root->get(), id);
     }};
@@ -331,10 +334,12 @@ Status createContainer(const std::string& root_dir, const std::string& id,
             std::string fields = config->cgroups_path.empty() ? "" : "linux.cgroupsPath";
             const Resources& r = config->resources;
             for (const auto& [asked, name] :
-                 {std::pair{r.memory_limit || r.swap_limit, "memory"},
+                 {std::pair{r.memory_limit || r.swap_limit || r.wants_memory_tuning(), "memory"},
                   std::pair{bool(r.pids_limit), "pids.limit"}, std::pair{r.wants_cpu(), "cpu"},
                   std::pair{bool(r.cpuset_cpus), "cpu.cpus"},
-                  std::pair{bool(r.cpuset_mems), "cpu.mems"}})
+                  std::pair{bool(r.cpuset_mems), "cpu.mems"},
+                  std::pair{!r.hugepage_limits.empty(), "hugepageLimits"},
+                  std::pair{!r.unified.empty(), "unified"}})
                 if (asked)
                     fields += std::string(fields.empty() ? "" : ", ") + "linux.resources." + name;
             return Error::message("config.json: " + fields +
@@ -373,9 +378,17 @@ Status createContainer(const std::string& root_dir, const std::string& id,
         ask.best_effort = !cgroup_required;
         auto made = makeContainerCgroups(ask);
         if (!made) return made.error();
-        if (made->unavailable.empty())
+        if (made->unavailable.empty()) {
             cgroups = std::move(*made);
-        else
+            // Named before anything runs in them: a create killed from here
+            // on leaves them to `delete --force` (removeUnrecordedContainer).
+            std::string listed;
+            for (const std::string& d : cgroups->made_here) listed += d + "\n";
+            if (auto s = writeNewSmallFile(dir->get(), kCgroupsFile, id + "/" + kCgroupsFile,
+                                           listed, 0600);
+                !s)
+                return s.error();
+        } else
             note("no cgroup of the container's own (" + made->unavailable +
                  "): it cannot be paused, and no device cgroup holds");
         if (joins_pid && !canKillWhole(cgroups->dirs))
@@ -688,6 +701,30 @@ Result<Opened> openExisting(const std::string& root_dir, const std::string& id) 
     if (!record) return record.error();
     out.record = std::move(*record);
     return out;
+}
+
+Status removeUnrecordedContainer(int root_fd, const std::string& id) {
+    auto dir = openContainer(root_fd, id);
+    if (!dir) return okStatus();
+    // A create killed left the cgroups it made listed, and whatever runs
+    // there. The lock is held by a create still running (which cleans up
+    // after itself) or for a moment by another command: waited for a
+    // while, and if still held nothing is touched, so that the list is
+    // never removed before its cgroups.
+    bool locked = false;
+    for (int tries = 0; tries < 100 && !locked; ++tries) {
+        locked = flock(dir->get(), LOCK_EX | LOCK_NB) == 0;
+        if (!locked) usleep(20 * 1000);
+    }
+    if (!locked) return okStatus();
+    // Read again under the lock: a create that finished meanwhile wrote one.
+    if (readRecord(dir->get(), id))
+        return Error::message("container " + id +
+                              " was created meanwhile: delete it again to remove it");
+    const std::vector<std::string> cgroups = readPendingCgroups(dir->get());
+    if (auto s = killContainerCgroups(cgroups); !s) return s.error();
+    if (auto s = removeContainerCgroups(cgroups); !s) return s.error();
+    return removeContainer(root_fd, id);
 }
 
 Status destroyContainer(const Opened& c) {

@@ -53,6 +53,12 @@ struct Opened {
 };
 Result<Opened> openExisting(const std::string& root_dir, const std::string& id);
 
+// `delete --force` of a container with no readable record (a create killed
+// before it wrote one): the processes in the cgroups create listed first
+// (kCgroupsFile) killed, those cgroups removed, then its directory; only
+// the directory while a create still holds it.
+Status removeUnrecordedContainer(int root_fd, const std::string& id);
+
 // Removes what the container left: its monitor (ended and waited for), its
 // cgroups, then its directory. Its processes must be gone (killAndWait).
 Status destroyContainer(const Opened& container);

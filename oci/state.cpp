@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "base/small_file.h"
 #include "oci/cgroups.h"
@@ -152,6 +153,17 @@ Status writeRecord(int dir_fd, const Record& record) {
     return okStatus();
 }
 
+namespace {
+
+// delete removes these: only directories of the cgroup tree, by a path
+// with no way up out of it.
+bool isCgroupTreeDir(const std::string& dir) {
+    return dir.starts_with("/sys/fs/cgroup/") && !hasDotDotComponent(dir) &&
+           dir.find("/./") == std::string::npos && !dir.ends_with("/.");
+}
+
+}  // namespace
+
 Result<Record> readRecord(int dir_fd, const std::string& id) {
     auto file = readSmallFile(dir_fd, kStateFile, id + "/state.json", kMaxRecordBytes);
     if (!file) return file.error();
@@ -210,13 +222,21 @@ Result<Record> readRecord(int dir_fd, const std::string& id) {
         return bad();
     }
     if (r.id != id || r.pid <= 1 || r.monitor_pid < 0 || r.monitor_pid == 1) return bad();
-    // delete removes these: only directories of the cgroup tree, by a
-    // path with no way up out of it.
     for (const std::string& dir : r.cgroups)
-        if (!dir.starts_with("/sys/fs/cgroup/") || hasDotDotComponent(dir) ||
-            dir.find("/./") != std::string::npos || dir.ends_with("/."))
-            return bad();
+        if (!isCgroupTreeDir(dir)) return bad();
     return r;
+}
+
+std::vector<std::string> readPendingCgroups(int dir_fd) {
+    auto file = readSmallFile(dir_fd, kCgroupsFile, kCgroupsFile, 64 * 1024);
+    if (!file) return {};
+    std::vector<std::string> out;
+    std::istringstream lines(file->content);
+    for (std::string line; std::getline(lines, line);) {
+        if (!isCgroupTreeDir(line)) return {};
+        out.push_back(line);
+    }
+    return out;
 }
 
 uint64_t processStartTime(pid_t pid) {
@@ -252,7 +272,8 @@ Status3 statusOf(int dir_fd, const Record& record) {
 Status removeContainer(int root_fd, const std::string& id) {
     UniqueFd dir(openat(root_fd, id.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (dir)
-        for (const char* name : {kExecFifo, kStateFile, "state.json.tmp", kConfigFile})
+        for (const char* name :
+             {kExecFifo, kStateFile, "state.json.tmp", kConfigFile, kCgroupsFile})
             if (unlinkat(dir.get(), name, 0) < 0 && errno != ENOENT)
                 return Error::fromErrno(std::string("unlink(") + id + "/" + name + ")");
     if (unlinkat(root_fd, id.c_str(), AT_REMOVEDIR) < 0 && errno != ENOENT)

@@ -25,6 +25,10 @@ inline constexpr const char* kExecFifo = "exec.fifo";
 // bundle the container can write, bound into it, would hand exec a
 // config without the filter).
 inline constexpr const char* kConfigFile = "config.json";
+// The container's cgroup directories, one a line, written by create as
+// soon as it has made them, before anything runs in them: what `delete
+// --force` kills and removes of a create killed before its record.
+inline constexpr const char* kCgroupsFile = "cgroups";
 inline constexpr size_t kMaxIdLength = 1024;
 
 // /run/stockade-oci as root, $XDG_RUNTIME_DIR/stockade-oci otherwise.
@@ -116,6 +120,9 @@ Result<Record> readRecord(int dir_fd, const std::string& id);
 Status3 statusOf(int dir_fd, const Record& record);
 // The process's start time, 0 when it is gone or a zombie.
 uint64_t processStartTime(pid_t pid);
+// kCgroupsFile's directories; none when it is missing, unreadable, or
+// names anything but directories of the cgroup tree (as the record's).
+std::vector<std::string> readPendingCgroups(int dir_fd);
 // Removes the container's directory: only the names this runtime writes.
 Status removeContainer(int root_fd, const std::string& id);
 // The ids under the root, sorted.

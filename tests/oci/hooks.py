@@ -614,11 +614,19 @@ def container_namespace_hooks(rt, scratch, owner, base, out):
                 os.unlink(os.path.join(scratch, "rootfs", left))
 
 
+def default_cgroups_of(rt, cid):
+    """The container's default cgroup directories (/stockade-oci/ID-TAG) in
+    every hierarchy: none rootless, where it has none."""
+    import glob
+    leaf = f"stockade-oci/{cid}-{lifecycle.root_tag(os.path.realpath(rt.root))}"
+    return glob.glob(f"/sys/fs/cgroup/*/{leaf}") + glob.glob(f"/sys/fs/cgroup/{leaf}")
+
+
 def create_ended_by_signal(rt, scratch, owner, base, out):
     """A create held by a hook with no timeout (none is invented, as under
     runc) is ended by the client's SIGTERM, as timeout(1) or a shim giving
-    up sends it: create fails naming the signal, the hook, the init and
-    everything under --root gone."""
+    up sends it: create fails naming the signal, the hook, the init, its
+    cgroups and everything under --root gone."""
     for name, script in [("prestart", "echo $$ > \"$0\"; exec sleep 3141"),
                          ("createContainer", "echo 1 > \"$0\"; exec sleep 3141")]:
         marker = os.path.join(out, f"held-{name}")
@@ -639,10 +647,11 @@ def create_ended_by_signal(rt, scratch, owner, base, out):
                 p.kill()
                 p.wait()
         check(f"hooks: a create held by a {name} hook without a timeout is ended by SIGTERM: "
-              "exit 1 naming the signal, the hook gone, nothing under --root",
+              "exit 1 naming the signal, the hook gone, nothing under --root, no cgroup left",
               running and p.returncode == 1 and "SIGTERM" in err and
               wait_for(lambda: host_processes_with("3141") == []) and
-              os.listdir(rt.root) == [], (running, p.returncode, err, os.listdir(rt.root)))
+              os.listdir(rt.root) == [] and default_cgroups_of(rt, "held") == [],
+              (running, p.returncode, err, os.listdir(rt.root), default_cgroups_of(rt, "held")))
 
     # SIGKILL cannot be read: create is gone at once, and its init, which
     # runs the createContainer hook, sees the sync socket hang up, kills the
@@ -656,16 +665,52 @@ def create_ended_by_signal(rt, scratch, owner, base, out):
                          stderr=subprocess.DEVNULL,
                          preexec_fn=lifecycle.demote if rt.mode == "rootless" else None)
     running = wait_for(lambda: os.path.exists(marker) and host_processes_with("3141") != [])
+    made = default_cgroups_of(rt, "held")
     p.kill()
     p.wait()
     ended = wait_for(lambda: host_processes_with("3141") == [] and
                      host_processes_with(bundle) == [])
     r = rt("delete", "--force", "held")
     check("hooks: create killed (SIGKILL) during a createContainer hook: the hook and the "
-          "container's init end with it, and delete --force leaves nothing under --root",
-          running and ended and r.returncode == 0 and os.listdir(rt.root) == [],
+          "container's init end with it, and delete --force leaves nothing under --root and "
+          "removes the cgroups create had made (as root)",
+          running and ended and r.returncode == 0 and os.listdir(rt.root) == [] and
+          (made != [] if rt.mode == "root" else made == []) and
+          default_cgroups_of(rt, "held") == [],
           (running, ended, host_processes_with("3141"), r.returncode, r.stderr,
-           os.listdir(rt.root)))
+           os.listdir(rt.root), made, default_cgroups_of(rt, "held")))
+
+
+def failed_create_in_shared_cgroup(rt, scratch, owner, base, out):
+    """As root, a cgroupsPath that exists already and holds another's
+    process (a scratch sleep standing for a service's): a create there that
+    fails (its prestart exits 3) kills nothing of it, and the directory,
+    not this create's, stays; one of its own beneath is killed and removed."""
+    shared = f"stockade-hooks-shared-{os.getpid()}"
+    dirs = [f"/sys/fs/cgroup/{h}/{shared}" for h in ("memory", "pids", "freezer")
+            if os.path.isdir(f"/sys/fs/cgroup/{h}")]
+    for d in dirs:
+        os.mkdir(d)
+    other = subprocess.Popen(["sleep", "3232"])
+    try:
+        for d in dirs:
+            with open(os.path.join(d, "cgroup.procs"), "w") as f:
+                f.write(str(other.pid))
+        config = with_hooks(base, {"prestart": [hook("exit 3", os.path.join(out, "shared"))]})
+        config["linux"]["cgroupsPath"] = "/" + shared
+        bundle = make_bundle(scratch, "shared-cg", ["sleep", "1000"], owner, config)
+        r = rt("create", "--bundle", bundle, "sh1")
+        check("hooks: a create that fails in a cgroupsPath another's process is in kills "
+              "nothing of it; the directory, not its own, stays",
+              r.returncode == 1 and "exit status 3" in r.stderr and other.poll() is None and
+              all(os.path.isdir(d) for d in dirs) and os.listdir(rt.root) == [],
+              (r.returncode, r.stderr, other.poll(), os.listdir(rt.root)))
+    finally:
+        other.kill()
+        other.wait()
+        for d in dirs:
+            wait_for(lambda: not read(os.path.join(d, "cgroup.procs")).strip())
+            os.rmdir(d)
 
 
 def create_container_in_joined_pid_namespace(rt, scratch, owner, base, out):
@@ -743,6 +788,7 @@ def main():
         if mode == "root":
             hooks_in_runtime_namespaces(rt, scratch, owner, base, out)
             create_container_in_joined_pid_namespace(rt, scratch, owner, base, out)
+            failed_create_in_shared_cgroup(rt, scratch, owner, base, out)
     finally:
         for cid in os.listdir(os.path.join(scratch, "state")):
             subprocess.run([binary, "--root", os.path.join(scratch, "state"), "delete", "--force",

@@ -402,7 +402,8 @@ def main():
         # (Rootless: no cgroup of its own, so no limits asked.)
         last_cpu = str(max(os.sched_getaffinity(0)))
         limits = ["--memory", "64m", "--pids-limit", "50", "--cpus", "0.5",
-                  "--cpuset-cpus", last_cpu, "--cpuset-mems", "0"] if root else []
+                  "--cpuset-cpus", last_cpu, "--cpuset-mems", "0", "--memory-reservation", "32m",
+                  "--memory-swappiness", "10", "--oom-kill-disable"] if root else []
         cid = pm.detached(rootfs, "sleep", "1000", opts=none + limits)
         ids.append(cid)
         base = f"libpod_parent/libpod-{cid}"
@@ -423,6 +424,12 @@ def main():
                   mem == str(64 << 20) and memsw == str(128 << 20), f"{mem} {memsw}")
             check("--pids-limit 50: pids.max on the host, init in the cgroup",
                   pids == "50" and pid in procs, f"{pids} {pid} {procs}")
+            tuning = (read(f"/sys/fs/cgroup/memory/{base}/memory.soft_limit_in_bytes"),
+                      read(f"/sys/fs/cgroup/memory/{base}/memory.swappiness"),
+                      read(f"/sys/fs/cgroup/memory/{base}/memory.oom_control").split("\n")[0])
+            check("--memory-reservation 32m, --memory-swappiness 10, --oom-kill-disable: "
+                  "memory.soft_limit_in_bytes, memory.swappiness, memory.oom_control on the host",
+                  tuning == (str(32 << 20), "10", "oom_kill_disable 1"), tuning)
             quota = read(f"/sys/fs/cgroup/cpu/{base}/cpu.cfs_quota_us")
             check("--cpus 0.5: cpu.cfs_quota_us 50000 on the host", quota == "50000", quota)
             cpuset = (read(f"/sys/fs/cgroup/cpuset/{base}/cpuset.cpus"),

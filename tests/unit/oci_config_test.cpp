@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <sys/mount.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 
 #include <catch2/catch.hpp>
 #include <cstdlib>
@@ -17,6 +18,7 @@
 
 #include "oci/config.h"
 #include "oci/container_plan.h"
+#include "oci/resource_names.h"
 #include "oci/state.h"
 #include "seccomp/oci_import.h"
 
@@ -201,9 +203,28 @@ TEST_CASE("oci update: linux.resources alone, read as config.json's and refused 
     auto zero = parseResources(R"({"cpu": {"shares": 0, "quota": 0, "period": 0}})");
     REQUIRE(zero);
     CHECK_FALSE(zero->any());
-    for (const char* bad : {R"({"memory": {"reservation": 1}})", R"({"cpu": {"cpus": "0-"}})",
-                            R"({"unified": {"memory.high": "1"}})", R"({"cpu": {"period": 10}})",
-                            R"({"pids": 5})", "[1]", "{"}) {
+    auto tuning = parseResources(
+        R"({"memory": {"reservation": 67108864, "swappiness": 0, "disableOOMKiller": true}})");
+    REQUIRE(tuning);
+    CHECK(tuning->memory_reservation == 67108864);
+    CHECK(tuning->swappiness == 0u);
+    CHECK(tuning->disable_oom_killer);
+    CHECK(tuning->any());
+    auto unset = parseResources(R"({"memory": {"reservation": 0, "disableOOMKiller": false}})");
+    REQUIRE(unset);
+    CHECK_FALSE(unset->any());
+    for (const char* bad :
+         {R"({"memory": {"kernel": 1}})", R"({"cpu": {"cpus": "0-"}})",
+          R"({"memory": {"swappiness": 101}})", R"({"memory": {"disableOOMKiller": 1}})",
+          R"({"unified": {"cgroup.procs": "1"}})", R"({"cpu": {"period": 10}})",
+          R"({"unified": {"../memory.max": "1"}})", R"({"unified": {"memory.high": 1}})",
+          R"({"hugepageLimits": [{"pageSize": "2048KB", "limit": 0}]})",
+          R"({"hugepageLimits": [{"pageSize": "3MB", "limit": 0}]})",
+          R"({"hugepageLimits": [{"pageSize": "2MB"}]})",
+          R"({"hugepageLimits": [{"pageSize": "2MB", "limit": -1}]})",
+          R"({"hugepageLimits": [{"pageSize": "2MB", "limit": 0},
+                                                   {"pageSize": "2MB", "limit": 1}]})",
+          R"({"hugepageLimits": {"pageSize": "2MB"}})", R"({"pids": 5})", "[1]", "{"}) {
         auto r = parseResources(bad);
         CHECK_FALSE(r);
         if (!r) CHECK(r.error().describe().starts_with("linux.resources"));
@@ -666,4 +687,62 @@ TEST_CASE("oci ping_group_range: the container's gids written as the host's", "[
     CHECK(pingGroupRangeOnHost("0 0", one) == "1000 1000");
     CHECK(pingGroupRangeOnHost("5 9", one) == "1 0");
     CHECK(pingGroupRangeOnHost("not numbers", one) == "not numbers");
+}
+
+TEST_CASE("oci config: hugepageLimits and unified are read as kubelet sends them", "[oci]") {
+    // Every x86-64 kernel with huge pages has 2 MiB ones; kubelet asks a
+    // limit of 0 for each size the node has.
+    struct stat st {};
+    REQUIRE(stat("/sys/kernel/mm/hugepages/hugepages-2048kB", &st) == 0);
+    auto parsed = parseResources(
+        R"({"hugepageLimits": [{"pageSize": "2MB", "limit": 0}],
+            "unified": {"memory.oom.group": "1", "memory.high": "max",
+                        "cgroup.max.descendants": "10"}})");
+    REQUIRE(parsed);
+    CHECK(parsed->any());
+    REQUIRE(parsed->hugepage_limits.size() == 1);
+    CHECK(parsed->hugepage_limits[0] == std::pair<std::string, uint64_t>{"2MB", 0});
+    CHECK(parsed->unified == std::map<std::string, std::string>{{"cgroup.max.descendants", "10"},
+                                                                {"memory.high", "max"},
+                                                                {"memory.oom.group", "1"}});
+    auto refused = parseResources(R"({"hugepageLimits": [{"pageSize": "3MB", "limit": 0}]})");
+    REQUIRE_FALSE(refused);
+    CHECK(refused.error().describe().find("linux.resources.hugepageLimits[0].pageSize") == 0);
+}
+
+TEST_CASE("oci resource names: huge page sizes as the kernel spells them, on this host", "[oci]") {
+    char dir_template[] = "/tmp/stockade-hugepages-XXXXXX";
+    REQUIRE(mkdtemp(dir_template));
+    const std::string dir = dir_template;
+    for (const char* size : {"hugepages-64kB", "hugepages-2048kB", "hugepages-1048576kB"})
+        REQUIRE(mkdir((dir + "/" + size).c_str(), 0755) == 0);
+    for (const char* good : {"64KB", "2MB", "1GB"}) CHECK_FALSE(hugePageSizeProblem(good, dir));
+    for (const char* bad : {"2048KB", "1024MB", "02MB", "2mb", "2M", "MB", "", "0MB", "-2MB", "4MB",
+                            "16GB", "2 MB", "99999999999GB", "18446744073709551617KB"}) {
+        auto problem = hugePageSizeProblem(bad, dir);
+        CHECK(problem);
+    }
+    CHECK(*hugePageSizeProblem("2048KB", dir) ==
+          "\"2048KB\" is spelt 2MB in the kernel's "
+          "hugetlb files");
+    CHECK(hugePageSizeProblem("4MB", dir)->find("not a huge page size this host has") !=
+          std::string::npos);
+    for (const char* size : {"hugepages-64kB", "hugepages-2048kB", "hugepages-1048576kB"})
+        rmdir((dir + "/" + size).c_str());
+    rmdir(dir.c_str());
+}
+
+TEST_CASE("oci resource names: unified keys name a file of the container's directory only",
+          "[oci]") {
+    for (const char* good :
+         {"memory.oom.group", "memory.high", "io.weight", "cpu.weight.nice", "hugetlb.2MB.max",
+          "cgroup.max.depth", "cgroup.max.descendants", "misc.max", "memory.swap.max"})
+        CHECK_FALSE(unifiedKeyProblem(good));
+    for (const char* bad : {"", "memory", ".high", "memory.", "memory..high", "../memory.max",
+                            "memory/high", "a/../../b.c", "memory.high\n", "cgroup.procs",
+                            "cgroup.threads", "cgroup.subtree_control", "cgroup.kill",
+                            "cgroup.freeze", "cgroup.type", "cgroup.", "memory.high "})
+        CHECK(unifiedKeyProblem(bad));
+    CHECK(unifiedKeyController("memory.oom.group") == "memory");
+    CHECK(unifiedKeyController("cgroup.max.depth").empty());
 }

@@ -15,7 +15,7 @@ mount -t tmpfs run /run
 mount -t cgroup2 none /sys/fs/cgroup
 CG=/sys/fs/cgroup
 
-echo "PLANNED 22"
+echo "PLANNED 23"
 verdict() {  # verdict NAME DETAIL: the last command's status is the verdict
     if [ "$?" -eq 0 ]; then echo "CASE PASS $1 $2"; else echo "CASE FAIL $1 $2"; fi
 }
@@ -310,6 +310,36 @@ for i in $(seq 50); do [ ! -e /proc/$init5 ] && break; wait 2>/dev/null; sleep 0
 [ "$created" -eq 0 ] && echo "$path5" | grep -Eq '^/stockade-oci/c5-[0-9a-f]{16}$' &&
     [ "$frozen5" = "frozen 1" ] && [ "$d5" -eq 0 ] && [ ! -d $L5 ]
 verdict oci-v2-default-cgroup "create=$created $(cat /tmp/oci-c5.err) path=$path5 $frozen5 delete=$d5 dir=$([ -d $L5 ] && echo left)"
+
+# What kubelet sends every container: a hugetlb limit of 0 for each huge
+# page size the node has, and on v2 memory.oom.group 1 (unified); with
+# podman's --memory-reservation (memory.low; its --memory-swappiness is
+# refused on v2, which has none per cgroup). The
+# hugetlb controller is enabled down to the container's directory, each
+# limit (and its reservation's, where the kernel has one) in its files, the
+# unified files written last; update writes unified again; a cgroup.*
+# file that is no limit is refused; delete removes the directory.
+hpkb=$(ls /sys/kernel/mm/hugepages | sed -n 's/^hugepages-\([0-9]*\)kB$/\1/p' | head -n 1)
+if [ $((hpkb % 1048576)) -eq 0 ]; then hp=$((hpkb / 1048576))GB
+elif [ $((hpkb % 1024)) -eq 0 ]; then hp=$((hpkb / 1024))MB; else hp=${hpkb}KB; fi
+oci_config /oci-vm/c7 | sed 's/"resources": {/"resources": {"hugepageLimits": [{"pageSize": "'$hp'", "limit": 0}], "unified": {"memory.oom.group": "1", "memory.high": "50331648"}, /; s/"limit": 67108864}/"limit": 67108864, "reservation": 16777216}/' > $B/config.json
+$OCI create --bundle $B c7 </dev/null >/dev/null 2>/tmp/oci-c7.err
+created=$?
+L7=$CG/oci-vm/c7
+hmax=$(cat $L7/hugetlb.$hp.max 2>/dev/null); hrsvd=$(cat $L7/hugetlb.$hp.rsvd.max 2>/dev/null || echo none)
+group=$(cat $L7/memory.oom.group 2>/dev/null); high=$(cat $L7/memory.high 2>/dev/null)
+echo '{"unified": {"memory.high": "33554432"}}' | $OCI update --resources - c7; updated=$?
+high2=$(cat $L7/memory.high 2>/dev/null)
+echo '{"unified": {"cgroup.procs": "1"}}' | $OCI update --resources - c7 2>/tmp/oci-c7.upd; refused=$?
+low=$(cat $L7/memory.low 2>/dev/null)
+echo '{"memory": {"swappiness": 10}}' | $OCI update --resources - c7 2>/tmp/oci-c7.swp; swp=$?
+$OCI delete --force c7; d7=$?
+[ "$created" -eq 0 ] && [ -n "$hpkb" ] && [ "$hmax" = 0 ] && { [ "$hrsvd" = 0 ] || [ "$hrsvd" = none ]; } &&
+    [ "$group" = 1 ] && [ "$high" = 50331648 ] && [ "$updated" -eq 0 ] && [ "$high2" = 33554432 ] &&
+    [ "$refused" -ne 0 ] && grep -q "cgroup.procs" /tmp/oci-c7.upd && [ "$low" = 16777216 ] &&
+    [ "$swp" -ne 0 ] && grep -q "memory.swappiness: cgroup v2 has no such file" /tmp/oci-c7.swp &&
+    [ "$d7" -eq 0 ] && [ ! -d $L7 ]
+verdict oci-v2-hugetlb-unified "create=$created $(cat /tmp/oci-c7.err) size=$hp hugetlb.max=$hmax rsvd=$hrsvd oom.group=$group high=$high update=$updated high=$high2 refused=$refused memory.low=$low swappiness=$swp '$(cat /tmp/oci-c7.swp)' delete=$d7 dir=$([ -d $L7 ] && echo left)"
 
 # A cgroup under a frozen parent reads cgroup.freeze 0 but is frozen
 # (cgroup.events): create refuses it rather than stop init in it (and

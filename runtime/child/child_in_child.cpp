@@ -131,7 +131,8 @@ void answerSocketRequestsInChild(int channel) noexcept {
     if (plan.container_signals) set = containerInitSignals();
     // As the namespace's PID 1, the command would take only what it catches.
     const bool as_pid1 = plan.container_signals && !plan.pid_ns_joined && !plan.lower_tier;
-    int status_fd = -1;
+    const CommandProcFiles command_files =
+        as_pid1 ? openCommandProcFilesInChild(command) : CommandProcFiles{};
     // A socket request raises SIGIO (O_ASYNC), taken here like the others;
     // blocked first, since its default action would end init.
     int factory = plan.socket_factory_fd;
@@ -162,7 +163,7 @@ void answerSocketRequestsInChild(int channel) noexcept {
         }
         if (sig == SIGIO && !plan.container_signals) continue;
         if (sig != SIGCHLD) {
-            if (!as_pid1 || commandTakesSignalInChild(command, sig, &status_fd)) kill(command, sig);
+            if (!as_pid1 || commandTakesSignalInChild(command_files, sig)) kill(command, sig);
             continue;
         }
         int status;
@@ -668,9 +669,22 @@ int initDropPrivilegesInChild(ChildPlan& plan, StepState& state) noexcept {
         return 0;
     }
     int failed_step = 0;
-    int err = faultInjected(FaultPoint::InitDropPrivileges, plan.injected_fault)
-                  ? errno
-                  : dropAllPrivilegesInChild(plan.last_cap, &failed_step);
+    int err = 0;
+    if (faultInjected(FaultPoint::InitDropPrivileges, plan.injected_fault)) {
+        err = errno;
+    } else if (plan.container_signals && !plan.pid_ns_joined && !plan.lower_tier) {
+        // An OCI container's init keeps what its command may hold, no more,
+        // so that it may read the command's /proc/PID/wchan (ptrace read
+        // access: its effective set must cover the command's permitted,
+        // cap_ptrace_access_check) to tell a sigtimedwait from a sleep
+        // (runtime/child/command_signals_in_child.h).
+        const CapabilitySets& c = plan.capabilities;
+        const uint64_t held = c.bounding | c.effective | c.permitted | c.inheritable | c.ambient;
+        err = keepOnlyCapabilitiesInChild(plan.last_cap, CapabilitySets{held, held, held, 0, 0},
+                                          &failed_step);
+    } else {
+        err = dropAllPrivilegesInChild(plan.last_cap, &failed_step);
+    }
     if (err)
         state.call =
             failed_step == 0 ? "prctl(PR_SET_SECUREBITS)" : "capset() and the bounding set";
@@ -809,7 +823,8 @@ constexpr SetupStep kSteps[] = {
       "init holds no host fd while the command runs, not even the output pipes"},
      initCloseFdsInChild},
     {{S::InitDropPrivileges, P::InitAfterCommand, L::Capabilities,
-      "init keeps no capability the command has shed"},
+      "init keeps no capability the command has shed (an OCI container's: no more than the "
+      "command may hold)"},
      initDropPrivilegesInChild},
     {{S::InitNoNewPrivs, P::InitAfterCommand, L::Capabilities,
       "init gains nothing by any execve either"},

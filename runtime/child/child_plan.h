@@ -156,7 +156,8 @@ struct ChildPlan {
     bool pid_ns_joined = false;
     // An OCI container: init takes every signal it may block
     // (containerInitSignals) and passes each on to the command, as PID 1
-    // only those the command catches, since runc's command is PID 1
+    // only those the command would take as PID 1 (caught, blocked, waited
+    // for), since runc's command is PID 1
     // (runtime/child/command_signals_in_child.h); SIGRTMIN is one of them,
     // not the supervisor's "end it now" (no supervisor outlives `create`).
     bool container_signals = false;
@@ -170,7 +171,9 @@ struct ChildPlan {
     // when it joined one by path (OCI linux.namespaces[].path).
     bool bring_up_loopback = true;
     // An OCI container's process.capabilities, kept instead of none (G4's
-    // drop for every other sandbox); init drops all of them either way.
+    // drop for every other sandbox); init keeps none but in its own pid
+    // namespace, where it keeps no more than the command may hold
+    // (container_signals).
     bool keep_capabilities = false;
     // An OCI container with process.terminal: a socket connected to the
     // caller's --console-socket. The command opens a pty of the container's

@@ -20,17 +20,17 @@ sigset_t containerInitSignals() noexcept {
     return set;
 }
 
-bool parseCaughtSignals(const char* text, size_t length, uint64_t* mask) noexcept {
-    static constexpr char kField[] = "SigCgt:";
-    constexpr size_t kFieldLength = sizeof(kField) - 1;
+bool parseSignalMask(const char* text, size_t length, const char* field, uint64_t* mask) noexcept {
+    size_t field_length = 0;
+    while (field[field_length]) ++field_length;
     size_t at = 0;
     while (at < length) {
         size_t end = at;
         while (end < length && text[end] != '\n') ++end;
-        bool named = end - at >= kFieldLength;
-        for (size_t i = 0; named && i < kFieldLength; ++i) named = text[at + i] == kField[i];
+        bool named = end - at >= field_length;
+        for (size_t i = 0; named && i < field_length; ++i) named = text[at + i] == field[i];
         if (named) {
-            size_t i = at + kFieldLength;
+            size_t i = at + field_length;
             while (i < end && (text[i] == '\t' || text[i] == ' ')) ++i;
             // The kernel prints the mask as 16 hex digits (render_sigset_t).
             if (end - i != 16) return false;
@@ -53,19 +53,19 @@ bool parseCaughtSignals(const char* text, size_t length, uint64_t* mask) noexcep
 
 namespace {
 
-int openStatusInChild(pid_t command) noexcept {
-    // "/proc/<pid>/status", formatted by hand: no stdio on the child side.
-    char path[32] = "/proc/";
+// "/proc/<pid>/<name>", formatted by hand (no stdio on the child side),
+// opened without following a link and kept only when it is procfs.
+int openProcFileInChild(pid_t pid, const char* name) noexcept {
+    char path[48] = "/proc/";
     char digits[12];
     int count = 0;
-    for (unsigned value = static_cast<unsigned>(command); count == 0 || value; value /= 10)
+    for (unsigned value = static_cast<unsigned>(pid); count == 0 || value; value /= 10)
         digits[count++] = static_cast<char>('0' + value % 10);
     size_t len = 6;
     while (count) path[len++] = digits[--count];
-    const char tail[] = "/status";
-    for (size_t i = 0; i < sizeof(tail); ++i) path[len++] = tail[i];
-    // The container's /proc is the command's to remount: no link is
-    // followed to another file, and what opens must be procfs.
+    path[len++] = '/';
+    for (size_t i = 0; name[i] && len < sizeof(path) - 1; ++i) path[len++] = name[i];
+    path[len] = '\0';
     open_how how{};
     how.flags = O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK;
     how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
@@ -79,20 +79,52 @@ int openStatusInChild(pid_t command) noexcept {
     return fd;
 }
 
+ssize_t readAllInChild(int fd, char* buf, size_t size) noexcept {
+    ssize_t got;
+    while ((got = pread(fd, buf, size, 0)) < 0 && errno == EINTR) {
+    }
+    return got;
+}
+
+bool contains(const char* text, size_t length, const char* word) noexcept {
+    size_t word_length = 0;
+    while (word[word_length]) ++word_length;
+    for (size_t at = 0; at + word_length <= length; ++at) {
+        size_t i = 0;
+        while (i < word_length && text[at + i] == word[i]) ++i;
+        if (i == word_length) return true;
+    }
+    return false;
+}
+
 }  // namespace
 
-bool commandTakesSignalInChild(pid_t command, int sig, int* status_fd) noexcept {
+CommandProcFiles openCommandProcFilesInChild(pid_t command) noexcept {
+    return {openProcFileInChild(command, "status"), openProcFileInChild(command, "wchan")};
+}
+
+bool commandTakesSignalInChild(const CommandProcFiles& files, int sig) noexcept {
     if (sig == SIGCONT) return true;
-    if (*status_fd < 0) *status_fd = openStatusInChild(command);
-    if (*status_fd < 0) return true;
-    // About 1.5 KiB today; SigCgt sits in its first half.
+    if (files.status_fd < 0) return true;
+    // About 1.5 KiB today; the signal masks sit in its first half.
     char text[4096];
-    ssize_t got;
-    while ((got = pread(*status_fd, text, sizeof(text), 0)) < 0 && errno == EINTR) {
-    }
-    uint64_t caught = 0;
-    if (got <= 0 || !parseCaughtSignals(text, static_cast<size_t>(got), &caught)) return true;
-    return caught & (uint64_t{1} << (sig - 1));
+    ssize_t got = readAllInChild(files.status_fd, text, sizeof(text));
+    uint64_t caught = 0, blocked = 0;
+    if (got <= 0 || !parseSignalMask(text, static_cast<size_t>(got), "SigCgt:", &caught) ||
+        !parseSignalMask(text, static_cast<size_t>(got), "SigBlk:", &blocked))
+        return true;
+    const uint64_t bit = uint64_t{1} << (sig - 1);
+    if ((caught | blocked) & bit) return true;
+    // Neither caught nor blocked: dropped, unless the command sleeps in
+    // sigtimedwait for it (tini, dumb-init's sigwait) or this cannot be
+    // told: the kernel prints "0" for a running task and for a reader
+    // without ptrace access to it (proc_pid_wchan).
+    if (files.wchan_fd < 0) return true;
+    char wchan[128];
+    got = readAllInChild(files.wchan_fd, wchan, sizeof(wchan));
+    if (got <= 0 || (got == 1 && wchan[0] == '0')) return true;
+    // do_sigtimedwait (with a compiler's suffix: "do_sigtimedwait.isra.0").
+    return contains(wchan, static_cast<size_t>(got), "sigtimedwait");
 }
 
 }  // namespace stockade

@@ -1728,9 +1728,9 @@ def main():
                   r.returncode == 0 and read1(f"{pids_dir}/pids.max") == ["40"], r.stderr)
             r = rt("update", "--resources", "-", "c6",
                    input_text=json.dumps({"pids": {"limit": 50},
-                                          "memory": {"reservation": 1048576}}))
+                                          "memory": {"kernel": 1048576}}))
             check("update with a field it cannot apply fails naming it, changing nothing",
-                  r.returncode == 1 and "linux.resources.memory.reservation" in r.stderr and
+                  r.returncode == 1 and "linux.resources.memory.kernel" in r.stderr and
                   read1(f"{pids_dir}/pids.max") == ["40"], (r.returncode, r.stderr))
             r = rt("update", "--memory", "1000000", "c6")
             check("runc's per-field update flags are refused, not dropped",

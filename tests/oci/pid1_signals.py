@@ -33,6 +33,7 @@ from lifecycle import (become_subreaper, check, failures, make_bundle, make_test
 from oci_common import BUSYBOX, host_pids_running, skip
 
 APPLETS = ["sh", "sleep", "echo", "cat", "touch", "true"]
+TINI = "/usr/bin/tini-static"
 # Trapped by the command: SIGUSR1, SIGALRM, SIGWINCH, SIGPWR, SIGRTMIN
 # (34), SIGRTMIN+16 (50). SIGTERM is not.
 TRAPPED = ["USR1", "ALRM", "WINCH", "PWR", "34", "50"]
@@ -110,6 +111,30 @@ def own_namespace(rt, scratch, owner, base):
     rt("delete", "t2")
 
 
+def waiting_init(rt, scratch, owner, base):
+    """tini as the command, as `docker run --init` and many images' ENTRYPOINT
+    have it: it blocks every signal and waits for them in sigtimedwait, so
+    while it waits neither SigCgt nor SigBlk names SIGTERM. runc's kernel
+    queues the signal for it (real_blocked): it must get SIGTERM here too,
+    and pass it on to its child, whose trap ends the container with 0."""
+    out = os.path.join(scratch, "out")
+    b = make_bundle(scratch, "tini", ["/bin/tini-static", "-s", "--", "sh", "-c",
+                                      "trap 'echo TERM > /out/tini-term; exit 0' TERM; "
+                                      "touch /out/tini-ready; while :; do sleep 0.1; done"],
+                    owner, base)
+    r = rt("create", "--bundle", b, "tini")
+    init = (state_of(rt, "tini") or {}).get("pid", 0)
+    rt("start", "tini")
+    wait_for(lambda: os.path.exists(os.path.join(out, "tini-ready")))
+    rt("kill", "tini", "TERM")
+    check("tini waiting in sigtimedwait, nothing caught or blocked, gets SIGTERM and passes it "
+          "on: its child's trap runs and the container ends with 0",
+          r.returncode == 0 and wait_for(lambda: os.path.exists(os.path.join(out, "tini-term")))
+          and wait_for(lambda: init in reaped) and os.WIFEXITED(reaped[init]) and
+          os.WEXITSTATUS(reaped[init]) == 0, (r.stderr, reaped.get(init)))
+    rt("delete", "--force", "tini")
+
+
 def joined_namespace(rt, scratch, owner, base):
     """Root only (rootless joins are refused): the command is not PID 1."""
     first = make_bundle(scratch, "first", ["sleep", "5151"], owner, base)
@@ -149,15 +174,18 @@ def main():
         skip("the suite runs as root (rootless cases demote to uid 65534)")
     if not os.path.exists(BUSYBOX):
         skip("busybox-static is not installed (scripts/install-deps.sh test)")
+    if not os.path.exists(TINI):
+        skip("tini is not installed (scripts/install-deps.sh test)")
     become_subreaper()
     scratch = tempfile.mkdtemp(prefix="stockade-pid1sig-", dir="/var/tmp")
     os.chmod(scratch, 0o755)
     owner = 0 if mode == "root" else 65534
     rt = None
     try:
-        rt, _, base = make_test_tree(scratch, owner, binary, mode, APPLETS)
+        rt, _, base = make_test_tree(scratch, owner, binary, mode, APPLETS, extra_bins=[TINI])
         if base is not None:
             own_namespace(rt, scratch, owner, base)
+            waiting_init(rt, scratch, owner, base)
             if mode == "root":
                 joined_namespace(rt, scratch, owner, base)
             check("nothing left under --root", os.listdir(rt.root) == [], os.listdir(rt.root))

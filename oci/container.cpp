@@ -358,6 +358,9 @@ Status createContainer(const std::string& root_dir, const std::string& id,
         // limit of 1 (runc's init is the command itself).
         Resources early = config->resources;
         early.pids_limit.reset();
+        // unified's pids files likewise, written after pids.limit as runc
+        // writes unified last.
+        std::erase_if(early.unified, [](const auto& kv) { return kv.first.starts_with("pids."); });
         CgroupAsk ask{*path, early};
         // A default cgroup is the container's alone (no cgroupsPath may name
         // one); one killed whole, too. Either is made here or refused.
@@ -638,11 +641,12 @@ Status createContainer(const std::string& root_dir, const std::string& id,
         pids.insert(pids.begin(), *started);
         if (auto s = joinContainerCgroups(*cgroups, pids); !s) return s.error();
         record.cgroups = cgroups->dirs;
-        if (config->resources.pids_limit) {
-            Resources late;
-            late.pids_limit = config->resources.pids_limit;
+        Resources late;
+        late.pids_limit = config->resources.pids_limit;
+        for (const auto& [key, value] : config->resources.unified)
+            if (key.starts_with("pids.")) late.unified[key] = value;
+        if (late.any())
             if (auto s = applyResources(cgroups->dirs, late); !s) return s.error();
-        }
     }
     if (record.start_time == 0) return Error::message("container setup failed: its init is gone");
     // prestart and createRuntime, on the host, with the command parked

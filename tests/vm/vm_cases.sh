@@ -15,7 +15,7 @@ mount -t tmpfs run /run
 mount -t cgroup2 none /sys/fs/cgroup
 CG=/sys/fs/cgroup
 
-echo "PLANNED 23"
+echo "PLANNED 24"
 verdict() {  # verdict NAME DETAIL: the last command's status is the verdict
     if [ "$?" -eq 0 ]; then echo "CASE PASS $1 $2"; else echo "CASE FAIL $1 $2"; fi
 }
@@ -340,6 +340,19 @@ $OCI delete --force c7; d7=$?
     [ "$swp" -ne 0 ] && grep -q "memory.swappiness: cgroup v2 has no such file" /tmp/oci-c7.swp &&
     [ "$d7" -eq 0 ] && [ ! -d $L7 ]
 verdict oci-v2-hugetlb-unified "create=$created $(cat /tmp/oci-c7.err) size=$hp hugetlb.max=$hmax rsvd=$hrsvd oom.group=$group high=$high update=$updated high=$high2 refused=$refused memory.low=$low swappiness=$swp '$(cat /tmp/oci-c7.swp)' delete=$d7 dir=$([ -d $L7 ] && echo left)"
+
+# unified's pids.max is written with pids.limit, once init and the command
+# are in the cgroup, after it (runc writes unified last): a value of 1,
+# which runc takes (its init is the command), would otherwise refuse the
+# fork of stockade's command.
+oci_config /oci-vm/c8 | sed 's/"resources": {/"resources": {"unified": {"pids.max": "1"}, /; s|"args": \[[^]]*\]|"args": ["/bin/sleep", "1000"]|' > $B/config.json
+$OCI create --bundle $B --pid-file /tmp/oci-c8.pid c8 </dev/null >/dev/null 2>/tmp/oci-c8.err
+created=$?
+L8=$CG/oci-vm/c8
+pids8=$(cat $L8/pids.max 2>/dev/null); procs8=$(wc -l < $L8/cgroup.procs 2>/dev/null)
+$OCI delete --force c8; d8=$?
+[ "$created" -eq 0 ] && [ "$pids8" = 1 ] && [ "$procs8" = 2 ] && [ "$d8" -eq 0 ] && [ ! -d $L8 ]
+verdict oci-v2-unified-pids-late "create=$created $(cat /tmp/oci-c8.err) pids.max=$pids8 processes=$procs8 delete=$d8 dir=$([ -d $L8 ] && echo left)"
 
 # A cgroup under a frozen parent reads cgroup.freeze 0 but is frozen
 # (cgroup.events): create refuses it rather than stop init in it (and

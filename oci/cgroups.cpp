@@ -515,6 +515,10 @@ Result<ContainerCgroups> makeOrRefuse(const CgroupAsk& ask, const std::string& m
 
 }  // namespace
 
+bool unifiedCgroups(const std::string& mount_root) {
+    return isCgroup2(mount_root);
+}
+
 Result<ContainerCgroups> makeContainerCgroups(const CgroupAsk& ask, const std::string& mount_root) {
     bool refused = false;
     auto made = makeOrRefuse(ask, mount_root, refused);

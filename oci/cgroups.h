@@ -78,6 +78,10 @@ struct ContainerCgroups {
     std::string unavailable;
 };
 
+// Whether the container cgroups under `mount_root` are cgroup v2's (a
+// unified tree there), where linux.resources.unified's files exist.
+bool unifiedCgroups(const std::string& mount_root = "/sys/fs/cgroup");
+
 // Makes the directories and writes the limits; an error names the file.
 Result<ContainerCgroups> makeContainerCgroups(const CgroupAsk& ask,
                                               const std::string& mount_root = "/sys/fs/cgroup");

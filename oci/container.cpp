@@ -356,6 +356,12 @@ Status createContainer(const std::string& root_dir, const std::string& id,
         // pids.limit once init and the command are in (below): init joins
         // before it forks the command, whose fork would count against a
         // limit of 1 (runc's init is the command itself).
+        // Refused before anything is made or run, its pids.* keys too
+        // (written late, below): runc refuses them on v1 as well.
+        if (!config->resources.unified.empty() && !unifiedCgroups())
+            return Error::message(
+                "linux.resources.unified: cgroup v2 files, and this host's container cgroups "
+                "are v1 (/sys/fs/cgroup is no cgroup2 mount)");
         Resources early = config->resources;
         early.pids_limit.reset();
         // unified's pids files likewise, written after pids.limit as runc

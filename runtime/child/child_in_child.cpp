@@ -6,6 +6,7 @@
 // plain function pointers, so walking it is a loop over read-only memory.
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <linux/close_range.h>
 #include <poll.h>
 #include <sched.h>
@@ -673,13 +674,17 @@ int initDropPrivilegesInChild(ChildPlan& plan, StepState& state) noexcept {
     if (faultInjected(FaultPoint::InitDropPrivileges, plan.injected_fault)) {
         err = errno;
     } else if (plan.container_signals && !plan.pid_ns_joined && !plan.lower_tier) {
-        // An OCI container's init keeps what its command may hold, no more,
-        // so that it may read the command's /proc/PID/wchan (ptrace read
-        // access: its effective set must cover the command's permitted,
+        // An OCI container's init keeps what its command may hold (under
+        // no_new_privs no execve raises the permitted set), so that it may
+        // read the command's /proc/PID/wchan (ptrace read access: its
+        // effective set must cover the command's permitted,
         // cap_ptrace_access_check) to tell a sigtimedwait from a sleep
-        // (runtime/child/command_signals_in_child.h).
+        // (runtime/child/command_signals_in_child.h); and CAP_KILL, so that
+        // a signal reaches a command that changed its uid (gosu, su-exec)
+        // and kill(-1) its stragglers of any uid, whose waitpid would
+        // otherwise never return. Neither reaches past the pid namespace.
         const CapabilitySets& c = plan.capabilities;
-        const uint64_t held = c.bounding | c.effective | c.permitted | c.inheritable | c.ambient;
+        const uint64_t held = c.permitted | c.ambient | (uint64_t{1} << CAP_KILL);
         err = keepOnlyCapabilitiesInChild(plan.last_cap, CapabilitySets{held, held, held, 0, 0},
                                           &failed_step);
     } else {

@@ -14,8 +14,9 @@
 // (its /proc/PID/wchan; during the wait the kernel unblocks the signals
 // waited for, so SigBlk does not show them), and SIGCONT always (it
 // resumes a stopped process whatever its disposition). Where it cannot
-// tell (no /proc in the container, wchan unreadable or "0" while the
-// command runs), the signal goes on, as init passed every one on before:
+// tell (no /proc in the container, wchan "0": the command runs on a CPU,
+// changed its uid or is not dumpable), the signal goes on, as init passed
+// every one on before:
 // a stop that comes early is the lesser error than one that never comes.
 // Where the command would not be PID 1 under runc either (a pid namespace
 // joined by path, the lower tier), every signal goes on.

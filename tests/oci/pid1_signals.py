@@ -16,7 +16,10 @@ it running (podman stop then ends it with SIGKILL at its timeout: 137, not
 that traps them; SIGKILL ends the container (the subreaper reaps init dead
 of it). In a pid namespace joined by path (root only: rootless joins are
 refused) the command is not PID 1 under runc either, and an untrapped
-SIGTERM ends it. Each check is ordered by what the container writes, not by
+SIGTERM ends it. tini, which waits in sigtimedwait with nothing caught or
+blocked, gets its SIGTERM. As root, a command that becomes uid 1000 (as
+gosu leaves an entrypoint) without CAP_KILL in its sets still gets SIGTERM,
+and a straggler of that uid is killed at the end (init keeps CAP_KILL). Each check is ordered by what the container writes, not by
 time: a signal sent after the one judged, with a higher number (sigwaitinfo
 takes the lowest pending first), is trapped and written only once the first
 has been dropped or passed on.
@@ -28,8 +31,8 @@ import shutil
 import sys
 import tempfile
 
-from lifecycle import (become_subreaper, check, failures, make_bundle, make_test_tree, reap,
-                       reaped, state_of, wait_for)
+from lifecycle import (become_subreaper, check, failures, make_bundle, make_test_tree,
+                       probes_dir, reap, reaped, state_of, wait_for)
 from oci_common import BUSYBOX, host_pids_running, skip
 
 APPLETS = ["sh", "sleep", "echo", "cat", "touch", "true"]
@@ -135,6 +138,58 @@ def waiting_init(rt, scratch, owner, base):
     rt("delete", "--force", "tini")
 
 
+def uid_changing_command(rt, scratch, owner, base):
+    """As root: a command that becomes another uid, as gosu or su-exec leave
+    an image's entrypoint, its sets holding CAP_SETUID and CAP_SETGID but
+    not CAP_KILL. init keeps CAP_KILL all the same: SIGTERM reaches the
+    command (init may not read its wchan now, so cannot tell, and passes it
+    on), and a straggler of that uid is killed at the command's end, its
+    ending recorded (without CAP_KILL init's kill(-1) missed it, and its
+    waitpid never returned)."""
+    caps = ["CAP_SETUID", "CAP_SETGID", "CAP_AUDIT_WRITE"]
+
+    def bundle(name, args):
+        b = make_bundle(scratch, name, args, owner, base)
+        with open(os.path.join(b, "config.json")) as f:
+            config = json.load(f)
+        config["process"]["capabilities"] = {k: caps for k in ("bounding", "effective",
+                                                               "permitted")}
+        with open(os.path.join(b, "config.json"), "w") as f:
+            json.dump(config, f)
+        return b
+
+    ending = lambda cid: (state_of(rt, cid) or {}).get("stockade", {}).get("ending", {})
+    b = bundle("as-1000", ["/bin/stockade-probe", "sleep-as", "1000", "1000"])
+    r = rt("create", "--bundle", b, "u1")
+    rt("start", "u1")
+    running = wait_for(lambda: host_pids_running(["/bin/stockade-probe", "sleep-as", "1000",
+                                                  "1000"]) != [])
+    rt("kill", "u1", "TERM")
+    check("a command that became uid 1000 (its sets without CAP_KILL) gets SIGTERM from init",
+          r.returncode == 0 and running and
+          wait_for(lambda: (state_of(rt, "u1") or {}).get("status") == "stopped" and
+                   "reported" in ending("u1")) and
+          ending("u1").get("command") == {"signal": 15, "coreDumped": False},
+          (r.stderr, running, ending("u1")))
+    rt("delete", "u1")
+
+    b = bundle("left-1000", ["sh", "-c", "/bin/stockade-probe sleep-as 1000 1001 & "
+                             "while ! grep -q '^Uid:.*1000' /proc/$!/status; do sleep 0.05; done; "
+                             "exit 0"])
+    r = rt("create", "--bundle", b, "u2")
+    rt("start", "u2")
+    check("...and a straggler of uid 1000 left by a command that exits 0 is killed, the "
+          "ending recorded (one straggler)",
+          r.returncode == 0 and
+          wait_for(lambda: (state_of(rt, "u2") or {}).get("status") == "stopped" and
+                   "reported" in ending("u2")) and
+          ending("u2").get("command") == {"exitStatus": 0} and
+          ending("u2").get("stragglersKilled") == 1 and
+          not host_pids_running(["/bin/stockade-probe", "sleep-as", "1000", "1001"]),
+          (r.stderr, ending("u2")))
+    rt("delete", "--force", "u2")
+
+
 def joined_namespace(rt, scratch, owner, base):
     """Root only (rootless joins are refused): the command is not PID 1."""
     first = make_bundle(scratch, "first", ["sleep", "5151"], owner, base)
@@ -182,11 +237,14 @@ def main():
     owner = 0 if mode == "root" else 65534
     rt = None
     try:
-        rt, _, base = make_test_tree(scratch, owner, binary, mode, APPLETS, extra_bins=[TINI])
+        rt, _, base = make_test_tree(
+            scratch, owner, binary, mode, APPLETS + ["grep"],
+            extra_bins=[TINI, os.path.join(probes_dir(binary), "stockade-probe")])
         if base is not None:
             own_namespace(rt, scratch, owner, base)
             waiting_init(rt, scratch, owner, base)
             if mode == "root":
+                uid_changing_command(rt, scratch, owner, base)
                 joined_namespace(rt, scratch, owner, base)
             check("nothing left under --root", os.listdir(rt.root) == [], os.listdir(rt.root))
     finally:

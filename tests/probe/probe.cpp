@@ -99,6 +99,7 @@ const std::map<std::string, ActionSpec>& actions() {
         {"inotify-fill", {1, "SECONDS", inotifyFill}},
         {"chown-scratch", {2, "UID GID", chownScratch}},
         {"setuid-to", {1, "UID", setuidTo}},
+        {"sleep-as", {2, "ID SECONDS", sleepAs}},
         {"setgid-to", {1, "GID", setgidTo}},
     };
     return table;

@@ -109,7 +109,7 @@ TEST_CASE("init takes every signal it may block but fault signals", "[command_si
         CHECK(sigismember(&set, sig));
 }
 
-TEST_CASE("a caught or blocked signal goes on; one at its default to a sleeper does not",
+TEST_CASE("a caught or blocked signal goes on, one at its default to a sleeper does not",
           "[command_signals]") {
     pid_t child = childThat([] {
         struct sigaction sa {};

@@ -41,6 +41,7 @@ int ifaces(const Args& a);
 // ids.cpp
 int chownScratch(const Args& a);
 int setuidTo(const Args& a);
+int sleepAs(const Args& a);
 int setgidTo(const Args& a);
 
 // processes.cpp

@@ -40,4 +40,15 @@ int setgidTo(const Args& a) {
     return reportCall(::setgid(idArgument(a[0])));
 }
 
+// Becomes ID (gid and uid alike, as gosu or su-exec leave an image's
+// entrypoint), then sleeps: a process of another uid than the one its
+// sandbox started as, left for the sandbox's init to signal and kill.
+int sleepAs(const Args& a) {
+    const unsigned id = idArgument(a[0]);
+    if (::setresgid(id, id, id) < 0 || ::setresuid(id, id, id) < 0) return reportCall(-1);
+    emit("uid", std::to_string(::getuid()));
+    sleepSeconds(std::atoi(a[1].c_str()));
+    return 0;
+}
+
 }  // namespace probe

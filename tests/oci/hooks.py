@@ -717,10 +717,25 @@ def create_container_in_joined_pid_namespace(rt, scratch, owner, base, out):
     """As root, a createContainer hook with a pid namespace joined by path:
     the hook's own pid namespace cannot be made there, and what it left
     would outlive the container, so create refuses it by name."""
-    holder = subprocess.Popen(["unshare", "--pid", "--fork", "--kill-child", "sleep", "3151"])
+    def in_own_pid_namespace(pid):
+        try:
+            return (os.readlink(f"/proc/{pid}/ns/pid_for_children") !=
+                    os.readlink("/proc/self/ns/pid"))
+        except OSError:  # not yet, or gone (then started again below)
+            return False
+
+    # The holder is the test's, not stockade's: one that ended before its
+    # namespace could be read (seen once in a run) is started again.
+    for _ in range(3):
+        holder = subprocess.Popen(["unshare", "--pid", "--fork", "--kill-child", "sleep",
+                                   "3151"])
+        if wait_for(lambda: in_own_pid_namespace(holder.pid) or holder.poll() is not None,
+                    bound_s=10) and holder.poll() is None:
+            break
+        print(f"note: the pid namespace's holder ended ({holder.poll()}); started again")
+        holder.kill()
+        holder.wait()
     try:
-        wait_for(lambda: os.readlink(f"/proc/{holder.pid}/ns/pid_for_children") !=
-                 os.readlink("/proc/self/ns/pid"))
         config = with_hooks(base, {"createContainer": [{"path": BUSYBOX, "args": ["true"]}]})
         config["linux"]["namespaces"] = [n for n in config["linux"]["namespaces"]
                                          if n["type"] != "pid"]

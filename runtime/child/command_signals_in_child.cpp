@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <linux/magic.h>
 #include <sys/statfs.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <initializer_list>
@@ -100,7 +101,8 @@ bool contains(const char* text, size_t length, const char* word) noexcept {
 }  // namespace
 
 CommandProcFiles openCommandProcFilesInChild(pid_t command) noexcept {
-    return {openProcFileInChild(command, "status"), openProcFileInChild(command, "wchan")};
+    return {openProcFileInChild(command, "status"), openProcFileInChild(command, "wchan"),
+            openProcFileInChild(command, "stat")};
 }
 
 bool commandTakesSignalInChild(const CommandProcFiles& files, int sig) noexcept {
@@ -121,10 +123,30 @@ bool commandTakesSignalInChild(const CommandProcFiles& files, int sig) noexcept 
     // without ptrace access to it (proc_pid_wchan).
     if (files.wchan_fd < 0) return true;
     char wchan[128];
-    got = readAllInChild(files.wchan_fd, wchan, sizeof(wchan));
-    if (got <= 0 || (got == 1 && wchan[0] == '0')) return true;
-    // do_sigtimedwait (with a compiler's suffix: "do_sigtimedwait.isra.0").
-    return contains(wchan, static_cast<size_t>(got), "sigtimedwait");
+    for (int look = 0; look < 50; ++look) {
+        got = readAllInChild(files.wchan_fd, wchan, sizeof(wchan));
+        if (got <= 0) return true;
+        if (!(got == 1 && wchan[0] == '0'))
+            // do_sigtimedwait (with a compiler's suffix: "do_sigtimedwait.isra.0").
+            return contains(wchan, static_cast<size_t>(got), "sigtimedwait");
+        // "0": running, or not ours to read. Only a running command (state
+        // R in its stat, after the name's last ')') is looked at again.
+        if (files.stat_fd < 0) return true;
+        got = readAllInChild(files.stat_fd, text, sizeof(text));
+        if (got <= 0) return true;
+        const char* state = nullptr;
+        for (ssize_t i = got - 1; i > 0; --i)
+            if (text[i] == ')') {
+                state = i + 2 < got ? text + i + 2 : nullptr;
+                break;
+            }
+        if (!state || *state != 'R') return true;
+        struct timespec pause_for {
+            0, 1000 * 1000
+        };
+        nanosleep(&pause_for, nullptr);
+    }
+    return true;
 }
 
 }  // namespace stockade

@@ -14,9 +14,11 @@
 // (its /proc/PID/wchan; during the wait the kernel unblocks the signals
 // waited for, so SigBlk does not show them), and SIGCONT always (it
 // resumes a stopped process whatever its disposition). Where it cannot
-// tell (no /proc in the container, wchan "0": the command runs on a CPU,
-// changed its uid or is not dumpable), the signal goes on, as init passed
-// every one on before:
+// tell (no /proc in the container, or wchan "0" while the command sleeps:
+// it changed its uid or is not dumpable, so init may not read it), the
+// signal goes on, as init passed every one on before; wchan also reads "0"
+// while the command runs on a CPU, so a running command (its stat's state
+// R) is looked at again for up to 50 ms until it sleeps:
 // a stop that comes early is the lesser error than one that never comes.
 // Where the command would not be PID 1 under runc either (a pid namespace
 // joined by path, the lower tier), every signal goes on.
@@ -50,6 +52,7 @@ bool parseSignalMask(const char* text, size_t length, const char* field, uint64_
 struct CommandProcFiles {
     int status_fd = -1;
     int wchan_fd = -1;
+    int stat_fd = -1;
 };
 CommandProcFiles openCommandProcFilesInChild(pid_t command) noexcept;
 

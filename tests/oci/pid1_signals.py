@@ -55,7 +55,7 @@ def own_namespace(rt, scratch, owner, base):
     sigs = os.path.join(out, "sigs")
     traps = "; ".join(f"trap 'echo {s} >> /out/sigs' {s}" for s in TRAPPED)
     b = make_bundle(scratch, "trapping", ["sh", "-c", f"{traps}; touch /out/ready; "
-                                          "while :; do sleep 0.05; done"], owner, base)
+                                          "while :; do sleep 0.2; done"], owner, base)
     r = rt("create", "--bundle", b, "t1")
     check("create of a command that traps six signals but SIGTERM", r.returncode == 0, r.stderr)
     init = (state_of(rt, "t1") or {}).get("pid", 0)

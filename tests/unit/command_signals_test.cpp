@@ -66,6 +66,7 @@ void end(pid_t pid, const CommandProcFiles& files) {
     waitpid(pid, &status, 0);
     close(files.status_fd);
     close(files.wchan_fd);
+    close(files.stat_fd);
 }
 
 }  // namespace

@@ -131,7 +131,7 @@ void answerSocketRequestsInChild(int channel) noexcept {
     // An OCI container's: blocked since before the clone (create's mask).
     if (plan.container_signals) set = containerInitSignals();
     // As the namespace's PID 1, the command would take only what it catches.
-    const bool as_pid1 = plan.container_signals && !plan.pid_ns_joined && !plan.lower_tier;
+    const bool as_pid1 = plan.initStandsForPid1();
     const CommandProcFiles command_files =
         as_pid1 ? openCommandProcFilesInChild(command) : CommandProcFiles{};
     // A socket request raises SIGIO (O_ASYNC), taken here like the others;
@@ -673,7 +673,7 @@ int initDropPrivilegesInChild(ChildPlan& plan, StepState& state) noexcept {
     int err = 0;
     if (faultInjected(FaultPoint::InitDropPrivileges, plan.injected_fault)) {
         err = errno;
-    } else if (plan.container_signals && !plan.pid_ns_joined && !plan.lower_tier) {
+    } else if (plan.initStandsForPid1()) {
         // An OCI container's init keeps what its command may hold (under
         // no_new_privs no execve raises the permitted set), so that it may
         // read the command's /proc/PID/wchan (ptrace read access: its

@@ -161,6 +161,9 @@ struct ChildPlan {
     // (runtime/child/command_signals_in_child.h); SIGRTMIN is one of them,
     // not the supervisor's "end it now" (no supervisor outlives `create`).
     bool container_signals = false;
+    // Whether init stands in for a PID 1 command: an OCI container's, in
+    // a pid namespace of its own (runc's command would be its PID 1).
+    bool initStandsForPid1() const { return container_signals && !pid_ns_joined && !lower_tier; }
     int start_fifo_read_fd = -1;
     int start_fifo_write_fd = -1;
     // The command's executable is found before the command parks (so that

@@ -19,13 +19,10 @@ Exit 77 (a skip) when the host cannot run a mode; CI=true makes it a failure.
 import glob
 import json
 import os
-import shutil
 import subprocess
-import sys
-import tempfile
 
-from lifecycle import become_subreaper, check, failures, make_bundle, make_test_tree, reap
-from oci_common import BUSYBOX, skip
+from lifecycle import check, make_bundle, run_oci_script
+from oci_common import skip
 
 APPLETS = ["sh", "true"]
 RUNC = "/usr/sbin/runc"
@@ -53,29 +50,12 @@ def cgroup_dirs(name):
     return glob.glob(f"/sys/fs/cgroup/*/{name}") + glob.glob(f"/sys/fs/cgroup/{name}")
 
 
-def main():
-    binary, mode = sys.argv[1], sys.argv[2]
-    if os.geteuid() != 0:
-        skip("the suite runs as root (rootless cases demote to uid 65534)")
-    if not os.path.exists(BUSYBOX):
-        skip("busybox-static is not installed (scripts/install-deps.sh test)")
-    if not os.path.isdir("/sys/kernel/mm/hugepages/hugepages-2048kB"):
-        skip("this kernel has no 2 MiB huge pages")
-    if os.path.isdir("/sys/fs/cgroup/hugetlb") or not os.path.isdir("/sys/fs/cgroup/memory"):
-        skip("the cases are this host's: cgroup v1 without a v1 hugetlb hierarchy")
-    become_subreaper()
-    scratch = tempfile.mkdtemp(prefix="stockade-kubeletres-", dir="/var/tmp")
-    os.chmod(scratch, 0o755)
-    owner = 0 if mode == "root" else 65534
-    rt = None
+def cases(rt, scratch, owner, base, mode):
     tag = f"stockade-kubeletres-{os.getpid()}"
     try:
-        rt, _, base = make_test_tree(scratch, owner, binary, mode, APPLETS)
-        if base is None:
-            return
         kubelet_hugepages = {"hugepageLimits": [{"pageSize": "2MB", "limit": 0}]}
         kubelet_unified = {"unified": {"memory.oom.group": "1"}}
-        cases = [
+        asks = [
             ("hugepageLimits, a v1 host without the hugetlb hierarchy", kubelet_hugepages,
              ["linux.resources.hugepageLimits", "no cgroup v1 hugetlb hierarchy",
               "/sys/fs/cgroup/hugetlb"] if mode == "root" else
@@ -93,7 +73,7 @@ def main():
              {"hugepageLimits": [{"pageSize": "2048KB", "limit": 0}]},
              ["linux.resources.hugepageLimits[0].pageSize", "spelt 2MB"]),
         ]
-        for i, (what, resources, words) in enumerate(cases):
+        for i, (what, resources, words) in enumerate(asks):
             path = f"/{tag}/c{i}" if mode == "root" else None
             b = bundle_with(scratch, f"c{i}", owner, base, resources, path)
             r = rt("create", "--bundle", b, f"c{i}")
@@ -101,36 +81,35 @@ def main():
             check(f"{what}: create refused, naming it; nothing under --root, no cgroup left",
                   r.returncode == 1 and all(w in r.stderr for w in words) and
                   os.listdir(rt.root) == [] and left == [], (r.returncode, r.stderr, left))
-        if mode == "root" and os.path.exists(RUNC):
+        if mode == "root":
             # runc in the same run, the same two kubelet fields: it cannot
-            # write them on this host either.
+            # write them on this host either (its own words).
+            check("runc is there to compare with (scripts/install-deps.sh test)",
+                  os.path.exists(RUNC))
             runc_root = os.path.join(scratch, "runc-root")
-            for i, (what, resources, words) in enumerate(cases[:2]):
+            runc_words = ["cannot set hugetlb limit", "cannot use unified on cgroup v1"]
+            for i, (what, resources, words) in enumerate(asks[:2]):
                 b = bundle_with(scratch, f"r{i}", owner, base, resources, f"/{tag}/r{i}",
                                 for_runc=True)
                 r = subprocess.run([RUNC, "--root", runc_root, "run", "--bundle", b, f"r{i}"],
                                    capture_output=True, text=True, stdin=subprocess.DEVNULL,
                                    timeout=120)
                 check(f"runc, the same run: {what} refused too",
-                      r.returncode != 0 and ("hugetlb" in r.stderr or "unified" in r.stderr),
+                      r.returncode != 0 and runc_words[i] in r.stderr,
                       (r.returncode, r.stderr))
                 subprocess.run([RUNC, "--root", runc_root, "delete", "--force", f"r{i}"],
                                capture_output=True)
     finally:
-        if rt is not None:
-            for cid in os.listdir(rt.root) if os.path.isdir(rt.root) else []:
-                rt("delete", "--force", cid)
-        reap()
         for d in sorted(cgroup_dirs(f"{tag}/*"), reverse=True) + cgroup_dirs(tag):
             try:
                 os.rmdir(d)
             except OSError:
                 pass
-        shutil.rmtree(scratch, ignore_errors=True)
-    if failures:
-        print(f"{len(failures)} failed: " + "; ".join(failures))
-        sys.exit(1)
 
 
 if __name__ == "__main__":
-    main()
+    if not os.path.isdir("/sys/kernel/mm/hugepages/hugepages-2048kB"):
+        skip("this kernel has no 2 MiB huge pages")
+    if os.path.isdir("/sys/fs/cgroup/hugetlb") or not os.path.isdir("/sys/fs/cgroup/memory"):
+        skip("the cases are this host's: cgroup v1 without a v1 hugetlb hierarchy")
+    run_oci_script("stockade-kubeletres-", APPLETS, cases)

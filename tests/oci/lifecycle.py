@@ -164,6 +164,42 @@ def make_test_tree(scratch, owner, binary, mode, applets, extra_bins=()):
         return rt, out, json.load(f)
 
 
+def run_oci_script(prefix, applets, cases, extra_bins=lambda binary: (), needs=()):
+    """The main() of an OCI script run as `SCRIPT STOCKADE root|rootless`:
+    root required and busybox-static and each (path, why) of `needs` there
+    (else a skip, a failure under CI=true); this process the subreaper; a
+    scratch tree (make_test_tree, with extra_bins(binary) in its /bin);
+    cases(rt, scratch, owner, base, mode); nothing left under --root; then
+    every container deleted, every child reaped, the scratch removed; exit
+    1 when a check failed."""
+    binary, mode = sys.argv[1], sys.argv[2]
+    if os.geteuid() != 0:
+        skip("the suite runs as root (rootless cases demote to uid 65534)")
+    for path, why in ((BUSYBOX, "busybox-static is not installed (scripts/install-deps.sh test)"),
+                      *needs):
+        if not os.path.exists(path):
+            skip(why)
+    become_subreaper()
+    scratch = tempfile.mkdtemp(prefix=prefix, dir="/var/tmp")
+    os.chmod(scratch, 0o755)
+    owner = 0 if mode == "root" else 65534
+    rt = None
+    try:
+        rt, _, base = make_test_tree(scratch, owner, binary, mode, applets, extra_bins(binary))
+        if base is not None:
+            cases(rt, scratch, owner, base, mode)
+            check("nothing left under --root", os.listdir(rt.root) == [], os.listdir(rt.root))
+    finally:
+        if rt is not None:
+            for cid in os.listdir(rt.root) if os.path.isdir(rt.root) else []:
+                rt("delete", "--force", cid)
+        reap()
+        shutil.rmtree(scratch, ignore_errors=True)
+    if failures:
+        print(f"{len(failures)} failed: " + "; ".join(failures))
+        sys.exit(1)
+
+
 def make_bundle(scratch, name, args, owner, base_config):
     bundle = os.path.join(scratch, name)
     os.makedirs(bundle)

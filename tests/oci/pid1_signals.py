@@ -27,13 +27,10 @@ Exit 77 (a skip) when the host cannot run a mode; CI=true makes it a failure.
 """
 import json
 import os
-import shutil
-import sys
-import tempfile
 
-from lifecycle import (become_subreaper, check, failures, make_bundle, make_test_tree,
-                       probes_dir, reap, reaped, state_of, wait_for)
-from oci_common import BUSYBOX, host_pids_running, skip
+from lifecycle import (check, make_bundle, probes_dir, reap, reaped, run_oci_script, state_of,
+                       wait_for)
+from oci_common import host_pids_running
 
 APPLETS = ["sh", "sleep", "echo", "cat", "touch", "true"]
 TINI = "/usr/bin/tini-static"
@@ -223,40 +220,16 @@ def joined_namespace(rt, scratch, owner, base):
     rt("delete", "--force", "first")
 
 
-def main():
-    binary, mode = sys.argv[1], sys.argv[2]
-    if os.geteuid() != 0:
-        skip("the suite runs as root (rootless cases demote to uid 65534)")
-    if not os.path.exists(BUSYBOX):
-        skip("busybox-static is not installed (scripts/install-deps.sh test)")
-    if not os.path.exists(TINI):
-        skip("tini is not installed (scripts/install-deps.sh test)")
-    become_subreaper()
-    scratch = tempfile.mkdtemp(prefix="stockade-pid1sig-", dir="/var/tmp")
-    os.chmod(scratch, 0o755)
-    owner = 0 if mode == "root" else 65534
-    rt = None
-    try:
-        rt, _, base = make_test_tree(
-            scratch, owner, binary, mode, APPLETS + ["grep"],
-            extra_bins=[TINI, os.path.join(probes_dir(binary), "stockade-probe")])
-        if base is not None:
-            own_namespace(rt, scratch, owner, base)
-            waiting_init(rt, scratch, owner, base)
-            if mode == "root":
-                uid_changing_command(rt, scratch, owner, base)
-                joined_namespace(rt, scratch, owner, base)
-            check("nothing left under --root", os.listdir(rt.root) == [], os.listdir(rt.root))
-    finally:
-        if rt is not None:
-            for cid in os.listdir(rt.root) if os.path.isdir(rt.root) else []:
-                rt("delete", "--force", cid)
-        reap()
-        shutil.rmtree(scratch, ignore_errors=True)
-    if failures:
-        print(f"{len(failures)} failed: " + "; ".join(failures))
-        sys.exit(1)
+def cases(rt, scratch, owner, base, mode):
+    own_namespace(rt, scratch, owner, base)
+    waiting_init(rt, scratch, owner, base)
+    if mode == "root":
+        uid_changing_command(rt, scratch, owner, base)
+        joined_namespace(rt, scratch, owner, base)
 
 
 if __name__ == "__main__":
-    main()
+    run_oci_script("stockade-pid1sig-", APPLETS + ["grep"], cases,
+                   extra_bins=lambda binary: [TINI, os.path.join(probes_dir(binary),
+                                                                 "stockade-probe")],
+                   needs=[(TINI, "tini is not installed (scripts/install-deps.sh test)")])

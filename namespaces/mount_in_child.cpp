@@ -227,36 +227,53 @@ int copyFileInChild(const MountOp& op, int source_fd) noexcept {
     return err;
 }
 
+// "/proc/self/fd/" and a decimal fd into `path`, without snprintf; 0 or
+// ENAMETOOLONG.
+int fdPathInChild(int fd, char* path, size_t size) noexcept {
+    const char prefix[] = "/proc/self/fd/";
+    char digits[12];
+    int n = 0;
+    for (unsigned v = static_cast<unsigned>(fd); n == 0 || v; v /= 10) digits[n++] = '0' + v % 10;
+    if (sizeof(prefix) + static_cast<size_t>(n) > size) return ENAMETOOLONG;
+    memcpy(path, prefix, sizeof(prefix) - 1);
+    for (int i = 0; i < n; ++i) path[sizeof(prefix) - 1 + i] = digits[n - 1 - i];
+    path[sizeof(prefix) - 1 + n] = '\0';
+    return 0;
+}
+
+// Where an image root's ops resolve their targets: the staging directory
+// while the root is built; "/" once it is the root (remountProcsInChild).
+// `null_source`: what a file is masked with, the host's null device, by
+// path; or, once the host's tree is gone, `null_tree` (a detached clone of
+// it) attached at the first such file and bound from there to the others.
+struct InRoot {
+    const char* root;
+    const char* null_source;
+    int null_tree = -1;
+    bool null_attached = false;
+};
+
 // An image root's target, resolved inside the new root as the container
 // will see it (an absolute symlink in the image is taken as relative to the
 // image, not the host), and named for mount(2) by its /proc/self/fd path
 // (the host's procfs, until pivot_root); 0 or an errno, *fd the caller's.
-int resolveInRootInChild(const MountPlan& plan, const MountOp& op, int* fd, char* path,
+int resolveInRootInChild(const InRoot& where, const MountOp& op, int* fd, char* path,
                          size_t size) noexcept {
-    int root = open(plan.staging.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
-    if (root < 0) return noteCallInChild("open").path(plan.staging.c_str()).done(errno);
+    int root = open(where.root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (root < 0) return noteCallInChild("open").path(where.root).done(errno);
     open_how how{};
     how.flags = O_PATH | O_CLOEXEC;
     how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
     *fd = sysOpenat2(root, op.target.c_str(), &how);
     int err = *fd < 0 ? noteCallInChild("openat2")
-                            .path(plan.staging.c_str())
+                            .path(where.root)
                             .path(op.target.c_str())
                             .arg("RESOLVE_IN_ROOT")
                             .done(errno)
                       : 0;
     close(root);
     if (err) return err;
-    // "/proc/self/fd/" and a decimal fd, without snprintf.
-    const char prefix[] = "/proc/self/fd/";
-    char digits[12];
-    int n = 0;
-    for (unsigned v = static_cast<unsigned>(*fd); n == 0 || v; v /= 10) digits[n++] = '0' + v % 10;
-    if (sizeof(prefix) + static_cast<size_t>(n) > size) return ENAMETOOLONG;
-    memcpy(path, prefix, sizeof(prefix) - 1);
-    for (int i = 0; i < n; ++i) path[sizeof(prefix) - 1 + i] = digits[n - 1 - i];
-    path[sizeof(prefix) - 1 + n] = '\0';
-    return 0;
+    return fdPathInChild(*fd, path, size);
 }
 
 // Opens `rel` (a relative path) in the image root; -errno on failure.
@@ -409,22 +426,36 @@ int remountReadOnlyInChild(const char* path, const char* shown = nullptr) noexce
                         shown);
 }
 
+// A file masked with the host's null device (`fd` the target, `at` its
+// /proc/self/fd path).
+int maskFileInChild(InRoot& where, int fd, const char* at, const char* shown) noexcept {
+    if (where.null_tree >= 0 && !where.null_attached) {
+        if (sysMoveMount(where.null_tree, "", fd, "",
+                         MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+            return noteCallInChild("move_mount").arg("the host's /dev/null").to(shown).done(errno);
+        where.null_attached = true;
+        return 0;
+    }
+    return mountInChild(where.null_source, at, nullptr, MS_BIND, nullptr, "MS_BIND", shown);
+}
+
 // The ops an image root's targets take, each on the fd path resolved in the
 // root, a missing mount target first made there: nothing of the image is
 // resolved as a host path, so no symlink it holds can lead a mount out.
-int applyInRootOpInChild(MountPlan& plan, size_t index) noexcept {
+int applyInRootOpInChild(MountPlan& plan, size_t index, InRoot& where) noexcept {
     MountOp& op = plan.ops[index];
+    const bool building = where.root == plan.staging.c_str();
     if (op.kind == MountKind::Symlink) return symlinkInRootInChild(plan, op);
     if (op.kind == MountKind::File) return writeInRootInChild(plan, op);
-    if (op.kind == MountKind::Filesystem || op.kind == MountKind::BindFromHost ||
-        op.kind == MountKind::AttachPrepared) {
+    if (building && (op.kind == MountKind::Filesystem || op.kind == MountKind::BindFromHost ||
+                     op.kind == MountKind::AttachPrepared)) {
         if (op.kind == MountKind::BindFromHost && plan.source_fds[index] < 0 && op.optional)
             return 0;
         if (int err = makeTargetInRootInChild(plan, op)) return err;
     }
     int fd = -1;
     char at[32];
-    if (int err = resolveInRootInChild(plan, op, &fd, at, sizeof(at)))
+    if (int err = resolveInRootInChild(where, op, &fd, at, sizeof(at)))
         return op.optional && err == ENOENT ? 0 : err;
     int err = EINVAL;
     switch (op.kind) {
@@ -442,14 +473,12 @@ int applyInRootOpInChild(MountPlan& plan, size_t index) noexcept {
                                    MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=0,mode=0555",
                                    "MS_RDONLY|MS_NOSUID|MS_NODEV|MS_NOEXEC", op.target.c_str());
             } else {
-                err = mountInChild("/dev/null", at, nullptr, MS_BIND, nullptr, "MS_BIND",
-                                   op.target.c_str());
+                err = maskFileInChild(where, fd, at, op.target.c_str());
             }
             break;
         }
         case MountKind::MaskWithNull:
-            err = mountInChild("/dev/null", at, nullptr, MS_BIND, nullptr, "MS_BIND",
-                               op.target.c_str());
+            err = maskFileInChild(where, fd, at, op.target.c_str());
             break;
         case MountKind::ReadOnlyInPlace:
             // The bind lands on top of the fd's mount; the remount must name
@@ -459,7 +488,7 @@ int applyInRootOpInChild(MountPlan& plan, size_t index) noexcept {
             if (err) break;
             close(fd);
             fd = -1;
-            if ((err = resolveInRootInChild(plan, op, &fd, at, sizeof(at)))) break;
+            if ((err = resolveInRootInChild(where, op, &fd, at, sizeof(at)))) break;
             err = remountReadOnlyInChild(at, op.target.c_str());
             break;
         case MountKind::AttachPrepared:
@@ -488,7 +517,10 @@ int applyInRootOpInChild(MountPlan& plan, size_t index) noexcept {
 
 int applyOpInChild(MountPlan& plan, size_t index) noexcept {
     MountOp& op = plan.ops[index];
-    if (op.resolve_in_root) return applyInRootOpInChild(plan, index);
+    if (op.resolve_in_root) {
+        InRoot where{plan.staging.c_str(), "/dev/null"};
+        return applyInRootOpInChild(plan, index, where);
+    }
     const char* staged = op.staged.c_str();
     switch (op.kind) {
         case MountKind::Filesystem:
@@ -732,6 +764,29 @@ int buildRootInChild(MountPlan& plan, size_t* failed_op) noexcept {
         // noted its call: not this op's.
         clearCallNoteInChild();
         if (int err = applyOpInChild(plan, i)) {
+            *failed_op = i;
+            return err;
+        }
+    }
+    return 0;
+}
+
+int remountProcsInChild(MountPlan& plan, int null_tree, size_t* failed_op) noexcept {
+    *failed_op = static_cast<size_t>(-1);
+    char null_source[32];
+    if (int err = fdPathInChild(null_tree, null_source, sizeof(null_source))) return err;
+    InRoot where{"/", null_source, null_tree};
+    for (size_t i = 0; i < plan.ops.size(); ++i) {
+        const MountOp& op = plan.ops[i];
+        if (!op.resolve_in_root) continue;
+        const bool proc = op.kind == MountKind::Filesystem && op.fstype == "proc";
+        if (!proc && !underProcTarget(plan, i)) continue;
+        // A sysctl is the namespace's, written once; nothing but these
+        // kinds lies beneath a proc of a plan that asks this
+        // (procRemountable).
+        if (op.kind == MountKind::File) continue;
+        clearCallNoteInChild();
+        if (int err = applyInRootOpInChild(plan, i, where)) {
             *failed_op = i;
             return err;
         }

@@ -29,5 +29,17 @@ void closeSourcesInChild(MountPlan& plan) noexcept;
 // root so nothing of the host's tree stays reachable.
 int sealRootInChild(const MountPlan& plan) noexcept;
 int pivotRootInChild(const MountPlan& plan) noexcept;
+// For a command that is PID 1 of a pid namespace of its own, beneath
+// init's (an OCI container's: runtime/child/child_plan.h command_pid_ns),
+// once the root is its root: each proc of the image root's plan mounted
+// again for the caller's pid namespace, on top of the one init mounted for
+// its own, and the ops beneath it (masks, read-only paths; not the
+// sysctls, which are the namespace's) applied again on the new one, a
+// file masked with the host's null device: `null_tree`, a detached clone of
+// it made before pivot_root (the root's /dev/null is the image's, and the
+// host's mounts are gone), attached at the first. A new procfs is allowed
+// here because the one init mounted is fully visible: its masks were made
+// in this user namespace, so none is locked (mount_too_revealing()).
+int remountProcsInChild(MountPlan& plan, int null_tree, size_t* failed_op) noexcept;
 
 }  // namespace stockade::ns

@@ -111,4 +111,13 @@ void addOp(MountPlan& plan, MountOp op);
 // an image root (the OCI front end), not made in stockade's own.
 void addDefaultDevices(MountPlan& plan, bool resolve_in_root);
 
+// Whether op `index` lies at or beneath a proc that an earlier op mounts
+// (its target that op's, or below it).
+bool underProcTarget(const MountPlan& plan, size_t index) noexcept;
+// Whether remountProcsInChild can mount the plan's procs again: each is an
+// image root's, and at or beneath each lie only sysctls, masks and
+// read-only paths (a host bind, lxcfs's for example, could not be made again once
+// the sources are closed).
+bool procRemountable(const MountPlan& plan) noexcept;
+
 }  // namespace stockade::ns

@@ -638,6 +638,9 @@ Status createContainer(const std::string& root_dir, const std::string& id,
     record.profile = *profile;
     record.enforced = enforcedBy(*config, *profile, cgroups ? cgroups->dirs.size() : 0,
                                  cgroups && cgroups->devices_held);
+    // Its own pid namespace beneath init's, or init's: `exec` joins the
+    // command's (commandPidNamespaceNested).
+    record.enforced["command pid"] = cplan.plan.command_pid_ns ? "1" : "2";
     record.denials.counted = launched.listener.valid();
     record.denials.not_counted = denials->not_counted;
     // Into the cgroup while everything of the container is parked: init and
@@ -814,6 +817,11 @@ void killAndWait(const Record& record) {
     while (poll(&pfd, 1, -1) < 0 && errno == EINTR) {
     }
     if (pidNamespaceJoined(record)) (void)killContainerCgroups(record.cgroups);
+}
+
+bool commandPidNamespaceNested(const Record& record) {
+    auto pid = record.enforced.find("command pid");
+    return pid != record.enforced.end() && pid->second == "1";
 }
 
 bool pidNamespaceJoined(const Record& record) {

@@ -86,6 +86,9 @@ std::vector<pid_t> processesIn(pid_t init);
 // Whether the container joined a pid namespace by path (its record's
 // enforced "pid"): its init is not PID 1 there (oci/pid_join.h).
 bool pidNamespaceJoined(const Record& record);
+// Whether the container's command is PID 1 of a pid namespace of its own,
+// beneath init's (ChildPlan::command_pid_ns), which `exec` joins.
+bool commandPidNamespaceNested(const Record& record);
 // Every process of the container but init: init's descendants, or in a
 // joined pid namespace, whatever is in its cgroup (orphans of a killed
 // init are no descendant of it there).

@@ -783,6 +783,14 @@ Result<ContainerPlan> planContainer(const Config& config, const std::string& bun
                            .resolve_in_root = true,
                            .description = "make " + path + " read-only"});
 
+    // The command as PID 1 of a pid namespace of its own, beneath init's,
+    // as runc's is its container's PID 1 (ChildPlan::command_pid_ns); not
+    // in a joined one (runc's command is no PID 1 there either), nor where
+    // a proc of the root could not be made again (then it is PID 2, and
+    // init judges signals for it: command_signals_in_child.h).
+    plan.command_pid_ns =
+        (out.clone_flags & CLONE_NEWPID) && !plan.pid_ns_joined && ns::procRemountable(mounts);
+
     // The process.
     fill(config.args, plan.argv_storage, plan.argv);
     // HOME from the image's /etc/passwd when the spec names none, as runc

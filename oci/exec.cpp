@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include <linux/close_range.h>
+#include <linux/nsfs.h>
 #include <linux/openat2.h>
 
 #include <algorithm>
@@ -617,6 +618,25 @@ Result<int> execInContainer(const std::string& root_dir, const std::string& id,
     const bool joined_pid = pidNamespaceJoined(record);
     if (joined_pid && setns(init.get(), CLONE_NEWPID) < 0)
         return Error::fromErrno("setns() into the container's joined pid namespace");
+    // The command's own pid namespace, beneath init's (its PID 1 is the
+    // command: ChildPlan::command_pid_ns), named by init's pid_for_children
+    // while this process still sees the host's /proc; init still alive
+    // after the open, so the pid named init.
+    UniqueFd command_pid_ns;
+    if (commandPidNamespaceNested(record)) {
+        const std::string path = "/proc/" + std::to_string(record.pid) + "/ns/pid_for_children";
+        command_pid_ns.reset(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+        if (!command_pid_ns && errno == EACCES && !isHostRoot())
+            return Error::fromErrno("open(\"" + path +
+                                    "\") (rootless exec is not supported yet: the container's "
+                                    "init is not dumpable, so its namespaces are out of its "
+                                    "owner's reach)");
+        if (!command_pid_ns) return Error::fromErrno("open(\"" + path + "\")");
+        if (syscall(SYS_pidfd_send_signal, init.get(), 0, nullptr, 0) < 0)
+            return Error::message("container not running");
+        if (ioctl(command_pid_ns.get(), NS_GET_NSTYPE) != CLONE_NEWPID)
+            return Error::message(path + " is not a pid namespace");
+    }
     if (setns(init.get(), CLONE_NEWUSER | CLONE_NEWNS | (joined_pid ? 0 : CLONE_NEWPID) |
                               CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP) < 0)
         return Error::fromErrno(
@@ -625,8 +645,14 @@ Result<int> execInContainer(const std::string& root_dir, const std::string& id,
                 : "setns() into the container's namespaces (rootless exec is not supported yet: "
                   "the container's init is not dumpable, so its namespaces are out of its "
                   "owner's reach)");
+    if (command_pid_ns && setns(command_pid_ns.get(), CLONE_NEWPID) < 0)
+        return Error::fromErrno("setns() into the command's pid namespace");
 
     pid_t pid = fork();
+    // A pid namespace whose PID 1 has ended takes no process (ENOMEM): the
+    // command ended, and the container with it.
+    if (pid < 0 && errno == ENOMEM && command_pid_ns)
+        return Error::message("container not running");
     if (pid < 0) return Error::fromErrno("fork()");
     if (pid == 0) {
         report_read.reset();

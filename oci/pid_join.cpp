@@ -78,6 +78,43 @@ struct HelperReport {
 
 }  // namespace
 
+namespace {
+
+// The pid namespace of a stockade container's command, when `path` is
+// /proc/PID/ns/pid of that container's init (`state`'s pid, which a pod's
+// containers are given for its first's: the CRI plugin names the sandbox's
+// task pid): its command is PID 1 of a namespace of its own beneath init's
+// (ChildPlan::command_pid_ns), where runc's pod would find its first
+// container's PID 1. Told by PID's executable being this one (by device
+// and inode) and its pid_for_children a child of `joined` with a PID 1;
+// an invalid fd otherwise, and the path is joined as named.
+UniqueFd commandNamespaceOf(const std::string& path, const struct stat& joined) {
+    const std::string prefix = "/proc/";
+    const std::string suffix = "/ns/pid";
+    if (!path.starts_with(prefix) || !path.ends_with(suffix) ||
+        path.size() <= prefix.size() + suffix.size())
+        return UniqueFd();
+    const std::string pid = path.substr(prefix.size(), path.size() - prefix.size() - suffix.size());
+    if (pid.find_first_not_of("0123456789") != std::string::npos) return UniqueFd();
+    struct stat exe {};
+    struct stat self {};
+    if (stat(("/proc/" + pid + "/exe").c_str(), &exe) < 0 || stat("/proc/self/exe", &self) < 0 ||
+        exe.st_dev != self.st_dev || exe.st_ino != self.st_ino)
+        return UniqueFd();
+    // Fails (ENOENT) where the namespace for children has no PID 1 yet.
+    UniqueFd children(
+        open(("/proc/" + pid + "/ns/pid_for_children").c_str(), O_RDONLY | O_CLOEXEC));
+    if (!children || ioctl(children.get(), NS_GET_NSTYPE) != CLONE_NEWPID) return UniqueFd();
+    UniqueFd parent(ioctl(children.get(), NS_GET_PARENT));
+    struct stat up {};
+    if (!parent || fstat(parent.get(), &up) < 0 || up.st_dev != joined.st_dev ||
+        up.st_ino != joined.st_ino)
+        return UniqueFd();
+    return children;
+}
+
+}  // namespace
+
 Result<UniqueFd> openJoinedPidNamespace(const std::string& path) {
     const std::string what = "linux.namespaces (pid): ";
     UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
@@ -100,6 +137,7 @@ Result<UniqueFd> openJoinedPidNamespace(const std::string& path) {
         (init_seen && joined.st_dev == first.st_dev && joined.st_ino == first.st_ino))
         return Error::message("config.json: " + what + path +
                               " is the host's pid namespace, which a container may not join");
+    if (UniqueFd command = commandNamespaceOf(path, joined)) return command;
     return fd;
 }
 

@@ -31,7 +31,10 @@ namespace stockade::oci {
 // given, so a path swapped after this check is never read again), checked
 // to be a pid namespace (ioctl NS_GET_NSTYPE) and not the caller's own nor
 // PID 1's (a container in the host's pid namespace is refused). Errors
-// name linux.namespaces and the path.
+// name linux.namespaces and the path. /proc/PID/ns/pid of a stockade
+// container's init (a pod's first container, named by its `state` pid)
+// is taken as its command's namespace, beneath init's, where that
+// command is PID 1 as runc's would be (ChildPlan::command_pid_ns).
 Result<UniqueFd> openJoinedPidNamespace(const std::string& path);
 
 // A proc mount asked for in the joined pid namespace: its MOUNT_ATTR_*

@@ -425,6 +425,26 @@ int createContainerHooksInChild(ChildPlan& plan, StepState& state) noexcept {
 }
 
 int pivotRootInChild(ChildPlan& plan, StepState&) noexcept {
+    // A command's own /proc masks its files with the host's null device
+    // after pivot_root, when only a detached clone can still be attached;
+    // cloned last, so that it is listed after the root's mounts in
+    // mountinfo (Linux 6.8+ lists them by mount id): the root first.
+    if (plan.command_pid_ns) {
+        plan.null_tree_fd =
+            ns::sysOpenTree(AT_FDCWD, "/dev/null", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+        if (plan.null_tree_fd < 0)
+            return ns::noteCallInChild("open_tree")
+                .path("/dev/null")
+                .arg("OPEN_TREE_CLONE")
+                .done(errno);
+        struct stat null_st {};
+        if (fstat(plan.null_tree_fd, &null_st) < 0 || !S_ISCHR(null_st.st_mode) ||
+            null_st.st_rdev != makedev(1, 3))
+            return ns::noteCallInChild("fstat")
+                .path("/dev/null")
+                .arg("not the 1:3 node")
+                .done(ENODEV);
+    }
     return ns::pivotRootInChild(plan.mounts);
 }
 
@@ -454,9 +474,10 @@ int closeFdsInChild(ChildPlan& plan, StepState& state) noexcept {
                   plan.start_fifo_write_fd,
                   plan.held_by_init_fd,
                   plan.console_socket_fd,
-                  plan.null_fd};
+                  plan.null_fd,
+                  plan.null_tree_fd};
     (void)state;  // the call is noted by closeInheritedFdsInChild
-    if (int err = closeInheritedFdsInChild(plan, FaultPoint::CloseFds, keep, 12)) return err;
+    if (int err = closeInheritedFdsInChild(plan, FaultPoint::CloseFds, keep, 13)) return err;
     if (plan.console_socket_fd < 0) return 0;
     // An OCI terminal: the command's stdio is the pty, so the caller's own
     // is nobody's in the container, and init, blocked in the command's
@@ -512,10 +533,22 @@ int forkCommandInChild(ChildPlan& plan, StepState& state) noexcept {
     // locks. Everything the command does before execve is its own (fd table,
     // credentials, signal dispositions: no CLONE_FILES, CLONE_SIGHAND or
     // CLONE_THREAD).
+    // An OCI container's command: PID 1 of a pid namespace of its own
+    // (ChildPlan::command_pid_ns), the first process born in it.
+    if (plan.command_pid_ns && unshare(CLONE_NEWPID) < 0)
+        return failedCall(state, "unshare(CLONE_NEWPID)", errno);
     state.command = clone(commandEntryInChild, command_stack + sizeof(command_stack),
                           CLONE_VM | CLONE_VFORK | SIGCHLD, &plan);
     if (state.command < 0) return failedCall(state, "clone(CLONE_VM|CLONE_VFORK)", errno);
     return 0;
+}
+
+int commandProcInChild(ChildPlan& plan, StepState& state) noexcept {
+    if (!plan.command_pid_ns) return 0;
+    size_t failed = 0;
+    int err = ns::remountProcsInChild(plan.mounts, plan.null_tree_fd, &failed);
+    if (err && failed != static_cast<size_t>(-1)) state.op_index = static_cast<int>(failed);
+    return err;
 }
 
 int newSessionInChild(ChildPlan&, StepState& state) noexcept {
@@ -673,18 +706,20 @@ int initDropPrivilegesInChild(ChildPlan& plan, StepState& state) noexcept {
     int err = 0;
     if (faultInjected(FaultPoint::InitDropPrivileges, plan.injected_fault)) {
         err = errno;
-    } else if (plan.initStandsForPid1()) {
-        // An OCI container's init keeps what its command may hold (under
-        // no_new_privs no execve raises the permitted set), so that it may
-        // read the command's /proc/PID/wchan (ptrace read access: its
-        // effective set must cover the command's permitted,
+    } else if (plan.initStandsForPid1() || plan.command_pid_ns) {
+        // An OCI container's init keeps CAP_KILL, so that a signal reaches
+        // a command that changed its uid (gosu, su-exec) and kill(-1) its
+        // stragglers of any uid, whose waitpid would otherwise never
+        // return; standing in for PID 1, also what its command may hold
+        // (under no_new_privs no execve raises the permitted set), so that
+        // it may read the command's /proc/PID/wchan (ptrace read access:
+        // its effective set must cover the command's permitted,
         // cap_ptrace_access_check) to tell a sigtimedwait from a sleep
-        // (runtime/child/command_signals_in_child.h); and CAP_KILL, so that
-        // a signal reaches a command that changed its uid (gosu, su-exec)
-        // and kill(-1) its stragglers of any uid, whose waitpid would
-        // otherwise never return. Neither reaches past the pid namespace.
+        // (runtime/child/command_signals_in_child.h). Neither reaches past
+        // the pid namespace.
         const CapabilitySets& c = plan.capabilities;
-        const uint64_t held = c.permitted | c.ambient | (uint64_t{1} << CAP_KILL);
+        uint64_t held = uint64_t{1} << CAP_KILL;
+        if (plan.initStandsForPid1()) held |= c.permitted | c.ambient;
         err = keepOnlyCapabilitiesInChild(plan.last_cap, CapabilitySets{held, held, held, 0, 0},
                                           &failed_step);
     } else {
@@ -780,6 +815,10 @@ constexpr SetupStep kSteps[] = {
     {{S::ForkCommand, P::Init, L::PidNs,
       "the command, once everything it may not escape is in place"},
      forkCommandInChild},
+    {{S::CommandProc, P::Command, L::PidNs,
+      "an OCI container's command, PID 1 of a pid namespace of its own: its /proc mounted for "
+      "that namespace while it still holds the capability to; a no-op for run"},
+     commandProcInChild},
     {{S::NewSession, P::Command, L::PidNs,
       "no controlling terminal: the caller's cannot be reached with TIOCSTI (G7)"},
      newSessionInChild},
@@ -925,6 +964,12 @@ static_assert(before(S::SetIds, S::BuildRoot), "the sandbox's ids before its roo
 // runs (issue 15).
 static_assert(before(S::UserNamespaceLimits, S::ForkCommand),
               "user-namespace bounds before the command");
+// A command's own /proc is mounted while it may still mount (before its
+// capabilities go), by itself: a proc is of its mounter's pid namespace.
+static_assert(before(S::ForkCommand, S::CommandProc) &&
+                  before(S::CommandProc, S::DropCapabilities) &&
+                  kSteps[indexOf(S::CommandProc)].info.process == StepProcess::Command,
+              "the command's own /proc before its capabilities are dropped");
 // A session of its own before execve: no controlling terminal of the
 // caller's, so TIOCSTI has no terminal to reach and job control no group
 // (G7); done by the command's own process, the one that execs.

@@ -94,6 +94,10 @@ struct ChildPlan {
     // image or mounts put there (none, or a FIFO an open would block on).
     // -1 until then, and without a terminal.
     int null_fd = -1;
+    // A detached clone of the host's /dev/null mount (open_tree), made by
+    // init right before pivot_root for the masks of a command's own /proc
+    // (command_pid_ns); -1 until then, and without one.
+    int null_tree_fd = -1;
     int stdout_fd = -1;  // write ends of the capture pipes, dup'ed to 1 and 2
     int stderr_fd = -1;
     int sync_fd = -1;  // the child's end of the sync socket
@@ -163,7 +167,19 @@ struct ChildPlan {
     bool container_signals = false;
     // Whether init stands in for a PID 1 command: an OCI container's, in
     // a pid namespace of its own (runc's command would be its PID 1).
-    bool initStandsForPid1() const { return container_signals && !pid_ns_joined && !lower_tier; }
+    bool initStandsForPid1() const {
+        return container_signals && !pid_ns_joined && !lower_tier && !command_pid_ns;
+    }
+    // An OCI container's command is PID 1 of a pid namespace of its own,
+    // beneath init's, as runc's command is its container's PID 1: init
+    // unshares one before it forks the command (so what init forks after
+    // lands there too, and /proc/<init>/ns/pid_for_children names it for
+    // `exec`), and the command mounts each proc of the root again for it
+    // (ns::remountProcsInChild), with the host's null device held in
+    // null_tree_fd for the masks. The kernel then takes signals as it takes
+    // them for runc's PID 1, so init passes every one on. Set only where
+    // the root's procs can be made again (ns::procRemountable).
+    bool command_pid_ns = false;
     int start_fifo_read_fd = -1;
     int start_fifo_write_fd = -1;
     // The command's executable is found before the command parks (so that

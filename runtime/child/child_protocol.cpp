@@ -60,6 +60,8 @@ const char* describeStage(ChildStage stage) {
             return "drop init's privileges";
         case ChildStage::InitNoNewPrivs:
             return "set no_new_privs on init";
+        case ChildStage::CommandProc:
+            return "mount the command's own /proc";
         case ChildStage::NewSession:
             return "start a new session";
         case ChildStage::Stdio:

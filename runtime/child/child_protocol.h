@@ -39,7 +39,9 @@ enum class ChildStage : uint32_t {
     JoinCgroups,
     CgroupNamespace,
     ForkCommand,
-    // the command (PID 2), from its clone to execve
+    // the command (PID 2, or an OCI container's PID 1 of its own pid
+    // namespace), from its clone to execve
+    CommandProc,
     NewSession,
     Stdio,
     Workdir,

@@ -78,6 +78,7 @@ constexpr bool lowerTierRuns(ChildStage stage) noexcept {
         case ChildStage::Loopback:
         case ChildStage::Hostname:
         case ChildStage::CgroupNamespace:
+        case ChildStage::CommandProc:
             return false;
         default:
             return true;

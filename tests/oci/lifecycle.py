@@ -16,6 +16,7 @@ import os
 import re
 import select
 import shutil
+import signal
 import stat
 import socket
 import subprocess
@@ -23,7 +24,7 @@ import sys
 import tempfile
 import time
 
-from oci_common import BUSYBOX, skip
+from oci_common import BUSYBOX, host_pids_running, skip
 APPLETS = ["sh", "echo", "cat", "sleep", "touch", "id", "hostname", "ls", "true", "stty",
            "unshare", "mkdir"]
 
@@ -1268,42 +1269,57 @@ def monitor_cases(rt, scratch, owner, base, mode):
     check("monitor: delete after the end leaves nothing", r.returncode == 0 and
           os.listdir(state_root) == [] and monitors_of_ours() == [], (r.stderr, os.listdir(state_root)))
 
-    # A command killed by a signal: init passes SIGTERM on to a command
-    # that traps it (as PID 1 would take it), whose trap dies of it.
-    sleeper = make_bundle(scratch, "mon-sleep", ["sh", "-c", "trap 'trap - TERM; kill -TERM $$' "
-                                                 "TERM; touch /out/mon-sleep; "
-                                                 "while :; do sleep 0.05; done"], owner, base)
+    # A command killed by a signal. It is PID 1 of its own pid namespace,
+    # as under runc, so a signal it sends itself is ignored: SIGKILL from
+    # the host at the command itself, as the OOM killer sends it; `kill`
+    # of the container reaches init, and a SIGTERM the command traps is
+    # passed on to it.
+    script = "trap 'echo TERM > /out/mon-term' TERM; touch /out/mon-sleep; " \
+             "while :; do sleep 0.05; done"
+    sleeper = make_bundle(scratch, "mon-sleep", ["sh", "-c", script], owner, base)
     rt("create", "--bundle", sleeper, "mon2")
     rt("start", "mon2")
     init = (state_of(rt, "mon2") or {}).get("pid", 0)
     wait_for(lambda: os.path.exists(os.path.join(out, "mon-sleep")))
     rt("kill", "mon2", "TERM")
-    check("monitor: a command killed by SIGTERM shows signal 15",
-          ended("mon2") and ending("mon2").get("command") == {"signal": 15, "coreDumped": False} and
-          [k["signal"] for k in ending("mon2").get("kills", [])] == [15], ending("mon2"))
-    check("...and init ended with 128+15", wait_for(lambda: init in reaped) and
-          os.WIFEXITED(reaped[init]) and os.WEXITSTATUS(reaped[init]) == 143, reaped.get(init))
+    took = wait_for(lambda: os.path.exists(os.path.join(out, "mon-term")))
+    command = host_pids_running(["sh", "-c", script])
+    for pid in command:
+        os.kill(pid, signal.SIGKILL)
+    check("monitor: a command killed by a signal shows it (SIGKILL from the host at the "
+          "command; the SIGTERM it traps reached it first through init)",
+          took and len(command) == 1 and ended("mon2") and
+          ending("mon2").get("command") == {"signal": 9, "coreDumped": False} and
+          [k["signal"] for k in ending("mon2").get("kills", [])] == [15],
+          (took, command, ending("mon2")))
+    check("...and init ended with 128+9", wait_for(lambda: init in reaped) and
+          os.WIFEXITED(reaped[init]) and os.WEXITSTATUS(reaped[init]) == 137, reaped.get(init))
     rt("delete", "mon2")
 
-    # Stragglers: two sleeps left behind by a command that exits 0, killed
-    # by init and counted. The command's fds hold no socket (the sync
-    # socket is close-on-exec in it), and init's are not the container's
-    # to read.
+    # Stragglers: two sleeps left behind by a command that exits 0 end with
+    # its pid namespace (the kernel's, as under runc: init finds none left
+    # to kill). The command's fds hold no socket (the sync socket is
+    # close-on-exec in it), and init is not in its /proc (/proc/1 is the
+    # command itself).
     strays = make_bundle(scratch, "mon-strays", ["sh", "-c",
                          "ls -l /proc/$$/fd > /out/mon-fds 2>&1; "
-                         "ls /proc/1/fd > /dev/null 2>&1 || echo hidden > /out/mon-init; "
-                         "sleep 1000 & sleep 1000 & exit 0"], owner, base)
+                         "for p in /proc/[0-9]*; do cat $p/comm; done > /out/mon-comms; "
+                         "sleep 1919 & sleep 1919 & exit 0"], owner, base)
     rt("create", "--bundle", strays, "mon3")
     rt("start", "mon3")
-    check("monitor: two stragglers killed after the command's exit 0 are counted",
+    check("monitor: two stragglers left by the command's exit 0 end with its pid namespace, "
+          "the end recorded (none left for init: stragglersKilled 0)",
           ended("mon3") and ending("mon3").get("command") == {"exitStatus": 0} and
-          ending("mon3").get("stragglersKilled") == 2, ending("mon3"))
+          ending("mon3").get("stragglersKilled") == 0 and
+          host_pids_running(["sleep", "1919"]) == [], ending("mon3"))
     with open(os.path.join(out, "mon-fds")) as f:
         listing = f.read()
-    init_hidden = os.path.exists(os.path.join(out, "mon-init"))
+    with open(os.path.join(out, "mon-comms")) as f:
+        comms = f.read().split()
     check("monitor: the command holds no socket (the sync socket stays stockade's), and "
-          "init's fds are hidden from it",
-          " 0 -> " in listing and "socket:" not in listing and init_hidden, (listing, init_hidden))
+          "init is not in its /proc",
+          " 0 -> " in listing and "socket:" not in listing and "sh" in comms and
+          "stockade" not in comms, (listing, comms))
     rt("delete", "mon3")
 
     # init itself killed: no report; the kept kill is the cause.

@@ -138,11 +138,12 @@ def waiting_init(rt, scratch, owner, base):
 def uid_changing_command(rt, scratch, owner, base):
     """As root: a command that becomes another uid, as gosu or su-exec leave
     an image's entrypoint, its sets holding CAP_SETUID and CAP_SETGID but
-    not CAP_KILL. init keeps CAP_KILL all the same: SIGTERM reaches the
-    command (init may not read its wchan now, so cannot tell, and passes it
-    on), and a straggler of that uid is killed at the command's end, its
-    ending recorded (without CAP_KILL init's kill(-1) missed it, and its
-    waitpid never returned)."""
+    not CAP_KILL. init keeps CAP_KILL all the same: a SIGTERM the command
+    catches reaches it (without CAP_KILL init's kill failed with EPERM), and
+    a straggler of that uid is gone at the command's end, its ending
+    recorded: the command is PID 1 of its own pid namespace, which ends with
+    it as runc's does (before, init's kill(-1) missed it without CAP_KILL,
+    and its waitpid never returned)."""
     caps = ["CAP_SETUID", "CAP_SETGID", "CAP_AUDIT_WRITE"]
 
     def bundle(name, args):
@@ -156,32 +157,33 @@ def uid_changing_command(rt, scratch, owner, base):
         return b
 
     ending = lambda cid: (state_of(rt, cid) or {}).get("stockade", {}).get("ending", {})
-    b = bundle("as-1000", ["/bin/stockade-probe", "sleep-as", "1000", "1000"])
+    b = bundle("as-1000", ["/bin/stockade-probe", "trap-as", "1000", "1000"])
     r = rt("create", "--bundle", b, "u1")
     rt("start", "u1")
-    running = wait_for(lambda: host_pids_running(["/bin/stockade-probe", "sleep-as", "1000",
+    running = wait_for(lambda: host_pids_running(["/bin/stockade-probe", "trap-as", "1000",
                                                   "1000"]) != [])
     rt("kill", "u1", "TERM")
-    check("a command that became uid 1000 (its sets without CAP_KILL) gets SIGTERM from init",
+    check("a command that became uid 1000 (its sets without CAP_KILL) gets the SIGTERM it "
+          "catches from init (its handler exits 43)",
           r.returncode == 0 and running and
           wait_for(lambda: (state_of(rt, "u1") or {}).get("status") == "stopped" and
                    "reported" in ending("u1")) and
-          ending("u1").get("command") == {"signal": 15, "coreDumped": False},
+          ending("u1").get("command") == {"exitStatus": 43},
           (r.stderr, running, ending("u1")))
-    rt("delete", "u1")
+    rt("delete", "--force", "u1")
 
     b = bundle("left-1000", ["sh", "-c", "/bin/stockade-probe sleep-as 1000 1001 & "
                              "while ! grep -q '^Uid:.*1000' /proc/$!/status; do sleep 0.05; done; "
                              "exit 0"])
     r = rt("create", "--bundle", b, "u2")
     rt("start", "u2")
-    check("...and a straggler of uid 1000 left by a command that exits 0 is killed, the "
-          "ending recorded (one straggler)",
+    check("...and a straggler of uid 1000 left by a command that exits 0 ends with the "
+          "command's pid namespace (as under runc: init kills none), the ending recorded",
           r.returncode == 0 and
           wait_for(lambda: (state_of(rt, "u2") or {}).get("status") == "stopped" and
                    "reported" in ending("u2")) and
           ending("u2").get("command") == {"exitStatus": 0} and
-          ending("u2").get("stragglersKilled") == 1 and
+          ending("u2").get("stragglersKilled") == 0 and
           not host_pids_running(["/bin/stockade-probe", "sleep-as", "1000", "1001"]),
           (r.stderr, ending("u2")))
     rt("delete", "--force", "u2")
@@ -220,7 +222,52 @@ def joined_namespace(rt, scratch, owner, base):
     rt("delete", "--force", "first")
 
 
+def command_is_pid1(rt, scratch, owner, base, mode):
+    """The command is PID 1 of a pid namespace of its own, as runc's: $$ and
+    /proc/self say 1, /proc/1 is the command (init, a level up, is not
+    listed), `kill -9 $$` and `kill -9 1` from inside leave it running (the
+    kernel ignores them for a namespace's init), and its own /proc keeps
+    the spec's masks and read-only paths (timer_list reads empty, /proc/sys
+    refuses a write). As root, `exec` lands beside it: its $$ is its
+    /proc/self, and /proc/1 is the command."""
+    out = os.path.join(scratch, "out")
+    # /proc/self/stat read by the shell itself (a redirection), not a child.
+    script = ("echo $$ > /out/p1-pid; read -r st < /proc/self/stat; echo ${st%% *} > /out/p1-self; "
+              "cat /proc/1/cmdline > /out/p1-cmd1; "
+              "for p in /proc/[0-9]*; do echo ${p#/proc/}; done > /out/p1-procs; "
+              "kill -9 $$; kill -9 1; echo alive > /out/p1-alive; "
+              "read -r line < /proc/timer_list; echo \"[$line]\" > /out/p1-timers; "
+              "(echo stockade > /proc/sys/kernel/hostname) 2> /out/p1-sysctl; "
+              "touch /out/p1-ready; while :; do sleep 0.2; done")
+    b = make_bundle(scratch, "pid1", ["sh", "-c", script], owner, base)
+    r = rt("create", "--bundle", b, "p1")
+    rt("start", "p1")
+    ready = wait_for(lambda: os.path.exists(os.path.join(out, "p1-ready")))
+    read = lambda name: open(os.path.join(out, "p1-" + name)).read() if ready else ""
+    check("the command is PID 1 of its own pid namespace: $$ and /proc/self are 1",
+          r.returncode == 0 and ready and read("pid").split() == ["1"] and
+          read("self").split() == ["1"], (r.stderr, read("pid"), read("self")))
+    check("...its /proc lists it as 1, and nothing of init's",
+          read("cmd1").startswith("sh\0") and "1" in read("procs").split(),
+          (read("cmd1"), read("procs")))
+    check("...kill -9 $$ and kill -9 1 from inside leave it running, as for runc's PID 1",
+          read("alive").strip() == "alive" and
+          (state_of(rt, "p1") or {}).get("status") == "running")
+    check("...and its own /proc keeps the spec's masks (timer_list empty) and read-only paths "
+          "(/proc/sys)", read("timers").strip() == "[]" and
+          "Read-only file system" in read("sysctl"), (read("timers"), read("sysctl")))
+    if mode == "root":
+        e = rt("exec", "p1", "sh", "-c",
+               "echo $$; read -r st < /proc/self/stat; echo ${st%% *}; cat /proc/1/cmdline")
+        said = e.stdout.split("\n") if e.returncode == 0 else []
+        check("exec joins the command's pid namespace: its $$ is its /proc/self, and /proc/1 "
+              "is the command", len(said) >= 3 and said[0] == said[1] and said[0] not in
+              ("", "1") and said[2].startswith("sh\0"), (e.returncode, e.stdout, e.stderr))
+    rt("delete", "--force", "p1")
+
+
 def cases(rt, scratch, owner, base, mode):
+    command_is_pid1(rt, scratch, owner, base, mode)
     own_namespace(rt, scratch, owner, base)
     waiting_init(rt, scratch, owner, base)
     if mode == "root":

@@ -150,10 +150,16 @@ def cases(rt, scratch, owner, base, mode):
               "not the namespace's PID 1's",
               r.returncode == 0 and len(orphan) == 1 and parent_of(orphan[0]) == orphan_init,
               (r.stderr, orphan, orphan and parent_of(orphan[0]), orphan_init, first_init))
+        # Joined at the first's command's namespace, beneath the first's
+        # init's, where that command is PID 1 as runc's pause would be (the
+        # path names the first's init, as the CRI plugin names the pod's).
         nspid = status_field(orphan_init, "NSpid")
-        check("its init is not PID 1 of the namespace it joined (the host reads its NSpid)",
-              len(nspid) == 2 and nspid[1] != "1" and
-              status_field(first_init, "NSpid")[1:] == ["1"], (nspid, first_init))
+        first_command = host_pids_running(["sh", "-c", "sleep 4242 & wait"])
+        first_nspid = status_field(first_command[0], "NSpid") if first_command else []
+        check("its init is not PID 1 of the namespace it joined, the first's command's, where "
+              "that command is (the host reads their NSpid)",
+              len(first_nspid) == 3 and first_nspid[-1] == "1" and len(nspid) == 3 and
+              nspid[-1] != "1", (nspid, first_nspid, first_init))
         r = rt("exec", "orphan", "sh", "-c", "readlink /proc/self/ns/pid; ps -o args")
         check("exec in the joined container: in the first's pid namespace, sees its process",
               r.returncode == 0 and r.stdout.splitlines()[:1] == [host_first_ns] and

@@ -100,6 +100,7 @@ const std::map<std::string, ActionSpec>& actions() {
         {"chown-scratch", {2, "UID GID", chownScratch}},
         {"setuid-to", {1, "UID", setuidTo}},
         {"sleep-as", {2, "ID SECONDS", sleepAs}},
+        {"trap-as", {2, "ID SECONDS", trapAs}},
         {"setgid-to", {1, "GID", setgidTo}},
     };
     return table;

@@ -42,6 +42,7 @@ int ifaces(const Args& a);
 int chownScratch(const Args& a);
 int setuidTo(const Args& a);
 int sleepAs(const Args& a);
+int trapAs(const Args& a);
 int setgidTo(const Args& a);
 
 // processes.cpp

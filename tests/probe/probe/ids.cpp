@@ -2,6 +2,7 @@
 // them: refused for want of privilege (EPERM) where the id is mapped, as
 // invalid (EINVAL) where it is not. Each touches only the probe itself or a
 // scratch file of its own on the sandbox's /tmp.
+#include <signal.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -49,6 +50,16 @@ int sleepAs(const Args& a) {
     emit("uid", std::to_string(::getuid()));
     sleepSeconds(std::atoi(a[1].c_str()));
     return 0;
+}
+
+// The same, catching SIGTERM: the handler ends the probe with 43, so a
+// SIGTERM that reached it is told from one that did not (a PID 1 of its
+// own pid namespace would drop an uncaught one).
+int trapAs(const Args& a) {
+    struct sigaction on_term {};
+    on_term.sa_handler = [](int) { ::_exit(43); };
+    if (::sigaction(SIGTERM, &on_term, nullptr) < 0) return reportCall(-1);
+    return sleepAs(a);
 }
 
 }  // namespace probe

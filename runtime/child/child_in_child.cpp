@@ -666,12 +666,14 @@ int seccompInChild(ChildPlan& plan, StepState&) noexcept {
 // `start` released the command and its filter is installed, as runc runs
 // them: each path resolved in the container's root, each hook a child of
 // the command with all it is held by (ids, capabilities, no_new_privs,
-// Landlock, the filter). The state's pid is init's, as the container's pid
-// namespace numbers it. A failure is also said on the container's stderr,
-// the one place a client shows after `start` has returned.
+// Landlock, the filter). The state's pid is the container's PID 1 as its
+// pid namespace numbers it: the command itself when it is PID 1 of its own
+// (ChildPlan::command_pid_ns, where init, a level up, has no number), init
+// otherwise. A failure is also said on the container's stderr, the one
+// place a client shows after `start` has returned.
 int startContainerHooksInChild(ChildPlan& plan, StepState& state) noexcept {
-    int err =
-        runHooksInChild(plan.start_container_hooks, getppid(), hook_note, sizeof(hook_note), -1);
+    const pid_t pid1 = plan.command_pid_ns ? getpid() : getppid();
+    int err = runHooksInChild(plan.start_container_hooks, pid1, hook_note, sizeof(hook_note), -1);
     if (err) {
         state.call = hook_note;
         char line[sizeof(hook_note) + 16];

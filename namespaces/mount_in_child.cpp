@@ -227,53 +227,36 @@ int copyFileInChild(const MountOp& op, int source_fd) noexcept {
     return err;
 }
 
-// "/proc/self/fd/" and a decimal fd into `path`, without snprintf; 0 or
-// ENAMETOOLONG.
-int fdPathInChild(int fd, char* path, size_t size) noexcept {
-    const char prefix[] = "/proc/self/fd/";
-    char digits[12];
-    int n = 0;
-    for (unsigned v = static_cast<unsigned>(fd); n == 0 || v; v /= 10) digits[n++] = '0' + v % 10;
-    if (sizeof(prefix) + static_cast<size_t>(n) > size) return ENAMETOOLONG;
-    memcpy(path, prefix, sizeof(prefix) - 1);
-    for (int i = 0; i < n; ++i) path[sizeof(prefix) - 1 + i] = digits[n - 1 - i];
-    path[sizeof(prefix) - 1 + n] = '\0';
-    return 0;
-}
-
-// Where an image root's ops resolve their targets: the staging directory
-// while the root is built; "/" once it is the root (remountProcsInChild).
-// `null_source`: what a file is masked with, the host's null device, by
-// path; or, once the host's tree is gone, `null_tree` (a detached clone of
-// it) attached at the first such file and bound from there to the others.
-struct InRoot {
-    const char* root;
-    const char* null_source;
-    int null_tree = -1;
-    bool null_attached = false;
-};
-
 // An image root's target, resolved inside the new root as the container
 // will see it (an absolute symlink in the image is taken as relative to the
 // image, not the host), and named for mount(2) by its /proc/self/fd path
 // (the host's procfs, until pivot_root); 0 or an errno, *fd the caller's.
-int resolveInRootInChild(const InRoot& where, const MountOp& op, int* fd, char* path,
+int resolveInRootInChild(const MountPlan& plan, const MountOp& op, int* fd, char* path,
                          size_t size) noexcept {
-    int root = open(where.root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-    if (root < 0) return noteCallInChild("open").path(where.root).done(errno);
+    int root = open(plan.staging.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (root < 0) return noteCallInChild("open").path(plan.staging.c_str()).done(errno);
     open_how how{};
     how.flags = O_PATH | O_CLOEXEC;
     how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
     *fd = sysOpenat2(root, op.target.c_str(), &how);
     int err = *fd < 0 ? noteCallInChild("openat2")
-                            .path(where.root)
+                            .path(plan.staging.c_str())
                             .path(op.target.c_str())
                             .arg("RESOLVE_IN_ROOT")
                             .done(errno)
                       : 0;
     close(root);
     if (err) return err;
-    return fdPathInChild(*fd, path, size);
+    // "/proc/self/fd/" and a decimal fd, without snprintf.
+    const char prefix[] = "/proc/self/fd/";
+    char digits[12];
+    int n = 0;
+    for (unsigned v = static_cast<unsigned>(*fd); n == 0 || v; v /= 10) digits[n++] = '0' + v % 10;
+    if (sizeof(prefix) + static_cast<size_t>(n) > size) return ENAMETOOLONG;
+    memcpy(path, prefix, sizeof(prefix) - 1);
+    for (int i = 0; i < n; ++i) path[sizeof(prefix) - 1 + i] = digits[n - 1 - i];
+    path[sizeof(prefix) - 1 + n] = '\0';
+    return 0;
 }
 
 // Opens `rel` (a relative path) in the image root; -errno on failure.
@@ -426,36 +409,22 @@ int remountReadOnlyInChild(const char* path, const char* shown = nullptr) noexce
                         shown);
 }
 
-// A file masked with the host's null device (`fd` the target, `at` its
-// /proc/self/fd path).
-int maskFileInChild(InRoot& where, int fd, const char* at, const char* shown) noexcept {
-    if (where.null_tree >= 0 && !where.null_attached) {
-        if (sysMoveMount(where.null_tree, "", fd, "",
-                         MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
-            return noteCallInChild("move_mount").arg("the host's /dev/null").to(shown).done(errno);
-        where.null_attached = true;
-        return 0;
-    }
-    return mountInChild(where.null_source, at, nullptr, MS_BIND, nullptr, "MS_BIND", shown);
-}
-
 // The ops an image root's targets take, each on the fd path resolved in the
 // root, a missing mount target first made there: nothing of the image is
 // resolved as a host path, so no symlink it holds can lead a mount out.
-int applyInRootOpInChild(MountPlan& plan, size_t index, InRoot& where) noexcept {
+int applyInRootOpInChild(MountPlan& plan, size_t index) noexcept {
     MountOp& op = plan.ops[index];
-    const bool building = where.root == plan.staging.c_str();
     if (op.kind == MountKind::Symlink) return symlinkInRootInChild(plan, op);
     if (op.kind == MountKind::File) return writeInRootInChild(plan, op);
-    if (building && (op.kind == MountKind::Filesystem || op.kind == MountKind::BindFromHost ||
-                     op.kind == MountKind::AttachPrepared)) {
+    if (op.kind == MountKind::Filesystem || op.kind == MountKind::BindFromHost ||
+        op.kind == MountKind::AttachPrepared) {
         if (op.kind == MountKind::BindFromHost && plan.source_fds[index] < 0 && op.optional)
             return 0;
         if (int err = makeTargetInRootInChild(plan, op)) return err;
     }
     int fd = -1;
     char at[32];
-    if (int err = resolveInRootInChild(where, op, &fd, at, sizeof(at)))
+    if (int err = resolveInRootInChild(plan, op, &fd, at, sizeof(at)))
         return op.optional && err == ENOENT ? 0 : err;
     int err = EINVAL;
     switch (op.kind) {
@@ -473,12 +442,14 @@ int applyInRootOpInChild(MountPlan& plan, size_t index, InRoot& where) noexcept 
                                    MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=0,mode=0555",
                                    "MS_RDONLY|MS_NOSUID|MS_NODEV|MS_NOEXEC", op.target.c_str());
             } else {
-                err = maskFileInChild(where, fd, at, op.target.c_str());
+                err = mountInChild("/dev/null", at, nullptr, MS_BIND, nullptr, "MS_BIND",
+                                   op.target.c_str());
             }
             break;
         }
         case MountKind::MaskWithNull:
-            err = maskFileInChild(where, fd, at, op.target.c_str());
+            err = mountInChild("/dev/null", at, nullptr, MS_BIND, nullptr, "MS_BIND",
+                               op.target.c_str());
             break;
         case MountKind::ReadOnlyInPlace:
             // The bind lands on top of the fd's mount; the remount must name
@@ -488,7 +459,7 @@ int applyInRootOpInChild(MountPlan& plan, size_t index, InRoot& where) noexcept 
             if (err) break;
             close(fd);
             fd = -1;
-            if ((err = resolveInRootInChild(where, op, &fd, at, sizeof(at)))) break;
+            if ((err = resolveInRootInChild(plan, op, &fd, at, sizeof(at)))) break;
             err = remountReadOnlyInChild(at, op.target.c_str());
             break;
         case MountKind::AttachPrepared:
@@ -517,10 +488,7 @@ int applyInRootOpInChild(MountPlan& plan, size_t index, InRoot& where) noexcept 
 
 int applyOpInChild(MountPlan& plan, size_t index) noexcept {
     MountOp& op = plan.ops[index];
-    if (op.resolve_in_root) {
-        InRoot where{plan.staging.c_str(), "/dev/null"};
-        return applyInRootOpInChild(plan, index, where);
-    }
+    if (op.resolve_in_root) return applyInRootOpInChild(plan, index);
     const char* staged = op.staged.c_str();
     switch (op.kind) {
         case MountKind::Filesystem:
@@ -771,27 +739,129 @@ int buildRootInChild(MountPlan& plan, size_t* failed_op) noexcept {
     return 0;
 }
 
+namespace {
+
+// MS_* flags of a spec's mount as the new mount API's attributes.
+unsigned attrsOfFlags(unsigned long flags) noexcept {
+    unsigned attrs = 0;
+    if (flags & MS_RDONLY) attrs |= MOUNT_ATTR_RDONLY;
+    if (flags & MS_NOSUID) attrs |= MOUNT_ATTR_NOSUID;
+    if (flags & MS_NODEV) attrs |= MOUNT_ATTR_NODEV;
+    if (flags & MS_NOEXEC) attrs |= MOUNT_ATTR_NOEXEC;
+    if (flags & MS_NOATIME) attrs |= MOUNT_ATTR_NOATIME;
+    if (flags & MS_STRICTATIME) attrs |= MOUNT_ATTR_STRICTATIME;
+    if (flags & MS_NODIRATIME) attrs |= MOUNT_ATTR_NODIRATIME;
+    return attrs;
+}
+
+// A new `fstype` with `options` ("key=value" or a bare flag each,
+// comma-separated), attached at `to_fd` itself: fsopen, fsconfig, fsmount,
+// move_mount, no path resolved anywhere (the container's /proc/self is not
+// trusted to name an fd). Fixed buffers only.
+int mountNewAtInChild(const char* fstype, const char* options, unsigned attrs, int to_fd,
+                      const char* shown) noexcept {
+    int fs = sysFsopen(fstype, FSOPEN_CLOEXEC);
+    if (fs < 0) return noteCallInChild("fsopen").path(fstype).done(errno);
+    int err = 0;
+    for (const char* at = options; !err && at && *at;) {
+        const char* end = strchr(at, ',');
+        const size_t length = end ? static_cast<size_t>(end - at) : strlen(at);
+        char option[256];
+        if (length >= sizeof(option)) {
+            err = noteCallInChild("fsconfig").path(fstype).arg("an option too long").done(EINVAL);
+            break;
+        }
+        memcpy(option, at, length);
+        option[length] = '\0';
+        at = end ? end + 1 : at + length;
+        if (length == 0) continue;
+        char* value = strchr(option, '=');
+        if (value) *value++ = '\0';
+        if (sysFsconfig(fs, value ? FSCONFIG_SET_STRING : FSCONFIG_SET_FLAG, option, value, 0) < 0)
+            err = noteCallInChild("fsconfig").path(fstype).arg(option).done(errno);
+    }
+    if (!err && sysFsconfig(fs, FSCONFIG_CMD_CREATE, nullptr, nullptr, 0) < 0)
+        err = noteCallInChild("fsconfig").path(fstype).arg("FSCONFIG_CMD_CREATE").done(errno);
+    int mnt = -1;
+    if (!err && (mnt = sysFsmount(fs, FSMOUNT_CLOEXEC, attrs)) < 0)
+        err = noteCallInChild("fsmount").path(fstype).arg(attrNames(attrs)).done(errno);
+    if (!err &&
+        sysMoveMount(mnt, "", to_fd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+        err = noteCallInChild("move_mount").path(fstype).to(shown).done(errno);
+    if (mnt >= 0) close(mnt);
+    close(fs);
+    return err;
+}
+
+// One op of a proc's subtree made again at `fd` (its target, resolved in
+// the root): the proc, a mask, a read-only path. `null_tree`: the host's
+// null device, detached until the first file mask attaches it (*attached),
+// cloned from there for the others.
+int remountProcOpInChild(const MountOp& op, int fd, int null_tree, bool* attached) noexcept {
+    const char* shown = op.target.c_str();
+    switch (op.kind) {
+        case MountKind::Filesystem:
+            return mountNewAtInChild(op.fstype.c_str(), op.data.c_str(), attrsOfFlags(op.flags), fd,
+                                     shown);
+        case MountKind::MaskWithTmpfs:
+        case MountKind::MaskWithNull: {
+            struct stat st;
+            if (fstat(fd, &st) < 0) return noteCallInChild("fstat").path(shown).done(errno);
+            if (op.kind == MountKind::MaskWithTmpfs && S_ISDIR(st.st_mode))
+                return mountNewAtInChild(
+                    "tmpfs", "size=0,mode=0555",
+                    MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
+                    fd, shown);
+            if (*attached)
+                return cloneAndAttachInChild(null_tree, 0, false, fd, "", "/dev/null", shown);
+            if (sysMoveMount(null_tree, "", fd, "",
+                             MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+                return noteCallInChild("move_mount").path("/dev/null").to(shown).done(errno);
+            *attached = true;
+            return 0;
+        }
+        case MountKind::ReadOnlyInPlace:
+            return cloneAndAttachInChild(fd, MOUNT_ATTR_RDONLY, true, fd, "", shown, shown);
+        default:
+            return noteCallInChild("mount").to(shown).arg("not a proc's mask").done(EINVAL);
+    }
+}
+
+}  // namespace
+
 int remountProcsInChild(MountPlan& plan, int null_tree, size_t* failed_op) noexcept {
     *failed_op = static_cast<size_t>(-1);
-    char null_source[32];
-    if (int err = fdPathInChild(null_tree, null_source, sizeof(null_source))) return err;
-    InRoot where{"/", null_source, null_tree};
-    for (size_t i = 0; i < plan.ops.size(); ++i) {
+    int root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (root < 0) return noteCallInChild("open").path("/").done(errno);
+    bool attached = false;
+    int err = 0;
+    for (size_t i = 0; i < plan.ops.size() && !err; ++i) {
         const MountOp& op = plan.ops[i];
-        if (!op.resolve_in_root) continue;
         const bool proc = op.kind == MountKind::Filesystem && op.fstype == "proc";
-        if (!proc && !underProcTarget(plan, i)) continue;
+        if (!op.resolve_in_root || (!proc && !underProcTarget(plan, i))) continue;
         // A sysctl is the namespace's, written once; nothing but these
-        // kinds lies beneath a proc of a plan that asks this
+        // kinds lies at or beneath a proc of a plan that asks this
         // (procRemountable).
         if (op.kind == MountKind::File) continue;
         clearCallNoteInChild();
-        if (int err = applyInRootOpInChild(plan, i, where)) {
-            *failed_op = i;
-            return err;
+        open_how how{};
+        how.flags = O_PATH | O_CLOEXEC;
+        how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
+        int fd = sysOpenat2(root, op.target.c_str(), &how);
+        if (fd < 0) {
+            if (op.optional && errno == ENOENT) continue;
+            err = noteCallInChild("openat2")
+                      .path(op.target.c_str())
+                      .arg("RESOLVE_IN_ROOT")
+                      .done(errno);
+        } else {
+            err = remountProcOpInChild(op, fd, null_tree, &attached);
+            close(fd);
         }
+        if (err) *failed_op = i;
     }
-    return 0;
+    close(root);
+    return err;
 }
 
 void injectProcMountFailureInChild(int err) noexcept {

@@ -37,7 +37,9 @@ int pivotRootInChild(const MountPlan& plan) noexcept;
 // sysctls, which are the namespace's) applied again on the new one, a
 // file masked with the host's null device: `null_tree`, a detached clone of
 // it made before pivot_root (the root's /dev/null is the image's, and the
-// host's mounts are gone), attached at the first. A new procfs is allowed
+// host's mounts are gone), attached at the first. Every mount is made on
+// an fd (fsmount, open_tree, move_mount): no path is resolved through the
+// container's /proc, which no longer is the host's. A new procfs is allowed
 // here because the one init mounted is fully visible: its masks were made
 // in this user namespace, so none is locked (mount_too_revealing()).
 int remountProcsInChild(MountPlan& plan, int null_tree, size_t* failed_op) noexcept;

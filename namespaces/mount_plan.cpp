@@ -33,11 +33,45 @@ bool underProcTarget(const MountPlan& plan, size_t index) noexcept {
     return false;
 }
 
+namespace {
+
+// Whether `target` is spelled one way only: relative, no empty, "." or ".."
+// component, no trailing slash ("proc/kcore", not "./proc/kcore" nor
+// "proc//kcore"), so that a prefix of it is a directory above it.
+bool canonicalTarget(const std::string& target) noexcept {
+    if (target.empty() || target.front() == '/' || target.back() == '/') return false;
+    size_t at = 0;
+    while (at <= target.size()) {
+        size_t end = target.find('/', at);
+        if (end == std::string::npos) end = target.size();
+        const size_t length = end - at;
+        if (length == 0 || (length == 1 && target[at] == '.') ||
+            (length == 2 && target[at] == '.' && target[at + 1] == '.'))
+            return false;
+        at = end + 1;
+    }
+    return true;
+}
+
+}  // namespace
+
 bool procRemountable(const MountPlan& plan) noexcept {
     for (size_t i = 0; i < plan.ops.size(); ++i) {
         const MountOp& op = plan.ops[i];
         const bool proc = op.kind == MountKind::Filesystem && op.fstype == "proc";
+        // Every target judged by its spelling: one a spec wrote another way
+        // ("/proc/", "/./proc/kcore") would be missed beneath its proc.
+        if (!canonicalTarget(op.target)) return false;
         if (proc && !op.resolve_in_root) return false;
+        // A later op over a directory above a proc covers it: the proc could
+        // not be found again there.
+        for (size_t j = i + 1; proc && j < plan.ops.size(); ++j) {
+            const std::string& later = plan.ops[j].target;
+            if (later.size() < op.target.size() && op.target.compare(0, later.size(), later) == 0 &&
+                op.target[later.size()] == '/' && plan.ops[j].kind != MountKind::Directory &&
+                plan.ops[j].kind != MountKind::File && plan.ops[j].kind != MountKind::Symlink)
+                return false;
+        }
         if (proc || !underProcTarget(plan, i)) continue;
         if (!op.resolve_in_root) return false;
         // Anything else there (a host bind, a mount over the proc itself)

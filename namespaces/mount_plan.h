@@ -117,7 +117,9 @@ bool underProcTarget(const MountPlan& plan, size_t index) noexcept;
 // Whether remountProcsInChild can mount the plan's procs again: each is an
 // image root's, and at or beneath each lie only sysctls, masks and
 // read-only paths (a host bind, lxcfs's for example, could not be made again once
-// the sources are closed).
+// the sources are closed), every target spelled one way only (no "." or
+// ".." component, no trailing slash: "/./proc/kcore" would be missed
+// beneath "proc"), and no later mount over a directory above a proc.
 bool procRemountable(const MountPlan& plan) noexcept;
 
 }  // namespace stockade::ns

@@ -27,6 +27,15 @@ inline int sysMountSetattr(int dirfd, const char* path, unsigned flags, mount_at
 inline int sysOpenat2(int dirfd, const char* path, open_how* how) noexcept {
     return static_cast<int>(syscall(SYS_openat2, dirfd, path, how, sizeof(*how)));
 }
+inline int sysFsopen(const char* fstype, unsigned flags) noexcept {
+    return static_cast<int>(syscall(SYS_fsopen, fstype, flags));
+}
+inline int sysFsconfig(int fs, unsigned cmd, const char* key, const void* value, int aux) noexcept {
+    return static_cast<int>(syscall(SYS_fsconfig, fs, cmd, key, value, aux));
+}
+inline int sysFsmount(int fs, unsigned flags, unsigned attrs) noexcept {
+    return static_cast<int>(syscall(SYS_fsmount, fs, flags, attrs));
+}
 inline int sysPivotRoot(const char* new_root, const char* put_old) noexcept {
     return static_cast<int>(syscall(SYS_pivot_root, new_root, put_old));
 }

@@ -266,8 +266,52 @@ def command_is_pid1(rt, scratch, owner, base, mode):
     rt("delete", "--force", "p1")
 
 
+def procs_elsewhere(rt, scratch, owner, base, mode):
+    """The spec's masks hold on the command's own /proc however the spec
+    spells or places it: proc at "/proc/" (a trailing slash), and proc at
+    /proc2 only, with the image's /proc holding a `self` link and a fake
+    fd directory that would lead a mount named by /proc/self/fd/N to
+    /elsewhere (the command's mounts are made on fds, never through the
+    container's /proc): timer_list reads empty, /proc2/sys refuses a
+    write, /elsewhere stays an empty directory."""
+    out = os.path.join(scratch, "out")
+    rootfs = os.path.join(scratch, "rootfs")
+    for d in ("evil/fd", "elsewhere", "proc2"):
+        os.makedirs(os.path.join(rootfs, d), exist_ok=True)
+    if not os.path.lexists(os.path.join(rootfs, "proc", "self")):
+        os.symlink("/evil", os.path.join(rootfs, "proc", "self"))
+    for fd in range(3, 64):
+        link = os.path.join(rootfs, "evil", "fd", str(fd))
+        if not os.path.lexists(link):
+            os.symlink("/elsewhere", link)
+    for name, where in (("slash", "/proc/"), ("proc2", "/proc2")):
+        config = json.loads(json.dumps(base))
+        for m in config["mounts"]:
+            if m.get("type") == "proc":
+                m["destination"] = where
+        config["linux"]["maskedPaths"] = [p.replace("/proc/", where.rstrip("/") + "/")
+                                          for p in config["linux"].get("maskedPaths", [])]
+        config["linux"]["readonlyPaths"] = [p.replace("/proc/", where.rstrip("/") + "/")
+                                            for p in config["linux"].get("readonlyPaths", [])]
+        at = where.rstrip("/")
+        script = (f"read -r line < {at}/timer_list; echo \"[$line]\" > /out/pe-{name}-timers; "
+                  f"(echo stockade > {at}/sys/kernel/hostname) 2> /out/pe-{name}-sysctl; "
+                  f"ls -A /elsewhere > /out/pe-{name}-elsewhere; echo done > /out/pe-{name}-done")
+        b = make_bundle(scratch, "pe-" + name, ["sh", "-c", script], owner, config)
+        r = rt("run", "--bundle", b, "pe-" + name)
+        read = lambda what: (open(os.path.join(out, f"pe-{name}-{what}")).read()
+                             if os.path.exists(os.path.join(out, f"pe-{name}-{what}")) else None)
+        check(f"proc at {where!r}: the spec's masks and read-only paths hold on the command's "
+              "view, and nothing lands on /elsewhere",
+              r.returncode == 0 and read("done") is not None and
+              (read("timers") or "").strip() == "[]" and
+              "Read-only file system" in (read("sysctl") or "") and read("elsewhere") == "",
+              (r.returncode, r.stderr, read("timers"), read("sysctl"), read("elsewhere")))
+
+
 def cases(rt, scratch, owner, base, mode):
     command_is_pid1(rt, scratch, owner, base, mode)
+    procs_elsewhere(rt, scratch, owner, base, mode)
     own_namespace(rt, scratch, owner, base)
     waiting_init(rt, scratch, owner, base)
     if mode == "root":
@@ -276,7 +320,7 @@ def cases(rt, scratch, owner, base, mode):
 
 
 if __name__ == "__main__":
-    run_oci_script("stockade-pid1sig-", APPLETS + ["grep"], cases,
+    run_oci_script("stockade-pid1sig-", APPLETS + ["grep", "ls"], cases,
                    extra_bins=lambda binary: [TINI, os.path.join(probes_dir(binary),
                                                                  "stockade-probe")],
                    needs=[(TINI, "tini is not installed (scripts/install-deps.sh test)")])

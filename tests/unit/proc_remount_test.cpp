@@ -91,3 +91,30 @@ TEST_CASE("proc remount: a root with no proc, or the ops before it, are no obsta
     stockade::ns::addOp(plan, inRoot(MountKind::MaskWithNull, "proc/keys"));
     CHECK(stockade::ns::procRemountable(plan));
 }
+
+TEST_CASE("proc remount: a target spelled another way is not trusted to be judged by its prefix",
+          "[proc_remount]") {
+    for (const char* odd :
+         {"./proc/kcore", "proc/./kcore", "proc//kcore", "proc/kcore/", "proc/../proc/kcore"}) {
+        MountPlan plan = podmanLike();
+        stockade::ns::addOp(plan, inRoot(MountKind::MaskWithTmpfs, odd));
+        CHECK_FALSE(stockade::ns::procRemountable(plan));
+    }
+    for (const char* odd : {"proc/", "./proc", "proc/."}) {
+        MountPlan plan;
+        plan.staging = "/tmp/staging";
+        stockade::ns::addOp(plan, inRoot(MountKind::Filesystem, odd, "proc"));
+        stockade::ns::addOp(plan, inRoot(MountKind::MaskWithTmpfs, "proc/kcore"));
+        CHECK_FALSE(stockade::ns::procRemountable(plan));
+    }
+}
+
+TEST_CASE("proc remount: a later mount over a directory above a proc covers it", "[proc_remount]") {
+    MountPlan plan;
+    plan.staging = "/tmp/staging";
+    stockade::ns::addOp(plan, inRoot(MountKind::Filesystem, "a/proc", "proc"));
+    stockade::ns::addOp(plan, inRoot(MountKind::Directory, "a"));
+    CHECK(stockade::ns::procRemountable(plan));
+    stockade::ns::addOp(plan, inRoot(MountKind::Filesystem, "a", "tmpfs"));
+    CHECK_FALSE(stockade::ns::procRemountable(plan));
+}

@@ -6,6 +6,9 @@
 #include <sys/mount.h>
 #include <sys/sendfile.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+
+#include <linux/magic.h>
 
 #include "namespaces/call_note_in_child.h"
 #include "namespaces/syscalls.h"
@@ -741,28 +744,18 @@ int buildRootInChild(MountPlan& plan, size_t* failed_op) noexcept {
 
 namespace {
 
-// MS_* flags of a spec's mount as the new mount API's attributes.
-unsigned attrsOfFlags(unsigned long flags) noexcept {
-    unsigned attrs = 0;
-    if (flags & MS_RDONLY) attrs |= MOUNT_ATTR_RDONLY;
-    if (flags & MS_NOSUID) attrs |= MOUNT_ATTR_NOSUID;
-    if (flags & MS_NODEV) attrs |= MOUNT_ATTR_NODEV;
-    if (flags & MS_NOEXEC) attrs |= MOUNT_ATTR_NOEXEC;
-    if (flags & MS_NOATIME) attrs |= MOUNT_ATTR_NOATIME;
-    if (flags & MS_STRICTATIME) attrs |= MOUNT_ATTR_STRICTATIME;
-    if (flags & MS_NODIRATIME) attrs |= MOUNT_ATTR_NODIRATIME;
-    return attrs;
-}
-
 // A new `fstype` with `options` ("key=value" or a bare flag each,
 // comma-separated), attached at `to_fd` itself: fsopen, fsconfig, fsmount,
 // move_mount, no path resolved anywhere (the container's /proc/self is not
 // trusted to name an fd). Fixed buffers only.
 int mountNewAtInChild(const char* fstype, const char* options, unsigned attrs, int to_fd,
-                      const char* shown) noexcept {
+                      const char* shown, int* mounted = nullptr) noexcept {
     int fs = sysFsopen(fstype, FSOPEN_CLOEXEC);
     if (fs < 0) return noteCallInChild("fsopen").path(fstype).done(errno);
-    int err = 0;
+    // Named in mountinfo as mount(2) names it ("proc proc", not "none").
+    int err = sysFsconfig(fs, FSCONFIG_SET_STRING, "source", fstype, 0) < 0
+                  ? noteCallInChild("fsconfig").path(fstype).arg("source").done(errno)
+                  : 0;
     for (const char* at = options; !err && at && *at;) {
         const char* end = strchr(at, ',');
         const size_t length = end ? static_cast<size_t>(end - at) : strlen(at);
@@ -788,6 +781,10 @@ int mountNewAtInChild(const char* fstype, const char* options, unsigned attrs, i
     if (!err &&
         sysMoveMount(mnt, "", to_fd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
         err = noteCallInChild("move_mount").path(fstype).to(shown).done(errno);
+    if (!err && mounted) {
+        *mounted = mnt;  // the caller's: the new mount's root
+        mnt = -1;
+    }
     if (mnt >= 0) close(mnt);
     close(fs);
     return err;
@@ -801,8 +798,8 @@ int remountProcOpInChild(const MountOp& op, int fd, int null_tree, bool* attache
     const char* shown = op.target.c_str();
     switch (op.kind) {
         case MountKind::Filesystem:
-            return mountNewAtInChild(op.fstype.c_str(), op.data.c_str(), attrsOfFlags(op.flags), fd,
-                                     shown);
+            return mountNewAtInChild(op.fstype.c_str(), op.data.c_str(),
+                                     mountAttrsOfFlags(op.flags), fd, shown);
         case MountKind::MaskWithTmpfs:
         case MountKind::MaskWithNull: {
             struct stat st;
@@ -821,10 +818,40 @@ int remountProcOpInChild(const MountOp& op, int fd, int null_tree, bool* attache
             return 0;
         }
         case MountKind::ReadOnlyInPlace:
-            return cloneAndAttachInChild(fd, MOUNT_ATTR_RDONLY, true, fd, "", shown, shown);
+            // As the build's remount: read-only, nosuid, nodev, noexec.
+            return cloneAndAttachInChild(
+                fd, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
+                true, fd, "", shown, shown);
         default:
             return noteCallInChild("mount").to(shown).arg("not a proc's mask").done(EINVAL);
     }
+}
+
+// A proc's target as init left it: opened without following any link
+// (RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS), and the root of a procfs (inode
+// 1 of a PROC_SUPER_MAGIC filesystem), so that the command's proc stacks on
+// init's and nowhere else (a target an image's link, or a volume mounted
+// over it, moved elsewhere is refused: runc refuses a proc destination that
+// is not a plain directory). 0 or an errno; *fd the caller's.
+int openInitsProcInChild(int root, const MountOp& op, int* fd) noexcept {
+    open_how how{};
+    how.flags = O_PATH | O_CLOEXEC;
+    how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+    *fd = sysOpenat2(root, op.target.c_str(), &how);
+    if (*fd < 0)
+        return noteCallInChild("openat2")
+            .path(op.target.c_str())
+            .arg("RESOLVE_IN_ROOT|RESOLVE_NO_SYMLINKS")
+            .done(errno);
+    struct statfs fs;
+    struct stat st;
+    if (fstatfs(*fd, &fs) < 0 || fstat(*fd, &st) < 0 || fs.f_type != PROC_SUPER_MAGIC ||
+        st.st_ino != 1)
+        return noteCallInChild("fstatfs")
+            .path(op.target.c_str())
+            .arg("not init's proc")
+            .done(ENOTDIR);
+    return 0;
 }
 
 }  // namespace
@@ -833,6 +860,14 @@ int remountProcsInChild(MountPlan& plan, int null_tree, size_t* failed_op) noexc
     *failed_op = static_cast<size_t>(-1);
     int root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (root < 0) return noteCallInChild("open").path("/").done(errno);
+    // Each proc made again, and the root of its new mount, beneath which
+    // the ops of its subtree are resolved (never from "/" again).
+    constexpr size_t kMaxProcs = 4;
+    struct Made {
+        const MountOp* proc;
+        int mount;
+    } made[kMaxProcs];
+    size_t count = 0;
     bool attached = false;
     int err = 0;
     for (size_t i = 0; i < plan.ops.size() && !err; ++i) {
@@ -844,22 +879,49 @@ int remountProcsInChild(MountPlan& plan, int null_tree, size_t* failed_op) noexc
         // (procRemountable).
         if (op.kind == MountKind::File) continue;
         clearCallNoteInChild();
-        open_how how{};
-        how.flags = O_PATH | O_CLOEXEC;
-        how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
-        int fd = sysOpenat2(root, op.target.c_str(), &how);
-        if (fd < 0) {
-            if (op.optional && errno == ENOENT) continue;
-            err = noteCallInChild("openat2")
-                      .path(op.target.c_str())
-                      .arg("RESOLVE_IN_ROOT")
-                      .done(errno);
+        int fd = -1;
+        if (proc) {
+            if (count == kMaxProcs) {
+                err = noteCallInChild("mount").path("proc").arg("more than 4").done(E2BIG);
+            } else if (!(err = openInitsProcInChild(root, op, &fd))) {
+                int mount = -1;
+                err = mountNewAtInChild("proc", op.data.c_str(), mountAttrsOfFlags(op.flags), fd,
+                                        op.target.c_str(), &mount);
+                if (!err) made[count++] = {&op, mount};
+            }
         } else {
-            err = remountProcOpInChild(op, fd, null_tree, &attached);
-            close(fd);
+            // Beneath the latest proc whose target holds it, the rest of its
+            // path resolved from that proc's new root.
+            const Made* under = nullptr;
+            for (size_t k = count; k-- > 0 && !under;) {
+                const std::string& at = made[k].proc->target;
+                if (op.target.size() > at.size() && op.target.compare(0, at.size(), at) == 0 &&
+                    op.target[at.size()] == '/')
+                    under = &made[k];
+            }
+            if (!under) {
+                err =
+                    noteCallInChild("openat2").path(op.target.c_str()).arg("no proc").done(ENOENT);
+            } else {
+                open_how how{};
+                how.flags = O_PATH | O_CLOEXEC;
+                how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
+                const char* rest = op.target.c_str() + under->proc->target.size() + 1;
+                fd = sysOpenat2(under->mount, rest, &how);
+                if (fd < 0 && op.optional && errno == ENOENT) continue;
+                if (fd < 0)
+                    err = noteCallInChild("openat2")
+                              .path(op.target.c_str())
+                              .arg("RESOLVE_BENEATH its proc")
+                              .done(errno);
+                else
+                    err = remountProcOpInChild(op, fd, null_tree, &attached);
+            }
         }
+        if (fd >= 0) close(fd);
         if (err) *failed_op = i;
     }
+    for (size_t k = 0; k < count; ++k) close(made[k].mount);
     close(root);
     return err;
 }

@@ -1,5 +1,9 @@
 #include "namespaces/mount_plan.h"
 
+#include <sys/mount.h>
+
+#include <linux/mount.h>
+
 namespace stockade::ns {
 
 void addOp(MountPlan& plan, MountOp op) {
@@ -19,6 +23,22 @@ void addDefaultDevices(MountPlan& plan, bool resolve_in_root) {
                      .optional = std::string_view(name) == "tty",
                      .resolve_in_root = resolve_in_root,
                      .description = std::string("mount /dev/") + name});
+}
+
+unsigned mountAttrsOfFlags(unsigned long flags) noexcept {
+    unsigned attrs = 0;
+    if (flags & MS_RDONLY) attrs |= MOUNT_ATTR_RDONLY;
+    if (flags & MS_NOSUID) attrs |= MOUNT_ATTR_NOSUID;
+    if (flags & MS_NODEV) attrs |= MOUNT_ATTR_NODEV;
+    if (flags & MS_NOEXEC) attrs |= MOUNT_ATTR_NOEXEC;
+    if (flags & MS_NODIRATIME) attrs |= MOUNT_ATTR_NODIRATIME;
+    // One atime mode: strictatime wins over noatime, as mount(2) takes
+    // both (fsmount refuses the two together).
+    if (flags & MS_STRICTATIME)
+        attrs |= MOUNT_ATTR_STRICTATIME;
+    else if (flags & MS_NOATIME)
+        attrs |= MOUNT_ATTR_NOATIME;
+    return attrs;
 }
 
 bool underProcTarget(const MountPlan& plan, size_t index) noexcept {
@@ -74,6 +94,12 @@ bool procRemountable(const MountPlan& plan) noexcept {
         }
         if (proc || !underProcTarget(plan, i)) continue;
         if (!op.resolve_in_root) return false;
+        // At a proc's target itself (a read-only or masked /proc): its
+        // subtree could not be found beneath the new proc's root.
+        for (size_t j = 0; j < i; ++j)
+            if (plan.ops[j].kind == MountKind::Filesystem && plan.ops[j].fstype == "proc" &&
+                plan.ops[j].target == op.target)
+                return false;
         // Anything else there (a host bind, a mount over the proc itself)
         // could not be made again.
         if (op.kind != MountKind::File && op.kind != MountKind::MaskWithTmpfs &&

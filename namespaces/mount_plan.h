@@ -111,6 +111,9 @@ void addOp(MountPlan& plan, MountOp op);
 // an image root (the OCI front end), not made in stockade's own.
 void addDefaultDevices(MountPlan& plan, bool resolve_in_root);
 
+// MS_* flags of a mount as the new mount API's MOUNT_ATTR_* (strictatime
+// winning over noatime, as mount(2) takes both).
+unsigned mountAttrsOfFlags(unsigned long flags) noexcept;
 // Whether op `index` lies at or beneath a proc that an earlier op mounts
 // (its target that op's, or below it).
 bool underProcTarget(const MountPlan& plan, size_t index) noexcept;

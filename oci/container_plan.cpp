@@ -343,15 +343,7 @@ bool beneath(const std::string& path, const std::string& dir) {
 }
 
 unsigned mountAttrsOf(unsigned long flags) {
-    unsigned attrs = 0;
-    if (flags & MS_RDONLY) attrs |= MOUNT_ATTR_RDONLY;
-    if (flags & MS_NOSUID) attrs |= MOUNT_ATTR_NOSUID;
-    if (flags & MS_NODEV) attrs |= MOUNT_ATTR_NODEV;
-    if (flags & MS_NOEXEC) attrs |= MOUNT_ATTR_NOEXEC;
-    if (flags & MS_NOATIME) attrs |= MOUNT_ATTR_NOATIME;
-    if (flags & MS_NODIRATIME) attrs |= MOUNT_ATTR_NODIRATIME;
-    if (flags & MS_STRICTATIME) attrs |= MOUNT_ATTR_STRICTATIME;
-    return attrs;
+    return ns::mountAttrsOfFlags(flags);
 }
 
 }  // namespace

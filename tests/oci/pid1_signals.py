@@ -309,9 +309,34 @@ def procs_elsewhere(rt, scratch, owner, base, mode):
               (r.returncode, r.stderr, read("timers"), read("sysctl"), read("elsewhere")))
 
 
+def procs_odd(rt, scratch, owner, base, mode):
+    """A proc whose destination is an image's link is refused at create,
+    naming the mount and the link, and leaves nothing (the command's proc
+    would stack wherever the link led, not on init's)."""
+    rootfs = os.path.join(scratch, "rootfs")
+    os.makedirs(os.path.join(rootfs, "proc3"), exist_ok=True)
+    if not os.path.lexists(os.path.join(rootfs, "proclink")):
+        os.symlink("/proc3", os.path.join(rootfs, "proclink"))
+    config = json.loads(json.dumps(base))
+    for m in config["mounts"]:
+        if m.get("type") == "proc":
+            m["destination"] = "/proclink"
+    config["linux"]["maskedPaths"] = [p.replace("/proc/", "/proclink/")
+                                      for p in config["linux"].get("maskedPaths", [])]
+    config["linux"]["readonlyPaths"] = [p.replace("/proc/", "/proclink/")
+                                        for p in config["linux"].get("readonlyPaths", [])]
+    b = make_bundle(scratch, "po-link", ["true"], owner, config)
+    r = rt("create", "--bundle", b, "po-link")
+    check("proc at an image's link: create refused, naming the mount and the link, nothing left",
+          r.returncode != 0 and "mount proc at /proclink" in r.stderr and
+          "RESOLVE_NO_SYMLINKS): ELOOP" in r.stderr and
+          "po-link" not in os.listdir(rt.root), (r.returncode, r.stderr))
+
+
 def cases(rt, scratch, owner, base, mode):
     command_is_pid1(rt, scratch, owner, base, mode)
     procs_elsewhere(rt, scratch, owner, base, mode)
+    procs_odd(rt, scratch, owner, base, mode)
     own_namespace(rt, scratch, owner, base)
     waiting_init(rt, scratch, owner, base)
     if mode == "root":

@@ -2,6 +2,10 @@
 // can mount again (namespaces/mount_plan.h procRemountable): only where
 // nothing at or beneath a proc but sysctls, masks and read-only paths lies,
 // since anything else could not be made again once the sources are closed.
+#include <sys/mount.h>
+
+#include <linux/mount.h>
+
 #include <catch2/catch.hpp>
 
 #include "namespaces/mount_plan.h"
@@ -117,4 +121,22 @@ TEST_CASE("proc remount: a later mount over a directory above a proc covers it",
     CHECK(stockade::ns::procRemountable(plan));
     stockade::ns::addOp(plan, inRoot(MountKind::Filesystem, "a", "tmpfs"));
     CHECK_FALSE(stockade::ns::procRemountable(plan));
+}
+
+TEST_CASE("proc remount: a mount at the proc's own target keeps the command PID 2",
+          "[proc_remount]") {
+    MountPlan plan = podmanLike();
+    stockade::ns::addOp(plan, inRoot(MountKind::ReadOnlyInPlace, "proc"));
+    CHECK_FALSE(stockade::ns::procRemountable(plan));
+}
+
+TEST_CASE("proc remount: one atime mode, strictatime winning as mount(2) takes both",
+          "[proc_remount]") {
+    using stockade::ns::mountAttrsOfFlags;
+    CHECK(mountAttrsOfFlags(MS_NOATIME | MS_STRICTATIME) == MOUNT_ATTR_STRICTATIME);
+    CHECK(mountAttrsOfFlags(MS_NOATIME) == MOUNT_ATTR_NOATIME);
+    CHECK(mountAttrsOfFlags(MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_NODIRATIME) ==
+          (MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC |
+           MOUNT_ATTR_NODIRATIME));
+    CHECK(mountAttrsOfFlags(0) == 0);
 }

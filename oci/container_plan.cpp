@@ -780,8 +780,14 @@ Result<ContainerPlan> planContainer(const Config& config, const std::string& bun
     // in a joined one (runc's command is no PID 1 there either), nor where
     // a proc of the root could not be made again (then it is PID 2, and
     // init judges signals for it: command_signals_in_child.h).
-    plan.command_pid_ns =
-        (out.clone_flags & CLONE_NEWPID) && !plan.pid_ns_joined && ns::procRemountable(mounts);
+    const bool own_pid_ns = (out.clone_flags & CLONE_NEWPID) && !plan.pid_ns_joined;
+    plan.command_pid_ns = own_pid_ns && ns::procRemountable(mounts);
+    if (own_pid_ns && !plan.command_pid_ns)
+        out.notes.push_back(
+            "config.json: mounts: a mount at or beneath a proc that the command could not make "
+            "again on its own /proc (a host bind, a mount over it, a path spelled with . or .. "
+            "or a trailing slash): the command is PID 2 of the container's pid namespace, "
+            "stockade's init standing in for PID 1 (docs/oci.md)");
 
     // The process.
     fill(config.args, plan.argv_storage, plan.argv);

@@ -333,10 +333,43 @@ def procs_odd(rt, scratch, owner, base, mode):
           "po-link" not in os.listdir(rt.root), (r.returncode, r.stderr))
 
 
+def command_stays_pid2(rt, scratch, owner, base, mode):
+    """A host file bound over /proc/cpuinfo (as lxcfs binds its files)
+    cannot be made again on a proc of the command's own: the command is
+    PID 2 there, `state` says so, its view keeps the bind, and init stands
+    in for PID 1, passing on a SIGTERM the command traps."""
+    out = os.path.join(scratch, "out")
+    fake = os.path.join(scratch, "fake-cpuinfo")
+    with open(fake, "w") as f:
+        f.write("fake cpuinfo\n")
+    os.chmod(fake, 0o644)
+    config = json.loads(json.dumps(base))
+    config["mounts"].append({"destination": "/proc/cpuinfo", "type": "bind", "source": fake,
+                             "options": ["bind", "ro"]})
+    script = ("echo $$ > /out/p2-pid; read -r line < /proc/cpuinfo; echo \"$line\" > /out/p2-cpu; "
+              "trap 'echo TERM > /out/p2-term; exit 0' TERM; touch /out/p2-ready; "
+              "while :; do sleep 0.1; done")
+    b = make_bundle(scratch, "pid2", ["sh", "-c", script], owner, config)
+    r = rt("create", "--bundle", b, "p2")
+    enforced = (state_of(rt, "p2") or {}).get("stockade", {}).get("enforced", {})
+    rt("start", "p2")
+    ready = wait_for(lambda: os.path.exists(os.path.join(out, "p2-ready")))
+    read = lambda name: open(os.path.join(out, "p2-" + name)).read().strip() if ready else ""
+    check("a host bind over /proc/cpuinfo: the command is PID 2, state says so, the bind holds",
+          r.returncode == 0 and ready and read("pid") == "2" and
+          read("cpu") == "fake cpuinfo" and enforced.get("command pid") == "2",
+          (r.stderr, read("pid"), read("cpu"), enforced))
+    rt("kill", "p2", "TERM")
+    check("...and init passes on the SIGTERM it traps", wait_for(
+        lambda: os.path.exists(os.path.join(out, "p2-term"))))
+    rt("delete", "--force", "p2")
+
+
 def cases(rt, scratch, owner, base, mode):
     command_is_pid1(rt, scratch, owner, base, mode)
     procs_elsewhere(rt, scratch, owner, base, mode)
     procs_odd(rt, scratch, owner, base, mode)
+    command_stays_pid2(rt, scratch, owner, base, mode)
     own_namespace(rt, scratch, owner, base)
     waiting_init(rt, scratch, owner, base)
     if mode == "root":

@@ -862,11 +862,10 @@ int remountProcsInChild(MountPlan& plan, int null_tree, size_t* failed_op) noexc
     if (root < 0) return noteCallInChild("open").path("/").done(errno);
     // Each proc made again, and the root of its new mount, beneath which
     // the ops of its subtree are resolved (never from "/" again).
-    constexpr size_t kMaxProcs = 4;
     struct Made {
         const MountOp* proc;
         int mount;
-    } made[kMaxProcs];
+    } made[kMaxRemountedProcs];
     size_t count = 0;
     bool attached = false;
     int err = 0;
@@ -881,7 +880,7 @@ int remountProcsInChild(MountPlan& plan, int null_tree, size_t* failed_op) noexc
         clearCallNoteInChild();
         int fd = -1;
         if (proc) {
-            if (count == kMaxProcs) {
+            if (count == kMaxRemountedProcs) {
                 err = noteCallInChild("mount").path("proc").arg("more than 4").done(E2BIG);
             } else if (!(err = openInitsProcInChild(root, op, &fd))) {
                 int mount = -1;

@@ -76,9 +76,11 @@ bool canonicalTarget(const std::string& target) noexcept {
 }  // namespace
 
 bool procRemountable(const MountPlan& plan) noexcept {
+    size_t procs = 0;
     for (size_t i = 0; i < plan.ops.size(); ++i) {
         const MountOp& op = plan.ops[i];
         const bool proc = op.kind == MountKind::Filesystem && op.fstype == "proc";
+        if (proc && ++procs > kMaxRemountedProcs) return false;
         // Every target judged by its spelling: one a spec wrote another way
         // ("/proc/", "/./proc/kcore") would be missed beneath its proc.
         if (!canonicalTarget(op.target)) return false;

@@ -114,6 +114,9 @@ void addDefaultDevices(MountPlan& plan, bool resolve_in_root);
 // MS_* flags of a mount as the new mount API's MOUNT_ATTR_* (strictatime
 // winning over noatime, as mount(2) takes both).
 unsigned mountAttrsOfFlags(unsigned long flags) noexcept;
+// At most this many procs are made again (remountProcsInChild holds each
+// new one's root in a fixed array); a plan with more keeps the command PID 2.
+inline constexpr size_t kMaxRemountedProcs = 4;
 // Whether op `index` lies at or beneath a proc that an earlier op mounts
 // (its target that op's, or below it).
 bool underProcTarget(const MountPlan& plan, size_t index) noexcept;

@@ -140,3 +140,14 @@ TEST_CASE("proc remount: one atime mode, strictatime winning as mount(2) takes b
            MOUNT_ATTR_NODIRATIME));
     CHECK(mountAttrsOfFlags(0) == 0);
 }
+
+TEST_CASE("proc remount: more procs than are made again keep the command PID 2", "[proc_remount]") {
+    MountPlan plan;
+    plan.staging = "/tmp/staging";
+    const char* targets[] = {"p1", "p2", "p3", "p4", "p5"};
+    for (size_t i = 0; i < stockade::ns::kMaxRemountedProcs; ++i)
+        stockade::ns::addOp(plan, inRoot(MountKind::Filesystem, targets[i], "proc"));
+    CHECK(stockade::ns::procRemountable(plan));
+    stockade::ns::addOp(plan, inRoot(MountKind::Filesystem, "p5", "proc"));
+    CHECK_FALSE(stockade::ns::procRemountable(plan));
+}

@@ -243,6 +243,15 @@ int privateMountsInChild(ChildPlan&, StepState&) noexcept {
     return ns::makeMountsPrivateInChild();
 }
 
+// Whether `fd` (the host's /dev/null, opened or cloned by path) is the
+// null device by its numbers, 1:3; 0 or ENODEV, noted.
+int hostNullJudgedInChild(int fd) noexcept {
+    struct stat st {};
+    if (fstat(fd, &st) < 0 || !S_ISCHR(st.st_mode) || st.st_rdev != makedev(1, 3))
+        return ns::noteCallInChild("fstat").path("/dev/null").arg("not the 1:3 node").done(ENODEV);
+    return 0;
+}
+
 int openSourcesInChild(ChildPlan& plan, StepState& state) noexcept {
     // A terminal init's stdio: the host's null device, judged by its
     // numbers (ChildPlan::null_fd).
@@ -250,13 +259,7 @@ int openSourcesInChild(ChildPlan& plan, StepState& state) noexcept {
         plan.null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
         if (plan.null_fd < 0)
             return ns::noteCallInChild("open").path("/dev/null").arg("O_RDWR").done(errno);
-        struct stat null_st {};
-        if (fstat(plan.null_fd, &null_st) < 0 || !S_ISCHR(null_st.st_mode) ||
-            null_st.st_rdev != makedev(1, 3))
-            return ns::noteCallInChild("fstat")
-                .path("/dev/null")
-                .arg("not the 1:3 node")
-                .done(ENODEV);
+        if (int err = hostNullJudgedInChild(plan.null_fd)) return err;
     }
     // createContainer hooks: root.path, where they find the built root,
     // opened now as the caller (the container's ids may not reach it) and
@@ -437,13 +440,7 @@ int pivotRootInChild(ChildPlan& plan, StepState&) noexcept {
                 .path("/dev/null")
                 .arg("OPEN_TREE_CLONE")
                 .done(errno);
-        struct stat null_st {};
-        if (fstat(plan.null_tree_fd, &null_st) < 0 || !S_ISCHR(null_st.st_mode) ||
-            null_st.st_rdev != makedev(1, 3))
-            return ns::noteCallInChild("fstat")
-                .path("/dev/null")
-                .arg("not the 1:3 node")
-                .done(ENODEV);
+        if (int err = hostNullJudgedInChild(plan.null_tree_fd)) return err;
     }
     return ns::pivotRootInChild(plan.mounts);
 }

@@ -406,9 +406,17 @@ Status createContainer(const std::string& root_dir, const std::string& id,
                 "cgroup.kill (Linux 5.14) or a v1 freezer hierarchy, to end the container's "
                 "processes without signalling pids it could have reused");
     }
+    // An overlay image root is made again as the container's own overlay
+    // (oci/idmapped_root.h), with a work directory named for the container
+    // and listed here before it is made.
+    const OverlayWork overlay_work{
+        kOverlayWorkPrefix + id.substr(0, 200), [&](const std::string& path) {
+            return writeNewSmallFile(dir->get(), kOverlayWorkFile, id + "/" + kOverlayWorkFile,
+                                     path, 0600);
+        }};
     auto planned =
         planContainer(*config, *bundle, cgroups ? cgroups->dirs : std::vector<std::string>{},
-                      *profile, cgroups && cgroups->devices_held);
+                      *profile, cgroups && cgroups->devices_held, &overlay_work);
     if (!planned) return planned.error();
     ContainerPlan& cplan = *planned;
     for (const std::string& said : cplan.notes) note(said);

@@ -457,7 +457,8 @@ Result<ns::IdMapping> idsFor(const Config& config, bool as_root, uid_t caller_ui
 
 Result<ContainerPlan> planContainer(const Config& config, const std::string& bundle,
                                     const std::vector<std::string>& cgroup_dirs,
-                                    const std::string& profile, bool device_rules_held) {
+                                    const std::string& profile, bool device_rules_held,
+                                    const OverlayWork* overlay_work) {
     ContainerPlan out;
     ChildPlan& plan = out.plan;
     const bool as_root = isHostRoot();
@@ -567,7 +568,7 @@ Result<ContainerPlan> planContainer(const Config& config, const std::string& bun
     // The leased block's root owns the image through an idmapped root where
     // no other host user can reach the image (oci/idmapped_root.h).
     if (as_root && config.uid_mappings.empty() && ids->count > 1) {
-        IdmappedRoot idmapped = idmapImageRoot(held_root->get(), *rootfs, *ids);
+        IdmappedRoot idmapped = idmapImageRoot(held_root->get(), *rootfs, *ids, overlay_work);
         if (idmapped.tree.tree) {
             mounts.root_prepared_fd = idmapped.tree.tree.get();
             out.idmapped_root = std::move(idmapped.tree);

@@ -14,6 +14,7 @@
 #include "base/unique_fd.h"
 #include "namespaces/user.h"
 #include "oci/config.h"
+#include "oci/idmapped_root.h"
 #include "oci/pid_join.h"
 #include "runtime/child/child_plan.h"
 #include "runtime/plan/identity.h"
@@ -65,9 +66,13 @@ struct ContainerPlan {
 // `profile` is containerProfile()'s answer (oci/profile.h).
 // `device_rules_held`: the container's own device cgroup holds
 // linux.resources.devices exactly (oci/cgroups.h ContainerCgroups).
+// `overlay_work`: where an overlay image root's own work directory goes and
+// how create records it (oci/idmapped_root.h); none: such a root is bound
+// as it is.
 Result<ContainerPlan> planContainer(const Config& config, const std::string& bundle,
                                     const std::vector<std::string>& cgroup_dirs,
-                                    const std::string& profile, bool device_rules_held);
+                                    const std::string& profile, bool device_rules_held,
+                                    const OverlayWork* overlay_work = nullptr);
 
 // The seccomp program of a container: the bundle's filter with stockade's
 // no-setid rules (G3); empty without linux.seccomp, as runc, unless the

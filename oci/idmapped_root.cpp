@@ -3,10 +3,16 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <string.h>
+#include <sys/fsuid.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include <linux/capability.h>
+#include <linux/mount.h>
 #include <linux/openat2.h>
 #include <linux/stat.h>
 
@@ -16,6 +22,7 @@
 #include <vector>
 
 #include "namespaces/syscalls.h"
+#include "runtime/record/state_dir.h"
 
 namespace stockade::oci {
 
@@ -56,6 +63,38 @@ std::string unescapeMountinfo(const std::string& field) {
         }
         out += field[i];
     }
+    return out;
+}
+
+// A layer's path as overlayfs shows it: the string it was given, in which
+// a backslash escapes the next character (a ':' or ',' of the path), then
+// octal-escaped for mountinfo.
+std::string unescapeLayer(const std::string& shown) {
+    const std::string raw = unescapeMountinfo(shown);
+    std::string out;
+    for (size_t i = 0; i < raw.size(); ++i) {
+        if (raw[i] == '\\' && i + 1 < raw.size()) ++i;
+        out += raw[i];
+    }
+    return out;
+}
+
+// "lowerdir=" lists the layers split at each ':' that no backslash escapes.
+std::vector<std::string> splitLowers(const std::string& shown) {
+    const std::string raw = unescapeMountinfo(shown);
+    std::vector<std::string> out;
+    std::string cur;
+    for (size_t i = 0; i < raw.size(); ++i) {
+        if (raw[i] == '\\' && i + 1 < raw.size()) {
+            cur += raw[++i];
+        } else if (raw[i] == ':') {
+            out.push_back(std::move(cur));
+            cur.clear();
+        } else {
+            cur += raw[i];
+        }
+    }
+    out.push_back(std::move(cur));
     return out;
 }
 
@@ -119,26 +158,58 @@ bool under(const std::string& path, const std::string& dir) {
     return dir == "/" || path == dir || (path.starts_with(dir) && path[dir.size()] == '/');
 }
 
+bool closedToOthersAt(const std::string& path, std::string& why);
+
 // Another mount of the filesystem of the directory at `fd` (seen at
 // `shown`) that shows it, or a part of it, elsewhere too (a bind of a
-// directory above it or inside it): there its way is not the one judged.
-// "" when none.
-std::string shownElsewhere(int fd, const std::string& shown, const std::vector<MountLine>& mounts) {
+// directory above it or inside it), where its way is not closed to other
+// users as the one judged is: "" when none. Through a mount showing it
+// whole, the way is judged from the same directory up (`from_parent`: from
+// its parent, as for an image, whose own mode its root may change); through
+// one showing a part of it, from that mount's parent up. podman's storage
+// is a bind of its own directory, seen through "/" as well, the same
+// closed way.
+std::string shownElsewhere(int fd, const std::string& shown, const std::vector<MountLine>& mounts,
+                           bool from_parent) {
     const uint64_t id = mountIdOf(fd);
     const MountLine* own = nullptr;
     for (const MountLine& m : mounts)
         if (m.id == id) own = &m;
     if (!own || !under(shown, own->mount_point)) return shown + " (its mount is not found)";
+    struct stat here {};
+    if (fstat(fd, &here) < 0) return shown + " (it cannot be looked at)";
     // Its path within the filesystem.
     std::string rest = shown.substr(own->mount_point == "/" ? 0 : own->mount_point.size());
     std::string within = own->root == "/" ? (rest.empty() ? "/" : rest) : own->root + rest;
-    // A mount of a directory above it (which shows it) or inside it (which
-    // shows what it holds, where a host user may reach it) alike.
-    for (const MountLine& m : mounts)
-        if (m.id != id && m.device == own->device &&
-            (under(within, m.root) || under(m.root, within)))
+    std::string why;
+    for (const MountLine& m : mounts) {
+        if (m.id == id || m.device != own->device) continue;
+        if (under(within, m.root)) {
+            // It whole, at the path this mount gives it: the same directory
+            // (the path is checked to lead to it), closed there too.
+            const std::string tail = m.root == "/" ? within : within.substr(m.root.size());
+            const std::string at = m.mount_point == "/" ? (tail.empty() ? "/" : tail)
+                                   : tail == "/"        ? m.mount_point
+                                                        : m.mount_point + tail;
+            UniqueFd there(open(at.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+            struct stat st {};
+            if (there && fstat(there.get(), &st) == 0 && st.st_dev == here.st_dev &&
+                st.st_ino == here.st_ino && closedToOthersAt(from_parent ? at + "/.." : at, why))
+                continue;
             return m.mount_point;
+        }
+        if (under(m.root, within)) {
+            // A part of it, shown at this mount's own place.
+            if (closedToOthersAt(m.mount_point + "/..", why)) continue;
+            return m.mount_point;
+        }
+    }
     return "";
+}
+
+bool closedToOthersAt(const std::string& path, std::string& why) {
+    UniqueFd fd(open(path.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    return fd && closedToOthers(fd.get(), why);
 }
 
 // Why the image held at `root_fd` may not be idmapped for its links: a
@@ -217,25 +288,199 @@ bool closedToOthers(int dir_fd, std::string& why) {
     return false;
 }
 
+OverlayLayers overlayLayersOf(const std::string& super_options) {
+    OverlayLayers out;
+    // Options are split at each ','; one inside a path is octal-escaped.
+    size_t start = 0;
+    while (start <= super_options.size()) {
+        size_t end = super_options.find(',', start);
+        if (end == std::string::npos) end = super_options.size();
+        const std::string option = super_options.substr(start, end - start);
+        start = end + 1;
+        const size_t eq = option.find('=');
+        const std::string key = option.substr(0, eq);
+        const std::string value = eq == std::string::npos ? "" : option.substr(eq + 1);
+        if (key == "lowerdir") {
+            for (std::string& lower : splitLowers(value))
+                if (lower.empty()) {
+                    // "::" starts the data-only layers.
+                    if (out.unsupported.empty()) out.unsupported = "data-only lower layers";
+                } else {
+                    out.lowers.push_back(std::move(lower));
+                }
+        } else if (key == "lowerdir+") {
+            out.lowers.push_back(unescapeMountinfo(value));
+        } else if (key == "upperdir") {
+            out.upper = unescapeLayer(value);
+        } else if (key == "workdir") {
+            out.work = unescapeLayer(value);
+        } else if (key == "rw" || key == "index" || key == "nfs_export" || key.empty()) {
+            // Its own: read-write, without the index (its upper directory
+            // is in use by the engine's overlay, which the index refuses).
+        } else if (key == "redirect_dir" || key == "uuid" || key == "xino" || key == "metacopy" ||
+                   key == "verity" || key == "volatile" || key == "fsync" || key == "userxattr" ||
+                   key == "default_permissions") {
+            out.kept.emplace_back(key, value);
+        } else if (out.unsupported.empty()) {
+            out.unsupported = "the option " + key;
+        }
+    }
+    return out;
+}
+
 std::string overlayUpperDir(int dir_fd) {
     const uint64_t id = mountIdOf(dir_fd);
     if (id == 0) return "";
-    for (const MountLine& m : readMountinfo()) {
-        if (m.id != id || m.fstype != "overlay") continue;
-        std::string options = m.super_options;
-        size_t start = 0;
-        while (start <= options.size()) {
-            size_t end = options.find(',', start);
-            if (end == std::string::npos) end = options.size();
-            const std::string option = options.substr(start, end - start);
-            if (option.starts_with("upperdir=")) return unescapeMountinfo(option.substr(9));
-            start = end + 1;
-        }
-    }
+    for (const MountLine& m : readMountinfo())
+        if (m.id == id && m.fstype == "overlay") return overlayLayersOf(m.super_options).upper;
     return "";
 }
 
-IdmappedRoot idmapImageRoot(int root_fd, const std::string& path, const ns::IdMapping& ids) {
+void removeOverlayWork(const std::string& path) {
+    const size_t slash = path.rfind('/');
+    if (path.empty() || path[0] != '/' || slash == std::string::npos) return;
+    const std::string name = path.substr(slash + 1);
+    if (!name.starts_with(kOverlayWorkPrefix)) return;
+    UniqueFd parent(
+        open(slash == 0 ? "/" : path.substr(0, slash).c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (parent) removeTreeAt(parent.get(), name);
+}
+
+namespace {
+
+// The container's own overlay over idmapped clones of the engine's layers
+// (see the header). `root_fd` is the engine's overlay's root, `upper_parent`
+// the upper directory's parent, held. Errors are the reason it is not made.
+Result<UniqueFd> remadeOverlay(const OverlayLayers& layers, int upper_parent,
+                               const ns::IdMapping& block, uid_t host_root, gid_t host_root_gid,
+                               const OverlayWork& work, std::string& work_dir) {
+    if (!layers.unsupported.empty())
+        return Error::message("the overlay's " + layers.unsupported + " is not remade");
+    if (layers.lowers.empty() || layers.upper.empty() || layers.work.empty())
+        return Error::message("the overlay's layers are not all named");
+    // Each lower directory, idmapped alone (nothing mounted beneath a layer
+    // is a part of the overlay).
+    std::vector<ns::IdmappedTree> lowers;
+    for (const std::string& lower : layers.lowers) {
+        UniqueFd held(open(lower.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+        if (!held) return Error::fromErrno("its lower directory " + lower);
+        auto tree = ns::makeIdmappedTree(held.get(), lower, block, false);
+        if (!tree) return tree.error();
+        lowers.push_back(std::move(*tree));
+    }
+    // The upper directory and the work directory must be on one mount: its
+    // parent's clone holds both.
+    const size_t slash = layers.upper.rfind('/');
+    const std::string upper_name = layers.upper.substr(slash + 1);
+    if (slash == std::string::npos || upper_name.empty() || upper_name == "." || upper_name == "..")
+        return Error::message("the overlay's upper directory " + layers.upper +
+                              " is not named by a path this can take");
+    struct stat upper_st {};
+    UniqueFd upper_held(
+        openat(upper_parent, upper_name.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!upper_held || fstat(upper_held.get(), &upper_st) < 0)
+        return Error::fromErrno("its upper directory " + layers.upper);
+    // Recorded before it exists; a stale one (a create killed before its
+    // record could be removed) goes first.
+    const std::string parent_path = layers.upper.substr(0, slash == 0 ? 1 : slash);
+    work_dir = (slash == 0 ? "" : parent_path) + "/" + work.name;
+    if (auto s = work.record(work_dir); !s) return s.error();
+    removeTreeAt(upper_parent, work.name);
+    if (mkdirat(upper_parent, work.name.c_str(), 0700) < 0)
+        return Error::fromErrno("mkdir(\"" + work_dir + "\")");
+    auto parent_tree = ns::makeIdmappedTree(upper_parent, parent_path, block, false);
+    if (!parent_tree) return parent_tree.error();
+    UniqueFd upper(openat(parent_tree->tree.get(), upper_name.c_str(),
+                          O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    UniqueFd workdir(openat(parent_tree->tree.get(), work.name.c_str(),
+                            O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    struct stat seen {};
+    if (!upper || !workdir || fstat(upper.get(), &seen) < 0 || seen.st_dev != upper_st.st_dev ||
+        seen.st_ino != upper_st.st_ino)
+        return Error::message("its upper directory " + layers.upper + " moved while held");
+
+    UniqueFd fs(ns::sysFsopen("overlay", FSOPEN_CLOEXEC));
+    if (!fs) return Error::fromErrno("fsopen(\"overlay\")");
+    auto set_fd = [&](const char* key, int fd) {
+        return ns::sysFsconfig(fs.get(), FSCONFIG_SET_FD, key, nullptr, fd) == 0;
+    };
+    auto set_path = [&](const char* key, const std::string& value) {
+        return ns::sysFsconfig(fs.get(), FSCONFIG_SET_STRING, key, value.c_str(), 0) == 0;
+    };
+    auto fd_path = [](int fd) { return "/proc/self/fd/" + std::to_string(fd); };
+    // Each layer by its fd (Linux 6.13+); before, by its /proc/self/fd
+    // link (this process's own, in the host's /proc), the lower ones in
+    // one "lowerdir" option, topmost first, as mountinfo listed them.
+    if (set_fd("lowerdir+", lowers.front().tree.get())) {
+        for (size_t i = 1; i < lowers.size(); ++i)
+            if (!set_fd("lowerdir+", lowers[i].tree.get()))
+                return Error::fromErrno("fsconfig(\"lowerdir+\")");
+        if (!set_fd("upperdir", upper.get()) || !set_fd("workdir", workdir.get()))
+            return Error::fromErrno("fsconfig(\"upperdir\", \"workdir\")");
+    } else {
+        std::string joined;
+        for (const ns::IdmappedTree& lower : lowers)
+            joined += (joined.empty() ? "" : ":") + fd_path(lower.tree.get());
+        if (!set_path("lowerdir", joined) || !set_path("upperdir", fd_path(upper.get())) ||
+            !set_path("workdir", fd_path(workdir.get())))
+            return Error::fromErrno("fsconfig() of the overlay's layers");
+    }
+    if (ns::sysFsconfig(fs.get(), FSCONFIG_SET_STRING, "index", "off", 0) < 0)
+        return Error::fromErrno("fsconfig(\"index=off\")");
+    for (const auto& [key, value] : layers.kept) {
+        const bool ok =
+            value.empty()
+                ? ns::sysFsconfig(fs.get(), FSCONFIG_SET_FLAG, key.c_str(), nullptr, 0) == 0
+                : ns::sysFsconfig(fs.get(), FSCONFIG_SET_STRING, key.c_str(), value.c_str(), 0) ==
+                      0;
+        if (!ok) return Error::fromErrno("fsconfig(\"" + key + "\")");
+    }
+    // overlayfs does its own work (the work directory, every copy-up) with
+    // the credentials of whoever made it: made by root, that is host uid 0,
+    // which the layers' map does not hold (EOVERFLOW), so the copy-ups
+    // would fail. A child makes it as the container's root (its host ids
+    // as fsuid and fsgid) with root's capabilities, so that the overlay's
+    // writes land on disk as root's, through the same map as the
+    // container's own. Only system calls in the child.
+    const pid_t child = fork();
+    if (child < 0) return Error::fromErrno("fork() for the overlay");
+    if (child == 0) {
+        syscall(SYS_setfsgid, host_root_gid);
+        syscall(SYS_setfsuid, host_root);
+        __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+        __user_cap_data_struct data[2]{};
+        if (syscall(SYS_capget, &header, data) < 0) _exit(100);
+        data[0].effective = data[0].permitted;
+        data[1].effective = data[1].permitted;
+        if (syscall(SYS_capset, &header, data) < 0) _exit(101);
+        if (static_cast<uid_t>(syscall(SYS_setfsuid, -1)) != host_root) _exit(102);
+        _exit(ns::sysFsconfig(fs.get(), FSCONFIG_CMD_CREATE, nullptr, nullptr, 0) == 0 ? 0 : errno);
+    }
+    int status = 0;
+    while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        // The kernel's own words, from the context's log.
+        std::string said;
+        char line[512];
+        for (ssize_t n; (n = read(fs.get(), line, sizeof line - 1)) > 0;) {
+            line[n] = '\0';
+            said += std::string(said.empty() ? "" : "; ") + line;
+        }
+        const int err = WIFEXITED(status) ? WEXITSTATUS(status) : 0;
+        return Error::message("mounting the overlay again over its idmapped layers: " +
+                              std::string(err > 0 && err < 100 ? strerror(err) : "failed") +
+                              (said.empty() ? "" : " (" + said + ")"));
+    }
+    UniqueFd mnt(ns::sysFsmount(fs.get(), FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV));
+    if (!mnt) return Error::fromErrno("fsmount() of the overlay");
+    return mnt;
+}
+
+}  // namespace
+
+IdmappedRoot idmapImageRoot(int root_fd, const std::string& path, const ns::IdMapping& ids,
+                            const OverlayWork* work) {
     IdmappedRoot out;
     // From the image's parent up: the image root itself is the container's
     // root's to chmod once idmapped, so it cannot be what closes the way.
@@ -260,16 +505,18 @@ IdmappedRoot idmapImageRoot(int root_fd, const std::string& path, const ns::IdMa
         out.not_idmapped = path + ": an overlay whose upper directory is not named";
         return out;
     }
+    UniqueFd held;  // the upper directory's parent
     if (!upper.empty()) {
         // Its parent up, likewise: a chmod of the container's "/" lands on
         // the upper directory itself.
-        UniqueFd held(open((upper + "/..").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+        held.reset(open((upper + "/..").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
         if (!held || !closedToOthers(held.get(), why)) {
             out.not_idmapped = "the overlay's upper directory " + upper + ": " +
                                (held ? why : std::string("cannot be opened"));
             return out;
         }
-        if (std::string other = shownElsewhere(held.get(), shownPath(held.get()), readMountinfo());
+        if (std::string other =
+                shownElsewhere(held.get(), shownPath(held.get()), readMountinfo(), false);
             !other.empty()) {
             out.not_idmapped = "the overlay's upper directory " + upper +
                                ": its filesystem also shows it through the mount at " + other;
@@ -283,7 +530,7 @@ IdmappedRoot idmapImageRoot(int root_fd, const std::string& path, const ns::IdMa
     // mount is not the way judged above.
     const std::string shown = shownPath(root_fd);
     const std::vector<MountLine> mounts = readMountinfo();
-    if (std::string other = shownElsewhere(root_fd, shown, mounts); !other.empty()) {
+    if (std::string other = shownElsewhere(root_fd, shown, mounts, true); !other.empty()) {
         out.not_idmapped = path + ": its filesystem also shows it through the mount at " + other;
         return out;
     }
@@ -296,6 +543,40 @@ IdmappedRoot idmapImageRoot(int root_fd, const std::string& path, const ns::IdMa
     }
     const ns::IdMapping block{0, ids.host_uid - ids.inside_uid, 0, ids.host_gid - ids.inside_gid,
                               ids.count};
+    if (type == "overlay") {
+        const uint64_t id = mountIdOf(root_fd);
+        const MountLine* line = nullptr;
+        for (const MountLine& m : mounts)
+            if (m.id == id) line = &m;
+        if (!work) {
+            out.not_idmapped = path + ": an overlay, whose layers only create idmaps";
+            return out;
+        }
+        if (!line || line->root != "/" || line->mount_point != shown) {
+            out.not_idmapped = path + ": a directory inside an overlay, not its root";
+            return out;
+        }
+        // Writes land in the upper directory alone (a lower file is copied
+        // up before it changes): a file there with a link outside it would
+        // be rewritten where the link is.
+        UniqueFd upper_fd(open(upper.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+        if (std::string linked =
+                upper_fd ? linkedOutside(upper_fd.get()) : std::string("it cannot be opened");
+            !linked.empty()) {
+            out.not_idmapped = "the overlay's upper directory " + upper + ": " + linked;
+            return out;
+        }
+        auto remade = remadeOverlay(overlayLayersOf(line->super_options), held.get(), block,
+                                    block.host_uid, block.host_gid, *work, out.work_dir);
+        if (!remade) {
+            if (!out.work_dir.empty()) removeOverlayWork(out.work_dir);
+            out.work_dir.clear();
+            out.not_idmapped = path + ": " + remade.error().describe();
+            return out;
+        }
+        out.tree.tree = std::move(*remade);
+        return out;
+    }
     auto tree = ns::makeIdmappedTree(root_fd, path, block);
     if (!tree) {
         out.not_idmapped = tree.error().describe();

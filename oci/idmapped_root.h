@@ -24,15 +24,41 @@
 // podman's storage and containerd's snapshots are such
 // trees. Elsewhere (an image under /var/tmp, a home directory) the root is
 // bound as before, unwritable, and create says why.
+//
+// An overlay (podman's overlay driver, containerd's overlayfs snapshotter,
+// the usual storage) cannot itself be idmapped (Linux 6.18: EINVAL), but its
+// layers can: such a root is mounted again as an overlay of the container's
+// own, over idmapped clones of the engine's lower directories and of its
+// upper one (writes land where the engine's own overlay puts them, as disk
+// ids), with a work directory of its own beside the upper one, `index=off`.
+// The engine's overlay stays mounted at root.path, unused by the container;
+// two overlays over one upper directory do not see each other's cached
+// entries (the kernel warns once per mount), so what the engine writes
+// into the container's root while it runs (`podman cp`) may show late.
 #pragma once
 
+#include <functional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "base/error.h"
 #include "base/unique_fd.h"
 #include "namespaces/user.h"
 
 namespace stockade::oci {
+
+// Why an overlay root is not remade, or how: its layers as the kernel
+// lists them in mountinfo (the topmost lower first), and the options of
+// the engine's mount that the container's overlay takes too.
+struct OverlayLayers {
+    std::vector<std::string> lowers;
+    std::string upper;
+    std::string work;
+    std::vector<std::pair<std::string, std::string>> kept;  // key, value ("" for a flag)
+    std::string unsupported;  // an option this does not remake, "" when none
+};
+OverlayLayers overlayLayersOf(const std::string& super_options);
 
 // Whether no host user but root can reach the directory held at `dir_fd`
 // (any fd of it): it or an ancestor, up to the root of this mount
@@ -51,10 +77,29 @@ std::string overlayUpperDir(int dir_fd);
 // inside 0.. onto its host ids), nosuid, nodev and private: or, where the
 // image is reachable by other users or its filesystem (or one mounted
 // beneath it) cannot be idmapped, the reason, for create to say.
+// An overlay root is remade only with `work` (otherwise said, and bound as
+// it is): its work directory is made beside the upper one as `work->name`,
+// after `work->record` has been given its path (create lists it in the
+// container's state directory first, so that delete removes it whatever
+// happens after: removeOverlayWork).
+struct OverlayWork {
+    std::string name;
+    std::function<Status(const std::string& path)> record;
+};
 struct IdmappedRoot {
     ns::IdmappedTree tree;  // tree.tree: the detached mount; empty when not made
     std::string not_idmapped;
+    std::string work_dir;  // the overlay's own work directory, when one was made
 };
-IdmappedRoot idmapImageRoot(int root_fd, const std::string& path, const ns::IdMapping& ids);
+IdmappedRoot idmapImageRoot(int root_fd, const std::string& path, const ns::IdMapping& ids,
+                            const OverlayWork* work = nullptr);
+
+// The prefix of every work directory name create gives (".stockade-work-").
+inline constexpr const char* kOverlayWorkPrefix = ".stockade-work-";
+
+// Removes the work directory at `path` (as recorded) and what the kernel
+// left in it, never following a link; a path whose last component does not
+// start with kOverlayWorkPrefix is left alone.
+void removeOverlayWork(const std::string& path);
 
 }  // namespace stockade::oci

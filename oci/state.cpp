@@ -16,6 +16,7 @@
 
 #include "base/small_file.h"
 #include "oci/cgroups.h"
+#include "oci/idmapped_root.h"
 
 namespace stockade::oci {
 
@@ -271,9 +272,13 @@ Status3 statusOf(int dir_fd, const Record& record) {
 
 Status removeContainer(int root_fd, const std::string& id) {
     UniqueFd dir(openat(root_fd, id.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    // The overlay's work directory first: its record goes with it.
+    if (dir)
+        if (auto work = readSmallFile(dir.get(), kOverlayWorkFile, kOverlayWorkFile, 8192))
+            removeOverlayWork(work->content);
     if (dir)
         for (const char* name :
-             {kExecFifo, kStateFile, "state.json.tmp", kConfigFile, kCgroupsFile})
+             {kExecFifo, kStateFile, "state.json.tmp", kConfigFile, kCgroupsFile, kOverlayWorkFile})
             if (unlinkat(dir.get(), name, 0) < 0 && errno != ENOENT)
                 return Error::fromErrno(std::string("unlink(") + id + "/" + name + ")");
     if (unlinkat(root_fd, id.c_str(), AT_REMOVEDIR) < 0 && errno != ENOENT)

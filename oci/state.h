@@ -29,6 +29,10 @@ inline constexpr const char* kConfigFile = "config.json";
 // soon as it has made them, before anything runs in them: what `delete
 // --force` kills and removes of a create killed before its record.
 inline constexpr const char* kCgroupsFile = "cgroups";
+// The work directory create made for an overlay image root's own overlay
+// (oci/idmapped_root.h), its path, written before it is made: removed with
+// the container (removeContainer), whatever happened in between.
+inline constexpr const char* kOverlayWorkFile = "overlay-work";
 inline constexpr size_t kMaxIdLength = 1024;
 
 // /run/stockade-oci as root, $XDG_RUNTIME_DIR/stockade-oci otherwise.

@@ -100,6 +100,49 @@ def make_rootfs(path):
         f.write("from-the-first\n")
 
 
+def oci_archive(rootfs, path, name):
+    """An OCI image archive of `rootfs` (one layer, PATH set), for `ctr image
+    import`: no registry needed."""
+    import hashlib
+    import io
+    import tarfile
+
+    blobs = {}
+
+    def blob(data):
+        digest = hashlib.sha256(data).hexdigest()
+        blobs[digest] = data
+        return {"digest": "sha256:" + digest, "size": len(data)}
+
+    layer = io.BytesIO()
+    with tarfile.open(fileobj=layer, mode="w") as t:
+        t.add(rootfs, arcname=".")
+    layer_data = layer.getvalue()
+    layer_desc = blob(layer_data)
+    config = blob(json.dumps({
+        "architecture": "amd64", "os": "linux",
+        "config": {"Env": ["PATH=/bin"]},
+        "rootfs": {"type": "layers", "diff_ids": [layer_desc["digest"]]}}).encode())
+    manifest = blob(json.dumps({
+        "schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
+        "config": {"mediaType": "application/vnd.oci.image.config.v1+json", **config},
+        "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar", **layer_desc}]
+    }).encode())
+    index = {"schemaVersion": 2, "manifests": [{
+        "mediaType": "application/vnd.oci.image.manifest.v1+json", **manifest,
+        "annotations": {"org.opencontainers.image.ref.name": name,
+                        "io.containerd.image.name": name}}]}
+    with tarfile.open(path, "w") as t:
+        def add(name, data):
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            t.addfile(info, io.BytesIO(data))
+        add("oci-layout", b'{"imageLayoutVersion": "1.0.0"}')
+        add("index.json", json.dumps(index).encode())
+        for digest, data in blobs.items():
+            add("blobs/sha256/" + digest, data)
+
+
 def init_cgroup(pid):
     """A process's cgroup in the memory hierarchy (v1), or the v2 one."""
     try:
@@ -167,6 +210,48 @@ disabled_plugins = ["io.containerd.grpc.v1.cri"]
         r = ctr.run("--rm", "--rootfs", rootfs, "three", "/bin/sh", "-c", "echo three; exit 3")
         check("ctr run: exit code 3 passed through", r.returncode == 3 and r.stdout == "three\n",
               (r.returncode, r.stdout, r.stderr))
+        # An image on containerd's usual snapshotter, overlayfs: Linux 6.18
+        # cannot idmap the overlay the shim mounts, so create mounts one of
+        # the container's own over idmapped clones of its layers. The
+        # container's root writes its image, landing in the snapshot's upper
+        # directory as root's, an image file copied up with its owner and
+        # the layer unchanged; the work directory create made beside it is
+        # gone once the task is deleted.
+        image_dir = os.path.join(work, "image-rootfs")
+        make_rootfs(image_dir)
+        with open(os.path.join(image_dir, "etc", "greeting"), "w") as f:
+            f.write("hello\n")
+        oci_archive(image_dir, os.path.join(work, "image.tar"), "localhost/stockade-ovl:1")
+        r = ctr("image", "import", os.path.join(work, "image.tar"))
+        write = "echo run > /runs && echo more >> /etc/greeting && cat /runs /etc/greeting"
+        r2 = ctr.run("localhost/stockade-ovl:1", "ovl", "sh", "-c", write) \
+            if r.returncode == 0 else r
+        snapshots = os.path.join(work, "root", "io.containerd.snapshotter.v1.overlayfs",
+                                 "snapshots")
+        uppers = [os.path.join(snapshots, n, "fs") for n in os.listdir(snapshots)
+                  if os.path.exists(os.path.join(snapshots, n, "fs", "runs"))] \
+            if os.path.isdir(snapshots) else []
+        layers = [os.path.join(snapshots, n, "fs") for n in os.listdir(snapshots)
+                  if os.path.exists(os.path.join(snapshots, n, "fs", "www"))] \
+            if os.path.isdir(snapshots) else []
+        left = [n for d in os.listdir(snapshots) for n in os.listdir(os.path.join(snapshots, d))
+                if n.startswith(".stockade-work")] if os.path.isdir(snapshots) else ["?"]
+
+        def owner(path):
+            st = os.lstat(path) if os.path.lexists(path) else None
+            return st and (st.st_uid, st.st_gid)
+        upper = uppers[0] if len(uppers) == 1 else "?"
+        check("ctr run of an image on the overlayfs snapshotter: the container's root writes "
+              "it, in the snapshot's upper directory as root's; an image file copied up with its "
+              "owner, the layer unchanged; no work directory left",
+              r2.returncode == 0 and r2.stdout.split() == ["run", "hello", "more"] and
+              owner(os.path.join(upper, "runs")) == (0, 0) and
+              owner(os.path.join(upper, "etc", "greeting")) == (0, 0) and len(layers) == 1 and
+              open(os.path.join(layers[0], "etc", "greeting")).read() == "hello\n" and
+              left == [], (r.stderr, r2.returncode, r2.stdout, r2.stderr, uppers, layers, left))
+        ctr("container", "delete", "ovl")
+        ctr("image", "remove", "localhost/stockade-ovl:1")
+
         r = ctr.run("--rm", "--rootfs", rootfs, "missing", "/bin/no-such-program")
         check("ctr run of a missing executable fails, naming it",
               r.returncode != 0 and 'exec: "/bin/no-such-program": stat /bin/no-such-program: '

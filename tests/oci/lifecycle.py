@@ -792,12 +792,26 @@ def idmapped_root(rt, scratch, owner, base):
               not os.path.lexists(os.path.join(scratch, "rootfs", "made-inside")),
               (r.returncode, r.stdout, r.stderr))
         # An overlay (podman's and containerd's usual root): Linux 6.18
-        # cannot idmap an overlayfs mount (mount_setattr: EINVAL), so it is
-        # bound as before and create's log says why; were it possible, its
-        # writes would land in its upper directory, which must be closed
-        # to others too, and a reachable one is named first.
-        for cid, upper_parent, why in (("im3", closed, "MOUNT_ATTR_IDMAP"),
-                                       ("im4", scratch, "upper directory")):
+        # cannot idmap an overlayfs mount (mount_setattr: EINVAL), so create
+        # mounts an overlay of the container's own over idmapped clones of
+        # the engine's layers, with a work directory of its own beside the
+        # upper one. Its writes land in the engine's upper directory as
+        # disk ids (a new file root's, a lower file copied up with its
+        # owner, the lower unchanged), and the work directory is gone once
+        # the container is. Where the upper directory is reachable by other
+        # users it is bound as before, and create's log says why.
+        root_file = os.path.join(image, "etc", "root-file")
+        with open(root_file, "w") as f:
+            f.write("x\n")
+        # Two lower layers, the topmost first as mountinfo lists them: the
+        # container's overlay keeps their order.
+        top = os.path.join(closed, "top-layer")
+        os.makedirs(os.path.join(top, "etc"))
+        for where, said in ((top, "top"), (image, "bottom")):
+            with open(os.path.join(where, "etc", "order"), "w") as f:
+                f.write(said + "\n")
+        probe_ovl = probe + "; echo more >> /etc/root-file && echo APPENDED; cat /etc/order"
+        for cid, upper_parent in (("im3", closed), ("im4", scratch)):
             layer = tempfile.mkdtemp(prefix="ovl-", dir=upper_parent)
             os.chmod(layer, 0o755)
             upper, work = os.path.join(layer, "upper"), os.path.join(layer, "work")
@@ -805,21 +819,46 @@ def idmapped_root(rt, scratch, owner, base):
             for d in (upper, work, merged):
                 os.makedirs(d)
             subprocess.run(["mount", "-t", "overlay", "overlay", "-o",
-                            f"lowerdir={image},upperdir={upper},workdir={work}", merged],
+                            f"lowerdir={top}:{image},upperdir={upper},workdir={work}", merged],
                            check=True)
             log = os.path.join(closed, cid + ".log")
             try:
                 config = json.loads(json.dumps(base))
                 config["root"] = {"path": merged, "readonly": False}
-                bundle = make_bundle(scratch, "idmap-" + cid, ["sh", "-c", probe], owner, config)
+                bundle = make_bundle(scratch, "idmap-" + cid, ["sh", "-c", probe_ovl], owner,
+                                     config)
                 r = rt("run", "--bundle", bundle, cid, log=log)
+                left = sorted(os.listdir(layer))
+                # The engine's own overlay sees what the container wrote.
+                seen_by_engine = os.path.lexists(os.path.join(merged, "made-inside"))
             finally:
                 subprocess.run(["umount", merged])
             said = open(log).read() if os.path.exists(log) else ""
             made = os.path.join(upper, "made-inside")
-            check(f"an overlay root is not idmapped, and create's log says why ({why})",
-                  "TOUCHED" not in r.stdout and not os.path.lexists(made) and
-                  "not idmapped" in said and why in said, (r.returncode, r.stdout, r.stderr, said))
+            st = os.lstat(made) if os.path.lexists(made) else None
+            copied = os.path.join(upper, "etc", "root-file")
+            cst = os.lstat(copied) if os.path.lexists(copied) else None
+            lower_text = open(root_file).read()
+            owners = [line.split()[2:4] for line in r.stdout.splitlines() if line.startswith("-")]
+            if cid == "im3":
+                check("an overlay root is made again over its idmapped layers: the container's "
+                      "root writes it, in the upper directory as root's; a lower file is "
+                      "copied up with its owner, the lower unchanged; no work directory left",
+                      r.returncode == 0 and "TOUCHED" in r.stdout and "APPENDED" in r.stdout and
+                      r.stdout.splitlines()[-1:] == ["top"] and
+                      st is not None and (st.st_uid, st.st_gid) == (0, 0) and
+                      cst is not None and (cst.st_uid, cst.st_gid) == (0, 0) and
+                      open(copied).read() == "x\nmore\n" and lower_text == "x\n" and
+                      owners == [["0", "0"], ["1000", "1000"]] and seen_by_engine and
+                      left == ["upper", "work"] and "not idmapped" not in said,
+                      (r.returncode, r.stdout, r.stderr, said, left, st and (st.st_uid, st.st_gid),
+                       cst and (cst.st_uid, cst.st_gid), lower_text))
+            else:
+                check("an overlay root whose upper directory others reach is not idmapped, "
+                      "and create's log says why",
+                      "TOUCHED" not in r.stdout and not os.path.lexists(made) and
+                      "not idmapped" in said and "upper directory" in said and
+                      left == ["upper", "work"], (r.returncode, r.stdout, r.stderr, said, left))
             shutil.rmtree(layer, ignore_errors=True)
     finally:
         shutil.rmtree(closed, ignore_errors=True)

@@ -70,14 +70,15 @@ def make_rootfs(path, rootless=False):
 
 
 class Podman:
-    def __init__(self, stockade, work, rootless):
+    def __init__(self, stockade, work, rootless, driver="vfs", storage="storage"):
         # Rootless: podman as uid 65534, its storage, runtime dir and config
         # in the work directory (65534 has no home).
         prefix = ["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups", "env",
                   f"HOME={work}/home", f"XDG_RUNTIME_DIR={work}/xdg",
                   f"XDG_CONFIG_HOME={work}/config", f"XDG_DATA_HOME={work}/data"] if rootless else []
-        self.base = prefix + ["podman", "--root", f"{work}/storage", "--runroot", f"{work}/run",
-                              "--storage-driver", "vfs", "--tmpdir", f"{work}/tmp-podman",
+        self.base = prefix + ["podman", "--root", f"{work}/{storage}", "--runroot",
+                              f"{work}/run-{storage}", "--storage-driver", driver,
+                              "--tmpdir", f"{work}/tmp-podman",
                               "--cgroup-manager", "cgroupfs",
                               "--events-backend", "file", "--runtime", stockade]
         self.state_dir = f"{work}/xdg/stockade-oci" if rootless else "/run/stockade-oci"
@@ -114,6 +115,57 @@ def left_behind(cid, state_dir):
             if cid in line and "/userdata/shm" not in line:
                 left.append(line.strip())
     return left
+
+
+def overlay_image(stockade, work, none):
+    """podman's usual storage as root: an image (imported from a tar) on the
+    overlay driver. Linux 6.18 cannot idmap the overlay podman mounts, so
+    create mounts one of the container's own over idmapped clones of its
+    layers: the container's root writes its image, on disk in the
+    container's upper directory as root's (a new file, and an image file
+    copied up with its owner, the image layer unchanged), a second start of
+    the same container finds what the first wrote, and the work directory
+    create made beside the upper one is gone once the container stopped."""
+    pm = Podman(stockade, work, False, driver="overlay", storage="ovl-storage")
+    image = f"{work}/ovl-image"
+    make_rootfs(image)
+    with open(f"{image}/etc/greeting", "w") as f:
+        f.write("hello\n")
+    subprocess.run(["tar", "-C", image, "-cf", f"{work}/ovl-image.tar", "."], check=True)
+    p = pm("import", f"{work}/ovl-image.tar", "localhost/stockade-ovl")
+    if p.returncode != 0:
+        check("overlay storage: podman imports the image", False, p.stderr)
+        return
+    write = ("echo run >> /runs && echo more >> /etc/greeting && cat /runs /etc/greeting && "
+             "ls -ln /runs /etc/greeting")
+    p = pm("run", "--name", "ovl-first", *ULIMITS, *none, "localhost/stockade-ovl",
+           "sh", "-c", write)
+    upper = pm.inspect("ovl-first", "{{.GraphDriver.Data.UpperDir}}")
+    lower = pm.inspect("ovl-first", "{{.GraphDriver.Data.LowerDir}}").split(":")[0]
+
+    def owner(path):
+        st = os.lstat(path) if os.path.lexists(path) else None
+        return st and (st.st_uid, st.st_gid)
+
+    def text(path):
+        return open(path).read() if os.path.exists(path) else None
+
+    left = [n for n in os.listdir(os.path.dirname(upper)) if n.startswith(".stockade-work")] \
+        if upper else ["?"]
+    check("overlay storage: the container's root writes its image, in its upper directory "
+          "as root's; an image file copied up with its owner, the layer unchanged; no work "
+          "directory left",
+          p.returncode == 0 and p.stdout.split()[:4] == ["run", "hello", "more", "-rw-r--r--"] and
+          owner(f"{upper}/runs") == (0, 0) and owner(f"{upper}/etc/greeting") == (0, 0) and
+          text(f"{upper}/etc/greeting") == "hello\nmore\n" and
+          text(f"{lower}/etc/greeting") == "hello\n" and left == [],
+          (p.returncode, p.stdout, p.stderr, upper, owner(f"{upper}/runs"), left))
+    p = pm("start", "-a", "ovl-first")
+    check("overlay storage: a second start finds what the first wrote",
+          p.returncode == 0 and p.stdout.split()[:2] == ["run", "run"],
+          (p.returncode, p.stdout, p.stderr))
+    pm("rm", "-f", "ovl-first")
+    pm("rmi", "-f", "localhost/stockade-ovl")
 
 
 def main():
@@ -171,6 +223,8 @@ def main():
               p.stdout.split()[2:4] == ["0", "0"], f"{p.returncode} {p.stdout!r} {p.stderr!r} {st}")
         if st is not None:
             os.unlink(made)
+        if root:
+            overlay_image(stockade, work, none)
         p = pm.run(rootfs, "/bin/missing", opts=none)
         check("run: a missing executable gives 127", p.returncode == 127,
               f"{p.returncode} {p.stderr!r}")
@@ -790,6 +844,7 @@ def main():
                 except (OSError, ValueError):
                     pass
         subprocess.run(["umount", "-R", f"{work}/storage"], capture_output=True)
+        subprocess.run(["umount", "-R", f"{work}/ovl-storage"], capture_output=True)
         for m in mounted:
             subprocess.run(["umount", m], capture_output=True)
         os.chdir("/")

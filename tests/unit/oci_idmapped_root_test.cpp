@@ -198,3 +198,62 @@ TEST_CASE("oci idmapped root: an image file with a link outside the image is not
     CHECK_FALSE(linked.tree.tree);
     CHECK(linked.not_idmapped.find("link outside the image") != std::string::npos);
 }
+
+TEST_CASE("oci idmapped root: an overlay's layers read back from its mountinfo options", "[oci]") {
+    // As the kernel shows a legacy mount: each layer's own string, where a
+    // backslash escapes a ':' or ',' of the path, then octal-escaped.
+    oci::OverlayLayers legacy = oci::overlayLayersOf(
+        "rw,lowerdir=/s/lo\\134:w\\134\\054er\\040a:/s/l2,upperdir=/s/up\\134\\054per,"
+        "workdir=/s/work,uuid=on,fsync=volatile,index=on,nfs_export=off");
+    CHECK(legacy.lowers == std::vector<std::string>{"/s/lo:w,er a", "/s/l2"});
+    CHECK(legacy.upper == "/s/up,per");
+    CHECK(legacy.work == "/s/work");
+    // Its own index is off, whatever the engine's: the engine's mount holds
+    // the upper directory.
+    CHECK(legacy.kept ==
+          std::vector<std::pair<std::string, std::string>>{{"uuid", "on"}, {"fsync", "volatile"}});
+    CHECK(legacy.unsupported.empty());
+    // One option a layer each (fsconfig's lowerdir+).
+    oci::OverlayLayers appended =
+        oci::overlayLayersOf("rw,lowerdir+=/a,lowerdir+=/b\\040c,upperdir=/u,workdir=/w,volatile");
+    CHECK(appended.lowers == std::vector<std::string>{"/a", "/b c"});
+    CHECK(appended.kept == std::vector<std::pair<std::string, std::string>>{{"volatile", ""}});
+    // Data-only layers and an option this does not know are not remade.
+    CHECK(oci::overlayLayersOf("rw,lowerdir=/a::/d,upperdir=/u,workdir=/w").unsupported ==
+          "data-only lower layers");
+    CHECK(oci::overlayLayersOf("rw,lowerdir=/a,upperdir=/u,workdir=/w,newthing=1").unsupported ==
+          "the option newthing");
+}
+
+TEST_CASE("oci idmapped root: an image shown through another mount by a closed way too is idmapped",
+          "[oci]") {
+    if (geteuid() != 0) {
+        oracle_test::skipLoudly("an idmapped mount needs root");
+        return;
+    }
+    // podman's storage is a bind of its own directory, seen through "/" as
+    // well: each way to the image passes the same 0700 directory of root's.
+    TempDir outer;
+    TempDir other;
+    REQUIRE(chmod(outer.path().c_str(), 0700) == 0);
+    REQUIRE(chmod(other.path().c_str(), 0755) == 0);
+    REQUIRE(mkdir((outer / "store").c_str(), 0755) == 0);
+    REQUIRE(mkdir((outer / "store/rootfs").c_str(), 0755) == 0);
+    REQUIRE(mkdir((other / "view").c_str(), 0755) == 0);
+    REQUIRE(mount((outer / "store").c_str(), (outer / "store").c_str(), nullptr, MS_BIND,
+                  nullptr) == 0);
+    const DetachOnExit unbind_self{outer / "store"};
+    UniqueFd fd(open((outer / "store/rootfs").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    REQUIRE(fd);
+    const ns::IdMapping block{0, 3000000000u, 0, 3000000000u, 65536};
+    oci::IdmappedRoot both_closed = oci::idmapImageRoot(fd.get(), outer / "store/rootfs", block);
+    CHECK(both_closed.tree.tree);
+    CHECK(both_closed.not_idmapped.empty());
+    // A third way, through a directory anyone may search: refused, named.
+    REQUIRE(mount((outer / "store").c_str(), (other / "view").c_str(), nullptr, MS_BIND, nullptr) ==
+            0);
+    const DetachOnExit unbind_view{other / "view"};
+    oci::IdmappedRoot opened = oci::idmapImageRoot(fd.get(), outer / "store/rootfs", block);
+    CHECK_FALSE(opened.tree.tree);
+    CHECK(opened.not_idmapped.find(other / "view") != std::string::npos);
+}

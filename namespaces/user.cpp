@@ -145,6 +145,7 @@ IdmappedTree& IdmappedTree::operator=(IdmappedTree&& other) {
         syscall(SYS_waitid, P_PIDFD, helper.get(), &info, WEXITED, nullptr);
     }
     tree = std::move(other.tree);
+    more = std::move(other.more);
     helper = std::move(other.helper);
     helper_stack = std::move(other.helper_stack);
     return *this;
@@ -163,8 +164,28 @@ Result<IdmappedTree> makeIdmappedTree(int dir_fd, const std::string& path, uid_t
     return makeIdmappedTree(dir_fd, path, IdMapping{disk_uid, host_uid, disk_gid, host_gid});
 }
 
+namespace {
+Result<IdmappedTree> makeIdmappedTreesOf(const int* dir_fds, const std::string* paths, size_t n,
+                                         const IdMapping& mapping, bool recursive);
+}  // namespace
+
 Result<IdmappedTree> makeIdmappedTree(int dir_fd, const std::string& path, const IdMapping& mapping,
                                       bool recursive) {
+    return makeIdmappedTreesOf(&dir_fd, &path, 1, mapping, recursive);
+}
+
+Result<IdmappedTree> makeIdmappedTrees(const std::vector<int>& dir_fds,
+                                       const std::vector<std::string>& paths,
+                                       const IdMapping& mapping) {
+    if (dir_fds.empty() || dir_fds.size() != paths.size())
+        return Error::message("makeIdmappedTrees: one path for each directory");
+    return makeIdmappedTreesOf(dir_fds.data(), paths.data(), dir_fds.size(), mapping, false);
+}
+
+namespace {
+
+Result<IdmappedTree> makeIdmappedTreesOf(const int* dir_fds, const std::string* paths, size_t n,
+                                         const IdMapping& mapping, bool recursive) {
     // A throwaway process, born in a new user namespace, holds it just long
     // enough for its maps to be written and a handle on it taken; the mount
     // keeps a reference to the namespace after the process is gone. It
@@ -216,21 +237,30 @@ Result<IdmappedTree> makeIdmappedTree(int dir_fd, const std::string& path, const
     // mounts, which no walk judged. A mount beneath whose filesystem cannot
     // be idmapped fails the whole, named, rather than being left out.
     const unsigned rec = recursive ? AT_RECURSIVE : 0;
-    out.tree.reset(
-        sysOpenTree(dir_fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | rec));
-    if (!out.tree)
-        return Error::fromErrno("open_tree(\"" + path + "\", OPEN_TREE_CLONE|AT_RECURSIVE)");
-    mount_attr attr{};
-    attr.attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
-    attr.userns_fd = static_cast<__u64>(userns.get());
-    // A clone of a shared mount joins its peer group: nothing mounted
-    // beneath it in the sandbox may propagate back to the host.
-    attr.propagation = MS_PRIVATE;
-    if (sysMountSetattr(out.tree.get(), "", AT_EMPTY_PATH | rec, &attr) < 0)
-        return Error::fromErrno("mount_setattr(\"" + path +
-                                "\", MOUNT_ATTR_IDMAP, AT_RECURSIVE): its filesystem, or one "
-                                "mounted beneath it, cannot be idmapped (overlayfs cannot)");
+    for (size_t i = 0; i < n; ++i) {
+        const std::string& path = paths[i];
+        UniqueFd tree(
+            sysOpenTree(dir_fds[i], "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | rec));
+        if (!tree)
+            return Error::fromErrno("open_tree(\"" + path + "\", OPEN_TREE_CLONE|AT_RECURSIVE)");
+        mount_attr attr{};
+        attr.attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+        attr.userns_fd = static_cast<__u64>(userns.get());
+        // A clone of a shared mount joins its peer group: nothing mounted
+        // beneath it in the sandbox may propagate back to the host.
+        attr.propagation = MS_PRIVATE;
+        if (sysMountSetattr(tree.get(), "", AT_EMPTY_PATH | rec, &attr) < 0)
+            return Error::fromErrno("mount_setattr(\"" + path +
+                                    "\", MOUNT_ATTR_IDMAP, AT_RECURSIVE): its filesystem, or one "
+                                    "mounted beneath it, cannot be idmapped (overlayfs cannot)");
+        if (i == 0)
+            out.tree = std::move(tree);
+        else
+            out.more.push_back(std::move(tree));
+    }
     return out;
 }
+
+}  // namespace
 
 }  // namespace stockade::ns

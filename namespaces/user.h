@@ -8,6 +8,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "base/error.h"
 #include "base/unique_fd.h"
@@ -65,6 +66,7 @@ struct IdmappedTree {
     IdmappedTree& operator=(IdmappedTree&&);  // reaps the helper it replaces
     ~IdmappedTree();                          // reaps the helper
     UniqueFd tree;                            // the detached mount
+    std::vector<UniqueFd> more;               // makeIdmappedTrees: the rest, in order
     UniqueFd helper;                          // pidfd of the process that held the user namespace
     // The helper shares the supervisor's memory (CLONE_VM) and runs on this
     // stack, which must outlive it: freed only after the helper is reaped.
@@ -83,5 +85,12 @@ Result<IdmappedTree> makeIdmappedTree(int dir_fd, const std::string& path, uid_t
 // mounts of others beneath it must not decide).
 Result<IdmappedTree> makeIdmappedTree(int dir_fd, const std::string& path, const IdMapping& mapping,
                                       bool recursive = true);
+// Several directories at once, idmapped through one user namespace (an
+// overlay's layers: one namespace each would count hundreds against
+// max_user_namespaces for a deep image), each its top mount alone: `tree`
+// the first, `more` the rest in order. `paths` name them in messages.
+Result<IdmappedTree> makeIdmappedTrees(const std::vector<int>& dir_fds,
+                                       const std::vector<std::string>& paths,
+                                       const IdMapping& mapping);
 
 }  // namespace stockade::ns

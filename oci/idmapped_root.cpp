@@ -158,7 +158,8 @@ bool under(const std::string& path, const std::string& dir) {
     return dir == "/" || path == dir || (path.starts_with(dir) && path[dir.size()] == '/');
 }
 
-bool closedToOthersAt(const std::string& path, std::string& why);
+UniqueFd openOnMount(const std::string& path, uint64_t mount_id, bool& covered);
+bool closedFrom(int fd, bool from_parent, std::string& why);
 
 // Another mount of the filesystem of the directory at `fd` (seen at
 // `shown`) that shows it, or a part of it, elsewhere too (a bind of a
@@ -166,7 +167,9 @@ bool closedToOthersAt(const std::string& path, std::string& why);
 // users as the one judged is: "" when none. Through a mount showing it
 // whole, the way is judged from the same directory up (`from_parent`: from
 // its parent, as for an image, whose own mode its root may change); through
-// one showing a part of it, from that mount's parent up. podman's storage
+// one showing a part of it, from that mount's parent up; each way walked
+// without following a link (a mount covered on the way shows nothing by
+// it, and is passed over). podman's storage
 // is a bind of its own directory, seen through "/" as well, the same
 // closed way.
 std::string shownElsewhere(int fd, const std::string& shown, const std::vector<MountLine>& mounts,
@@ -191,32 +194,58 @@ std::string shownElsewhere(int fd, const std::string& shown, const std::vector<M
             const std::string at = m.mount_point == "/" ? (tail.empty() ? "/" : tail)
                                    : tail == "/"        ? m.mount_point
                                                         : m.mount_point + tail;
-            UniqueFd there(open(at.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+            bool covered = false;
+            UniqueFd there = openOnMount(at, m.id, covered);
+            if (covered) continue;
             struct stat st {};
             if (there && fstat(there.get(), &st) == 0 && st.st_dev == here.st_dev &&
-                st.st_ino == here.st_ino && closedToOthersAt(from_parent ? at + "/.." : at, why))
+                st.st_ino == here.st_ino && closedFrom(there.get(), from_parent, why))
                 continue;
             return m.mount_point;
         }
         if (under(m.root, within)) {
             // A part of it, shown at this mount's own place.
-            if (closedToOthersAt(m.mount_point + "/..", why)) continue;
+            bool covered = false;
+            UniqueFd there = openOnMount(m.mount_point, m.id, covered);
+            if (covered || (there && closedFrom(there.get(), true, why))) continue;
             return m.mount_point;
         }
     }
     return "";
 }
 
-bool closedToOthersAt(const std::string& path, std::string& why) {
-    UniqueFd fd(open(path.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-    return fd && closedToOthers(fd.get(), why);
+// The directory at `path`, reached without following a link: none when it
+// cannot be (`covered` false), and none with `covered` when the path ends
+// on another mount than `mount_id`: one mounted over the way (podman's
+// storage, a bind of its own directory, covers that directory of "/"), so
+// that this mount shows nothing there to a path.
+UniqueFd openOnMount(const std::string& path, uint64_t mount_id, bool& covered) {
+    open_how how{};
+    how.flags = O_PATH | O_DIRECTORY | O_CLOEXEC;
+    how.resolve = RESOLVE_NO_SYMLINKS;
+    UniqueFd fd(ns::sysOpenat2(AT_FDCWD, path.c_str(), &how));
+    covered = fd && mountIdOf(fd.get()) != mount_id;
+    if (covered) return UniqueFd();
+    return fd;
+}
+
+// Whether the way to the directory held at `fd` is closed to others, from
+// it up, or from its parent (its ".." as the mount tree has it) up.
+bool closedFrom(int fd, bool from_parent, std::string& why) {
+    if (!from_parent) return closedToOthers(fd, why);
+    UniqueFd parent(openat(fd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC));
+    return parent && closedToOthers(parent.get(), why);
 }
 
 // Why the image held at `root_fd` may not be idmapped for its links: a
 // non-directory with more links than the image holds ("" when every link
 // of every file is inside it). Walked without following a link, on the
 // image's own filesystem only, bounded: past the bound it is not judged.
-std::string linkedOutside(int root_fd) {
+// `upper`: the walk is of an overlay's upper directory, whose whiteouts
+// (character devices 0:0) overlayfs makes as links of one inode in its
+// work directory: never opened through the overlay, so never written, they
+// are not counted.
+std::string linkedOutside(int root_fd, bool upper = false) {
     constexpr size_t kMaxEntries = 2'000'000;
     std::map<std::pair<dev_t, ino_t>, std::pair<nlink_t, nlink_t>> multi;  // links, seen
     std::map<std::pair<dev_t, ino_t>, std::string> names;
@@ -247,6 +276,8 @@ std::string linkedOutside(int root_fd) {
                 // A mount beneath is refused apart; RESOLVE_NO_XDEV keeps
                 // the walk on the image's own filesystem.
                 if (here.st_dev == st.st_dev) pending.push_back(name);
+            } else if (upper && S_ISCHR(st.st_mode) && st.st_rdev == 0) {
+                continue;
             } else if (st.st_nlink > 1) {
                 auto& [links, inside] = multi[{st.st_dev, st.st_ino}];
                 links = st.st_nlink;
@@ -358,21 +389,25 @@ Result<UniqueFd> remadeOverlay(const OverlayLayers& layers, int upper_parent,
         return Error::message("the overlay's " + layers.unsupported + " is not remade");
     if (layers.lowers.empty() || layers.upper.empty() || layers.work.empty())
         return Error::message("the overlay's layers are not all named");
-    // Each lower directory, idmapped alone (nothing mounted beneath a layer
-    // is a part of the overlay).
-    std::vector<ns::IdmappedTree> lowers;
+    // Absolute paths only: containers/storage mounts with layer paths
+    // relative to its own directory when the options outgrow a page, and
+    // this process's directory is not that one.
+    for (const std::string* layer : {&layers.upper, &layers.work})
+        if ((*layer)[0] != '/')
+            return Error::message("the overlay's layer path " + *layer + " is relative");
+    for (const std::string& lower : layers.lowers)
+        if (lower[0] != '/')
+            return Error::message("the overlay's layer path " + lower + " is relative");
+    std::vector<UniqueFd> held;
     for (const std::string& lower : layers.lowers) {
-        UniqueFd held(open(lower.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-        if (!held) return Error::fromErrno("its lower directory " + lower);
-        auto tree = ns::makeIdmappedTree(held.get(), lower, block, false);
-        if (!tree) return tree.error();
-        lowers.push_back(std::move(*tree));
+        held.emplace_back(open(lower.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+        if (!held.back()) return Error::fromErrno("its lower directory " + lower);
     }
     // The upper directory and the work directory must be on one mount: its
     // parent's clone holds both.
     const size_t slash = layers.upper.rfind('/');
     const std::string upper_name = layers.upper.substr(slash + 1);
-    if (slash == std::string::npos || upper_name.empty() || upper_name == "." || upper_name == "..")
+    if (upper_name.empty() || upper_name == "." || upper_name == "..")
         return Error::message("the overlay's upper directory " + layers.upper +
                               " is not named by a path this can take");
     struct stat upper_st {};
@@ -388,12 +423,25 @@ Result<UniqueFd> remadeOverlay(const OverlayLayers& layers, int upper_parent,
     removeTreeAt(upper_parent, work.name);
     if (mkdirat(upper_parent, work.name.c_str(), 0700) < 0)
         return Error::fromErrno("mkdir(\"" + work_dir + "\")");
-    auto parent_tree = ns::makeIdmappedTree(upper_parent, parent_path, block, false);
-    if (!parent_tree) return parent_tree.error();
-    UniqueFd upper(openat(parent_tree->tree.get(), upper_name.c_str(),
-                          O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-    UniqueFd workdir(openat(parent_tree->tree.get(), work.name.c_str(),
-                            O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    // Each lower directory and the upper one's parent, idmapped alone
+    // (nothing mounted beneath a layer is a part of the overlay), through
+    // one user namespace.
+    std::vector<int> fds;
+    std::vector<std::string> paths = layers.lowers;
+    for (const UniqueFd& fd : held) fds.push_back(fd.get());
+    fds.push_back(upper_parent);
+    paths.push_back(parent_path);
+    auto trees = ns::makeIdmappedTrees(fds, paths, block);
+    if (!trees) return trees.error();
+    std::vector<int> lowers{trees->tree.get()};
+    for (size_t i = 0; i + 1 < trees->more.size(); ++i) lowers.push_back(trees->more[i].get());
+    const int parent_tree = trees->more.empty() ? trees->tree.get() : trees->more.back().get();
+    if (trees->more.size() + 1 != fds.size())
+        return Error::message("the overlay's layers were not all idmapped");
+    UniqueFd upper(
+        openat(parent_tree, upper_name.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    UniqueFd workdir(
+        openat(parent_tree, work.name.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     struct stat seen {};
     if (!upper || !workdir || fstat(upper.get(), &seen) < 0 || seen.st_dev != upper_st.st_dev ||
         seen.st_ino != upper_st.st_ino)
@@ -411,16 +459,14 @@ Result<UniqueFd> remadeOverlay(const OverlayLayers& layers, int upper_parent,
     // Each layer by its fd (Linux 6.13+); before, by its /proc/self/fd
     // link (this process's own, in the host's /proc), the lower ones in
     // one "lowerdir" option, topmost first, as mountinfo listed them.
-    if (set_fd("lowerdir+", lowers.front().tree.get())) {
+    if (set_fd("lowerdir+", lowers.front())) {
         for (size_t i = 1; i < lowers.size(); ++i)
-            if (!set_fd("lowerdir+", lowers[i].tree.get()))
-                return Error::fromErrno("fsconfig(\"lowerdir+\")");
+            if (!set_fd("lowerdir+", lowers[i])) return Error::fromErrno("fsconfig(\"lowerdir+\")");
         if (!set_fd("upperdir", upper.get()) || !set_fd("workdir", workdir.get()))
             return Error::fromErrno("fsconfig(\"upperdir\", \"workdir\")");
     } else {
         std::string joined;
-        for (const ns::IdmappedTree& lower : lowers)
-            joined += (joined.empty() ? "" : ":") + fd_path(lower.tree.get());
+        for (const int lower : lowers) joined += (joined.empty() ? "" : ":") + fd_path(lower);
         if (!set_path("lowerdir", joined) || !set_path("upperdir", fd_path(upper.get())) ||
             !set_path("workdir", fd_path(workdir.get())))
             return Error::fromErrno("fsconfig() of the overlay's layers");
@@ -561,7 +607,7 @@ IdmappedRoot idmapImageRoot(int root_fd, const std::string& path, const ns::IdMa
         // be rewritten where the link is.
         UniqueFd upper_fd(open(upper.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
         if (std::string linked =
-                upper_fd ? linkedOutside(upper_fd.get()) : std::string("it cannot be opened");
+                upper_fd ? linkedOutside(upper_fd.get(), true) : std::string("it cannot be opened");
             !linked.empty()) {
             out.not_idmapped = "the overlay's upper directory " + upper + ": " + linked;
             return out;

@@ -810,7 +810,10 @@ def idmapped_root(rt, scratch, owner, base):
         for where, said in ((top, "top"), (image, "bottom")):
             with open(os.path.join(where, "etc", "order"), "w") as f:
                 f.write(said + "\n")
-        probe_ovl = probe + "; echo more >> /etc/root-file && echo APPENDED; cat /etc/order"
+        with open(os.path.join(image, "etc", "doomed"), "w") as f:
+            f.write("x\n")
+        probe_ovl = probe + ("; echo more >> /etc/root-file && echo APPENDED; "
+                             "rm -f /etc/doomed; cat /etc/order")
         for cid, upper_parent in (("im3", closed), ("im4", scratch)):
             layer = tempfile.mkdtemp(prefix="ovl-", dir=upper_parent)
             os.chmod(layer, 0o755)
@@ -831,6 +834,25 @@ def idmapped_root(rt, scratch, owner, base):
                 left = sorted(os.listdir(layer))
                 # The engine's own overlay sees what the container wrote.
                 seen_by_engine = os.path.lexists(os.path.join(merged, "made-inside"))
+                again = None
+                if cid == "im3":
+                    # The removed lower file is a whiteout in the upper
+                    # directory, a link of one inode overlayfs keeps in its
+                    # work directory. A work directory left by a create
+                    # whose delete never came (a reboot empties /run) holds
+                    # such a link: the container's next create still remakes
+                    # the overlay (whiteouts are never written), and replaces it.
+                    whiteout = os.path.join(upper, "etc", "doomed")
+                    stale = os.path.join(layer, ".stockade-work-" + cid, "work")
+                    os.makedirs(stale)
+                    os.link(whiteout, os.path.join(stale, "#1"))
+                    check_bundle = make_bundle(scratch, "idmap-again", ["sh", "-c",
+                                               "touch /again && ls /etc/doomed"], owner, config)
+                    again = rt("run", "--bundle", check_bundle, cid, log=log + "2")
+                    again_said = open(log + "2").read() if os.path.exists(log + "2") else ""
+                    again_left = sorted(os.listdir(layer))
+                    again_made = os.lstat(os.path.join(upper, "again")) \
+                        if os.path.lexists(os.path.join(upper, "again")) else None
             finally:
                 subprocess.run(["umount", merged])
             said = open(log).read() if os.path.exists(log) else ""
@@ -853,6 +875,12 @@ def idmapped_root(rt, scratch, owner, base):
                       left == ["upper", "work"] and "not idmapped" not in said,
                       (r.returncode, r.stdout, r.stderr, said, left, st and (st.st_uid, st.st_gid),
                        cst and (cst.st_uid, cst.st_gid), lower_text))
+                check("an overlay root with a stale work directory linked to its whiteouts is "
+                      "remade all the same; the removed file stays removed; nothing left",
+                      again.returncode == 1 and "No such file" in again.stderr and
+                      again_made is not None and (again_made.st_uid, again_made.st_gid) == (0, 0)
+                      and "not idmapped" not in again_said and again_left == ["upper", "work"],
+                      (again.returncode, again.stdout, again.stderr, again_said, again_left))
             else:
                 check("an overlay root whose upper directory others reach is not idmapped, "
                       "and create's log says why",

@@ -248,7 +248,7 @@ TEST_CASE("oci idmapped root: an image shown through another mount by a closed w
     const ns::IdMapping block{0, 3000000000u, 0, 3000000000u, 65536};
     oci::IdmappedRoot both_closed = oci::idmapImageRoot(fd.get(), outer / "store/rootfs", block);
     CHECK(both_closed.tree.tree);
-    CHECK(both_closed.not_idmapped.empty());
+    CHECK(both_closed.not_idmapped == "");
     // A third way, through a directory anyone may search: refused, named.
     REQUIRE(mount((outer / "store").c_str(), (other / "view").c_str(), nullptr, MS_BIND, nullptr) ==
             0);

@@ -21,8 +21,8 @@
 #include <sstream>
 #include <vector>
 
+#include "base/remove_tree.h"
 #include "namespaces/syscalls.h"
-#include "runtime/record/state_dir.h"
 
 namespace stockade::oci {
 

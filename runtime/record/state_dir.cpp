@@ -293,33 +293,7 @@ Status writeFileAtomicallyAt(int dir_fd, const std::string& name, const std::str
     return okStatus();
 }
 
-namespace {
-
-void removeTreeAtDepth(int dir_fd, const char* name, int depth) {
-    if (unlinkat(dir_fd, name, 0) == 0 || (errno != EISDIR && errno != EPERM)) return;
-    if (depth > 0) {
-        const int fd = openat(dir_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (fd >= 0) {
-            if (DIR* d = fdopendir(fd)) {
-                while (dirent* e = readdir(d))
-                    if (std::string_view(e->d_name) != "." && std::string_view(e->d_name) != "..")
-                        removeTreeAtDepth(dirfd(d), e->d_name, depth - 1);
-                closedir(d);
-            } else {
-                close(fd);
-            }
-        }
-    }
-    unlinkat(dir_fd, name, AT_REMOVEDIR);
-}
-
-}  // namespace
-
-void removeTreeAt(int dir_fd, const std::string& name) {
-    // A report directory is flat; the bound only keeps a hostile tree from
-    // exhausting the fds or the stack.
-    removeTreeAtDepth(dir_fd, name.c_str(), 64);
-}
+namespace {}  // namespace
 
 void pauseAfterStateDirForTests() {
     const char* value = getenv("STOCKADE_TEST_PAUSE_AFTER_STATE_DIR");

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "base/remove_tree.h"
 #include "base/unique_fd.h"
 
 namespace stockade {
@@ -53,10 +54,6 @@ Status registerUserStateDir(const HeldStateDir& dir);
 // O_EXCL, then renameat. `shown` names it in messages.
 Status writeFileAtomicallyAt(int dir_fd, const std::string& name, const std::string& shown,
                              const std::string& content, mode_t mode);
-
-// Removes `name` beneath `dir_fd` and, when it is a directory, everything in
-// it, depth first, never following a link, bounded in depth.
-void removeTreeAt(int dir_fd, const std::string& name);
 
 // Refused when a sandbox given the host trees `writable` (writableHostDirs)
 // could write this user's state directories, or make or replace one in the

@@ -101,46 +101,16 @@ def make_rootfs(path):
 
 
 def oci_archive(rootfs, path, name):
-    """An OCI image archive of `rootfs` (one layer, PATH set), for `ctr image
-    import`: no registry needed."""
-    import hashlib
+    """An OCI image archive of `rootfs` (one layer, no entrypoint), for `ctr
+    image import`: no registry needed."""
     import io
     import tarfile
 
-    blobs = {}
-
-    def blob(data):
-        digest = hashlib.sha256(data).hexdigest()
-        blobs[digest] = data
-        return {"digest": "sha256:" + digest, "size": len(data)}
-
+    from cri_setup import make_image
     layer = io.BytesIO()
     with tarfile.open(fileobj=layer, mode="w") as t:
         t.add(rootfs, arcname=".")
-    layer_data = layer.getvalue()
-    layer_desc = blob(layer_data)
-    config = blob(json.dumps({
-        "architecture": "amd64", "os": "linux",
-        "config": {"Env": ["PATH=/bin"]},
-        "rootfs": {"type": "layers", "diff_ids": [layer_desc["digest"]]}}).encode())
-    manifest = blob(json.dumps({
-        "schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
-        "config": {"mediaType": "application/vnd.oci.image.config.v1+json", **config},
-        "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar", **layer_desc}]
-    }).encode())
-    index = {"schemaVersion": 2, "manifests": [{
-        "mediaType": "application/vnd.oci.image.manifest.v1+json", **manifest,
-        "annotations": {"org.opencontainers.image.ref.name": name,
-                        "io.containerd.image.name": name}}]}
-    with tarfile.open(path, "w") as t:
-        def add(name, data):
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            t.addfile(info, io.BytesIO(data))
-        add("oci-layout", b'{"imageLayoutVersion": "1.0.0"}')
-        add("index.json", json.dumps(index).encode())
-        for digest, data in blobs.items():
-            add("blobs/sha256/" + digest, data)
+    make_image(path, name, [], layer.getvalue())
 
 
 def init_cgroup(pid):

@@ -53,16 +53,17 @@ def layer_tar():
     return buf.getvalue()
 
 
-def make_image(path, name, entrypoint):
+def make_image(path, name, entrypoint, layer=None):
     """An OCI image layout tarball holding one image called name, for `ctr
-    images import` (which takes the name from io.containerd.image.name)."""
+    images import` (which takes the name from io.containerd.image.name):
+    its one layer `layer` (an uncompressed tar), or layer_tar()'s."""
     blobs = {}
 
     def blob(data):
         digest = sha256(data)
         blobs[digest] = data
         return {"digest": digest, "size": len(data)}
-    layer = layer_tar()
+    layer = layer if layer is not None else layer_tar()
     config = json.dumps({
         "architecture": "amd64", "os": "linux",
         "config": {"Entrypoint": entrypoint,

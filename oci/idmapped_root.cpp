@@ -381,10 +381,11 @@ namespace {
 
 // The container's own overlay over idmapped clones of the engine's layers
 // (see the header). `root_fd` is the engine's overlay's root, `upper_parent`
-// the upper directory's parent, held. Errors are the reason it is not made.
+// the upper directory's parent, held. Errors are the reason it is not made;
+// the work directory made for it is gone again then (its record stays, for
+// removeContainer, which finds nothing).
 Result<UniqueFd> remadeOverlay(const OverlayLayers& layers, int upper_parent,
-                               const ns::IdMapping& block, uid_t host_root, gid_t host_root_gid,
-                               const OverlayWork& work, std::string& work_dir) {
+                               const ns::IdMapping& block, const OverlayWork& work) {
     if (!layers.unsupported.empty())
         return Error::message("the overlay's " + layers.unsupported + " is not remade");
     if (layers.lowers.empty() || layers.upper.empty() || layers.work.empty())
@@ -418,11 +419,19 @@ Result<UniqueFd> remadeOverlay(const OverlayLayers& layers, int upper_parent,
     // Recorded before it exists; a stale one (a create killed before its
     // record could be removed) goes first.
     const std::string parent_path = layers.upper.substr(0, slash == 0 ? 1 : slash);
-    work_dir = (slash == 0 ? "" : parent_path) + "/" + work.name;
+    const std::string work_dir = (slash == 0 ? "" : parent_path) + "/" + work.name;
     if (auto s = work.record(work_dir); !s) return s.error();
     removeTreeAt(upper_parent, work.name);
     if (mkdirat(upper_parent, work.name.c_str(), 0700) < 0)
         return Error::fromErrno("mkdir(\"" + work_dir + "\")");
+    struct RemoveUnlessMounted {
+        int parent;
+        const std::string& name;
+        bool mounted = false;
+        ~RemoveUnlessMounted() {
+            if (!mounted) removeTreeAt(parent, name);
+        }
+    } work_made{upper_parent, work.name};
     // Each lower directory and the upper one's parent, idmapped alone
     // (nothing mounted beneath a layer is a part of the overlay), through
     // one user namespace.
@@ -433,11 +442,10 @@ Result<UniqueFd> remadeOverlay(const OverlayLayers& layers, int upper_parent,
     paths.push_back(parent_path);
     auto trees = ns::makeIdmappedTrees(fds, paths, block);
     if (!trees) return trees.error();
+    // The first lower, the rest, then the parent (makeIdmappedTrees' order).
     std::vector<int> lowers{trees->tree.get()};
     for (size_t i = 0; i + 1 < trees->more.size(); ++i) lowers.push_back(trees->more[i].get());
-    const int parent_tree = trees->more.empty() ? trees->tree.get() : trees->more.back().get();
-    if (trees->more.size() + 1 != fds.size())
-        return Error::message("the overlay's layers were not all idmapped");
+    const int parent_tree = trees->more.back().get();
     UniqueFd upper(
         openat(parent_tree, upper_name.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     UniqueFd workdir(
@@ -491,15 +499,15 @@ Result<UniqueFd> remadeOverlay(const OverlayLayers& layers, int upper_parent,
     const pid_t child = fork();
     if (child < 0) return Error::fromErrno("fork() for the overlay");
     if (child == 0) {
-        syscall(SYS_setfsgid, host_root_gid);
-        syscall(SYS_setfsuid, host_root);
+        syscall(SYS_setfsgid, block.host_gid);
+        syscall(SYS_setfsuid, block.host_uid);
         __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
         __user_cap_data_struct data[2]{};
         if (syscall(SYS_capget, &header, data) < 0) _exit(100);
         data[0].effective = data[0].permitted;
         data[1].effective = data[1].permitted;
         if (syscall(SYS_capset, &header, data) < 0) _exit(101);
-        if (static_cast<uid_t>(syscall(SYS_setfsuid, -1)) != host_root) _exit(102);
+        if (static_cast<uid_t>(syscall(SYS_setfsuid, -1)) != block.host_uid) _exit(102);
         _exit(ns::sysFsconfig(fs.get(), FSCONFIG_CMD_CREATE, nullptr, nullptr, 0) == 0 ? 0 : errno);
     }
     int status = 0;
@@ -520,6 +528,7 @@ Result<UniqueFd> remadeOverlay(const OverlayLayers& layers, int upper_parent,
     }
     UniqueFd mnt(ns::sysFsmount(fs.get(), FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV));
     if (!mnt) return Error::fromErrno("fsmount() of the overlay");
+    work_made.mounted = true;
     return mnt;
 }
 
@@ -549,6 +558,13 @@ IdmappedRoot idmapImageRoot(int root_fd, const std::string& path, const ns::IdMa
     const std::string upper = overlayUpperDir(root_fd);
     if (type == "overlay" && upper.empty()) {
         out.not_idmapped = path + ": an overlay whose upper directory is not named";
+        return out;
+    }
+    // Never judged against this process's own directory: containers/storage
+    // mounts with layer paths relative to its own when the options outgrow
+    // a page.
+    if (!upper.empty() && upper[0] != '/') {
+        out.not_idmapped = path + ": the overlay's layer path " + upper + " is relative";
         return out;
     }
     UniqueFd held;  // the upper directory's parent
@@ -612,11 +628,8 @@ IdmappedRoot idmapImageRoot(int root_fd, const std::string& path, const ns::IdMa
             out.not_idmapped = "the overlay's upper directory " + upper + ": " + linked;
             return out;
         }
-        auto remade = remadeOverlay(overlayLayersOf(line->super_options), held.get(), block,
-                                    block.host_uid, block.host_gid, *work, out.work_dir);
+        auto remade = remadeOverlay(overlayLayersOf(line->super_options), held.get(), block, *work);
         if (!remade) {
-            if (!out.work_dir.empty()) removeOverlayWork(out.work_dir);
-            out.work_dir.clear();
             out.not_idmapped = path + ": " + remade.error().describe();
             return out;
         }

@@ -89,7 +89,6 @@ struct OverlayWork {
 struct IdmappedRoot {
     ns::IdmappedTree tree;  // tree.tree: the detached mount; empty when not made
     std::string not_idmapped;
-    std::string work_dir;  // the overlay's own work directory, when one was made
 };
 IdmappedRoot idmapImageRoot(int root_fd, const std::string& path, const ns::IdMapping& ids,
                             const OverlayWork* work = nullptr);

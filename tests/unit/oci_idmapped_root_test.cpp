@@ -257,3 +257,64 @@ TEST_CASE("oci idmapped root: an image shown through another mount by a closed w
     CHECK_FALSE(opened.tree.tree);
     CHECK(opened.not_idmapped.find(other / "view") != std::string::npos);
 }
+
+TEST_CASE("oci idmapped root: an overlay not remade leaves no work directory behind", "[oci]") {
+    if (geteuid() != 0) {
+        oracle_test::skipLoudly("mounting an overlay needs root");
+        return;
+    }
+    TempDir closed;  // 0700, root's: the image and its layers are closed to others
+    for (const char* d : {"lower", "upper", "work", "merged", "inner", "inner-up", "inner-work",
+                          "inner-merged", "merged2", "upper2", "work2"})
+        REQUIRE(mkdir((closed / d).c_str(), 0755) == 0);
+    const ns::IdMapping block{0, 3000000000u, 0, 3000000000u, 65536};
+    std::vector<std::string> recorded;
+    const oci::OverlayWork work{"stockade-work-unit", [&](const std::string& path) {
+                                    recorded.push_back(path);
+                                    return okStatus();
+                                }};
+    auto no_work_dir_left = [&] {
+        for (const char* d : {"", "/upper", "/inner-up"})
+            if (access((closed / "" + d + "/" + "stockade-work-unit").c_str(), F_OK) == 0)
+                return false;
+        return access((closed / "stockade-work-unit").c_str(), F_OK) != 0;
+    };
+    // Layer paths relative to the mounter's directory (containers/storage
+    // when its options outgrow a page): refused before anything is made.
+    {
+        char cwd[4096];
+        REQUIRE(getcwd(cwd, sizeof cwd));
+        REQUIRE(chdir(closed.path().c_str()) == 0);
+        const int mounted =
+            mount("overlay", "merged", "overlay", 0, "lowerdir=lower,upperdir=upper,workdir=work");
+        REQUIRE(chdir(cwd) == 0);
+        REQUIRE(mounted == 0);
+    }
+    const DetachOnExit unmount{closed / "merged"};
+    UniqueFd fd(open((closed / "merged").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    REQUIRE(fd);
+    oci::IdmappedRoot relative = oci::idmapImageRoot(fd.get(), closed / "merged", block, &work);
+    CHECK_FALSE(relative.tree.tree);
+    CHECK(relative.not_idmapped.find("is relative") != std::string::npos);
+    CHECK(recorded.empty());
+    // A lower directory that is itself an overlay cannot be idmapped: the
+    // work directory was recorded and made, and is gone again.
+    REQUIRE(mount("overlay", (closed / "inner-merged").c_str(), "overlay", 0,
+                  ("lowerdir=" + closed / "inner" + ",upperdir=" + closed / "inner-up" +
+                   ",workdir=" + closed / "inner-work")
+                      .c_str()) == 0);
+    const DetachOnExit unmount_inner{closed / "inner-merged"};
+    REQUIRE(mount("overlay", (closed / "merged2").c_str(), "overlay", 0,
+                  ("lowerdir=" + closed / "inner-merged" + ",upperdir=" + closed / "upper2" +
+                   ",workdir=" + closed / "work2")
+                      .c_str()) == 0);
+    const DetachOnExit unmount2{closed / "merged2"};
+    UniqueFd fd2(open((closed / "merged2").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    REQUIRE(fd2);
+    oci::IdmappedRoot stacked = oci::idmapImageRoot(fd2.get(), closed / "merged2", block, &work);
+    CHECK_FALSE(stacked.tree.tree);
+    CHECK(stacked.not_idmapped.find("cannot be idmapped") != std::string::npos);
+    CHECK(recorded == std::vector<std::string>{closed / "stockade-work-unit"});
+    CHECK(access((closed / "stockade-work-unit").c_str(), F_OK) != 0);
+    CHECK(no_work_dir_left());
+}

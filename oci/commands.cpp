@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -27,6 +28,7 @@
 #include "oci/container.h"
 #include "oci/exec.h"
 #include "oci/state.h"
+#include "oci/terminal_relay.h"
 #include "runtime/supervisor/sandbox_launch.h"
 
 #ifndef STOCKADE_VERSION
@@ -173,8 +175,8 @@ int cmdCreate(const Globals& g, const std::vector<std::string>& rest, const Log&
     Created created;
     std::string bundle = a.values.count("bundle") ? a.values["bundle"] : ".";
     if (auto s = createContainer(g.root, a.positional[0], bundle, a.values["pid-file"],
-                                 a.values["console-socket"], g.systemd_cgroup, g.default_profile,
-                                 note(log), created);
+                                 ConsoleTarget{a.values["console-socket"]}, g.systemd_cgroup,
+                                 g.default_profile, note(log), created);
         !s)
         return log.error(s.error().describe());
     return 0;
@@ -409,14 +411,38 @@ int cmdRun(const Globals& g, const std::vector<std::string>& rest, const Log& lo
     const std::string& id = a.positional[0];
     Created created;
     std::string bundle = a.values.count("bundle") ? a.values["bundle"] : ".";
-    if (auto s =
-            createContainer(g.root, id, bundle, a.values["pid-file"], a.values["console-socket"],
-                            g.systemd_cgroup, g.default_profile, note(log), created);
+    // In the foreground without --console-socket, a terminal the config
+    // asks for is relayed here (runc's `run` does the same): its master
+    // comes on a socket this process holds the other end of.
+    ConsoleTarget console{a.values["console-socket"]};
+    UniqueFd console_ours, console_theirs;
+    if (!a.bools.count("detach") && console.socket_path.empty()) {
+        int pair[2];
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) < 0)
+            return log.error(Error::fromErrno("socketpair(AF_UNIX, SOCK_STREAM)").describe());
+        console_ours.reset(pair[0]);
+        console_theirs.reset(pair[1]);
+        console.held = console_theirs.get();
+    }
+    if (auto s = createContainer(g.root, id, bundle, a.values["pid-file"], console,
+                                 g.systemd_cgroup, g.default_profile, note(log), created);
         !s)
         return log.error(s.error().describe());
+    console_theirs.reset();
+    UniqueFd master;
     {
         auto c = openExisting(g.root, id);
         if (!c) return log.error(c.error().describe());
+        if (created.terminal && console_ours) {
+            auto received = receivedPtyMaster(console_ours.get());
+            if (!received) {
+                killAndWait(c->record);
+                (void)destroyContainer(*c);
+                return log.error(received.error().describe());
+            }
+            master = std::move(*received);
+        }
+        console_ours.reset();
         if (auto s = startContainer(*c); !s) {
             killAndWait(c->record);
             (void)destroyContainer(*c);
@@ -431,15 +457,27 @@ int cmdRun(const Globals& g, const std::vector<std::string>& rest, const Log& lo
     // (they are blocked here since the clone), and its end is ours.
     sigset_t mask = signalsForInit();
     int status = 0;
-    while (true) {
-        siginfo_t info;
-        int sig = sigwaitinfo(&mask, &info);
-        if (sig < 0) continue;
-        if (sig != SIGCHLD) {
-            kill(created.pid, sig);
-            continue;
+    if (master) {
+        auto relayed = relayTerminal(master.get(), created.pid, mask);
+        if (!relayed) {
+            if (auto c = openExisting(g.root, id)) {
+                killAndWait(c->record);
+                (void)destroyContainer(*c);
+            }
+            return log.error(relayed.error().describe());
         }
-        if (waitpid(created.pid, &status, WNOHANG) == created.pid) break;
+        status = *relayed;
+    } else {
+        while (true) {
+            siginfo_t info;
+            int sig = sigwaitinfo(&mask, &info);
+            if (sig < 0) continue;
+            if (sig != SIGCHLD) {
+                kill(created.pid, sig);
+                continue;
+            }
+            if (waitpid(created.pid, &status, WNOHANG) == created.pid) break;
+        }
     }
     if (!a.bools.count("keep"))
         if (auto c = openExisting(g.root, id); c && destroyContainer(*c))

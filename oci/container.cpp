@@ -216,7 +216,7 @@ Status refuseWritableRoot(const Config& config, const std::string& bundle,
 
 Status createContainer(const std::string& root_dir, const std::string& id,
                        const std::string& bundle_arg, const std::string& pid_file,
-                       const std::string& console_socket, bool systemd_cgroup,
+                       const ConsoleTarget& console_target, bool systemd_cgroup,
                        const std::string& default_profile,
                        const std::function<void(const std::string&)>& note, Created& out) {
     if (auto s = validateId(id); !s) return s.error();
@@ -240,16 +240,20 @@ Status createContainer(const std::string& root_dir, const std::string& id,
              ", no capabilities, no_new_privs");
     // runc's rules: a terminal needs somewhere to send it, and a socket
     // needs a terminal to carry.
-    if (config->terminal && console_socket.empty())
+    if (config->terminal && console_target.socket_path.empty() && console_target.held < 0)
         return Error::message(
             "cannot allocate tty if stockade will detach without setting console socket");
-    if (!config->terminal && !console_socket.empty())
+    if (!config->terminal && !console_target.socket_path.empty())
         return Error::message("cannot use console socket if stockade will not allocate a tty");
     UniqueFd console;
-    if (config->terminal) {
-        auto connected = connectConsoleSocket(console_socket);
+    int console_fd = -1;
+    if (config->terminal && !console_target.socket_path.empty()) {
+        auto connected = connectConsoleSocket(console_target.socket_path);
         if (!connected) return connected.error();
         console = std::move(*connected);
+        console_fd = console.get();
+    } else if (config->terminal) {
+        console_fd = console_target.held;
     }
     for (const std::string& name : config->seccomp_dropped)
         note("linux.seccomp: \"" + name +
@@ -476,7 +480,7 @@ Status createContainer(const std::string& root_dir, const std::string& id,
     plan.create_container_hooks.own_pid_namespace = true;
     plan.create_container_hooks.root_path = cplan.rootfs;
     plan.create_container_hooks.uncover = plan.mounts.staging;
-    plan.console_socket_fd = console.get();
+    plan.console_socket_fd = console_fd;
     plan.start_fifo_read_fd = fifo_read.get();
     plan.start_fifo_write_fd = fifo_write.get();
 
@@ -705,6 +709,7 @@ Status createContainer(const std::string& root_dir, const std::string& id,
     ok = true;
     out.pid = *started;
     out.pidfd = std::move(started_pidfd);
+    out.terminal = config->terminal;
     return okStatus();
 }
 

@@ -29,6 +29,16 @@ std::string notExist(const std::string& id);
 struct Created {
     pid_t pid = 0;
     UniqueFd pidfd;
+    bool terminal = false;  // process.terminal: the pty master went to the console
+};
+
+// Where a terminal's pty master goes: the caller's --console-socket, or a
+// connected socket the caller holds the other end of (`run` in the
+// foreground, which relays the terminal itself). Neither, with a terminal,
+// is runc's refusal.
+struct ConsoleTarget {
+    std::string socket_path;
+    int held = -1;  // borrowed: createContainer does not close it
 };
 
 // Everything `create` does, for create and run: the bundle read and judged,
@@ -40,7 +50,7 @@ struct Created {
 // `default_profile` is --default-profile as given (oci/profile.h).
 Status createContainer(const std::string& root_dir, const std::string& id,
                        const std::string& bundle, const std::string& pid_file,
-                       const std::string& console_socket, bool systemd_cgroup,
+                       const ConsoleTarget& console, bool systemd_cgroup,
                        const std::string& default_profile,
                        const std::function<void(const std::string&)>& note, Created& out);
 

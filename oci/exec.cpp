@@ -42,7 +42,9 @@
 #include "oci/groups.h"
 #include "oci/passwd.h"
 #include "oci/stdio_pipes.h"
+#include "oci/terminal_relay.h"
 #include "runtime/child/privileges_in_child.h"
+#include "runtime/supervisor/sandbox_launch.h"
 #include "seccomp/install_in_child.h"
 
 namespace stockade::oci {
@@ -458,7 +460,9 @@ Result<int> execInContainer(const std::string& root_dir, const std::string& id,
         // The rest once the container's config is read (below).
         process.terminal = ask.tty;
     }
-    if (process.terminal && ask.console_socket.empty())
+    // In the foreground without --console-socket a terminal is relayed by
+    // this process (runc's `exec -t` too); detached, it needs a socket.
+    if (process.terminal && ask.console_socket.empty() && ask.detach)
         return Error::message(
             "cannot allocate tty if stockade will detach without setting console socket");
     if (!process.terminal && !ask.console_socket.empty())
@@ -545,11 +549,17 @@ Result<int> execInContainer(const std::string& root_dir, const std::string& id,
                                 "process.json: process.user.additionalGids");
     if (!groups) return groups.error();
 
-    UniqueFd console;
-    if (process.terminal) {
+    UniqueFd console, console_ours;
+    if (process.terminal && !ask.console_socket.empty()) {
         auto connected = connectConsoleSocket(ask.console_socket);
         if (!connected) return connected.error();
         console = std::move(*connected);
+    } else if (process.terminal) {
+        int pair[2];
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) < 0)
+            return Error::fromErrno("socketpair(AF_UNIX, SOCK_STREAM)");
+        console_ours.reset(pair[0]);
+        console.reset(pair[1]);
     }
     // The pid file's directory is the caller's: held before the setns
     // below puts this process in the container's mount namespace.
@@ -686,6 +696,23 @@ Result<int> execInContainer(const std::string& root_dir, const std::string& id,
     // exits (as the container's init is); otherwise its status is ours.
     if (ask.detach) return 0;
     int status = 0;
+    if (console_ours) {
+        // Signals that reach exec go on to the process while the terminal
+        // is relayed (blocked only now: the fork cleared its own mask).
+        sigset_t forwarded = signalsForInit();
+        if (sigprocmask(SIG_BLOCK, &forwarded, nullptr) < 0)
+            return Error::fromErrno("sigprocmask()");
+        auto master = receivedPtyMaster(console_ours.get());
+        auto relayed =
+            master ? relayTerminal(master->get(), pid, forwarded) : Result<int>(master.error());
+        if (!relayed) {
+            kill(pid, SIGKILL);
+            waitpid(pid, nullptr, 0);
+            return relayed.error();
+        }
+        status = *relayed;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    }
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);

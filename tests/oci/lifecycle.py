@@ -932,6 +932,136 @@ def terminal_without_dev(rt, scratch, owner, base, mode):
           (r.returncode, r.stderr, output))
 
 
+def run_with_terminal(rt, scratch, owner, base, mode):
+    """`run` in the foreground with process.terminal and no --console-socket
+    relays the container's pty to its own stdio, as `runc run` does (the
+    config `runc spec` writes asks for a terminal): what is typed reaches
+    the command, its output comes back, the exit code is the command's, the
+    caller's terminal is raw while it runs and as it was afterwards, run's
+    own size is the pty's, a signal to run reaches the container, and
+    nothing is left under --root. Detached, a terminal still needs a console
+    socket (runc's refusal)."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+    preexec = demote if mode == "rootless" else None
+    config = json.loads(json.dumps(base))
+    config["process"]["terminal"] = True
+    config["process"]["consoleSize"] = {"height": 24, "width": 100}
+    typed = make_bundle(scratch, "run-tty", ["sh", "-c", "test -t 0 && test -t 1 && echo tty-ok; "
+                                             "stty size; read line; echo got-$line; exit 3"],
+                        owner, config)
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 90, 0, 0))
+    before = termios.tcgetattr(slave)
+    p = subprocess.Popen([rt.binary, "--root", rt.root, "run", "--bundle", typed, "rt1"],
+                         stdin=slave, stdout=slave, stderr=slave, preexec_fn=preexec)
+    output, sent, raw_seen = b"", False, None
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([master], [], [], 0.2)
+        if ready:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:
+                break
+            output += chunk
+            if not sent and b"30 90" in output:
+                # run's side is raw while it relays: no echo, no signals
+                # from keys, byte by byte.
+                mode_now = termios.tcgetattr(slave)
+                raw_seen = not (mode_now[3] & (termios.ECHO | termios.ICANON | termios.ISIG))
+                os.write(master, b"typed\r")
+                sent = True
+        elif p.poll() is not None:
+            break
+    rc = p.wait(timeout=60)
+    after = termios.tcgetattr(slave)
+    os.close(master)
+    os.close(slave)
+    lines = output.replace(b"\r", b"").split(b"\n")
+    check("run with a terminal and no console socket: the pty relayed both ways, run's own "
+          "size given to it, the command's exit code",
+          rc == 3 and b"tty-ok" in lines and b"30 90" in lines and b"got-typed" in lines,
+          (rc, output))
+    check("run with a terminal: the caller's terminal raw while it relays, as it was after",
+          raw_seen is True and after == before, (raw_seen, before, after))
+    check("run with a terminal leaves nothing under --root", os.listdir(rt.root) == [],
+          os.listdir(rt.root))
+
+    # stdin not a terminal, stdout a pipe: the relay still runs; a SIGTERM
+    # to run goes on to the container, whose trap answers through the pty.
+    trapped = make_bundle(scratch, "run-tty-term",
+                          ["sh", "-c", "trap 'echo got-term; exit 5' TERM; echo ready; "
+                                       "while true; do sleep 0.2; done"], owner, config)
+    p = subprocess.Popen([rt.binary, "--root", rt.root, "run", "--bundle", trapped, "rt2"],
+                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL, preexec_fn=preexec)
+    output, signalled = b"", False
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([p.stdout], [], [], 0.2)
+        if not ready:
+            continue
+        chunk = os.read(p.stdout.fileno(), 4096)
+        if not chunk:
+            break
+        output += chunk
+        if not signalled and b"ready" in output:
+            p.send_signal(signal.SIGTERM)
+            signalled = True
+    rc = p.wait(timeout=60)
+    p.stdout.close()
+    check("run with a terminal: SIGTERM to run reaches the container, its answer relayed",
+          rc == 5 and output.replace(b"\r", b"").split() == [b"ready", b"got-term"],
+          (rc, output))
+
+    if mode == "root":  # exec rootless is refused (docs/oci.md)
+        sleeper = make_bundle(scratch, "run-tty-sleeper", ["sleep", "1000"], owner, base)
+        r = rt("run", "--detach", "--bundle", sleeper, "rt4")
+        master, slave = pty.openpty()
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+        before = termios.tcgetattr(slave)
+        p = subprocess.Popen([rt.binary, "--root", rt.root, "exec", "-t", "rt4", "sh", "-c",
+                              "test -t 0 && echo tty-ok; stty size; read line; "
+                              "echo got-$line; exit 6"],
+                             stdin=slave, stdout=slave, stderr=slave)
+        output, sent = b"", False
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([master], [], [], 0.2)
+            if ready:
+                try:
+                    chunk = os.read(master, 4096)
+                except OSError:
+                    break
+                output += chunk
+                if not sent and b"40 120" in output:
+                    os.write(master, b"keys\r")
+                    sent = True
+            elif p.poll() is not None:
+                break
+        rc = p.wait(timeout=60)
+        after = termios.tcgetattr(slave)
+        os.close(master)
+        os.close(slave)
+        lines = output.replace(b"\r", b"").split(b"\n")
+        check("exec -t with no console socket: the pty relayed both ways, the caller's size, "
+              "the process's exit code, the caller's terminal as it was",
+              r.returncode == 0 and rc == 6 and b"tty-ok" in lines and b"40 120" in lines and
+              b"got-keys" in lines and after == before, (r.returncode, r.stderr, rc, output))
+        r = rt("exec", "-t", "--detach", "rt4", "true")
+        check("exec -t --detach with no console socket: refused as runc does",
+              r.returncode != 0 and "console socket" in r.stderr, (r.returncode, r.stderr))
+        rt("delete", "--force", "rt4")
+
+    r = rt("run", "--detach", "--bundle", typed, "rt3")
+    check("run --detach with a terminal and no console socket: refused as runc does, "
+          "nothing left", r.returncode != 0 and "console socket" in r.stderr and
+          os.listdir(rt.root) == [], (r.returncode, r.stderr, os.listdir(rt.root)))
+
+
 def pids_limit_one(rt, scratch, owner, base):
     """pids.limit 1, as runc takes it: create works (init joins the cgroup
     before it forks the command, so the limit is written once both are
@@ -1966,6 +2096,7 @@ def main():
         exec_fds(rt, scratch, owner, base)
         image_device_nodes(rt, scratch, owner, base)
         terminal_without_dev(rt, scratch, owner, base, mode)
+        run_with_terminal(rt, scratch, owner, base, mode)
         exec_kept_config(rt, scratch, owner, base)
         exec_without_process(rt, scratch, owner, base)
         pids_limit_one(rt, scratch, owner, base)

@@ -1,0 +1,182 @@
+#include "oci/terminal_relay.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/ioctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include <string>
+
+#include "base/fd_passing.h"
+
+namespace stockade::oci {
+
+namespace {
+
+constexpr size_t kChunk = 64 * 1024;
+
+// A stdin that is a terminal, raw for as long as this lives: the keys a
+// person types (^C, ^Z, ^D) reach the container's line discipline, which
+// turns them into its own signals, instead of ending `run`.
+class RawTerminal {
+  public:
+    RawTerminal() {
+        if (!isatty(STDIN_FILENO) || tcgetattr(STDIN_FILENO, &saved_) < 0) return;
+        termios raw = saved_;
+        cfmakeraw(&raw);
+        active_ = tcsetattr(STDIN_FILENO, TCSANOW, &raw) == 0;
+    }
+    ~RawTerminal() {
+        if (active_) (void)tcsetattr(STDIN_FILENO, TCSANOW, &saved_);
+    }
+    RawTerminal(const RawTerminal&) = delete;
+    RawTerminal& operator=(const RawTerminal&) = delete;
+
+  private:
+    termios saved_{};
+    bool active_ = false;
+};
+
+// The size of run's own terminal (stdin's, else stdout's) given to the pty;
+// nothing when run has none.
+void copySize(int master) {
+    winsize size{};
+    for (int fd : {STDIN_FILENO, STDOUT_FILENO})
+        if (isatty(fd) && ioctl(fd, TIOCGWINSZ, &size) == 0) {
+            (void)ioctl(master, TIOCSWINSZ, &size);
+            return;
+        }
+}
+
+// All of `data` to stdout, waiting while it is full. False once stdout is
+// gone (EPIPE): the relay goes on reading the pty so the container never
+// blocks on it, and drops what it reads.
+bool writeOut(const char* data, size_t len) {
+    while (len > 0) {
+        ssize_t n = write(STDOUT_FILENO, data, len);
+        if (n > 0) {
+            data += n;
+            len -= static_cast<size_t>(n);
+        } else if (n < 0 && errno == EAGAIN) {
+            pollfd out{STDOUT_FILENO, POLLOUT, 0};
+            (void)poll(&out, 1, -1);
+        } else if (n < 0 && errno != EINTR) {
+            return false;
+        }
+    }
+    return true;
+}
+
+}  // namespace
+
+Result<UniqueFd> receivedPtyMaster(int console) {
+    char name[16];
+    int fds[kMaxPassedFds];
+    int count = 0;
+    bool truncated = false;
+    ssize_t n = receiveWithFds(console, name, sizeof(name), fds, &count, MSG_DONTWAIT, &truncated);
+    if (n < 0) return Error::fromErrno("recvmsg(the console socket, MSG_DONTWAIT)", int(-n));
+    if (count != 1 || truncated) {
+        for (int i = 0; i < count; ++i) close(fds[i]);
+        return Error::message("the console socket's message carried " + std::to_string(count) +
+                              " fds, not the pty master alone");
+    }
+    UniqueFd master(fds[0]);
+    struct stat st {};
+    if (fstat(master.get(), &st) < 0) return Error::fromErrno("fstat(the pty master)");
+    if (!S_ISCHR(st.st_mode))
+        return Error::message(
+            "the console socket's fd is not a terminal's (not a character device)");
+    return master;
+}
+
+Result<int> relayTerminal(int master, pid_t init, const sigset_t& forwarded) {
+    int flags = fcntl(master, F_GETFL);
+    if (flags < 0 || fcntl(master, F_SETFL, flags | O_NONBLOCK) < 0)
+        return Error::fromErrno("fcntl(the pty master, F_SETFL, O_NONBLOCK)");
+    // SIGWINCH read here as the forwarded ones are; SIGPIPE held so that a
+    // reader of stdout that went away is an EPIPE, not run's death with
+    // the container left behind.
+    sigset_t mask = forwarded, held, old_mask;
+    sigaddset(&mask, SIGWINCH);
+    sigemptyset(&held);
+    sigaddset(&held, SIGWINCH);
+    sigaddset(&held, SIGPIPE);
+    if (sigprocmask(SIG_BLOCK, &held, &old_mask) < 0) return Error::fromErrno("sigprocmask()");
+    UniqueFd signals(signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK));
+    if (!signals) {
+        int err = errno;
+        (void)sigprocmask(SIG_SETMASK, &old_mask, nullptr);
+        return Error::fromErrno("signalfd()", err);
+    }
+
+    copySize(master);
+    int status = 0;
+    bool init_done = waitpid(init, &status, WNOHANG) == init;
+    {
+        RawTerminal raw;
+        bool master_open = true, stdin_open = true, stdout_open = true;
+        std::string to_master;
+        std::string chunk(kChunk, '\0');
+        while (!init_done || master_open) {
+            pollfd fds[3] = {
+                {init_done ? -1 : signals.get(), POLLIN, 0},
+                {master_open ? master : -1, short(POLLIN | (to_master.empty() ? 0 : POLLOUT)), 0},
+                {stdin_open && to_master.size() < kChunk ? STDIN_FILENO : -1, POLLIN, 0}};
+            int ready = poll(fds, 3, init_done ? kQuietAfterInitMs : -1);
+            if (ready < 0 && errno == EINTR) continue;
+            if (ready < 0) break;
+            if (ready == 0) break;  // init is gone and the pty went quiet
+            if (fds[0].revents & POLLIN) {
+                signalfd_siginfo info;
+                while (read(signals.get(), &info, sizeof(info)) == sizeof(info)) {
+                    int sig = int(info.ssi_signo);
+                    if (sig == SIGWINCH)
+                        copySize(master);
+                    else if (sig != SIGCHLD)
+                        (void)kill(init, sig);
+                }
+                init_done = init_done || waitpid(init, &status, WNOHANG) == init;
+            }
+            if (fds[1].revents & (POLLIN | POLLHUP | POLLERR)) {
+                ssize_t n = read(master, chunk.data(), chunk.size());
+                if (n > 0 && stdout_open)
+                    stdout_open = writeOut(chunk.data(), static_cast<size_t>(n));
+                else if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+                    master_open = false;  // EIO: the container's side is closed
+            }
+            if (master_open && (fds[1].revents & POLLOUT)) {
+                ssize_t n = write(master, to_master.data(), to_master.size());
+                if (n > 0)
+                    to_master.erase(0, static_cast<size_t>(n));
+                else if (n < 0 && errno != EAGAIN && errno != EINTR)
+                    to_master.clear();
+            }
+            if (fds[2].revents & (POLLIN | POLLHUP | POLLERR)) {
+                ssize_t n = read(STDIN_FILENO, chunk.data(), kChunk - to_master.size());
+                if (n > 0)
+                    to_master.append(chunk.data(), static_cast<size_t>(n));
+                else if (n == 0 || (errno != EAGAIN && errno != EINTR))
+                    stdin_open = false;
+            }
+        }
+    }
+    if (!init_done && waitpid(init, &status, 0) != init) return Error::fromErrno("waitpid(init)");
+    // A SIGPIPE held for a stdout gone is dropped, not delivered on unblock.
+    sigset_t pipe_only;
+    sigemptyset(&pipe_only);
+    sigaddset(&pipe_only, SIGPIPE);
+    timespec now{0, 0};
+    while (sigtimedwait(&pipe_only, nullptr, &now) == SIGPIPE) {
+    }
+    (void)sigprocmask(SIG_SETMASK, &old_mask, nullptr);
+    return status;
+}
+
+}  // namespace stockade::oci

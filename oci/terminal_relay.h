@@ -1,0 +1,30 @@
+// `run` in the foreground with process.terminal: the container's pty
+// master, which would go to a client's --console-socket, is relayed to
+// run's own stdio instead, as `runc run` does for a person at a terminal.
+#pragma once
+
+#include <signal.h>
+#include <sys/types.h>
+
+#include "base/error.h"
+#include "base/unique_fd.h"
+
+namespace stockade::oci {
+
+// The one message the container's command sent on `console` (a socket the
+// caller holds the other end of) before create returned: its one fd, the
+// pty master, judged a character device. Never waits.
+Result<UniqueFd> receivedPtyMaster(int console);
+
+// Copies run's stdin to `master` and `master` to run's stdout until `init`
+// has ended and the container's side of the pty is closed, then returns
+// init's wait status. While it runs, a stdin that is a terminal is raw
+// (restored before return) and its size is the pty's (again on SIGWINCH);
+// every other signal of `forwarded` (blocked by the caller) goes on to init.
+// A process outside init's pid namespace still holding the pty ends the
+// relay only once it goes quiet (kQuietAfterInitMs).
+Result<int> relayTerminal(int master, pid_t init, const sigset_t& forwarded);
+
+inline constexpr int kQuietAfterInitMs = 200;
+
+}  // namespace stockade::oci

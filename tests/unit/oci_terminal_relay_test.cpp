@@ -1,0 +1,133 @@
+// `run` and `exec` relaying a terminal (oci/terminal_relay.h): what the
+// console socket may carry, and a relay that ends with init even when a
+// process it does not wait for still holds the pty.
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <string>
+
+#include "base/fd_passing.h"
+#include "base/unique_fd.h"
+#include "oci/terminal_relay.h"
+
+using namespace stockade;
+
+namespace {
+
+UniqueFd openMaster() {
+    UniqueFd master(posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC));
+    REQUIRE(master);
+    REQUIRE(grantpt(master.get()) == 0);
+    REQUIRE(unlockpt(master.get()) == 0);
+    return master;
+}
+
+// fd `which` pointed at `to` for as long as this lives.
+struct Redirect {
+    int which;
+    int saved;
+    Redirect(int which_fd, int to) : which(which_fd), saved(dup(which_fd)) {
+        REQUIRE(saved >= 0);
+        REQUIRE(dup2(to, which) == which);
+    }
+    ~Redirect() {
+        dup2(saved, which);
+        close(saved);
+    }
+};
+
+}  // namespace
+
+TEST_CASE("oci terminal relay: the console socket's message is the pty master alone", "[oci]") {
+    int pair[2];
+    REQUIRE(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) == 0);
+    UniqueFd ours(pair[0]), theirs(pair[1]);
+
+    // Nothing sent: an error at once, never a wait.
+    auto none = oci::receivedPtyMaster(ours.get());
+    REQUIRE_FALSE(none);
+
+    UniqueFd master = openMaster();
+    int two[2] = {master.get(), master.get()};
+    REQUIRE(sendWithFds(theirs.get(), "console", 7, two, 2) == 0);
+    auto doubled = oci::receivedPtyMaster(ours.get());
+    REQUIRE_FALSE(doubled);
+    CHECK(doubled.error().text().find("2 fds") != std::string::npos);
+
+    int p[2];
+    REQUIRE(pipe2(p, O_CLOEXEC) == 0);
+    UniqueFd pipe_read(p[0]), pipe_write(p[1]);
+    int one = pipe_read.get();
+    REQUIRE(sendWithFds(theirs.get(), "console", 7, &one, 1) == 0);
+    auto not_tty = oci::receivedPtyMaster(ours.get());
+    REQUIRE_FALSE(not_tty);
+    CHECK(not_tty.error().text().find("not a terminal") != std::string::npos);
+
+    one = master.get();
+    REQUIRE(sendWithFds(theirs.get(), "console", 7, &one, 1) == 0);
+    auto got = oci::receivedPtyMaster(ours.get());
+    REQUIRE(got);
+    CHECK(isatty(got->get()));
+}
+
+TEST_CASE(
+    "oci terminal relay: output relayed, init's status returned, a silent holder of "
+    "the pty does not hold the relay",
+    "[oci]") {
+    UniqueFd master = openMaster();
+    const std::string slave_path = ptsname(master.get());
+    int held[2];
+    REQUIRE(pipe2(held, O_CLOEXEC) == 0);
+    UniqueFd held_read(held[0]), held_write(held[1]);
+
+    sigset_t forwarded, old;
+    sigemptyset(&forwarded);
+    sigaddset(&forwarded, SIGCHLD);
+    sigaddset(&forwarded, SIGTERM);
+    REQUIRE(sigprocmask(SIG_BLOCK, &forwarded, &old) == 0);
+    pid_t init = fork();
+    REQUIRE(init >= 0);
+    if (init == 0) {
+        setsid();
+        int slave = open(slave_path.c_str(), O_RDWR);
+        if (slave < 0) _exit(100);
+        (void)!write(slave, "out-1\n", 6);
+        // A process init does not wait for, holding the pty and silent.
+        pid_t stray = fork();
+        if (stray == 0) {
+            sleep(3600);  // without the quiet bound the relay would wait this out
+            _exit(0);
+        }
+        (void)!write(held[1], &stray, sizeof(stray));
+        _exit(7);
+    }
+    held_write.reset();
+    pid_t stray = 0;
+    REQUIRE(read(held_read.get(), &stray, sizeof(stray)) == sizeof(stray));
+
+    int out[2];
+    REQUIRE(pipe2(out, O_CLOEXEC) == 0);
+    UniqueFd out_read(out[0]), out_write(out[1]);
+    UniqueFd null(open("/dev/null", O_RDONLY | O_CLOEXEC));
+    Result<int> status = Error::message("not run");
+    {
+        Redirect in(STDIN_FILENO, null.get()), to(STDOUT_FILENO, out_write.get());
+        status = oci::relayTerminal(master.get(), init, forwarded);
+    }
+    kill(stray, SIGKILL);
+    sigprocmask(SIG_SETMASK, &old, nullptr);
+    out_write.reset();
+    std::string relayed(4096, '\0');
+    ssize_t n = read(out_read.get(), relayed.data(), relayed.size());
+    relayed.resize(n > 0 ? size_t(n) : 0);
+
+    REQUIRE(status);
+    CHECK(WIFEXITED(*status));
+    CHECK(WEXITSTATUS(*status) == 7);
+    CHECK(relayed == "out-1\r\n");
+}

@@ -932,32 +932,20 @@ def terminal_without_dev(rt, scratch, owner, base, mode):
           (r.returncode, r.stderr, output))
 
 
-def run_with_terminal(rt, scratch, owner, base, mode):
-    """`run` in the foreground with process.terminal and no --console-socket
-    relays the container's pty to its own stdio, as `runc run` does (the
-    config `runc spec` writes asks for a terminal): what is typed reaches
-    the command, its output comes back, the exit code is the command's, the
-    caller's terminal is raw while it runs and as it was afterwards, run's
-    own size is the pty's, a signal to run reaches the container, and
-    nothing is left under --root. Detached, a terminal still needs a console
-    socket (runc's refusal)."""
+def drive_at_terminal(argv, rows, cols, prompt, keys, preexec=None):
+    """Runs argv with a pty of this script's as its stdio, of rows x cols,
+    as a person at a terminal would: once `prompt` is shown, types `keys`.
+    Returns (exit code, everything shown, whether the pty was raw when the
+    keys were typed, the pty's termios before and after)."""
     import fcntl
     import pty
     import struct
     import termios
-    preexec = demote if mode == "rootless" else None
-    config = json.loads(json.dumps(base))
-    config["process"]["terminal"] = True
-    config["process"]["consoleSize"] = {"height": 24, "width": 100}
-    typed = make_bundle(scratch, "run-tty", ["sh", "-c", "test -t 0 && test -t 1 && echo tty-ok; "
-                                             "stty size; read line; echo got-$line; exit 3"],
-                        owner, config)
     master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 90, 0, 0))
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
     before = termios.tcgetattr(slave)
-    p = subprocess.Popen([rt.binary, "--root", rt.root, "run", "--bundle", typed, "rt1"],
-                         stdin=slave, stdout=slave, stderr=slave, preexec_fn=preexec)
-    output, sent, raw_seen = b"", False, None
+    p = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, preexec_fn=preexec)
+    output, raw_seen = b"", None
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         ready, _, _ = select.select([master], [], [], 0.2)
@@ -967,19 +955,40 @@ def run_with_terminal(rt, scratch, owner, base, mode):
             except OSError:
                 break
             output += chunk
-            if not sent and b"30 90" in output:
-                # run's side is raw while it relays: no echo, no signals
-                # from keys, byte by byte.
-                mode_now = termios.tcgetattr(slave)
-                raw_seen = not (mode_now[3] & (termios.ECHO | termios.ICANON | termios.ISIG))
-                os.write(master, b"typed\r")
-                sent = True
+            if raw_seen is None and prompt in output:
+                # The relay's side is raw: no echo, no signals from keys,
+                # byte by byte.
+                lflag = termios.tcgetattr(slave)[3]
+                raw_seen = not (lflag & (termios.ECHO | termios.ICANON | termios.ISIG))
+                os.write(master, keys)
         elif p.poll() is not None:
             break
     rc = p.wait(timeout=60)
     after = termios.tcgetattr(slave)
     os.close(master)
     os.close(slave)
+    return rc, output, raw_seen, before, after
+
+
+def run_with_terminal(rt, scratch, owner, base, mode):
+    """`run` in the foreground with process.terminal and no --console-socket
+    relays the container's pty to its own stdio, as `runc run` does (the
+    config `runc spec` writes asks for a terminal): what is typed reaches
+    the command, its output comes back, the exit code is the command's, the
+    caller's terminal is raw while it runs and as it was afterwards, run's
+    own size is the pty's, a signal to run reaches the container, and
+    nothing is left under --root. Detached, a terminal still needs a console
+    socket (runc's refusal). `exec -t` likewise (root: exec rootless is
+    refused)."""
+    preexec = demote if mode == "rootless" else None
+    config = json.loads(json.dumps(base))
+    config["process"]["terminal"] = True
+    config["process"]["consoleSize"] = {"height": 24, "width": 100}
+    asks = "test -t 0 && test -t 1 && echo tty-ok; stty size; read line; echo got-$line; exit "
+    typed = make_bundle(scratch, "run-tty", ["sh", "-c", asks + "3"], owner, config)
+    rc, output, raw_seen, before, after = drive_at_terminal(
+        [rt.binary, "--root", rt.root, "run", "--bundle", typed, "rt1"], 30, 90, b"30 90",
+        b"typed\r", preexec)
     lines = output.replace(b"\r", b"").split(b"\n")
     check("run with a terminal and no console socket: the pty relayed both ways, run's own "
           "size given to it, the command's exit code",
@@ -1017,40 +1026,18 @@ def run_with_terminal(rt, scratch, owner, base, mode):
           rc == 5 and output.replace(b"\r", b"").split() == [b"ready", b"got-term"],
           (rc, output))
 
-    if mode == "root":  # exec rootless is refused (docs/oci.md)
+    if mode == "root":
         sleeper = make_bundle(scratch, "run-tty-sleeper", ["sleep", "1000"], owner, base)
         r = rt("run", "--detach", "--bundle", sleeper, "rt4")
-        master, slave = pty.openpty()
-        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
-        before = termios.tcgetattr(slave)
-        p = subprocess.Popen([rt.binary, "--root", rt.root, "exec", "-t", "rt4", "sh", "-c",
-                              "test -t 0 && echo tty-ok; stty size; read line; "
-                              "echo got-$line; exit 6"],
-                             stdin=slave, stdout=slave, stderr=slave)
-        output, sent = b"", False
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            ready, _, _ = select.select([master], [], [], 0.2)
-            if ready:
-                try:
-                    chunk = os.read(master, 4096)
-                except OSError:
-                    break
-                output += chunk
-                if not sent and b"40 120" in output:
-                    os.write(master, b"keys\r")
-                    sent = True
-            elif p.poll() is not None:
-                break
-        rc = p.wait(timeout=60)
-        after = termios.tcgetattr(slave)
-        os.close(master)
-        os.close(slave)
+        rc, output, raw_seen, before, after = drive_at_terminal(
+            [rt.binary, "--root", rt.root, "exec", "-t", "rt4", "sh", "-c", asks + "6"],
+            40, 120, b"40 120", b"keys\r")
         lines = output.replace(b"\r", b"").split(b"\n")
         check("exec -t with no console socket: the pty relayed both ways, the caller's size, "
-              "the process's exit code, the caller's terminal as it was",
+              "the process's exit code, the caller's terminal raw, then as it was",
               r.returncode == 0 and rc == 6 and b"tty-ok" in lines and b"40 120" in lines and
-              b"got-keys" in lines and after == before, (r.returncode, r.stderr, rc, output))
+              b"got-keys" in lines and raw_seen is True and after == before,
+              (r.returncode, r.stderr, rc, output, raw_seen))
         r = rt("exec", "-t", "--detach", "rt4", "true")
         check("exec -t --detach with no console socket: refused as runc does",
               r.returncode != 0 and "console socket" in r.stderr, (r.returncode, r.stderr))

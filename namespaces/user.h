@@ -35,6 +35,12 @@ struct IdMapping {
     bool subordinate = false;
     uint32_t subuid_base = 0;
     uint32_t subgid_base = 0;
+    // Host root's ids (uid 0, gid 0) mapped at this inside id as well, 0
+    // for none (writeIdMaps, not with `subordinate`): for an idmapped mount
+    // where host root may write, so that what it writes lands on disk as
+    // this id rather than failing EOVERFLOW. Must lie past the block
+    // (count..), whose host ids must not hold 0.
+    uint32_t host_root_inside = 0;
 };
 
 // The setuid helpers of shadow's uidmap package, at the one path Debian,

@@ -28,6 +28,9 @@ namespace stockade::oci {
 
 namespace {
 
+// The last inside id a user namespace maps is 4294967294 ((uid_t)-1 is no id).
+constexpr uint64_t kHostRootOnDiskLimit = 4294967295ull;
+
 std::string procPathOf(int fd) {
     return "/proc/self/fd/" + std::to_string(fd);
 }
@@ -603,8 +606,13 @@ IdmappedRoot idmapImageRoot(int root_fd, const std::string& path, const ns::IdMa
             return out;
         }
     }
-    const ns::IdMapping block{0, ids.host_uid - ids.inside_uid, 0, ids.host_gid - ids.inside_gid,
-                              ids.count};
+    ns::IdMapping block{0, ids.host_uid - ids.inside_uid, 0, ids.host_gid - ids.inside_gid,
+                        ids.count};
+    // Host root writes into a running container's root too: an engine's
+    // `podman cp` joins its mount namespace, not its user namespace. Its
+    // files land as the first disk id past the block (nobody's inside, as
+    // host root is nobody there), where EOVERFLOW refused them.
+    if (ids.count > 1 && ids.count < kHostRootOnDiskLimit) block.host_root_inside = ids.count;
     if (type == "overlay") {
         const uint64_t id = mountIdOf(root_fd);
         const MountLine* line = nullptr;

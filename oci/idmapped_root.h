@@ -35,6 +35,10 @@
 // two overlays over one upper directory do not see each other's cached
 // entries (the kernel warns once per mount), so what the engine writes
 // into the container's root while it runs (`podman cp`) may show late.
+// The idmap also maps host root's ids, to the first disk id past the
+// container's block: an engine writing as host root into a running
+// container (`podman cp` joins its mount namespace alone) lands there,
+// nobody's inside, instead of failing EOVERFLOW.
 #pragma once
 
 #include <functional>

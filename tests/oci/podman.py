@@ -124,8 +124,9 @@ def overlay_image(stockade, work, none):
     layers: the container's root writes its image, on disk in the
     container's upper directory as root's (a new file, and an image file
     copied up with its owner, the image layer unchanged), a second start of
-    the same container finds what the first wrote, and the work directory
-    create made beside the upper one is gone once the container stopped."""
+    the same container finds what the first wrote, the work directory
+    create made beside the upper one is gone once the container stopped,
+    and `podman cp` writes into a running one."""
     pm = Podman(stockade, work, False, driver="overlay", storage="ovl-storage")
     image = f"{work}/ovl-image"
     make_rootfs(image)
@@ -165,6 +166,29 @@ def overlay_image(stockade, work, none):
           p.returncode == 0 and p.stdout.split()[:2] == ["run", "run"],
           (p.returncode, p.stdout, p.stderr))
     pm("rm", "-f", "ovl-first")
+    # podman cp into a running container joins its mount namespace alone
+    # and writes as host root through the container's overlay: the file
+    # lands, on disk as the first id past the container's block (65536),
+    # nobody's inside as host root is; before, EOVERFLOW.
+    p = pm("run", "-d", "--name", "ovl-cp", *ULIMITS, *none, "localhost/stockade-ovl",
+           "sleep", "1000")
+    with open(f"{work}/cp-source", "w") as f:
+        f.write("copied in\n")
+    cp_in = pm("cp", f"{work}/cp-source", "ovl-cp:/copied")
+    inside = pm("exec", "ovl-cp", "sh", "-c", "cat /copied && ls -ln /copied")
+    upper = pm.inspect("ovl-cp", "{{.GraphDriver.Data.UpperDir}}")
+    cp_out = pm("cp", "ovl-cp:/copied", f"{work}/cp-back")
+    check("overlay storage: podman cp into the running container, read inside, on disk as "
+          "65536 (nobody's inside), copied out again",
+          p.returncode == 0 and cp_in.returncode == 0 and
+          inside.stdout.split()[:3] == ["copied", "in", "-rw-r--r--"] and
+          inside.stdout.split()[4:6] == ["65534", "65534"] and
+          owner(f"{upper}/copied") == (65536, 65536) and
+          text(f"{upper}/copied") == "copied in\n" and
+          text(f"{work}/cp-back") == "copied in\n",
+          (p.stderr, cp_in.returncode, cp_in.stderr, inside.stdout, inside.stderr,
+           owner(f"{upper}/copied"), cp_out.stderr))
+    pm("rm", "-f", "ovl-cp")
     pm("rmi", "-f", "localhost/stockade-ovl")
 
 
@@ -224,6 +248,23 @@ def main():
         if st is not None:
             os.unlink(made)
         if root:
+            # podman cp into a running container of an idmapped --rootfs:
+            # written as host root, on disk as 65536, nobody's inside.
+            cid = pm.detached(rootfs, "sleep", "1000", opts=none)
+            with open(f"{work}/cp-plain", "w") as f:
+                f.write("plain\n")
+            cp_in = pm("cp", f"{work}/cp-plain", f"{cid}:/cp-plain")
+            inside = pm("exec", cid, "sh", "-c", "cat /cp-plain && ls -ln /cp-plain")
+            st = os.lstat(f"{rootfs}/cp-plain") if os.path.lexists(f"{rootfs}/cp-plain") else None
+            check("podman cp into a running container of an idmapped --rootfs: read inside as "
+                  "nobody's, on disk as 65536",
+                  cp_in.returncode == 0 and inside.stdout.split()[:2] == ["plain", "-rw-r--r--"] and
+                  inside.stdout.split()[3:5] == ["65534", "65534"] and st is not None and
+                  (st.st_uid, st.st_gid) == (65536, 65536),
+                  (cp_in.stderr, inside.stdout, inside.stderr, st))
+            pm("rm", "-f", cid)
+            if st is not None:
+                os.unlink(f"{rootfs}/cp-plain")
             overlay_image(stockade, work, none)
         p = pm.run(rootfs, "/bin/missing", opts=none)
         check("run: a missing executable gives 127", p.returncode == 127,

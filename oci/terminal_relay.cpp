@@ -9,8 +9,10 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <termios.h>
+#include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <string>
 
 #include "base/fd_passing.h"
@@ -73,6 +75,31 @@ bool writeOut(const char* data, size_t len) {
     return true;
 }
 
+// Signals blocked for as long as this lives; the caller's mask back after,
+// and a SIGPIPE held for a stdout gone dropped rather than delivered then.
+class SignalsHeld {
+  public:
+    explicit SignalsHeld(const sigset_t& held) { ok_ = sigprocmask(SIG_BLOCK, &held, &old_) == 0; }
+    ~SignalsHeld() {
+        if (!ok_) return;
+        sigset_t pipe_only;
+        sigemptyset(&pipe_only);
+        sigaddset(&pipe_only, SIGPIPE);
+        timespec now{0, 0};
+        if (!sigismember(&old_, SIGPIPE))
+            while (sigtimedwait(&pipe_only, nullptr, &now) == SIGPIPE) {
+            }
+        (void)sigprocmask(SIG_SETMASK, &old_, nullptr);
+    }
+    SignalsHeld(const SignalsHeld&) = delete;
+    SignalsHeld& operator=(const SignalsHeld&) = delete;
+    bool ok() const { return ok_; }
+
+  private:
+    sigset_t old_{};
+    bool ok_ = false;
+};
+
 }  // namespace
 
 Result<UniqueFd> receivedPtyMaster(int console) {
@@ -102,36 +129,55 @@ Result<int> relayTerminal(int master, pid_t init, const sigset_t& forwarded) {
         return Error::fromErrno("fcntl(the pty master, F_SETFL, O_NONBLOCK)");
     // SIGWINCH read here as the forwarded ones are; SIGPIPE held so that a
     // reader of stdout that went away is an EPIPE, not run's death with
-    // the container left behind.
-    sigset_t mask = forwarded, held, old_mask;
+    // the container left behind. The caller's mask is back on every return.
+    sigset_t mask = forwarded, held;
     sigaddset(&mask, SIGWINCH);
     sigemptyset(&held);
     sigaddset(&held, SIGWINCH);
     sigaddset(&held, SIGPIPE);
-    if (sigprocmask(SIG_BLOCK, &held, &old_mask) < 0) return Error::fromErrno("sigprocmask()");
+    SignalsHeld held_now(held);
+    if (!held_now.ok()) return Error::fromErrno("sigprocmask()");
     UniqueFd signals(signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK));
-    if (!signals) {
-        int err = errno;
-        (void)sigprocmask(SIG_SETMASK, &old_mask, nullptr);
-        return Error::fromErrno("signalfd()", err);
-    }
+    if (!signals) return Error::fromErrno("signalfd()");
 
     copySize(master);
     int status = 0;
     bool init_done = waitpid(init, &status, WNOHANG) == init;
+    timespec drain_end{};
+    auto startDrain = [&] {
+        clock_gettime(CLOCK_MONOTONIC, &drain_end);
+        drain_end.tv_sec += kDrainAfterInitMs / 1000;
+        drain_end.tv_nsec += (kDrainAfterInitMs % 1000) * 1000000L;
+    };
+    if (init_done) startDrain();
     {
         RawTerminal raw;
-        bool master_open = true, stdin_open = true, stdout_open = true;
+        bool master_open = true, stdin_open = true, stdout_open = true, stop = false;
         std::string to_master;
         std::string chunk(kChunk, '\0');
-        while (!init_done || master_open) {
+        while (!stop && (!init_done || master_open)) {
+            int timeout = -1;
+            if (init_done) {
+                // After init: what the pty still holds, until it closes, goes
+                // quiet, the drain's time is up, or a signal says stop.
+                timespec now{};
+                clock_gettime(CLOCK_MONOTONIC, &now);
+                const long left = (drain_end.tv_sec - now.tv_sec) * 1000L +
+                                  (drain_end.tv_nsec - now.tv_nsec) / 1000000L;
+                if (left <= 0) break;
+                timeout = int(std::min<long>(left, kQuietAfterInitMs));
+            }
             pollfd fds[3] = {
-                {init_done ? -1 : signals.get(), POLLIN, 0},
+                {signals.get(), POLLIN, 0},
                 {master_open ? master : -1, short(POLLIN | (to_master.empty() ? 0 : POLLOUT)), 0},
                 {stdin_open && to_master.size() < kChunk ? STDIN_FILENO : -1, POLLIN, 0}};
-            int ready = poll(fds, 3, init_done ? kQuietAfterInitMs : -1);
+            int ready = poll(fds, 3, timeout);
             if (ready < 0 && errno == EINTR) continue;
-            if (ready < 0) break;
+            if (ready < 0) {
+                // Nothing relays any more: init must not wait on a full pty.
+                if (!init_done) (void)kill(init, SIGKILL);
+                break;
+            }
             if (ready == 0) break;  // init is gone and the pty went quiet
             if (fds[0].revents & POLLIN) {
                 signalfd_siginfo info;
@@ -139,10 +185,15 @@ Result<int> relayTerminal(int master, pid_t init, const sigset_t& forwarded) {
                     int sig = int(info.ssi_signo);
                     if (sig == SIGWINCH)
                         copySize(master);
+                    else if (sig != SIGCHLD && init_done)
+                        stop = true;
                     else if (sig != SIGCHLD)
                         (void)kill(init, sig);
                 }
-                init_done = init_done || waitpid(init, &status, WNOHANG) == init;
+                if (!init_done && waitpid(init, &status, WNOHANG) == init) {
+                    init_done = true;
+                    startDrain();
+                }
             }
             if (fds[1].revents & (POLLIN | POLLHUP | POLLERR)) {
                 ssize_t n = read(master, chunk.data(), chunk.size());
@@ -168,14 +219,6 @@ Result<int> relayTerminal(int master, pid_t init, const sigset_t& forwarded) {
         }
     }
     if (!init_done && waitpid(init, &status, 0) != init) return Error::fromErrno("waitpid(init)");
-    // A SIGPIPE held for a stdout gone is dropped, not delivered on unblock.
-    sigset_t pipe_only;
-    sigemptyset(&pipe_only);
-    sigaddset(&pipe_only, SIGPIPE);
-    timespec now{0, 0};
-    while (sigtimedwait(&pipe_only, nullptr, &now) == SIGPIPE) {
-    }
-    (void)sigprocmask(SIG_SETMASK, &old_mask, nullptr);
     return status;
 }
 

@@ -21,10 +21,14 @@ Result<UniqueFd> receivedPtyMaster(int console);
 // init's wait status. While it runs, a stdin that is a terminal is raw
 // (restored before return) and its size is the pty's (again on SIGWINCH);
 // every other signal of `forwarded` (blocked by the caller) goes on to init.
-// A process outside init's pid namespace still holding the pty ends the
-// relay only once it goes quiet (kQuietAfterInitMs).
+// Once init has ended, what the pty still holds is relayed until the pty
+// closes, is quiet for kQuietAfterInitMs, kDrainAfterInitMs have passed or
+// a signal of `forwarded` comes: another process holding the pty (a
+// background job of an exec'd shell, a process of a joined pid namespace)
+// never holds the relay, nor the caller's terminal raw.
 Result<int> relayTerminal(int master, pid_t init, const sigset_t& forwarded);
 
 inline constexpr int kQuietAfterInitMs = 200;
+inline constexpr int kDrainAfterInitMs = 1000;
 
 }  // namespace stockade::oci

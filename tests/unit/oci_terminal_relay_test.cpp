@@ -75,10 +75,16 @@ TEST_CASE("oci terminal relay: the console socket's message is the pty master al
     CHECK(isatty(got->get()));
 }
 
-TEST_CASE(
-    "oci terminal relay: output relayed, init's status returned, a silent holder of "
-    "the pty does not hold the relay",
-    "[oci]") {
+namespace {
+
+// init writes a line to the pty and exits 7, leaving a process it does not
+// wait for holding the pty, silent or writing every 20 ms.
+struct Relayed {
+    Result<int> status = Error::message("not run");
+    std::string output;
+};
+
+Relayed relayWithStray(bool noisy) {
     UniqueFd master = openMaster();
     const std::string slave_path = ptsname(master.get());
     int held[2];
@@ -97,10 +103,16 @@ TEST_CASE(
         int slave = open(slave_path.c_str(), O_RDWR);
         if (slave < 0) _exit(100);
         (void)!write(slave, "out-1\n", 6);
-        // A process init does not wait for, holding the pty and silent.
+        signal(SIGHUP, SIG_IGN);
         pid_t stray = fork();
         if (stray == 0) {
-            sleep(3600);  // without the quiet bound the relay would wait this out
+            // The hangup init's end sends its session taken as a shell's
+            // background job takes it (nohup). Without the relay's bounds
+            // the relay would wait this out (an hour).
+            for (int i = 0; i < 180000; ++i) {
+                if (noisy) (void)!write(slave, "x", 1);
+                usleep(20000);
+            }
             _exit(0);
         }
         (void)!write(held[1], &stray, sizeof(stray));
@@ -113,21 +125,46 @@ TEST_CASE(
     int out[2];
     REQUIRE(pipe2(out, O_CLOEXEC) == 0);
     UniqueFd out_read(out[0]), out_write(out[1]);
+    REQUIRE(fcntl(out_read.get(), F_SETFL, O_NONBLOCK) == 0);
     UniqueFd null(open("/dev/null", O_RDONLY | O_CLOEXEC));
-    Result<int> status = Error::message("not run");
+    Relayed relayed;
     {
         Redirect in(STDIN_FILENO, null.get()), to(STDOUT_FILENO, out_write.get());
-        status = oci::relayTerminal(master.get(), init, forwarded);
+        relayed.status = oci::relayTerminal(master.get(), init, forwarded);
     }
     kill(stray, SIGKILL);
+    // The relay gave back the mask it found (SIGWINCH unblocked again).
+    sigset_t now;
+    sigprocmask(SIG_SETMASK, nullptr, &now);
+    CHECK(sigismember(&now, SIGWINCH) == sigismember(&old, SIGWINCH));
     sigprocmask(SIG_SETMASK, &old, nullptr);
     out_write.reset();
-    std::string relayed(4096, '\0');
-    ssize_t n = read(out_read.get(), relayed.data(), relayed.size());
-    relayed.resize(n > 0 ? size_t(n) : 0);
+    std::string chunk(65536, '\0');
+    ssize_t n;
+    while ((n = read(out_read.get(), chunk.data(), chunk.size())) > 0)
+        relayed.output.append(chunk.data(), size_t(n));
+    return relayed;
+}
 
-    REQUIRE(status);
-    CHECK(WIFEXITED(*status));
-    CHECK(WEXITSTATUS(*status) == 7);
-    CHECK(relayed == "out-1\r\n");
+}  // namespace
+
+TEST_CASE(
+    "oci terminal relay: output relayed, init's status returned, a silent holder of "
+    "the pty does not hold the relay",
+    "[oci]") {
+    Relayed relayed = relayWithStray(false);
+    REQUIRE(relayed.status);
+    CHECK(WIFEXITED(*relayed.status));
+    CHECK(WEXITSTATUS(*relayed.status) == 7);
+    CHECK(relayed.output == "out-1\r\n");
+}
+
+TEST_CASE(
+    "oci terminal relay: a holder of the pty that keeps writing does not hold the relay "
+    "either",
+    "[oci]") {
+    Relayed relayed = relayWithStray(true);
+    REQUIRE(relayed.status);
+    CHECK(WEXITSTATUS(*relayed.status) == 7);
+    CHECK(relayed.output.starts_with("out-1\r\n"));
 }

@@ -632,10 +632,41 @@ Result<ContainerPlan> planContainer(const Config& config, const std::string& bun
                 return Error::message(where + ".options: propagation \"" + m.slave +
                                       "\" of a directory is not supported (every mount is "
                                       "private)");
+            // A writable directory bind (a podman named volume, a host
+            // directory root owns) is the container root's to write under
+            // the image root's rule: idmapped where no other host user can
+            // reach it (oci/idmapped_root.h), as runc's root writes it.
+            const bool writable = !(m.flags & MS_RDONLY);
+            if (as_root && config.uid_mappings.empty() && ids->count > 1 && writable &&
+                S_ISDIR(held->st.st_mode)) {
+                IdmappedRoot idmapped = idmapImageRoot(held->get(), *path, *ids);
+                if (idmapped.tree.tree && (m.flags & MS_NOEXEC)) {
+                    mount_attr attr{};
+                    attr.attr_set = MOUNT_ATTR_NOEXEC;
+                    if (ns::sysMountSetattr(idmapped.tree.tree.get(), "",
+                                            AT_EMPTY_PATH | AT_RECURSIVE, &attr) < 0)
+                        return Error::fromErrno(where + ": mount_setattr(\"" + *path +
+                                                "\", MOUNT_ATTR_NOEXEC)");
+                }
+                if (idmapped.tree.tree) {
+                    ns::addOp(mounts, {.kind = MountKind::AttachPrepared,
+                                       .target = relative(m.destination),
+                                       .writable = true,
+                                       .prepared_fd = idmapped.tree.tree.get(),
+                                       .resolve_in_root = true,
+                                       .description = "mount " + *path + " at " +
+                                                      m.destination + " (idmapped)"});
+                    out.idmapped_binds.push_back(std::move(idmapped.tree));
+                    continue;
+                }
+                out.notes.push_back(where + ": not idmapped (" + idmapped.not_idmapped +
+                                    "): the container's root writes nothing of it that root "
+                                    "owns");
+            }
             if (auto s = addHeldBind(plan, *held,
                                      {.target = relative(m.destination),
                                       .target_is_dir = S_ISDIR(held->st.st_mode),
-                                      .writable = !(m.flags & MS_RDONLY),
+                                      .writable = writable,
                                       .recursive = m.recursive,
                                       .flags = m.flags & (MS_NODEV | MS_NOEXEC),
                                       .resolve_in_root = true,

@@ -57,6 +57,9 @@ struct ContainerPlan {
     // As root with a leased block: the image root idmapped onto it
     // (oci/idmapped_root.h), its tree the plan's root_prepared_fd.
     ns::IdmappedTree idmapped_root;
+    // As root: the writable directory binds idmapped the same way (a
+    // podman named volume), each an AttachPrepared op's tree.
+    std::vector<ns::IdmappedTree> idmapped_binds;
 };
 
 // Builds the plan for the bundle at `bundle` (absolute, resolved). Errors

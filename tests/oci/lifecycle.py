@@ -872,14 +872,15 @@ def idmapped_root(rt, scratch, owner, base):
                       cst is not None and (cst.st_uid, cst.st_gid) == (0, 0) and
                       open(copied).read() == "x\nmore\n" and lower_text == "x\n" and
                       owners == [["0", "0"], ["1000", "1000"]] and seen_by_engine and
-                      left == ["upper", "work"] and "not idmapped" not in said,
+                      left == ["upper", "work"] and "root.path: not idmapped" not in said,
                       (r.returncode, r.stdout, r.stderr, said, left, st and (st.st_uid, st.st_gid),
                        cst and (cst.st_uid, cst.st_gid), lower_text))
                 check("an overlay root with a stale work directory linked to its whiteouts is "
                       "remade all the same; the removed file stays removed; nothing left",
                       again.returncode == 1 and "No such file" in again.stderr and
                       again_made is not None and (again_made.st_uid, again_made.st_gid) == (0, 0)
-                      and "not idmapped" not in again_said and again_left == ["upper", "work"],
+                      and "root.path: not idmapped" not in again_said and
+                      again_left == ["upper", "work"],
                       (again.returncode, again.stdout, again.stderr, again_said, again_left))
             else:
                 check("an overlay root whose upper directory others reach is not idmapped, "

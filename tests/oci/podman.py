@@ -845,57 +845,58 @@ def main():
                           left_behind(cid, pm.state_dir))
 
         if not rootless and ref is not None:
-            # A root-owned 0755 rw bind: runc's uid 0 (host root) writes it.
-            # stockade's root (a leased id, G3) writes it through an idmap
-            # where no other host user can reach it (here: the 0700 work
-            # directory), on disk as root's, as under runc; where others
-            # can (under /var/tmp), the host's permissions refuse it.
             os.makedirs(f"{work}/bind-root", mode=0o755)
+            seen = {}
+            for name, client in (("stockade", pm), ("runc", ref)):
+                p = client.run(rootfs, "sh", "-c", f"echo w > /b/{name} && echo wrote",
+                               opts=none + ["-v", f"{work}/bind-root:/b"])
+                seen[name] = (p.returncode, p.stdout, p.stderr[-200:])
+            check("a root-owned 0755 rw bind: runc's uid 0 (host root) writes it, stockade's "
+                  "(a leased id, G3) is refused by the host's permissions",
+                  seen["runc"][1] == "wrote\n" and seen["stockade"][0] != 0 and
+                  "Permission denied" in seen["stockade"][2] and
+                  os.listdir(f"{work}/bind-root") == ["runc"], (seen, os.listdir(f"{work}/bind-root")))
+
+            # With `:idmap` the bind is seen through the container's map:
+            # its root writes root's files, on disk as root's, where no
+            # other host user reaches the directory (the 0700 work
+            # directory, podman's 0700 storage); where others do (under
+            # /var/tmp), create refuses, naming the option.
+            def owner(path):
+                st = os.lstat(path) if os.path.lexists(path) else None
+                return st and (st.st_uid, st.st_gid)
+
+            p = pm.run(rootfs, "sh", "-c", "echo w > /b/idmapped && ls -ln /b/idmapped",
+                       opts=none + ["-v", f"{work}/bind-root:/b:idmap"])
+            check("a root-owned 0755 bind with :idmap, closed to other users: the container's "
+                  "root writes it, root's inside and on disk",
+                  p.returncode == 0 and p.stdout.split()[2:4] == ["0", "0"] and
+                  owner(f"{work}/bind-root/idmapped") == (0, 0),
+                  (p.returncode, p.stdout, p.stderr[-300:]))
             reachable = tempfile.mkdtemp(prefix="stockade-podman-open-", dir="/var/tmp")
             os.chmod(reachable, 0o755)
             try:
-                seen = {}
-                for name, client in (("stockade", pm), ("runc", ref)):
-                    for label, d in (("closed", f"{work}/bind-root"), ("open", reachable)):
-                        p = client.run(rootfs, "sh", "-c", f"echo w > /b/{name} && echo wrote",
-                                       opts=none + ["-v", f"{d}:/b"])
-                        seen[(name, label)] = (p.returncode, p.stdout, p.stderr[-200:])
-
-                def owner(path):
-                    st = os.lstat(path) if os.path.lexists(path) else None
-                    return st and (st.st_uid, st.st_gid)
-
-                check("a root-owned 0755 rw bind closed to other users: stockade's root writes "
-                      "it, on disk as root's, as runc's does",
-                      seen[("stockade", "closed")][1] == "wrote\n" and
-                      seen[("runc", "closed")][1] == "wrote\n" and
-                      owner(f"{work}/bind-root/stockade") == (0, 0) and
-                      owner(f"{work}/bind-root/runc") == (0, 0), seen)
-                check("a root-owned 0755 rw bind other users reach: runc's uid 0 writes it, "
-                      "stockade's (a leased id, G3) is refused by the host's permissions",
-                      seen[("runc", "open")][1] == "wrote\n" and
-                      seen[("stockade", "open")][0] != 0 and
-                      "Permission denied" in seen[("stockade", "open")][2] and
-                      os.listdir(reachable) == ["runc"], (seen, os.listdir(reachable)))
+                p = pm.run(rootfs, "sh", "-c", "echo w > /b/x",
+                           opts=none + ["-v", f"{reachable}:/b:idmap"])
+                check("a bind with :idmap that other users reach: create refuses, naming the "
+                      "option and why, nothing written",
+                      p.returncode != 0 and "idmap" in p.stderr and "closed" in p.stderr and
+                      os.listdir(reachable) == [], (p.returncode, p.stderr[-400:]))
             finally:
                 shutil.rmtree(reachable, ignore_errors=True)
-            # A podman named volume (under podman's own 0700 storage): the
-            # container's root writes it, a second container reads it.
             pm("volume", "create", "stockade-vol")
             first = pm.run(rootfs, "sh", "-c", "echo kept > /data/f && ls -ln /data/f",
-                           opts=none + ["-v", "stockade-vol:/data"])
+                           opts=none + ["-v", "stockade-vol:/data:idmap"])
             second = pm.run(rootfs, "cat", "/data/f", opts=none + ["-v", "stockade-vol:/data"])
             mountpoint = pm("volume", "inspect", "stockade-vol", "--format",
                             "{{.Mountpoint}}").stdout.strip()
-            on_disk = os.lstat(f"{mountpoint}/f") if mountpoint and \
-                os.path.lexists(f"{mountpoint}/f") else None
-            check("a podman named volume: the container's root writes it (root's inside, on disk "
-                  "as root's), the next container reads it",
+            check("a podman named volume with :idmap: the container's root writes it (root's "
+                  "inside and on disk), the next container reads it",
                   first.returncode == 0 and first.stdout.split()[2:4] == ["0", "0"] and
-                  second.stdout == "kept\n" and on_disk is not None and
-                  (on_disk.st_uid, on_disk.st_gid) == (0, 0),
+                  second.stdout == "kept\n" and mountpoint != "" and
+                  owner(f"{mountpoint}/f") == (0, 0),
                   (first.returncode, first.stdout, first.stderr[-300:], second.stdout,
-                   second.stderr[-300:], on_disk))
+                   second.stderr[-300:], mountpoint))
             pm("volume", "rm", "-f", "stockade-vol")
 
         for cid in ids:

@@ -26,6 +26,7 @@
 #include "oci/cgroups.h"
 #include "oci/config.h"
 #include "oci/container.h"
+#include "oci/events.h"
 #include "oci/exec.h"
 #include "oci/state.h"
 #include "oci/terminal_relay.h"
@@ -334,6 +335,19 @@ int cmdFreeze(const Globals& g, const std::vector<std::string>& rest, const Log&
 // update --resources FILE|-: linux.resources JSON (containerd's shim gives
 // it on stdin) applied to the running container's cgroup. The other
 // per-field flags of runc's update are refused rather than dropped.
+// events [--stats] [--interval D] ID: runc's, from the container's cgroups
+// (oci/events.h).
+int cmdEvents(const Globals& g, const std::vector<std::string>& rest, const Log& log) {
+    Args a = parseArgs(rest, {{"--interval", "interval"}}, {{"--stats", "stats"}});
+    if (!a.error.empty()) return log.error(a.error);
+    if (a.positional.size() != 1) return log.error("events: expected exactly one container id");
+    auto interval = intervalMs(a.values.count("interval") ? a.values["interval"] : "5s");
+    if (!interval) return log.error(interval.error().describe());
+    auto done = printEvents(g.root, a.positional[0], a.bools.count("stats") > 0, *interval);
+    if (!done) return log.error(done.error().describe());
+    return *done;
+}
+
 int cmdUpdate(const Globals& g, const std::vector<std::string>& rest, const Log& log) {
     Args a = parseArgs(rest, {{"--resources", "resources"}, {"-r", "resources"}}, {});
     if (!a.error.empty()) return log.error(a.error + " (stockade's update takes --resources)");
@@ -695,6 +709,7 @@ int ociMain(int argc, char** argv) {
     if (command == "pause") return cmdFreeze(g, rest, log, true);
     if (command == "resume") return cmdFreeze(g, rest, log, false);
     if (command == "update") return cmdUpdate(g, rest, log);
+    if (command == "events") return cmdEvents(g, rest, log);
     if (kOciOnly.count(command))
         return log.error(command + " is not supported yet by stockade's OCI runtime");
     return log.error("unknown command \"" + command + "\"");

@@ -1670,6 +1670,24 @@ def main():
             check("exec rootless: refused, saying so",
                   r.returncode == 1 and "rootless exec is not supported yet" in r.stderr,
                   (r.returncode, r.stderr))
+        # events --stats: runc's stats object, read from the container's
+        # cgroups (as root its default one); rootless it has none.
+        r = rt("events", "--stats", "c1")
+        if mode == "root":
+            ev = json.loads(r.stdout) if r.returncode == 0 else {}
+            pids = ev.get("data", {}).get("pids", {})
+            check("events --stats: one stats object of the container's own cgroup (its init "
+                  "and command counted)",
+                  ev.get("type") == "stats" and ev.get("id") == "c1" and
+                  pids.get("current", 0) >= 2 and
+                  ev["data"].get("memory", {}).get("usage", {}).get("usage", 0) > 0,
+                  (r.returncode, r.stdout, r.stderr))
+        else:
+            check("events rootless: refused, saying the container has no cgroup of its own",
+                  r.returncode == 1 and "no cgroup" in r.stderr, (r.returncode, r.stderr))
+        r = rt("events", "--interval", "5x", "c1")
+        check("events --interval that is no duration: refused naming it",
+              r.returncode == 1 and "--interval" in r.stderr, (r.returncode, r.stderr))
         r = rt("ps", "--format", "json", "c1")
         check("...and the exec'ed process is gone, the container as it was",
               r.returncode == 0 and len(json.loads(r.stdout)) == 2 and
@@ -1974,6 +1992,22 @@ def main():
                   r.returncode == 1 and "--memory" in r.stderr, r.stderr)
 
             pid6 = (state_of(rt, "c6") or {}).get("pid", 0)
+            # events: the limits update wrote, as the cgroup reads them;
+            # without --stats a line each interval until the container is
+            # deleted, then exit 0.
+            r = rt("events", "--stats", "c6")
+            ev = json.loads(r.stdout) if r.returncode == 0 else {}
+            usage = ev.get("data", {}).get("memory", {}).get("usage", {})
+            pids = ev.get("data", {}).get("pids", {})
+            check("events --stats: the memory and pids limits and counts of the cgroup",
+                  usage.get("limit") == int(read1(memory_file)[0]) == 134217728 and
+                  0 < usage.get("usage", 0) <= usage.get("limit", 0) and
+                  pids.get("limit") == int(read1(f"{pids_dir}/pids.max")[0]) == 40 and
+                  1 <= pids.get("current", 0) <= 40, (r.returncode, r.stdout, r.stderr))
+            watcher = subprocess.Popen([rt.binary, "--root", rt.root, "events", "--interval",
+                                        "100ms", "c6"], stdout=subprocess.PIPE,
+                                       stderr=subprocess.PIPE, text=True)
+            first_line = watcher.stdout.readline()
             r = rt("pause", "c6")
             check("pause again", r.returncode == 0, r.stderr)
             r = rt("delete", "--force", "c6")
@@ -1982,6 +2016,15 @@ def main():
                   r.returncode == 0 and wait_for(lambda: pid6 in reaped) and
                   not os.path.exists(memory_dir) and
                   not os.path.exists(f"/sys/fs/cgroup/freezer/{parent}/c6"), r.stderr)
+            try:
+                rest, err = watcher.communicate(timeout=60)
+            except subprocess.TimeoutExpired:
+                watcher.kill()
+                rest, err = watcher.communicate()
+            check("events --interval: a stats line each interval while it runs (paused "
+                  "included), then exit 0 once the container is deleted, not held by it",
+                  json.loads(first_line or "{}").get("type") == "stats" and
+                  watcher.returncode == 0, (first_line, rest[-300:], err, watcher.returncode))
             r = rt("create", "--bundle", ticker, "c7")
             check("create c7", r.returncode == 0, r.stderr)
             rt("start", "c7")

@@ -29,6 +29,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <sstream>
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/lsan_interface.h>
@@ -443,6 +444,117 @@ Result<Config> processFromFlags(const Config& container, const ExecAsk& ask) {
     return process;
 }
 
+const char* nsName(int type) {
+    switch (type) {
+        case CLONE_NEWUSER:
+            return "user";
+        case CLONE_NEWNS:
+            return "mnt";
+        case CLONE_NEWPID:
+            return "pid";
+        case CLONE_NEWNET:
+            return "net";
+        case CLONE_NEWIPC:
+            return "ipc";
+        case CLONE_NEWUTS:
+            return "uts";
+        case CLONE_NEWCGROUP:
+            return "cgroup";
+    }
+    return "?";
+}
+
+// PPid and the last NSpid (the pid in its own pid namespace) of `pid`, from
+// /proc/PID/status, which any user may read; 0 when unreadable.
+std::pair<pid_t, pid_t> parentAndInnerPid(pid_t pid) {
+    const std::string path = "/proc/" + std::to_string(pid) + "/status";
+    auto file = readSmallFile(AT_FDCWD, path.c_str(), path, 64 * 1024);
+    if (!file) return {0, 0};
+    pid_t parent = 0, inner = 0;
+    std::istringstream in(file->content);
+    std::string line;
+    while (std::getline(in, line)) {
+        std::istringstream fields(line);
+        std::string key;
+        fields >> key;
+        if (key == "PPid:") fields >> parent;
+        if (key == "NSpid:")
+            for (pid_t p; fields >> p;) inner = p;
+    }
+    return {parent, inner};
+}
+
+bool sameFile(int a, int b) {
+    struct stat sa {
+    }, sb{};
+    return fstat(a, &sa) == 0 && fstat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
+           sa.st_ino == sb.st_ino;
+}
+
+// The container's namespaces through its command, for a caller that cannot
+// reach init's (a plain user's container: init is not dumpable and its mm
+// is the host user namespace's; the command's, once it has exec'ed, is the
+// container's, whose owner may enter it). The command is init's child that
+// is PID 1 of its own pid namespace, held by a pidfd and checked after to
+// be init's child still, init alive. Each namespace is opened by /proc and
+// judged: the user namespace must be a child of the caller's own (one the
+// container made for itself is not entered), each other one owned by it or
+// the caller's own already (then not joined). As under runc, a namespace
+// the command made since in its user namespace (a mount namespace of its
+// own) is the one joined. In setns order, the user namespace first.
+Result<std::vector<std::pair<UniqueFd, int>>> commandNamespaces(const Record& record,
+                                                                int init_pidfd) {
+    pid_t command = 0;
+    for (pid_t pid : processesIn(record.pid)) {
+        auto [parent, inner] = parentAndInnerPid(pid);
+        if (parent == record.pid && inner == 1) command = pid;
+    }
+    if (command == 0) return Error::message("container not running");
+    UniqueFd held(static_cast<int>(syscall(SYS_pidfd_open, command, 0)));
+    if (!held || parentAndInnerPid(command).first != record.pid ||
+        syscall(SYS_pidfd_send_signal, init_pidfd, 0, nullptr, 0) < 0)
+        return Error::message("container not running");
+    const int types[] = {CLONE_NEWUSER, CLONE_NEWNS,  CLONE_NEWPID,   CLONE_NEWNET,
+                         CLONE_NEWIPC,  CLONE_NEWUTS, CLONE_NEWCGROUP};
+    std::vector<std::pair<UniqueFd, int>> out;
+    for (int type : types) {
+        const std::string path = "/proc/" + std::to_string(command) + "/ns/" + nsName(type);
+        UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+        if (!fd && errno == EACCES)
+            return Error::fromErrno("open(\"" + path +
+                                    "\") (exec as a plain user enters the container through "
+                                    "its command, which is not dumpable now)");
+        if (!fd) return Error::fromErrno("open(\"" + path + "\")");
+        if (ioctl(fd.get(), NS_GET_NSTYPE) != type)
+            return Error::message(path + " is not a " + nsName(type) + " namespace");
+        out.emplace_back(std::move(fd), type);
+    }
+    // Alive after the opens: the pid named the command throughout.
+    if (syscall(SYS_pidfd_send_signal, held.get(), 0, nullptr, 0) < 0)
+        return Error::message("container not running");
+    const int user = out[0].first.get();
+    UniqueFd own_user(open("/proc/self/ns/user", O_RDONLY | O_CLOEXEC));
+    UniqueFd parent(ioctl(user, NS_GET_PARENT));
+    if (!own_user || !parent || !sameFile(parent.get(), own_user.get()))
+        return Error::message(
+            "the container's command is not in the container's user namespace (one of its own "
+            "making, or another's): exec does not enter it");
+    std::vector<std::pair<UniqueFd, int>> joined;
+    joined.push_back(std::move(out[0]));
+    for (size_t i = 1; i < out.size(); ++i) {
+        const std::string own_path = std::string("/proc/self/ns/") + nsName(out[i].second);
+        UniqueFd own(open(own_path.c_str(), O_RDONLY | O_CLOEXEC));
+        if (own && sameFile(own.get(), out[i].first.get())) continue;  // the caller's already
+        UniqueFd owner(ioctl(out[i].first.get(), NS_GET_USERNS));
+        if (!owner || !sameFile(owner.get(), user))
+            return Error::message(std::string("the container's ") + nsName(out[i].second) +
+                                  " namespace is not its user namespace's: exec as a plain "
+                                  "user cannot enter it");
+        joined.push_back(std::move(out[i]));
+    }
+    return joined;
+}
+
 }  // namespace
 
 Result<int> execInContainer(const std::string& root_dir, const std::string& id,
@@ -633,35 +745,45 @@ Result<int> execInContainer(const std::string& root_dir, const std::string& id,
     // while this process still sees the host's /proc; init still alive
     // after the open, so the pid named init.
     UniqueFd command_pid_ns;
-    if (commandPidNamespaceNested(record)) {
+    // A plain user's container: init is not dumpable and its mm is the
+    // host user namespace's, so its namespaces are out of its owner's
+    // reach; the command's are not (oci/exec.h: commandNamespaces).
+    std::vector<std::pair<UniqueFd, int>> through_command;
+    if (!isHostRoot() && !joined_pid) {
+        const std::string probe = "/proc/" + std::to_string(record.pid) + "/ns/user";
+        UniqueFd reach(open(probe.c_str(), O_RDONLY | O_CLOEXEC));
+        if (!reach && errno == EACCES) {
+            auto fds = commandNamespaces(record, init.get());
+            if (!fds) return fds.error();
+            through_command = std::move(*fds);
+        }
+    }
+    if (!through_command.empty()) {
+        // The user namespace first: the others are its to enter.
+        for (auto& [fd, type] : through_command)
+            if (setns(fd.get(), type) < 0)
+                return Error::fromErrno(std::string("setns() into the container's ") +
+                                        nsName(type) + " namespace, by its command's");
+    } else if (commandPidNamespaceNested(record)) {
         const std::string path = "/proc/" + std::to_string(record.pid) + "/ns/pid_for_children";
         command_pid_ns.reset(open(path.c_str(), O_RDONLY | O_CLOEXEC));
-        if (!command_pid_ns && errno == EACCES && !isHostRoot())
-            return Error::fromErrno("open(\"" + path +
-                                    "\") (rootless exec is not supported yet: the container's "
-                                    "init is not dumpable, so its namespaces are out of its "
-                                    "owner's reach)");
         if (!command_pid_ns) return Error::fromErrno("open(\"" + path + "\")");
         if (syscall(SYS_pidfd_send_signal, init.get(), 0, nullptr, 0) < 0)
             return Error::message("container not running");
         if (ioctl(command_pid_ns.get(), NS_GET_NSTYPE) != CLONE_NEWPID)
             return Error::message(path + " is not a pid namespace");
     }
-    if (setns(init.get(), CLONE_NEWUSER | CLONE_NEWNS | (joined_pid ? 0 : CLONE_NEWPID) |
+    if (through_command.empty() &&
+        setns(init.get(), CLONE_NEWUSER | CLONE_NEWNS | (joined_pid ? 0 : CLONE_NEWPID) |
                               CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP) < 0)
-        return Error::fromErrno(
-            isHostRoot()
-                ? "setns() into the container's namespaces"
-                : "setns() into the container's namespaces (rootless exec is not supported yet: "
-                  "the container's init is not dumpable, so its namespaces are out of its "
-                  "owner's reach)");
+        return Error::fromErrno("setns() into the container's namespaces");
     if (command_pid_ns && setns(command_pid_ns.get(), CLONE_NEWPID) < 0)
         return Error::fromErrno("setns() into the command's pid namespace");
 
     pid_t pid = fork();
     // A pid namespace whose PID 1 has ended takes no process (ENOMEM): the
     // command ended, and the container with it.
-    if (pid < 0 && errno == ENOMEM && command_pid_ns)
+    if (pid < 0 && errno == ENOMEM && (command_pid_ns || !through_command.empty()))
         return Error::message("container not running");
     if (pid < 0) return Error::fromErrno("fork()");
     if (pid == 0) {

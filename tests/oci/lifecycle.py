@@ -979,8 +979,7 @@ def run_with_terminal(rt, scratch, owner, base, mode):
     caller's terminal is raw while it runs and as it was afterwards, run's
     own size is the pty's, a signal to run reaches the container, and
     nothing is left under --root. Detached, a terminal still needs a console
-    socket (runc's refusal). `exec -t` likewise (root: exec rootless is
-    refused)."""
+    socket (runc's refusal). `exec -t` likewise."""
     preexec = demote if mode == "rootless" else None
     config = json.loads(json.dumps(base))
     config["process"]["terminal"] = True
@@ -1027,12 +1026,12 @@ def run_with_terminal(rt, scratch, owner, base, mode):
           rc == 5 and output.replace(b"\r", b"").split() == [b"ready", b"got-term"],
           (rc, output))
 
-    if mode == "root":
+    if True:
         sleeper = make_bundle(scratch, "run-tty-sleeper", ["sleep", "1000"], owner, base)
         r = rt("run", "--detach", "--bundle", sleeper, "rt4")
         rc, output, raw_seen, before, after = drive_at_terminal(
             [rt.binary, "--root", rt.root, "exec", "-t", "rt4", "sh", "-c", asks + "6"],
-            40, 120, b"40 120", b"keys\r")
+            40, 120, b"40 120", b"keys\r", preexec)
         lines = output.replace(b"\r", b"").split(b"\n")
         check("exec -t with no console socket: the pty relayed both ways, the caller's size, "
               "the process's exit code, the caller's terminal raw, then as it was",
@@ -1080,8 +1079,7 @@ def exec_without_process(rt, scratch, owner, base):
     create read (the binary before gave a PATH alone, uid 0, no groups,
     cwd /); runc's --env (replacing a variable of that name), --cwd,
     --user and --additional-gids over them; bad values refused by name,
-    and the flags refused beside --process. Root: rootless exec is
-    refused."""
+    and the flags refused beside --process. Root: rootless maps one id."""
     if rt.mode != "root":
         return
     config = json.loads(json.dumps(base))
@@ -1125,15 +1123,45 @@ def exec_without_process(rt, scratch, owner, base):
           (beside.returncode, beside.stderr))
 
 
+def exec_through_command(rt, scratch, owner, base, mode):
+    """Rootless, exec enters the container through its command's
+    namespaces (init's are out of its owner's reach), and only where they
+    are the container's: a command that moved into a user namespace of its
+    own making (unshare -U, then exec) is not followed there, and exec
+    says why. As root, exec joins init's namespaces, whatever the command
+    did."""
+    moved = make_bundle(scratch, "own-userns", ["unshare", "-U", "sleep", "1000"], owner, base)
+    r = rt("run", "--detach", "--bundle", moved, "ou1")
+
+    def moved_out():  # the command's user namespace is no longer init's
+        pids = json.loads(rt("ps", "--format", "json", "ou1").stdout or "[]")
+        try:
+            return len(pids) >= 2 and (os.readlink(f"/proc/{pids[1]}/ns/user") !=
+                                       os.readlink(f"/proc/{pids[0]}/ns/user"))
+        except OSError:
+            return False
+
+    check("...the command moved into a user namespace of its own", wait_for(moved_out))
+    e = rt("exec", "ou1", "sh", "-c", "cat /proc/self/uid_map")
+    if mode == "root":
+        check("exec as root of a container whose command made a user namespace of its own: "
+              "init's namespaces, not the command's",
+              r.returncode == 0 and e.returncode == 0 and e.stdout.split()[:1] == ["0"],
+              (r.stderr, e.returncode, e.stdout, e.stderr))
+    else:
+        check("exec rootless of a container whose command made a user namespace of its own: "
+              "refused, saying so, not entered",
+              r.returncode == 0 and e.returncode == 1 and "user namespace" in e.stderr,
+              (r.stderr, e.returncode, e.stdout, e.stderr))
+    rt("delete", "--force", "ou1")
+
+
 def exec_kept_config(rt, scratch, owner, base):
     """exec takes the container's filter from the config create read, not
     from the bundle again: a container whose bundle is bound inside,
     writable, replaces config.json with one without its filter, and the
     exec'd process still runs under the filter (Seccomp: 2, mkdir refused
-    with the spec's errno). The binary before gave it none (Seccomp: 0).
-    Root: rootless exec is refused."""
-    if rt.mode != "root":
-        return
+    with the spec's errno). The binary before gave it none (Seccomp: 0)."""
     config = json.loads(json.dumps(base))
     config["linux"]["seccomp"] = {
         "defaultAction": "SCMP_ACT_ALLOW",
@@ -1155,6 +1183,9 @@ def exec_kept_config(rt, scratch, owner, base):
     unfiltered["mounts"] = bound["mounts"]
     with open(os.path.join(bundle, "config.unfiltered"), "w") as f:
         json.dump(unfiltered, f)
+    # The mount target made beforehand: a rootless container's root may
+    # not write the image (its root is 65534's only there).
+    os.makedirs(os.path.join(scratch, "rootfs", "bundle"), exist_ok=True)
     r = rt("run", "--detach", "--bundle", bundle, "kc1")
     swap = rt("exec", "kc1", "busybox", "mv", "/bundle/config.unfiltered", "/bundle/config.json")
     swapped = "seccomp" not in open(os.path.join(bundle, "config.json")).read()
@@ -1171,9 +1202,7 @@ def exec_fds(rt, scratch, owner, base):
     """An exec'd process holds nothing of the runtime's: no host directory
     fd (the bundle's, the pid file's) a process.cwd or an image's
     /etc/passwd could reach through /proc/self/fd, so the container's root
-    is the only way in (root: rootless exec is refused)."""
-    if rt.mode != "root":
-        return
+    is the only way in."""
     rootfs = os.path.join(scratch, "rootfs")
     for n in range(3, 16):
         link = os.path.join(rootfs, f"fd{n}")
@@ -1183,6 +1212,7 @@ def exec_fds(rt, scratch, owner, base):
     r = rt("run", "--detach", "--bundle", sleeper, "fx1")
     pid_dir = os.path.join(scratch, "exec-pid")
     os.makedirs(pid_dir, exist_ok=True)
+    os.chown(pid_dir, owner, owner)  # the caller's (rootless: uid 65534's)
     escaped = []
     for n in range(3, 16):
         process = os.path.join(scratch, f"fds-process-{n}.json")
@@ -1247,7 +1277,7 @@ def home_default(rt, scratch, owner, base):
     """HOME when the spec's env names none: the home of the process's uid in
     the image's /etc/passwd, "/" without an entry (runc's and crun's rule;
     ctr and the CRI plugin leave it to the runtime), a HOME the spec names
-    kept, and the same for an exec'd process (root: rootless exec is refused)."""
+    kept, and the same for an exec'd process."""
     etc = os.path.join(scratch, "rootfs", "etc")
     os.makedirs(etc, exist_ok=True)
     with open(os.path.join(etc, "passwd"), "w") as f:
@@ -1270,7 +1300,7 @@ def home_default(rt, scratch, owner, base):
         r = rt("run", "--bundle", bundle, cid)
         check(f"HOME without one in the spec: {want} ({cid})",
               r.returncode == 0 and r.stdout == f"[{want}]\n", (r.returncode, r.stdout, r.stderr))
-    if rt.mode == "root":
+    if True:
         sleeper = make_bundle(scratch, "home-exec", ["sleep", "1000"], owner, config)
         r = rt("run", "--detach", "--bundle", sleeper, "h5")
         e = rt("exec", "h5", "sh", "-c", "echo \"[$HOME]\"")
@@ -1662,14 +1692,11 @@ def main():
         check("list names it", r.returncode == 0 and any(c["id"] == "c1" for c in json.loads(r.stdout)),
               r.stdout + r.stderr)
         # exec: flags, the id, then the command with flags of its own.
+        # Rootless (a plain user's container), through the command's
+        # namespaces: init's are out of its owner's reach.
         r = rt("exec", "c1", "sh", "-c", "echo in; exit 7")
-        if mode == "root":
-            check("exec: its output and exit code", r.returncode == 7 and r.stdout == "in\n",
-                  (r.returncode, r.stdout, r.stderr))
-        else:
-            check("exec rootless: refused, saying so",
-                  r.returncode == 1 and "rootless exec is not supported yet" in r.stderr,
-                  (r.returncode, r.stderr))
+        check("exec: its output and exit code", r.returncode == 7 and r.stdout == "in\n",
+              (r.returncode, r.stdout, r.stderr))
         # events --stats: runc's stats object, read from the container's
         # cgroups (as root its default one); rootless it has none.
         r = rt("events", "--stats", "c1")
@@ -2129,6 +2156,7 @@ def main():
         terminal_without_dev(rt, scratch, owner, base, mode)
         run_with_terminal(rt, scratch, owner, base, mode)
         exec_kept_config(rt, scratch, owner, base)
+        exec_through_command(rt, scratch, owner, base, mode)
         exec_without_process(rt, scratch, owner, base)
         pids_limit_one(rt, scratch, owner, base)
         sys_admin_remount(rt, scratch, owner, base)

@@ -289,13 +289,8 @@ void readMountOptions(const std::vector<std::string>& options, const std::string
             refuse(field, "propagation \"" + o + "\" is not supported (every mount is private)");
         } else if (o == "tmpcopyup") {
             m.tmpcopyup = true;  // judged against the image by create
-        } else if (o == "idmap" || o == "ridmap") {
-            m.idmap = true;  // the container's own map; judged by create
-        } else if (o.starts_with("idmap=") || o.starts_with("ridmap=")) {
-            refuse(field, "option \"" + o +
-                              "\": a map of the mount's own is not supported yet (\"idmap\" "
-                              "alone maps it as the container's ids are)");
-        } else if (o == "remount" || o == "move" || o == "rro" || o == "rrw" ||
+        } else if (o == "remount" || o == "idmap" || o == "ridmap" || o.starts_with("idmap=") ||
+                   o.starts_with("ridmap=") || o == "move" || o == "rro" || o == "rrw" ||
                    o.starts_with("rnosuid") || o == "recursive") {
             refuse(field, "option \"" + o + "\" is not supported yet");
         } else if (o.find(',') != std::string::npos) {
@@ -326,7 +321,6 @@ void readMounts(const json& mounts, Config& out) {
         refuseIfSet(j, "uidMappings", field + ".uidMappings", "idmapped mounts not supported yet");
         refuseIfSet(j, "gidMappings", field + ".gidMappings", "idmapped mounts not supported yet");
         if (m.type == "bind" || m.type == "none") m.bind = true;
-        if (m.idmap && !m.bind) refuse(field + ".options", "idmap applies to a bind only");
         if (!m.slave.empty() && !m.bind)
             refuse(field + ".options",
                    "propagation \"" + m.slave + "\" is not supported (every mount is private)");

@@ -33,9 +33,6 @@ struct Mount {
     // nodes): taken for a bind of a file, where nothing can be mounted
     // beneath it to propagate; refused for a directory (every mount is private).
     std::string slave;
-    // "idmap" (or "ridmap", podman's `-v SRC:DST:idmap`): a bind seen
-    // through the container's own id map, judged by create.
-    bool idmap = false;
     std::string data;  // the options mount(2) takes as data ("mode=755,size=65536k")
 };
 

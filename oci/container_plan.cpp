@@ -632,45 +632,7 @@ Result<ContainerPlan> planContainer(const Config& config, const std::string& bun
                 return Error::message(where + ".options: propagation \"" + m.slave +
                                       "\" of a directory is not supported (every mount is "
                                       "private)");
-            // `idmap` (podman's `-v SRC:DST:idmap`): the bind seen through
-            // the container's id map, so that its root owns what disk root
-            // owns, as the image root is (oci/idmapped_root.h), and only
-            // under the image root's rule: a setuid file the container's
-            // root made there would be host root's for whoever reaches it.
-            // Never without the option: a root-owned host directory (a
-            // ~/.ssh under a closed /root) is not the container's to write.
             const bool writable = !(m.flags & MS_RDONLY);
-            if (m.idmap) {
-                if (!as_root || ids->count <= 1)
-                    return Error::message(
-                        where + ".options: idmap: the container's ids are one id here (" +
-                        (as_root ? "a single-id map" : "rootless") +
-                        "); an idmapped bind is supported as root with a block of ids");
-                if (!S_ISDIR(held->st.st_mode))
-                    return Error::message(where + ".options: idmap: " + *path +
-                                          " is not a directory");
-                IdmappedRoot idmapped = idmapImageRoot(held->get(), *path, *ids);
-                if (!idmapped.tree.tree)
-                    return Error::message(where + ".options: idmap: " + idmapped.not_idmapped +
-                                          " (a setuid file the container's root made there "
-                                          "would be host root's for any host user who reaches "
-                                          "it)");
-                mount_attr attr{};
-                attr.attr_set = (writable ? 0 : MOUNT_ATTR_RDONLY) |
-                                ((m.flags & MS_NOEXEC) ? MOUNT_ATTR_NOEXEC : 0);
-                if (attr.attr_set && ns::sysMountSetattr(idmapped.tree.tree.get(), "",
-                                                         AT_EMPTY_PATH | AT_RECURSIVE, &attr) < 0)
-                    return Error::fromErrno(where + ": mount_setattr(\"" + *path + "\")");
-                ns::addOp(mounts,
-                          {.kind = MountKind::AttachPrepared,
-                           .target = relative(m.destination),
-                           .writable = writable,
-                           .prepared_fd = idmapped.tree.tree.get(),
-                           .resolve_in_root = true,
-                           .description = "mount " + *path + " at " + m.destination + " (idmap)"});
-                out.idmapped_binds.push_back(std::move(idmapped.tree));
-                continue;
-            }
             if (auto s = addHeldBind(plan, *held,
                                      {.target = relative(m.destination),
                                       .target_is_dir = S_ISDIR(held->st.st_mode),

@@ -57,9 +57,6 @@ struct ContainerPlan {
     // As root with a leased block: the image root idmapped onto it
     // (oci/idmapped_root.h), its tree the plan's root_prepared_fd.
     ns::IdmappedTree idmapped_root;
-    // As root: the binds asked `idmap`, idmapped the same way, each an
-    // AttachPrepared op's tree.
-    std::vector<ns::IdmappedTree> idmapped_binds;
 };
 
 // Builds the plan for the bundle at `bundle` (absolute, resolved). Errors

@@ -30,6 +30,7 @@ namespace {
 
 // The last inside id a user namespace maps is 4294967294 ((uid_t)-1 is no id).
 constexpr uint64_t kHostRootOnDiskLimit = 4294967295ull;
+constexpr uint64_t kHostRootPastBlock = 65536;
 
 std::string procPathOf(int fd) {
     return "/proc/self/fd/" + std::to_string(fd);
@@ -611,8 +612,10 @@ IdmappedRoot idmapImageRoot(int root_fd, const std::string& path, const ns::IdMa
     // Host root writes into a running container's root too: an engine's
     // `podman cp` joins its mount namespace, not its user namespace. Its
     // files land as the first disk id past the block (nobody's inside, as
-    // host root is nobody there), where EOVERFLOW refused them.
-    if (ids.count > 1 && ids.count < kHostRootOnDiskLimit) block.host_root_inside = ids.count;
+    // host root is nobody there), where EOVERFLOW refused them; only past
+    // a full block of 65536, so that it is never an image's user's id.
+    if (ids.count >= kHostRootPastBlock && ids.count < kHostRootOnDiskLimit)
+        block.host_root_inside = ids.count;
     if (type == "overlay") {
         const uint64_t id = mountIdOf(root_fd);
         const MountLine* line = nullptr;

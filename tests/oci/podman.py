@@ -857,47 +857,14 @@ def main():
                   "Permission denied" in seen["stockade"][2] and
                   os.listdir(f"{work}/bind-root") == ["runc"], (seen, os.listdir(f"{work}/bind-root")))
 
-            # With `:idmap` the bind is seen through the container's map:
-            # its root writes root's files, on disk as root's, where no
-            # other host user reaches the directory (the 0700 work
-            # directory, podman's 0700 storage); where others do (under
-            # /var/tmp), create refuses, naming the option.
-            def owner(path):
-                st = os.lstat(path) if os.path.lexists(path) else None
-                return st and (st.st_uid, st.st_gid)
-
-            p = pm.run(rootfs, "sh", "-c", "echo w > /b/idmapped && ls -ln /b/idmapped",
+            # `:idmap` is refused, naming the option, nothing written: a
+            # bind seen through the container's map would hand its root the
+            # host's root-owned files there (docs/oci.md "What remains").
+            p = pm.run(rootfs, "sh", "-c", "echo w > /b/idmapped",
                        opts=none + ["-v", f"{work}/bind-root:/b:idmap"])
-            check("a root-owned 0755 bind with :idmap, closed to other users: the container's "
-                  "root writes it, root's inside and on disk",
-                  p.returncode == 0 and p.stdout.split()[2:4] == ["0", "0"] and
-                  owner(f"{work}/bind-root/idmapped") == (0, 0),
-                  (p.returncode, p.stdout, p.stderr[-300:]))
-            reachable = tempfile.mkdtemp(prefix="stockade-podman-open-", dir="/var/tmp")
-            os.chmod(reachable, 0o755)
-            try:
-                p = pm.run(rootfs, "sh", "-c", "echo w > /b/x",
-                           opts=none + ["-v", f"{reachable}:/b:idmap"])
-                check("a bind with :idmap that other users reach: create refuses, naming the "
-                      "option and why, nothing written",
-                      p.returncode != 0 and "idmap" in p.stderr and "closed" in p.stderr and
-                      os.listdir(reachable) == [], (p.returncode, p.stderr[-400:]))
-            finally:
-                shutil.rmtree(reachable, ignore_errors=True)
-            pm("volume", "create", "stockade-vol")
-            first = pm.run(rootfs, "sh", "-c", "echo kept > /data/f && ls -ln /data/f",
-                           opts=none + ["-v", "stockade-vol:/data:idmap"])
-            second = pm.run(rootfs, "cat", "/data/f", opts=none + ["-v", "stockade-vol:/data"])
-            mountpoint = pm("volume", "inspect", "stockade-vol", "--format",
-                            "{{.Mountpoint}}").stdout.strip()
-            check("a podman named volume with :idmap: the container's root writes it (root's "
-                  "inside and on disk), the next container reads it",
-                  first.returncode == 0 and first.stdout.split()[2:4] == ["0", "0"] and
-                  second.stdout == "kept\n" and mountpoint != "" and
-                  owner(f"{mountpoint}/f") == (0, 0),
-                  (first.returncode, first.stdout, first.stderr[-300:], second.stdout,
-                   second.stderr[-300:], mountpoint))
-            pm("volume", "rm", "-f", "stockade-vol")
+            check("a bind with :idmap: create refuses, naming the option, nothing written",
+                  p.returncode != 0 and "idmap" in p.stderr and
+                  os.listdir(f"{work}/bind-root") == ["runc"], (p.returncode, p.stderr[-300:]))
 
         for cid in ids:
             pm("rm", cid)

@@ -297,12 +297,10 @@ TEST_CASE("oci config: what stockade cannot honour is refused, naming the field"
         // Reaches the kernel as host root's when a pid namespace is joined.
         {"mounts[0] (/proc).options",
          [](json& d) { d["mounts"][0]["options"].push_back("pidns=/dev/null"); }},
-        // `idmap` alone is create's to judge; a map of the mount's own is
-        // not taken, nor an idmap of anything but a bind.
+        {"mounts[5] (/data).options",
+         [](json& d) { d["mounts"][5]["options"].push_back("idmap"); }},
         {"mounts[5] (/data).options",
          [](json& d) { d["mounts"][5]["options"].push_back("idmap=uids=0-1000-10"); }},
-        {"mounts[0] (/proc).options",
-         [](json& d) { d["mounts"][0]["options"].push_back("idmap"); }},
         {"mounts[0] (/proc).options",
          [](json& d) {
              d["mounts"][0] = {{"destination", "/proc"},

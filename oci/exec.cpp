@@ -192,11 +192,23 @@ int changeDirInRoot(const std::string& cwd) {
     return fchdir(dir.get()) < 0 ? errno : 0;
 }
 
+// The host's highest capability number, read before exec joins the
+// container's mount namespace: there /proc/sys is the container's, which a
+// process with CAP_SYS_ADMIN can cover (a FIFO hung exec; a smaller number
+// left the bounding set whole).
+int hostLastCap() {
+    int last_cap = 40;
+    std::ifstream last("/proc/sys/kernel/cap_last_cap");
+    if (!(last >> last_cap) || last_cap < 0 || last_cap > 63) last_cap = 40;
+    return last_cap;
+}
+
 // The forked process, in every namespace of the container: the spec's
 // process set up as the container's command is (ids, cwd, rlimits,
 // capabilities inside the container's user namespace, no_new_privs, the
 // container's seccomp filter last), then execve. Never returns.
-[[noreturn]] void becomeProcess(const Config& p, std::optional<unsigned long> persona,
+
+[[noreturn]] void becomeProcess(const Config& p, std::optional<unsigned long> persona, int last_cap,
                                 const std::vector<sock_filter>& program, int console_fd,
                                 int report_fd) {
     auto fail = [&](ExecStage stage, int err) {
@@ -239,9 +251,6 @@ int changeDirInRoot(const std::string& cwd) {
         if (static_cast<unsigned long>(personality(0xffffffff)) != *persona)
             fail(ExecStage::Personality, EINVAL);
     }
-    int last_cap = 40;
-    std::ifstream last("/proc/sys/kernel/cap_last_cap");
-    if (!(last >> last_cap)) last_cap = 40;
     const Config::CapabilityMasks& c = p.capabilities;
     const uint64_t known = last_cap >= 63 ? ~uint64_t{0} : (uint64_t{1} << (last_cap + 1)) - 1;
     CapabilitySets sets{c.bounding & known, c.effective & known, c.permitted & known,
@@ -712,6 +721,7 @@ Result<int> execInContainer(const std::string& root_dir, const std::string& id,
     // once inside, nor changed); then its cgroups, and every namespace of
     // its init at once (setns(2) on a pidfd), so the fork lands in its pid
     // namespace.
+    const int last_cap = hostLastCap();
     if (as_root && setgroups(groups->size(), groups->data()) < 0)
         return Error::fromErrno("setgroups(" + std::to_string(groups->size()) +
                                 " host gids of process.user.additionalGids)");
@@ -788,7 +798,8 @@ Result<int> execInContainer(const std::string& root_dir, const std::string& id,
     if (pid < 0) return Error::fromErrno("fork()");
     if (pid == 0) {
         report_read.reset();
-        becomeProcess(process, config->personality, *program, console.get(), report_write.get());
+        becomeProcess(process, config->personality, last_cap, *program, console.get(),
+                      report_write.get());
     }
     report_write.reset();
     console.reset();

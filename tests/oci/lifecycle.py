@@ -26,7 +26,7 @@ import time
 
 from oci_common import BUSYBOX, host_pids_running, skip
 APPLETS = ["sh", "echo", "cat", "sleep", "touch", "id", "hostname", "ls", "true", "stty",
-           "unshare", "mkdir"]
+           "unshare", "mkdir", "mkfifo", "mount", "grep"]
 
 
 def demote():
@@ -1156,6 +1156,36 @@ def exec_through_command(rt, scratch, owner, base, mode):
     rt("delete", "--force", "ou1")
 
 
+def exec_host_last_cap(rt, scratch, owner, base):
+    """exec reads the host's highest capability number before it joins the
+    container: a container granted CAP_SYS_ADMIN that binds a FIFO over its
+    /proc/sys/kernel/cap_last_cap neither hangs exec (the binary before
+    blocked on the FIFO) nor shrinks what exec drops from the bounding
+    set: the exec'd process's CapBnd is the config's."""
+    config = json.loads(json.dumps(base))
+    caps = config["process"]["capabilities"]
+    for kind in ("bounding", "effective", "permitted"):
+        caps[kind] = sorted(set(caps.get(kind, [])) | {"CAP_SYS_ADMIN"})
+    covered = make_bundle(scratch, "last-cap", ["sh", "-c",
+                          "rm -f /out/lastcap-fifo; mkfifo /out/lastcap-fifo && "
+                          "mount --bind /out/lastcap-fifo "
+                          "/proc/sys/kernel/cap_last_cap && touch /out/lastcap-covered; "
+                          "exec sleep 1000"], owner, config)
+    marker = os.path.join(scratch, "out", "lastcap-covered")
+    r = rt("run", "--detach", "--bundle", covered, "lc1")
+    ok = r.returncode == 0 and wait_for(lambda: os.path.exists(marker))
+    e = rt("exec", "lc1", "grep", "CapBnd", "/proc/self/status") if ok else None
+    own = rt("exec", "lc1", "sh", "-c", "grep CapBnd /proc/1/status") if ok else None
+    check("exec with the container's cap_last_cap covered by a FIFO: no hang, the bounding "
+          "set the container's own",
+          ok and e.returncode == 0 and own.returncode == 0 and
+          e.stdout.split()[1:] == own.stdout.split()[1:] and
+          e.stdout.split()[1:] != ["000001ffffffffff"],
+          (r.stderr, ok, e and (e.returncode, e.stdout, e.stderr),
+           own and (own.returncode, own.stdout)))
+    rt("delete", "--force", "lc1")
+
+
 def exec_kept_config(rt, scratch, owner, base):
     """exec takes the container's filter from the config create read, not
     from the bundle again: a container whose bundle is bound inside,
@@ -2157,6 +2187,7 @@ def main():
         run_with_terminal(rt, scratch, owner, base, mode)
         exec_kept_config(rt, scratch, owner, base)
         exec_through_command(rt, scratch, owner, base, mode)
+        exec_host_last_cap(rt, scratch, owner, base)
         exec_without_process(rt, scratch, owner, base)
         pids_limit_one(rt, scratch, owner, base)
         sys_admin_remount(rt, scratch, owner, base)

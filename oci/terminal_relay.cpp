@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <sys/ioctl.h>
 #include <sys/signalfd.h>
@@ -56,19 +57,26 @@ void copySize(int master) {
         }
 }
 
-// All of `data` to stdout, waiting while it is full. False once stdout is
-// gone (EPIPE): the relay goes on reading the pty so the container never
-// blocks on it, and drops what it reads.
-bool writeOut(const char* data, size_t len) {
+// All of `data` to stdout, a pipe buffer at a time once poll says there is
+// room, so that a slow reader of stdout never keeps signals from being taken
+// (`take_signals`, when `signals` is readable; it returns false to give up
+// the rest). False once stdout is gone (EPIPE): the relay goes on reading
+// the pty so the container never blocks on it, and drops what it reads.
+template <class TakeSignals>
+bool writeOut(const char* data, size_t len, int signals, TakeSignals take_signals) {
     while (len > 0) {
-        ssize_t n = write(STDOUT_FILENO, data, len);
+        pollfd fds[2] = {{STDOUT_FILENO, POLLOUT, 0}, {signals, POLLIN, 0}};
+        if (poll(fds, 2, -1) < 0) {
+            if (errno == EINTR) continue;
+            return false;
+        }
+        if ((fds[1].revents & POLLIN) && !take_signals()) return true;
+        if (!(fds[0].revents & (POLLOUT | POLLERR | POLLHUP))) continue;
+        ssize_t n = write(STDOUT_FILENO, data, std::min<size_t>(len, PIPE_BUF));
         if (n > 0) {
             data += n;
             len -= static_cast<size_t>(n);
-        } else if (n < 0 && errno == EAGAIN) {
-            pollfd out{STDOUT_FILENO, POLLOUT, 0};
-            (void)poll(&out, 1, -1);
-        } else if (n < 0 && errno != EINTR) {
+        } else if (n < 0 && errno != EAGAIN && errno != EINTR) {
             return false;
         }
     }
@@ -155,6 +163,24 @@ Result<int> relayTerminal(int master, pid_t init, const sigset_t& forwarded) {
         bool master_open = true, stdin_open = true, stdout_open = true, stop = false;
         std::string to_master;
         std::string chunk(kChunk, '\0');
+        // Forwarded to init while it runs; after, any but SIGWINCH ends
+        // the drain.
+        auto takeSignals = [&] {
+            signalfd_siginfo info;
+            while (read(signals.get(), &info, sizeof(info)) == sizeof(info)) {
+                int sig = int(info.ssi_signo);
+                if (sig == SIGWINCH)
+                    copySize(master);
+                else if (sig != SIGCHLD && init_done)
+                    stop = true;
+                else if (sig != SIGCHLD)
+                    (void)kill(init, sig);
+            }
+            if (!init_done && waitpid(init, &status, WNOHANG) == init) {
+                init_done = true;
+                startDrain();
+            }
+        };
         while (!stop && (!init_done || master_open)) {
             int timeout = -1;
             if (init_done) {
@@ -179,26 +205,12 @@ Result<int> relayTerminal(int master, pid_t init, const sigset_t& forwarded) {
                 break;
             }
             if (ready == 0) break;  // init is gone and the pty went quiet
-            if (fds[0].revents & POLLIN) {
-                signalfd_siginfo info;
-                while (read(signals.get(), &info, sizeof(info)) == sizeof(info)) {
-                    int sig = int(info.ssi_signo);
-                    if (sig == SIGWINCH)
-                        copySize(master);
-                    else if (sig != SIGCHLD && init_done)
-                        stop = true;
-                    else if (sig != SIGCHLD)
-                        (void)kill(init, sig);
-                }
-                if (!init_done && waitpid(init, &status, WNOHANG) == init) {
-                    init_done = true;
-                    startDrain();
-                }
-            }
+            if (fds[0].revents & POLLIN) takeSignals();
             if (fds[1].revents & (POLLIN | POLLHUP | POLLERR)) {
                 ssize_t n = read(master, chunk.data(), chunk.size());
                 if (n > 0 && stdout_open)
-                    stdout_open = writeOut(chunk.data(), static_cast<size_t>(n));
+                    stdout_open = writeOut(chunk.data(), static_cast<size_t>(n), signals.get(),
+                                           [&] { return takeSignals(), !stop; });
                 else if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
                     master_open = false;  // EIO: the container's side is closed
             }

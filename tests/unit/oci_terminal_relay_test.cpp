@@ -2,9 +2,11 @@
 // console socket may carry, and a relay that ends with init even when a
 // process it does not wait for still holds the pty.
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -167,4 +169,66 @@ TEST_CASE(
     REQUIRE(relayed.status);
     CHECK(WEXITSTATUS(*relayed.status) == 7);
     CHECK(relayed.output.starts_with("out-1\r\n"));
+}
+
+TEST_CASE("oci terminal relay: a signal reaches init while the reader of stdout is stalled",
+          "[oci]") {
+    UniqueFd master = openMaster();
+    const std::string slave_path = ptsname(master.get());
+    int out[2];
+    REQUIRE(pipe2(out, O_CLOEXEC) == 0);
+    UniqueFd out_read(out[0]), out_write(out[1]);
+    sigset_t forwarded, old;
+    sigemptyset(&forwarded);
+    sigaddset(&forwarded, SIGCHLD);
+    sigaddset(&forwarded, SIGTERM);
+    REQUIRE(sigprocmask(SIG_BLOCK, &forwarded, &old) == 0);
+    // init fills the pty far past what stdout's pipe holds, then waits for
+    // the SIGTERM only the relay can pass on, and ends 9.
+    pid_t init = fork();
+    REQUIRE(init >= 0);
+    if (init == 0) {
+        setsid();
+        signal(SIGTERM, [](int) { _exit(9); });
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, nullptr);
+        int slave = open(slave_path.c_str(), O_RDWR);
+        if (slave < 0) _exit(100);
+        std::string block(4096, 'x');
+        for (int i = 0; i < 64; ++i) (void)!write(slave, block.data(), block.size());
+        for (;;) pause();
+    }
+    // The reader: silent until it has sent the parent a SIGTERM and init has
+    // ended of it, then it reads everything. A relay that takes no signal
+    // while stdout is full never passes it on: after 10 s the reader kills
+    // init instead (a 9 seen nowhere), so that the case fails, not hangs.
+    const pid_t relay_pid = getpid();
+    pid_t reader = fork();
+    REQUIRE(reader >= 0);
+    if (reader == 0) {
+        out_write.reset();
+        int init_fd = static_cast<int>(syscall(SYS_pidfd_open, init, 0));
+        usleep(300000);
+        kill(relay_pid, SIGTERM);
+        pollfd ended{init_fd, POLLIN, 0};
+        if (poll(&ended, 1, 10000) != 1) kill(init, SIGKILL);
+        char buf[65536];
+        while (read(out_read.get(), buf, sizeof(buf)) > 0) {
+        }
+        _exit(0);
+    }
+    out_read.reset();
+    UniqueFd null(open("/dev/null", O_RDONLY | O_CLOEXEC));
+    Result<int> status = Error::message("not run");
+    {
+        Redirect in(STDIN_FILENO, null.get()), to(STDOUT_FILENO, out_write.get());
+        status = oci::relayTerminal(master.get(), init, forwarded);
+    }
+    out_write.reset();
+    waitpid(reader, nullptr, 0);
+    sigprocmask(SIG_SETMASK, &old, nullptr);
+    REQUIRE(status);
+    CHECK(WIFEXITED(*status));
+    CHECK(WEXITSTATUS(*status) == 9);
 }

@@ -332,9 +332,6 @@ int cmdFreeze(const Globals& g, const std::vector<std::string>& rest, const Log&
     return 0;
 }
 
-// update --resources FILE|-: linux.resources JSON (containerd's shim gives
-// it on stdin) applied to the running container's cgroup. The other
-// per-field flags of runc's update are refused rather than dropped.
 // events [--stats] [--interval D] ID: runc's, from the container's cgroups
 // (oci/events.h).
 int cmdEvents(const Globals& g, const std::vector<std::string>& rest, const Log& log) {
@@ -348,6 +345,9 @@ int cmdEvents(const Globals& g, const std::vector<std::string>& rest, const Log&
     return *done;
 }
 
+// update --resources FILE|-: linux.resources JSON (containerd's shim gives
+// it on stdin) applied to the running container's cgroup. The other
+// per-field flags of runc's update are refused rather than dropped.
 int cmdUpdate(const Globals& g, const std::vector<std::string>& rest, const Log& log) {
     Args a = parseArgs(rest, {{"--resources", "resources"}, {"-r", "resources"}}, {});
     if (!a.error.empty()) return log.error(a.error + " (stockade's update takes --resources)");

@@ -632,11 +632,10 @@ Result<ContainerPlan> planContainer(const Config& config, const std::string& bun
                 return Error::message(where + ".options: propagation \"" + m.slave +
                                       "\" of a directory is not supported (every mount is "
                                       "private)");
-            const bool writable = !(m.flags & MS_RDONLY);
             if (auto s = addHeldBind(plan, *held,
                                      {.target = relative(m.destination),
                                       .target_is_dir = S_ISDIR(held->st.st_mode),
-                                      .writable = writable,
+                                      .writable = !(m.flags & MS_RDONLY),
                                       .recursive = m.recursive,
                                       .flags = m.flags & (MS_NODEV | MS_NOEXEC),
                                       .resolve_in_root = true,

@@ -116,6 +116,20 @@ bool mapsInsideGid(const IdMapping& m, gid_t id) {
     return m.count > 1 ? id < m.count : id == m.inside_gid;
 }
 
+Result<std::string> hostRootMapLine(const IdMapping& m) {
+    if (!m.host_root_inside) return std::string();
+    const bool block = m.count > 1;
+    const uint64_t uid_first = block ? m.host_uid - m.inside_uid : m.host_uid;
+    const uint64_t gid_first = block ? m.host_gid - m.inside_gid : m.host_gid;
+    const bool inside_taken =
+        block ? m.host_root_inside < m.count
+              : m.host_root_inside == m.inside_uid || m.host_root_inside == m.inside_gid;
+    if (inside_taken || uid_first == 0 || gid_first == 0)
+        return Error::message("an id map giving host root's ids at " +
+                              std::to_string(m.host_root_inside) + " overlaps its own block");
+    return std::to_string(m.host_root_inside) + " 0 1\n";
+}
+
 Status writeIdMaps(pid_t pid, const IdMapping& m) {
     if (auto s = writeProcFile(pid, "setgroups", "deny\n"); !s) return s;
     if (m.subordinate) {
@@ -127,24 +141,13 @@ Status writeIdMaps(pid_t pid, const IdMapping& m) {
         return runMapHelper(kNewGidMap, pid,
                             subordinateExtents(m.inside_gid, m.host_gid, m.subgid_base, m.count));
     }
-    std::string root_line;
-    if (m.host_root_inside) {
-        const bool block = m.count > 1;
-        const uint64_t uid_first = block ? m.host_uid - m.inside_uid : m.host_uid;
-        const uint64_t gid_first = block ? m.host_gid - m.inside_gid : m.host_gid;
-        const bool inside_taken =
-            block ? m.host_root_inside < m.count
-                  : m.host_root_inside == m.inside_uid || m.host_root_inside == m.inside_gid;
-        if (inside_taken || uid_first == 0 || gid_first == 0)
-            return Error::message("an id map giving host root's ids at " +
-                                  std::to_string(m.host_root_inside) + " overlaps its own block");
-        root_line = std::to_string(m.host_root_inside) + " 0 1\n";
-    }
+    auto root_line = hostRootMapLine(m);
+    if (!root_line) return root_line.error();
     if (auto s =
-            writeProcFile(pid, "uid_map", mapLine(m.inside_uid, m.host_uid, m.count) + root_line);
+            writeProcFile(pid, "uid_map", mapLine(m.inside_uid, m.host_uid, m.count) + *root_line);
         !s)
         return s;
-    return writeProcFile(pid, "gid_map", mapLine(m.inside_gid, m.host_gid, m.count) + root_line);
+    return writeProcFile(pid, "gid_map", mapLine(m.inside_gid, m.host_gid, m.count) + *root_line);
 }
 
 IdmappedTree::~IdmappedTree() {

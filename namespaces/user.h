@@ -55,6 +55,10 @@ inline constexpr const char* kNewGidMap = "/usr/bin/newgidmap";
 bool mapsInsideUid(const IdMapping& mapping, uid_t id);
 bool mapsInsideGid(const IdMapping& mapping, gid_t id);
 
+// The extra map line IdMapping::host_root_inside asks ("N 0 1\n"; empty
+// for none), or an error where N or host id 0 falls in the block itself.
+Result<std::string> hostRootMapLine(const IdMapping& mapping);
+
 // Writes "deny" to setgroups, then uid_map and gid_map of `pid`. Unprivileged
 // callers must deny setgroups before writing gid_map (user_namespaces(7));
 // stockade denies it in both modes so the sandbox can never drop into, or

@@ -207,7 +207,6 @@ int hostLastCap() {
 // process set up as the container's command is (ids, cwd, rlimits,
 // capabilities inside the container's user namespace, no_new_privs, the
 // container's seccomp filter last), then execve. Never returns.
-
 [[noreturn]] void becomeProcess(const Config& p, std::optional<unsigned long> persona, int last_cap,
                                 const std::vector<sock_filter>& program, int console_fd,
                                 int report_fd) {
@@ -757,7 +756,7 @@ Result<int> execInContainer(const std::string& root_dir, const std::string& id,
     UniqueFd command_pid_ns;
     // A plain user's container: init is not dumpable and its mm is the
     // host user namespace's, so its namespaces are out of its owner's
-    // reach; the command's are not (oci/exec.h: commandNamespaces).
+    // reach; the command's are not (commandNamespaces, above).
     std::vector<std::pair<UniqueFd, int>> through_command;
     if (!isHostRoot() && !joined_pid) {
         const std::string probe = "/proc/" + std::to_string(record.pid) + "/ns/user";

@@ -111,10 +111,11 @@ std::string childFailure(const ChildMessage& msg, const ChildPlan& plan) {
 // process killed, so a refused create leaves nothing.
 
 // What create enforces, for the record: the namespaces, the filter's
-// origin, the capabilities (their bounding set), no_new_privs, and where
-// the limits are held.
+// origin, the capabilities (their bounding set), no_new_privs, whether the
+// root is idmapped, and where the limits are held.
 std::map<std::string, std::string> enforcedBy(const Config& config, const std::string& profile,
-                                              size_t cgroup_dirs, bool devices_held) {
+                                              size_t cgroup_dirs, bool devices_held,
+                                              bool idmapped_root) {
     std::map<std::string, std::string> out;
     for (const char* type : {"mount", "user", "cgroup"}) out[type] = "new";
     for (const Namespace& n : config.namespaces)
@@ -126,11 +127,16 @@ std::map<std::string, std::string> enforcedBy(const Config& config, const std::s
     // the spec asks (container_plan.h seccompProgramFor).
     std::string filter = config.seccomp ? "spec" : mayRemount(config) ? "stockade-mount" : "";
     if (!profile.empty()) filter += filter.empty() ? profile : "+" + profile;
+    // An idmapped root's processes get the privileged-file guard and no
+    // CAP_SETFCAP (container_plan.h ProcessGuards); exec reads "root" back.
+    if (idmapped_root) filter += filter.empty() ? "stockade-guard" : "+stockade-guard";
     out["seccomp"] = filter.empty() ? "none" : filter;
-    char caps[32];
-    snprintf(caps, sizeof(caps), "%016llx",
-             static_cast<unsigned long long>(config.capabilities.bounding));
-    out["capabilities"] = caps;
+    out["root"] = idmapped_root ? "idmapped" : "bound";
+    const Config::CapabilityMasks caps =
+        idmapped_root ? withoutFileCapabilitySetting(config.capabilities) : config.capabilities;
+    char bounding[32];
+    snprintf(bounding, sizeof(bounding), "%016llx", static_cast<unsigned long long>(caps.bounding));
+    out["capabilities"] = bounding;
     out["noNewPrivileges"] = "true";
     if (cgroup_dirs) {
         struct statfs fs {};
@@ -425,9 +431,10 @@ Status createContainer(const std::string& root_dir, const std::string& id,
     ContainerPlan& cplan = *planned;
     for (const std::string& said : cplan.notes) note(said);
     ChildPlan& plan = cplan.plan;
+    const bool idmapped_root = cplan.idmapped_root.tree.valid();
     // The refusals by name: the command installs the notified program and
     // hands its listener to the monitor, which answers and counts them.
-    auto denials = planDenials(*config, *profile, plan);
+    auto denials = planDenials(*config, *profile, idmapped_root, plan);
     if (!denials) return denials.error();
 
     if (mkfifoat(dir->get(), kExecFifo, 0600) < 0) return Error::fromErrno("mkfifo(exec.fifo)");
@@ -649,10 +656,11 @@ Status createContainer(const std::string& root_dir, const std::string& id,
     record.annotations = config->annotations;
     record.profile = *profile;
     record.enforced = enforcedBy(*config, *profile, cgroups ? cgroups->dirs.size() : 0,
-                                 cgroups && cgroups->devices_held);
+                                 cgroups && cgroups->devices_held, idmapped_root);
     // Its own pid namespace beneath init's, or init's: `exec` joins the
     // command's (commandPidNamespaceNested).
     record.enforced["command pid"] = cplan.plan.command_pid_ns ? "1" : "2";
+
     record.denials.counted = launched.listener.valid();
     record.denials.not_counted = denials->not_counted;
     // Into the cgroup while everything of the container is parked: init and

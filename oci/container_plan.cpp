@@ -818,16 +818,22 @@ Result<ContainerPlan> planContainer(const Config& config, const std::string& bun
     if (!(last >> plan.last_cap)) plan.last_cap = 63;
     // The spec's capabilities, in the container's user namespace only;
     // those this kernel lacks are left out, as runc leaves them.
-    const Config::CapabilityMasks& caps = config.capabilities;
+    const bool idmapped_root = out.idmapped_root.tree.valid();
+    const Config::CapabilityMasks caps =
+        idmapped_root ? withoutFileCapabilitySetting(config.capabilities) : config.capabilities;
     const uint64_t known =
         plan.last_cap >= 63 ? ~uint64_t{0} : (uint64_t{1} << (plan.last_cap + 1)) - 1;
     plan.keep_capabilities = true;
     plan.capabilities = {caps.bounding & known, caps.effective & known, caps.permitted & known,
                          caps.inheritable & known, caps.ambient & known};
+    if (idmapped_root && (config.capabilities.bounding & (uint64_t{1} << CAP_SETFCAP)))
+        out.notes.push_back(
+            "process.capabilities: CAP_SETFCAP left out: the root is idmapped, so a file "
+            "capability the container's root wrote would name disk root and hold on the host");
 
     // Seccomp as the spec asks: none without linux.seccomp (as runc), else
     // the bundle's, compiled here; either way nothing may mint setuid files.
-    auto program = seccompProgramFor(config, profile, mayRemount(config));
+    auto program = seccompProgramFor(config, profile, {mayRemount(config), idmapped_root});
     if (!program) return program.error();
     plan.seccomp_program = std::move(*program);
     return out;
@@ -862,9 +868,8 @@ Result<seccomp::SeccompPolicy> specPolicy(const Config& config, bool may_remount
     return policy;
 }
 
-}  // namespace
-
-Result<DenialPlan> planDenials(const Config& config, const std::string& profile, ChildPlan& plan) {
+Result<DenialPlan> planOwnDenials(const Config& config, const std::string& profile,
+                                  ChildPlan& plan) {
     DenialPlan out;
     plan.seccomp_notified_program.clear();
     if (!config.seccomp && profile.empty()) return out;
@@ -898,7 +903,7 @@ Result<DenialPlan> planDenials(const Config& config, const std::string& profile,
     return out;
 }
 
-Result<std::vector<sock_filter>> seccompProgramFor(const Config& config, const std::string& profile,
+Result<std::vector<sock_filter>> ownSeccompProgram(const Config& config, const std::string& profile,
                                                    bool may_remount) {
     std::vector<sock_filter> spec;
     if (config.seccomp || may_remount) {
@@ -912,9 +917,39 @@ Result<std::vector<sock_filter>> seccompProgramFor(const Config& config, const s
     // The spec's filter first, so that what it refuses gets its own answer;
     // what it lets through, stockade's default decides.
     auto defaults = seccomp::defaultProgram();
-    auto chained = chainPrograms(spec, std::vector<sock_filter>(defaults.begin(), defaults.end()));
+    auto chained =
+        seccomp::chainPrograms(spec, std::vector<sock_filter>(defaults.begin(), defaults.end()));
     if (!chained) return chained.error().withContext("config.json: linux.seccomp");
     return chained;
+}
+
+}  // namespace
+
+Config::CapabilityMasks withoutFileCapabilitySetting(Config::CapabilityMasks caps) {
+    const uint64_t setfcap = uint64_t{1} << CAP_SETFCAP;
+    for (uint64_t* set :
+         {&caps.bounding, &caps.effective, &caps.inheritable, &caps.permitted, &caps.ambient})
+        *set &= ~setfcap;
+    return caps;
+}
+
+Result<DenialPlan> planDenials(const Config& config, const std::string& profile, bool idmapped_root,
+                               ChildPlan& plan) {
+    auto out = planOwnDenials(config, profile, plan);
+    if (!out || !idmapped_root || plan.seccomp_notified_program.empty()) return out;
+    auto guarded = seccomp::withPrivilegedFileGuard(plan.seccomp_notified_program);
+    if (!guarded) return guarded.error().withContext("config.json: linux.seccomp, notified");
+    plan.seccomp_notified_program = std::move(*guarded);
+    return out;
+}
+
+Result<std::vector<sock_filter>> seccompProgramFor(const Config& config, const std::string& profile,
+                                                   ProcessGuards guards) {
+    auto own = ownSeccompProgram(config, profile, guards.may_remount);
+    if (!own || !guards.idmapped_root) return own;
+    auto guarded = seccomp::withPrivilegedFileGuard(*own);
+    if (!guarded) return guarded.error().withContext("config.json: linux.seccomp");
+    return guarded;
 }
 
 }  // namespace stockade::oci

@@ -74,16 +74,32 @@ Result<ContainerPlan> planContainer(const Config& config, const std::string& bun
                                     const std::string& profile, bool device_rules_held,
                                     const OverlayWork* overlay_work = nullptr);
 
+// What a container's process is kept from whatever its spec says.
+struct ProcessGuards {
+    // It may remount (mayRemount below): stockade's mount refusals.
+    bool may_remount = false;
+    // Its root is idmapped (oci/idmapped_root.h), so what its root makes is
+    // disk root's: seccomp::privilegedFileGuard after every other filter.
+    bool idmapped_root = false;
+};
+
 // The seccomp program of a container: the bundle's filter with stockade's
 // no-setid rules (G3); empty without linux.seccomp, as runc, unless the
-// process `may_remount` (mayRemount below): then its mount refusals
+// process may remount: then its mount refusals
 // (seccomp::addNoRemountWritableRules) are added, to the bundle's filter or
 // to an otherwise empty one. Under the stockade profile ("default",
 // oci/profile.h), stockade's default filter after it (chainPrograms: a call
-// runs only if both allow it), or alone. `exec`'s processes get the same
-// one as the container's command, judged by their own capabilities.
+// runs only if both allow it), or alone. Where the root is idmapped, the
+// privileged-file guard last, whatever came before. `exec`'s processes get
+// the same one as the container's command, judged by their own
+// capabilities.
 Result<std::vector<sock_filter>> seccompProgramFor(const Config& config, const std::string& profile,
-                                                   bool may_remount);
+                                                   ProcessGuards guards);
+
+// The capabilities a process keeps where its root is idmapped: all it asks
+// but CAP_SETFCAP, with which its root would write a file capability that
+// names disk root and so holds on the host.
+Config::CapabilityMasks withoutFileCapabilitySetting(Config::CapabilityMasks caps);
 
 // Whether a process of these capabilities can remount its container's
 // mounts: CAP_SYS_ADMIN in its bounding set.
@@ -98,7 +114,10 @@ struct DenialPlan {
     FilterSource source;
     std::string not_counted;
 };
-Result<DenialPlan> planDenials(const Config& config, const std::string& profile, ChildPlan& plan);
+// Where the root is idmapped, the notified program ends with the guard too
+// (its refusals are the kernel's, uncounted).
+Result<DenialPlan> planDenials(const Config& config, const std::string& profile, bool idmapped_root,
+                               ChildPlan& plan);
 
 // What a joined network, ipc or pid namespace needs done by create itself
 // (above), called once create has joined it and before the clone.

@@ -632,7 +632,13 @@ Result<int> execInContainer(const std::string& root_dir, const std::string& id,
                 "stockade), and a "
                 "process that may remount its mounts could open a device node of its image");
     }
-    auto program = seccompProgramFor(*config, record.profile, mayRemount(process));
+    // An idmapped root's processes, as its command: the privileged-file
+    // guard and no CAP_SETFCAP (a record from before 2026-12-06, which does
+    // not say, is taken as idmapped).
+    auto root = record.enforced.find("root");
+    const bool idmapped_root = root == record.enforced.end() || root->second == "idmapped";
+    if (idmapped_root) process.capabilities = withoutFileCapabilitySetting(process.capabilities);
+    auto program = seccompProgramFor(*config, record.profile, {mayRemount(process), idmapped_root});
     if (!program) return program.error();
     // process.user.additionalGids as the host gids the container's gid map
     // gives them, taken before joining its user namespace, which denies

@@ -2,7 +2,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/seccomp.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -77,33 +76,6 @@ Result<std::string> containerProfile(const Config& config, const std::string& ru
             names + "; drop them (podman --cap-drop=all) or run without the profile");
     }
     return profile;
-}
-
-Result<std::vector<sock_filter>> chainPrograms(const std::vector<sock_filter>& first,
-                                               const std::vector<sock_filter>& second) {
-    if (first.empty()) return second;
-    if (second.empty()) return first;
-    if (first.size() + second.size() > BPF_MAXINSNS)
-        return Error::message("the spec's seccomp filter and stockade's default together take " +
-                              std::to_string(first.size() + second.size()) +
-                              " instructions, more than the kernel's " +
-                              std::to_string(BPF_MAXINSNS));
-    std::vector<sock_filter> out = first;
-    const size_t n = first.size();
-    for (size_t i = 0; i < n; ++i) {
-        sock_filter& insn = out[i];
-        if (BPF_CLASS(insn.code) != BPF_RET) continue;
-        if (BPF_RVAL(insn.code) != BPF_K)
-            return Error::message("the spec's seccomp filter returns a computed answer, which " +
-                                  std::string("cannot be chained"));
-        const uint32_t action = insn.k & SECCOMP_RET_ACTION_FULL;
-        // Jumps are relative and forward: `second` laid after `first`
-        // starts at index n.
-        if (action == SECCOMP_RET_ALLOW || action == SECCOMP_RET_LOG)
-            insn = sock_filter{BPF_JMP | BPF_JA, 0, 0, static_cast<uint32_t>(n - i - 1)};
-    }
-    out.insert(out.end(), second.begin(), second.end());
-    return out;
 }
 
 }  // namespace stockade::oci

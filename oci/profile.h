@@ -6,8 +6,6 @@
 // /etc/stockade/oci.json), never because stockade would prefer it.
 #pragma once
 
-#include <linux/filter.h>
-
 #include <string>
 #include <vector>
 
@@ -36,12 +34,5 @@ Result<std::string> runtimeDefaultProfile(const std::string& flag);
 // under the profile, since granting them would weaken the profile and
 // dropping them would silently change the spec.
 Result<std::string> containerProfile(const Config& config, const std::string& runtime_default);
-
-// `first` then `second`, as one program: each of `first`'s answers that lets
-// the call through (ALLOW, LOG) becomes a jump to `second`, which decides;
-// any other answer of `first` stands. A call runs only if both allow it, as
-// with two stacked filters. Refused beyond BPF_MAXINSNS.
-Result<std::vector<sock_filter>> chainPrograms(const std::vector<sock_filter>& first,
-                                               const std::vector<sock_filter>& second);
 
 }  // namespace stockade::oci

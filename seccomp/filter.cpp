@@ -377,4 +377,38 @@ Result<CompiledFilter> compileFilter(const SeccompPolicy& policy) {
     return out;
 }
 
+Result<std::vector<sock_filter>> chainPrograms(const std::vector<sock_filter>& first,
+                                               const std::vector<sock_filter>& second) {
+    if (first.empty()) return second;
+    if (second.empty()) return first;
+    if (first.size() + second.size() > BPF_MAXINSNS)
+        return Error::message("two seccomp filters laid end to end take " +
+                              std::to_string(first.size() + second.size()) +
+                              " instructions, more than the kernel's " +
+                              std::to_string(BPF_MAXINSNS));
+    std::vector<sock_filter> out = first;
+    const size_t n = first.size();
+    for (size_t i = 0; i < n; ++i) {
+        sock_filter& insn = out[i];
+        if (BPF_CLASS(insn.code) != BPF_RET) continue;
+        if (BPF_RVAL(insn.code) != BPF_K)
+            return Error::message(
+                "the first seccomp filter returns a computed answer, which cannot be "
+                "chained");
+        const uint32_t action = insn.k & SECCOMP_RET_ACTION_FULL;
+        // Jumps are relative and forward: `second` laid after `first`
+        // starts at index n.
+        if (action == SECCOMP_RET_ALLOW || action == SECCOMP_RET_LOG)
+            insn = sock_filter{BPF_JMP | BPF_JA, 0, 0, static_cast<uint32_t>(n - i - 1)};
+    }
+    out.insert(out.end(), second.begin(), second.end());
+    return out;
+}
+
+Result<std::vector<sock_filter>> withPrivilegedFileGuard(const std::vector<sock_filter>& first) {
+    auto guard = compileFilter(privilegedFileGuard());
+    if (!guard) return guard.error().withContext("stockade's guard against privileged files");
+    return chainPrograms(first, guard->program);
+}
+
 }  // namespace stockade::seccomp

@@ -36,6 +36,19 @@ struct CompiledFilter {
 
 Result<CompiledFilter> compileFilter(const SeccompPolicy& policy);
 
+// `first` then `second`, as one program: each of `first`'s answers that lets
+// the call through (ALLOW, LOG) becomes a jump to `second`, which decides;
+// any other answer of `first` stands. A call runs only if both allow it, as
+// with two stacked filters, and neither's rules are decided in an order set
+// by the other's (libseccomp orders a policy's conditional rules itself).
+// Refused beyond BPF_MAXINSNS.
+Result<std::vector<sock_filter>> chainPrograms(const std::vector<sock_filter>& first,
+                                               const std::vector<sock_filter>& second);
+
+// `first` (empty: no filter of its own) then privilegedFileGuard()
+// (policy.h), as one program.
+Result<std::vector<sock_filter>> withPrivilegedFileGuard(const std::vector<sock_filter>& first);
+
 enum class SyscallNameKind {
     Native,             // exists on this architecture; `nr` is its number
     OtherArchitecture,  // exists, but not here

@@ -368,6 +368,29 @@ void addNoSetidRules(SeccompPolicy& policy) {
     policy.rules.insert(policy.rules.begin(), added.begin(), added.end());
 }
 
+SeccompPolicy privilegedFileGuard() {
+    SeccompPolicy policy;
+    policy.default_action = Action::Allow;
+    policy.default_errno = 0;
+    addNoSetidRules(policy);
+    // A new user namespace's root holds every capability there, CAP_SETFCAP
+    // included, over the files whose owner it maps: a file capability it
+    // writes through an idmapped mount names, as its root id, the disk id
+    // the mount maps it to (disk root for a root-owned worktree or image),
+    // and so holds on the host. clone's flags are argument 0 on x86_64, as
+    // are unshare's; clone3 keeps its flags in memory, where seccomp cannot
+    // look: ENOSYS, and glibc falls back to clone.
+    policy.rules.push_back(
+        rule({"clone", "unshare"}, Action::Errno, EPERM,
+             {ArgCondition{0, CompareOp::MaskedEqual, CLONE_NEWUSER, CLONE_NEWUSER}}));
+    policy.rules.push_back(rule({"clone3"}, Action::Errno, ENOSYS));
+    // io_uring's OPENAT, OPENAT2 and MKDIRAT take a mode the rules above
+    // never see (the calls are made by the kernel, not through the filter).
+    policy.rules.push_back(
+        rule({"io_uring_setup", "io_uring_enter", "io_uring_register"}, Action::Errno, EPERM));
+    return policy;
+}
+
 SeccompPolicy defaultPolicy() {
     SeccompPolicy policy;
     policy.default_action = Action::Errno;

@@ -84,6 +84,16 @@ SeccompPolicy defaultPolicy();
 // any rule of the policy's own for openat2 is dropped.
 void addNoSetidRules(SeccompPolicy& policy);
 
+// A policy that allows everything but the ways a process makes a file
+// that carries privilege on the host, for a sandbox whose files land as
+// another owner (an idmapped mount: a root-owned worktree, an OCI image
+// root): the no-setid rules above, a new user namespace (whose root could
+// write a file capability valid on the host: EPERM; clone3: ENOSYS), and
+// io_uring (whose open and mkdir take a mode no rule sees: EPERM). Laid
+// after a user's or a spec's own filter (filter.h chainPrograms), so that
+// neither's conditions are decided in an order set by the other's.
+SeccompPolicy privilegedFileGuard();
+
 // What a sandbox holding host sockets (the direct ingress's listener and the
 // connections accepted from it, runtime/net/direct_ingress.h) must not do with
 // them, refused with EPERM whatever the fd: TCP_FASTOPEN_CONNECT and

@@ -1,6 +1,7 @@
 #include "runtime/plan/sandbox_seccomp.h"
 
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 
@@ -66,7 +67,9 @@ Status compileLowerTierSeccompInto(const Policy& policy, ChildPlan& plan, Filter
     return okStatus();
 }
 
-Status compileSeccompInto(const Policy& policy, ChildPlan& plan, FilterSource& source) {
+namespace {
+
+Status compileOwnProgramsInto(const Policy& policy, ChildPlan& plan, FilterSource& source) {
     if (policy.seccomp == "none") {
         if (policy.listen_to_supervisor)
             return Error::message(
@@ -104,6 +107,29 @@ Status compileSeccompInto(const Policy& policy, ChildPlan& plan, FilterSource& s
         if (notified) plan.seccomp_notified_program = std::move(notified->program);
     }
     source = std::make_shared<const seccomp::SeccompPolicy>(std::move(*imported));
+    return okStatus();
+}
+
+}  // namespace
+
+Status compileSeccompInto(const Policy& policy, ChildPlan& plan, FilterSource& source) {
+    if (auto s = compileOwnProgramsInto(policy, plan, source); !s) return s;
+    // The default policy refuses every way to a privileged file itself. A
+    // user's policy, and none as root (whose sandbox writes a root-owned
+    // worktree through an idmapped mount, its files root's on disk), get
+    // stockade's guard after them (G3): no setid mode, no user namespace of
+    // the sandbox's own, no io_uring. Rootless, what the sandbox makes is
+    // the caller's, and "none" means none.
+    if (policy.seccomp == "default" || (policy.seccomp == "none" && geteuid() != 0))
+        return okStatus();
+    auto plain = seccomp::withPrivilegedFileGuard(plan.seccomp_program);
+    if (!plain) return plain.error().withContext("seccomp profile " + policy.seccomp);
+    plan.seccomp_program = std::move(*plain);
+    if (!plan.seccomp_notified_program.empty()) {
+        auto notified = seccomp::withPrivilegedFileGuard(plan.seccomp_notified_program);
+        if (!notified) return notified.error().withContext("seccomp profile " + policy.seccomp);
+        plan.seccomp_notified_program = std::move(*notified);
+    }
     return okStatus();
 }
 

@@ -58,6 +58,10 @@ TEST_CASE("G3: no system call makes a setuid, setgid or file-capability file in 
     CHECK(run.report.get("route.openat2") == "ENOSYS");
     // CAP_SETFCAP is never held: the kernel refuses file capabilities.
     CHECK(run.report.get("route.setxattr-capability") == "EPERM");
+    // Nor can it be had as root of a user namespace of the sandbox's own,
+    // and io_uring's open, whose mode no rule sees, is not there.
+    CHECK(run.report.get("route.userns-setxattr-capability") == "unshare:EPERM");
+    CHECK(run.report.get("route.io-uring-openat") == "setup:EPERM");
     CHECK(run.report.get("with-setid-bits") == "0");
 
     // The host's side: the plain file was made (so the routes reached a
@@ -152,6 +156,57 @@ TEST_CASE("G3: a user's permissive seccomp profile still makes no setuid file",
     CHECK(refused.exitCode == 125);
     CHECK(refused.err.find("chmod") != std::string::npos);
     CHECK(!pathExists(tricked.worktree() + "/made"));
+}
+
+TEST_CASE("G3: an allow-all seccomp profile, and none as root, still make no privileged file",
+          "[G3][setid][seccomp]") {
+    STOCKADE_EACH_MODE(mode);
+    // The routes the default policy closes by refusing them, which a user's
+    // policy may allow: a user namespace of the sandbox's own, whose root
+    // holds CAP_SETFCAP over the sandbox's files (as root, written through
+    // the worktree's idmapped mount, the capability names disk root and
+    // holds on the host: seen before 2026-12-06), and io_uring's openat.
+    // stockade's guard goes after any user's policy; with none, as root.
+    std::ifstream in(std::string(STOCKADE_SOURCE_DIR) + "/profiles/held-test.json");
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string from = "\"seccomp\": \"default\"";
+    REQUIRE(text.find(from) != std::string::npos);
+    for (const std::string policy : {"allow-all", "none"}) {
+        INFO("seccomp " + policy);
+        Sandbox sandbox(mode);
+        const std::string named =
+            policy == "none" ? policy : sandbox.scratch().writeFile("allow-all.json", R"({
+                                   "defaultAction": "SCMP_ACT_ALLOW",
+                                   "architectures": ["SCMP_ARCH_X86_64"],
+                                   "syscalls": []
+                               })");
+        std::string t = text;
+        t.replace(t.find(from), from.size(), "\"seccomp\": \"" + named + "\"");
+        sandbox.option("--profile", sandbox.scratch().writeFile("profile.json", t));
+        const ProbeRun run = sandbox.probe({"setid-routes", "/repo"});
+        INFO(run.describe());
+        REQUIRE(run.result() == "ok");
+        const std::string plain = sandbox.worktree() + "/setid-plain";
+        struct stat st {};
+        REQUIRE(lstat(plain.c_str(), &st) == 0);
+        if (policy == "none" && mode == Mode::Rootless) {
+            // Rootless, "none" is no filter at all: the kernel's answers,
+            // on files that are the caller's own (threat-model.md).
+            CHECK(run.report.get("route.chmod-setuid") == "ok");
+            CHECK(run.report.get("route.io-uring-openat") == "ok");
+            CHECK(st.st_uid == kNobody);
+            continue;
+        }
+        for (const char* route : {"chmod-setuid", "fchmod", "open-creat", "creat", "tmpfile"}) {
+            INFO(route);
+            CHECK(run.report.get(std::string("route.") + route) == "EPERM");
+        }
+        CHECK(run.report.get("route.userns-setxattr-capability") == "unshare:EPERM");
+        CHECK(run.report.get("route.io-uring-openat") == "setup:EPERM");
+        CHECK(run.report.get("with-setid-bits") == "0");
+        if (mode == Mode::Root) CHECK(st.st_uid == 0);
+        CHECK(privilegedEntries(sandbox.worktree()).empty());
+    }
 }
 
 }  // namespace stockade::itest

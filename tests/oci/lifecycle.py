@@ -26,7 +26,7 @@ import time
 
 from oci_common import BUSYBOX, host_pids_running, skip
 APPLETS = ["sh", "echo", "cat", "sleep", "touch", "id", "hostname", "ls", "true", "stty",
-           "unshare", "mkdir", "mkfifo", "mount", "grep"]
+           "unshare", "mkdir", "mkfifo", "mount", "grep", "chmod", "cp"]
 
 
 def demote():
@@ -791,6 +791,55 @@ def idmapped_root(rt, scratch, owner, base):
               owners[:1] == [["65534", "65534"]] and
               not os.path.lexists(os.path.join(scratch, "rootfs", "made-inside")),
               (r.returncode, r.stdout, r.stderr))
+        # What the container's root makes in an idmapped root is disk
+        # root's, so nothing it does may leave a privileged file there, even
+        # with CAP_SETFCAP asked and no filter: CAP_SETFCAP is left out (a
+        # file capability it set would name disk root), a user namespace of
+        # its own (whose root would hold CAP_SETFCAP) and a setuid mode are
+        # refused, for its command and for an exec'd process alike.
+        guard = ("grep -E '^Cap(Eff|Bnd):' /proc/self/status; "
+                 "unshare -U true && echo UNSHARED; "
+                 "cp /bin/busybox /tmp/sx-$1 && chmod 4755 /tmp/sx-$1 && echo CHMODDED")
+        config = json.loads(json.dumps(base))
+        config["root"] = {"path": image, "readonly": False}
+        config["process"]["capabilities"] = {
+            k: ["CAP_SETFCAP", "CAP_SETUID", "CAP_FOWNER", "CAP_DAC_OVERRIDE"]
+            for k in ("bounding", "effective", "permitted")}
+        config["linux"].pop("seccomp", None)
+        bundle = make_bundle(scratch, "idmap-guard", [
+            "sh", "-c", "(" + guard + ") > /tmp/guard-cmd.txt 2>&1; sleep 1000", "sh", "cmd"],
+            owner, config)
+        log = os.path.join(scratch, "im5.log")
+        r = rt("run", "--detach", "--bundle", bundle, "im5", log=log)
+        wait_for(lambda: os.path.exists(os.path.join(image, "tmp", "guard-cmd.txt")) and
+                 "sx-cmd" in open(os.path.join(image, "tmp", "guard-cmd.txt")).read())
+        e = rt("exec", "im5", "sh", "-c", guard, "sh", "exec")
+        enforced = (state_of(rt, "im5") or {}).get("stockade", {}).get("enforced", {})
+        rt("delete", "--force", "im5")
+        said = open(log).read() if os.path.exists(log) else ""
+        cmd_text = open(os.path.join(image, "tmp", "guard-cmd.txt")).read() \
+            if os.path.exists(os.path.join(image, "tmp", "guard-cmd.txt")) else ""
+
+        def caps_of(text):
+            return {line.split(":")[0]: int(line.split()[1], 16)
+                    for line in text.splitlines() if line.startswith("Cap")}
+        setfcap, setuid_cap = 1 << 31, 1 << 7
+        made = [os.lstat(os.path.join(image, "tmp", "sx-" + w))
+                if os.path.lexists(os.path.join(image, "tmp", "sx-" + w)) else None
+                for w in ("cmd", "exec")]
+        check("idmapped root: no CAP_SETFCAP (create says so), no user namespace of its own, "
+              "no setuid mode, for the command and an exec'd process; on disk the copies are "
+              "root's and not setuid",
+              r.returncode == 0 and e.returncode != 0 and
+              all(caps_of(t).get("CapBnd", setfcap) & setfcap == 0 and
+                  caps_of(t).get("CapEff", 0) & setuid_cap and
+                  "UNSHARED" not in t and "CHMODDED" not in t and
+                  "Operation not permitted" in t for t in (cmd_text, e.stdout + e.stderr)) and
+              all(m is not None and m.st_uid == 0 and not m.st_mode & 0o6000 for m in made) and
+              "CAP_SETFCAP left out" in said and enforced.get("root") == "idmapped" and
+              enforced.get("seccomp") == "stockade-guard",
+              (r.returncode, r.stderr, cmd_text, e.returncode, e.stdout, e.stderr, said, enforced,
+               [m and (m.st_uid, oct(m.st_mode)) for m in made]))
         # An overlay (podman's and containerd's usual root): Linux 6.18
         # cannot idmap an overlayfs mount (mount_setattr: EINVAL), so create
         # mounts an overlay of the container's own over idmapped clones of

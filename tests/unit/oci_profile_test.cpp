@@ -12,8 +12,10 @@
 #include "oci/config.h"
 #include "oci/container_plan.h"
 #include "oci/profile.h"
+#include "seccomp/filter.h"
 
 using namespace stockade::oci;
+using stockade::seccomp::chainPrograms;
 
 namespace {
 
@@ -97,13 +99,13 @@ TEST_CASE("oci profile: which filters' refusals the monitor counts, and why not 
     Config config;
     ChildPlan plan;
     // No filter: nothing to count, nothing said.
-    auto none = planDenials(config, "", plan);
+    auto none = planDenials(config, "", false, plan);
     REQUIRE(none);
     CHECK(plan.seccomp_notified_program.empty());
     CHECK(none->not_counted.empty());
     // stockade's default alone: its notified program, answered by the
     // default policy (no source).
-    auto defaults = planDenials(config, "default", plan);
+    auto defaults = planDenials(config, "default", false, plan);
     REQUIRE(defaults);
     CHECK_FALSE(plan.seccomp_notified_program.empty());
     CHECK(defaults->source == nullptr);
@@ -112,20 +114,20 @@ TEST_CASE("oci profile: which filters' refusals the monitor counts, and why not 
     spec.default_action = Action::Allow;
     spec.rules.push_back({{"keyctl"}, Action::Errno, 18, {}});
     config.seccomp = spec;
-    auto own = planDenials(config, "", plan);
+    auto own = planDenials(config, "", false, plan);
     REQUIRE(own);
     CHECK_FALSE(plan.seccomp_notified_program.empty());
     REQUIRE(own->source != nullptr);
     CHECK(own->not_counted.empty());
     // Chained: the kernel's, saying why.
-    auto chained = planDenials(config, "default", plan);
+    auto chained = planDenials(config, "default", false, plan);
     REQUIRE(chained);
     CHECK(plan.seccomp_notified_program.empty());
     CHECK(chained->not_counted.find("chained") != std::string::npos);
     // A spec refusing the command's own hand-over (sendmsg) would block it
     // for good: not counted, naming the call.
     config.seccomp->rules.push_back({{"sendmsg"}, Action::Errno, 1, {}});
-    auto blocked = planDenials(config, "", plan);
+    auto blocked = planDenials(config, "", false, plan);
     REQUIRE(blocked);
     CHECK(plan.seccomp_notified_program.empty());
     CHECK(blocked->not_counted.find("sendmsg") != std::string::npos);

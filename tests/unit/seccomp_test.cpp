@@ -921,6 +921,54 @@ TEST_CASE("installed in a child, no call makes a setuid or setgid file", "[secco
     checkAnswers(out, 16);
 }
 
+TEST_CASE(
+    "the privileged-file guard after a permissive policy: no setid mode, no user namespace, "
+    "no io_uring; the policy's own refusals stand",
+    "[seccomp][kernel][G3]") {
+    // A user's policy that allows everything, with a conditional rule of
+    // its own on clone (as podman's and Docker's have) and a refusal.
+    SeccompPolicy own;
+    own.default_action = Action::Allow;
+    own.rules.push_back(
+        SyscallRule{{"clone"},
+                    Action::Allow,
+                    0,
+                    {ArgCondition{0, CompareOp::MaskedEqual, CLONE_NEWUSER, CLONE_NEWUSER}}});
+    own.rules.push_back(SyscallRule{{"mkdirat"}, Action::Errno, EACCES, {}});
+    auto chained = withPrivilegedFileGuard(mustCompile(own).program);
+    REQUIRE(chained);
+    CompiledFilter filter;
+    filter.program = std::move(*chained);
+    char dir_template[] = "/tmp/stockade-guard-XXXXXX";
+    REQUIRE(mkdtemp(dir_template) != nullptr);
+    const std::string dir = dir_template;
+    const std::string plain = dir + "/plain";
+    { std::ofstream(plain) << "#!/bin/sh\n"; }
+    const ChildOutcome out = runFiltered(filter, [&](auto expect) {
+        expect(EPERM, syscall(SYS_chmod, plain.c_str(), 04755));
+        expect(EPERM, syscall(SYS_open, (dir + "/made").c_str(), O_CREAT | O_WRONLY, 02755));
+        expect(ENOSYS, syscall(SYS_openat2, AT_FDCWD, plain.c_str(), kBadPointer, 24L));
+        expect(EPERM, syscall(SYS_unshare, CLONE_NEWUSER));
+        const long cloned = syscall(SYS_clone, CLONE_NEWUSER | SIGCHLD, 0, 0, 0, 0);
+        if (cloned == 0) _exit(0);  // had the guard let it through
+        expect(EPERM, cloned);
+        expect(ENOSYS, syscall(SYS_clone3, kBadPointer, 88L));
+        expect(EPERM, syscall(SYS_io_uring_setup, 4, kBadPointer));
+        // The policy's own refusal keeps its errno; what both allow runs.
+        expect(EACCES, syscall(SYS_mkdirat, AT_FDCWD, (dir + "/d").c_str(), 0755));
+        expect(0, syscall(SYS_chmod, plain.c_str(), 0700));
+        expect(0, syscall(SYS_unshare, 0));
+    });
+    struct stat st {};
+    REQUIRE(stat(plain.c_str(), &st) == 0);
+    CHECK((st.st_mode & 07777) == 0700);
+    CHECK(access((dir + "/made").c_str(), F_OK) != 0);
+    std::filesystem::remove_all(dir);
+    REQUIRE(out.exited);
+    CHECK(out.exit_code == 0);
+    checkAnswers(out, 10);
+}
+
 TEST_CASE("installed in a child, ENOSYS above the table comes from the filter",
           "[seccomp][kernel]") {
     // The default table reaches past every call this kernel has, so its ENOSYS

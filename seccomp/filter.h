@@ -38,15 +38,20 @@ Result<CompiledFilter> compileFilter(const SeccompPolicy& policy);
 
 // `first` then `second`, as one program: each of `first`'s answers that lets
 // the call through (ALLOW, LOG) becomes a jump to `second`, which decides;
-// any other answer of `first` stands. A call runs only if both allow it, as
-// with two stacked filters, and neither's rules are decided in an order set
-// by the other's (libseccomp orders a policy's conditional rules itself).
-// Refused beyond BPF_MAXINSNS.
+// any other answer of `first` stands, whatever `second` would say (unlike
+// two stacked filters, where the kernel takes the most restrictive). A call
+// runs only if both allow it, and neither's conditional rules are decided in
+// an order set by the other's (libseccomp orders a policy's conditions
+// itself). Refused beyond BPF_MAXINSNS.
 Result<std::vector<sock_filter>> chainPrograms(const std::vector<sock_filter>& first,
                                                const std::vector<sock_filter>& second);
 
 // `first` (empty: no filter of its own) then privilegedFileGuard()
-// (policy.h), as one program.
+// (policy.h), as one program. No answer of `first` lets a call run without
+// the guard deciding: ALLOW and LOG jump to it, ERRNO, TRAP and KILL never
+// run the call, a policy's SCMP_ACT_TRACE is imported as ENOSYS (a traced
+// call would run once a tracer of the sandbox's own had seen it), and a
+// notified refusal is answered, never continued.
 Result<std::vector<sock_filter>> withPrivilegedFileGuard(const std::vector<sock_filter>& first);
 
 enum class SyscallNameKind {

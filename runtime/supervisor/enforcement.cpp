@@ -18,8 +18,12 @@ SandboxOutcome enforcementFor(const Policy& policy, const SandboxCgroups& cgroup
     out.enforced["capabilities"] = "none";
     out.git = findings.git;
     out.masks = findings.masks;
+    // A user's filter, and "none" as root, come with stockade's
+    // privileged-file guard (runtime/plan/sandbox_seccomp.h).
     if (!plan.seccomp_program.empty())
-        out.enforced["seccomp"] = policy.seccomp == "default" ? "default" : "custom";
+        out.enforced["seccomp"] = policy.seccomp == "default" ? "default"
+                                  : policy.seccomp == "none"  ? "stockade-guard"
+                                                              : "custom";
     if (policy.limits.cpu_time_ms) out.enforced["cpu_time"] = "rlimit";
     if (plan.landlock.active())
         out.enforced["landlock"] = plan.landlock.enforcedName();

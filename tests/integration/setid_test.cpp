@@ -195,6 +195,7 @@ TEST_CASE("G3: an allow-all seccomp profile, and none as root, still make no pri
             CHECK(run.report.get("route.chmod-setuid") == "ok");
             CHECK(run.report.get("route.io-uring-openat") == "ok");
             CHECK(st.st_uid == kNobody);
+            CHECK(sandbox.result()["enforced"]["seccomp"].is_null());
             continue;
         }
         for (const char* route : {"chmod-setuid", "fchmod", "open-creat", "creat", "tmpfile"}) {
@@ -206,6 +207,10 @@ TEST_CASE("G3: an allow-all seccomp profile, and none as root, still make no pri
         CHECK(run.report.get("with-setid-bits") == "0");
         if (mode == Mode::Root) CHECK(st.st_uid == 0);
         CHECK(privilegedEntries(sandbox.worktree()).empty());
+        // The record says which filter held: the user's (with the guard,
+        // docs/seccomp.md), or the guard alone.
+        CHECK(sandbox.result()["enforced"]["seccomp"] ==
+              (policy == "none" ? "stockade-guard" : "custom"));
     }
 }
 

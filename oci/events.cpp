@@ -116,6 +116,9 @@ Result<int> intervalMs(const std::string& text) {
 Result<int> printEvents(const std::string& root_dir, const std::string& id, bool once,
                         int interval_ms) {
     std::optional<uint64_t> ooms;
+    // The container watched: its init, told apart from one a container of
+    // the same id made again between two samples has.
+    std::optional<std::pair<pid_t, uint64_t>> watched;
     for (bool first = true;; first = false) {
         CgroupStats stats;
         {
@@ -128,6 +131,9 @@ Result<int> printEvents(const std::string& root_dir, const std::string& id, bool
                 if (first) return Error::message("container with id " + id + " is not running");
                 return 0;
             }
+            const std::pair<pid_t, uint64_t> init{c->record.pid, c->record.start_time};
+            if (watched && *watched != init) return 0;  // deleted and made again since
+            watched = init;
             if (c->record.cgroups.empty())
                 return Error::message("events: container " + id +
                                       " has no cgroup of its own (rootless): nothing to report");

@@ -2150,6 +2150,32 @@ def main():
             check("update of a stopped container: container not running",
                   r.returncode == 1 and "container not running" in r.stderr, r.stderr)
             rt("delete", "c7")
+            # A watcher outlives neither its container nor a delete and
+            # create of the same id between two of its samples: it exits
+            # 0 rather than go on reporting the new container as the old.
+            r = rt("create", "--bundle", ticker, "c8")
+            rt("start", "c8")
+            watcher = subprocess.Popen([rt.binary, "--root", rt.root, "events", "--interval",
+                                        "2s", "c8"], stdout=subprocess.PIPE,
+                                       stderr=subprocess.PIPE, text=True)
+            first_line = watcher.stdout.readline()
+            rt("delete", "--force", "c8")
+            again = rt("create", "--bundle", ticker, "c8")
+            rt("start", "c8")
+            try:
+                rest, err = watcher.communicate(timeout=15)
+            except subprocess.TimeoutExpired:
+                watcher.kill()
+                rest, err = watcher.communicate()
+            running = (state_of(rt, "c8") or {}).get("status")
+            rt("delete", "--force", "c8")
+            check("events --interval ends (exit 0) when its container is deleted and one of "
+                  "the same id made again between two samples",
+                  r.returncode == 0 and again.returncode == 0 and running == "running" and
+                  json.loads(first_line or "{}").get("type") == "stats" and
+                  watcher.returncode == 0 and rest.count("\n") <= 1,
+                  (r.stderr, again.stderr, running, first_line, rest[-300:], err,
+                   watcher.returncode))
             for top in ([f"/sys/fs/cgroup/{c}/{parent}" for c in
                          ("memory", "pids", "freezer", "cpu", "cpuset", "devices")] if v1
                         else [f"/sys/fs/cgroup/{parent}"]):

@@ -51,7 +51,15 @@ CASES = [
     ("tier_refused", ["{blocked}"], ["true"], "error", "sandbox_unavailable", 125),
     ("lower_tier", ["{blocked}", "--min-tier", "landlock", "--worktree", "{wt}"], ["true"],
      "passed", None, 0),
+    # A user's own filter (enforced.seccomp "custom", stockade's privileged-
+    # file guard with it) and none ("stockade-guard" as root: the guard
+    # alone; rootless null), docs/seccomp.md.
+    ("custom_filter", ["--profile", "{custom_filter}"], ["true"], "passed", None, 0),
+    ("no_filter", ["--profile", "{no_filter}"], ["true"], "passed", None, 0),
 ]
+# The filter each case's record must name, by mode.
+FILTERS = {"custom_filter": {"root": "custom", "rootless": "custom"},
+           "no_filter": {"root": "stockade-guard", "rootless": None}}
 # The tier each case's record must name.
 TIERS = {"tier_refused": "full", "lower_tier": "landlock"}
 BLOCKER = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(STOCKADE))), "probe",
@@ -93,6 +101,27 @@ def small_files_profile(directory):
     return out
 
 
+def profile_with_seccomp(directory, name, seccomp):
+    """The held-test profile with its "seccomp" replaced, as a file."""
+    path = os.path.join(os.path.dirname(os.path.abspath(SCHEMA)), "..", "profiles", "held-test.json")
+    profile = json.load(open(path))
+    profile["seccomp"] = seccomp
+    out = os.path.join(directory, name + ".json")
+    with open(out, "w") as f:
+        json.dump(profile, f)
+    os.chmod(out, 0o644)
+    return out
+
+
+def allow_all_filter(directory):
+    out = os.path.join(directory, "allow-all.json")
+    with open(out, "w") as f:
+        json.dump({"defaultAction": "SCMP_ACT_ALLOW", "architectures": ["SCMP_ARCH_X86_64"],
+                   "syscalls": []}, f)
+    os.chmod(out, 0o644)
+    return out
+
+
 failures = 0
 for mode in ("root", "rootless"):
     for name, args, command, status, reason, code in CASES:
@@ -121,6 +150,12 @@ for mode in ("root", "rootless"):
             args = [a.replace("{wt}", wt) for a in args]
             if "{small_files}" in args:
                 args = [a.replace("{small_files}", small_files_profile(tmp)) for a in args]
+            if "{custom_filter}" in args:
+                custom = profile_with_seccomp(tmp, "custom", allow_all_filter(tmp))
+                args = [a.replace("{custom_filter}", custom) for a in args]
+            if "{no_filter}" in args:
+                args = [a.replace("{no_filter}", profile_with_seccomp(tmp, "none", "none"))
+                        for a in args]
             proc = subprocess.run([*prefix, STOCKADE, "run", "--quiet", "--result", result, *args, "--", *command],
                                   preexec_fn=demote if mode == "rootless" else None,
                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=60)
@@ -143,6 +178,10 @@ for mode in ("root", "rootless"):
                 if seen != {"hidden": ["/repo/.env"], "read_only": ["/repo/AGENTS.md"],
                             "created": ["/repo/pkg/.npmrc"]}:
                     problems.append(f"worktree_masks {masks!r}")
+            if name in FILTERS and \
+                    record.get("enforced", {}).get("seccomp") != FILTERS[name][mode]:
+                problems.append(f"enforced.seccomp {record.get('enforced', {}).get('seccomp')!r}, "
+                                f"expected {FILTERS[name][mode]!r}")
             if name in TIERS and record.get("tier") != TIERS[name]:
                 problems.append(f"tier {record.get('tier')!r}, expected {TIERS[name]!r}")
             if record.get("status") != status:

@@ -73,7 +73,7 @@ export interface ResultRecord {
     uts_ns: boolean;
     cgroup_ns: boolean;
     no_new_privs: boolean;
-    seccomp: null | "default" | "custom";
+    seccomp: null | "default" | "custom" | "stockade-guard";
     capabilities: null | "none";
     memory: null | "cgroup2" | "cgroup1" | "rlimit";
     pids: null | "cgroup2" | "cgroup1" | "rlimit";
@@ -426,7 +426,8 @@ export const resultSchema = {
           "enum": [
             null,
             "default",
-            "custom"
+            "custom",
+            "stockade-guard"
           ]
         },
         "capabilities": {

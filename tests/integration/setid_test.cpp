@@ -40,6 +40,19 @@ std::string aSetuidHostProgram() {
     return "";
 }
 
+// The held-test profile with `policy` as its "seccomp" (a file, or "none"),
+// written as `name` in `scratch`.
+std::string heldTestWithSeccomp(ScratchDir& scratch, const std::string& name,
+                                const std::string& policy) {
+    std::ifstream in(std::string(STOCKADE_SOURCE_DIR) + "/profiles/held-test.json");
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string from = "\"seccomp\": \"default\"";
+    const size_t at = text.find(from);
+    REQUIRE(at != std::string::npos);
+    text.replace(at, from.size(), "\"seccomp\": \"" + policy + "\"");
+    return scratch.writeFile(name, text);
+}
+
 }  // namespace
 
 TEST_CASE("G3: no system call makes a setuid, setgid or file-capability file in the worktree",
@@ -130,14 +143,8 @@ TEST_CASE("G3: a user's permissive seccomp profile still makes no setuid file",
         "syscalls": [{"names": ["chmod", "fchmodat"], "action": "SCMP_ACT_ALLOW",
                       "args": [{"index": 0, "value": 0, "valueTwo": 0, "op": "SCMP_CMP_MASKED_EQ"}]}]
     })");
-    std::ifstream in(std::string(STOCKADE_SOURCE_DIR) + "/profiles/held-test.json");
-    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    const std::string from = "\"seccomp\": \"default\"";
-    REQUIRE(text.find(from) != std::string::npos);
     auto profileWith = [&](const std::string& name, const std::string& policy) {
-        std::string t = text;
-        t.replace(t.find(from), from.size(), "\"seccomp\": \"" + policy + "\"");
-        return sandbox.scratch().writeFile(name, t);
+        return heldTestWithSeccomp(sandbox.scratch(), name, policy);
     };
     const std::string chmod_it = "cp /bin/true /repo/made && chmod 4755 /repo/made; echo chmod=$?";
 
@@ -167,10 +174,6 @@ TEST_CASE("G3: an allow-all seccomp profile, and none as root, still make no pri
     // the worktree's idmapped mount, the capability names disk root and
     // holds on the host: seen before 2026-12-06), and io_uring's openat.
     // stockade's guard goes after any user's policy; with none, as root.
-    std::ifstream in(std::string(STOCKADE_SOURCE_DIR) + "/profiles/held-test.json");
-    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    const std::string from = "\"seccomp\": \"default\"";
-    REQUIRE(text.find(from) != std::string::npos);
     for (const std::string policy : {"allow-all", "none"}) {
         INFO("seccomp " + policy);
         Sandbox sandbox(mode);
@@ -180,9 +183,7 @@ TEST_CASE("G3: an allow-all seccomp profile, and none as root, still make no pri
                                    "architectures": ["SCMP_ARCH_X86_64"],
                                    "syscalls": []
                                })");
-        std::string t = text;
-        t.replace(t.find(from), from.size(), "\"seccomp\": \"" + named + "\"");
-        sandbox.option("--profile", sandbox.scratch().writeFile("profile.json", t));
+        sandbox.option("--profile", heldTestWithSeccomp(sandbox.scratch(), "profile.json", named));
         const ProbeRun run = sandbox.probe({"setid-routes", "/repo"});
         INFO(run.describe());
         REQUIRE(run.result() == "ok");

@@ -89,28 +89,27 @@ DETAILS = {
 }
 
 
-def small_files_profile(directory):
-    """The held-test profile with a 1 MiB file size bound, as a file."""
+def held_test_profile(directory, name, change):
+    """The held-test profile, changed by `change(profile)`, as a file."""
     path = os.path.join(os.path.dirname(os.path.abspath(SCHEMA)), "..", "profiles", "held-test.json")
     profile = json.load(open(path))
-    profile["limits"]["file_size"] = "1m"
-    out = os.path.join(directory, "small-files.json")
-    with open(out, "w") as f:
-        json.dump(profile, f)
-    os.chmod(out, 0o644)
-    return out
-
-
-def profile_with_seccomp(directory, name, seccomp):
-    """The held-test profile with its "seccomp" replaced, as a file."""
-    path = os.path.join(os.path.dirname(os.path.abspath(SCHEMA)), "..", "profiles", "held-test.json")
-    profile = json.load(open(path))
-    profile["seccomp"] = seccomp
+    change(profile)
     out = os.path.join(directory, name + ".json")
     with open(out, "w") as f:
         json.dump(profile, f)
     os.chmod(out, 0o644)
     return out
+
+
+def small_files_profile(directory):
+    """The held-test profile with a 1 MiB file size bound."""
+    return held_test_profile(directory, "small-files",
+                             lambda p: p["limits"].__setitem__("file_size", "1m"))
+
+
+def profile_with_seccomp(directory, name, seccomp):
+    """The held-test profile with its "seccomp" replaced."""
+    return held_test_profile(directory, name, lambda p: p.__setitem__("seccomp", seccomp))
 
 
 def allow_all_filter(directory):

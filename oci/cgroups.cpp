@@ -366,7 +366,8 @@ Result<ContainerCgroups> makeOrRefuse(const CgroupAsk& ask, const std::string& m
             leaves.push_back(mount_root + ask.path);
         else
             for (const char* controller :
-                 {"memory", "pids", "freezer", "cpu", "cpuset", "devices", "hugetlb"})
+                 {"memory", "pids", "freezer", "cpu", "cpuacct", "blkio", "cpuset", "devices",
+                  "hugetlb"})
                 leaves.push_back(mount_root + "/" + controller + ask.path);
         for (const std::string& leaf : leaves)
             if (exists(leaf)) return refuse(existsAlready(ask, leaf));
@@ -410,12 +411,15 @@ Result<ContainerCgroups> makeOrRefuse(const CgroupAsk& ask, const std::string& m
         out.dirs.push_back(dir);
     } else {
         // memory and pids hold create's limits and are required; freezer
-        // (pause) and cpu (a cpu limit, now or by update) where mounted;
+        // (pause), cpu (a cpu limit, now or by update), and cpuacct and
+        // blkio (the usage a shim, podman stats or events reads from the
+        // container's own cgroup, not the host's root) where mounted;
         // cpuset only when asked, and then required.
         // devices first: where its leaf must be this container's own, no
         // other leaf is made (and then removed) beside another's.
         for (const char* controller :
-             {"devices", "memory", "pids", "freezer", "cpu", "cpuset", "hugetlb"}) {
+             {"devices", "memory", "pids", "freezer", "cpu", "cpuacct", "blkio", "cpuset",
+              "hugetlb"}) {
             const std::string base = mount_root + "/" + controller;
             const std::string name = controller;
             // cpuset and hugetlb where mounted, as runc makes them, so that
@@ -808,9 +812,13 @@ bool canKillWhole(const std::vector<std::string>& dirs) {
 }
 
 Status removeContainerCgroups(const std::vector<std::string>& dirs) {
+    // Each tried: one that cannot go (a process of another's in it) keeps
+    // none of the others.
+    Status first = okStatus();
     for (const std::string& dir : dirs)
-        if (auto s = removeCgroupDir(dir); !s && s.error().errnum() != ENOENT) return s.error();
-    return okStatus();
+        if (auto s = removeCgroupDir(dir); !s && s.error().errnum() != ENOENT && first)
+            first = s.error();
+    return first;
 }
 
 }  // namespace stockade::oci

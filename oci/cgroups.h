@@ -127,7 +127,7 @@ Status killContainerCgroups(const std::vector<std::string>& dirs);
 bool canKillWhole(const std::vector<std::string>& dirs);
 
 // Removes the directories (waiting out a cgroup still busy with a process
-// that just died); what cannot be removed is named.
+// that just died), each tried; the first that cannot be removed is named.
 Status removeContainerCgroups(const std::vector<std::string>& dirs);
 
 }  // namespace stockade::oci

@@ -294,9 +294,10 @@ Status createContainer(const std::string& root_dir, const std::string& id,
             syscall(SYS_waitid, P_PIDFD, started_pidfd.get(), &info, WEXITED, nullptr);
         }
         // What a hook left in them (a createContainer hook runs there),
-        // in those this create made: one that was there may be another's.
+        // in those this create made, and then those directories: one that
+        // was there may be another's, and stays as it was.
         if (cgroups) (void)killContainerCgroups(cgroups->made_here);
-        if (cgroups) (void)removeContainerCgroups(cgroups->dirs);
+        if (cgroups) (void)removeContainerCgroups(cgroups->made_here);
         (void)removeContainer(root->get(), id);
     }};
     auto dir = openContainer(root->get(), id);

@@ -22,7 +22,7 @@ import tempfile
 
 import lifecycle
 from lifecycle import APPLETS, Runtime, check, make_bundle, reap, state_of, wait_for
-from oci_common import BUSYBOX, skip
+from oci_common import BUSYBOX, V1_CONTROLLERS, skip
 
 # A hook: busybox as sh; $0 is the prefix of its record files.
 RECORD = ('cat > "$0.state"; echo "$0 $1" > "$0.argv"; echo "$HOOK_ENV" > "$0.env"; '
@@ -685,10 +685,13 @@ def failed_create_in_shared_cgroup(rt, scratch, owner, base, out):
     """As root, a cgroupsPath that exists already and holds another's
     process (a scratch sleep standing for a service's): a create there that
     fails (its prestart exits 3) kills nothing of it, and the directory,
-    not this create's, stays; one of its own beneath is killed and removed."""
+    not this create's, stays; what this create made beside it (the other
+    hierarchies' directories) is removed."""
     shared = f"stockade-hooks-shared-{os.getpid()}"
     dirs = [f"/sys/fs/cgroup/{h}/{shared}" for h in ("memory", "pids", "freezer")
             if os.path.isdir(f"/sys/fs/cgroup/{h}")]
+    made_by_create = [f"/sys/fs/cgroup/{h}/{shared}" for h in V1_CONTROLLERS
+                      if h not in ("memory", "pids", "freezer")]
     for d in dirs:
         os.mkdir(d)
     other = subprocess.Popen(["sleep", "3232"])
@@ -700,17 +703,21 @@ def failed_create_in_shared_cgroup(rt, scratch, owner, base, out):
         config["linux"]["cgroupsPath"] = "/" + shared
         bundle = make_bundle(scratch, "shared-cg", ["sleep", "1000"], owner, config)
         r = rt("create", "--bundle", bundle, "sh1")
+        left = [d for d in made_by_create if os.path.exists(d)]
         check("hooks: a create that fails in a cgroupsPath another's process is in kills "
-              "nothing of it; the directory, not its own, stays",
+              "nothing of it; the directory, not its own, stays, and none it made beside it",
               r.returncode == 1 and "exit status 3" in r.stderr and other.poll() is None and
-              all(os.path.isdir(d) for d in dirs) and os.listdir(rt.root) == [],
-              (r.returncode, r.stderr, other.poll(), os.listdir(rt.root)))
+              all(os.path.isdir(d) for d in dirs) and os.listdir(rt.root) == [] and not left,
+              (r.returncode, r.stderr, other.poll(), os.listdir(rt.root), left))
     finally:
         other.kill()
         other.wait()
         for d in dirs:
             wait_for(lambda: not read(os.path.join(d, "cgroup.procs")).strip())
             os.rmdir(d)
+        for d in made_by_create:  # a failing create's leftovers, not the host's
+            if os.path.isdir(d):
+                os.rmdir(d)
 
 
 def create_container_in_joined_pid_namespace(rt, scratch, owner, base, out):

@@ -24,7 +24,7 @@ import sys
 import tempfile
 import time
 
-from oci_common import BUSYBOX, host_pids_running, skip
+from oci_common import BUSYBOX, V1_CONTROLLERS, host_pids_running, skip
 APPLETS = ["sh", "echo", "cat", "sleep", "touch", "id", "hostname", "ls", "true", "stty",
            "unshare", "mkdir", "mkfifo", "mount", "grep", "chmod", "cp"]
 
@@ -585,8 +585,8 @@ def default_cgroup(rt, scratch, owner, base, binary):
     """As root every container has a cgroup of its own, as under runc, with
     no cgroupsPath, limits or CAP_SYS_ADMIN asked: /stockade-oci/ID-TAG,
     TAG naming the --root, so one id under two roots is two cgroups. Seen
-    from the host: init in it (memory, pids, devices, freezer on v1; the
-    one directory on v2), the device rules deny all but the defaults
+    from the host: init in it (every v1 hierarchy mounted, cpuacct and
+    blkio too; the one directory on v2), the device rules deny all but the defaults
     (v1's devices.list), pause freezes it, delete removes every directory."""
     bundle = make_bundle(scratch, "plain-cg", ["sleep", "1000"], owner, base)
     other_root = tempfile.mkdtemp(prefix="root2-", dir=scratch)
@@ -595,15 +595,18 @@ def default_cgroup(rt, scratch, owner, base, binary):
     created = [rt("create", "--bundle", bundle, "pc1"), other("create", "--bundle", bundle, "pc1")]
     paths = [host_cgroup_of((state_of(r, "pc1") or {}).get("pid", 0)) for r in (rt, other)]
     key = "memory" if v1 else ""
-    dirs = [f"/sys/fs/cgroup/{c}{paths[0].get(c, '/none')}"
-            for c in (("memory", "pids", "devices", "freezer", "cpuset") if v1 else ("",))]
+    # Every v1 hierarchy mounted (cpuacct and blkio too: a shim's and
+    # podman's stats read the usage there), devices third.
+    mounted = ([c for c in ("memory", "pids", "devices", "freezer", "cpuset", "cpu", "cpuacct",
+                            "blkio") if os.path.isdir(f"/sys/fs/cgroup/{c}")] if v1 else [""])
+    dirs = [f"/sys/fs/cgroup/{c}{paths[0].get(c, '/none')}" for c in mounted]
     check("as root a container without cgroupsPath has a cgroup of its own, /stockade-oci/ID-TAG, "
           "another under a second --root (init in it, seen from the host)",
           all(r.returncode == 0 for r in created) and
           re.fullmatch(r"/stockade-oci/pc1-[0-9a-f]{16}", paths[0].get(key, "")) and
           re.fullmatch(r"/stockade-oci/pc1-[0-9a-f]{16}", paths[1].get(key, "")) and
           paths[0][key] != paths[1][key] and
-          (not v1 or len({paths[0].get(c) for c in ("memory", "pids", "devices", "freezer")}) == 1)
+          (not v1 or len({paths[0].get(c) for c in mounted}) == 1)
           and all(os.path.isdir(d) for d in dirs),
           ([r.stderr for r in created], paths))
     if v1:
@@ -651,7 +654,7 @@ def default_cgroup(rt, scratch, owner, base, binary):
                                                    frozen_config), "pc4")
         with open(f"/sys/fs/cgroup/freezer{cold}/freezer.state", "w") as f:
             f.write("THAWED")
-        made_beside = [c for c in ("memory", "pids", "devices", "cpu", "cpuset")
+        made_beside = [c for c in V1_CONTROLLERS if c != "freezer"
                        if os.path.exists(f"/sys/fs/cgroup/{c}{cold}")]
         os.rmdir(f"/sys/fs/cgroup/freezer{cold}")
         check("a frozen cgroup is refused (create does not stop in it), nothing made beside it",
@@ -683,10 +686,11 @@ def sys_admin_elsewhere(rt, scratch, owner, base, admin_config):
     # into it, nor joined, for they could be another's.
     premade = f"/stockade-oci-premade-{os.getpid()}"
     v1 = not os.path.exists("/sys/fs/cgroup/cgroup.controllers")
-    premade_dirs = ([f"/sys/fs/cgroup/{c}{premade}" for c in
-                     ("memory", "pids", "freezer", "cpu", "cpuset", "devices")] if v1
+    # Only the devices leaf made by the test (v1); the others are create's.
+    premade_dirs = ([f"/sys/fs/cgroup/{c}{premade}" for c in V1_CONTROLLERS
+                     if os.path.isdir(f"/sys/fs/cgroup/{c}")] if v1
                     else [f"/sys/fs/cgroup{premade}"])
-    os.makedirs(premade_dirs[-1])
+    os.makedirs(f"/sys/fs/cgroup/devices{premade}" if v1 else premade_dirs[0])
     noadmin = json.loads(json.dumps(base))
     noadmin["linux"]["cgroupsPath"] = premade
     sleeper = make_bundle(scratch, "noadmin", ["sleep", "1000"], owner, noadmin)
@@ -732,7 +736,7 @@ def sys_admin_elsewhere(rt, scratch, owner, base, admin_config):
     for cid in ("sa5", "sa4", "sa3"):
         rt("delete", "--force", cid)
     subprocess.run(["rmdir"] + [f"/sys/fs/cgroup/{c}{shared}" for c in
-                                ("memory", "pids", "freezer", "cpu", "cpuset", "devices")],
+                                V1_CONTROLLERS],
                    stderr=subprocess.DEVNULL)
     check("CAP_SYS_ADMIN in a cgroup another container holds is refused; one without it "
           "there leaves the holder's device rules",
@@ -1113,7 +1117,7 @@ def pids_limit_one(rt, scratch, owner, base):
     pids_dir = f"/sys/fs/cgroup/pids/stockade-oci-pids1-{os.getpid()}"
     limit = open(f"{pids_dir}/pids.max").read().strip() if os.path.isdir(pids_dir) else ""
     rt("delete", "--force", "pl1")
-    for c in ("memory", "pids", "freezer", "cpu", "cpuset", "devices"):
+    for c in V1_CONTROLLERS:
         try:
             os.rmdir(f"/sys/fs/cgroup/{c}/stockade-oci-pids1-{os.getpid()}")
         except OSError:
@@ -1456,7 +1460,7 @@ def record_cases(rt, scratch, owner, base, mode):
           [(15, False), (9, True)] and own.get("ending", {}).get("pidsLimitHits", 0) > 0 and
           own.get("enforced", {}).get("limits") == ("cgroup v1" if v1 else "cgroup v2"), own)
     rt("delete", "rec2")
-    for top in ([f"/sys/fs/cgroup/{c}/{parent}" for c in ("memory", "pids", "freezer", "cpu", "cpuset", "devices")]
+    for top in ([f"/sys/fs/cgroup/{c}/{parent}" for c in V1_CONTROLLERS]
                 if v1 else [f"/sys/fs/cgroup/{parent}"]):
         try:
             os.rmdir(top)
@@ -1782,12 +1786,22 @@ def main():
         if mode == "root":
             ev = json.loads(r.stdout) if r.returncode == 0 else {}
             pids = ev.get("data", {}).get("pids", {})
+            # The cpu time is the container's own (v1: its cpuacct
+            # directory), far below the host's whole.
+            cpu = ev.get("data", {}).get("cpu", {}).get("usage", {}).get("total", 0)
+            if os.path.exists("/sys/fs/cgroup/cpuacct/cpuacct.usage"):
+                with open("/sys/fs/cgroup/cpuacct/cpuacct.usage") as f:
+                    host_cpu = int(f.read())
+            else:
+                with open("/sys/fs/cgroup/cpu.stat") as f:
+                    host_cpu = int(dict(line.split() for line in f)["usage_usec"]) * 1000
             check("events --stats: one stats object of the container's own cgroup (its init "
-                  "and command counted)",
+                  "and command counted, its cpu time its own)",
                   ev.get("type") == "stats" and ev.get("id") == "c1" and
                   pids.get("current", 0) >= 2 and
-                  ev["data"].get("memory", {}).get("usage", {}).get("usage", 0) > 0,
-                  (r.returncode, r.stdout, r.stderr))
+                  ev["data"].get("memory", {}).get("usage", {}).get("usage", 0) > 0 and
+                  0 < cpu < host_cpu / 10,
+                  (r.returncode, r.stdout, r.stderr, host_cpu))
         else:
             check("events rootless: refused, saying the container has no cgroup of its own",
                   r.returncode == 1 and "no cgroup" in r.stderr, (r.returncode, r.stderr))
@@ -1968,7 +1982,7 @@ def main():
             r = rt("delete", "--force", "c5")
             check("delete removes the container's cgroup", r.returncode == 0 and
                   not os.path.exists(memory_dir) and not os.path.exists(pids_dir), r.stderr)
-            for top in ([f"/sys/fs/cgroup/{c}/{parent}" for c in ("memory", "pids", "cpuset", "devices")] if v1
+            for top in ([f"/sys/fs/cgroup/{c}/{parent}" for c in V1_CONTROLLERS] if v1
                         else [f"/sys/fs/cgroup/{parent}"]):
                 try:
                     os.rmdir(top)
@@ -2177,7 +2191,7 @@ def main():
                   (r.stderr, again.stderr, running, first_line, rest[-300:], err,
                    watcher.returncode))
             for top in ([f"/sys/fs/cgroup/{c}/{parent}" for c in
-                         ("memory", "pids", "freezer", "cpu", "cpuset", "devices")] if v1
+                         V1_CONTROLLERS] if v1
                         else [f"/sys/fs/cgroup/{parent}"]):
                 try:
                     os.rmdir(top)

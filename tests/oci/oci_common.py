@@ -3,6 +3,10 @@ import os
 import sys
 
 BUSYBOX = "/bin/busybox"
+# The cgroup v1 hierarchies a root container may get a directory in (where
+# mounted; oci/cgroups.cpp), for tests that look for what is left.
+V1_CONTROLLERS = ("memory", "pids", "freezer", "cpu", "cpuacct", "blkio", "cpuset", "devices",
+                  "hugetlb")
 
 
 def skip(why):

@@ -25,7 +25,7 @@ import tempfile
 
 from lifecycle import (become_subreaper, check, failures, make_bundle, make_test_tree, state_of,
                        wait_for)
-from oci_common import BUSYBOX, host_pids_running, skip, status_field
+from oci_common import BUSYBOX, V1_CONTROLLERS, host_pids_running, skip, status_field
 
 CGROUP = "/sys/fs/cgroup"
 
@@ -235,7 +235,7 @@ def cpuset_cases(rt, scratch, owner, base, out, mode):
     refused(rt, scratch, owner, with_linux(base, cgroupsPath=f"/{parent}/cbad5",
                                            resources={"cpu": {"mems": "4000"}}),
             "cbad5", "linux.resources.cpu.mems", mode)
-    for c in ("cpuset", "memory", "pids", "freezer", "cpu", "devices") if v1 else ("",):
+    for c in V1_CONTROLLERS if v1 else ("",):
         try:
             os.rmdir(f"{CGROUP}/{c}/{parent}".replace("//", "/"))
         except OSError:

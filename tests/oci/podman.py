@@ -35,7 +35,7 @@ import tempfile
 import time
 import urllib.request
 
-from oci_common import BUSYBOX, skip
+from oci_common import BUSYBOX, V1_CONTROLLERS, skip
 APPLETS = ["sh", "echo", "cat", "sleep", "touch", "ls", "true", "unshare", "ip", "tty", "grep",
            "httpd", "id", "hostname", "stat", "head", "od", "uname"]
 CLEAN_ROOT = os.environ.get("STOCKADE_CLEAN_ROOT", "/var/cache/stockade-test/bookworm")
@@ -106,7 +106,7 @@ def left_behind(cid, state_dir):
     left = []
     if os.path.exists(f"{state_dir}/{cid}"):
         left.append(f"{state_dir}/{cid}")
-    for ctl in ("memory", "pids", "freezer", "cpu", "cpuset", "devices"):
+    for ctl in V1_CONTROLLERS:
         d = f"/sys/fs/cgroup/{ctl}/libpod_parent/libpod-{cid}"
         if os.path.exists(d):
             left.append(d)
@@ -536,6 +536,17 @@ def main():
                   cpuset == (last_cpu, "0", True) and
                   inside.stdout.split() == ["Cpus_allowed_list:", last_cpu],
                   f"{cpuset} {inside.stdout!r} {inside.stderr!r}")
+            # podman stats reads the container's own cgroups (v1: each
+            # hierarchy's directory, cpuacct's for the cpu time).
+            p = pm("stats", "--no-stream", "--format", "json", cid)
+            try:
+                stats = json.loads(p.stdout)[0]
+            except (ValueError, IndexError, KeyError):
+                stats = {}
+            check("podman stats: the container's own cgroup read (cpu time, memory, pids)",
+                  p.returncode == 0 and stats.get("pids") in ("2", 2) and
+                  stats.get("cpu_time", "") not in ("", "0s"), f"{p.returncode} {p.stdout!r} "
+                  f"{p.stderr!r}")
             # podman update calls `update --resources FILE`; pause and
             # unpause call pause and resume.
             p = pm("update", "--memory", "128m", "--memory-swap", "256m", "--cpus", "0.25", cid)

@@ -417,6 +417,11 @@ Result<ContainerCgroups> makeOrRefuse(const CgroupAsk& ask, const std::string& m
         // cpuset only when asked, and then required.
         // devices first: where its leaf must be this container's own, no
         // other leaf is made (and then removed) beside another's.
+        // Each hierarchy taken (its directory's device and inode), so that
+        // two names of one (cpu and cpuacct are often mounted together as
+        // cpu,cpuacct, each name a link to it) give one directory, made by
+        // the first name, where a second mkdir would find it and refuse it.
+        std::vector<std::pair<dev_t, ino_t>> taken;
         for (const char* controller :
              {"devices", "memory", "pids", "freezer", "cpu", "cpuacct", "blkio", "cpuset",
               "hugetlb"}) {
@@ -437,6 +442,14 @@ Result<ContainerCgroups> makeOrRefuse(const CgroupAsk& ask, const std::string& m
                                                       : "linux.resources") +
                                       ": no cgroup v1 " + controller + " hierarchy at " + base);
             }
+            struct stat hierarchy_st {};
+            if (stat(base.c_str(), &hierarchy_st) < 0)
+                return Error::fromErrno("stat(\"" + base + "\")");
+            const std::pair<dev_t, ino_t> hierarchy{hierarchy_st.st_dev, hierarchy_st.st_ino};
+            if (std::find(taken.begin(), taken.end(), hierarchy) != taken.end()) {
+                out.dirs.push_back(base + ask.path);  // the same directory, by this name
+                continue;
+            }
             if (name == "cpuset") {
                 const size_t before = made.dirs.size();
                 if (auto s = makeCpusetDirs(base, ask.path, made); !s) {
@@ -453,6 +466,7 @@ Result<ContainerCgroups> makeOrRefuse(const CgroupAsk& ask, const std::string& m
                 if (ask.must_be_new && !madeHere(made, base + ask.path))
                     return refuse(existsAlready(ask, base + ask.path));
                 out.dirs.push_back(base + ask.path);
+                taken.push_back(hierarchy);
                 continue;
             }
             if (name == "devices") {
@@ -471,12 +485,14 @@ Result<ContainerCgroups> makeOrRefuse(const CgroupAsk& ask, const std::string& m
                     continue;
                 }
                 out.dirs.push_back(leaf);
+                taken.push_back(hierarchy);
                 continue;
             }
             if (auto s = makeDirs(base, ask.path, made); !s) return s.error();
             if (ask.must_be_new && !madeHere(made, base + ask.path))
                 return refuse(existsAlready(ask, base + ask.path));
             out.dirs.push_back(base + ask.path);
+            taken.push_back(hierarchy);
         }
     }
     // A frozen cgroup (one that was there, or under a frozen parent) would

@@ -77,8 +77,11 @@ Status addCgroupMount(ChildPlan& plan, const Mount& m, const std::vector<std::st
     struct statfs fs {};
     const bool unified = statfs("/sys/fs/cgroup", &fs) == 0 && fs.f_type == CGROUP2_SUPER_MAGIC;
     const std::string target = relative(m.destination);
+    // The host's own cgroupfs, which no container can write: its links
+    // (cpu and cpuacct, each a link to cpu,cpuacct where mounted together)
+    // are followed.
     auto bind = [&](const std::string& dir, const std::string& at) -> Status {
-        auto held = holdHostPath(where, dir, false);
+        auto held = holdHostPath(where, dir, true);
         if (!held) return held.error();
         return addHeldBind(plan, *held,
                            {.target = at,

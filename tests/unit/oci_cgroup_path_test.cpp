@@ -2,8 +2,12 @@
 // cgroupfs form as written, and systemd's slice:prefix:name form (the shape
 // Kubernetes' kubelet sends with the systemd driver) expanded as runc's
 // systemd driver names the unit's cgroup.
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 #include <string>
+#include <vector>
 
 #include "oci/cgroups.h"
 
@@ -99,4 +103,49 @@ TEST_CASE("oci cgroupsPath: a malformed systemd form is refused with runc's word
     for (const char* bad :
          {"a.slice:p:../../etc", "a.slice:../..:n", "a.slice:p:", "a.slice:p:..", "a.slice:p:n\n"})
         CHECK(refusalOf(bad, true).find("linux.cgroupsPath") != std::string::npos);
+}
+
+// A v1 host that mounts cpu and cpuacct together (cpu,cpuacct, with a link
+// of each name to it, as systemd and Docker-era distributions do): the
+// container gets one directory there, named by both, and a create is not
+// refused because its second name finds the directory the first made. A
+// plain directory stands for the cgroupfs: mkdir of the leaf behaves alike,
+// and nothing is written to it without limits asked.
+TEST_CASE("oci cgroups: hierarchies mounted together give one directory, named by each",
+          "[oci]") {
+    char tmpl[] = "/tmp/stockade-cgroup-comount-XXXXXX";
+    REQUIRE(mkdtemp(tmpl) != nullptr);
+    const std::string root = tmpl;
+    for (const char* d : {"memory", "pids", "cpu,cpuacct", "blkio"})
+        REQUIRE(mkdir((root + "/" + d).c_str(), 0755) == 0);
+    REQUIRE(symlink("cpu,cpuacct", (root + "/cpu").c_str()) == 0);
+    REQUIRE(symlink("cpu,cpuacct", (root + "/cpuacct").c_str()) == 0);
+
+    stockade::oci::CgroupAsk ask;
+    ask.path = "/stockade-oci/c1-0123456789abcdef";
+    ask.must_be_new = true;
+    ask.must_be_new_why = "a default cgroup";
+    auto made = stockade::oci::makeContainerCgroups(ask, root);
+    REQUIRE(made);
+    std::vector<std::string> want;
+    for (const char* d : {"memory", "pids", "cpu", "cpuacct", "blkio"})
+        want.push_back(root + "/" + d + ask.path);
+    CHECK(made->dirs == want);
+    struct stat st {};
+    CHECK(stat((root + "/cpu,cpuacct" + ask.path).c_str(), &st) == 0);
+
+    // A second create of the id is refused (its leaf is there); the
+    // directory goes once, whichever name removes it first.
+    auto again = stockade::oci::makeContainerCgroups(ask, root);
+    REQUIRE_FALSE(again);
+    CHECK(again.error().describe().find("exists already") != std::string::npos);
+    CHECK(stockade::oci::removeContainerCgroups(made->dirs));
+    CHECK(stat((root + "/cpu,cpuacct" + ask.path).c_str(), &st) < 0);
+    for (const char* d : {"memory", "pids", "cpu,cpuacct", "blkio"}) {
+        rmdir((root + "/" + d + "/stockade-oci").c_str());
+        CHECK(rmdir((root + "/" + d).c_str()) == 0);
+    }
+    CHECK(unlink((root + "/cpu").c_str()) == 0);
+    CHECK(unlink((root + "/cpuacct").c_str()) == 0);
+    CHECK(rmdir(root.c_str()) == 0);
 }

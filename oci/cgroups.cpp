@@ -450,6 +450,26 @@ Result<ContainerCgroups> makeOrRefuse(const CgroupAsk& ask, const std::string& m
                 out.dirs.push_back(base + ask.path);  // the same directory, by this name
                 continue;
             }
+            // cpuacct and blkio only count (what stats read): where one is
+            // no cgroup hierarchy (a bare directory of the tmpfs) or takes no
+            // directory, the container goes without it.
+            const bool counts_only = name == "cpuacct" || name == "blkio";
+            if (counts_only) {
+                struct statfs fs {};
+                if (statfs(base.c_str(), &fs) < 0 || fs.f_type != CGROUP_SUPER_MAGIC) continue;
+                const size_t before = made.dirs.size();
+                if (auto s = makeDirs(base, ask.path, made); !s) {
+                    for (size_t i = made.dirs.size(); i > before; --i)
+                        rmdir(made.dirs[i - 1].c_str());
+                    made.dirs.resize(before);
+                    continue;
+                }
+                if (ask.must_be_new && !madeHere(made, base + ask.path))
+                    return refuse(existsAlready(ask, base + ask.path));
+                out.dirs.push_back(base + ask.path);
+                taken.push_back(hierarchy);
+                continue;
+            }
             if (name == "cpuset") {
                 const size_t before = made.dirs.size();
                 if (auto s = makeCpusetDirs(base, ask.path, made); !s) {
@@ -488,7 +508,12 @@ Result<ContainerCgroups> makeOrRefuse(const CgroupAsk& ask, const std::string& m
                 taken.push_back(hierarchy);
                 continue;
             }
-            if (auto s = makeDirs(base, ask.path, made); !s) return s.error();
+            // A hierarchy that holds cpuset too (mounted together with it)
+            // gets its directories filled as cpuset's are.
+            if (auto s = exists(base + "/cpuset.cpus") ? makeCpusetDirs(base, ask.path, made)
+                                                       : makeDirs(base, ask.path, made);
+                !s)
+                return s.error();
             if (ask.must_be_new && !madeHere(made, base + ask.path))
                 return refuse(existsAlready(ask, base + ask.path));
             out.dirs.push_back(base + ask.path);

@@ -365,9 +365,8 @@ Result<ContainerCgroups> makeOrRefuse(const CgroupAsk& ask, const std::string& m
         if (isCgroup2(mount_root))
             leaves.push_back(mount_root + ask.path);
         else
-            for (const char* controller :
-                 {"memory", "pids", "freezer", "cpu", "cpuacct", "blkio", "cpuset", "devices",
-                  "hugetlb"})
+            for (const char* controller : {"memory", "pids", "freezer", "cpu", "cpuacct", "blkio",
+                                           "cpuset", "devices", "hugetlb"})
                 leaves.push_back(mount_root + "/" + controller + ask.path);
         for (const std::string& leaf : leaves)
             if (exists(leaf)) return refuse(existsAlready(ask, leaf));
@@ -422,9 +421,8 @@ Result<ContainerCgroups> makeOrRefuse(const CgroupAsk& ask, const std::string& m
         // cpu,cpuacct, each name a link to it) give one directory, made by
         // the first name, where a second mkdir would find it and refuse it.
         std::vector<std::pair<dev_t, ino_t>> taken;
-        for (const char* controller :
-             {"devices", "memory", "pids", "freezer", "cpu", "cpuacct", "blkio", "cpuset",
-              "hugetlb"}) {
+        for (const char* controller : {"devices", "memory", "pids", "freezer", "cpu", "cpuacct",
+                                       "blkio", "cpuset", "hugetlb"}) {
             const std::string base = mount_root + "/" + controller;
             const std::string name = controller;
             // cpuset and hugetlb where mounted, as runc makes them, so that

@@ -111,8 +111,7 @@ TEST_CASE("oci cgroupsPath: a malformed systemd form is refused with runc's word
 // refused because its second name finds the directory the first made. A
 // plain directory stands for the cgroupfs: mkdir of the leaf behaves alike,
 // and nothing is written to it without limits asked.
-TEST_CASE("oci cgroups: hierarchies mounted together give one directory, named by each",
-          "[oci]") {
+TEST_CASE("oci cgroups: hierarchies mounted together give one directory, named by each", "[oci]") {
     // (Named without "stockade": the integration tests' host snapshots count
     // every such name in /tmp.)
     char tmpl[] = "/tmp/oci-cgroups-comount-XXXXXX";

@@ -29,6 +29,11 @@ int64_t monotonicMsNow() {
 }
 
 constexpr const char* kCgroupRoot = "/sys/fs/cgroup";
+// The v1 hierarchies a container may get a directory in, devices first:
+// where its leaf must be the container's own, no other leaf is made (and
+// then removed) beside another's.
+constexpr const char* kV1Hierarchies[] = {"devices", "memory", "pids",   "freezer", "cpu",
+                                          "cpuacct", "blkio",  "cpuset", "hugetlb"};
 
 // The directories one makeContainerCgroups made itself (mkdir returned 0),
 // removed again, deepest first, unless it succeeds: never one that was
@@ -37,9 +42,13 @@ constexpr const char* kCgroupRoot = "/sys/fs/cgroup";
 struct MadeHere {
     std::vector<std::string> dirs;
     bool kept = false;
+    // Removes what was made since `mark` (dirs.size() then), deepest first.
+    void undoSince(size_t mark) {
+        for (size_t i = dirs.size(); i > mark; --i) rmdir(dirs[i - 1].c_str());
+        dirs.resize(mark);
+    }
     ~MadeHere() {
-        if (kept) return;
-        for (auto dir = dirs.rbegin(); dir != dirs.rend(); ++dir) rmdir(dir->c_str());
+        if (!kept) undoSince(0);
     }
 };
 
@@ -365,8 +374,7 @@ Result<ContainerCgroups> makeOrRefuse(const CgroupAsk& ask, const std::string& m
         if (isCgroup2(mount_root))
             leaves.push_back(mount_root + ask.path);
         else
-            for (const char* controller : {"memory", "pids", "freezer", "cpu", "cpuacct", "blkio",
-                                           "cpuset", "devices", "hugetlb"})
+            for (const char* controller : kV1Hierarchies)
                 leaves.push_back(mount_root + "/" + controller + ask.path);
         for (const std::string& leaf : leaves)
             if (exists(leaf)) return refuse(existsAlready(ask, leaf));
@@ -414,15 +422,12 @@ Result<ContainerCgroups> makeOrRefuse(const CgroupAsk& ask, const std::string& m
         // blkio (the usage a shim, podman stats or events reads from the
         // container's own cgroup, not the host's root) where mounted;
         // cpuset only when asked, and then required.
-        // devices first: where its leaf must be this container's own, no
-        // other leaf is made (and then removed) beside another's.
         // Each hierarchy taken (its directory's device and inode), so that
         // two names of one (cpu and cpuacct are often mounted together as
         // cpu,cpuacct, each name a link to it) give one directory, made by
         // the first name, where a second mkdir would find it and refuse it.
         std::vector<std::pair<dev_t, ino_t>> taken;
-        for (const char* controller : {"devices", "memory", "pids", "freezer", "cpu", "cpuacct",
-                                       "blkio", "cpuset", "hugetlb"}) {
+        for (const char* controller : kV1Hierarchies) {
             const std::string base = mount_root + "/" + controller;
             const std::string name = controller;
             // cpuset and hugetlb where mounted, as runc makes them, so that
@@ -455,26 +460,12 @@ Result<ContainerCgroups> makeOrRefuse(const CgroupAsk& ask, const std::string& m
             if (counts_only) {
                 struct statfs fs {};
                 if (statfs(base.c_str(), &fs) < 0 || fs.f_type != CGROUP_SUPER_MAGIC) continue;
-                const size_t before = made.dirs.size();
-                if (auto s = makeDirs(base, ask.path, made); !s) {
-                    for (size_t i = made.dirs.size(); i > before; --i)
-                        rmdir(made.dirs[i - 1].c_str());
-                    made.dirs.resize(before);
-                    continue;
-                }
-                if (ask.must_be_new && !madeHere(made, base + ask.path))
-                    return refuse(existsAlready(ask, base + ask.path));
-                out.dirs.push_back(base + ask.path);
-                taken.push_back(hierarchy);
-                continue;
             }
             if (name == "cpuset") {
                 const size_t before = made.dirs.size();
                 if (auto s = makeCpusetDirs(base, ask.path, made); !s) {
                     if (!wants_cpuset) {  // none asked: the container goes without
-                        for (size_t i = made.dirs.size(); i > before; --i)
-                            rmdir(made.dirs[i - 1].c_str());
-                        made.dirs.resize(before);
+                        made.undoSince(before);
                         continue;
                     }
                     return s.error().withContext(ask.resources.cpuset_cpus
@@ -508,10 +499,14 @@ Result<ContainerCgroups> makeOrRefuse(const CgroupAsk& ask, const std::string& m
             }
             // A hierarchy that holds cpuset too (mounted together with it)
             // gets its directories filled as cpuset's are.
+            const size_t before = made.dirs.size();
             if (auto s = exists(base + "/cpuset.cpus") ? makeCpusetDirs(base, ask.path, made)
                                                        : makeDirs(base, ask.path, made);
-                !s)
-                return s.error();
+                !s) {
+                if (!counts_only) return s.error();
+                made.undoSince(before);
+                continue;
+            }
             if (ask.must_be_new && !madeHere(made, base + ask.path))
                 return refuse(existsAlready(ask, base + ask.path));
             out.dirs.push_back(base + ask.path);

@@ -14,6 +14,8 @@ nlohmann-json3-dev nettle-dev libpugixml-dev libre2-dev"
 # slirp4netns: podman's published port in tests/oci/podman.py; e2fsprogs:
 # mkfs.ext4 and debugfs for the walk cache's loop-mounted worktree;
 # python3-grpcio: tests/oci/cri.py's client of containerd's CRI plugin;
+# python3-websocket: its client of the plugin's streaming server (Exec,
+# Attach and PortForward over WebSocket, as kubectl's newer clients speak);
 # containernetworking-plugins and iptables: its pod network (CNI's bridge,
 # host-local, portmap's rules in the test's own network namespace); tini:
 # its static build as a container's PID 1 that waits in sigtimedwait
@@ -21,7 +23,7 @@ nlohmann-json3-dev nettle-dev libpugixml-dev libre2-dev"
 TEST_PACKAGES="catch2 bubblewrap python3 python3-jsonschema python3-pytest nodejs git util-linux \
 iproute2 nftables acl debootstrap clang libclang-rt-14-dev llvm-14 hyperfine qemu-system-x86 busybox-static \
 uidmap libpython3.11-testsuite apparmor jq curl podman containerd runc crun slirp4netns e2fsprogs \
-python3-grpcio containernetworking-plugins iptables tini"
+python3-grpcio python3-websocket containernetworking-plugins iptables tini"
 
 case ${1:-test} in
     build) PACKAGES=$BUILD_PACKAGES ;;

@@ -15,7 +15,10 @@ usage: cri.py STOCKADE
 Checked: RunPodSandbox; CreateContainer, StartContainer and ContainerStatus
 until exited with its exit code (0 and 3); the container's log file in the
 CRI format holding its stdout and stderr lines; ExecSync into a running
-container (output and exit code); StopContainer of a command that traps
+container (output and exit code); the streaming calls over the plugin's
+stream server (tests/oci/cri_stream.py): Exec with stdin, stdout and stderr
+and with a terminal and its size, Attach to a container made with stdin,
+PortForward into the network pod; StopContainer of a command that traps
 SIGTERM and of one that ignores it (SIGKILL at the timeout: 137);
 an ExecSync past its timeout; a container OOMKilled past its memory limit;
 a tty: true container; ContainerStats; RemoveContainer, StopPodSandbox,
@@ -53,6 +56,7 @@ import threading
 
 from cri_pods import (POD_CGROUP_PARENT, SYSTEMD_POD_DIR, Pod, host_namespaces, kubelet_shaped,
                       network_pod, profile_pod, shared_pid_pod, supplemental_groups, systemd_pod)
+from cri_stream import attach_stream, exec_streams
 from cri_setup import (APP_IMAGE, CNI_BIN, PAUSE_IMAGE, cgroup_of, check, children_of, ctr,
                        failures, ns_of, pod_pids_running, prepare_node, read_cri_log,
                        shims_of, status_of, stockade_state, task_pid, wait_for)
@@ -116,6 +120,10 @@ def one_shots(pod):
                          cmd=["/bin/sh", "-c", "echo from-exec; echo to-err >&2; exit 4"],
                          timeout=30)
     seen["exec"] = (r["stdout"], r["stderr"], r["exit_code"])
+    # kubectl exec -i and -it: the streaming Exec, over the plugin's stream
+    # server; then kubectl attach -i to a container made with stdin.
+    seen.update(exec_streams(pod.cri, running))
+    seen["attach"] = attach_stream(pod)
     pod.cri.StopContainer(container_id=running, timeout=30)
     st = pod.status(running)
     seen["stopped"] = (st["state"], st["exit_code"], st["reason"], pod.log("running"))
@@ -173,6 +181,20 @@ def basic_pod(cri, work, stockade, runtime_root):
           seen["missing"])
     check("ExecSync: stdout, stderr and exit code 4",
           seen["exec"] == (b"from-exec\n", b"to-err\n", 4), seen["exec"])
+    check("Exec (streaming, kubectl exec -i): stdin reaches the command, stdout and stderr "
+          "come back on their channels, the status says exit code 5",
+          seen["exec-stream"] == (b"got:hello\n", b"err-line\n", 5), seen["exec-stream"])
+    check("Exec with a terminal (kubectl exec -it): stdin, stdout and stderr are a pty of the "
+          "container's, its size the one the client sent (40 rows, 100 columns), the line "
+          "typed echoed, exit code 2",
+          seen["exec-tty"] == (["go", "/dev/pts/0", "size:40 100", "in-tty"], False, 2),
+          seen["exec-tty"])
+    check("Attach (kubectl attach -i) to a container made with stdin: the line sent reaches "
+          "its command, its stdout and stderr come back, it exits 6 (ContainerStatus and the "
+          "stream's status), its output logged",
+          seen["attach"] == (b"attached:hi\n", b"attach-err\n", 0, CONTAINER_EXITED, 6,
+                             [("stderr", "F", "attach-err"), ("stdout", "F", "attached:hi")]),
+          seen["attach"])
     check("StopContainer (timeout 30 s) of a container whose command traps SIGTERM: its "
           "handler ran (exit code 7, its last line logged)",
           seen["stopped"] == (CONTAINER_EXITED, 7, "Error",
@@ -440,6 +462,8 @@ def main():
     import importlib.util
     if importlib.util.find_spec("grpc") is None:
         skip("python3-grpcio is not installed (scripts/install-deps.sh test)")
+    if importlib.util.find_spec("websocket") is None:
+        skip("python3-websocket is not installed (scripts/install-deps.sh test)")
     host_run_containerd = os.path.lexists("/run/containerd")
 
     def cni_state():

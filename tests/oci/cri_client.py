@@ -69,7 +69,8 @@ SCHEMA = {
     "ContainerConfig": {"metadata": (1, "ContainerMetadata"), "image": (2, "ImageSpec"),
                         "command": (3, ["string"]), "args": (4, ["string"]),
                         "working_dir": (5, "string"), "envs": (6, ["KeyValue"]),
-                        "mounts": (7, ["Mount"]), "stdin": (12, "bool"), "tty": (14, "bool"),
+                        "mounts": (7, ["Mount"]), "stdin": (12, "bool"),
+                        "stdin_once": (13, "bool"), "tty": (14, "bool"),
                         "annotations": (10, ["StringEntry"]), "log_path": (11, "string"),
                         "linux": (15, "LinuxContainerConfig")},
     "CreateContainerRequest": {"pod_sandbox_id": (1, "string"), "config": (2, "ContainerConfig"),
@@ -86,6 +87,15 @@ SCHEMA = {
     "ExecSyncRequest": {"container_id": (1, "string"), "cmd": (2, ["string"]),
                         "timeout": (3, "int")},
     "ExecSyncResponse": {"stdout": (1, "bytes"), "stderr": (2, "bytes"), "exit_code": (3, "int")},
+    # The streaming calls: each answers with a URL of the plugin's stream
+    # server, where the stream itself runs (tests/oci/cri_stream.py).
+    "ExecRequest": {"container_id": (1, "string"), "cmd": (2, ["string"]), "tty": (3, "bool"),
+                    "stdin": (4, "bool"), "stdout": (5, "bool"), "stderr": (6, "bool")},
+    "AttachRequest": {"container_id": (1, "string"), "stdin": (2, "bool"), "tty": (3, "bool"),
+                      "stdout": (4, "bool"), "stderr": (5, "bool")},
+    # Sent unpacked, as supplemental_groups.
+    "PortForwardRequest": {"pod_sandbox_id": (1, "string"), "port": (2, ["int"])},
+    "StreamUrlResponse": {"url": (1, "string")},  # Exec/Attach/PortForwardResponse
     "UInt64Value": {"value": (1, "int")},
     "CpuUsage": {"timestamp": (1, "int"), "usage_core_nano_seconds": (2, "UInt64Value")},
     "MemoryUsage": {"timestamp": (1, "int"), "working_set_bytes": (2, "UInt64Value"),
@@ -230,6 +240,9 @@ class Cri:
         "RemoveContainer": ("RuntimeService", "ContainerIdRequest", "Empty"),
         "ContainerStatus": ("RuntimeService", "ContainerIdRequest", "ContainerStatusResponse"),
         "ExecSync": ("RuntimeService", "ExecSyncRequest", "ExecSyncResponse"),
+        "Exec": ("RuntimeService", "ExecRequest", "StreamUrlResponse"),
+        "Attach": ("RuntimeService", "AttachRequest", "StreamUrlResponse"),
+        "PortForward": ("RuntimeService", "PortForwardRequest", "StreamUrlResponse"),
         "ContainerStats": ("RuntimeService", "ContainerIdRequest", "ContainerStatsResponse"),
         "ImageStatus": ("ImageService", "ImageStatusRequest", "ImageStatusResponse"),
     }

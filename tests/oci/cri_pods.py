@@ -1,8 +1,11 @@
 """The pod of tests/oci/cri.py as a kubelet makes one, and the pods of its
 shapes beyond the first: a shared pid namespace, the systemd cgroup driver,
 the pod network through CNI, stockade's profile asked by an annotation."""
+import errno
 import os
+import socket
 
+from cri_stream import port_forward
 from cri_setup import (APP_IMAGE, POD_SUBNET, cgroup_of, check, children_of, ns_of,
                        pod_pids_running, read_cri_log, status_of, stockade_state, task_pid,
                        wait_for)
@@ -212,6 +215,24 @@ def network_pod(cri, work):
     check("network pod: the pod's sysctls in its network and ipc namespaces, seen by the app "
           "(80, 1), the node's own not that (1024, the kernel's default)",
           r["stdout"].split() == [b"80", b"1"] and node_value == "1024", (r, node_value))
+    # kubectl port-forward: the plugin dials localhost:8080 inside the
+    # pod's network namespace (the pause's, joined by path), where the
+    # server listens; nothing listens on the node's 127.0.0.1:8080.
+    opened, answer, errors = port_forward(cri, pod.id, 8080,
+                                          b"GET /index.html HTTP/1.0\r\n\r\n")
+    check("network pod: PortForward (kubectl port-forward) to the pod's 8080 reaches its "
+          "server: both channels open with the port, the page comes back, no error",
+          opened == (8080, 8080) and answer.startswith(b"HTTP/1.") and
+          answer.endswith(b"\r\n\r\nfrom-the-pod\n") and errors == b"",
+          (opened, answer, errors))
+    node = socket.socket()
+    node.settimeout(5)
+    try:
+        node_answer = node.connect_ex(("127.0.0.1", 8080))
+    finally:
+        node.close()
+    check("...and the node's own 127.0.0.1:8080 refuses (the forward went into the pod's "
+          "namespace)", node_answer == errno.ECONNREFUSED, node_answer)
     netns = os.listdir("/run/netns") if os.path.isdir("/run/netns") else []
     check("network pod: the plugin's namespace is the one mounted under /run/netns",
           len(netns) == 1, netns)

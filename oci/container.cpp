@@ -279,6 +279,10 @@ Status createContainer(const std::string& root_dir, const std::string& id,
         if (errno == EEXIST) return Error::message("container with id exists: " + id);
         return Error::fromErrno("mkdir(\"" + root_dir + "/" + id + "\")");
     }
+    // In a pid namespace joined by path, the container's processes outlive
+    // its init: the cgroup is how they all end (oci/pid_join.h).
+    const Namespace* pid_ns = config->findNamespace("pid");
+    const bool joins_pid = pid_ns && !pid_ns->path.empty();
     bool ok = false;
     std::optional<ContainerCgroups> cgroups;
     std::optional<pid_t> started;
@@ -293,10 +297,15 @@ Status createContainer(const std::string& root_dir, const std::string& id,
             siginfo_t info;
             syscall(SYS_waitid, P_PIDFD, started_pidfd.get(), &info, WEXITED, nullptr);
         }
-        // What a hook left in them (a createContainer hook runs there),
-        // in those this create made, and then those directories: one that
-        // was there may be another's, and stays as it was.
-        if (cgroups) (void)killContainerCgroups(cgroups->made_here);
+        // Init was PID 1 of the container's pid namespace: its end ended
+        // every process of the container, a createContainer hook's too.
+        // Only in a pid namespace joined by path do they outlive it, and
+        // only then is a cgroup emptied, and only one this create made. A
+        // cgroupsPath is no container's alone: another create may have
+        // joined the one made here since, and its processes are its own.
+        // Then the directories this create made; rmdir leaves one that
+        // still holds another's processes, and one that was there stays.
+        if (cgroups && joins_pid) (void)killContainerCgroups(cgroups->made_here);
         if (cgroups) (void)removeContainerCgroups(cgroups->made_here);
         (void)removeContainer(root->get(), id);
     }};
@@ -313,10 +322,6 @@ Status createContainer(const std::string& root_dir, const std::string& id,
 
     // The cgroup first: a limit that cannot be set refuses the container
     // before anything of it exists.
-    // In a pid namespace joined by path, the container's processes outlive
-    // its init: the cgroup is how they all end (oci/pid_join.h).
-    const Namespace* pid_ns = config->findNamespace("pid");
-    const bool joins_pid = pid_ns && !pid_ns->path.empty();
     if (joins_pid && !isHostRoot())
         return Error::message(
             "config.json: linux.namespaces (pid): joining a pid namespace rootless is not "

@@ -720,6 +720,51 @@ def failed_create_in_shared_cgroup(rt, scratch, owner, base, out):
                 os.rmdir(d)
 
 
+def failed_create_beside_a_joiner(rt, scratch, owner, base, out):
+    """As root, a cgroupsPath that a create makes and a second create joins
+    while the first is still in its prestart hook (the hook runs the second
+    `create` itself, so the order is certain): the first then fails (its
+    hook exits 3) and ends its own init, nothing of the second's, whose
+    container stays created in the directory; the directory, now holding
+    the second's init, stays."""
+    shared = f"stockade-hooks-joined-{os.getpid()}"
+    dirs = [f"/sys/fs/cgroup/{h}/{shared}" for h in V1_CONTROLLERS
+            if os.path.isdir(f"/sys/fs/cgroup/{h}")]
+    config = json.loads(json.dumps(base))
+    config["linux"]["cgroupsPath"] = "/" + shared
+    joiner = make_bundle(scratch, "joiner", ["sleep", "1000"], owner, config)
+    second = (f"{rt.binary} --root {rt.root} create --bundle {joiner} joiner "
+              "</dev/null >/dev/null 2>&1 || exit 9; exit 3")
+    config = with_hooks(config, {"prestart": [hook(second, os.path.join(out, "joined"))]})
+    bundle = make_bundle(scratch, "first-in", ["sleep", "1000"], owner, config)
+    try:
+        r = rt("create", "--bundle", bundle, "first")
+        st = rt("state", "joiner")
+        state = json.loads(st.stdout) if st.returncode == 0 else {}
+        pid = state.get("pid", 0)
+        alive = pid > 0 and not gone(pid)
+        procs = read(f"/sys/fs/cgroup/pids/{shared}/cgroup.procs").split() \
+            if os.path.isdir(f"/sys/fs/cgroup/pids/{shared}") else []
+        check("hooks: a create that fails after another create joined the cgroupsPath it made "
+              "ends only its own container: the other's init is alive and still in that "
+              "directory, its state created, the first's gone from --root",
+              r.returncode == 1 and "exit status 3" in r.stderr and alive and
+              state.get("status") == "created" and str(pid) in procs and
+              sorted(os.listdir(rt.root)) == ["joiner"],
+              (r.returncode, r.stderr, st.stdout, st.stderr, alive, procs,
+               os.listdir(rt.root)))
+        d = rt("delete", "--force", "joiner")
+        check("...and the second is then deleted as usual, its directories with it",
+              d.returncode == 0 and not any(os.path.exists(x) for x in dirs),
+              (d.returncode, d.stderr, [x for x in dirs if os.path.exists(x)]))
+    finally:
+        rt("delete", "--force", "joiner")
+        for x in dirs:
+            if os.path.isdir(x):
+                wait_for(lambda: not read(os.path.join(x, "cgroup.procs")).strip())
+                os.rmdir(x)
+
+
 def create_container_in_joined_pid_namespace(rt, scratch, owner, base, out):
     """As root, a createContainer hook with a pid namespace joined by path:
     the hook's own pid namespace cannot be made there, and what it left
@@ -811,6 +856,7 @@ def main():
             hooks_in_runtime_namespaces(rt, scratch, owner, base, out)
             create_container_in_joined_pid_namespace(rt, scratch, owner, base, out)
             failed_create_in_shared_cgroup(rt, scratch, owner, base, out)
+            failed_create_beside_a_joiner(rt, scratch, owner, base, out)
     finally:
         for cid in os.listdir(os.path.join(scratch, "state")):
             subprocess.run([binary, "--root", os.path.join(scratch, "state"), "delete", "--force",

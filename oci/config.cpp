@@ -714,10 +714,6 @@ void readLinux(const json& l, Config& out) {
     }
     if (!types.count("mount"))
         refuse("linux.namespaces", "stockade needs a mount namespace of the container's own");
-    if (!types.count("pid"))
-        refuse("linux.namespaces",
-               "a container in the caller's pid namespace is not supported yet (list a pid "
-               "namespace, new or joined by path)");
     if (const json* u = member(l, "uidMappings"))
         out.uid_mappings = readIdMaps(*u, "linux.uidMappings");
     if (const json* g = member(l, "gidMappings"))
@@ -775,6 +771,11 @@ const Namespace* Config::findNamespace(std::string_view type) const {
     for (const Namespace& n : namespaces)
         if (n.type == type) return &n;
     return nullptr;
+}
+
+bool Config::sharesPidNamespace() const {
+    const Namespace* pid = findNamespace("pid");
+    return !pid || !pid->path.empty();
 }
 
 Result<Config> parseProcess(std::string_view json_text) {

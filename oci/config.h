@@ -175,6 +175,13 @@ struct Config {
     Hooks hooks;  // run by oci/hooks.h
 
     const Namespace* findNamespace(std::string_view type) const;
+    // Whether the container's init is born in a pid namespace that is not
+    // its own: one joined by path, or none listed (the caller's, as
+    // `--pid host` and a Kubernetes hostPID pod ask). Init is then not
+    // PID 1, and what PID 1 gave is replaced (oci/pid_join.h).
+    bool sharesPidNamespace() const;
+    // Whether none is listed: the caller's pid namespace.
+    bool callersPidNamespace() const { return findNamespace("pid") == nullptr; }
 };
 
 // Bounds on what is read from a bundle.

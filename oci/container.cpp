@@ -121,7 +121,7 @@ std::map<std::string, std::string> enforcedBy(const Config& config, const std::s
     for (const Namespace& n : config.namespaces)
         if (n.type != "mount" && n.type != "user" && n.type != "cgroup")
             out[n.type] = n.path.empty() ? "new" : "joined";
-    for (const char* type : {"network", "ipc", "uts"})
+    for (const char* type : {"network", "ipc", "uts", "pid"})
         if (!out.count(type)) out[type] = "the caller's";
     // A process that may remount gets stockade's mount refusals whatever
     // the spec asks (container_plan.h seccompProgramFor).
@@ -279,10 +279,10 @@ Status createContainer(const std::string& root_dir, const std::string& id,
         if (errno == EEXIST) return Error::message("container with id exists: " + id);
         return Error::fromErrno("mkdir(\"" + root_dir + "/" + id + "\")");
     }
-    // In a pid namespace joined by path, the container's processes outlive
-    // its init: the cgroup is how they all end (oci/pid_join.h).
-    const Namespace* pid_ns = config->findNamespace("pid");
-    const bool joins_pid = pid_ns && !pid_ns->path.empty();
+    // In a pid namespace joined by path, or the caller's, the container's
+    // processes outlive its init: the cgroup is how they all end
+    // (oci/pid_join.h).
+    const bool joins_pid = config->sharesPidNamespace();
     bool ok = false;
     std::optional<ContainerCgroups> cgroups;
     std::optional<pid_t> started;
@@ -324,9 +324,13 @@ Status createContainer(const std::string& root_dir, const std::string& id,
     // before anything of it exists.
     if (joins_pid && !isHostRoot())
         return Error::message(
-            "config.json: linux.namespaces (pid): joining a pid namespace rootless is not "
-            "supported yet: the container's init is not PID 1 there, so stockade ends its "
-            "processes through a cgroup of its own, and a rootless container has none yet");
+            std::string("config.json: linux.namespaces (pid): ") +
+            (config->callersPidNamespace() ? "a container in the caller's pid namespace (none "
+                                             "listed)"
+                                           : "joining a pid namespace") +
+            " rootless is not supported yet: the container's init is not PID 1 there, so "
+            "stockade ends its processes through a cgroup of its own, and a rootless container "
+            "has none yet");
     // CAP_SYS_ADMIN in the container's user namespace can remount its
     // mounts `dev` (H2): as root the device cgroup then stands behind
     // nodev, so such a container always has a cgroup (oci/device_cgroup.h).
@@ -477,9 +481,10 @@ Status createContainer(const std::string& root_dir, const std::string& id,
     // namespace joined by path (its owner is not the container's user
     // namespace's), where what a hook left would outlive the container.
     if (joins_pid && !config->hooks.create_container.empty())
-        return Error::message(
-            "config.json: hooks.createContainer: not run in a pid namespace joined by path "
-            "(what a hook starts could not be ended with it)");
+        return Error::message(std::string("config.json: hooks.createContainer: not run in ") +
+                              (config->callersPidNamespace() ? "the caller's pid namespace"
+                                                             : "a pid namespace joined by path") +
+                              " (what a hook starts could not be ended with it)");
     // A hook gets the host's /tmp back by taking the staging mount off
     // there: a root.path that is /tmp or holds it (/) would have its clone
     // taken off with it, and what is beneath unmounted in init's too.
@@ -852,7 +857,8 @@ bool commandPidNamespaceNested(const Record& record) {
 
 bool pidNamespaceJoined(const Record& record) {
     auto pid = record.enforced.find("pid");
-    return pid != record.enforced.end() && pid->second == "joined";
+    return pid != record.enforced.end() &&
+           (pid->second == "joined" || pid->second == "the caller's");
 }
 
 std::vector<pid_t> containerProcesses(const Record& record) {

@@ -514,9 +514,9 @@ Result<ContainerPlan> planContainer(const Config& config, const std::string& bun
         out.joins.emplace_back(std::move(fd), flag);
     }
     const Namespace* pid = config.findNamespace("pid");
-    const bool joined_pid = pid && !pid->path.empty();
+    const bool joined_pid = config.sharesPidNamespace();
     if (joined_pid) {
-        auto fd = openJoinedPidNamespace(pid->path);
+        auto fd = pid ? openJoinedPidNamespace(pid->path) : openCallersPidNamespace();
         if (!fd) return fd.error();
         out.joins.emplace_back(std::move(*fd), CLONE_NEWPID);
         out.clone_flags &= ~static_cast<uint64_t>(CLONE_NEWPID);

@@ -123,21 +123,35 @@ Result<UniqueFd> openJoinedPidNamespace(const std::string& path) {
     if (type < 0) return Error::fromErrno(what + "ioctl(\"" + path + "\", NS_GET_NSTYPE)");
     if (type != CLONE_NEWPID)
         return Error::message("config.json: " + what + path + " is not a pid namespace");
-    // The host's: the caller's own, or that of PID 1 (the caller may sit in
-    // another); joining it would be a container in the host's pid
-    // namespace, which is refused as a config without one is.
+    // The caller's own is joined as a config listing none is built (a
+    // hostPID pod's containers name the pause's, which is the node's).
+    // PID 1's, where the caller sits in another, is an ancestor of the
+    // caller's, which setns(2) refuses: said here by name.
     struct stat joined {};
     struct stat own {};
     struct stat first {};
     if (fstat(fd.get(), &joined) < 0) return Error::fromErrno(what + "fstat(\"" + path + "\")");
     if (stat("/proc/self/ns/pid", &own) < 0)
         return Error::fromErrno(what + "stat(\"/proc/self/ns/pid\")");
+    if (joined.st_dev == own.st_dev && joined.st_ino == own.st_ino) return fd;
     const bool init_seen = stat("/proc/1/ns/pid", &first) == 0;
-    if ((joined.st_dev == own.st_dev && joined.st_ino == own.st_ino) ||
-        (init_seen && joined.st_dev == first.st_dev && joined.st_ino == first.st_ino))
+    if (init_seen && joined.st_dev == first.st_dev && joined.st_ino == first.st_ino)
         return Error::message("config.json: " + what + path +
-                              " is the host's pid namespace, which a container may not join");
+                              " is PID 1's pid namespace, above the caller's own, which a "
+                              "process cannot join");
     if (UniqueFd command = commandNamespaceOf(path, joined)) return command;
+    return fd;
+}
+
+Result<UniqueFd> openCallersPidNamespace() {
+    UniqueFd fd(open("/proc/self/ns/pid", O_RDONLY | O_CLOEXEC));
+    if (!fd)
+        return Error::fromErrno(
+            "linux.namespaces (none of type pid: the caller's): open(\"/proc/self/ns/pid\")");
+    if (ioctl(fd.get(), NS_GET_NSTYPE) != CLONE_NEWPID)
+        return Error::message(
+            "linux.namespaces (none of type pid: the caller's): /proc/self/ns/pid is not a pid "
+            "namespace (is /proc a proc filesystem?)");
     return fd;
 }
 

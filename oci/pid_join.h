@@ -29,13 +29,18 @@ namespace stockade::oci {
 
 // The pid namespace at `path`, opened once (the fd that setns(2) is later
 // given, so a path swapped after this check is never read again), checked
-// to be a pid namespace (ioctl NS_GET_NSTYPE) and not the caller's own nor
-// PID 1's (a container in the host's pid namespace is refused). Errors
-// name linux.namespaces and the path. /proc/PID/ns/pid of a stockade
+// to be a pid namespace (ioctl NS_GET_NSTYPE) and not PID 1's where that
+// is not the caller's own (an ancestor, which setns(2) refuses). The
+// caller's own is joined (a hostPID pod's containers name the pause's).
+// Errors name linux.namespaces and the path. /proc/PID/ns/pid of a stockade
 // container's init (a pod's first container, named by its `state` pid)
 // is taken as its command's namespace, beneath init's, where that
 // command is PID 1 as runc's would be (ChildPlan::command_pid_ns).
 Result<UniqueFd> openJoinedPidNamespace(const std::string& path);
+// The caller's own pid namespace, for a config that lists none (`--pid
+// host`, a hostPID pod): the container is then built as in one joined by
+// path, init not PID 1, the cgroup how its processes end.
+Result<UniqueFd> openCallersPidNamespace();
 
 // A proc mount asked for in the joined pid namespace: its MOUNT_ATTR_*
 // and the options mount(2) would take as data ("hidepid=2").

@@ -31,7 +31,7 @@ the app's command is in the pause container's ipc and uts namespaces (by
 inode) and its init in the cgroup the plugin named under the pod's
 cgroup_parent (cgroupfs and systemd drivers); a pod sharing its pid
 namespace; a kubelet-shaped container (runAsUser, volumes, limits,
-supplementalGroups); hostPID refused, hostIPC; a pod on the pod network,
+supplementalGroups); a hostPID pod (the node's pid namespace), hostIPC; a pod on the pod network,
 reached at its address and its hostPort, its sysctls; stockade's profile
 asked by a pod annotation, its refusal counted by name. After the
 removals nothing is left under the runtime's --root, no process of the

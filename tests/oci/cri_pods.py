@@ -346,19 +346,35 @@ def supplemental_groups(cri, work):
 
 
 def host_namespaces(cri, work, stockade, runtime_root):
-    """hostPID is refused by name (a container in the caller's pid
-    namespace is not supported yet) and leaves nothing; hostIPC runs, in the
-    node's ipc namespace, as the spec asks."""
-    import grpc
-    from cri_client import CONTAINER, NODE
-    try:
-        pod = Pod(cri, work, "pod-hostpid", NODE)
-        check("hostPID pod: refused", False, pod.id)
-        pod.remove()
-    except grpc.RpcError as e:
-        check("hostPID pod: RunPodSandbox refused, naming stockade's reason",
-              "a container in the caller's pid namespace is not supported yet" in e.details(),
-              e.details())
+    """hostPID runs: the pause's and the app's commands in the node's pid
+    namespace (the plugin lists none), the app's ps showing the node's
+    processes, nothing of the pod left after its removal; hostIPC runs, in
+    the node's ipc namespace, as the spec asks."""
+    from cri_client import CONTAINER, CONTAINER_RUNNING, NODE
+    pod = Pod(cri, work, "pod-hostpid", NODE)
+    pause_cmd = (children_of(task_pid(work, pod.id)) or [0])[0]
+    cid = pod.container("app", ["/bin/sh", "-c", "exec sleep 1000"])
+    cri.StartContainer(container_id=cid)
+    wait_for(lambda: pod.status(cid)["state"] == CONTAINER_RUNNING)
+    app_init = task_pid(work, cid)
+    command = (children_of(app_init) or [0])[0]
+    r = cri.ExecSync(container_id=cid, cmd=["/bin/sh", "-c", "readlink /proc/self/ns/pid; ps -o pid"],
+                     timeout=30)
+    lines = r["stdout"].decode().split()
+    check("hostPID pod: the pause's and the app's commands in the node's pid namespace (inode), "
+          "the app's init not PID 1 (NSpid one level)",
+          pause_cmd and command and ns_of(pause_cmd, "pid") == ns_of(os.getpid(), "pid") and
+          ns_of(command, "pid") == ns_of(os.getpid(), "pid") and
+          status_of(app_init).get("NSpid", "").split() == [str(app_init)],
+          (pause_cmd, command, ns_of(command, "pid"), status_of(app_init).get("NSpid")))
+    check("hostPID pod: ExecSync in the app: the node's pid namespace, its ps listing this "
+          "test's own process at its node pid",
+          r["exit_code"] == 0 and lines[:1] == [ns_of(os.getpid(), "pid")] and
+          str(os.getpid()) in lines[1:], (r, os.getpid()))
+    pod.remove()
+    check("hostPID pod: after the removals none of its processes is left",
+          wait_for(lambda: not any(os.path.exists(f"/proc/{p}")
+                                   for p in (pause_cmd, app_init, command) if p)))
     left = os.listdir(f"{runtime_root}/k8s.io") if os.path.isdir(f"{runtime_root}/k8s.io") \
         else []
     check("hostPID pod: nothing left under the runtime's --root", not left, left)

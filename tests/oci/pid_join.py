@@ -15,8 +15,10 @@ counted), init SIGKILLed leaves no process of the container behind (its
 cgroup is killed by the monitor, before any delete), the first container's
 processes survive each of these, and after both deletes nothing is left
 (processes, --root entries, the joined container's cgroup). The checks on
-the path: not a pid namespace, the host's own, mount/user/cgroup joins
-refused by name. Rootless: the join is refused, naming why (no cgroup of
+the path: not a pid namespace refused, the caller's own joined;
+mount/user/cgroup joins refused by name. A config listing no pid namespace
+(the caller's, `--pid host`): its init born there, not PID 1, its
+processes ended through its cgroup. Rootless: the join is refused, naming why (no cgroup of
 its own to end its processes by), and nothing is left under --root.
 Exit 77 (a skip) when the host cannot run a mode; CI=true makes it a failure.
 """
@@ -67,6 +69,93 @@ def refused(rt, bundle, cid, words, what):
     r = rt("create", "--bundle", bundle, cid)
     check(what, r.returncode != 0 and all(w in r.stderr for w in words) and
           not os.path.exists(os.path.join(rt.root, cid)), (r.returncode, r.stderr))
+
+
+def in_callers_pid_namespace(scratch, name, args, owner, base):
+    """A bundle listing no pid namespace: the caller's (`--pid host`, a
+    Kubernetes hostPID pod)."""
+    b = make_bundle(scratch, name, args, owner, base)
+    with open(os.path.join(b, "config.json")) as f:
+        config = json.load(f)
+    config["linux"]["namespaces"] = [n for n in config["linux"]["namespaces"]
+                                     if n["type"] != "pid"]
+    with open(os.path.join(b, "config.json"), "w") as f:
+        json.dump(config, f)
+    return b
+
+
+def callers_pid_namespace(rt, scratch, owner, base, mode):
+    """No pid namespace listed: as root the container's init and command
+    are born in the caller's, init a subreaper and not PID 1, its end and
+    its SIGKILL ending every process of the container through its cgroup;
+    rootless refused, naming why."""
+    out = os.path.join(scratch, "out")
+    if mode != "root":
+        b = in_callers_pid_namespace(scratch, "rootless-host-pid", ["true"], owner, base)
+        refused(rt, b, "rlh", ["linux.namespaces (pid)", "the caller's pid namespace",
+                               "rootless is not supported yet", "cgroup of its own"],
+                "rootless: a container in the caller's pid namespace is refused, naming why; "
+                "nothing under --root")
+        return
+    probe = (f"readlink /proc/self/ns/pid > /out/hp-ns; ps -o pid,args > /out/hp-ps; "
+             f"kill -0 {os.getpid()} 2> /dev/null; echo $? > /out/hp-killrc; "
+             "(sleep 4747 &); exec sleep 3600")
+    b = in_callers_pid_namespace(scratch, "host-pid-ns", ["sh", "-c", probe], owner, base)
+    r = rt("create", "--bundle", b, "hostpid")
+    check("create of a container listing no pid namespace (the caller's, as --pid host asks)",
+          r.returncode == 0, r.stderr)
+    init = (state_of(rt, "hostpid") or {}).get("pid", 0)
+    made = cgroup_dirs(rt, "hostpid")
+    rt("start", "hostpid")
+    wait_for(lambda: host_pids_running(["sleep", "4747"]) and host_pids_running(["sleep", "3600"])
+             and os.path.exists(os.path.join(out, "hp-killrc")))
+    seen = {}
+    for name in ("ns", "ps", "killrc"):
+        try:
+            with open(os.path.join(out, f"hp-{name}")) as f:
+                seen[name] = f.read()
+        except OSError as e:
+            seen[name] = str(e)
+    own_ns = os.readlink("/proc/self/ns/pid")
+    listed = [line.split(None, 1)[0] for line in seen["ps"].splitlines()[1:] if line.strip()]
+    check("inside: its pid namespace is the caller's (readlink /proc/self/ns/pid)",
+          seen["ns"].strip() == own_ns, (seen["ns"], own_ns))
+    check("inside: ps lists the host's processes, this test's own at its host pid",
+          str(os.getpid()) in listed and str(init) in listed, (os.getpid(), seen["ps"][:2000]))
+    check("inside: a host process cannot be signalled from it (another leased uid)",
+          seen["killrc"].strip() not in ("", "0"), seen["killrc"])
+    orphan = host_pids_running(["sleep", "4747"])
+    command = host_pids_running(["sleep", "3600"])
+    check("its init is not PID 1 (NSpid one level: the host's) and an orphan comes back to it "
+          "(a subreaper)", status_field(init, "NSpid") == [str(init)] and len(orphan) == 1 and
+          parent_of(orphan[0]) == init, (status_field(init, "NSpid"), orphan, init))
+    enforced = (state_of(rt, "hostpid") or {}).get("stockade", {}).get("enforced", {})
+    check("state's record says the pid namespace is the caller's, the limits a cgroup's",
+          enforced.get("pid") == "the caller's" and made and
+          enforced.get("limits", "").startswith("cgroup"), (enforced, made))
+    r = rt("exec", "hostpid", "sh", "-c", "readlink /proc/self/ns/pid")
+    check("exec in it: the caller's pid namespace too",
+          r.returncode == 0 and r.stdout.strip() == own_ns, (r.returncode, r.stdout, r.stderr))
+    os.kill(init, signal.SIGKILL)
+    check("init SIGKILLed from the host: its orphan and command end too, before any delete "
+          "(the container's cgroup killed by the monitor)",
+          wait_for(lambda: not host_pids_running(["sleep", "4747"]) and
+                   not host_pids_running(["sleep", "3600"])),
+          (host_pids_running(["sleep", "4747"]), host_pids_running(["sleep", "3600"]), command))
+    wait_for(lambda: (state_of(rt, "hostpid") or {}).get("status") == "stopped")
+    reap()
+    r = rt("delete", "hostpid")
+    check("...delete of it: its cgroup and directory go",
+          r.returncode == 0 and not cgroup_dirs(rt, "hostpid") and
+          not os.path.exists(os.path.join(rt.root, "hostpid")), (r.returncode, r.stderr))
+    b = in_callers_pid_namespace(scratch, "host-pid-hook", ["true"], owner, base)
+    with open(os.path.join(b, "config.json")) as f:
+        config = json.load(f)
+    config["hooks"] = {"createContainer": [{"path": BUSYBOX, "args": ["true"]}]}
+    with open(os.path.join(b, "config.json"), "w") as f:
+        json.dump(config, f)
+    refused(rt, b, "hph", ["hooks.createContainer", "the caller's pid namespace"],
+            "a createContainer hook in the caller's pid namespace is refused, naming it")
 
 
 def cases(rt, scratch, owner, base, mode):
@@ -249,17 +338,35 @@ def cases(rt, scratch, owner, base, mode):
         b = joining(scratch, "via-link", ["true"], owner, base, os.path.join(scratch, "swapped"))
         refused(rt, b, "vl", ["is not a pid namespace"],
                 "a link to an ipc namespace is judged by what was opened")
-        # Where root may not open PID 1's namespaces (no CAP_SYS_PTRACE, as
-        # on these machines), the open is the refusal.
-        b = joining(scratch, "host-pid", ["true"], owner, base, "/proc/1/ns/pid")
-        r = rt("create", "--bundle", b, "hp")
-        check("the host's pid namespace (/proc/1/ns/pid) is refused",
-              r.returncode != 0 and not os.path.exists(os.path.join(rt.root, "hp")) and
-              ("is the host's pid namespace" in r.stderr or
-               'open("/proc/1/ns/pid"): EACCES' in r.stderr), r.stderr)
-        b = joining(scratch, "self-pid", ["true"], owner, base, "/proc/self/ns/pid")
-        refused(rt, b, "sp", ["is the host's pid namespace"],
-                "the caller's own pid namespace is refused")
+        # The caller's own, named by path (a hostPID pod's containers name
+        # the pause's, which is the node's): built as a config listing
+        # none, below; here create takes it (this test runs in the host's,
+        # so /proc/1/ns/pid is the same one, or root may not open it: no
+        # CAP_SYS_PTRACE on these machines).
+        own_ns = os.readlink("/proc/self/ns/pid")
+        for name, path in (("self-pid", "/proc/self/ns/pid"), ("host-pid", "/proc/1/ns/pid")):
+            b = joining(scratch, name, ["sh", "-c", f"readlink /proc/self/ns/pid > /out/{name}"],
+                        owner, base, path)
+            r = rt("create", "--bundle", b, name)
+            if r.returncode == 0:
+                rt("start", name)
+                wait_for(lambda: (state_of(rt, name) or {}).get("status") == "stopped")
+                try:
+                    with open(os.path.join(out, name)) as f:
+                        inside = f.read().strip()
+                except OSError as e:
+                    inside = str(e)
+                reap()
+                d = rt("delete", name)
+                check(f"the caller's own pid namespace joined by path ({path}): the container's "
+                      "command in it, deleted after",
+                      inside == own_ns and d.returncode == 0 and
+                      not os.path.exists(os.path.join(rt.root, name)), (inside, d.stderr))
+            else:
+                check(f"the caller's own pid namespace joined by path ({path}): only an open "
+                      "root may not make is refused", path == "/proc/1/ns/pid" and
+                      'open("/proc/1/ns/pid"): EACCES' in r.stderr and
+                      not os.path.exists(os.path.join(rt.root, name)), r.stderr)
 
         # A pid namespace whose init has ended (kept by a bind of its nsfs
         # file, in a mount namespace of this case's own): no process can be
@@ -315,6 +422,7 @@ def main():
         rt, _, base = make_test_tree(scratch, owner, binary, mode, APPLETS)
         if base is not None:
             cases(rt, scratch, owner, base, mode)
+            callers_pid_namespace(rt, scratch, owner, base, mode)
     finally:
         if rt is not None:
             for cid in os.listdir(rt.root) if os.path.isdir(rt.root) else []:

@@ -693,6 +693,23 @@ def main():
               f"{p.returncode} {p.stdout!r} {theirs} {p.stderr!r}")
         pm("rm", "-f", first)
 
+        # --pid host: podman lists no pid namespace. As root the container's
+        # command is in the host's (this test's) and its ps lists this
+        # test's process; rootless stockade refuses it (no cgroup of its
+        # own to end its processes by), naming why.
+        p = pm.run(rootfs, "sh", "-c", "readlink /proc/self/ns/pid; ps -o pid", opts=none +
+                   ["--pid", "host"])
+        if root:
+            check("--pid host: the command in the host's pid namespace, its ps listing this "
+                  "test's own process",
+                  p.returncode == 0 and p.stdout.split()[:1] == [os.readlink("/proc/self/ns/pid")]
+                  and str(os.getpid()) in p.stdout.split()[1:],
+                  f"{p.returncode} {p.stdout[:300]!r} {p.stderr!r}")
+        else:
+            check("--pid host rootless: refused, naming the caller's pid namespace",
+                  p.returncode != 0 and "the caller's pid namespace" in p.stderr and
+                  "rootless is not supported yet" in p.stderr, f"{p.returncode} {p.stderr!r}")
+
         # stdio reopened by path (/dev/stdout is /proc/self/fd/1): conmon's
         # pipes are root's, 0600; as root they are given to the container's
         # process, as runc gives them.

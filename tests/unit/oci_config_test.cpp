@@ -90,6 +90,17 @@ TEST_CASE("oci config: a real-world config.json is read whole", "[oci]") {
     auto with_pid = parseConfig(joined.dump());
     REQUIRE(with_pid);
     CHECK(with_pid->findNamespace("pid")->path == "/proc/4242/ns/pid");
+    CHECK(with_pid->sharesPidNamespace());
+    CHECK_FALSE(with_pid->callersPidNamespace());
+    CHECK_FALSE(c.sharesPidNamespace());
+    // None listed: the caller's (`--pid host`, a hostPID pod), built as one
+    // joined (oci/pid_join.h).
+    json host_pid = fixture();
+    host_pid["linux"]["namespaces"].erase(0);
+    auto without_pid = parseConfig(host_pid.dump());
+    REQUIRE(without_pid);
+    CHECK(without_pid->callersPidNamespace());
+    CHECK(without_pid->sharesPidNamespace());
     CHECK_FALSE(c.findNamespace("time"));
     REQUIRE(c.uid_mappings.size() == 1);
     CHECK(c.uid_mappings[0].host_id == 100000);
@@ -327,7 +338,9 @@ TEST_CASE("oci config: what stockade cannot honour is refused, naming the field"
          [](json& d) { d["linux"]["namespaces"][5]["path"] = "/proc/1/ns/cgroup"; }},
         {"linux.namespaces[6].path",
          [](json& d) { d["linux"]["namespaces"][6]["path"] = "/proc/1/ns/user"; }},
-        {"linux.namespaces", [](json& d) { d["linux"]["namespaces"].erase(0); }},
+        // The mount namespace's entry missing (a pid one missing is the
+        // caller's: read, below).
+        {"linux.namespaces", [](json& d) { d["linux"]["namespaces"].erase(1); }},
         {"linux.uidMappings[0].size", [](json& d) { d["linux"]["uidMappings"][0]["size"] = 0; }},
         {"linux.gidMappings[0].size",
          [](json& d) {

@@ -47,6 +47,8 @@ struct Limits {
     std::optional<uint64_t> message_queue_bytes;  // RLIMIT_MSGQUEUE
     std::optional<uint64_t> inotify_instances;    // the sandbox's user namespace's maximum
     std::optional<uint64_t> inotify_watches;      // the same, for watches
+
+    bool operator==(const Limits&) const = default;
 };
 
 // Names inside the worktree to hide or keep read-only (runtime/plan/worktree_masks.h):
@@ -59,6 +61,8 @@ struct WorktreeMaskRules {
     std::vector<std::string> writable;  // exempt from `read_only`
     uint32_t max_depth = 64;            // a tree deeper than this is refused
     uint64_t max_entries = 1000000;     // a tree with more entries is refused
+
+    bool operator==(const WorktreeMaskRules&) const = default;
 };
 
 struct FilesystemView {

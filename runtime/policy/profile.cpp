@@ -426,9 +426,7 @@ Result<Profile> loadProfile(const std::string& name_or_file) {
             return parseProfile(name_or_file, *text);
         }
     }
-    for (const auto& embedded : embeddedProfiles())
-        if (embedded.name == name_or_file)
-            return parseProfile(name_or_file, std::string(embedded.json));
+    if (auto prebuilt = prebuiltProfile(name_or_file)) return std::move(*prebuilt);
     std::string names;
     for (const auto& embedded : embeddedProfiles())
         names += (names.empty() ? "" : ", ") + std::string(embedded.name);

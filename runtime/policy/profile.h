@@ -5,6 +5,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/error.h"
@@ -36,6 +37,8 @@ struct Profile {
     Tier min_tier = Tier::Full;  // "min_tier": the lowest tier a run accepts
     Lifetime lifetime = Lifetime::Oneshot;
     OutputMode output = OutputMode::Capture;
+
+    bool operator==(const Profile&) const = default;
 };
 
 // Parses and validates one profile document. `name` is used in messages.
@@ -44,6 +47,11 @@ Result<Profile> parseProfile(const std::string& name, const std::string& json_te
 // NAME is looked up among the installed profiles, then the embedded ones; a
 // value containing '/' or ending in ".json" is a file.
 Result<Profile> loadProfile(const std::string& name_or_file);
+
+// The embedded profile `name` as parseProfile makes it from its JSON, built
+// by code generated at build time (runtime/policy/tools/prebuild_profiles.cpp):
+// no parse and no checks on the run path. nullopt for any other name.
+std::optional<Profile> prebuiltProfile(std::string_view name);
 
 // The fully resolved profile as JSON text (for `stockade profile show`).
 std::string profileToJson(const Profile& profile);

@@ -538,6 +538,30 @@ TEST_CASE("every shipped profile parses, and what is embedded is what is shipped
     CHECK(embedded == shipped);
 }
 
+TEST_CASE("embedded profiles: the prebuilt one is the parsed one", "[profile]") {
+    // `run` builds an embedded profile from code generated at build time
+    // (runtime/policy/tools/prebuild_profiles.cpp); it must be, field by
+    // field, what the profile's JSON parses to, and what loadProfile gives.
+    for (const EmbeddedProfile& e : embeddedProfiles()) {
+        const std::string name(e.name);
+        INFO("embedded " << name);
+        auto prebuilt = prebuiltProfile(name);
+        REQUIRE(prebuilt);
+        const Profile parsed = mustParse(name, std::string(e.json));
+        CHECK(*prebuilt == parsed);
+        CHECK(profileToJson(*prebuilt) == profileToJson(parsed));
+        // The comparison sees a field that differs.
+        Profile other = parsed;
+        other.limits.inotify_watches = other.limits.inotify_watches.value_or(7) + 1;
+        CHECK_FALSE(*prebuilt == other);
+        auto loaded = loadProfile(name);
+        REQUIRE(loaded);
+        CHECK(*loaded == parsed);
+    }
+    CHECK_FALSE(prebuiltProfile("no-such-profile"));
+    CHECK_FALSE(prebuiltProfile(""));
+}
+
 TEST_CASE("the shipped profiles say what SPEC says of them", "[profile]") {
     const Profile held = mustParse("held-test", readText(sourceDir() / "profiles/held-test.json"));
     CHECK(held.network == NetworkMode::None);

@@ -292,8 +292,18 @@ int cmdKill(const Globals& g, const std::vector<std::string>& rest, const Log& l
         return log.error("container not running");
     UniqueFd fd = pidfdOf(c->record);
     if (!fd) return log.error("no such process");
-    if (a.bools.count("all") && *sig != SIGKILL)
+    if (a.bools.count("all") && *sig != SIGKILL) {
+        // Listed and signalled frozen, as runc does: a frozen process cannot
+        // exit, so no pid listed is freed and taken by another process
+        // before its signal lands (in a shared pid namespace the pids are
+        // the host's). A paused container stays paused; one without a
+        // freezer (rootless) is signalled as listed.
+        const std::vector<std::string>& dirs = c->record.cgroups;
+        const bool froze = !dirs.empty() && !containerCgroupsFrozen(dirs) &&
+                           freezeContainerCgroups(dirs, true).ok();
         for (pid_t pid : containerProcesses(c->record)) kill(pid, *sig);
+        if (froze) (void)freezeContainerCgroups(dirs, false);
+    }
     if (syscall(SYS_pidfd_send_signal, fd.get(), *sig, nullptr, 0) < 0)
         return log.error(errno == ESRCH ? "no such process"
                                         : Error::fromErrno("kill()").describe());

@@ -766,8 +766,21 @@ Status removeUnrecordedContainer(int root_fd, const std::string& id) {
         return Error::message("container " + id +
                               " was created meanwhile: delete it again to remove it");
     const std::vector<std::string> cgroups = readPendingCgroups(dir->get());
-    if (auto s = killContainerCgroups(cgroups); !s) return s.error();
-    if (auto s = removeContainerCgroups(cgroups); !s) return s.error();
+    // As a failing create's own cleanup: emptied only where the pid
+    // namespace is shared (joined, or the caller's), so that its processes
+    // outlive init; elsewhere init was PID 1 and took them with it when it
+    // saw create gone, and what is in the directory now is another's that
+    // joined the same cgroupsPath. The config is the copy create kept
+    // before it made any cgroup; one that cannot be read is taken as shared.
+    auto kept = readSmallFile(dir->get(), kConfigFile, id + "/" + kConfigFile, kMaxConfigBytes);
+    auto config = kept ? parseConfig(kept->content) : Result<Config>(kept.error());
+    const bool shared = !config || config->sharesPidNamespace();
+    if (shared)
+        if (auto s = killContainerCgroups(cgroups); !s) return s.error();
+    // A directory still busy there is the other's now (its own delete
+    // removes it), and stays.
+    if (auto s = removeContainerCgroups(cgroups); !s && (shared || s.error().errnum() != EBUSY))
+        return s.error();
     return removeContainer(root_fd, id);
 }
 

@@ -16,6 +16,7 @@ cannot run a mode, which CI (env CI=true) turns into a failure.
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -765,6 +766,60 @@ def failed_create_beside_a_joiner(rt, scratch, owner, base, out):
                 os.rmdir(x)
 
 
+def killed_create_beside_a_joiner(rt, scratch, owner, base, out):
+    """As root, the same order, but the first create is SIGKILLed while its
+    prestart hook waits (after the second joined): `delete --force` of what
+    it left, which has no record, removes it and ends nothing of the
+    second's, whose init stays in the directory the first made."""
+    shared = f"stockade-hooks-killed-{os.getpid()}"
+    dirs = [f"/sys/fs/cgroup/{h}/{shared}" for h in V1_CONTROLLERS
+            if os.path.isdir(f"/sys/fs/cgroup/{h}")]
+    config = json.loads(json.dumps(base))
+    config["linux"]["cgroupsPath"] = "/" + shared
+    joiner = make_bundle(scratch, "joiner2", ["sleep", "1000"], owner, config)
+    hook_pid = os.path.join(out, "killed-hook-pid")
+    second = (f"echo $$ > {hook_pid}; {rt.binary} --root {rt.root} create --bundle {joiner} "
+              "joiner2 </dev/null >/dev/null 2>&1 || exit 9; exec sleep 3152")
+    config = with_hooks(config, {"prestart": [hook(second, os.path.join(out, "killed"))]})
+    bundle = make_bundle(scratch, "first-killed", ["sleep", "1000"], owner, config)
+    p = subprocess.Popen([rt.binary, "--root", rt.root, "create", "--bundle", bundle, "first2"],
+                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+    try:
+        joined = wait_for(lambda: (state_of(rt, "joiner2") or {}).get("status") == "created")
+        p.kill()
+        p.wait()
+        state = state_of(rt, "joiner2") or {}
+        pid = state.get("pid", 0)
+        r = rt("delete", "--force", "first2")
+        alive = pid > 0 and not gone(pid)
+        procs = read(f"/sys/fs/cgroup/pids/{shared}/cgroup.procs").split() \
+            if os.path.isdir(f"/sys/fs/cgroup/pids/{shared}") else []
+        check("hooks: delete --force of a create killed after another create joined the "
+              "cgroupsPath it made ends nothing of the other's: its init alive and in that "
+              "directory, the killed one gone from --root",
+              joined and r.returncode == 0 and alive and str(pid) in procs and
+              (state_of(rt, "joiner2") or {}).get("status") == "created" and
+              sorted(os.listdir(rt.root)) == ["joiner2"],
+              (joined, r.returncode, r.stderr, alive, procs, os.listdir(rt.root)))
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        try:
+            with open(hook_pid) as f:
+                os.kill(int(f.read().strip()), signal.SIGKILL)  # the hook's own sleep
+        except (OSError, ValueError):
+            pass
+        reap()
+        rt("delete", "--force", "first2")
+        rt("delete", "--force", "joiner2")
+        for x in dirs:
+            if os.path.isdir(x):
+                wait_for(lambda: not read(os.path.join(x, "cgroup.procs")).strip())
+                os.rmdir(x)
+
+
 def create_container_in_joined_pid_namespace(rt, scratch, owner, base, out):
     """As root, a createContainer hook with a pid namespace joined by path:
     the hook's own pid namespace cannot be made there, and what it left
@@ -857,6 +912,7 @@ def main():
             create_container_in_joined_pid_namespace(rt, scratch, owner, base, out)
             failed_create_in_shared_cgroup(rt, scratch, owner, base, out)
             failed_create_beside_a_joiner(rt, scratch, owner, base, out)
+            killed_create_beside_a_joiner(rt, scratch, owner, base, out)
     finally:
         for cid in os.listdir(os.path.join(scratch, "state")):
             subprocess.run([binary, "--root", os.path.join(scratch, "state"), "delete", "--force",

@@ -839,6 +839,26 @@ Status killContainerCgroups(const std::vector<std::string>& dirs) {
                           " ms of SIGKILL");
 }
 
+namespace {
+
+// The parent pid /proc/PID/stat gives (after the command's name, which may
+// hold anything but ends at the last ')'); 0 where it cannot be read.
+pid_t parentOf(pid_t pid) {
+    const std::string stat = readCgroupFileOr("/proc/" + std::to_string(pid) + "/stat");
+    const size_t close_paren = stat.rfind(')');
+    if (close_paren == std::string::npos || close_paren + 4 > stat.size()) return 0;
+    return static_cast<pid_t>(std::strtol(stat.c_str() + close_paren + 4, nullptr, 10));
+}
+
+}  // namespace
+
+Status killChildrenInContainerCgroups(const std::vector<std::string>& dirs, pid_t parent) {
+    if (auto s = freezeContainerCgroups(dirs, true); !s) return s.error();
+    for (pid_t pid : processesInContainerCgroups(dirs))
+        if (pid != parent && parentOf(pid) == parent) kill(pid, SIGKILL);
+    return freezeContainerCgroups(dirs, false);
+}
+
 bool canKillWhole(const std::vector<std::string>& dirs) {
     if (dirs.empty()) return false;
     if (dirs.size() == 1 && isCgroup2(dirs[0])) return exists(dirs[0] + "/cgroup.kill");

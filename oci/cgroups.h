@@ -121,6 +121,14 @@ std::vector<pid_t> processesInContainerCgroups(const std::vector<std::string>& d
 // processes are still there after kFreezeWaitMs of rounds.
 Status killContainerCgroups(const std::vector<std::string>& dirs);
 
+// SIGKILLs the processes of the container's cgroup whose parent is
+// `parent` (a create's own init, not PID 1 of a shared pid namespace: the
+// command it parked), listed and signalled while the cgroup is frozen, so
+// that no pid listed is freed and taken by another process first, and
+// another's processes that share the directory are left alone. Fails, and
+// kills nothing, where the cgroup cannot be frozen.
+Status killChildrenInContainerCgroups(const std::vector<std::string>& dirs, pid_t parent);
+
 // Whether killContainerCgroups can end everything in `dirs` without
 // signalling pids it listed (v2's cgroup.kill, or a v1 freezer): pids a
 // container reaps itself can be reused before a listed kill lands.

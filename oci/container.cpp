@@ -292,20 +292,33 @@ Status createContainer(const std::string& root_dir, const std::string& id,
         ~Cleanup() { run(); }
     } cleanup{[&] {
         if (ok) return;
+        bool children_ended = false;
         if (started_pidfd) {
+            // In a shared pid namespace init is not PID 1, and its end
+            // does not end the command it parked: that child first, found
+            // in the container's cgroup while it is frozen, so that another
+            // create's processes there are left alone. Where init was gone
+            // already, its children went to another parent, and only
+            // emptying the cgroups below ends them.
+            siginfo_t ended{};
+            const bool init_there = syscall(SYS_waitid, P_PIDFD, started_pidfd.get(), &ended,
+                                            WEXITED | WNOHANG | WNOWAIT, nullptr) == 0 &&
+                                    ended.si_pid == 0;
+            if (cgroups && joins_pid && init_there && started)
+                children_ended = killChildrenInContainerCgroups(cgroups->dirs, *started).ok();
             syscall(SYS_pidfd_send_signal, started_pidfd.get(), SIGKILL, nullptr, 0);
             siginfo_t info;
             syscall(SYS_waitid, P_PIDFD, started_pidfd.get(), &info, WEXITED, nullptr);
         }
-        // Init was PID 1 of the container's pid namespace: its end ended
-        // every process of the container, a createContainer hook's too.
-        // Only in a pid namespace joined by path do they outlive it, and
-        // only then is a cgroup emptied, and only one this create made. A
-        // cgroupsPath is no container's alone: another create may have
-        // joined the one made here since, and its processes are its own.
-        // Then the directories this create made; rmdir leaves one that
-        // still holds another's processes, and one that was there stays.
-        if (cgroups && joins_pid) (void)killContainerCgroups(cgroups->made_here);
+        // Elsewhere init was PID 1 of the container's pid namespace: its
+        // end ended every process of the container, a createContainer
+        // hook's too. A cgroup is emptied whole only in a shared pid
+        // namespace whose init's children could not be found, and only
+        // one this create made: a cgroupsPath is no container's alone, and
+        // another create may have joined the one made here since. Then the
+        // directories this create made; rmdir leaves one that still holds
+        // another's processes, and one that was there stays.
+        if (cgroups && joins_pid && !children_ended) (void)killContainerCgroups(cgroups->made_here);
         if (cgroups) (void)removeContainerCgroups(cgroups->made_here);
         (void)removeContainer(root->get(), id);
     }};

@@ -766,6 +766,54 @@ def failed_create_beside_a_joiner(rt, scratch, owner, base, out):
                 os.rmdir(x)
 
 
+def failed_shared_create_beside_a_joiner(rt, scratch, owner, base, out):
+    """As root, the first create in the caller's pid namespace (no pid
+    namespace listed: its init is not PID 1 and its parked command outlives
+    it), the second an ordinary one joining the cgroupsPath the first made:
+    the first fails and ends its init and its command, found by parent
+    while the cgroup is frozen, and nothing of the second's."""
+    shared = f"stockade-hooks-shared-pid-{os.getpid()}"
+    dirs = [f"/sys/fs/cgroup/{h}/{shared}" for h in V1_CONTROLLERS
+            if os.path.isdir(f"/sys/fs/cgroup/{h}")]
+    config = json.loads(json.dumps(base))
+    config["linux"]["cgroupsPath"] = "/" + shared
+    joiner = make_bundle(scratch, "joiner3", ["sleep", "1000"], owner, config)
+    second = (f"{rt.binary} --root {rt.root} create --bundle {joiner} joiner3 "
+              "</dev/null >/dev/null 2>&1 || exit 9; exit 3")
+    config = with_hooks(config, {"prestart": [hook(second, os.path.join(out, "shared-pid"))]})
+    config["linux"]["namespaces"] = [n for n in config["linux"]["namespaces"]
+                                     if n["type"] != "pid"]
+    bundle = make_bundle(scratch, "first-shared", ["sleep", "1000"], owner, config)
+    try:
+        r = rt("create", "--bundle", bundle, "first3")
+        state = state_of(rt, "joiner3") or {}
+        pid = state.get("pid", 0)
+        alive = pid > 0 and not gone(pid)
+        procs = [int(p) for p in read(f"/sys/fs/cgroup/pids/{shared}/cgroup.procs").split()] \
+            if os.path.isdir(f"/sys/fs/cgroup/pids/{shared}") else []
+
+        def parent(p):
+            try:
+                with open(f"/proc/{p}/stat") as f:
+                    return int(f.read().rsplit(") ", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                return 0
+        check("hooks: a create in the caller's pid namespace that fails after another create "
+              "joined the cgroupsPath it made ends its own init and parked command only: what "
+              "is left in the directory is the other's init and its child",
+              r.returncode == 1 and "exit status 3" in r.stderr and alive and pid in procs and
+              all(p == pid or parent(p) == pid for p in procs) and
+              state.get("status") == "created" and sorted(os.listdir(rt.root)) == ["joiner3"],
+              (r.returncode, r.stderr, alive, pid, procs, [parent(p) for p in procs],
+               os.listdir(rt.root)))
+    finally:
+        rt("delete", "--force", "joiner3")
+        for x in dirs:
+            if os.path.isdir(x):
+                wait_for(lambda: not read(os.path.join(x, "cgroup.procs")).strip())
+                os.rmdir(x)
+
+
 def killed_create_beside_a_joiner(rt, scratch, owner, base, out):
     """As root, the same order, but the first create is SIGKILLed while its
     prestart hook waits (after the second joined): `delete --force` of what
@@ -913,6 +961,7 @@ def main():
             failed_create_in_shared_cgroup(rt, scratch, owner, base, out)
             failed_create_beside_a_joiner(rt, scratch, owner, base, out)
             killed_create_beside_a_joiner(rt, scratch, owner, base, out)
+            failed_shared_create_beside_a_joiner(rt, scratch, owner, base, out)
     finally:
         for cid in os.listdir(os.path.join(scratch, "state")):
             subprocess.run([binary, "--root", os.path.join(scratch, "state"), "delete", "--force",

@@ -22,8 +22,8 @@ import sys
 import tempfile
 
 import lifecycle
-from lifecycle import APPLETS, Runtime, check, make_bundle, reap, state_of, wait_for
-from oci_common import BUSYBOX, V1_CONTROLLERS, skip
+from lifecycle import APPLETS, check, make_bundle, reap, state_of, wait_for
+from oci_common import BUSYBOX, V1_CONTROLLERS, parent_of, skip
 
 # A hook: busybox as sh; $0 is the prefix of its record files.
 RECORD = ('cat > "$0.state"; echo "$0 $1" > "$0.argv"; echo "$HOOK_ENV" > "$0.env"; '
@@ -721,6 +721,21 @@ def failed_create_in_shared_cgroup(rt, scratch, owner, base, out):
                 os.rmdir(d)
 
 
+def joined_cgroup_dirs(name):
+    """The directories a cgroupsPath /NAME names in this host's v1
+    hierarchies (made by the cases' first create, joined by their second)."""
+    return [f"/sys/fs/cgroup/{h}/{name}" for h in V1_CONTROLLERS
+            if os.path.isdir(f"/sys/fs/cgroup/{h}")]
+
+
+def remove_joined_cgroup_dirs(dirs):
+    """Whatever a failing case left of them, once their processes are gone."""
+    for x in dirs:
+        if os.path.isdir(x):
+            wait_for(lambda: not read(os.path.join(x, "cgroup.procs")).strip())
+            os.rmdir(x)
+
+
 def failed_create_beside_a_joiner(rt, scratch, owner, base, out):
     """As root, a cgroupsPath that a create makes and a second create joins
     while the first is still in its prestart hook (the hook runs the second
@@ -729,8 +744,7 @@ def failed_create_beside_a_joiner(rt, scratch, owner, base, out):
     container stays created in the directory; the directory, now holding
     the second's init, stays."""
     shared = f"stockade-hooks-joined-{os.getpid()}"
-    dirs = [f"/sys/fs/cgroup/{h}/{shared}" for h in V1_CONTROLLERS
-            if os.path.isdir(f"/sys/fs/cgroup/{h}")]
+    dirs = joined_cgroup_dirs(shared)
     config = json.loads(json.dumps(base))
     config["linux"]["cgroupsPath"] = "/" + shared
     joiner = make_bundle(scratch, "joiner", ["sleep", "1000"], owner, config)
@@ -760,10 +774,7 @@ def failed_create_beside_a_joiner(rt, scratch, owner, base, out):
               (d.returncode, d.stderr, [x for x in dirs if os.path.exists(x)]))
     finally:
         rt("delete", "--force", "joiner")
-        for x in dirs:
-            if os.path.isdir(x):
-                wait_for(lambda: not read(os.path.join(x, "cgroup.procs")).strip())
-                os.rmdir(x)
+        remove_joined_cgroup_dirs(dirs)
 
 
 def failed_shared_create_beside_a_joiner(rt, scratch, owner, base, out):
@@ -773,8 +784,7 @@ def failed_shared_create_beside_a_joiner(rt, scratch, owner, base, out):
     the first fails and ends its init and its command, found by parent
     while the cgroup is frozen, and nothing of the second's."""
     shared = f"stockade-hooks-shared-pid-{os.getpid()}"
-    dirs = [f"/sys/fs/cgroup/{h}/{shared}" for h in V1_CONTROLLERS
-            if os.path.isdir(f"/sys/fs/cgroup/{h}")]
+    dirs = joined_cgroup_dirs(shared)
     config = json.loads(json.dumps(base))
     config["linux"]["cgroupsPath"] = "/" + shared
     joiner = make_bundle(scratch, "joiner3", ["sleep", "1000"], owner, config)
@@ -791,27 +801,17 @@ def failed_shared_create_beside_a_joiner(rt, scratch, owner, base, out):
         alive = pid > 0 and not gone(pid)
         procs = [int(p) for p in read(f"/sys/fs/cgroup/pids/{shared}/cgroup.procs").split()] \
             if os.path.isdir(f"/sys/fs/cgroup/pids/{shared}") else []
-
-        def parent(p):
-            try:
-                with open(f"/proc/{p}/stat") as f:
-                    return int(f.read().rsplit(") ", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                return 0
         check("hooks: a create in the caller's pid namespace that fails after another create "
               "joined the cgroupsPath it made ends its own init and parked command only: what "
               "is left in the directory is the other's init and its child",
               r.returncode == 1 and "exit status 3" in r.stderr and alive and pid in procs and
-              all(p == pid or parent(p) == pid for p in procs) and
+              all(p == pid or parent_of(p) == pid for p in procs) and
               state.get("status") == "created" and sorted(os.listdir(rt.root)) == ["joiner3"],
-              (r.returncode, r.stderr, alive, pid, procs, [parent(p) for p in procs],
+              (r.returncode, r.stderr, alive, pid, procs, [parent_of(p) for p in procs],
                os.listdir(rt.root)))
     finally:
         rt("delete", "--force", "joiner3")
-        for x in dirs:
-            if os.path.isdir(x):
-                wait_for(lambda: not read(os.path.join(x, "cgroup.procs")).strip())
-                os.rmdir(x)
+        remove_joined_cgroup_dirs(dirs)
 
 
 def killed_create_beside_a_joiner(rt, scratch, owner, base, out):
@@ -820,8 +820,7 @@ def killed_create_beside_a_joiner(rt, scratch, owner, base, out):
     it left, which has no record, removes it and ends nothing of the
     second's, whose init stays in the directory the first made."""
     shared = f"stockade-hooks-killed-{os.getpid()}"
-    dirs = [f"/sys/fs/cgroup/{h}/{shared}" for h in V1_CONTROLLERS
-            if os.path.isdir(f"/sys/fs/cgroup/{h}")]
+    dirs = joined_cgroup_dirs(shared)
     config = json.loads(json.dumps(base))
     config["linux"]["cgroupsPath"] = "/" + shared
     joiner = make_bundle(scratch, "joiner2", ["sleep", "1000"], owner, config)
@@ -862,10 +861,7 @@ def killed_create_beside_a_joiner(rt, scratch, owner, base, out):
         reap()
         rt("delete", "--force", "first2")
         rt("delete", "--force", "joiner2")
-        for x in dirs:
-            if os.path.isdir(x):
-                wait_for(lambda: not read(os.path.join(x, "cgroup.procs")).strip())
-                os.rmdir(x)
+        remove_joined_cgroup_dirs(dirs)
 
 
 def create_container_in_joined_pid_namespace(rt, scratch, owner, base, out):

@@ -47,3 +47,13 @@ def status_field(pid, name):
     except OSError:
         pass
     return []
+
+
+def parent_of(pid):
+    """The parent pid /proc/PID/stat gives (after the last ") ", which ends
+    the command's name whatever it holds); 0 where it cannot be read."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(") ", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return 0

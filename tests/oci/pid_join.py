@@ -31,19 +31,11 @@ import subprocess
 import sys
 import tempfile
 
-from lifecycle import (Runtime, become_subreaper, make_test_tree, check, failures, make_bundle, reap, state_of,
+from lifecycle import (become_subreaper, make_test_tree, check, failures, make_bundle, reap, state_of,
                        root_tag, wait_for)
-from oci_common import BUSYBOX, host_pids_running, skip, status_field
+from oci_common import BUSYBOX, host_pids_running, parent_of, skip, status_field
 
 APPLETS = ["sh", "sleep", "ps", "ls", "readlink", "kill", "echo", "cat", "true"]
-
-
-def parent_of(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return int(f.read().rsplit(") ", 1)[1].split()[1])
-    except (OSError, IndexError, ValueError):
-        return 0
 
 
 def cgroup_dirs(rt, cid):

@@ -2062,10 +2062,24 @@ def main():
             r = rt("exec", "c6", "true")
             check("exec in a paused container is refused",
                   r.returncode != 0 and "paused" in r.stderr, (r.returncode, r.stderr))
+            # kill --all freezes the cgroup while it lists and signals:
+            # a paused container stays paused, a running one runs on.
+            r = rt("kill", "--all", "c6", "CONT")
+            with open(freezer) as f:
+                frozen_text = f.read()
+            check("kill --all CONT of a paused container: it stays paused (the cgroup frozen, "
+                  "no progress)",
+                  r.returncode == 0 and (state_of(rt, "c6") or {}).get("status") == "paused" and
+                  (("FROZEN" in frozen_text) if v1 else ("frozen 1" in frozen_text)) and
+                  still(), (r.returncode, r.stderr, frozen_text))
             r = rt("resume", "c6")
             check("resume returns 0, state running, the ticker goes on",
                   r.returncode == 0 and (state_of(rt, "c6") or {}).get("status") == "running" and
                   ticking(), r.stderr)
+            r = rt("kill", "--all", "c6", "CONT")
+            check("kill --all CONT of a running container: thawed after, it runs on",
+                  r.returncode == 0 and (state_of(rt, "c6") or {}).get("status") == "running" and
+                  ticking(), (r.returncode, r.stderr))
 
             memory_dir = f"/sys/fs/cgroup/memory/{parent}/c6" if v1 else f"/sys/fs/cgroup/{parent}/c6"
             pids_dir = f"/sys/fs/cgroup/pids/{parent}/c6" if v1 else memory_dir

@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "base/proc_stat.h"
 #include "oci/device_cgroup.h"
 #include "oci/resource_names.h"
 #include "runtime/cgroups/cgroup_fs.h"
@@ -839,23 +840,11 @@ Status killContainerCgroups(const std::vector<std::string>& dirs) {
                           " ms of SIGKILL");
 }
 
-namespace {
-
-// The parent pid /proc/PID/stat gives (after the command's name, which may
-// hold anything but ends at the last ')'); 0 where it cannot be read.
-pid_t parentOf(pid_t pid) {
-    const std::string stat = readCgroupFileOr("/proc/" + std::to_string(pid) + "/stat");
-    const size_t close_paren = stat.rfind(')');
-    if (close_paren == std::string::npos || close_paren + 4 > stat.size()) return 0;
-    return static_cast<pid_t>(std::strtol(stat.c_str() + close_paren + 4, nullptr, 10));
-}
-
-}  // namespace
-
 Status killChildrenInContainerCgroups(const std::vector<std::string>& dirs, pid_t parent) {
     if (auto s = freezeContainerCgroups(dirs, true); !s) return s.error();
     for (pid_t pid : processesInContainerCgroups(dirs))
-        if (pid != parent && parentOf(pid) == parent) kill(pid, SIGKILL);
+        if (auto stat = ProcStat::read(pid); pid != parent && stat && stat->parent() == parent)
+            kill(pid, SIGKILL);
     return freezeContainerCgroups(dirs, false);
 }
 

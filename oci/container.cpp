@@ -30,6 +30,7 @@
 #include <optional>
 #include <tuple>
 
+#include "base/proc_stat.h"
 #include "base/small_file.h"
 #include "oci/cgroups.h"
 #include "oci/config.h"
@@ -907,15 +908,8 @@ std::vector<pid_t> processesIn(pid_t init) {
         char* end = nullptr;
         long pid = strtol(e->d_name, &end, 10);
         if (!end || *end || pid <= 0) continue;
-        std::string path = "/proc/" + std::string(e->d_name) + "/stat";
-        UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
-        char buf[512];
-        ssize_t n = fd ? read(fd.get(), buf, sizeof(buf) - 1) : -1;
-        if (n <= 0) continue;
-        buf[n] = '\0';
-        const char* close_paren = strrchr(buf, ')');
-        if (!close_paren || strlen(close_paren) < 5) continue;
-        parent[static_cast<pid_t>(pid)] = static_cast<pid_t>(strtol(close_paren + 4, nullptr, 10));
+        if (auto stat = ProcStat::read(static_cast<pid_t>(pid)))
+            parent[static_cast<pid_t>(pid)] = stat->parent();
     }
     closedir(proc);
     std::vector<pid_t> out;

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "base/proc_stat.h"
 #include "base/small_file.h"
 #include "oci/cgroups.h"
 #include "oci/idmapped_root.h"
@@ -241,24 +242,9 @@ std::vector<std::string> readPendingCgroups(int dir_fd) {
 }
 
 uint64_t processStartTime(pid_t pid) {
-    std::string path = "/proc/" + std::to_string(pid) + "/stat";
-    UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
-    if (!fd) return 0;
-    char buf[1024];
-    ssize_t n = read(fd.get(), buf, sizeof(buf) - 1);
-    if (n <= 0) return 0;
-    buf[n] = '\0';
-    // After the last ')' (the name may hold one): state, then fields 4...
-    char* p = strrchr(buf, ')');
-    if (!p || p[1] != ' ') return 0;
-    p += 2;
-    if (*p == 'Z' || *p == 'X') return 0;
-    for (int field = 3; field < 22; ++field) {
-        p = strchr(p, ' ');
-        if (!p) return 0;
-        ++p;
-    }
-    return strtoull(p, nullptr, 10);
+    auto stat = ProcStat::read(pid);
+    if (!stat || stat->state() == 'Z' || stat->state() == 'X') return 0;
+    return stat->startTime();
 }
 
 Status3 statusOf(int dir_fd, const Record& record) {

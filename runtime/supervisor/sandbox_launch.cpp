@@ -9,10 +9,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <fstream>
-#include <sstream>
 #include <vector>
 
+#include "base/proc_stat.h"
 #include "runtime/child/child_protocol.h"
 #include "runtime/supervisor/supervisor_hardening.h"
 
@@ -23,17 +22,12 @@ namespace {
 // The supervisor's own argv and environment strings live in one range each of
 // its initial stack; /proc/self/stat names them (proc(5), fields 48-51).
 void findWipeRanges(ChildPlan& plan) {
-    std::ifstream in("/proc/self/stat");
-    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    auto close_paren = stat.rfind(')');
-    if (close_paren == std::string::npos) return;
-    std::istringstream fields(stat.substr(close_paren + 2));
-    std::string field;
-    std::vector<uintptr_t> values;
-    for (int i = 3; fields >> field; ++i)
-        if (i >= 48 && i <= 51) values.push_back(std::stoull(field));
-    if (values.size() != 4) return;
-    plan.wipe_ranges = {{values[0], values[1]}, {values[2], values[3]}};
+    auto stat = ProcStat::read(0);
+    if (!stat) return;
+    uintptr_t arg_start = stat->field(48), arg_end = stat->field(49);
+    uintptr_t env_start = stat->field(50), env_end = stat->field(51);
+    if (!arg_start || !arg_end || !env_start || !env_end) return;
+    plan.wipe_ranges = {{arg_start, arg_end}, {env_start, env_end}};
 }
 
 bool socketPair(UniqueFd& parent, UniqueFd& child) {

@@ -560,6 +560,16 @@ int applyOpInChild(MountPlan& plan, size_t index) noexcept {
             close(fd);
             return err;
         }
+        case MountKind::PinBeneath: {
+            int fd = -1;
+            if (int err = openJudgedBeneathInChild(plan, op, &fd)) return err;
+            // As the worktree's bind is (nosuid, writable): nothing added
+            // but the mount point.
+            int err = cloneAndAttachInChild(fd, MOUNT_ATTR_NOSUID, true, fd, "", op.target.c_str(),
+                                            op.target.c_str());
+            close(fd);
+            return err;
+        }
         case MountKind::MaskBeneath: {
             int fd = -1;
             if (int err = openJudgedBeneathInChild(plan, op, &fd)) return err;

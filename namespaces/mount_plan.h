@@ -27,6 +27,11 @@ enum class MountKind {
     MaskBeneath,       // the empty file or directory `data` (in the new root) bound
                        // read-only over target, resolved beneath `anchor` as itself (a
                        // symlink is covered, not followed): a hidden worktree name
+    PinBeneath,        // the directory target, resolved beneath `anchor` as itself, bound
+                       // over itself as it is: a mount point, which rename(2) and rmdir(2)
+                       // refuse (EBUSY) in the sandbox's namespace, so a directory above a
+                       // covered worktree name cannot be moved aside with its cover and
+                       // the name made anew in its place
     Directory,         // mkdir
     File,              // a file holding `data` (resolve_in_root: an existing file of the
                        // image root written with `data`, a sysctl)
@@ -62,7 +67,7 @@ struct MountOp {
     // made there first, each component in its parent resolved in the root.
     bool resolve_in_root = false;
     // verify_identity, for two kinds:
-    // - ReadOnlyBeneath and MaskBeneath: the target is opened as itself
+    // - ReadOnlyBeneath, MaskBeneath and PinBeneath: the target is opened as itself
     //   (O_NOFOLLOW) and refused (ESTALE) unless it is the file the parent
     //   judged, by device, inode and directory-ness.
     // - BindFromHost of a host path the parent holds open (base/host_path.h)

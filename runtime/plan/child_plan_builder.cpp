@@ -13,8 +13,10 @@
 
 #include "base/host_path.h"
 #include "base/text_safety.h"
+#include "base/unique_fd.h"
 #include "namespaces/syscalls.h"
 #include "runtime/plan/git_link.h"
+#include "runtime/plan/worktree_listing.h"
 #include "runtime/plan/worktree_masks.h"
 #include "runtime/policy/policy_builder.h"
 #include "runtime/policy/sandbox_path.h"
@@ -316,6 +318,34 @@ Status addEtcFromRootfs(const Policy& policy, ChildPlan& plan) {
     return okStatus();
 }
 
+// Each directory above `relative` (below the worktree's top, a mount
+// already) made a mount point, as the directory the host sees there now:
+// rename(2) refuses a mount point, so the sandbox cannot move aside the
+// directories that hold a read-only gitdir and make a writable one at its
+// path, for the host's git to run its hooks and config (worktree_masks.cpp
+// holds the directories above hidden and read-only names in place alike).
+Status pinDirectoriesAbove(int worktree_fd, const std::string& relative, ChildPlan& plan) {
+    for (size_t slash = relative.find('/'); slash != std::string::npos;
+         slash = relative.find('/', slash + 1)) {
+        const std::string above = relative.substr(0, slash);
+        UniqueFd fd = openBeneathWorktree(worktree_fd, above, O_PATH | O_DIRECTORY | O_NOFOLLOW,
+                                          RESOLVE_NO_SYMLINKS);
+        struct stat st;
+        if (!fd || fstat(fd.get(), &st) < 0)
+            return Error::fromErrno("open /repo/" + escapeForTerminal(above) +
+                                    " to hold it in place");
+        ns::addOp(plan.mounts,
+                  {.kind = MountKind::PinBeneath,
+                   .target = "repo/" + above,
+                   .anchor = "repo",
+                   .verify_identity = true,
+                   .expect_dev = static_cast<unsigned long>(st.st_dev),
+                   .expect_ino = static_cast<unsigned long>(st.st_ino),
+                   .description = "hold /repo/" + escapeForTerminal(above) + " in place"});
+    }
+    return okStatus();
+}
+
 // /repo/.git is read-only (G2), and so is the gitdir a `.git` file names,
 // but only where that widens nothing (git_link.h): a gitdir inside the
 // worktree is made read-only in place; one outside is exposed (its common
@@ -323,10 +353,11 @@ Status addEtcFromRootfs(const Policy& policy, ChildPlan& plan) {
 // other `.git` file is an ordinary file of the worktree, and the result
 // says why it was not honoured.
 Status addGitProtection(const Policy& policy, const HeldPath& worktree_held, ChildPlan& plan,
-                        std::optional<GitLinkReport>& report) {
+                        std::optional<GitLinkReport>& report, bool& top_git_read_only) {
     const std::string& worktree = *policy.fs.worktree;
     const std::string dotgit = worktree + "/.git";
     struct stat st;
+    top_git_read_only = false;
     if (fstatat(worktree_held.get(), ".git", &st, AT_SYMLINK_NOFOLLOW) < 0) return okStatus();
     auto refused = [&](const std::string& reason) {
         report = GitLinkReport{dotgit, "refused", "", reason};
@@ -344,17 +375,21 @@ Status addGitProtection(const Policy& policy, const HeldPath& worktree_held, Chi
                             .anchor = "repo",
                             .target_is_dir = S_ISDIR(st.st_mode),
                             .description = "mount /repo/.git read-only"});
+    top_git_read_only = S_ISDIR(st.st_mode);
     if (!S_ISREG(st.st_mode)) return okStatus();
 
     auto link = judgeGitLink(worktree_held.get(), worktree, writableHostDirs(policy.fs));
     if (!link) return refused(link.error().describe());
     if (link->kind == GitLink::Kind::InsideWorktree) {
-        if (!link->git_dir_relative.empty())
+        if (!link->git_dir_relative.empty()) {
+            if (auto s = pinDirectoriesAbove(worktree_held.get(), link->git_dir_relative, plan); !s)
+                return s.error();
             ns::addOp(plan.mounts,
                       {.kind = MountKind::ReadOnlyBeneath,
                        .target = "repo/" + link->git_dir_relative,
                        .anchor = "repo",
                        .description = "mount the gitdir " + link->git_dir.path + " read-only"});
+        }
         report = GitLinkReport{dotgit, "inside_worktree", link->git_dir.path, ""};
         return okStatus();
     }
@@ -561,9 +596,13 @@ Result<ChildPlan> buildChildPlan(const Policy& policy, const Identity& identity,
                    !s) {
             return s.error();
         }
-        if (auto s = addGitProtection(policy, worktree_held, plan, findings.git); !s)
+        bool top_git_read_only = false;
+        if (auto s = addGitProtection(policy, worktree_held, plan, findings.git, top_git_read_only);
+            !s)
             return s.error();
-        if (auto s = addWorktreeMasks(policy, worktree_held.get(), plan, findings.masks); !s)
+        if (auto s = addWorktreeMasks(policy, worktree_held.get(), top_git_read_only, plan,
+                                      findings.masks);
+            !s)
             return s.error();
     }
     // Extra mounts, shallowest first, so a mount never hides a deeper one.

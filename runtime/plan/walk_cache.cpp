@@ -202,7 +202,6 @@ std::string rulesText(const WalkCacheKey& key) {
     }
     put64(out, key.rules->max_depth);
     put64(out, key.rules->max_entries);
-    put64(out, key.skip_top_git ? 1 : 0);
     put64(out, geteuid());
     static const std::string identity = buildIdentity();
     putString(out, identity);

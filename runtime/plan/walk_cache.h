@@ -60,7 +60,6 @@ struct WalkCacheKey {
     int state_dir_fd = -1;
     int worktree_fd = -1;
     const WorktreeMaskRules* rules = nullptr;
-    bool skip_top_git = true;
 };
 
 // Whether the filesystem of `fd` stamps a directory's ctime itself, locally,

@@ -92,10 +92,75 @@ void pauseAfterWalkForTests() {
     }
 }
 
+// The directories above the covered names, each made a mount point
+// (MountKind::PinBeneath), sorted shallowest first. rename(2) and rmdir(2)
+// refuse a mount point: without the pins, a sandbox could move a directory
+// aside with the cover on a name beneath it (`mv .github old`) and make the
+// name anew where it was, for the host to find the sandbox's
+// .github/workflows, AGENTS.md or .env at the operator's path. Not pinned:
+// the worktree's top (a mount), a directory covered itself (a mount, and
+// nothing beneath a read-only one moves), the read-only top-level .git.
+// Each is the directory the walk judged, by device and inode, as the covers.
+Result<std::vector<ns::MountOp>> pinsAbove(
+    int worktree_fd, const std::vector<std::pair<const MaskedName*, bool>>& covered,
+    bool top_git_read_only, const WorktreeMaskReport& report) {
+    std::unordered_set<std::string> names;
+    for (const auto& [name, hidden] : covered) names.insert(name->relative);
+    std::vector<std::string> dirs;
+    std::unordered_set<std::string> seen;
+    for (const auto& [name, hidden] : covered) {
+        const std::string& relative = name->relative;
+        for (size_t slash = relative.find('/'); slash != std::string::npos;
+             slash = relative.find('/', slash + 1)) {
+            std::string above = relative.substr(0, slash);
+            if (names.count(above) || (top_git_read_only && above == ".git")) break;
+            if (seen.insert(above).second) dirs.push_back(std::move(above));
+        }
+    }
+    if (dirs.size() > kMaxPinnedDirs)
+        return Error::message("the hidden and read-only names of the worktree lie in more than " +
+                              std::to_string(kMaxPinnedDirs) +
+                              " directories, each held in place by a mount; refusing rather "
+                              "than leave some movable");
+    auto depth = [](const std::string& rel) { return std::count(rel.begin(), rel.end(), '/'); };
+    std::stable_sort(dirs.begin(), dirs.end(),
+                     [&](const auto& a, const auto& b) { return depth(a) < depth(b); });
+    std::vector<ns::MountOp> pins;
+    pins.reserve(dirs.size());
+    for (const std::string& dir : dirs) {
+        // As the walk judged it (its record, or the kept walk it reused);
+        // stated again only where neither holds it.
+        struct stat st {};
+        const WalkedDir* judged = nullptr;
+        for (const WalkedDirs* walk : {report.walked.get(), report.kept.get()})
+            if (walk && !judged)
+                if (auto at = walk->find(dir); at != walk->end()) judged = &at->second;
+        if (judged) {
+            st.st_dev = judged->dev;
+            st.st_ino = judged->ino;
+        } else {
+            UniqueFd fd = openBeneathWorktree(worktree_fd, dir, O_PATH | O_DIRECTORY | O_NOFOLLOW,
+                                              RESOLVE_NO_SYMLINKS);
+            if (!fd || fstat(fd.get(), &st) < 0)
+                return Error::fromErrno("open /repo/" + escapeForTerminal(dir) +
+                                        " to hold it in place");
+        }
+        pins.push_back({.kind = ns::MountKind::PinBeneath,
+                        .target = "repo/" + dir,
+                        .anchor = "repo",
+                        .target_is_dir = true,
+                        .verify_identity = true,
+                        .expect_dev = static_cast<unsigned long>(st.st_dev),
+                        .expect_ino = static_cast<unsigned long>(st.st_ino),
+                        .description = "hold /repo/" + escapeForTerminal(dir) + " in place"});
+    }
+    return pins;
+}
+
 }  // namespace
 
 Result<WorktreeScan> scanWorktree(int worktree_fd, const WorktreeMaskRules& rules,
-                                  bool skip_top_git, const WalkedDirs* before, WalkedDirs* record,
+                                  const WalkedDirs* before, WalkedDirs* record,
                                   const WalkedDirs* kept, bool record_unchanged) {
     const MaskPatternSet hide(rules.hide), read_only(rules.read_only), show(rules.show),
         writable(rules.writable);
@@ -274,7 +339,6 @@ Result<WorktreeScan> scanWorktree(int worktree_fd, const WorktreeMaskRules& rule
                     }
                 }
                 if (!e.is_dir || e.hidden) continue;
-                if (skip_top_git && dir.relative.empty() && e.name == ".git") continue;
                 if (dir.depth >= rules.max_depth) {
                     cut("max_depth");
                     break;
@@ -295,8 +359,8 @@ Result<WorktreeScan> scanWorktree(int worktree_fd, const WorktreeMaskRules& rule
     return scan;
 }
 
-Status addWorktreeMasks(const Policy& policy, int worktree_fd, ChildPlan& plan,
-                        std::optional<WorktreeMaskReport>& found) {
+Status addWorktreeMasks(const Policy& policy, int worktree_fd, bool top_git_read_only,
+                        ChildPlan& plan, std::optional<WorktreeMaskReport>& found) {
     const WorktreeMaskRules& rules = policy.fs.worktree_masks;
     if (rules.hide.empty() && rules.read_only.empty()) return okStatus();
     // A big tree's walk allocates and frees a depth's listings, the kept
@@ -313,20 +377,25 @@ Status addWorktreeMasks(const Policy& policy, int worktree_fd, ChildPlan& plan,
     // The walk kept from an earlier run, if one may be trusted: the
     // directories it lists unchanged are not read (walk_cache.h).
     const WalkCacheKey key{policy.fs.state_dir ? policy.fs.state_dir->get() : -1, worktree_fd,
-                           &rules, true};
+                           &rules};
     // Read before the kept walk is judged: a step back after it is one the
     // check after the run must see (the larger of this and the walk's own).
     const int64_t clock_offset_ns = walkClockOffsetNs();
     std::shared_ptr<const WalkedDirs> kept = loadWalkCache(key);
     // Only what is read is recorded: the walk after the run looks in the
     // kept walk for the rest.
-    auto scan = scanWorktree(worktree_fd, rules, true, kept.get(), walked.get(), nullptr, !kept);
+    auto scan = scanWorktree(worktree_fd, rules, kept.get(), walked.get(), nullptr, !kept);
     if (!scan) return scan.error().withContext("walk the worktree for hidden names");
     pauseAfterWalkForTests();
     WorktreeMaskReport report;
-    struct stat dotgit;
-    report.top_git_protected =
-        fstatat(worktree_fd, ".git", &dotgit, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISLNK(dotgit.st_mode);
+    report.top_git_protected = top_git_read_only;
+    // The top-level .git is read-only as a whole (addGitProtection): its
+    // read-only names need no mount of their own. Its hidden ones do: a
+    // sandbox that could once write there (none was there, it made one) may
+    // have moved the worktree's secrets into it.
+    if (top_git_read_only)
+        std::erase_if(scan->read_only,
+                      [](const MaskedName& m) { return m.relative.starts_with(".git/"); });
     report.walked = std::move(walked);
     if (kept) report.kept = std::move(kept);
     if (scan->visited_whole) report.visited = std::move(scan->visited);
@@ -411,7 +480,17 @@ Status addWorktreeMasks(const Policy& policy, int worktree_fd, ChildPlan& plan,
     std::stable_sort(ordered.begin(), ordered.end(), [&](const auto& a, const auto& b) {
         return depth(a.first->relative) < depth(b.first->relative);
     });
-    for (const auto& [name, hidden] : ordered) add(*name, hidden);
+    auto pins = pinsAbove(worktree_fd, ordered, top_git_read_only, report);
+    if (!pins) return pins.error();
+    // Each pin before the names beneath it: its target ("repo/" + the
+    // directory) is no deeper than they are.
+    size_t next_pin = 0;
+    for (const auto& [name, hidden] : ordered) {
+        for (; next_pin < pins->size() && depth((*pins)[next_pin].target) <= depth(name->relative);
+             ++next_pin)
+            ns::addOp(plan.mounts, std::move((*pins)[next_pin]));
+        add(*name, hidden);
+    }
     std::sort(report.covered.begin(), report.covered.end());
     found = std::move(report);
     return okStatus();
@@ -441,7 +520,6 @@ void noteCreatedMaskedNames(const Policy& policy, WorktreeMaskReport& report) {
     const bool clock_stepped_back = walkClockOffsetNs() < report.clock_offset_ns - kClockJitterNs;
     const WalkedDirs* before = clock_stepped_back ? nullptr : report.walked.get();
     const WalkedDirs* kept = clock_stepped_back ? nullptr : report.kept.get();
-    const bool skip_git = report.top_git_protected;
     struct stat worktree_st;
     if (!clock_stepped_back && !report.visited.empty() && fstat(worktree_fd, &worktree_st) == 0 &&
         worktreeCtimeIsLocal(worktree_fd) &&
@@ -450,7 +528,7 @@ void noteCreatedMaskedNames(const Policy& policy, WorktreeMaskReport& report) {
             // What the walk before read is kept for the next run: its
             // record, whole without a kept walk, or merged with the kept one.
             const WalkCacheKey key{policy.fs.state_dir->get(), worktree_fd,
-                                   &policy.fs.worktree_masks, true};
+                                   &policy.fs.worktree_masks};
             if (!report.kept) {
                 saveWalkCache(key, *report.walked, report.clock_offset_ns);
             } else {
@@ -477,7 +555,7 @@ void noteCreatedMaskedNames(const Policy& policy, WorktreeMaskReport& report) {
     // measured from.
     int64_t clock_offset_ns = report.clock_offset_ns;
     const bool record_now = policy.fs.state_dir && !kept;
-    auto scan = scanWorktree(worktree_fd, policy.fs.worktree_masks, skip_git, before,
+    auto scan = scanWorktree(worktree_fd, policy.fs.worktree_masks, before,
                              record_now ? &walked : nullptr, kept);
     if (scan) clock_offset_ns = std::max(clock_offset_ns, scan->clock_offset_ns);
     // Kept for the next run when a walk read a settled directory: this walk
@@ -489,15 +567,13 @@ void noteCreatedMaskedNames(const Policy& policy, WorktreeMaskReport& report) {
         report.listed_settled + scan->listed_settled > 0) {
         bool whole = record_now;
         if (!whole) {
-            auto again = scanWorktree(worktree_fd, policy.fs.worktree_masks, skip_git, before,
-                                      &walked, kept);
+            auto again = scanWorktree(worktree_fd, policy.fs.worktree_masks, before, &walked, kept);
             whole = again && again->truncated_by.empty();
             if (again) clock_offset_ns = std::max(clock_offset_ns, again->clock_offset_ns);
         }
         if (whole)
-            saveWalkCache(
-                {policy.fs.state_dir->get(), worktree_fd, &policy.fs.worktree_masks, true}, walked,
-                clock_offset_ns);
+            saveWalkCache({policy.fs.state_dir->get(), worktree_fd, &policy.fs.worktree_masks},
+                          walked, clock_offset_ns);
     }
     if (!scan || !scan->truncated_by.empty()) {
         // What was not examined may hold names the run made: the next run's
@@ -512,6 +588,10 @@ void noteCreatedMaskedNames(const Policy& policy, WorktreeMaskReport& report) {
     for (const auto* list : {&scan->hidden, &scan->read_only})
         for (const MaskedName& m : *list) {
             if (std::binary_search(report.covered.begin(), report.covered.end(), m.relative))
+                continue;
+            // Read-only with the whole top-level .git, not covered alone.
+            if (report.top_git_protected && list == &scan->read_only &&
+                m.relative.starts_with(".git/"))
                 continue;
             ++report.created_count;
             if (report.created.size() < kReportedMaskNames)

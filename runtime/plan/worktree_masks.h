@@ -57,6 +57,9 @@ struct ChildPlan;
 // costs the setup time and kernel memory. More is a refusal, not a run with
 // some names left bare.
 inline constexpr size_t kMaxMaskedNames = 1024;
+// At most this many directories above those names are held in place (a
+// mount each, so that none can be moved aside: worktree_masks.cpp).
+inline constexpr size_t kMaxPinnedDirs = 4096;
 // How many names of each kind the result lists.
 inline constexpr size_t kReportedMaskNames = 32;
 
@@ -132,9 +135,11 @@ struct WorktreeScan {
     int64_t clock_offset_ns = 0;
 };
 
-// Walks the worktree held at `worktree_fd` (any fd for the directory).
-// `skip_top_git`: the top-level .git directory is read-only as a whole
-// already, and not walked. With `record`, notes each directory listed.
+// Walks the worktree held at `worktree_fd` (any fd for the directory), the
+// top-level .git included: read-only as a whole where it was there before
+// the run, it may still hold a hidden name (a sandbox that made it when it
+// was absent could move the worktree's secrets into it). With `record`,
+// notes each directory listed.
 // With `before` (an earlier walk's record), a directory that is still the
 // same inode with the same ctime and birth time, settled then, is not listed
 // again: the names seen then are judged again as if read (the matching ones
@@ -145,9 +150,8 @@ struct WorktreeScan {
 // ctime is settled by this walk's clock: seen unchanged now, it is judged
 // now, never carried with an earlier walk's word under this walk's clock.
 Result<WorktreeScan> scanWorktree(int worktree_fd, const WorktreeMaskRules& rules,
-                                  bool skip_top_git = true, const WalkedDirs* before = nullptr,
-                                  WalkedDirs* record = nullptr, const WalkedDirs* kept = nullptr,
-                                  bool record_unchanged = true);
+                                  const WalkedDirs* before = nullptr, WalkedDirs* record = nullptr,
+                                  const WalkedDirs* kept = nullptr, bool record_unchanged = true);
 
 // What the result record says of the masks.
 struct WorktreeMaskReport {
@@ -183,18 +187,21 @@ struct WorktreeMaskReport {
     // added anywhere the walk reaches, and the walk after it is not needed.
     std::vector<VisitedDir> visited;
     // The top-level .git was there (not a symlink) before the run, so the
-    // sandbox had it read-only as a whole (child_plan_builder.cpp): the walk
-    // after the run passes over it only then. Absent or a link, the sandbox
-    // could make its own .git there (hooks, config, fsmonitor: run by the
-    // host's git), which that walk must look into and report.
+    // sandbox had it read-only as a whole (child_plan_builder.cpp): its
+    // read-only names are not bound one by one, nor reported as created.
+    // Absent or a link, the sandbox could make its own .git there (hooks,
+    // config, fsmonitor: run by the host's git), which the walk after the
+    // run reports.
     bool top_git_protected = false;
 };
 
 // Walks the worktree, adds a cover for each hidden name and a read-only
 // bind for each read-only one to the plan (beneath /repo, after the .git
-// protection), and fills `report`. Nothing to do without patterns.
-Status addWorktreeMasks(const Policy& policy, int worktree_fd, ChildPlan& plan,
-                        std::optional<WorktreeMaskReport>& report);
+// protection; `top_git_read_only`: the plan binds the top-level .git
+// read-only as a whole), each directory above them held in place, and
+// fills `report`. Nothing to do without patterns.
+Status addWorktreeMasks(const Policy& policy, int worktree_fd, bool top_git_read_only,
+                        ChildPlan& plan, std::optional<WorktreeMaskReport>& report);
 
 // After the run: walks again and notes in `report` each matching name that
 // was not covered before (the sandbox, or someone beside it, created it).

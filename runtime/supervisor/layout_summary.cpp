@@ -92,6 +92,8 @@ std::optional<LayoutKind> kindOf(const ns::MountOp& op) {
         case MountKind::ReadOnlyInPlace:
         case MountKind::ReadOnlyBeneath:
             return LayoutKind::ReadOnlyTree;
+        case MountKind::PinBeneath:  // the worktree's own directory, as writable as it was
+            return std::nullopt;
         case MountKind::Directory:
             return LayoutKind::Directory;
         case MountKind::File:

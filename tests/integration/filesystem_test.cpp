@@ -247,6 +247,39 @@ TEST_CASE("G2: the gitdir named by a .git file is read-only, at its own path",
     CHECK(stampOf(config) == before);
 }
 
+// A .git file naming a gitdir inside the worktree: the gitdir is read-only,
+// and the directories above it cannot be moved aside for a writable gitdir
+// (hooks, config with core.fsmonitor: run by the host's git) to be made at
+// its path.
+TEST_CASE("G2: a gitdir inside the worktree is read-only and the directories above it stay put",
+          "[G2][filesystem][git]") {
+    STOCKADE_EACH_MODE(mode);
+    Sandbox sandbox(mode);
+    sandbox.scratch().writeFile("worktree/store/repos/gd/HEAD", "ref: refs/heads/main\n");
+    sandbox.scratch().makeDir("worktree/store/repos/gd/objects");
+    sandbox.scratch().makeDir("worktree/store/repos/gd/refs/heads");
+    const std::string config =
+        sandbox.scratch().writeFile("worktree/store/repos/gd/config", "[core]\n", 0666);
+    std::filesystem::remove_all(sandbox.worktree() + "/.git");
+    sandbox.scratch().writeFile("worktree/.git", "gitdir: store/repos/gd\n");
+    const FileStamp before = stampOf(config);
+
+    const ProbeRun rewrite = sandbox.probe({"rewrite-same", "/repo/store/repos/gd/config"});
+    INFO(rewrite.describe());
+    CHECK(rewrite.result() == "EROFS");
+    for (const auto& [from, to] :
+         std::vector<std::pair<std::string, std::string>>{{"/repo/store", "/repo/store-old"},
+                                                          {"/repo/store/repos", "/repo/store/old"},
+                                                          {"/repo/store/repos", "/repo/moved"}}) {
+        const ProbeRun rename = sandbox.probe({"rename", from, to});
+        INFO(from << " -> " << to << "\n" << rename.describe());
+        CHECK_THAT(rename.result(), IsOneOf({"EBUSY", "EXDEV"}));
+    }
+    CHECK(stampOf(config) == before);
+    CHECK(std::filesystem::is_directory(sandbox.worktree() + "/store/repos/gd/objects"));
+    CHECK(sandbox.result()["git"]["gitdir"] == "inside_worktree");
+}
+
 TEST_CASE("G2: a symlink in the worktree that leads out does not expose its target",
           "[G2][filesystem][symlink]") {
     STOCKADE_EACH_MODE(mode);

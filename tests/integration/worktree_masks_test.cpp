@@ -433,6 +433,70 @@ TEST_CASE("G2: a secret moved into a nested .git or a closed directory of its ow
     }
 }
 
+// Moving a directory above a covered name would take the cover with it and
+// leave the name free to be made anew where the operator will look (the
+// review's `mv .github old && mkdir -p .github/workflows`): each such
+// directory is a mount point, which rename(2) and rmdir(2) refuse. And the
+// top-level .git, read-only as a whole, is walked for hidden names: a
+// sandbox that made one where there was none could have moved secrets in.
+TEST_CASE(
+    "G2: directories above hidden or read-only names cannot be moved aside, and the top-level "
+    ".git's hidden names are covered",
+    "[G2][filesystem][masks]") {
+    STOCKADE_EACH_MODE(mode);
+    Sandbox sandbox(mode);
+    const std::string secret = randomToken("secret"), in_git = randomToken("in-git");
+    const std::string workflow = "on: push\n", agents = "instructions\n";
+    const std::string workflow_path =
+        sandbox.scratch().writeFile("worktree/.github/workflows/ci.yml", workflow);
+    const std::string agents_path = sandbox.scratch().writeFile("worktree/pkg/AGENTS.md", agents);
+    sandbox.scratch().writeFile("worktree/pkg/deep/sub/.env", secret);
+    sandbox.scratch().writeFile("worktree/.git/stash/.env", in_git);
+    sandbox.scratch().writeFile("worktree/.git/config", "[core]\n");
+    sandbox.scratch().writeFile("worktree/plain/file", "x\n");
+
+    for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{
+             {"/repo/.github", "/repo/gh-old"},
+             {"/repo/pkg", "/repo/pkg2"},
+             {"/repo/pkg/deep", "/repo/pkg/deep2"},
+             {"/repo/pkg/deep/sub", "/repo/sub"},
+             {"/repo/pkg/deep/sub", "/repo/.git/sub"}}) {
+        const ProbeRun rename = sandbox.probe({"rename", from, to});
+        INFO(from << " -> " << to << "\n" << rename.describe());
+        // EBUSY: a mount point; EXDEV: out of its mount, to another.
+        CHECK_THAT(rename.result(), IsOneOf({"EBUSY", "EXDEV"}));
+    }
+    // A directory holding no such name moves as before (and the probe
+    // moves it back).
+    const ProbeRun plain = sandbox.probe({"rename", "/repo/plain", "/repo/plain-moved"});
+    INFO(plain.describe());
+    CHECK(plain.result() == "ok");
+
+    const ProbeRun read = sandbox.probe(
+        {"read-each", joinLines({"/repo/.git/stash/.env", "/repo/pkg/deep/sub/.env"})});
+    INFO(read.describe());
+    REQUIRE(read.exitCode() == 0);
+    CHECK(answerFor(read, "read", "/repo/.git/stash/.env") == "ok");
+    CHECK(answerFor(read, "read", "/repo/pkg/deep/sub/.env") == "ok");
+    for (const std::string& bytes : read.report.all("bytes")) CHECK(bytes == "0");
+    const std::string record = recordText(sandbox);
+    CHECK(record.find(secret) == std::string::npos);
+    CHECK(record.find(in_git) == std::string::npos);
+    CHECK(read.completed.out.find(in_git) == std::string::npos);
+
+    // The host's side: every name where it was, as it was.
+    CHECK(readFileOrEmpty(workflow_path) == workflow);
+    CHECK(readFileOrEmpty(agents_path) == agents);
+    CHECK(readFileOrEmpty(sandbox.worktree() + "/pkg/deep/sub/.env") == secret);
+    CHECK(readFileOrEmpty(sandbox.worktree() + "/.git/stash/.env") == in_git);
+    const nlohmann::json masks = sandbox.result()["worktree_masks"];
+    INFO(masks.dump());
+    // .git's read-only names are read-only with it, not bound one by one.
+    CHECK(masks["hidden"]["count"] == 2);
+    CHECK(masks["read_only"]["count"] == 2);
+    CHECK(masks["created"]["count"] == 0);
+}
+
 // A write follows a link: a read-only name that is one keeps its target in the
 // worktree read-only too; one whose target is missing refuses the run (the
 // write would make it). A second name of a read-only file is said on stderr.

@@ -56,7 +56,7 @@ struct Fixture {
         REQUIRE(wt_fd);
         REQUIRE(state_fd);
     }
-    WalkCacheKey key() const { return {state_fd.get(), wt_fd.get(), &rules, true}; }
+    WalkCacheKey key() const { return {state_fd.get(), wt_fd.get(), &rules}; }
     std::string cacheFile() const {
         for (const auto& e : std::filesystem::directory_iterator(state / "walk-cache"))
             if (e.path().filename().string().starts_with("wt-")) return e.path();
@@ -66,7 +66,7 @@ struct Fixture {
     WorktreeScan walkAndKeep() {
         WalkedDirs walked;
         const int64_t offset = walkClockOffsetNs();
-        auto s = scanWorktree(wt_fd.get(), rules, true, nullptr, &walked);
+        auto s = scanWorktree(wt_fd.get(), rules, nullptr, &walked);
         REQUIRE(s);
         saveWalkCache(key(), walked, offset);
         return *s;
@@ -76,7 +76,7 @@ struct Fixture {
         auto kept = loadWalkCache(key());
         INFO(lastWalkCacheMiss());
         REQUIRE(kept);
-        auto cached = scanWorktree(wt_fd.get(), rules, true, kept.get());
+        auto cached = scanWorktree(wt_fd.get(), rules, kept.get());
         auto whole = scanWorktree(wt_fd.get(), rules);
         REQUIRE(cached);
         REQUIRE(whole);
@@ -295,7 +295,7 @@ TEST_CASE("walk cache: the clock kept is the one before the walk, and a step bac
     letSettle();
     const int64_t before = walkClockOffsetNs();
     WalkedDirs walked;
-    REQUIRE(scanWorktree(f.wt_fd.get(), f.rules, true, nullptr, &walked));
+    REQUIRE(scanWorktree(f.wt_fd.get(), f.rules, nullptr, &walked));
     saveWalkCache(f.key(), walked, before + 1'000'000'000);
     CHECK_FALSE(loadWalkCache(f.key()));
     CHECK(std::string(lastWalkCacheMiss()) == "clock");
@@ -318,7 +318,7 @@ TEST_CASE("walk cache: the number of worktrees kept is bounded") {
         struct stat st;
         REQUIRE(fstat(fd.get(), &st) == 0);
         walked[""].dev = st.st_dev;
-        saveWalkCache({state_fd.get(), fd.get(), &rules, true}, walked, walkClockOffsetNs());
+        saveWalkCache({state_fd.get(), fd.get(), &rules}, walked, walkClockOffsetNs());
     }
     size_t files = 0;
     for (const auto& e : std::filesystem::directory_iterator(state / "walk-cache")) {
@@ -432,7 +432,7 @@ TEST_CASE("walk cache: a directory made anew with a kept one's inode and ctime i
         auto kept = loadWalkCache(f.key());
         INFO(lastWalkCacheMiss());
         REQUIRE(kept);
-        auto s = scanWorktree(f.wt_fd.get(), f.rules, true, kept.get());
+        auto s = scanWorktree(f.wt_fd.get(), f.rules, kept.get());
         REQUIRE(s);
         std::vector<std::string> hidden;
         for (const MaskedName& m : s->hidden) hidden.push_back(m.relative);
@@ -497,7 +497,7 @@ TEST_CASE(
     policy.fs.state_dir = std::make_shared<UniqueFd>(fcntl(f.state_fd.get(), F_DUPFD_CLOEXEC, 0));
     ChildPlan plan;
     std::optional<WorktreeMaskReport> report;
-    REQUIRE(addWorktreeMasks(policy, held->get(), plan, report));
+    REQUIRE(addWorktreeMasks(policy, held->get(), false, plan, report));
     REQUIRE(report);
     // The run took the recent directory from the kept walk, and read the
     // one the kept walk lacked.
@@ -520,7 +520,7 @@ TEST_CASE(
     // changed something) judges it by its own clock too.
     WalkedDirs record;
     auto kept = std::make_shared<WalkedDirs>(planted);
-    auto s = scanWorktree(f.wt_fd.get(), f.rules, true, nullptr, &record, kept.get());
+    auto s = scanWorktree(f.wt_fd.get(), f.rules, nullptr, &record, kept.get());
     REQUIRE(s);
     CHECK(s->reused > 0);
     REQUIRE(record.count(recent) == 1);

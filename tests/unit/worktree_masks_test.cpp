@@ -183,20 +183,20 @@ TEST_CASE("worktree masks: the walk after the run trusts only settled, unchanged
     UniqueFd fd(open(wt.path().c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
     REQUIRE(fd);
     WalkedDirs walked;
-    auto before = scanWorktree(fd.get(), rules, true, nullptr, &walked);
+    auto before = scanWorktree(fd.get(), rules, nullptr, &walked);
     REQUIRE(before);
     REQUIRE(walked.count("pkg") == 1);
     // Made just now: not settled, so listed again, whatever was kept.
     CHECK_FALSE(walked["pkg"].settled);
     walked["pkg"].names.clear();
-    auto after = scanWorktree(fd.get(), rules, true, &walked);
+    auto after = scanWorktree(fd.get(), rules, &walked);
     REQUIRE(after);
     CHECK(names(after->hidden) == std::vector<std::string>{"pkg/.env"});
     // Settled and unchanged: trusted, so the record's (planted) word stands:
     // no subdirectory, and no name but those kept (none here).
     walked["pkg"].settled = true;
     WalkedDirs again;
-    auto trusted = scanWorktree(fd.get(), rules, true, &walked, &again);
+    auto trusted = scanWorktree(fd.get(), rules, &walked, &again);
     REQUIRE(trusted);
     CHECK(again["pkg"].names.empty());
     CHECK(trusted->reused >= 1);
@@ -204,7 +204,7 @@ TEST_CASE("worktree masks: the walk after the run trusts only settled, unchanged
     // Changed since (a name added): its ctime moved, listed again.
     writeFile(wt.path() + "/pkg/.env.new", "x");
     rules.hide = {".env", ".env.*"};
-    auto changed = scanWorktree(fd.get(), rules, true, &walked);
+    auto changed = scanWorktree(fd.get(), rules, &walked);
     REQUIRE(changed);
     CHECK(names(changed->hidden) == std::vector<std::string>{"pkg/.env", "pkg/.env.new"});
 }
@@ -257,7 +257,7 @@ TEST_CASE("worktree masks: directories unchanged since the walk are told by ctim
     REQUIRE(fstat(fd.get(), &top) == 0);
     const dev_t dev = top.st_dev;
     auto walk = [&](WalkedDirs& record) {
-        auto s = scanWorktree(fd.get(), rules, true, nullptr, &record);
+        auto s = scanWorktree(fd.get(), rules, nullptr, &record);
         REQUIRE(s);
         CHECK(s->visited_whole);
         CHECK(s->visited.size() == 5);  // the top, a, a/b, c, c/d
@@ -310,7 +310,7 @@ TEST_CASE("worktree masks: a matching name of an unchanged directory is stated t
     REQUIRE(fd);
     std::this_thread::sleep_for(std::chrono::milliseconds(3100));
     WalkedDirs record;
-    REQUIRE(scanWorktree(fd.get(), rules, true, nullptr, &record));
+    REQUIRE(scanWorktree(fd.get(), rules, nullptr, &record));
     REQUIRE(record.count("a/b") == 1);
     REQUIRE(record["a/b"].settled);
     // "a" moved aside and a link left in its place: a/b is still the same

@@ -335,7 +335,8 @@ Result<WorktreeScan> scanWorktree(int worktree_fd, const WorktreeMaskRules& rule
                     // Another name of the same file is not covered with it.
                     if ((e.hidden || e.kept) && !e.is_dir && e.st.st_nlink > 1) {
                         ++scan.linked_count;
-                        if (scan.linked_first.empty()) scan.linked_first = relative;
+                        if (scan.linked.size() < kReportedMaskNames)
+                            scan.linked.push_back("/repo/" + relative);
                     }
                 }
                 if (!e.is_dir || e.hidden) continue;
@@ -436,9 +437,11 @@ Status addWorktreeMasks(const Policy& policy, int worktree_fd, bool top_git_read
     if (scan->linked_count)
         std::fprintf(stderr,
                      "stockade: %llu hidden or read-only file(s) have other names in the worktree "
-                     "(the first: /repo/%s): hard links are not covered with them\n",
+                     "(the first: %s): hard links are not covered with them\n",
                      static_cast<unsigned long long>(scan->linked_count),
-                     escapeForTerminal(scan->linked_first).c_str());
+                     escapeForTerminal(scan->linked.front()).c_str());
+    report.linked_count = scan->linked_count;
+    report.linked = std::move(scan->linked);
 
     if (!scan->hidden.empty()) {
         // The covers: an empty directory and an empty file in the sandbox's

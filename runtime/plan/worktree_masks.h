@@ -119,9 +119,9 @@ struct WorktreeScan {
     uint64_t listed_settled = 0;
     uint64_t reused = 0;  // directories taken from `before`, not read
     // Hidden or read-only files with more names than one: the others are
-    // not covered (the first of them, and how many).
+    // not covered (how many, and the first of them as /repo/... paths).
     uint64_t linked_count = 0;
-    std::string linked_first;
+    std::vector<std::string> linked;  // the first kReportedMaskNames of them
     // With a record: every directory the walk judged, as it saw it (nodes
     // of the record, or of `before` where not recorded again). Not whole
     // when a directory was judged without a record of it (its fstat
@@ -161,6 +161,8 @@ struct WorktreeMaskReport {
     std::vector<std::string> read_only;  // likewise
     uint64_t created_count = 0;          // hidden or read-only names that appeared during the run
     std::vector<std::string> created;
+    uint64_t linked_count = 0;        // hidden or read-only files with other names
+    std::vector<std::string> linked;  // (hard links: not covered with them)
     uint64_t entries = 0;
     uint64_t unlistable = 0;
     std::string truncated_by;

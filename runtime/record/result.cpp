@@ -186,6 +186,7 @@ std::string resultJson(const Policy& policy, const SandboxOutcome& o) {
             {"hidden", {{"count", m.hidden_count}, {"first", m.hidden}}},
             {"read_only", {{"count", m.read_only_count}, {"first", m.read_only}}},
             {"created", {{"count", m.created_count}, {"first", m.created}}},
+            {"linked", {{"count", m.linked_count}, {"first", m.linked}}},
             {"entries_examined", m.entries},
             {"unlistable", m.unlistable},
             {"directories_reused", m.reused},

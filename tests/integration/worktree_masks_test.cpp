@@ -537,7 +537,8 @@ TEST_CASE("G2: a read-only name that is a link keeps its target read-only",
     CHECK(dangling.err.find("does not exist") != std::string::npos);
     CHECK_FALSE(pathExists(sandbox.worktree() + "/notes/missing.md"));
 
-    // A hard link of a read-only file: said, not stopped.
+    // A hard link of a read-only file: said, on stderr and in the record,
+    // not stopped.
     ::unlink((sandbox.worktree() + "/AGENTS.md").c_str());
     sandbox.scratch().writeFile("worktree/AGENTS.md", content);
     REQUIRE(::link((sandbox.worktree() + "/AGENTS.md").c_str(),
@@ -546,6 +547,10 @@ TEST_CASE("G2: a read-only name that is a link keeps its target read-only",
     INFO(linked.describe());
     CHECK(linked.exitCode == 0);
     CHECK(linked.err.find("have other names in the worktree") != std::string::npos);
+    const nlohmann::json masks = sandbox.result()["worktree_masks"];
+    INFO(masks.dump());
+    CHECK(masks["linked"]["count"] == 1);
+    CHECK(masks["linked"]["first"] == nlohmann::json::array({"/repo/AGENTS.md"}));
 }
 
 TEST_CASE("G2: a hidden name in a directory whose name holds a newline is covered",

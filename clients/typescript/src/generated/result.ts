@@ -101,6 +101,7 @@ export interface ResultRecord {
     hidden: MaskedNames;
     read_only: MaskedNames;
     created: MaskedNames;
+    linked?: MaskedNames1;
     entries_examined: number;
     unlistable: number;
     /**
@@ -165,6 +166,16 @@ export interface Stream {
   truncated: boolean;
 }
 export interface MaskedNames {
+  count: number;
+  /**
+   * @maxItems 32
+   */
+  first: string[];
+}
+/**
+ * hidden or read-only files that have other names (hard links) in the worktree: the other names are not covered with them, and read as the file (docs/threat-model.md)
+ */
+export interface MaskedNames1 {
   count: number;
   /**
    * @maxItems 32
@@ -537,6 +548,10 @@ export const resultSchema = {
         },
         "created": {
           "$ref": "#/$defs/maskedNames"
+        },
+        "linked": {
+          "$ref": "#/$defs/maskedNames",
+          "description": "hidden or read-only files that have other names (hard links) in the worktree: the other names are not covered with them, and read as the file (docs/threat-model.md)"
         },
         "entries_examined": {
           "type": "integer",

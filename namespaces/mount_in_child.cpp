@@ -419,6 +419,7 @@ int applyInRootOpInChild(MountPlan& plan, size_t index) noexcept {
     MountOp& op = plan.ops[index];
     if (op.kind == MountKind::Symlink) return symlinkInRootInChild(plan, op);
     if (op.kind == MountKind::File) return writeInRootInChild(plan, op);
+    if (op.kind == MountKind::Directory) return makeTargetInRootInChild(plan, op);
     if (op.kind == MountKind::Filesystem || op.kind == MountKind::BindFromHost ||
         op.kind == MountKind::AttachPrepared) {
         if (op.kind == MountKind::BindFromHost && plan.source_fds[index] < 0 && op.optional)

@@ -32,7 +32,7 @@ enum class MountKind {
                        // refuse (EBUSY) in the sandbox's namespace, so a directory above a
                        // covered worktree name cannot be moved aside with its cover and
                        // the name made anew in its place
-    Directory,         // mkdir
+    Directory,         // mkdir (resolve_in_root: each missing component, in the image root)
     File,              // a file holding `data` (resolve_in_root: an existing file of the
                        // image root written with `data`, a sysctl)
     CopyFromHost,      // a file copied from the host path `source`: opened with the

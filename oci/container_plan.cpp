@@ -760,6 +760,10 @@ Result<ContainerPlan> planContainer(const Config& config, const std::string& bun
         std::string path = "proc/sys/" + key;
         for (char& c : path)
             if (c == '.') c = '/';
+        // One this kernel lacks, in words podman reads as runc's (127).
+        if (access(("/" + path).c_str(), F_OK) < 0 && errno == ENOENT)
+            return Error::message("config.json: linux.sysctl: " + key + ": open /" + path +
+                                  ": no such file or directory (this kernel has no such sysctl)");
         ns::addOp(mounts, {.kind = MountKind::File,
                            .target = path,
                            .data = value,
@@ -792,6 +796,17 @@ Result<ContainerPlan> planContainer(const Config& config, const std::string& bun
             "again on its own /proc (a host bind, a mount over it, a path spelled with . or .. "
             "or a trailing slash): the command is PID 2 of the container's pid namespace, "
             "stockade's init standing in for PID 1 (docs/oci.md)");
+    // process.cwd made where the root lacks it, as runc makes it (0755)
+    // once the bundle's mounts are in place and before the root is sealed:
+    // a Kubernetes workingDir or an image's WorkingDir need not be there.
+    // Made in the root as the container sees it, through none of its links
+    // out of it (MountOp::resolve_in_root). Not a mount: after the test of
+    // the proc mounts above, which it could only spoil.
+    if (!relative(config.cwd).empty())
+        ns::addOp(mounts, {.kind = MountKind::Directory,
+                           .target = relative(config.cwd),
+                           .resolve_in_root = true,
+                           .description = "make the working directory " + config.cwd});
 
     // The process.
     fill(config.args, plan.argv_storage, plan.argv);

@@ -1281,6 +1281,68 @@ def exec_kept_config(rt, scratch, owner, base):
           (r.stderr, swap.returncode, swap.stderr, swapped, e.returncode, e.stdout, e.stderr))
 
 
+def missing_cwd(rt, scratch, owner, base):
+    """A process.cwd the root lacks is made, as runc makes it (0755, the
+    container's root's), before the root is sealed: a Kubernetes workingDir
+    need not be in the image (ctr --cwd /new/dir failed create with ENOENT
+    before). One reached through a magic link is refused, never made. As
+    root the image sits where no other user reaches it, so that its root is
+    the container's (idmapped_root); rootless it is the caller's."""
+    closed = tempfile.mkdtemp(prefix="stockade-cwd-", dir="/var/tmp")
+    rootfs = os.path.join(closed, "rootfs")
+    for d in ["bin", "proc", "dev", "sys", "tmp", "out"]:
+        os.makedirs(os.path.join(rootfs, d))
+    shutil.copy(BUSYBOX, os.path.join(rootfs, "bin", "busybox"))
+    for applet in set(APPLETS):
+        os.symlink("busybox", os.path.join(rootfs, "bin", applet))
+    if owner:
+        os.chmod(closed, 0o755)
+        for top, dirs, files in os.walk(rootfs):
+            for name in [top] + [os.path.join(top, n) for n in dirs + files]:
+                os.lchown(name, owner, owner)
+    made = os.path.join(rootfs, "cwd-made")
+    config = json.loads(json.dumps(base))
+    config["root"] = {"path": rootfs, "readonly": True}
+    bundle = make_bundle(scratch, "cwd-missing", ["sh", "-c", "pwd; stat -c '%a %u' ."],
+                         owner, config)
+    config_path = os.path.join(bundle, "config.json")
+    with open(config_path) as f:
+        config = json.load(f)
+    config["process"]["cwd"] = "/cwd-made/deeper/dir"
+    with open(config_path, "w") as f:
+        json.dump(config, f)
+    r = rt("run", "--bundle", bundle, "cwd1")
+    st = os.stat(os.path.join(made, "deeper", "dir")) if os.path.isdir(
+        os.path.join(made, "deeper", "dir")) else None
+    check("a process.cwd the image lacks is made (0755, the container's root's) under a "
+          "read-only root, and the command starts in it",
+          r.returncode == 0 and r.stdout.split()[:3] == ["/cwd-made/deeper/dir", "755", "0"] and
+          st is not None and stat.S_IMODE(st.st_mode) == 0o755 and st.st_uid == owner,
+          (r.returncode, r.stdout, r.stderr, st))
+    shutil.rmtree(made, ignore_errors=True)
+    link = os.path.join(rootfs, "cwd-magic")
+    os.symlink("/proc/self/fd/3", link)
+    config["process"]["cwd"] = "/cwd-magic/x"
+    with open(config_path, "w") as f:
+        json.dump(config, f)
+    r = rt("run", "--bundle", bundle, "cwd2")
+    shutil.rmtree(closed, ignore_errors=True)
+    check("a process.cwd through a magic link is refused at create, nothing made",
+          r.returncode != 0 and "ELOOP" in r.stderr, (r.returncode, r.stdout, r.stderr))
+
+
+def unknown_sysctl(rt, scratch, owner, base):
+    """A sysctl this kernel lacks fails create in the words podman reads as
+    runc's ("no such file or directory": its exit 127, not 126)."""
+    config = json.loads(json.dumps(base))
+    config.setdefault("linux", {})["sysctl"] = {"net.ipv4.no_such_knob": "1"}
+    bundle = make_bundle(scratch, "sysctl-unknown", ["true"], owner, config)
+    r = rt("run", "--bundle", bundle, "sy1")
+    check("a sysctl the kernel lacks fails create, naming it, \"no such file or directory\"",
+          r.returncode != 0 and "net.ipv4.no_such_knob" in r.stderr and
+          "no such file or directory" in r.stderr, (r.returncode, r.stderr))
+
+
 def exec_fds(rt, scratch, owner, base):
     """An exec'd process holds nothing of the runtime's: no host directory
     fd (the bundle's, the pid file's) a process.cwd or an image's
@@ -2285,6 +2347,8 @@ def main():
         stockade_profile(rt, scratch, owner, base)
         home_default(rt, scratch, owner, base)
         exec_fds(rt, scratch, owner, base)
+        missing_cwd(rt, scratch, owner, base)
+        unknown_sysctl(rt, scratch, owner, base)
         image_device_nodes(rt, scratch, owner, base)
         terminal_without_dev(rt, scratch, owner, base, mode)
         run_with_terminal(rt, scratch, owner, base, mode)

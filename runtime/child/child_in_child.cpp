@@ -1059,6 +1059,7 @@ void runStepInChild(ChildPlan& plan, const SetupStep& step, StepState& state) no
             if (plan.setup_mode == SetupMode::Check) _exit(0);
             int err = step.run(plan, state);
             reportInChild(plan, ChildMessageKind::ExecFailed, ChildStage::Exec, err, -1);
+            if (plan.container_signals) sayExecFailedInChild(plan, err);
             _exit(err == ENOENT || err == ENOTDIR ? 127 : 126);
         }
         runStepInChild(plan, step, state);

@@ -179,6 +179,64 @@ int execSearchInChild(const ChildPlan& plan) noexcept {
 
 namespace {
 
+// What execve(2) can answer, in runc's words (Go's, lower case).
+const char* execErrorTextInChild(int err) noexcept {
+    switch (err) {
+        case ENOENT:
+            return "no such file or directory";
+        case ENOTDIR:
+            return "not a directory";
+        case EACCES:
+            return "permission denied";
+        case EPERM:
+            return "operation not permitted";
+        case ENOEXEC:
+            return "exec format error";
+        case ELOOP:
+            return "too many levels of symbolic links";
+        case ENAMETOOLONG:
+            return "file name too long";
+        case ETXTBSY:
+            return "text file busy";
+        case E2BIG:
+            return "argument list too long";
+        case ENOMEM:
+            return "cannot allocate memory";
+        case EISDIR:
+            return "is a directory";
+        case ELIBBAD:
+            return "accessing a corrupted shared library";
+        default:
+            return "exec failed";
+    }
+}
+
+void writeAllInChild(int fd, const char* text) noexcept {
+    size_t left = strlen(text);
+    while (left > 0) {
+        ssize_t n = write(fd, text, left);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return;
+        text += n;
+        left -= static_cast<size_t>(n);
+    }
+}
+
+}  // namespace
+
+void sayExecFailedInChild(const ChildPlan& plan, int err) noexcept {
+    const char* path = plan.exec_path_storage.empty() || plan.exec_path_storage[0] == '\0'
+                           ? plan.argv[0]
+                           : plan.exec_path_storage.data();
+    writeAllInChild(2, "exec ");
+    writeAllInChild(2, path ? path : "");
+    writeAllInChild(2, ": ");
+    writeAllInChild(2, execErrorTextInChild(err));
+    writeAllInChild(2, "\n");
+}
+
+namespace {
+
 // 0 when `path` is a regular file this process may execute; else its errno
 // (EACCES for a directory or a file without the x bit).
 int executableInChild(const char* path) noexcept {

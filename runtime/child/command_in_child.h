@@ -23,6 +23,11 @@ int installSeccompInChild(const ChildPlan& plan) noexcept;
 // execvp(3) without its allocation; returns the errno that ended the search.
 // With a path found beforehand (findExecutableInChild), exec's that one.
 int execSearchInChild(const ChildPlan& plan) noexcept;
+// An OCI container's execve that failed, said on its own stderr as runc
+// says it ("exec /bin/x: no such file or directory"): no runtime is left to
+// say it once `start` has returned, and the exit status alone (127) does
+// not tell a missing file from a missing #! interpreter.
+void sayExecFailedInChild(const ChildPlan& plan, int err) noexcept;
 // The search alone, as execvp would walk it, into plan.exec_path_storage:
 // the first PATH entry that is an executable regular file; 0, or ENOENT or
 // EACCES as execvp would have ended. A no-op without the storage.

@@ -1331,6 +1331,25 @@ def missing_cwd(rt, scratch, owner, base):
           r.returncode != 0 and "ELOOP" in r.stderr, (r.returncode, r.stdout, r.stderr))
 
 
+def missing_interpreter(rt, scratch, owner, base):
+    """A script whose #! interpreter the image lacks: create finds the file,
+    the execve at start fails, and the container says why on its own
+    stderr, as runc's does, rather than end 127 in silence."""
+    rootfs = os.path.join(scratch, "rootfs")
+    script = os.path.join(rootfs, "bin", "badinterp")
+    with open(script, "w") as f:
+        f.write("#!/nonexistent/interpreter\necho never\n")
+    os.chmod(script, 0o755)
+    os.chown(script, owner, owner)
+    bundle = make_bundle(scratch, "badinterp", ["/bin/badinterp"], owner, base)
+    r = rt("run", "--bundle", bundle, "bi1")
+    os.unlink(script)
+    check("a missing #! interpreter: exit 127 and 'exec /bin/badinterp: no such file or "
+          "directory' on the container's stderr",
+          r.returncode == 127 and "exec /bin/badinterp: no such file or directory" in r.stderr and
+          "never" not in r.stdout, (r.returncode, r.stdout, r.stderr))
+
+
 def unknown_sysctl(rt, scratch, owner, base):
     """A sysctl this kernel lacks fails create in the words podman reads as
     runc's ("no such file or directory": its exit 127, not 126)."""
@@ -2349,6 +2368,7 @@ def main():
         exec_fds(rt, scratch, owner, base)
         missing_cwd(rt, scratch, owner, base)
         unknown_sysctl(rt, scratch, owner, base)
+        missing_interpreter(rt, scratch, owner, base)
         image_device_nodes(rt, scratch, owner, base)
         terminal_without_dev(rt, scratch, owner, base, mode)
         run_with_terminal(rt, scratch, owner, base, mode)

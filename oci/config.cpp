@@ -838,7 +838,9 @@ Result<Config> parseConfig(std::string_view json_text) {
         readProcess(*process, out);
         if (const json* h = member(doc, "hostname")) out.hostname = stringAt(*h, "hostname");
         if (out.hostname.size() > 64) refuse("hostname", "longer than 64 bytes");
-        refuseIfSet(doc, "domainname", "domainname", "not supported yet");
+        if (const json* d = member(doc, "domainname")) out.domainname = stringAt(*d, "domainname");
+        if (out.domainname && out.domainname->size() > 64)
+            refuse("domainname", "longer than 64 bytes");
         if (const json* m = member(doc, "mounts")) readMounts(*m, out);
         const json* linux_section = member(doc, "linux");
         if (!linux_section) refuse("linux", "required on Linux");
@@ -871,11 +873,11 @@ Result<Config> parseConfig(std::string_view json_text) {
                 refuse(field, "not a namespaced sysctl: it would be the host's");
             }
         }
-        if (!out.hostname.empty()) {
-            const Namespace* uts = out.findNamespace("uts");
-            if (!uts || !uts->path.empty())
-                refuse("hostname", "needs a new uts namespace (linux.namespaces)");
-        }
+        const Namespace* uts = out.findNamespace("uts");
+        if (!out.hostname.empty() && (!uts || !uts->path.empty()))
+            refuse("hostname", "needs a new uts namespace (linux.namespaces)");
+        if (out.domainname && (!uts || !uts->path.empty()))
+            refuse("domainname", "needs a new uts namespace (linux.namespaces)");
         if (const json* hooks = member(doc, "hooks")) readHooks(*hooks, out.hooks);
         for (const char* other : {"solaris", "windows", "vm", "zos"})
             refuseIfSet(doc, other, other, "not a Linux container");

@@ -148,6 +148,7 @@ struct Config {
     std::string root_path;                    // as written: relative to the bundle, or absolute
     bool root_readonly = false;
     std::string hostname;  // empty: none asked
+    std::optional<std::string> domainname;
     std::vector<Mount> mounts;
     std::vector<Namespace> namespaces;
     std::vector<IdMap> uid_mappings;

@@ -523,6 +523,8 @@ Result<ContainerPlan> planContainer(const Config& config, const std::string& bun
         plan.pid_ns_joined = true;
     }
     plan.hostname = config.hostname;
+    plan.domainname = config.domainname.value_or("");
+    plan.set_domainname = config.domainname.has_value();
     const Namespace* net = config.findNamespace("network");
     const bool joined_net = net && !net->path.empty();
     const Namespace* ipc = config.findNamespace("ipc");

@@ -488,8 +488,11 @@ int closeFdsInChild(ChildPlan& plan, StepState& state) noexcept {
 }
 
 int hostnameInChild(ChildPlan& plan, StepState&) noexcept {
-    if (plan.hostname.empty()) return 0;  // an OCI container's UTS namespace as it came
+    // An OCI container without either: its UTS namespace as it came.
+    if (plan.hostname.empty() && !plan.set_domainname) return 0;
     return ns::setHostnameInChild(plan.hostname.c_str(), plan.hostname.size(),
+                                  plan.set_domainname ? plan.domainname.c_str() : nullptr,
+                                  plan.domainname.size(),
                                   faultInjected(FaultPoint::Hostname, plan.injected_fault));
 }
 

@@ -81,6 +81,11 @@ struct ChildPlan {
     ns::MountPlan mounts;
     ns::IdMapping ids{};
     std::string hostname;
+    // The NIS domain name set with it: a sandbox's is empty (the host's
+    // never shown); an OCI container's is the spec's `domainname`, or, with
+    // none, its UTS namespace's as it came, as runc leaves it.
+    std::string domainname;
+    bool set_domainname = true;
 
     std::vector<std::string> argv_storage;
     std::vector<char*> argv;  // null-terminated, points into argv_storage

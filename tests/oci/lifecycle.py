@@ -1350,6 +1350,25 @@ def missing_interpreter(rt, scratch, owner, base):
           "never" not in r.stdout, (r.returncode, r.stdout, r.stderr))
 
 
+def domain_name(rt, scratch, owner, base):
+    """The spec's domainname is the container's; without one, the new UTS
+    namespace's as it came, as runc leaves it (it was cleared to "")."""
+    probe = ["cat", "/proc/sys/kernel/hostname", "/proc/sys/kernel/domainname"]
+    config = json.loads(json.dumps(base))
+    config["hostname"] = "h1"
+    config["domainname"] = "example.test"
+    named = rt("run", "--bundle", make_bundle(scratch, "domain-named", probe, owner, config), "dn1")
+    config.pop("domainname")
+    inherited = rt("run", "--bundle", make_bundle(scratch, "domain-none", probe, owner, config),
+                   "dn2")
+    with open("/proc/sys/kernel/domainname") as f:
+        host = f.read().split()
+    check("domainname: the spec's in the container; none asked, the namespace's as it came",
+          named.stdout.split() == ["h1", "example.test"] and
+          inherited.stdout.split() == ["h1"] + host,
+          (named.returncode, named.stdout, named.stderr, inherited.stdout, inherited.stderr, host))
+
+
 def unknown_sysctl(rt, scratch, owner, base):
     """A sysctl this kernel lacks fails create in the words podman reads as
     runc's ("no such file or directory": its exit 127, not 126)."""
@@ -2368,6 +2387,7 @@ def main():
         exec_fds(rt, scratch, owner, base)
         missing_cwd(rt, scratch, owner, base)
         unknown_sysctl(rt, scratch, owner, base)
+        domain_name(rt, scratch, owner, base)
         missing_interpreter(rt, scratch, owner, base)
         image_device_nodes(rt, scratch, owner, base)
         terminal_without_dev(rt, scratch, owner, base, mode)

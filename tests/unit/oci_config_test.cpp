@@ -533,7 +533,14 @@ TEST_CASE("oci config: what stockade cannot honour is refused, naming the field"
              for (size_t i = 0; i < ns.size(); ++i)
                  if (ns[i]["type"] == "uts") ns.erase(i);
          }},
-        {"domainname", [](json& d) { d["domainname"] = "example"; }},
+        {"domainname",
+         [](json& d) {
+             d["domainname"] = "example";
+             auto& ns = d["linux"]["namespaces"];
+             for (size_t i = 0; i < ns.size(); ++i)
+                 if (ns[i]["type"] == "uts") ns.erase(i);
+             d.erase("hostname");
+         }},
         {"linux", [](json& d) { d.erase("linux"); }},
     };
     for (const Case& c : cases) {

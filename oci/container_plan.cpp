@@ -71,9 +71,11 @@ int cloneFlagOf(const std::string& type) {
 // the destination itself; with no cgroup of its own (no limits, no
 // cgroupsPath), the empty tmpfs. The binds are read-only whatever the
 // options say, and the container's ids own none of the files; `ro` makes
-// the tmpfs read-only too, once everything is in it.
+// the tmpfs read-only too (the op left in `sealed_later`), once everything
+// is in it: the bundle's later mounts beneath it too (podman's systemd mode
+// binds /sys/fs/cgroup/systemd there, its target made in the tmpfs).
 Status addCgroupMount(ChildPlan& plan, const Mount& m, const std::vector<std::string>& cgroup_dirs,
-                      const std::string& where) {
+                      const std::string& where, std::vector<MountOp>& sealed_later) {
     struct statfs fs {};
     const bool unified = statfs("/sys/fs/cgroup", &fs) == 0 && fs.f_type == CGROUP2_SUPER_MAGIC;
     const std::string target = relative(m.destination);
@@ -110,7 +112,7 @@ Status addCgroupMount(ChildPlan& plan, const Mount& m, const std::vector<std::st
         if (auto s = bind(dir, target + "/" + controller); !s) return s.error();
     }
     if (m.flags & MS_RDONLY)
-        ns::addOp(plan.mounts, {.kind = MountKind::ReadOnlyInPlace,
+        sealed_later.push_back({.kind = MountKind::ReadOnlyInPlace,
                                 .target = target,
                                 .resolve_in_root = true,
                                 .description = "make " + m.destination + " read-only"});
@@ -601,6 +603,7 @@ Result<ContainerPlan> planContainer(const Config& config, const std::string& bun
     }
 
     bool dev_is_tmpfs = false;
+    std::vector<MountOp> cgroups_sealed_later;
     for (size_t i = 0; i < config.mounts.size(); ++i) {
         const Mount& m = config.mounts[i];
         const std::string where = "mounts[" + std::to_string(i) + "] (" + m.destination + ")";
@@ -650,7 +653,8 @@ Result<ContainerPlan> planContainer(const Config& config, const std::string& bun
             continue;
         }
         if (m.type == "cgroup" || m.type == "cgroup2") {
-            if (auto s = addCgroupMount(plan, m, cgroup_dirs, where); !s) return s.error();
+            if (auto s = addCgroupMount(plan, m, cgroup_dirs, where, cgroups_sealed_later); !s)
+                return s.error();
             continue;
         }
         // Not the container's own network namespace (joined by path, or
@@ -716,6 +720,7 @@ Result<ContainerPlan> planContainer(const Config& config, const std::string& bun
                            .resolve_in_root = true,
                            .description = "mount " + m.type + " at " + m.destination});
     }
+    for (MountOp& op : cgroups_sealed_later) ns::addOp(mounts, std::move(op));
     // A /dev of the bundle's own (a tmpfs) gets the default devices and links.
     if (dev_is_tmpfs) {
         ns::addDefaultDevices(mounts, /*resolve_in_root=*/true);

@@ -230,6 +230,16 @@ def main():
         p = pm.run(rootfs, "/bin/sh", "-c", "echo hi", opts=none)
         check("run: output reaches podman", p.returncode == 0 and p.stdout == "hi\n",
               f"{p.returncode} {p.stdout!r} {p.stderr!r}")
+        # podman's systemd mode (--systemd always, or a command of
+        # /sbin/init): on this v1 host it binds /sys/fs/cgroup/systemd into
+        # the cgroup tmpfs it also asks read-only; the tmpfs was sealed
+        # before that bind's target could be made in it (EROFS, exit 126).
+        p = pm.run(rootfs, "sh", "-c", "ls /sys/fs/cgroup; touch /sys/fs/cgroup/x",
+                   opts=none + ["--systemd", "always"])
+        check("run --systemd always: the container starts, its cgroup tmpfs read-only",
+              p.returncode != 0 and "Read-only file system" in p.stderr and
+              ("systemd" in p.stdout.split() or not os.path.isdir("/sys/fs/cgroup/systemd")),
+              f"{p.returncode} {p.stdout!r} {p.stderr!r}")
         p = pm.run(rootfs, "sh", "-c", "echo out; echo err >&2; exit 3", opts=none)
         check("run: exit 3 gives 3, stdout and stderr apart",
               p.returncode == 3 and p.stdout == "out\n" and "err\n" in p.stderr,

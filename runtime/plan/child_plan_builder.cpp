@@ -375,7 +375,7 @@ Status addGitProtection(const Policy& policy, const HeldPath& worktree_held, Chi
                             .anchor = "repo",
                             .target_is_dir = S_ISDIR(st.st_mode),
                             .description = "mount /repo/.git read-only"});
-    top_git_read_only = S_ISDIR(st.st_mode);
+    top_git_read_only = true;
     if (!S_ISREG(st.st_mode)) return okStatus();
 
     auto link = judgeGitLink(worktree_held.get(), worktree, writableHostDirs(policy.fs));

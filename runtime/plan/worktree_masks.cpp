@@ -92,15 +92,29 @@ void pauseAfterWalkForTests() {
     }
 }
 
-// The directories above the covered names, each made a mount point
+// The directories above the read-only names, each made a mount point
 // (MountKind::PinBeneath), sorted shallowest first. rename(2) and rmdir(2)
 // refuse a mount point: without the pins, a sandbox could move a directory
-// aside with the cover on a name beneath it (`mv .github old`) and make the
-// name anew where it was, for the host to find the sandbox's
-// .github/workflows, AGENTS.md or .env at the operator's path. Not pinned:
-// the worktree's top (a mount), a directory covered itself (a mount, and
-// nothing beneath a read-only one moves), the read-only top-level .git.
-// Each is the directory the walk judged, by device and inode, as the covers.
+// aside with the read-only name on it (`mv .github old`) and make the name
+// anew where it was, for the next agent or CI run to find the sandbox's
+// .github/workflows, AGENTS.md or nested .git at the operator's path. Not
+// pinned: the worktree's top (a mount), a directory covered itself (a
+// mount, and nothing beneath a read-only one moves), the read-only
+// top-level .git; nor the directories above hidden names only: the secret
+// moves with its cover and is never read, and a hidden name made anew where
+// one was is reported (noteCreatedMaskedNames), as any other file the
+// sandbox writes could be. A pin is a mount of its own, so a rename(2) across
+// it fails with EXDEV (threat-model.md). Each is the directory the walk
+// judged, by device and inode, as the covers.
+// The top-level .git itself, or a name in it.
+bool inTopGit(const MaskedName& m) {
+    return m.relative == ".git" || m.relative.starts_with(".git/");
+}
+
+bool byPath(const MaskedName& a, const MaskedName& b) {
+    return a.relative < b.relative;
+}
+
 Result<std::vector<ns::MountOp>> pinsAbove(
     int worktree_fd, const std::vector<std::pair<const MaskedName*, bool>>& covered,
     bool top_git_read_only, const WorktreeMaskReport& report) {
@@ -109,6 +123,7 @@ Result<std::vector<ns::MountOp>> pinsAbove(
     std::vector<std::string> dirs;
     std::unordered_set<std::string> seen;
     for (const auto& [name, hidden] : covered) {
+        if (hidden) continue;
         const std::string& relative = name->relative;
         for (size_t slash = relative.find('/'); slash != std::string::npos;
              slash = relative.find('/', slash + 1)) {
@@ -394,9 +409,7 @@ Status addWorktreeMasks(const Policy& policy, int worktree_fd, bool top_git_read
     // read-only names need no mount of their own. Its hidden ones do: a
     // sandbox that could once write there (none was there, it made one) may
     // have moved the worktree's secrets into it.
-    if (top_git_read_only)
-        std::erase_if(scan->read_only,
-                      [](const MaskedName& m) { return m.relative.starts_with(".git/"); });
+    if (top_git_read_only) std::erase_if(scan->read_only, inTopGit);
     report.walked = std::move(walked);
     if (kept) report.kept = std::move(kept);
     if (scan->visited_whole) report.visited = std::move(scan->visited);
@@ -472,7 +485,7 @@ Status addWorktreeMasks(const Policy& policy, int worktree_fd, bool top_git_read
         ns::addOp(plan.mounts, std::move(op));
         std::vector<std::string>& shown = hidden ? report.hidden : report.read_only;
         if (shown.size() < kReportedMaskNames) shown.push_back("/repo/" + m.relative);
-        report.covered.push_back(m.relative);
+        report.covered.push_back(m);
     };
     // Read-only names and hidden ones in one order, shallowest first (a link's
     // target comes after the link in the walk, wherever it is).
@@ -494,7 +507,7 @@ Status addWorktreeMasks(const Policy& policy, int worktree_fd, bool top_git_read
             ns::addOp(plan.mounts, std::move((*pins)[next_pin]));
         add(*name, hidden);
     }
-    std::sort(report.covered.begin(), report.covered.end());
+    std::sort(report.covered.begin(), report.covered.end(), byPath);
     found = std::move(report);
     return okStatus();
 }
@@ -590,12 +603,15 @@ void noteCreatedMaskedNames(const Policy& policy, WorktreeMaskReport& report) {
     }
     for (const auto* list : {&scan->hidden, &scan->read_only})
         for (const MaskedName& m : *list) {
-            if (std::binary_search(report.covered.begin(), report.covered.end(), m.relative))
+            // Covered before the run, the very inode: not new. The same path
+            // with another inode was made anew there (its directory moved
+            // aside with the cover on the first).
+            auto at = std::lower_bound(report.covered.begin(), report.covered.end(), m, byPath);
+            if (at != report.covered.end() && at->relative == m.relative && at->dev == m.dev &&
+                at->ino == m.ino)
                 continue;
             // Read-only with the whole top-level .git, not covered alone.
-            if (report.top_git_protected && list == &scan->read_only &&
-                m.relative.starts_with(".git/"))
-                continue;
+            if (report.top_git_protected && list == &scan->read_only && inTopGit(m)) continue;
             ++report.created_count;
             if (report.created.size() < kReportedMaskNames)
                 report.created.push_back("/repo/" + m.relative);

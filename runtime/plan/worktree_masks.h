@@ -166,8 +166,10 @@ struct WorktreeMaskReport {
     uint64_t entries = 0;
     uint64_t unlistable = 0;
     std::string truncated_by;
-    // Every name covered, sorted: what the walk after the run compares with.
-    std::vector<std::string> covered;
+    // Every name covered, sorted by path, with the inode the walk saw: what
+    // the walk after the run compares with (one there now with another
+    // inode was made anew where it was).
+    std::vector<MaskedName> covered;
     // The directories the walk before the run read (shared, not copied,
     // with the record), so that the walk after it lists only those changed.
     std::shared_ptr<const WalkedDirs> walked;

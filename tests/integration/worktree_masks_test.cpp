@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -126,8 +127,8 @@ TEST_CASE(
     }
     const nlohmann::json masks = sandbox.result()["worktree_masks"];
     // Per depth: eleven files, copilot-instructions.md, and the .github/workflows,
-    // .vscode and .idea directories; then the nested .git's hooks and config.
-    CHECK(masks["read_only"]["count"] == kDepths.size() * 15 + 2);
+    // .vscode and .idea directories; then the nested .git, read-only whole.
+    CHECK(masks["read_only"]["count"] == kDepths.size() * 15 + 1);
 }
 
 TEST_CASE(
@@ -271,9 +272,8 @@ TEST_CASE(
     REQUIRE(made.exitCode == 0);
     const nlohmann::json masks = sandbox.result()["worktree_masks"];
     INFO(masks.dump());
-    CHECK(masks["created"]["count"] == 2);
-    CHECK(masks["created"]["first"] ==
-          nlohmann::json::array({"/repo/.git/config", "/repo/.git/hooks"}));
+    CHECK(masks["created"]["count"] == 1);
+    CHECK(masks["created"]["first"] == nlohmann::json::array({"/repo/.git"}));
     // The next run: .git is there, read-only as a whole.
     const std::string config = sandbox.worktree() + "/.git/config";
     const std::string before = readFileOrEmpty(config);
@@ -433,15 +433,17 @@ TEST_CASE("G2: a secret moved into a nested .git or a closed directory of its ow
     }
 }
 
-// Moving a directory above a covered name would take the cover with it and
-// leave the name free to be made anew where the operator will look (the
-// review's `mv .github old && mkdir -p .github/workflows`): each such
-// directory is a mount point, which rename(2) and rmdir(2) refuse. And the
+// Moving a directory above a read-only name would take the read-only mount
+// with it and leave the name free to be made anew where the next agent or CI
+// run will look (the review's `mv .github old && mkdir -p .github/workflows`):
+// each such directory is a mount point, which rename(2) and rmdir(2) refuse.
+// A hidden name's directory may move (the secret goes with its cover, never
+// read), and a hidden name made anew where one was is reported. And the
 // top-level .git, read-only as a whole, is walked for hidden names: a
 // sandbox that made one where there was none could have moved secrets in.
 TEST_CASE(
-    "G2: directories above hidden or read-only names cannot be moved aside, and the top-level "
-    ".git's hidden names are covered",
+    "G2: directories above read-only names cannot be moved aside, a hidden name made anew "
+    "where one was is reported, and the top-level .git's hidden names are covered",
     "[G2][filesystem][masks]") {
     STOCKADE_EACH_MODE(mode);
     Sandbox sandbox(mode);
@@ -458,19 +460,21 @@ TEST_CASE(
     for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{
              {"/repo/.github", "/repo/gh-old"},
              {"/repo/pkg", "/repo/pkg2"},
-             {"/repo/pkg/deep", "/repo/pkg/deep2"},
-             {"/repo/pkg/deep/sub", "/repo/sub"},
+             {"/repo/pkg/deep", "/repo/deep"},
              {"/repo/pkg/deep/sub", "/repo/.git/sub"}}) {
         const ProbeRun rename = sandbox.probe({"rename", from, to});
         INFO(from << " -> " << to << "\n" << rename.describe());
         // EBUSY: a mount point; EXDEV: out of its mount, to another.
         CHECK_THAT(rename.result(), IsOneOf({"EBUSY", "EXDEV"}));
     }
-    // A directory holding no such name moves as before (and the probe
-    // moves it back).
-    const ProbeRun plain = sandbox.probe({"rename", "/repo/plain", "/repo/plain-moved"});
-    INFO(plain.describe());
-    CHECK(plain.result() == "ok");
+    // Within one mount, a directory holding no read-only name moves as
+    // before (and the probe moves it back).
+    for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{
+             {"/repo/plain", "/repo/plain-moved"}, {"/repo/pkg/deep", "/repo/pkg/deep2"}}) {
+        const ProbeRun moved = sandbox.probe({"rename", from, to});
+        INFO(from << " -> " << to << "\n" << moved.describe());
+        CHECK(moved.result() == "ok");
+    }
 
     const ProbeRun read = sandbox.probe(
         {"read-each", joinLines({"/repo/.git/stash/.env", "/repo/pkg/deep/sub/.env"})});
@@ -479,22 +483,38 @@ TEST_CASE(
     CHECK(answerFor(read, "read", "/repo/.git/stash/.env") == "ok");
     CHECK(answerFor(read, "read", "/repo/pkg/deep/sub/.env") == "ok");
     for (const std::string& bytes : read.report.all("bytes")) CHECK(bytes == "0");
-    const std::string record = recordText(sandbox);
-    CHECK(record.find(secret) == std::string::npos);
-    CHECK(record.find(in_git) == std::string::npos);
+    CHECK(recordText(sandbox).find(in_git) == std::string::npos);
     CHECK(read.completed.out.find(in_git) == std::string::npos);
-
-    // The host's side: every name where it was, as it was.
-    CHECK(readFileOrEmpty(workflow_path) == workflow);
-    CHECK(readFileOrEmpty(agents_path) == agents);
-    CHECK(readFileOrEmpty(sandbox.worktree() + "/pkg/deep/sub/.env") == secret);
-    CHECK(readFileOrEmpty(sandbox.worktree() + "/.git/stash/.env") == in_git);
-    const nlohmann::json masks = sandbox.result()["worktree_masks"];
+    nlohmann::json masks = sandbox.result()["worktree_masks"];
     INFO(masks.dump());
     // .git's read-only names are read-only with it, not bound one by one.
     CHECK(masks["hidden"]["count"] == 2);
     CHECK(masks["read_only"]["count"] == 2);
     CHECK(masks["created"]["count"] == 0);
+
+    // The hidden name's directory moved aside with its cover, and a .env
+    // made where it was: both named, the secret never read.
+    const Completed replaced =
+        sandbox.run({"/bin/sh", "-c",
+                     "mv pkg/deep pkg/deep-old && mkdir -p pkg/deep/sub && "
+                     "echo planted > pkg/deep/sub/.env && cat pkg/deep-old/sub/.env"});
+    INFO(replaced.describe());
+    CHECK(replaced.exitCode == 0);
+    masks = sandbox.result()["worktree_masks"];
+    INFO(masks.dump());
+    std::vector<std::string> created = masks["created"]["first"];
+    std::sort(created.begin(), created.end());  // in the walk's order, the directory's
+    CHECK(created ==
+          std::vector<std::string>{"/repo/pkg/deep-old/sub/.env", "/repo/pkg/deep/sub/.env"});
+    CHECK(replaced.out.find(secret) == std::string::npos);
+    CHECK(recordText(sandbox).find(secret) == std::string::npos);
+
+    // The host's side: the read-only names where they were, as they were;
+    // the secret unchanged where the sandbox moved it.
+    CHECK(readFileOrEmpty(workflow_path) == workflow);
+    CHECK(readFileOrEmpty(agents_path) == agents);
+    CHECK(readFileOrEmpty(sandbox.worktree() + "/pkg/deep-old/sub/.env") == secret);
+    CHECK(readFileOrEmpty(sandbox.worktree() + "/.git/stash/.env") == in_git);
 }
 
 // A write follows a link: a read-only name that is one keeps its target in the

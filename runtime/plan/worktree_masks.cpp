@@ -92,6 +92,15 @@ void pauseAfterWalkForTests() {
     }
 }
 
+// The top-level .git itself, or a name in it.
+bool inTopGit(const MaskedName& m) {
+    return m.relative == ".git" || m.relative.starts_with(".git/");
+}
+
+bool byPath(const MaskedName& a, const MaskedName& b) {
+    return a.relative < b.relative;
+}
+
 // The directories above the read-only names, each made a mount point
 // (MountKind::PinBeneath), sorted shallowest first. rename(2) and rmdir(2)
 // refuse a mount point: without the pins, a sandbox could move a directory
@@ -106,15 +115,6 @@ void pauseAfterWalkForTests() {
 // sandbox writes could be. A pin is a mount of its own, so a rename(2) across
 // it fails with EXDEV (threat-model.md). Each is the directory the walk
 // judged, by device and inode, as the covers.
-// The top-level .git itself, or a name in it.
-bool inTopGit(const MaskedName& m) {
-    return m.relative == ".git" || m.relative.starts_with(".git/");
-}
-
-bool byPath(const MaskedName& a, const MaskedName& b) {
-    return a.relative < b.relative;
-}
-
 Result<std::vector<ns::MountOp>> pinsAbove(
     int worktree_fd, const std::vector<std::pair<const MaskedName*, bool>>& covered,
     bool top_git_read_only, const WorktreeMaskReport& report) {
@@ -133,7 +133,7 @@ Result<std::vector<ns::MountOp>> pinsAbove(
         }
     }
     if (dirs.size() > kMaxPinnedDirs)
-        return Error::message("the hidden and read-only names of the worktree lie in more than " +
+        return Error::message("the read-only names of the worktree lie in more than " +
                               std::to_string(kMaxPinnedDirs) +
                               " directories, each held in place by a mount; refusing rather "
                               "than leave some movable");

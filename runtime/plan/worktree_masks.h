@@ -57,8 +57,8 @@ struct ChildPlan;
 // costs the setup time and kernel memory. More is a refusal, not a run with
 // some names left bare.
 inline constexpr size_t kMaxMaskedNames = 1024;
-// At most this many directories above those names are held in place (a
-// mount each, so that none can be moved aside: worktree_masks.cpp).
+// At most this many directories above the read-only names are held in
+// place (a mount each, so that none can be moved aside: worktree_masks.cpp).
 inline constexpr size_t kMaxPinnedDirs = 4096;
 // How many names of each kind the result lists.
 inline constexpr size_t kReportedMaskNames = 32;
@@ -202,8 +202,8 @@ struct WorktreeMaskReport {
 // Walks the worktree, adds a cover for each hidden name and a read-only
 // bind for each read-only one to the plan (beneath /repo, after the .git
 // protection; `top_git_read_only`: the plan binds the top-level .git
-// read-only as a whole), each directory above them held in place, and
-// fills `report`. Nothing to do without patterns.
+// read-only as a whole), each directory above a read-only name held in
+// place, and fills `report`. Nothing to do without patterns.
 Status addWorktreeMasks(const Policy& policy, int worktree_fd, bool top_git_read_only,
                         ChildPlan& plan, std::optional<WorktreeMaskReport>& report);
 

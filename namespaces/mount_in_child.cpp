@@ -884,10 +884,11 @@ int remountProcsInChild(MountPlan& plan, int null_tree, size_t* failed_op) noexc
         const MountOp& op = plan.ops[i];
         const bool proc = op.kind == MountKind::Filesystem && op.fstype == "proc";
         if (!op.resolve_in_root || (!proc && !underProcTarget(plan, i))) continue;
-        // A sysctl is the namespace's, written once; nothing but these
+        // A sysctl is the namespace's, written once, and a directory made
+        // in the root (a process.cwd) is there already; nothing but these
         // kinds lies at or beneath a proc of a plan that asks this
         // (procRemountable).
-        if (op.kind == MountKind::File) continue;
+        if (op.kind == MountKind::File || op.kind == MountKind::Directory) continue;
         clearCallNoteInChild();
         int fd = -1;
         if (proc) {

@@ -381,14 +381,18 @@ Status addGitProtection(const Policy& policy, const HeldPath& worktree_held, Chi
     auto link = judgeGitLink(worktree_held.get(), worktree, writableHostDirs(policy.fs));
     if (!link) return refused(link.error().describe());
     if (link->kind == GitLink::Kind::InsideWorktree) {
-        if (!link->git_dir_relative.empty()) {
-            if (auto s = pinDirectoriesAbove(worktree_held.get(), link->git_dir_relative, plan); !s)
-                return s.error();
-            ns::addOp(plan.mounts,
-                      {.kind = MountKind::ReadOnlyBeneath,
-                       .target = "repo/" + link->git_dir_relative,
-                       .anchor = "repo",
-                       .description = "mount the gitdir " + link->git_dir.path + " read-only"});
+        for (const std::string& dir : {link->git_dir_relative, link->common_dir_relative}) {
+            if (dir.empty()) continue;
+            if (auto s = pinDirectoriesAbove(worktree_held.get(), dir, plan); !s) return s.error();
+            ns::addOp(
+                plan.mounts,
+                {.kind = MountKind::ReadOnlyBeneath,
+                 .target = "repo/" + dir,
+                 .anchor = "repo",
+                 .description = "mount the gitdir's " +
+                                std::string(dir == link->git_dir_relative ? "own directory"
+                                                                          : "common directory") +
+                                " /repo/" + escapeForTerminal(dir) + " read-only"});
         }
         report = GitLinkReport{dotgit, "inside_worktree", link->git_dir.path, ""};
         return okStatus();

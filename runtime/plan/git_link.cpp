@@ -119,8 +119,22 @@ Result<GitLink> judgeGitLink(int worktree_fd, const std::string& worktree,
     if (isUnder(git_dir->path, worktree)) {
         // Content of the worktree itself: making it read-only only narrows.
         link.kind = GitLink::Kind::InsideWorktree;
-        link.git_dir_relative = git_dir->path.substr(worktree.size());
-        while (link.git_dir_relative.starts_with("/")) link.git_dir_relative.erase(0, 1);
+        auto relativeToWorktree = [&](const std::string& path) {
+            std::string out = path.substr(worktree.size());
+            while (out.starts_with("/")) out.erase(0, 1);
+            return out;
+        };
+        link.git_dir_relative = relativeToWorktree(git_dir->path);
+        // A commondir in G (a linked worktree's layout) is where git reads
+        // config and hooks too: one inside W is made read-only with G, or
+        // the sandbox would write the config the host's git then runs. One
+        // outside W is nothing the sandbox reaches through W; one that
+        // cannot be reached without a symlink is a residual (threat-model.md).
+        if (auto text = readSmall(git_dir->get(), "commondir", git_dir->path + "/commondir"))
+            if (auto named_common = singleLine(text->content, git_dir->path + "/commondir"))
+                if (auto common = holdDir(git_dir->get(), *named_common);
+                    common && isUnder(common->path, worktree))
+                    link.common_dir_relative = relativeToWorktree(common->path);
         link.git_dir = std::move(*git_dir);
         return link;
     }

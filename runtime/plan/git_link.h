@@ -49,6 +49,10 @@ struct GitLink {
     HeldPath git_dir;              // G
     HeldPath common_dir;           // C (Linked only)
     std::string git_dir_relative;  // InsideWorktree: G relative to W
+    // InsideWorktree: the directory G's `commondir` names, relative to W,
+    // where it is inside W ("" for none): git reads config and hooks there
+    // too, so it is made read-only with G.
+    std::string common_dir_relative;
 };
 
 // What a run did with a `.git` file, for the result and the log.

@@ -278,6 +278,21 @@ TEST_CASE("G2: a gitdir inside the worktree is read-only and the directories abo
     CHECK(stampOf(config) == before);
     CHECK(std::filesystem::is_directory(sandbox.worktree() + "/store/repos/gd/objects"));
     CHECK(sandbox.result()["git"]["gitdir"] == "inside_worktree");
+
+    // The gitdir names a commondir (a linked worktree's layout) inside the
+    // worktree: git reads config there too, so it is read-only as well (the
+    // review of 2026-12-07 pointed one at a writable directory).
+    const std::string common_config =
+        sandbox.scratch().writeFile("worktree/store/common/config", "[core]\n", 0666);
+    sandbox.scratch().writeFile("worktree/store/repos/gd/commondir", "../../common\n");
+    const FileStamp common_before = stampOf(common_config);
+    const ProbeRun common = sandbox.probe({"rewrite-same", "/repo/store/common/config"});
+    INFO(common.describe());
+    CHECK(common.result() == "EROFS");
+    const ProbeRun moved = sandbox.probe({"rename", "/repo/store", "/repo/store-old"});
+    INFO(moved.describe());
+    CHECK_THAT(moved.result(), IsOneOf({"EBUSY", "EXDEV"}));
+    CHECK(stampOf(common_config) == common_before);
 }
 
 TEST_CASE("G2: a symlink in the worktree that leads out does not expose its target",

@@ -1326,9 +1326,19 @@ def missing_cwd(rt, scratch, owner, base):
     with open(config_path, "w") as f:
         json.dump(config, f)
     r = rt("run", "--bundle", bundle, "cwd2")
+    config["process"]["cwd"] = "/proc/sys"
+    config["process"]["args"] = ["sh", "-c", "pwd"]
+    with open(config_path, "w") as f:
+        json.dump(config, f)
+    in_proc = rt("run", "--bundle", bundle, "cwd3")
     shutil.rmtree(closed, ignore_errors=True)
     check("a process.cwd through a magic link is refused at create, nothing made",
           r.returncode != 0 and "ELOOP" in r.stderr, (r.returncode, r.stdout, r.stderr))
+    # Beneath the container's proc, which the command mounts again for its
+    # own pid namespace: the directory is there, nothing is made again.
+    check("a process.cwd in /proc runs there (the command's own proc)",
+          in_proc.returncode == 0 and in_proc.stdout.strip() == "/proc/sys",
+          (in_proc.returncode, in_proc.stdout, in_proc.stderr))
 
 
 def missing_interpreter(rt, scratch, owner, base):

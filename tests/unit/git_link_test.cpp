@@ -173,6 +173,28 @@ TEST_CASE("git_link: a gitdir inside the worktree only narrows", "[git_link]") {
     REQUIRE(link.ok());
     CHECK(link->kind == GitLink::Kind::InsideWorktree);
     CHECK(link->git_dir_relative == "sub/gitdir");
+    CHECK(link->common_dir_relative.empty());
+}
+
+TEST_CASE("git_link: a gitdir inside the worktree names its commondir, when that is inside too",
+          "[git_link]") {
+    TempDir dir;
+    std::string wt = dir / "wt";
+    std::filesystem::create_directories(wt + "/repos/main/worktrees/x");
+    std::filesystem::create_directories(dir / "outside");
+    writeFile(wt + "/.git", "gitdir: repos/main/worktrees/x\n");
+    // Relative to the gitdir, as git reads it.
+    writeFile(wt + "/repos/main/worktrees/x/commondir", "../..\n");
+    Result<GitLink> link = judge(wt);
+    REQUIRE(link.ok());
+    CHECK(link->kind == GitLink::Kind::InsideWorktree);
+    CHECK(link->git_dir_relative == "repos/main/worktrees/x");
+    CHECK(link->common_dir_relative == "repos/main");
+    // One outside the worktree is nothing the sandbox reaches through it.
+    writeFile(wt + "/repos/main/worktrees/x/commondir", dir / "outside");
+    link = judge(wt);
+    REQUIRE(link.ok());
+    CHECK(link->common_dir_relative.empty());
 }
 
 TEST_CASE("host_path: a symlink in a host path is refused, named, unless followed", "[host_path]") {

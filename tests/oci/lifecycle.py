@@ -132,6 +132,16 @@ def probes_dir(binary):
     return probes
 
 
+def make_busybox_rootfs(rootfs, applets):
+    """A rootfs of busybox-static and its applets' links, with the mount
+    points a bundle's default config uses."""
+    for d in ["bin", "proc", "dev", "sys", "tmp", "out"]:
+        os.makedirs(os.path.join(rootfs, d))
+    shutil.copy(BUSYBOX, os.path.join(rootfs, "bin", "busybox"))
+    for applet in set(applets):
+        os.symlink("busybox", os.path.join(rootfs, "bin", applet))
+
+
 def make_test_tree(scratch, owner, binary, mode, applets, extra_bins=()):
     """What every OCI script's main() sets up in its scratch directory: a
     busybox rootfs with `applets` (and `extra_bins` copied into its /bin),
@@ -139,11 +149,7 @@ def make_test_tree(scratch, owner, binary, mode, applets, extra_bins=()):
     0700), the runtime over it, and `spec`'s default config.json read back.
     Returns (rt, out, base); base is None when spec failed (checked)."""
     rootfs = os.path.join(scratch, "rootfs")
-    for d in ["bin", "proc", "dev", "sys", "tmp", "out"]:
-        os.makedirs(os.path.join(rootfs, d))
-    shutil.copy(BUSYBOX, os.path.join(rootfs, "bin", "busybox"))
-    for applet in set(applets):
-        os.symlink("busybox", os.path.join(rootfs, "bin", applet))
+    make_busybox_rootfs(rootfs, applets)
     for path in extra_bins:
         shutil.copy(path, os.path.join(rootfs, "bin", os.path.basename(path)))
     out = os.path.join(scratch, "out")
@@ -1290,11 +1296,7 @@ def missing_cwd(rt, scratch, owner, base):
     the container's (idmapped_root); rootless it is the caller's."""
     closed = tempfile.mkdtemp(prefix="stockade-cwd-", dir="/var/tmp")
     rootfs = os.path.join(closed, "rootfs")
-    for d in ["bin", "proc", "dev", "sys", "tmp", "out"]:
-        os.makedirs(os.path.join(rootfs, d))
-    shutil.copy(BUSYBOX, os.path.join(rootfs, "bin", "busybox"))
-    for applet in set(APPLETS):
-        os.symlink("busybox", os.path.join(rootfs, "bin", applet))
+    make_busybox_rootfs(rootfs, APPLETS)
     if owner:
         os.chmod(closed, 0o755)
         for top, dirs, files in os.walk(rootfs):
@@ -1810,11 +1812,7 @@ def main():
     owner = 0 if mode == "root" else 65534
     try:
         rootfs = os.path.join(scratch, "rootfs")
-        for d in ["bin", "proc", "dev", "sys", "tmp", "out"]:
-            os.makedirs(os.path.join(rootfs, d))
-        shutil.copy(BUSYBOX, os.path.join(rootfs, "bin", "busybox"))
-        for applet in set(APPLETS):
-            os.symlink("busybox", os.path.join(rootfs, "bin", applet))
+        make_busybox_rootfs(rootfs, APPLETS)
         out = os.path.join(scratch, "out")
         os.makedirs(out)
         os.chmod(out, 0o1777)

@@ -412,6 +412,45 @@ int remountReadOnlyInChild(const char* path, const char* shown = nullptr) noexce
                         shown);
 }
 
+// The options of a tmpfs that takes the mode of the directory at its target
+// (MountOp::keep_target_mode): "mode=NNNN," and `op.data`, in `out`. Null
+// when no directory resolves there (the target is made, the tmpfs keeps its
+// own mode) or the options would not fit a page (mount(2) takes no more).
+// Looked at quietly: a target that is not there is not a failure to note.
+const char* optionsWithTargetModeInChild(const MountPlan& plan, const MountOp& op, char* out,
+                                         size_t size) noexcept {
+    int root = open(plan.staging.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (root < 0) return nullptr;
+    open_how how{};
+    how.flags = O_PATH | O_CLOEXEC;
+    how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
+    int fd = sysOpenat2(root, op.target.c_str(), &how);
+    close(root);
+    if (fd < 0) return nullptr;
+    struct stat st;
+    const bool dir = fstat(fd, &st) == 0 && S_ISDIR(st.st_mode);
+    close(fd);
+    if (!dir) return nullptr;
+    const char key[] = "mode=";
+    const unsigned mode = st.st_mode & 07777;
+    char digits[4];
+    for (int i = 3; i >= 0; --i) digits[3 - i] = static_cast<char>('0' + ((mode >> (3 * i)) & 7));
+    const size_t need = sizeof(key) - 1 + sizeof(digits) + 1 + op.data.size() + 1;
+    if (need > size) return nullptr;
+    char* at = out;
+    memcpy(at, key, sizeof(key) - 1);
+    at += sizeof(key) - 1;
+    memcpy(at, digits, sizeof(digits));
+    at += sizeof(digits);
+    if (!op.data.empty()) {
+        *at++ = ',';
+        memcpy(at, op.data.data(), op.data.size());
+        at += op.data.size();
+    }
+    *at = '\0';
+    return out;
+}
+
 // The ops an image root's targets take, each on the fd path resolved in the
 // root, a missing mount target first made there: nothing of the image is
 // resolved as a host path, so no symlink it holds can lead a mount out.
@@ -420,6 +459,14 @@ int applyInRootOpInChild(MountPlan& plan, size_t index) noexcept {
     if (op.kind == MountKind::Symlink) return symlinkInRootInChild(plan, op);
     if (op.kind == MountKind::File) return writeInRootInChild(plan, op);
     if (op.kind == MountKind::Directory) return makeTargetInRootInChild(plan, op);
+    // A page, as mount(2) copies at most; static, as the child allocates
+    // nothing and its stack is small.
+    static char options_with_mode[4096];
+    const char* data = op.data.empty() ? nullptr : op.data.c_str();
+    if (op.kind == MountKind::Filesystem && op.keep_target_mode)
+        if (const char* with_mode = optionsWithTargetModeInChild(plan, op, options_with_mode,
+                                                                 sizeof(options_with_mode)))
+            data = with_mode;
     if (op.kind == MountKind::Filesystem || op.kind == MountKind::BindFromHost ||
         op.kind == MountKind::AttachPrepared) {
         if (op.kind == MountKind::BindFromHost && plan.source_fds[index] < 0 && op.optional)
@@ -433,9 +480,8 @@ int applyInRootOpInChild(MountPlan& plan, size_t index) noexcept {
     int err = EINVAL;
     switch (op.kind) {
         case MountKind::Filesystem:
-            err = mountInChild(op.source.c_str(), at, op.fstype.c_str(), op.flags,
-                               op.data.empty() ? nullptr : op.data.c_str(), "its flags",
-                               op.target.c_str());
+            err = mountInChild(op.source.c_str(), at, op.fstype.c_str(), op.flags, data,
+                               "its flags", op.target.c_str());
             break;
         case MountKind::MaskWithTmpfs: {
             struct stat st;

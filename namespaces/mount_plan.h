@@ -79,6 +79,10 @@ struct MountOp {
     bool verify_identity = false;
     unsigned long expect_dev = 0;
     unsigned long expect_ino = 0;
+    // Filesystem (a tmpfs asked without mode=): a directory the target
+    // resolves to when it is mounted lends the tmpfs its mode ("mode=NNNN"
+    // put before `data`); none there, the tmpfs keeps its own.
+    bool keep_target_mode = false;
     std::string description;  // for errors: "mount /repo/.git read-only"
 };
 

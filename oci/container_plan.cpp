@@ -194,18 +194,31 @@ Result<UniqueFd> tmpcopyupSource(int root_fd, const std::string& target, const s
 // taken, so a tmpfs would otherwise be the process user's (`--user 1000`
 // could then replace /dev/ptmx). The ids are the container's own; an owner
 // the options name, or an id 0 the container does not have, is left alone.
+// Whether the mount options `data` hold an option starting with `key`
+// ("mode=").
+bool namesOption(const std::string& data, const char* key) {
+    for (size_t at = 0; (at = data.find(key, at)) != std::string::npos; ++at)
+        if (at == 0 || data[at - 1] == ',') return true;
+    return false;
+}
+
 std::string rootOwnedTmpfs(const std::string& data, const ns::IdMapping& ids) {
-    auto names = [&](const char* key) {
-        for (size_t at = 0; (at = data.find(key, at)) != std::string::npos; ++at)
-            if (at == 0 || data[at - 1] == ',') return true;
-        return false;
-    };
     std::string out = data;
-    if (ns::mapsInsideUid(ids, 0) && !names("uid="))
+    if (ns::mapsInsideUid(ids, 0) && !namesOption(data, "uid="))
         out += std::string(out.empty() ? "" : ",") + "uid=0";
-    if (ns::mapsInsideGid(ids, 0) && !names("gid="))
+    if (ns::mapsInsideGid(ids, 0) && !namesOption(data, "gid="))
         out += std::string(out.empty() ? "" : ",") + "gid=0";
     return out;
+}
+
+// Whether `target` is a directory in the image (resolved in its root).
+bool directoryInImage(int root_fd, const std::string& target) {
+    open_how how{};
+    how.flags = O_PATH | O_CLOEXEC;
+    how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
+    UniqueFd fd(ns::sysOpenat2(root_fd, target.c_str(), &how));
+    struct stat st;
+    return fd && fstat(fd.get(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
 // An image file's owner as the tmpfs copy's: the image's ids taken as the
@@ -332,7 +345,8 @@ Result<UniqueFd> copiedTmpfs(const Mount& m, int source, const struct stat& sour
         fchown(top.get(), copyOwner(source_st.st_uid, ids.inside_uid, ids.host_uid, ids.count),
                copyOwner(source_st.st_gid, ids.inside_gid, ids.host_gid, ids.count)) < 0)
         return Error::fromErrno(where + ": tmpcopyup: chown the tmpfs");
-    if (fchmod(top.get(), source_st.st_mode & 01777) < 0)
+    // The image directory's mode, unless the options ask one.
+    if (!namesOption(m.data, "mode=") && fchmod(top.get(), source_st.st_mode & 01777) < 0)
         return Error::fromErrno(where + ": tmpcopyup: chmod the tmpfs");
     if (attrs & MOUNT_ATTR_RDONLY) {
         mount_attr attr{};
@@ -618,6 +632,15 @@ Result<ContainerPlan> planContainer(const Config& config, const std::string& bun
         for (size_t j = 0; j < i; ++j)
             in_earlier_mount =
                 in_earlier_mount || beneath(m.destination, config.mounts[j].destination);
+        // A tmpfs asked without mode= over a directory that is there takes
+        // that directory's mode, as runc (1.1.8) and crun (1.12) give it: a
+        // tmpfs at the image's 0755 /run is not made 1777. Where none is
+        // there the tmpfs keeps its own 1777. Beneath an earlier mount the
+        // child looks, when it mounts; in the image it is looked at here,
+        // before a missing target is made.
+        const bool keep_target_mode =
+            m.type == "tmpfs" && !m.bind && !namesOption(m.data, "mode=") &&
+            (in_earlier_mount || directoryInImage(held_root->get(), relative(m.destination)));
         if (as_root && !in_earlier_mount) {
             bool is_dir = true;
             if (m.bind) {
@@ -718,6 +741,7 @@ Result<ContainerPlan> planContainer(const Config& config, const std::string& bun
                            .fstype = m.type,
                            .flags = m.flags,
                            .resolve_in_root = true,
+                           .keep_target_mode = keep_target_mode,
                            .description = "mount " + m.type + " at " + m.destination});
     }
     for (MountOp& op : cgroups_sealed_later) ns::addOp(mounts, std::move(op));

@@ -1381,6 +1381,56 @@ def domain_name(rt, scratch, owner, base):
           (named.returncode, named.stdout, named.stderr, inherited.stdout, inherited.stderr, host))
 
 
+def tmpfs_modes(rt, scratch, owner, base):
+    """A tmpfs asked without mode= over a directory that is there takes that
+    directory's mode, as runc (1.1.8) and crun (1.12) give it (podman's
+    --tmpfs /run over an image's 0755 /run was 1777 here); mode= asked wins;
+    a target made for it keeps tmpfs's own 1777. Beneath an earlier mount
+    (a bind) the directory there at mount time is the one looked at."""
+    rootfs = os.path.join(scratch, "rootfs")
+    made = []
+    for name, mode in (("tm-755", 0o755), ("tm-700", 0o700), ("tm-copyup", 0o750),
+                       ("tm-bind", 0o755)):
+        path = os.path.join(rootfs, name)
+        os.mkdir(path)
+        os.chmod(path, mode)
+        os.chown(path, owner, owner)
+        made.append(path)
+    host = os.path.join(scratch, "tmpfs-bind-source")
+    os.makedirs(os.path.join(host, "inner"))
+    os.chmod(os.path.join(host, "inner"), 0o711)
+    for path in (host, os.path.join(host, "inner")):
+        os.chown(path, owner, owner)
+    config = json.loads(json.dumps(base))
+    config["mounts"] += [
+        {"destination": "/tm-755", "type": "tmpfs", "source": "tmpfs", "options": ["nosuid"]},
+        {"destination": "/tm-700", "type": "tmpfs", "source": "tmpfs",
+         "options": ["mode=1777"]},
+        {"destination": "/tm-copyup", "type": "tmpfs", "source": "tmpfs",
+         "options": ["tmpcopyup"]},
+        {"destination": "/tm-bind", "type": "bind", "source": host, "options": ["rbind", "rw"]},
+        {"destination": "/tm-bind/inner", "type": "tmpfs", "source": "tmpfs", "options": []},
+    ]
+    # Rootless the image's root directory is not the caller's to make a
+    # target in.
+    if not owner:
+        config["mounts"].append({"destination": "/tm-new", "type": "tmpfs", "source": "tmpfs",
+                                 "options": []})
+    probe = ["sh", "-c", "stat -c '%n %a' /tm-755 /tm-700 /tm-copyup /tm-bind/inner" +
+             ("" if owner else " /tm-new")]
+    r = rt("run", "--bundle", make_bundle(scratch, "tmpfs-modes", probe, owner, config), "tm1")
+    new_left = os.path.join(rootfs, "tm-new")
+    if os.path.isdir(new_left):
+        made.append(new_left)
+    for path in made:
+        shutil.rmtree(path, ignore_errors=True)
+    check("a tmpfs without mode= takes the mode of the directory there (755, 750 copied up, "
+          "711 beneath a bind), mode= asked wins (1777), one made for it is 1777 (as root)",
+          r.returncode == 0 and r.stdout.splitlines() == [
+              "/tm-755 755", "/tm-700 1777", "/tm-copyup 750", "/tm-bind/inner 711"] +
+          ([] if owner else ["/tm-new 1777"]), (r.returncode, r.stdout, r.stderr))
+
+
 def unknown_sysctl(rt, scratch, owner, base):
     """A sysctl this kernel lacks fails create in the words podman reads as
     runc's ("no such file or directory": its exit 127, not 126)."""
@@ -2396,6 +2446,7 @@ def main():
         missing_cwd(rt, scratch, owner, base)
         unknown_sysctl(rt, scratch, owner, base)
         domain_name(rt, scratch, owner, base)
+        tmpfs_modes(rt, scratch, owner, base)
         missing_interpreter(rt, scratch, owner, base)
         image_device_nodes(rt, scratch, owner, base)
         terminal_without_dev(rt, scratch, owner, base, mode)

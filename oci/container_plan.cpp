@@ -443,6 +443,19 @@ Result<ns::IdMapping> idsFor(const Config& config, bool as_root, uid_t caller_ui
         if (!as_root) return ns::IdMapping{uid, caller_uid, gid, caller_gid, 1};
         if (leased_width > 1 && uid < leased_width && gid < leased_width)
             return ns::IdMapping{uid, leased_first + uid, gid, leased_first + gid, leased_width};
+        // Mapped alone, the id would leave the container without its other
+        // ids (its root, the tty group a devpts names): a failure later, in
+        // words about something else.
+        if (leased_width > 1)
+            return Error::message(
+                "config.json: process.user." +
+                (uid >= leased_width ? "uid " + std::to_string(uid)
+                                     : "gid " + std::to_string(gid)) +
+                ": as root stockade gives a container ids 0-" + std::to_string(leased_width - 1) +
+                ", a block of host ids it leases; an id past " +
+                std::to_string(leased_width - 1) +
+                " is not supported yet (a linux.uidMappings and gidMappings block from container "
+                "id 0 that holds it is)");
         return ns::IdMapping{uid, leased_first, gid, leased_first, 1};
     }
     if (config.uid_mappings.size() != 1 || config.gid_mappings.size() != 1)

@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/fsuid.h>
 #include <sys/ioctl.h>
 #include <sys/personality.h>
 #include <sys/prctl.h>
@@ -102,7 +103,14 @@ const char* stageName(ExecStage stage) {
 // namespace, whose root is the container's): the master sent on the
 // socket as one message with exactly one fd, the slave the controlling
 // terminal and stdio.
-int takeTerminal(int socket_fd, unsigned short rows, unsigned short cols) {
+int takeTerminal(int socket_fd, unsigned short rows, unsigned short cols, uid_t uid, gid_t gid) {
+    // Made as the process's ids, so the pty is the process's own, as runc
+    // gives it: made by this process as it is (the host's root, no id of
+    // the container's) the slave was 65534's, which no chown inside can
+    // change, and a process that opens its terminal by name (script, tmux,
+    // a write to $(tty)) could not. setresuid sets them again later.
+    setfsgid(gid);
+    setfsuid(uid);
     int master = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC);
     if (master < 0) return errno;
     if (unlockpt(master) < 0) return errno;
@@ -229,7 +237,7 @@ int hostLastCap() {
     sigprocmask(SIG_SETMASK, &all, nullptr);
     for (int sig : {SIGPIPE, SIGINT, SIGTERM, SIGHUP, SIGQUIT}) signal(sig, SIG_DFL);
     if (p.terminal)
-        if (int err = takeTerminal(console_fd, p.console_rows, p.console_cols))
+        if (int err = takeTerminal(console_fd, p.console_rows, p.console_cols, p.uid, p.gid))
             fail(ExecStage::Console, err);
     if (console_fd >= 0) close(console_fd);
     if (int err = keepCapabilitiesAcrossSetuidInChild()) fail(ExecStage::Ids, err);
@@ -666,9 +674,25 @@ Result<int> execInContainer(const std::string& root_dir, const std::string& id,
             return Error::message("container not running");
         auto uids = parseGidMap(uid_map->content, "uid_map");
         if (!uids) return uids.error();
+        bool uid_mapped = false, gid_mapped = false;
         for (const IdMap& m : *uids)
-            if (process.uid >= m.container_id && process.uid - m.container_id < m.size)
+            if (process.uid >= m.container_id && process.uid - m.container_id < m.size) {
                 giveStdioPipes(m.host_id + (process.uid - m.container_id));
+                uid_mapped = true;
+            }
+        for (const IdMap& m : extents)
+            gid_mapped = gid_mapped ||
+                         (process.gid >= m.container_id && process.gid - m.container_id < m.size);
+        // Said here, in the words of what was asked, rather than as a
+        // supplementary group or a setresuid that fails later.
+        if (!uid_mapped || !gid_mapped)
+            return Error::message(
+                "process.json: process.user." +
+                (uid_mapped ? "gid " + std::to_string(process.gid)
+                            : "uid " + std::to_string(process.uid)) +
+                " is not mapped in the container's user namespace (" +
+                describeIdMap(uid_mapped ? extents : *uids) +
+                "): the container has no such id to run as");
     }
     auto groups = hostGroupsFor(process.additional_gids, process.gid, extents, as_root,
                                 keepsOriginalGroups(config->annotations),

@@ -35,6 +35,17 @@ Result<std::vector<IdMap>> parseGidMap(std::string_view text, const char* what) 
     return out;
 }
 
+std::string describeIdMap(const std::vector<IdMap>& extents) {
+    std::string out;
+    for (size_t i = 0; i < extents.size(); ++i) {
+        const IdMap& e = extents[i];
+        if (i) out += i + 1 == extents.size() ? " and " : ", ";
+        out += std::to_string(e.container_id);
+        if (e.size > 1) out += "-" + std::to_string(uint64_t{e.container_id} + e.size - 1);
+    }
+    return out.empty() ? "no ids" : "ids " + out;
+}
+
 Result<std::vector<gid_t>> hostGroupsFor(const std::vector<gid_t>& gids, gid_t primary,
                                          const std::vector<IdMap>& extents, bool as_root,
                                          bool keep_original, const std::string& field) {

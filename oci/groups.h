@@ -40,6 +40,9 @@ std::vector<IdMap> gidExtentsOf(const ns::IdMapping& ids);
 // A /proc/PID/gid_map (or uid_map, `what`) as the host reads it; an error
 // for a malformed line.
 Result<std::vector<IdMap>> parseGidMap(std::string_view text, const char* what = "gid_map");
+// The container ids a map holds, for a message: "ids 0-65535" ("ids 0-65535
+// and 100000", "no ids").
+std::string describeIdMap(const std::vector<IdMap>& extents);
 
 // The host gids the runtime takes before the clone (or exec's fork), for
 // setgroups(2): `gids` (additionalGids of config.json, or of exec's

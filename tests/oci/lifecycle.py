@@ -1097,6 +1097,18 @@ def run_with_terminal(rt, scratch, owner, base, mode):
               r.returncode == 0 and rc == 6 and b"tty-ok" in lines and b"40 120" in lines and
               b"got-keys" in lines and raw_seen is True and after == before,
               (r.returncode, r.stderr, rc, output, raw_seen))
+        # The pty is the exec'd process's own, as under runc: it was made by
+        # exec as the host's root, so 65534's inside, and a process that
+        # opened its terminal by name (script, tmux) could not.
+        user = ["--user", "1000:1000"] if owner == 0 else []
+        uid_seen = b"1000" if owner == 0 else b"0"
+        by_name = ("echo by-name-$(stat -c %u $(tty)) > $(tty) && echo wrote; read line; "
+                   "exit 7")
+        rc, output, _, _, _ = drive_at_terminal(
+            [rt.binary, "--root", rt.root, "exec", "-t", *user, "rt4", "sh", "-c", by_name],
+            40, 120, b"wrote", b"x\r", preexec)
+        check("exec -t: the pty is the process's own (uid " + uid_seen.decode() + "), and it "
+              "writes to it by name", rc == 7 and b"by-name-" + uid_seen in output, (rc, output))
         r = rt("exec", "-t", "--detach", "rt4", "true")
         check("exec -t --detach with no console socket: refused as runc does",
               r.returncode != 0 and "console socket" in r.stderr, (r.returncode, r.stderr))
@@ -1429,6 +1441,28 @@ def tmpfs_modes(rt, scratch, owner, base):
           r.returncode == 0 and r.stdout.splitlines() == [
               "/tm-755 755", "/tm-700 1777", "/tm-copyup 750", "/tm-bind/inner 711"] +
           ([] if owner else ["/tm-new 1777"]), (r.returncode, r.stdout, r.stderr))
+
+
+def ids_past_the_block(rt, scratch, owner, base):
+    """As root a container's ids are 0-65535 of a leased block: a uid past
+    it is refused at create in those words (it failed later, as a devpts
+    mount's EINVAL), and exec of one the container's map lacks says so (it
+    spoke of additionalGids). Root only: rootless maps the caller alone."""
+    config = json.loads(json.dumps(base))
+    config["process"]["user"] = {"uid": 100000, "gid": 0}
+    r = rt("run", "--bundle", make_bundle(scratch, "uid-past", ["id"], owner, config), "up1")
+    check("a uid past the leased block: create refused naming it, nothing left",
+          r.returncode != 0 and "process.user.uid 100000" in r.stderr and
+          "not supported yet" in r.stderr and os.listdir(rt.root) == [],
+          (r.returncode, r.stderr, os.listdir(rt.root)))
+    sleeper = make_bundle(scratch, "uid-past-sleeper", ["sleep", "1000"], owner, base)
+    started = rt("run", "--detach", "--bundle", sleeper, "up2")
+    r = rt("exec", "--user", "100000:0", "up2", "true")
+    rt("delete", "--force", "up2")
+    check("exec of a uid the container's map lacks: refused naming it and the map",
+          started.returncode == 0 and r.returncode != 0 and
+          "process.user.uid 100000 is not mapped" in r.stderr and "ids 0-65535" in r.stderr,
+          (started.returncode, started.stderr, r.returncode, r.stderr))
 
 
 def unknown_sysctl(rt, scratch, owner, base):
@@ -2447,6 +2481,8 @@ def main():
         unknown_sysctl(rt, scratch, owner, base)
         domain_name(rt, scratch, owner, base)
         tmpfs_modes(rt, scratch, owner, base)
+        if owner == 0:
+            ids_past_the_block(rt, scratch, owner, base)
         missing_interpreter(rt, scratch, owner, base)
         image_device_nodes(rt, scratch, owner, base)
         terminal_without_dev(rt, scratch, owner, base, mode)

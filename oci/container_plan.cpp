@@ -452,8 +452,7 @@ Result<ns::IdMapping> idsFor(const Config& config, bool as_root, uid_t caller_ui
                 (uid >= leased_width ? "uid " + std::to_string(uid)
                                      : "gid " + std::to_string(gid)) +
                 ": as root stockade gives a container ids 0-" + std::to_string(leased_width - 1) +
-                ", a block of host ids it leases; an id past " +
-                std::to_string(leased_width - 1) +
+                ", a block of host ids it leases; an id past " + std::to_string(leased_width - 1) +
                 " is not supported yet (a linux.uidMappings and gidMappings block from container "
                 "id 0 that holds it is)");
         return ns::IdMapping{uid, leased_first, gid, leased_first, 1};

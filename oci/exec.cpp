@@ -686,13 +686,12 @@ Result<int> execInContainer(const std::string& root_dir, const std::string& id,
         // Said here, in the words of what was asked, rather than as a
         // supplementary group or a setresuid that fails later.
         if (!uid_mapped || !gid_mapped)
-            return Error::message(
-                "process.json: process.user." +
-                (uid_mapped ? "gid " + std::to_string(process.gid)
-                            : "uid " + std::to_string(process.uid)) +
-                " is not mapped in the container's user namespace (" +
-                describeIdMap(uid_mapped ? extents : *uids) +
-                "): the container has no such id to run as");
+            return Error::message("process.json: process.user." +
+                                  (uid_mapped ? "gid " + std::to_string(process.gid)
+                                              : "uid " + std::to_string(process.uid)) +
+                                  " is not mapped in the container's user namespace (" +
+                                  describeIdMap(uid_mapped ? extents : *uids) +
+                                  "): the container has no such id to run as");
     }
     auto groups = hostGroupsFor(process.additional_gids, process.gid, extents, as_root,
                                 keepsOriginalGroups(config->annotations),

@@ -8,6 +8,7 @@
 #include <climits>
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string_view>
 
@@ -346,6 +347,28 @@ Status pinDirectoriesAbove(int worktree_fd, const std::string& relative, ChildPl
     return okStatus();
 }
 
+// Why the common dir `common` of a linked worktree may not be exposed: it
+// holds a name `rules` hide, or its walk for them stopped short; none when
+// it may. git_link.h judges the link by git's own files, not by what the
+// directory holds, and a run on another worktree that could write a `.git`
+// there (one it made) could have moved that worktree's secrets into it with
+// their covers: bound here, they would be bare.
+std::optional<std::string> hiddenNameInCommonDir(const WorktreeMaskRules& rules,
+                                                 const HeldPath& common) {
+    if (rules.hide.empty()) return std::nullopt;
+    WorktreeMaskRules hide_only = rules;
+    hide_only.read_only.clear();  // the whole directory is bound read-only
+    auto scan = scanWorktree(common.get(), hide_only);
+    if (!scan) return "could not be walked for hidden names: " + scan.error().describe();
+    if (!scan->truncated_by.empty())
+        return "was not walked whole for hidden names (" + scan->truncated_by + ")";
+    if (scan->hidden.empty()) return std::nullopt;
+    std::string reason = "holds " + common.path + "/" + scan->hidden.front().relative;
+    if (scan->hidden.size() > 1)
+        reason += " and " + std::to_string(scan->hidden.size() - 1) + " more";
+    return reason + ", a name this run hides";
+}
+
 // /repo/.git is read-only (G2), and so is the gitdir a `.git` file names,
 // but only where that widens nothing (git_link.h): a gitdir inside the
 // worktree is made read-only in place; one outside is exposed (its common
@@ -402,6 +425,8 @@ Status addGitProtection(const Policy& policy, const HeldPath& worktree_held, Chi
         if (isUnder(exposed, reserved) || exposed == "/")
             return refused("the common dir " + exposed +
                            " cannot be exposed at its own path in the sandbox");
+    if (auto held = hiddenNameInCommonDir(policy.fs.worktree_masks, link->common_dir))
+        return refused("the common dir " + exposed + " " + *held);
     if (auto s = addHeldBind(plan, link->common_dir,
                              {.target = relative(exposed),
                               .description = "mount the git common dir " + exposed + " read-only"});

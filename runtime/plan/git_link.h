@@ -23,9 +23,12 @@
 //      own worktree P, and so lay out "HEAD, objects, refs, worktrees/NAME"
 //      at P itself or in any directory of P, and name it from a tree this
 //      run writes. With (e) what that exposes is at most a `.git` directory
-//      such a run made, holding what it wrote, never P's own files (its
-//      hidden names among them): P's top-level .git is read-only in every
-//      run on P, and a .git a run creates holds only that run's writing.
+//      such a run made: P's top-level .git is read-only in every run on P.
+//      Such a .git holds what that run put there, and that may be P's own
+//      files moved in, the hidden ones with their covers (never read there,
+//      bare once bound elsewhere): so the run also refuses a common dir
+//      that holds a name it hides (child_plan_builder.cpp,
+//      hiddenNameInCommonDir; the oracle only reads C, on the host).
 //      A bare repository's worktrees are refused for the same reason: a
 //      bare repository is exactly the layout an earlier run can forge.
 // Every path is opened without following a symlink (RESOLVE_NO_SYMLINKS) and

@@ -219,6 +219,42 @@ TEST_CASE("G2: a real `git worktree add` worktree keeps its common dir, read-onl
     CHECK(readFileOrEmpty(common + "/worktrees/linked/HEAD") == linkedHead);
 }
 
+// git_link.h judges a linked worktree by git's own files, which a run on
+// another worktree P can lay out in a `.git` it makes, after moving P's
+// secrets into it (their covers move with them, never read). A later run on
+// a directory of P whose `.git` file names that layout must not see them.
+TEST_CASE("G2: a common dir an earlier run forged around moved secrets is not exposed",
+          "[G2][filesystem][git][host-paths][masks]") {
+    STOCKADE_EACH_MODE(mode);
+    Sandbox sandbox(mode);
+    const std::string project = sandbox.worktree();
+    sandbox.scratch().writeFile("worktree/pkg/.env", sandbox.secretCanary() + "\n", 0644);
+    sandbox.scratch().makeDir("worktree/sub");
+    shell(chownTo(mode, project));
+    const std::string forge =
+        "set -e; cd /repo; mkdir -p lib/.git/objects lib/.git/refs lib/.git/worktrees/x; "
+        "echo 'ref: refs/heads/main' > lib/.git/HEAD; mv pkg lib/.git/pkg; "
+        "echo ../.. > lib/.git/worktrees/x/commondir; "
+        "echo '" + project + "/sub/.git' > lib/.git/worktrees/x/gitdir; "
+        "echo 'gitdir: " + project + "/lib/.git/worktrees/x' > sub/.git";
+    const Completed forged = sandbox.run({"/bin/sh", "-c", forge});
+    INFO(forged.describe());
+    REQUIRE(forged.exitCode == 0);
+    // Host side: the layout is there, the canary moved into it.
+    const std::string moved = project + "/lib/.git/pkg/.env";
+    REQUIRE(readFileOrEmpty(moved) == sandbox.secretCanary() + "\n");
+
+    sandbox.worktreeAt(project + "/sub");
+    requireUnreadable(sandbox, moved);
+    const nlohmann::json result = sandbox.result();
+    INFO(result.dump(2));
+    requireGitRefused(sandbox);
+    CHECK(result["git"]["reason"].get<std::string>().find("holds " + moved) !=
+          std::string::npos);
+    CHECK(result.dump().find(sandbox.secretCanary()) == std::string::npos);
+    CHECK(readFileOrEmpty(moved) == sandbox.secretCanary() + "\n");
+}
+
 TEST_CASE("G2: a symlink planted at a later --worktree or --mount path is refused",
           "[G2][filesystem][host-paths]") {
     STOCKADE_EACH_MODE(mode);

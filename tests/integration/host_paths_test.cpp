@@ -235,8 +235,11 @@ TEST_CASE("G2: a common dir an earlier run forged around moved secrets is not ex
         "set -e; cd /repo; mkdir -p lib/.git/objects lib/.git/refs lib/.git/worktrees/x; "
         "echo 'ref: refs/heads/main' > lib/.git/HEAD; mv pkg lib/.git/pkg; "
         "echo ../.. > lib/.git/worktrees/x/commondir; "
-        "echo '" + project + "/sub/.git' > lib/.git/worktrees/x/gitdir; "
-        "echo 'gitdir: " + project + "/lib/.git/worktrees/x' > sub/.git";
+        "echo '" +
+        project +
+        "/sub/.git' > lib/.git/worktrees/x/gitdir; "
+        "echo 'gitdir: " +
+        project + "/lib/.git/worktrees/x' > sub/.git";
     const Completed forged = sandbox.run({"/bin/sh", "-c", forge});
     INFO(forged.describe());
     REQUIRE(forged.exitCode == 0);
@@ -249,8 +252,7 @@ TEST_CASE("G2: a common dir an earlier run forged around moved secrets is not ex
     const nlohmann::json result = sandbox.result();
     INFO(result.dump(2));
     requireGitRefused(sandbox);
-    CHECK(result["git"]["reason"].get<std::string>().find("holds " + moved) !=
-          std::string::npos);
+    CHECK(result["git"]["reason"].get<std::string>().find("holds " + moved) != std::string::npos);
     CHECK(result.dump().find(sandbox.secretCanary()) == std::string::npos);
     CHECK(readFileOrEmpty(moved) == sandbox.secretCanary() + "\n");
 }

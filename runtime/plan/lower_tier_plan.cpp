@@ -199,7 +199,9 @@ Result<ChildPlan> buildLowerTierPlan(const Policy& policy, const ns::IdMapping& 
         // present now refuse the run; read-only ones are recorded.
         const WorktreeMaskRules& rules = policy.fs.worktree_masks;
         if (!rules.hide.empty() || !rules.read_only.empty()) {
-            auto scan = scanWorktree(policy.fs.worktree_held.get(), rules);
+            WalkedDirs walked;
+            auto scan =
+                scanWorktreeHeldStill(policy.fs.worktree_held.get(), rules, nullptr, &walked);
             if (!scan) return scan.error().withContext("walk the worktree for hidden names");
             if (!scan->truncated_by.empty())
                 return Error::message(

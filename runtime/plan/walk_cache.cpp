@@ -7,6 +7,7 @@
 #include <linux/magic.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -262,6 +263,26 @@ void pruneCaches(int dir_fd, const std::string& keep) {
 
 bool worktreeCtimeIsLocal(int fd) {
     return ctimeIsLocal(fd);
+}
+
+bool worktreeCtimeIsExactAfterQuery(int fd) {
+    static const bool multigrain = [] {
+        utsname u{};
+        unsigned major = 0, minor = 0;
+        return uname(&u) == 0 && std::sscanf(u.release, "%u.%u", &major, &minor) == 2 &&
+               (major > 6 || (major == 6 && minor >= 13));
+    }();
+    struct statfs fs;
+    if (!multigrain || fstatfs(fd, &fs) < 0) return false;
+    switch (static_cast<unsigned long>(fs.f_type)) {
+        case EXT4_SUPER_MAGIC:
+        case XFS_SUPER_MAGIC:
+        case BTRFS_SUPER_MAGIC:
+        case TMPFS_MAGIC:
+            return true;
+        default:
+            return false;
+    }
 }
 
 int64_t walkClockOffsetNs() {

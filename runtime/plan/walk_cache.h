@@ -67,6 +67,13 @@ struct WalkCacheKey {
 // there may an unchanged ctime stand for unchanged entries.
 bool worktreeCtimeIsLocal(int fd);
 
+// Whether a directory's ctime, once a process has stated it, changes with
+// the next change of its entries, however soon: the multigrain timestamps
+// of Linux 6.13 on ext4, XFS, Btrfs and tmpfs (a ctime that has been read is
+// stamped next with a fine-grained time later than it). Elsewhere two
+// changes in one tick of the coarse clock may give one ctime.
+bool worktreeCtimeIsExactAfterQuery(int fd);
+
 // The kept walk for `key`, or null when there is none that may be trusted.
 std::shared_ptr<const WalkedDirs> loadWalkCache(const WalkCacheKey& key);
 

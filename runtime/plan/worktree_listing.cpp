@@ -124,6 +124,7 @@ void listOne(int root_fd, const ListingRules& rules, DirListing& dir, std::vecto
         // be covered, and nothing needs to be.
         if (err == ENOENT || err == ENOTDIR || err == ELOOP) {
             dir.outcome = DirListing::Outcome::Gone;
+            dir.vanished = true;
             return;
         }
         // Any other failure (EMFILE, ENOMEM, EIO...) says nothing of what
@@ -159,6 +160,7 @@ void listOne(int root_fd, const ListingRules& rules, DirListing& dir, std::vecto
             return;
         }
         dir.outcome = DirListing::Outcome::Gone;
+        dir.vanished = !S_ISDIR(st.st_mode);
         return;
     }
     // Stated before it is read: a change after this fstat gives the
@@ -299,7 +301,15 @@ void listDirectories(int root_fd, const ListingRules& rules, std::vector<DirList
     onThreads(dirs.size(), work);
 }
 
-bool allUnchanged(int root_fd, dev_t dev, const std::vector<VisitedDir>& dirs) {
+bool allUnchanged(int root_fd, dev_t dev, const std::vector<VisitedDir>& dirs,
+                  const SteadyRule* steady) {
+    auto trusted = [&](const WalkedDir& was) {
+        if (!steady) return was.settled && was.dev == dev;
+        if (steady->exact_on_dev && was.dev == dev) return true;
+        return was.ctime.tv_sec < steady->before.tv_sec ||
+               (was.ctime.tv_sec == steady->before.tv_sec &&
+                was.ctime.tv_nsec < steady->before.tv_nsec);
+    };
     std::atomic<size_t> next{0};
     std::atomic<bool> same{true};
     auto work = [&] {
@@ -314,7 +324,7 @@ bool allUnchanged(int root_fd, dev_t dev, const std::vector<VisitedDir>& dirs) {
                 struct stat now;
                 timespec btime;
                 bool has_btime;
-                if (!was.settled || was.dev != dev ||
+                if (!trusted(was) ||
                     statWithBirth(root_fd, relative.empty() ? "." : relative.c_str(),
                                   AT_SYMLINK_NOFOLLOW, now, btime, has_btime) < 0 ||
                     !sameDirectory(was, now, btime, has_btime)) {

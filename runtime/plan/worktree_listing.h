@@ -47,6 +47,7 @@ struct DirListing {
     uint32_t depth = 1;
 
     Outcome outcome = Outcome::NotListed;
+    bool vanished = false;  // Gone: no directory there any more (not someone else's, shut)
     std::string problem;    // Incomplete: what the refusal says
     int problem_errno = 0;  // ... when a call failed: the problem is that call
     bool have_st = false;
@@ -94,6 +95,18 @@ void listDirectories(int root_fd, const ListingRules& rules, std::vector<DirList
 // recorded, and is on the device `dev` (the worktree's, whose ctimes the
 // caller judged local): one statx each, on several threads, stopping at the
 // first that is not.
-bool allUnchanged(int root_fd, dev_t dev, const std::vector<VisitedDir>& dirs);
+// With `steady` instead, "settled" means a ctime that any later change of
+// the directory's entries would have replaced: one older than the coarse
+// wall clock read before the walk that judged it (a change after the walk
+// is stamped with that clock or a later one), or any ctime on `dev` where
+// the kernel stamps exactly after a query (worktreeCtimeIsExactAfterQuery);
+// a directory on another device is judged by the clock alone
+// (worktree_masks.cpp, scanWorktreeHeldStill).
+struct SteadyRule {
+    timespec before{};
+    bool exact_on_dev = false;
+};
+bool allUnchanged(int root_fd, dev_t dev, const std::vector<VisitedDir>& dirs,
+                  const SteadyRule* steady = nullptr);
 
 }  // namespace stockade

@@ -72,18 +72,25 @@ constexpr size_t kMaxPendingBytes = size_t{64} << 20;
 // cannot be given again by a later change. Where the kernel keeps multigrain
 // timestamps (Linux 6.13+: ext4, XFS, Btrfs, tmpfs) the fstat itself makes
 // the next change fine-grained; this rule does not rely on it.
+// CLOCK_REALTIME - CLOCK_BOOTTIME is read with two calls: a step back below
+// this is their jitter, not the clock's (as walk_cache.cpp judges it).
+constexpr int64_t kClockJitterNs = 5'000'000;
+
 constexpr time_t kSettledSeconds = 2;
 
 bool settledBefore(const timespec& ctime, const timespec& walk_start) {
     return ctime.tv_sec + kSettledSeconds < walk_start.tv_sec;
 }
 
-// Test hook: with STOCKADE_TEST_PAUSE_AFTER_WALK=<ms> in stockade's own
-// environment, sleeps that long between the walk and the plan's mounts, so a
-// test can swap what the walk judged before the child covers it. It only
-// delays (like STOCKADE_TEST_PAUSE_AFTER_OPEN, base/host_path.h).
-void pauseAfterWalkForTests() {
-    const char* value = getenv("STOCKADE_TEST_PAUSE_AFTER_WALK");
+// Test hooks: with `variable`=<ms> in stockade's own environment, sleeps that
+// long. STOCKADE_TEST_PAUSE_BEFORE_WALK_CHECK: after each walk, before the
+// check that the tree held still, so a test can move things as a writer
+// racing the walk would; STOCKADE_TEST_PAUSE_AFTER_WALK: after that check,
+// before the plan's mounts, so a test can swap what the walk judged before
+// the child covers it. They only delay (like STOCKADE_TEST_PAUSE_AFTER_OPEN,
+// base/host_path.h).
+void pauseForTests(const char* variable) {
+    const char* value = getenv(variable);
     if (!value || !*value) return;
     const long ms = strtol(value, nullptr, 10);
     if (ms <= 0 || ms > 60000) return;
@@ -182,6 +189,7 @@ Result<WorktreeScan> scanWorktree(int worktree_fd, const WorktreeMaskRules& rule
     WorktreeScan scan;
     UniqueFd root = openDirBeneath(worktree_fd, "");
     if (!root) return Error::fromErrno("open the worktree for its walk");
+    clock_gettime(CLOCK_REALTIME_COARSE, &scan.walk_start_coarse);
     const WalkClock clock = readWalkClock();
     const timespec walk_start = clock.now;
     scan.walk_start = clock.now;
@@ -273,7 +281,10 @@ Result<WorktreeScan> scanWorktree(int worktree_fd, const WorktreeMaskRules& rule
                     cut("unlistable");
                     continue;
                 case DirListing::Outcome::Gone:
-                    ++scan.unlistable;
+                    if (dir.vanished)
+                        ++scan.vanished;
+                    else
+                        ++scan.unlistable;
                     scan.visited_whole = false;
                     continue;
                 case DirListing::Outcome::Unchanged:  // judged as read: the names kept
@@ -375,6 +386,47 @@ Result<WorktreeScan> scanWorktree(int worktree_fd, const WorktreeMaskRules& rule
     return scan;
 }
 
+Result<WorktreeScan> scanWorktreeHeldStill(int worktree_fd, const WorktreeMaskRules& rules,
+                                           const WalkedDirs* before, WalkedDirs* record,
+                                           bool record_unchanged) {
+    struct stat top;
+    const bool judged = fstat(worktree_fd, &top) == 0 && worktreeCtimeIsLocal(worktree_fd);
+    const bool exact = judged && worktreeCtimeIsExactAfterQuery(worktree_fd);
+    for (int attempt = 1;; ++attempt) {
+        // The record is this walk's alone: what an earlier one judged of a
+        // tree that moved is not carried.
+        if (record) record->clear();
+        auto scan = scanWorktree(worktree_fd, rules, before, record, nullptr, record_unchanged);
+        if (!scan) return scan;
+        // A test's writer moves things here, as one racing the walk would.
+        pauseForTests("STOCKADE_TEST_PAUSE_BEFORE_WALK_CHECK");
+        // A walk cut short is refused anyway; one whose ctimes are not the
+        // kernel's own can only be taken as it is; without a record nothing
+        // was noted to check (every caller gives one).
+        if (!judged || !scan->truncated_by.empty() || !record) return scan;
+        const bool clock_held = walkClockOffsetNs() >= scan->clock_offset_ns - kClockJitterNs;
+        const SteadyRule steady{scan->walk_start_coarse, exact};
+        if (scan->vanished == 0 && clock_held &&
+            allUnchanged(worktree_fd, top.st_dev, scan->visited, &steady))
+            return scan;
+        if (attempt == kWalkAttempts)
+            return Error::message(
+                "the worktree kept changing while it was walked for the names to hide or keep "
+                "read-only (" +
+                std::to_string(kWalkAttempts) +
+                " walks, each followed by a change): another process is writing it; run again "
+                "when it holds still");
+        // A directory changed in the tick the walk began in has a ctime the
+        // coarse clock has not yet passed: the next walk, a tick later, can
+        // judge it.
+        timespec tick{0, 4'000'000};
+        clock_getres(CLOCK_REALTIME_COARSE, &tick);
+        tick.tv_nsec += 1'000'000;
+        while (nanosleep(&tick, &tick) < 0 && errno == EINTR) {
+        }
+    }
+}
+
 Status addWorktreeMasks(const Policy& policy, int worktree_fd, bool top_git_read_only,
                         ChildPlan& plan, std::optional<WorktreeMaskReport>& found) {
     const WorktreeMaskRules& rules = policy.fs.worktree_masks;
@@ -400,9 +452,10 @@ Status addWorktreeMasks(const Policy& policy, int worktree_fd, bool top_git_read
     std::shared_ptr<const WalkedDirs> kept = loadWalkCache(key);
     // Only what is read is recorded: the walk after the run looks in the
     // kept walk for the rest.
-    auto scan = scanWorktree(worktree_fd, rules, kept.get(), walked.get(), nullptr, !kept);
+    auto scan = scanWorktreeHeldStill(worktree_fd, rules, kept.get(), walked.get(), !kept);
     if (!scan) return scan.error().withContext("walk the worktree for hidden names");
-    pauseAfterWalkForTests();
+    // Past the check: a test's swap here is one the child's checks must meet.
+    pauseForTests("STOCKADE_TEST_PAUSE_AFTER_WALK");
     WorktreeMaskReport report;
     report.top_git_protected = top_git_read_only;
     // The top-level .git is read-only as a whole (addGitProtection): its
@@ -511,10 +564,6 @@ Status addWorktreeMasks(const Policy& policy, int worktree_fd, bool top_git_read
     found = std::move(report);
     return okStatus();
 }
-
-// CLOCK_REALTIME - CLOCK_BOOTTIME is read with two calls: a step back below
-// this is their jitter, not the clock's (as walk_cache.cpp judges it).
-constexpr int64_t kClockJitterNs = 5'000'000;
 
 void noteCreatedMaskedNames(const Policy& policy, WorktreeMaskReport& report) {
     if (!policy.fs.worktree_held) return;

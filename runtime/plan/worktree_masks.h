@@ -107,6 +107,7 @@ struct WorktreeScan {
     std::vector<MaskedName> read_only;
     uint64_t entries = 0;     // directory entries examined
     uint64_t unlistable = 0;  // someone else's directories the walker may not list
+    uint64_t vanished = 0;    // directories gone (or no longer directories) when reached
     // Where the walk stopped short: "", "max_entries", "max_depth",
     // "path_length", "memory" (the directories waiting to be listed),
     // "unlistable" or "unexaminable" (a directory of the walker's own it may
@@ -133,6 +134,10 @@ struct WorktreeScan {
     // walk: what a kept walk's clock is measured from (walk_cache.h).
     timespec walk_start{};
     int64_t clock_offset_ns = 0;
+    // The coarse wall clock (the one ctimes are stamped from) read before
+    // anything was stated: a directory whose ctime is older than it cannot
+    // change without its ctime changing (scanWorktreeHeldStill).
+    timespec walk_start_coarse{};
 };
 
 // Walks the worktree held at `worktree_fd` (any fd for the directory), the
@@ -152,6 +157,30 @@ struct WorktreeScan {
 Result<WorktreeScan> scanWorktree(int worktree_fd, const WorktreeMaskRules& rules,
                                   const WalkedDirs* before = nullptr, WalkedDirs* record = nullptr,
                                   const WalkedDirs* kept = nullptr, bool record_unchanged = true);
+
+// How many times the walk is made before a worktree that keeps changing
+// under it is refused.
+inline constexpr int kWalkAttempts = 3;
+
+// scanWorktree, made again until one walk saw the worktree as it stood at
+// one instant. A walk lists one depth after another, so a process writing
+// the worktree meanwhile (another sandbox on it, say) could move a
+// directory holding a hidden name from where the walk had yet to look into
+// where it had looked, and the walk would see it nowhere (a red team did,
+// 2026-12-07). After the walk every directory it judged is stated again:
+// still the same inode with the ctime it had, none gone on the way, and
+// that ctime one a later change would have replaced (older than the coarse
+// clock when the walk began, or any on a kernel and filesystem that stamp a
+// stated ctime's next change with a later time:
+// worktreeCtimeIsExactAfterQuery). Then each held its entries from its judgement to the check, so
+// at the walk's end the tree was the one judged, and every hidden name in it was found; a name
+// moved after that is not where its cover is made by path, and the run fails rather than going on.
+// Otherwise the walk is made again, at most kWalkAttempts times, and then refused as a worktree
+// that does not hold still. Where ctimes are not the local kernel's (worktreeCtimeIsLocal) nothing
+// can be judged this way and the first walk stands (docs/threat-model.md).
+Result<WorktreeScan> scanWorktreeHeldStill(int worktree_fd, const WorktreeMaskRules& rules,
+                                           const WalkedDirs* before, WalkedDirs* record,
+                                           bool record_unchanged = true);
 
 // What the result record says of the masks.
 struct WorktreeMaskReport {

@@ -308,3 +308,60 @@ TEST_CASE("G2: a name swapped between the worktree walk and the mount unhides no
         CHECK(readFileOrEmpty(sandbox.worktree() + std::string(swap.read).substr(5)) == token);
     }
 }
+
+// The walk lists one depth after another: a writer racing it (another
+// sandbox on the same worktree) could move a hidden name from where it had
+// yet to look into where it had looked, and it saw the name nowhere (a red
+// team's, 2026-12-07, timed by inotify). Here the move lands between the walk
+// and its check, from outside the worktree, every time: the check sees the
+// worktree changed, walks it again, and covers the name where it now is.
+TEST_CASE("G2: a hidden name moved in while the worktree is walked is covered where it lands",
+          "[G2][masks][race]") {
+    STOCKADE_EACH_MODE(mode);
+    Sandbox sandbox(mode);
+    const std::string token = randomToken("moved-in");
+    sandbox.scratch().writeFile("worktree/lib/file", "x\n");
+    sandbox.scratch().writeFile("outside/pkg/.env", token + "\n");
+    sandbox.callerEnv("STOCKADE_TEST_PAUSE_BEFORE_WALK_CHECK=1500");
+    StockadeProcess process(sandbox.launch(
+        {"/bin/sh", "-c", "cat /repo/lib/pkg/.env; echo ran-$(stat -c %s /repo/lib/pkg/.env)"}));
+    REQUIRE(waitUntilPausedInHook(process.pid(), 15s));
+    REQUIRE(::rename(sandbox.scratch().at("outside/pkg").c_str(),
+                     (sandbox.worktree() + "/lib/pkg").c_str()) == 0);
+    const Completed done = process.finish(60s);
+    INFO(done.describe());
+    CHECK(done.exitCode == 0);
+    CHECK(done.out.find("ran-0") != std::string::npos);
+    CHECK(done.out.find(token) == std::string::npos);
+    CHECK(recordText(sandbox).find(token) == std::string::npos);
+    const nlohmann::json result = sandbox.result();
+    INFO(result.dump(2));
+    CHECK(result["worktree_masks"]["hidden"]["first"] ==
+          nlohmann::json::array({"/repo/lib/pkg/.env"}));
+    // Host side: the file is where it was moved, as it was.
+    CHECK(readFileOrEmpty(sandbox.worktree() + "/lib/pkg/.env") == token + "\n");
+}
+
+// A worktree that changes after every walk is refused, not taken on a walk
+// that may have missed a name.
+TEST_CASE("G2: a worktree that keeps changing while it is walked is refused", "[G2][masks][race]") {
+    STOCKADE_EACH_MODE(mode);
+    Sandbox sandbox(mode);
+    sandbox.callerEnv("STOCKADE_TEST_PAUSE_BEFORE_WALK_CHECK=300");
+    StockadeProcess process(sandbox.launch({"/bin/sh", "-c", "echo ran"}));
+    // One new file in the worktree in each pause, after each walk: each
+    // check then finds the top directory changed.
+    int changes = 0;
+    for (int walk = 1; walk <= 3; ++walk) {
+        if (!waitUntilPausedInHook(process.pid(), 15s)) break;
+        sandbox.scratch().writeFile("worktree/churn" + std::to_string(walk), "x\n");
+        ++changes;
+        std::this_thread::sleep_for(350ms);  // past this pause
+    }
+    const Completed done = process.finish(60s);
+    INFO(done.describe());
+    CHECK(done.exitCode == 125);
+    CHECK(done.out.find("ran") == std::string::npos);
+    CHECK(done.err.find("kept changing while it was walked") != std::string::npos);
+    CHECK(changes >= 3);
+}

@@ -839,6 +839,11 @@ Result<int> execInContainer(const std::string& root_dir, const std::string& id,
         int status = 0;
         waitpid(pid, &status, 0);
         const std::string& name = process.args[0];
+        // The file was found and execve failed: a #! interpreter the image
+        // lacks (ENOENT), in runc's words, not the "stat" of a file that is there.
+        if (failure.stage == ExecStage::Exec && failure.err == ENOENT &&
+            name.find('/') != std::string::npos)
+            return Error::message("exec " + name + ": no such file or directory");
         if (failure.stage == ExecStage::Find || failure.stage == ExecStage::Exec) {
             if (failure.err == ENOENT || failure.err == ENOTDIR || failure.err == EACCES)
                 return Error::message(execFailureText(name, failure.err));

@@ -1367,11 +1367,21 @@ def missing_interpreter(rt, scratch, owner, base):
     os.chown(script, owner, owner)
     bundle = make_bundle(scratch, "badinterp", ["/bin/badinterp"], owner, base)
     r = rt("run", "--bundle", bundle, "bi1")
+    # exec of it says the same, not the "stat" of a file that is there.
+    sleeper = make_bundle(scratch, "badinterp-sleeper", ["sleep", "1000"], owner, base)
+    started = rt("run", "--detach", "--bundle", sleeper, "bi2")
+    e = rt("exec", "bi2", "/bin/badinterp")
+    rt("delete", "--force", "bi2")
     os.unlink(script)
     check("a missing #! interpreter: exit 127 and 'exec /bin/badinterp: no such file or "
           "directory' on the container's stderr",
           r.returncode == 127 and "exec /bin/badinterp: no such file or directory" in r.stderr and
           "never" not in r.stdout, (r.returncode, r.stdout, r.stderr))
+    check("exec of a script whose #! interpreter is missing: 'exec /bin/badinterp: no such "
+          "file or directory', not a stat of it",
+          started.returncode == 0 and e.returncode != 0 and
+          "exec /bin/badinterp: no such file or directory" in e.stderr and
+          "stat" not in e.stderr, (started.returncode, started.stderr, e.returncode, e.stderr))
 
 
 def domain_name(rt, scratch, owner, base):

@@ -748,6 +748,7 @@ void readLinux(const json& l, Config& out) {
     if (const json* persona = member(l, "personality")) readPersonality(*persona, out);
     refuseIfSet(l, "timeOffsets", "linux.timeOffsets", "not supported yet");
     refuseIfSet(l, "memoryPolicy", "linux.memoryPolicy", "not supported yet");
+    refuseIfSet(l, "netDevices", "linux.netDevices", "not supported yet");
     if (const json* sc = member(l, "seccomp")) {
         // A Docker-style rule that needs a capability is in when the
         // container's bounding set holds it.
@@ -824,9 +825,12 @@ Result<Config> parseConfig(std::string_view json_text) {
         const json* version = member(doc, "ociVersion");
         if (!version) refuse("ociVersion", "required");
         out.oci_version = stringAt(*version, "ociVersion");
+        // 1.3 (2025-11) adds linux.netDevices, refused below, and nothing
+        // else a Linux container reads; engines that vendor it (containerd
+        // 2.2) write "1.3.0".
         if (!out.oci_version.starts_with("1.0") && !out.oci_version.starts_with("1.1") &&
-            !out.oci_version.starts_with("1.2"))
-            refuse("ociVersion", "\"" + out.oci_version + "\" is not 1.0, 1.1 or 1.2");
+            !out.oci_version.starts_with("1.2") && !out.oci_version.starts_with("1.3"))
+            refuse("ociVersion", "\"" + out.oci_version + "\" is not 1.0, 1.1, 1.2 or 1.3");
         const json* root = member(doc, "root");
         if (!root || !member(*root, "path")) refuse("root.path", "required");
         out.root_path = stringAt((*root)["path"], "root.path");

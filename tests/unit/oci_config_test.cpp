@@ -242,6 +242,17 @@ TEST_CASE("oci update: linux.resources alone, read as config.json's and refused 
     }
 }
 
+TEST_CASE("oci config: runtime-spec 1.3 is read (containerd 2.2 writes it)", "[oci]") {
+    json doc = fixture();
+    doc["ociVersion"] = "1.3.0";
+    auto parsed = parseConfig(doc.dump());
+    INFO((parsed ? std::string() : parsed.error().describe()));
+    REQUIRE(parsed);
+    CHECK(parsed->oci_version == "1.3.0");
+    doc["ociVersion"] = "1.4.0";
+    CHECK_FALSE(parseConfig(doc.dump()));
+}
+
 TEST_CASE("oci config: a spec without seccomp runs without a filter, as runc", "[oci]") {
     json doc = fixture();
     doc["linux"].erase("seccomp");
@@ -494,6 +505,11 @@ TEST_CASE("oci config: what stockade cannot honour is refused, naming the field"
         {"linux.intelRdt",
          [](json& d) {
              d["linux"]["intelRdt"] = {{"closID", "a"}};
+         }},
+        {"linux.netDevices",
+         [](json& d) {
+             d["ociVersion"] = "1.3.0";
+             d["linux"]["netDevices"] = {{"eth1", json::object()}};
          }},
         {"hooks.createContainer[0].path",
          [](json& d) {

@@ -159,6 +159,20 @@ void listOne(int root_fd, const ListingRules& rules, DirListing& dir, std::vecto
             dir.outcome = DirListing::Outcome::Incomplete;
             return;
         }
+        // Someone else's, but one the walker (and so a sandbox of the same
+        // user) may write into and reach names in without listing (0733):
+        // what an earlier sandbox moved there is out of the walk's sight
+        // and not out of the next sandbox's (a red team's, 2026-12-07).
+        if (S_ISDIR(st.st_mode) &&
+            faccessat(root_fd, path, W_OK | X_OK, AT_EACCESS | AT_SYMLINK_NOFOLLOW) == 0) {
+            char mode[8];
+            std::snprintf(mode, sizeof mode, "%03o", st.st_mode & 0777);
+            dir.problem = "/repo/" + escapeForTerminal(dir.relative) + " cannot be listed (mode " +
+                          mode + ", uid " + std::to_string(st.st_uid) + "'s), yet uid " +
+                          std::to_string(geteuid()) + " may write into it";
+            dir.outcome = DirListing::Outcome::Incomplete;
+            return;
+        }
         dir.outcome = DirListing::Outcome::Gone;
         dir.vanished = !S_ISDIR(st.st_mode);
         return;

@@ -390,8 +390,16 @@ Result<WorktreeScan> scanWorktreeHeldStill(int worktree_fd, const WorktreeMaskRu
                                            const WalkedDirs* before, WalkedDirs* record,
                                            bool record_unchanged) {
     struct stat top;
-    const bool judged = fstat(worktree_fd, &top) == 0 && worktreeCtimeIsLocal(worktree_fd);
-    const bool exact = judged && worktreeCtimeIsExactAfterQuery(worktree_fd);
+    timespec top_btime;
+    bool fine = false;  // stamps with nanoseconds, not whole seconds
+    const bool judged = statWithBirth(worktree_fd, "", AT_EMPTY_PATH, top, top_btime, fine) == 0 &&
+                        worktreeCtimeIsLocal(worktree_fd);
+    // A birth time is kept where the inode has room for nanoseconds too:
+    // an ext4 of 128-byte inodes (mke2fs's "small", ext2 and ext3 as the
+    // ext4 driver mounts them) stamps whole seconds and gives none, and
+    // there a change a moment after a read keeps the ctime read (a red
+    // team's, 2026-12-07). Without one, seconds are assumed.
+    const bool exact = judged && fine && worktreeCtimeIsExactAfterQuery(worktree_fd);
     for (int attempt = 1;; ++attempt) {
         // The record is this walk's alone: what an earlier one judged of a
         // tree that moved is not carried.
@@ -405,7 +413,11 @@ Result<WorktreeScan> scanWorktreeHeldStill(int worktree_fd, const WorktreeMaskRu
         // was noted to check (every caller gives one).
         if (!judged || !scan->truncated_by.empty() || !record) return scan;
         const bool clock_held = walkClockOffsetNs() >= scan->clock_offset_ns - kClockJitterNs;
-        const SteadyRule steady{scan->walk_start_coarse, exact};
+        // Stamped in whole seconds, a ctime is one a later change replaces
+        // only when it lies in an earlier second than the walk's start.
+        const timespec before =
+            fine ? scan->walk_start_coarse : timespec{scan->walk_start_coarse.tv_sec, 0};
+        const SteadyRule steady{before, exact};
         if (scan->vanished == 0 && clock_held &&
             allUnchanged(worktree_fd, top.st_dev, scan->visited, &steady))
             return scan;
@@ -416,13 +428,19 @@ Result<WorktreeScan> scanWorktreeHeldStill(int worktree_fd, const WorktreeMaskRu
                 std::to_string(kWalkAttempts) +
                 " walks, each followed by a change): another process is writing it; run again "
                 "when it holds still");
-        // A directory changed in the tick the walk began in has a ctime the
-        // coarse clock has not yet passed: the next walk, a tick later, can
-        // judge it.
-        timespec tick{0, 4'000'000};
-        clock_getres(CLOCK_REALTIME_COARSE, &tick);
-        tick.tv_nsec += 1'000'000;
-        while (nanosleep(&tick, &tick) < 0 && errno == EINTR) {
+        // A directory changed in the tick (or, stamped in seconds, the
+        // second) the walk began in has a ctime that clock has not yet
+        // passed: the next walk, once it has, can judge it.
+        timespec wait{0, 4'000'000};
+        if (fine) {
+            clock_getres(CLOCK_REALTIME_COARSE, &wait);
+        } else {
+            timespec now{};
+            clock_gettime(CLOCK_REALTIME_COARSE, &now);
+            wait.tv_nsec = 1'000'000'000 - now.tv_nsec;
+        }
+        wait.tv_nsec = std::min<long>(wait.tv_nsec + 1'000'000, 999'999'999);
+        while (nanosleep(&wait, &wait) < 0 && errno == EINTR) {
         }
     }
 }

@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <fstream>
 #include <functional>
 #include <optional>
@@ -104,11 +105,13 @@ std::string shellQuoted(const std::string& path) {
 struct LoopFilesystem {
     std::string device;
     std::string mounted_at;
-    explicit LoopFilesystem(const std::string& image, uid_t owner, gid_t group) {
-        // 256-byte inodes: ext4 keeps a birth time in them.
+    // 256-byte inodes: ext4 keeps a birth time and nanoseconds in them;
+    // 128-byte ones (mke2fs's "small") stamp whole seconds.
+    explicit LoopFilesystem(const std::string& image, uid_t owner, gid_t group,
+                            int inode_size = 256) {
         if (!host("truncate -s 32M " + shellQuoted(image)) ||
-            !host("mkfs.ext4 -q -F -I 256 -E root_owner=" + std::to_string(owner) + ":" +
-                  std::to_string(group) + " " + shellQuoted(image)))
+            !host("mkfs.ext4 -q -F -I " + std::to_string(inode_size) + " -E root_owner=" +
+                  std::to_string(owner) + ":" + std::to_string(group) + " " + shellQuoted(image)))
             return;
         auto dev = host("losetup -f --show " + shellQuoted(image));
         if (!dev || dev->empty() || dev->back() != '\n') return;
@@ -407,4 +410,50 @@ TEST_CASE(
     // covered.
     expectHidden(sandbox, "/repo/a/b/c/d/.env", token);
     CHECK(reused(sandbox) > 80);
+}
+
+// On an ext4 of 128-byte inodes a ctime is whole seconds, and a change a
+// moment after the walk read it keeps it: a hidden name moved into a
+// directory the walk had read, in the same second, left that directory's
+// ctime as the walk saw it, and the check took it as unchanged (a red
+// team's, 2026-12-07, racing a second sandbox). Such a ctime is trusted only
+// when it lies in an earlier second than the walk's start.
+TEST_CASE(
+    "G2: on a filesystem stamping whole seconds a name moved in while it is walked is covered",
+    "[G2][filesystem][masks][race]") {
+    STOCKADE_EACH_MODE(mode);
+    Sandbox sandbox(mode);
+    LoopFilesystem fs(sandbox.scratch().at("ext4-128.img"), invokingUid(mode), invokingGid(mode),
+                      128);
+    const std::string wt = sandbox.scratch().makeDir("ext4-seconds");
+    if (fs.device.empty() || !fs.mount(wt)) {
+        const std::string why = "no loop device with an ext4 filesystem to mount here";
+        if (const char* ci = std::getenv("CI"); ci && std::string_view(ci) == "true")
+            FAIL(why << " (CI=true turns this skip into a failure)");
+        WARN("SKIPPED, NOT TESTED: " << why);
+        return;
+    }
+    sandbox.worktreeAt(wt);
+    const std::string token = randomToken("second");
+    sandbox.scratch().writeFile("ext4-seconds/lib/file", "x\n");
+    REQUIRE((statxOf(wt).stx_mask & STATX_BTIME) == 0);  // the small inode's: seconds only
+    // Early in a second: lib's ctime, the walk and the move all in it.
+    for (timespec now{}; ::clock_gettime(CLOCK_REALTIME, &now) == 0 && now.tv_nsec > 50'000'000;)
+        ::usleep(5000);
+    sandbox.scratch().writeFile("ext4-seconds/lib/touched", "x\n");
+    sandbox.callerEnv("STOCKADE_TEST_PAUSE_BEFORE_WALK_CHECK=200");
+    StockadeProcess process(sandbox.launch(
+        {"/bin/sh", "-c", "cat /repo/lib/pkg/.env; echo ran-$(stat -c %s /repo/lib/pkg/.env)"}));
+    REQUIRE(waitUntilPausedInHook(process.pid(), std::chrono::seconds(15)));
+    // Made in lib, one directory entry added, as a racing sandbox's rename
+    // would add it (a rename across filesystems is refused).
+    REQUIRE(::mkdir((wt + "/lib/pkg").c_str(), 0755) == 0);
+    sandbox.scratch().writeFile("ext4-seconds/lib/pkg/.env", token + "\n");
+    const Completed done = process.finish(std::chrono::seconds(60));
+    INFO(done.describe());
+    CHECK(done.exitCode == 0);
+    CHECK(done.out.find("ran-0") != std::string::npos);
+    CHECK(done.out.find(token) == std::string::npos);
+    CHECK(recordText(sandbox).find(token) == std::string::npos);
+    CHECK(readFileOrEmpty(wt + "/lib/pkg/.env") == token + "\n");
 }

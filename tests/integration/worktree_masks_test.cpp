@@ -433,6 +433,37 @@ TEST_CASE("G2: a secret moved into a nested .git or a closed directory of its ow
     }
 }
 
+// Someone else's directory that the caller may write into but not list
+// (0733): rootless, an earlier sandbox could move the worktree's secrets
+// into it, out of the walk's sight and not out of the next sandbox's, which
+// reaches them by name (a red team's, 2026-12-07). Refused, named; root
+// lists it and covers what is there.
+TEST_CASE("G2: a directory the walker may write into but not list is refused, not skipped",
+          "[G2][filesystem][masks]") {
+    STOCKADE_EACH_MODE(mode);
+    Sandbox sandbox(mode);
+    const std::string token = randomToken("drop");
+    sandbox.scratch().writeFile("worktree/drop/pkg/.env", token);
+    const std::string drop = sandbox.worktree() + "/drop";
+    REQUIRE(::chown(drop.c_str(), 0, 0) == 0);
+    REQUIRE(::chmod(drop.c_str(), 0733) == 0);
+    const ProbeRun read = sandbox.probe({"read-file", "/repo/drop/pkg/.env"});
+    INFO(read.describe());
+    CHECK(read.completed.out.find(token) == std::string::npos);
+    CHECK(recordText(sandbox).find(token) == std::string::npos);
+    if (mode == Mode::Rootless) {
+        CHECK(read.exitCode() == 125);
+        CHECK(read.completed.err.find("/repo/drop cannot be listed (mode 733, uid 0's), yet uid " +
+                                      std::to_string(invokingUid(mode)) + " may write into it") !=
+              std::string::npos);
+    } else {
+        CHECK(read.exitCode() == 0);
+        CHECK(read.report.get("bytes") == "0");
+    }
+    ::chmod(drop.c_str(), 0755);
+    CHECK(readFileOrEmpty(drop + "/pkg/.env") == token);
+}
+
 // Moving a directory above a read-only name would take the read-only mount
 // with it and leave the name free to be made anew where the next agent or CI
 // run will look (the review's `mv .github old && mkdir -p .github/workflows`):

@@ -825,9 +825,10 @@ Result<Config> parseConfig(std::string_view json_text) {
         const json* version = member(doc, "ociVersion");
         if (!version) refuse("ociVersion", "required");
         out.oci_version = stringAt(*version, "ociVersion");
-        // 1.3 (2025-11) adds linux.netDevices, refused below, and nothing
-        // else a Linux container reads; engines that vendor it (containerd
-        // 2.2) write "1.3.0".
+        // 1.3 (2025-11), which engines that vendor it (containerd 2.2)
+        // write: of its Linux fields netDevices is refused below, as
+        // memoryPolicy and intelRdt were; its failing poststart hook is
+        // still 1.2's warning (docs/oci.md).
         if (!out.oci_version.starts_with("1.0") && !out.oci_version.starts_with("1.1") &&
             !out.oci_version.starts_with("1.2") && !out.oci_version.starts_with("1.3"))
             refuse("ociVersion", "\"" + out.oci_version + "\" is not 1.0, 1.1, 1.2 or 1.3");

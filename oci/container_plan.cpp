@@ -189,11 +189,6 @@ Result<UniqueFd> tmpcopyupSource(int root_fd, const std::string& target, const s
     return dir;
 }
 
-// A tmpfs's options with the container's root as its owner, as runc's (which
-// mounts as that root) are: the child mounts with the process's ids already
-// taken, so a tmpfs would otherwise be the process user's (`--user 1000`
-// could then replace /dev/ptmx). The ids are the container's own; an owner
-// the options name, or an id 0 the container does not have, is left alone.
 // Whether the mount options `data` hold an option starting with `key`
 // ("mode=").
 bool namesOption(const std::string& data, const char* key) {
@@ -202,6 +197,11 @@ bool namesOption(const std::string& data, const char* key) {
     return false;
 }
 
+// A tmpfs's options with the container's root as its owner, as runc's (which
+// mounts as that root) are: the child mounts with the process's ids already
+// taken, so a tmpfs would otherwise be the process user's (`--user 1000`
+// could then replace /dev/ptmx). The ids are the container's own; an owner
+// the options name, or an id 0 the container does not have, is left alone.
 std::string rootOwnedTmpfs(const std::string& data, const ns::IdMapping& ids) {
     std::string out = data;
     if (ns::mapsInsideUid(ids, 0) && !namesOption(data, "uid="))

@@ -111,6 +111,10 @@ int takeTerminal(int socket_fd, unsigned short rows, unsigned short cols, uid_t 
     // a write to $(tty)) could not. setresuid sets them again later.
     setfsgid(gid);
     setfsuid(uid);
+    // setfs[ug]id say nothing of a failure but by what they answer next.
+    if (static_cast<gid_t>(setfsgid(static_cast<gid_t>(-1))) != gid ||
+        static_cast<uid_t>(setfsuid(static_cast<uid_t>(-1))) != uid)
+        return EPERM;
     int master = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC);
     if (master < 0) return errno;
     if (unlockpt(master) < 0) return errno;
@@ -839,10 +843,10 @@ Result<int> execInContainer(const std::string& root_dir, const std::string& id,
         int status = 0;
         waitpid(pid, &status, 0);
         const std::string& name = process.args[0];
-        // The file was found and execve failed: a #! interpreter the image
-        // lacks (ENOENT), in runc's words, not the "stat" of a file that is there.
-        if (failure.stage == ExecStage::Exec && failure.err == ENOENT &&
-            name.find('/') != std::string::npos)
+        // The file was found (by path or on PATH) and execve failed: a #!
+        // interpreter the image lacks (ENOENT), in runc's words, not the
+        // "stat" of a file that is there.
+        if (failure.stage == ExecStage::Exec && failure.err == ENOENT)
             return Error::message("exec " + name + ": no such file or directory");
         if (failure.stage == ExecStage::Find || failure.stage == ExecStage::Exec) {
             if (failure.err == ENOENT || failure.err == ENOTDIR || failure.err == EACCES)

@@ -17,6 +17,7 @@
 #include "base/unique_fd.h"
 #include "namespaces/syscalls.h"
 #include "runtime/plan/git_link.h"
+#include "runtime/plan/walk_cache.h"
 #include "runtime/plan/worktree_listing.h"
 #include "runtime/plan/worktree_masks.h"
 #include "runtime/policy/policy_builder.h"
@@ -348,21 +349,31 @@ Status pinDirectoriesAbove(int worktree_fd, const std::string& relative, ChildPl
 }
 
 // Why the common dir `common` of a linked worktree may not be exposed: it
-// holds a name `rules` hide, or its walk for them stopped short; none when
+// holds a name the run hides, or its walk for them stopped short; none when
 // it may. git_link.h judges the link by git's own files, not by what the
 // directory holds, and a run on another worktree that could write a `.git`
 // there (one it made) could have moved that worktree's secrets into it with
-// their covers: bound here, they would be bare.
-std::optional<std::string> hiddenNameInCommonDir(const WorktreeMaskRules& rules,
-                                                 const HeldPath& common) {
-    if (rules.hide.empty()) return std::nullopt;
-    WorktreeMaskRules hide_only = rules;
+// their covers: bound here, they would be bare. The walk is kept between
+// runs as the worktree's is (walk_cache.h, keyed by the common dir), so a
+// repository's unchanged .git costs a statx a directory, not a listing.
+std::optional<std::string> hiddenNameInCommonDir(const Policy& policy, const HeldPath& common) {
+    if (policy.fs.worktree_masks.hide.empty()) return std::nullopt;
+    WorktreeMaskRules hide_only = policy.fs.worktree_masks;
     hide_only.read_only.clear();  // the whole directory is bound read-only
-    auto scan = scanWorktree(common.get(), hide_only);
+    const WalkCacheKey key{policy.fs.state_dir ? policy.fs.state_dir->get() : -1, common.get(),
+                           &hide_only};
+    const int64_t clock_offset_ns = walkClockOffsetNs();
+    std::shared_ptr<const WalkedDirs> kept = loadWalkCache(key);
+    WalkedDirs walked;
+    auto scan = scanWorktree(common.get(), hide_only, kept.get(), &walked);
     if (!scan) return "could not be walked for hidden names: " + scan.error().describe();
     if (!scan->truncated_by.empty())
         return "was not walked whole for hidden names (" + scan->truncated_by + ")";
-    if (scan->hidden.empty()) return std::nullopt;
+    if (scan->hidden.empty()) {
+        if (policy.fs.state_dir && scan->visited_whole && scan->listed_settled > 0)
+            saveWalkCache(key, walked, std::max(clock_offset_ns, scan->clock_offset_ns));
+        return std::nullopt;
+    }
     std::string reason = "holds " + common.path + "/" + scan->hidden.front().relative;
     if (scan->hidden.size() > 1)
         reason += " and " + std::to_string(scan->hidden.size() - 1) + " more";
@@ -425,7 +436,7 @@ Status addGitProtection(const Policy& policy, const HeldPath& worktree_held, Chi
         if (isUnder(exposed, reserved) || exposed == "/")
             return refused("the common dir " + exposed +
                            " cannot be exposed at its own path in the sandbox");
-    if (auto held = hiddenNameInCommonDir(policy.fs.worktree_masks, link->common_dir))
+    if (auto held = hiddenNameInCommonDir(policy, link->common_dir))
         return refused("the common dir " + exposed + " " + *held);
     if (auto s = addHeldBind(plan, link->common_dir,
                              {.target = relative(exposed),

@@ -71,7 +71,12 @@ bool worktreeCtimeIsLocal(int fd);
 // the next change of its entries, however soon: the multigrain timestamps
 // of Linux 6.13 on ext4, XFS, Btrfs and tmpfs (a ctime that has been read is
 // stamped next with a fine-grained time later than it). Elsewhere two
-// changes in one tick of the coarse clock may give one ctime.
+// changes in one tick of the coarse clock may give one ctime. Only for a
+// directory with a birth time: the filesystem type alone does not say that
+// its inodes keep nanoseconds (an ext4 of 128-byte inodes keeps whole
+// seconds and no birth time), so a caller asks statx for STATX_BTIME too.
+// Kept only in memory, the "read" mark is lost if the inode is evicted
+// between the read and the change; that needs the eviction within one tick.
 bool worktreeCtimeIsExactAfterQuery(int fd);
 
 // The kept walk for `key`, or null when there is none that may be trusted.

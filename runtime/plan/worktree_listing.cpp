@@ -315,14 +315,25 @@ void listDirectories(int root_fd, const ListingRules& rules, std::vector<DirList
     onThreads(dirs.size(), work);
 }
 
+bool SteadyRule::trusts(const WalkedDir& was) const {
+    for (const DeviceRule& d : devices) {
+        if (d.dev != was.dev) continue;
+        if (!d.local) return true;  // not judged by its ctimes (the caller says so)
+        if (d.exact && was.has_btime) return true;
+        if (was.has_btime)
+            return was.ctime.tv_sec < coarse_start.tv_sec ||
+                   (was.ctime.tv_sec == coarse_start.tv_sec &&
+                    was.ctime.tv_nsec < coarse_start.tv_nsec);
+        return was.ctime.tv_sec < coarse_start.tv_sec;
+    }
+    return false;  // a device the rule does not know: not trusted
+}
+
 bool allUnchanged(int root_fd, dev_t dev, const std::vector<VisitedDir>& dirs,
-                  const SteadyRule* steady) {
+                  const SteadyRule* steady, std::string* changed) {
     auto trusted = [&](const WalkedDir& was) {
         if (!steady) return was.settled && was.dev == dev;
-        if (steady->exact_on_dev && was.dev == dev) return true;
-        return was.ctime.tv_sec < steady->before.tv_sec ||
-               (was.ctime.tv_sec == steady->before.tv_sec &&
-                was.ctime.tv_nsec < steady->before.tv_nsec);
+        return steady->trusts(was);
     };
     std::atomic<size_t> next{0};
     std::atomic<bool> same{true};
@@ -342,7 +353,8 @@ bool allUnchanged(int root_fd, dev_t dev, const std::vector<VisitedDir>& dirs,
                     statWithBirth(root_fd, relative.empty() ? "." : relative.c_str(),
                                   AT_SYMLINK_NOFOLLOW, now, btime, has_btime) < 0 ||
                     !sameDirectory(was, now, btime, has_btime)) {
-                    same = false;
+                    // The first to find one names it.
+                    if (same.exchange(false) && changed) *changed = relative;
                     return;
                 }
             }

@@ -96,17 +96,29 @@ void listDirectories(int root_fd, const ListingRules& rules, std::vector<DirList
 // caller judged local): one statx each, on several threads, stopping at the
 // first that is not.
 // With `steady` instead, "settled" means a ctime that any later change of
-// the directory's entries would have replaced: one older than the coarse
-// wall clock read before the walk that judged it (a change after the walk
-// is stamped with that clock or a later one), or any ctime on `dev` where
-// the kernel stamps exactly after a query (worktreeCtimeIsExactAfterQuery);
-// a directory on another device is judged by the clock alone
-// (worktree_masks.cpp, scanWorktreeHeldStill).
+// the directory's entries would have replaced, judged by its device's rule
+// (worktree_masks.cpp, scanWorktreeHeldStill), and any device will do.
+// `changed`, when given and the answer is false, gets the path of a
+// directory that was not (one of them, when several threads found one).
+struct DeviceRule {
+    dev_t dev = 0;
+    // Its ctimes are the local kernel's (worktreeCtimeIsLocal): otherwise
+    // nothing is judged by them, and its directories are not checked.
+    bool local = false;
+    // Once read, a ctime is replaced by the next change however soon
+    // (worktreeCtimeIsExactAfterQuery), for a directory with a birth time.
+    bool exact = false;
+};
 struct SteadyRule {
-    timespec before{};
-    bool exact_on_dev = false;
+    // The coarse wall clock read before the walk: a ctime older than it (in
+    // whole seconds, for a directory without a birth time, whose filesystem
+    // may keep no more) cannot be given again by a later change.
+    timespec coarse_start{};
+    std::vector<DeviceRule> devices;
+    // Whether `was`, unchanged when restated, held its entries since.
+    bool trusts(const WalkedDir& was) const;
 };
 bool allUnchanged(int root_fd, dev_t dev, const std::vector<VisitedDir>& dirs,
-                  const SteadyRule* steady = nullptr);
+                  const SteadyRule* steady = nullptr, std::string* changed = nullptr);
 
 }  // namespace stockade

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <malloc.h>
+#include <poll.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -64,6 +65,10 @@ struct PendingDir {
 // walked into the supervisor's exhaustion.
 constexpr size_t kMaxPendingBytes = size_t{64} << 20;
 
+// CLOCK_REALTIME - CLOCK_BOOTTIME is read with two calls: a step back below
+// this is their jitter, not the clock's (as walk_cache.cpp judges it).
+constexpr int64_t kClockJitterNs = 5'000'000;
+
 // How far before the walk a directory's ctime must be for an unchanged
 // ctime to mean unchanged entries. A filesystem stamps a change with its
 // clock's coarse time (a jiffy; a second on some), so a change in the same
@@ -72,10 +77,6 @@ constexpr size_t kMaxPendingBytes = size_t{64} << 20;
 // cannot be given again by a later change. Where the kernel keeps multigrain
 // timestamps (Linux 6.13+: ext4, XFS, Btrfs, tmpfs) the fstat itself makes
 // the next change fine-grained; this rule does not rely on it.
-// CLOCK_REALTIME - CLOCK_BOOTTIME is read with two calls: a step back below
-// this is their jitter, not the clock's (as walk_cache.cpp judges it).
-constexpr int64_t kClockJitterNs = 5'000'000;
-
 constexpr time_t kSettledSeconds = 2;
 
 bool settledBefore(const timespec& ctime, const timespec& walk_start) {
@@ -189,8 +190,10 @@ Result<WorktreeScan> scanWorktree(int worktree_fd, const WorktreeMaskRules& rule
     WorktreeScan scan;
     UniqueFd root = openDirBeneath(worktree_fd, "");
     if (!root) return Error::fromErrno("open the worktree for its walk");
-    clock_gettime(CLOCK_REALTIME_COARSE, &scan.walk_start_coarse);
+    // The clock's offset first, then the coarse clock: a step back between
+    // them is one the check after the walk sees (scanWorktreeHeldStill).
     const WalkClock clock = readWalkClock();
+    clock_gettime(CLOCK_REALTIME_COARSE, &scan.walk_start_coarse);
     const timespec walk_start = clock.now;
     scan.walk_start = clock.now;
     scan.clock_offset_ns = clock.offset_ns;
@@ -333,6 +336,7 @@ Result<WorktreeScan> scanWorktree(int worktree_fd, const WorktreeMaskRules& rule
                 scan.visited.push_back(&*at);
             } else {
                 scan.visited_whole = false;
+                if (!dir.have_st) ++scan.unstated;
             }
             for (ListedEntry& e : dir.interesting) {
                 const std::string relative =
@@ -344,7 +348,12 @@ Result<WorktreeScan> scanWorktree(int worktree_fd, const WorktreeMaskRules& rule
                 if (e.examined) {
                     if (e.stat_errno) {
                         // Gone since it was read: nothing to cover or walk.
-                        if (!e.hidden && !e.kept && e.stat_errno == ENOENT) continue;
+                        // A matching one gone is a tree that moved while it
+                        // was walked: the check after the walk walks again.
+                        if (e.stat_errno == ENOENT) {
+                            if (e.hidden || e.kept) ++scan.vanished;
+                            continue;
+                        }
                         scan.incomplete =
                             "/repo/" + escapeForTerminal(relative) +
                             " matches but cannot be examined: " + errnoName(e.stat_errno);
@@ -386,20 +395,72 @@ Result<WorktreeScan> scanWorktree(int worktree_fd, const WorktreeMaskRules& rule
     return scan;
 }
 
+namespace {
+
+// The rule each device of the walk's directories is judged by: the
+// worktree's own, and any mounted inside it (listOne walks into mounts), each
+// looked at once through a directory of it opened beneath the worktree.
+SteadyRule steadyRuleFor(int worktree_fd, const WorktreeScan& scan) {
+    SteadyRule rule;
+    rule.coarse_start = scan.walk_start_coarse;
+    for (VisitedDir d : scan.visited) {
+        const dev_t dev = d->second.dev;
+        if (std::any_of(rule.devices.begin(), rule.devices.end(),
+                        [&](const DeviceRule& r) { return r.dev == dev; }))
+            continue;
+        const UniqueFd fd = openBeneathWorktree(
+            worktree_fd, d->first, O_PATH | O_DIRECTORY | O_NOFOLLOW, RESOLVE_NO_SYMLINKS);
+        // Not opened (gone, swapped): a device judged by the clock, which
+        // the restat of that very directory then fails.
+        const bool local = !fd || worktreeCtimeIsLocal(fd.get());
+        rule.devices.push_back(
+            {dev, local, fd && local && worktreeCtimeIsExactAfterQuery(fd.get())});
+    }
+    return rule;
+}
+
+// Waits (ppoll, not a sleep a test's hook could be taken for) until the
+// coarse clock has passed the ctime of every directory `rule` judged by it,
+// so that the next walk can trust them if they hold still; at most 2 s.
+void waitPastJudgedCtimes(const WorktreeScan& scan, const SteadyRule& rule) {
+    timespec latest{};
+    bool seconds = false;
+    for (VisitedDir d : scan.visited) {
+        const WalkedDir& was = d->second;
+        const auto dev = std::find_if(rule.devices.begin(), rule.devices.end(),
+                                      [&](const DeviceRule& r) { return r.dev == was.dev; });
+        if (dev == rule.devices.end() || !dev->local || (dev->exact && was.has_btime)) continue;
+        timespec stamp = was.ctime;
+        if (!was.has_btime) {
+            seconds = true;
+            stamp.tv_nsec = 999'999'999;  // the whole second it names
+        }
+        if (stamp.tv_sec > latest.tv_sec ||
+            (stamp.tv_sec == latest.tv_sec && stamp.tv_nsec > latest.tv_nsec))
+            latest = stamp;
+    }
+    timespec step{0, 1'000'000};
+    if (!seconds) clock_getres(CLOCK_REALTIME_COARSE, &step);
+    for (int waited_ms = 0; waited_ms < 2000;
+         waited_ms += static_cast<int>(step.tv_nsec / 1'000'000) + 1) {
+        timespec now{};
+        clock_gettime(CLOCK_REALTIME_COARSE, &now);
+        if (now.tv_sec > latest.tv_sec ||
+            (now.tv_sec == latest.tv_sec && now.tv_nsec > latest.tv_nsec))
+            return;
+        timespec wait = step;
+        ppoll(nullptr, 0, &wait, nullptr);
+    }
+}
+
+}  // namespace
+
 Result<WorktreeScan> scanWorktreeHeldStill(int worktree_fd, const WorktreeMaskRules& rules,
                                            const WalkedDirs* before, WalkedDirs* record,
                                            bool record_unchanged) {
     struct stat top;
-    timespec top_btime;
-    bool fine = false;  // stamps with nanoseconds, not whole seconds
-    const bool judged = statWithBirth(worktree_fd, "", AT_EMPTY_PATH, top, top_btime, fine) == 0 &&
-                        worktreeCtimeIsLocal(worktree_fd);
-    // A birth time is kept where the inode has room for nanoseconds too:
-    // an ext4 of 128-byte inodes (mke2fs's "small", ext2 and ext3 as the
-    // ext4 driver mounts them) stamps whole seconds and gives none, and
-    // there a change a moment after a read keeps the ctime read (a red
-    // team's, 2026-12-07). Without one, seconds are assumed.
-    const bool exact = judged && fine && worktreeCtimeIsExactAfterQuery(worktree_fd);
+    if (fstat(worktree_fd, &top) < 0) return Error::fromErrno("fstat the worktree");
+    std::string changed;
     for (int attempt = 1;; ++attempt) {
         // The record is this walk's alone: what an earlier one judged of a
         // tree that moved is not carried.
@@ -408,40 +469,41 @@ Result<WorktreeScan> scanWorktreeHeldStill(int worktree_fd, const WorktreeMaskRu
         if (!scan) return scan;
         // A test's writer moves things here, as one racing the walk would.
         pauseForTests("STOCKADE_TEST_PAUSE_BEFORE_WALK_CHECK");
-        // A walk cut short is refused anyway; one whose ctimes are not the
-        // kernel's own can only be taken as it is; without a record nothing
-        // was noted to check (every caller gives one).
-        if (!judged || !scan->truncated_by.empty() || !record) return scan;
-        const bool clock_held = walkClockOffsetNs() >= scan->clock_offset_ns - kClockJitterNs;
-        // Stamped in whole seconds, a ctime is one a later change replaces
-        // only when it lies in an earlier second than the walk's start.
-        const timespec before =
-            fine ? scan->walk_start_coarse : timespec{scan->walk_start_coarse.tv_sec, 0};
-        const SteadyRule steady{before, exact};
-        if (scan->vanished == 0 && clock_held &&
-            allUnchanged(worktree_fd, top.st_dev, scan->visited, &steady))
+        // A walk cut short is refused anyway; without a record nothing was
+        // noted to check (every caller gives one).
+        if (!scan->truncated_by.empty() || !record) return scan;
+        const SteadyRule steady = steadyRuleFor(worktree_fd, *scan);
+        // Where no directory's ctime is the local kernel's (NFS, FUSE,
+        // overlayfs...) nothing can be judged: the walk stands as it is.
+        if (std::none_of(steady.devices.begin(), steady.devices.end(),
+                         [](const DeviceRule& r) { return r.local; }))
             return scan;
-        if (attempt == kWalkAttempts)
+        changed.clear();
+        bool held = scan->vanished == 0 && scan->unstated == 0 &&
+                    allUnchanged(worktree_fd, top.st_dev, scan->visited, &steady, &changed);
+        // Read after the restat: a clock stepped back during the walk or the
+        // check could give a new ctime an old one's value.
+        if (walkClockOffsetNs() < scan->clock_offset_ns - kClockJitterNs) {
+            held = false;
+            changed = "(the wall clock stepped back)";
+        }
+        if (held) return scan;
+        if (attempt == kWalkAttempts) {
+            std::string where =
+                changed.empty()
+                    ? std::string("a directory vanished or unstated while it was walked")
+                : changed.starts_with("(") ? changed
+                                           : "the last: /repo/" + escapeForTerminal(changed);
             return Error::message(
                 "the worktree kept changing while it was walked for the names to hide or keep "
                 "read-only (" +
-                std::to_string(kWalkAttempts) +
-                " walks, each followed by a change): another process is writing it; run again "
-                "when it holds still");
-        // A directory changed in the tick (or, stamped in seconds, the
-        // second) the walk began in has a ctime that clock has not yet
+                std::to_string(kWalkAttempts) + " walks; " + where +
+                "): another process is writing it; run again when it holds still");
+        }
+        // A directory changed in the tick (or, stamped in whole seconds,
+        // the second) the walk began in has a ctime that clock has not yet
         // passed: the next walk, once it has, can judge it.
-        timespec wait{0, 4'000'000};
-        if (fine) {
-            clock_getres(CLOCK_REALTIME_COARSE, &wait);
-        } else {
-            timespec now{};
-            clock_gettime(CLOCK_REALTIME_COARSE, &now);
-            wait.tv_nsec = 1'000'000'000 - now.tv_nsec;
-        }
-        wait.tv_nsec = std::min<long>(wait.tv_nsec + 1'000'000, 999'999'999);
-        while (nanosleep(&wait, &wait) < 0 && errno == EINTR) {
-        }
+        waitPastJudgedCtimes(*scan, steady);
     }
 }
 

@@ -107,7 +107,8 @@ struct WorktreeScan {
     std::vector<MaskedName> read_only;
     uint64_t entries = 0;     // directory entries examined
     uint64_t unlistable = 0;  // someone else's directories the walker may not list
-    uint64_t vanished = 0;    // directories gone (or no longer directories) when reached
+    uint64_t vanished = 0;    // directories (or matching names) gone when reached
+    uint64_t unstated = 0;    // directories listed whose statx failed: not in `visited`
     // Where the walk stopped short: "", "max_entries", "max_depth",
     // "path_length", "memory" (the directories waiting to be listed),
     // "unlistable" or "unexaminable" (a directory of the walker's own it may
@@ -168,16 +169,23 @@ inline constexpr int kWalkAttempts = 3;
 // directory holding a hidden name from where the walk had yet to look into
 // where it had looked, and the walk would see it nowhere (a red team did,
 // 2026-12-07). After the walk every directory it judged is stated again:
-// still the same inode with the ctime it had, none gone on the way, and
-// that ctime one a later change would have replaced (older than the coarse
-// clock when the walk began, or any on a kernel and filesystem that stamp a
-// stated ctime's next change with a later time:
-// worktreeCtimeIsExactAfterQuery). Then each held its entries from its judgement to the check, so
-// at the walk's end the tree was the one judged, and every hidden name in it was found; a name
-// moved after that is not where its cover is made by path, and the run fails rather than going on.
-// Otherwise the walk is made again, at most kWalkAttempts times, and then refused as a worktree
-// that does not hold still. Where ctimes are not the local kernel's (worktreeCtimeIsLocal) nothing
-// can be judged this way and the first walk stands (docs/threat-model.md).
+// still the same inode with the ctime and birth time it had, none (and no
+// matching name) gone on the way, and that ctime one a later change would
+// have replaced, by its device's rule (SteadyRule): older than the coarse
+// clock read before the walk, in whole seconds where the directory has no
+// birth time (an ext4 of 128-byte inodes stamps seconds), or any where the
+// kernel and filesystem stamp a read ctime's next change with a later time
+// and the directory has a birth time (worktreeCtimeIsExactAfterQuery). Then
+// each held its entries from its judgement to the check, so at the walk's
+// end the tree was the one judged, and every hidden name in it was found; a
+// name moved after that is not where its cover is made by path, and the
+// run fails rather than going on. Otherwise the walk is made again, once
+// the clock has passed the ctimes it had to judge, at most kWalkAttempts
+// times, and then refused as a worktree that does not hold still. On a
+// device whose ctimes are not the local kernel's (worktreeCtimeIsLocal: NFS,
+// FUSE, overlayfs, 9p), the worktree's or one mounted inside it, nothing
+// can be judged this way and its directories are taken as the walk saw them
+// (docs/threat-model.md).
 Result<WorktreeScan> scanWorktreeHeldStill(int worktree_fd, const WorktreeMaskRules& rules,
                                            const WalkedDirs* before, WalkedDirs* record,
                                            bool record_unchanged = true);

@@ -473,4 +473,32 @@ os.fchmod(dfd, 0o500)
     CHECK(degradedHas(host.result(), "metadata: "));
 }
 
+// The lower tier refuses any hidden name in the worktree (Landlock cannot
+// hide one), so a walk that missed one would let the command read it: a
+// credential moved in while the worktree is walked (between the walk and its
+// check, a test hook's pause) is found by the walk made again, and the run
+// refused.
+TEST_CASE("lower tier: a credential moved in while the worktree is walked refuses the run",
+          "[tier][masks][race]") {
+    STOCKADE_EACH_MODE(mode);
+    if (!tierUsable()) return;
+    BlockedHost host(mode);
+    ScratchDir outside(scratchRoot(), "tier-outside", kNobody, kNobody);
+    const std::string env_file = outside.writeFile("pkg/.env", "SECRET=" + host.token() + "\n");
+    REQUIRE(::chown(env_file.c_str(), kNobody, kNobody) == 0);
+    Launch launch = host.launch({"--min-tier", "landlock"},
+                                {kProbe, "read-file", host.worktree() + "/pkg/.env"});
+    launch.environment.push_back("STOCKADE_TEST_PAUSE_BEFORE_WALK_CHECK=1000");
+    StockadeProcess process(launch);
+    REQUIRE(waitUntilPausedInHook(process.pid(), std::chrono::seconds(15)));
+    REQUIRE(::rename(outside.at("pkg").c_str(), (host.worktree() + "/pkg").c_str()) == 0);
+    const Completed c = process.finish(std::chrono::seconds(60));
+    INFO(c.describe());
+    CHECK(c.exitCode == 125);
+    CHECK(c.err.find("pkg/.env") != std::string::npos);
+    CHECK(c.err.find("cannot hide") != std::string::npos);
+    CHECK(c.out.find(host.token()) == std::string::npos);
+    CHECK(readFileOrEmpty(host.worktree() + "/pkg/.env") == "SECRET=" + host.token() + "\n");
+}
+
 }  // namespace stockade::itest

@@ -447,10 +447,18 @@ TEST_CASE(
     REQUIRE(waitUntilPausedInHook(process.pid(), std::chrono::seconds(15)));
     // Made in lib, one directory entry added, as a racing sandbox's rename
     // would add it (a rename across filesystems is refused).
+    const struct statx lib_before = statxOf(wt + "/lib");
     REQUIRE(::mkdir((wt + "/lib/pkg").c_str(), 0755) == 0);
+    const struct statx lib_after = statxOf(wt + "/lib");
     sandbox.scratch().writeFile("ext4-seconds/lib/pkg/.env", token + "\n");
     const Completed done = process.finish(std::chrono::seconds(60));
     INFO(done.describe());
+    // The case this test is for: the change kept lib's ctime (the same
+    // second). Had the walk begun in the next second, the ctime would have
+    // changed and only the ordinary check been met.
+    if (lib_before.stx_ctime.tv_sec != lib_after.stx_ctime.tv_sec)
+        WARN("the walk began a second late: the same-second case was not met this time");
+    CHECK(lib_before.stx_ctime.tv_nsec == 0);
     CHECK(done.exitCode == 0);
     CHECK(done.out.find("ran-0") != std::string::npos);
     CHECK(done.out.find(token) == std::string::npos);

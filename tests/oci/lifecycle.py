@@ -1447,7 +1447,7 @@ def tmpfs_modes(rt, scratch, owner, base):
     for path in made:
         shutil.rmtree(path, ignore_errors=True)
     check("a tmpfs without mode= takes the mode of the directory there (755, 750 copied up, "
-          "711 beneath a bind), mode= asked wins (1777), one made for it is 1777 (as root)",
+          "711 beneath a bind), mode= asked wins (1777), one made for it (as root) is 1777",
           r.returncode == 0 and r.stdout.splitlines() == [
               "/tm-755 755", "/tm-700 1777", "/tm-copyup 750", "/tm-bind/inner 711"] +
           ([] if owner else ["/tm-new 1777"]), (r.returncode, r.stdout, r.stderr))

@@ -360,6 +360,7 @@ std::optional<std::string> hiddenNameInCommonDir(const Policy& policy, const Hel
     if (policy.fs.worktree_masks.hide.empty()) return std::nullopt;
     WorktreeMaskRules hide_only = policy.fs.worktree_masks;
     hide_only.read_only.clear();  // the whole directory is bound read-only
+    hide_only.writable.clear();   // (exemptions from read_only: none left)
     const WalkCacheKey key{policy.fs.state_dir ? policy.fs.state_dir->get() : -1, common.get(),
                            &hide_only};
     const int64_t clock_offset_ns = walkClockOffsetNs();
@@ -369,6 +370,8 @@ std::optional<std::string> hiddenNameInCommonDir(const Policy& policy, const Hel
     if (!scan) return "could not be walked for hidden names: " + scan.error().describe();
     if (!scan->truncated_by.empty())
         return "was not walked whole for hidden names (" + scan->truncated_by + ")";
+    if (scan->vanished > 0)
+        return "changed while it was walked for hidden names (a name or directory vanished)";
     if (scan->hidden.empty()) {
         if (policy.fs.state_dir && scan->visited_whole && scan->listed_settled > 0)
             saveWalkCache(key, walked, std::max(clock_offset_ns, scan->clock_offset_ns));

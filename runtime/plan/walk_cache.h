@@ -31,7 +31,9 @@
 // Where it is kept: the caller's private state directory
 // (runtime/record/state_dir.h), held by fd, which no sandbox may write
 // (refuseWritableStateDirs), in a "walk-cache" directory of its own, 0700:
-// one file per worktree, named by the worktree's device and inode, 0600,
+// one file per worktree (and per linked worktree's common dir, walked for
+// hidden names before it is exposed: child_plan_builder.cpp), named by its
+// device and inode, 0600,
 // written whole (a temporary name, then renameat), at most kMaxCacheBytes.
 // The file also holds the rules that shaped the walk (patterns, bounds, the
 // walker's uid): a walk under other rules does not use it. It is read

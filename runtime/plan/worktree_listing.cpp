@@ -337,6 +337,7 @@ bool allUnchanged(int root_fd, dev_t dev, const std::vector<VisitedDir>& dirs,
     };
     std::atomic<size_t> next{0};
     std::atomic<bool> same{true};
+    size_t changed_at = dirs.size();
     auto work = [&] {
         for (size_t from; same.load(std::memory_order_relaxed) &&
                           (from = next.fetch_add(kUnchangedBatch)) < dirs.size();) {
@@ -353,14 +354,17 @@ bool allUnchanged(int root_fd, dev_t dev, const std::vector<VisitedDir>& dirs,
                     statWithBirth(root_fd, relative.empty() ? "." : relative.c_str(),
                                   AT_SYMLINK_NOFOLLOW, now, btime, has_btime) < 0 ||
                     !sameDirectory(was, now, btime, has_btime)) {
-                    // The first to find one names it.
-                    if (same.exchange(false) && changed) *changed = relative;
+                    // The first to find one marks it (named after the join:
+                    // nothing is allocated on these threads).
+                    if (same.exchange(false)) changed_at = i;
                     return;
                 }
             }
         }
     };
     onThreads(dirs.size(), work);
+    if (!same && changed && changed_at < dirs.size())
+        *changed = dirs[changed_at]->first.empty() ? "." : dirs[changed_at]->first;
     return same;
 }
 

@@ -421,34 +421,38 @@ SteadyRule steadyRuleFor(int worktree_fd, const WorktreeScan& scan) {
 
 // Waits (ppoll, not a sleep a test's hook could be taken for) until the
 // coarse clock has passed the ctime of every directory `rule` judged by it,
-// so that the next walk can trust them if they hold still; at most 2 s.
-void waitPastJudgedCtimes(const WorktreeScan& scan, const SteadyRule& rule) {
-    timespec latest{};
+// and `seen` (the coarse clock when the check failed: a change it met has no
+// later ctime), so that the next walk can trust them if they hold still; at
+// most 2 s. A ctime further ahead than that (a clock stepped back) is not
+// waited for: the walks go round and the run is refused.
+void waitPastJudgedCtimes(const WorktreeScan& scan, const SteadyRule& rule, timespec seen) {
+    auto later = [](const timespec& a, const timespec& b) {
+        return a.tv_sec > b.tv_sec || (a.tv_sec == b.tv_sec && a.tv_nsec > b.tv_nsec);
+    };
+    timespec latest = seen;
     bool seconds = false;
     for (VisitedDir d : scan.visited) {
         const WalkedDir& was = d->second;
         const auto dev = std::find_if(rule.devices.begin(), rule.devices.end(),
                                       [&](const DeviceRule& r) { return r.dev == was.dev; });
         if (dev == rule.devices.end() || !dev->local || (dev->exact && was.has_btime)) continue;
-        timespec stamp = was.ctime;
-        if (!was.has_btime) {
-            seconds = true;
-            stamp.tv_nsec = 999'999'999;  // the whole second it names
-        }
-        if (stamp.tv_sec > latest.tv_sec ||
-            (stamp.tv_sec == latest.tv_sec && stamp.tv_nsec > latest.tv_nsec))
-            latest = stamp;
+        if (!was.has_btime) seconds = true;
+        if (later(was.ctime, latest)) latest = was.ctime;
     }
-    timespec step{0, 1'000'000};
-    if (!seconds) clock_getres(CLOCK_REALTIME_COARSE, &step);
-    for (int waited_ms = 0; waited_ms < 2000;
-         waited_ms += static_cast<int>(step.tv_nsec / 1'000'000) + 1) {
-        timespec now{};
+    // Stamped in whole seconds, the next walk must begin in a later second.
+    if (seconds) latest.tv_nsec = 999'999'999;
+    timespec tick{0, 1'000'000};
+    clock_getres(CLOCK_REALTIME_COARSE, &tick);
+    timespec deadline{};
+    clock_gettime(CLOCK_MONOTONIC, &deadline);
+    deadline.tv_sec += 2;
+    while (true) {
+        timespec now{}, mono{};
         clock_gettime(CLOCK_REALTIME_COARSE, &now);
-        if (now.tv_sec > latest.tv_sec ||
-            (now.tv_sec == latest.tv_sec && now.tv_nsec > latest.tv_nsec))
-            return;
-        timespec wait = step;
+        clock_gettime(CLOCK_MONOTONIC, &mono);
+        if (later(now, latest) || later(mono, deadline)) return;
+        if (latest.tv_sec > now.tv_sec + 2) return;  // not to be waited for
+        timespec wait = tick;
         ppoll(nullptr, 0, &wait, nullptr);
     }
 }
@@ -473,27 +477,32 @@ Result<WorktreeScan> scanWorktreeHeldStill(int worktree_fd, const WorktreeMaskRu
         // noted to check (every caller gives one).
         if (!scan->truncated_by.empty() || !record) return scan;
         const SteadyRule steady = steadyRuleFor(worktree_fd, *scan);
-        // Where no directory's ctime is the local kernel's (NFS, FUSE,
-        // overlayfs...) nothing can be judged: the walk stands as it is.
-        if (std::none_of(steady.devices.begin(), steady.devices.end(),
-                         [](const DeviceRule& r) { return r.local; }))
+        const bool judged = std::any_of(steady.devices.begin(), steady.devices.end(),
+                                        [](const DeviceRule& r) { return r.local; });
+        // A directory or matching name gone while it was walked is a tree
+        // that moved, whatever its ctimes are worth. Where no directory's
+        // ctime is the local kernel's (NFS, FUSE, overlayfs...) nothing else
+        // can be judged: the walk stands as it is.
+        std::string where;
+        if (scan->vanished > 0) {
+            where = "a directory or a matching name vanished while it was walked";
+        } else if (!judged) {
             return scan;
-        changed.clear();
-        bool held = scan->vanished == 0 && scan->unstated == 0 &&
-                    allUnchanged(worktree_fd, top.st_dev, scan->visited, &steady, &changed);
-        // Read after the restat: a clock stepped back during the walk or the
-        // check could give a new ctime an old one's value.
-        if (walkClockOffsetNs() < scan->clock_offset_ns - kClockJitterNs) {
-            held = false;
-            changed = "(the wall clock stepped back)";
+        } else if (scan->unstated > 0) {
+            where = "a directory could not be stated";
+        } else {
+            changed.clear();
+            if (!allUnchanged(worktree_fd, top.st_dev, scan->visited, &steady, &changed))
+                where = "the last: /repo/" + escapeForTerminal(changed);
+            // Read after the restat: a clock stepped back during the walk or
+            // the check could give a new ctime an old one's value.
+            else if (walkClockOffsetNs() < scan->clock_offset_ns - kClockJitterNs)
+                where = "the wall clock stepped back";
         }
-        if (held) return scan;
+        if (where.empty()) return scan;
+        timespec seen{};
+        clock_gettime(CLOCK_REALTIME_COARSE, &seen);
         if (attempt == kWalkAttempts) {
-            std::string where =
-                changed.empty()
-                    ? std::string("a directory vanished or unstated while it was walked")
-                : changed.starts_with("(") ? changed
-                                           : "the last: /repo/" + escapeForTerminal(changed);
             return Error::message(
                 "the worktree kept changing while it was walked for the names to hide or keep "
                 "read-only (" +
@@ -503,7 +512,7 @@ Result<WorktreeScan> scanWorktreeHeldStill(int worktree_fd, const WorktreeMaskRu
         // A directory changed in the tick (or, stamped in whole seconds,
         // the second) the walk began in has a ctime that clock has not yet
         // passed: the next walk, once it has, can judge it.
-        waitPastJudgedCtimes(*scan, steady);
+        waitPastJudgedCtimes(*scan, steady, seen);
     }
 }
 

@@ -434,34 +434,46 @@ TEST_CASE(
         return;
     }
     sandbox.worktreeAt(wt);
-    const std::string token = randomToken("second");
     sandbox.scratch().writeFile("ext4-seconds/lib/file", "x\n");
     REQUIRE((statxOf(wt).stx_mask & STATX_BTIME) == 0);  // the small inode's: seconds only
-    // Early in a second: lib's ctime, the walk and the move all in it.
-    for (timespec now{}; ::clock_gettime(CLOCK_REALTIME, &now) == 0 && now.tv_nsec > 50'000'000;)
-        ::usleep(5000);
-    sandbox.scratch().writeFile("ext4-seconds/lib/touched", "x\n");
     sandbox.callerEnv("STOCKADE_TEST_PAUSE_BEFORE_WALK_CHECK=200");
-    StockadeProcess process(sandbox.launch(
-        {"/bin/sh", "-c", "cat /repo/lib/pkg/.env; echo ran-$(stat -c %s /repo/lib/pkg/.env)"}));
-    REQUIRE(waitUntilPausedInHook(process.pid(), std::chrono::seconds(15)));
-    // Made in lib, one directory entry added, as a racing sandbox's rename
-    // would add it (a rename across filesystems is refused).
-    const struct statx lib_before = statxOf(wt + "/lib");
-    REQUIRE(::mkdir((wt + "/lib/pkg").c_str(), 0755) == 0);
-    const struct statx lib_after = statxOf(wt + "/lib");
-    sandbox.scratch().writeFile("ext4-seconds/lib/pkg/.env", token + "\n");
-    const Completed done = process.finish(std::chrono::seconds(60));
-    INFO(done.describe());
-    // The case this test is for: the change kept lib's ctime (the same
-    // second). Had the walk begun in the next second, the ctime would have
-    // changed and only the ordinary check been met.
-    if (lib_before.stx_ctime.tv_sec != lib_after.stx_ctime.tv_sec)
-        WARN("the walk began a second late: the same-second case was not met this time");
-    CHECK(lib_before.stx_ctime.tv_nsec == 0);
-    CHECK(done.exitCode == 0);
-    CHECK(done.out.find("ran-0") != std::string::npos);
-    CHECK(done.out.find(token) == std::string::npos);
-    CHECK(recordText(sandbox).find(token) == std::string::npos);
-    CHECK(readFileOrEmpty(wt + "/lib/pkg/.env") == token + "\n");
+    // The case this test is for: the change keeps lib's ctime (the same
+    // second). Had the walk begun in the next second, the ctime would change
+    // and only the ordinary check be met: tried again, at most three times.
+    bool same_second = false;
+    for (int attempt = 1; attempt <= 3 && !same_second; ++attempt) {
+        INFO("attempt " << attempt);
+        const std::string token = randomToken("second");
+        const std::string pkg = "pkg" + std::to_string(attempt);
+        // Early in a second: lib's ctime, the walk and the change all in it.
+        for (timespec now{};
+             ::clock_gettime(CLOCK_REALTIME, &now) == 0 && now.tv_nsec > 50'000'000;)
+            ::usleep(5000);
+        sandbox.scratch().writeFile("ext4-seconds/lib/touched" + std::to_string(attempt), "x\n");
+        StockadeProcess process(sandbox.launch(
+            {"/bin/sh", "-c",
+             "cat /repo/lib/" + pkg + "/.env; echo ran-$(stat -c %s /repo/lib/" + pkg + "/.env)"}));
+        REQUIRE(waitUntilPausedInHook(process.pid(), std::chrono::seconds(15)));
+        // Made in lib, one directory entry added, as a racing sandbox's
+        // rename would add it (a rename across filesystems is refused).
+        const struct statx lib_before = statxOf(wt + "/lib");
+        REQUIRE(::mkdir((wt + "/lib/" + pkg).c_str(), 0755) == 0);
+        const struct statx lib_after = statxOf(wt + "/lib");
+        sandbox.scratch().writeFile("ext4-seconds/lib/" + pkg + "/.env", token + "\n");
+        const Completed done = process.finish(std::chrono::seconds(60));
+        INFO(done.describe());
+        same_second = lib_before.stx_ctime.tv_sec == lib_after.stx_ctime.tv_sec;
+        CHECK(lib_before.stx_ctime.tv_nsec == 0);
+        CHECK(done.exitCode == 0);
+        CHECK(done.out.find("ran-0") != std::string::npos);
+        CHECK(done.out.find(token) == std::string::npos);
+        CHECK(recordText(sandbox).find(token) == std::string::npos);
+        CHECK(readFileOrEmpty(wt + "/lib/" + pkg + "/.env") == token + "\n");
+    }
+    if (!same_second) {
+        const std::string why = "each walk began a second late: the same-second case was not met";
+        if (const char* ci = std::getenv("CI"); ci && std::string_view(ci) == "true")
+            FAIL(why << " (CI=true turns this into a failure)");
+        WARN("NOT TESTED: " << why);
+    }
 }

@@ -330,3 +330,35 @@ TEST_CASE("worktree masks: a matching name of an unchanged directory is stated t
     CHECK(dirs[0].interesting[0].name == ".env");
     CHECK(dirs[0].interesting[0].stat_errno == ELOOP);
 }
+
+// The rule the check after a walk judges each restated directory by
+// (scanWorktreeHeldStill): its own device's, a ctime a later change would
+// have replaced.
+TEST_CASE("worktree masks: a restated directory is trusted by its own device's rule",
+          "[masks][walk]") {
+    SteadyRule rule;
+    rule.coarse_start = {1000, 500'000'000};
+    rule.devices = {{1, true, true}, {2, true, false}, {3, false, false}};
+    auto dir = [](dev_t dev, timespec ctime, bool has_btime) {
+        WalkedDir d;
+        d.dev = dev;
+        d.ctime = ctime;
+        d.has_btime = has_btime;
+        return d;
+    };
+    // Exact after a read, with a birth time: any ctime.
+    CHECK(rule.trusts(dir(1, {1000, 900'000'000}, true)));
+    // The same device without a birth time (whole seconds): an earlier second only.
+    CHECK(rule.trusts(dir(1, {999, 0}, false)));
+    CHECK_FALSE(rule.trusts(dir(1, {1000, 0}, false)));
+    // By the clock, with nanoseconds: strictly older than the walk's start.
+    CHECK(rule.trusts(dir(2, {1000, 499'999'999}, true)));
+    CHECK_FALSE(rule.trusts(dir(2, {1000, 500'000'000}, true)));
+    CHECK_FALSE(rule.trusts(dir(2, {1001, 0}, true)));
+    CHECK(rule.trusts(dir(2, {999, 0}, false)));
+    CHECK_FALSE(rule.trusts(dir(2, {1000, 0}, false)));
+    // Not the local kernel's ctimes: not judged by them.
+    CHECK(rule.trusts(dir(3, {5000, 0}, false)));
+    // A device the rule does not know: never trusted.
+    CHECK_FALSE(rule.trusts(dir(4, {1, 0}, true)));
+}

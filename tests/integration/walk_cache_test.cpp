@@ -150,6 +150,17 @@ struct LoopFilesystem {
     }
 };
 
+// Mounts `fs` at `at`; false (a skip, a failure under CI=true) where this
+// host has no loop device with an ext4 filesystem to give.
+bool mountedOrSkipped(LoopFilesystem& fs, const std::string& at) {
+    if (!fs.device.empty() && fs.mount(at)) return true;
+    const std::string why = "no loop device with an ext4 filesystem to mount here";
+    if (const char* ci = std::getenv("CI"); ci && std::string_view(ci) == "true")
+        FAIL(why << " (CI=true turns this skip into a failure)");
+    WARN("SKIPPED, NOT TESTED: " << why);
+    return false;
+}
+
 struct statx statxOf(const std::string& path) {
     struct statx x {};
     REQUIRE(::statx(AT_FDCWD, path.c_str(), AT_SYMLINK_NOFOLLOW, STATX_BASIC_STATS | STATX_BTIME,
@@ -348,13 +359,7 @@ TEST_CASE(
     Sandbox sandbox(mode);
     LoopFilesystem fs(sandbox.scratch().at("ext4.img"), invokingUid(mode), invokingGid(mode));
     const std::string wt = sandbox.scratch().makeDir("ext4-worktree");
-    if (fs.device.empty() || !fs.mount(wt)) {
-        const std::string why = "no loop device with an ext4 filesystem to mount here";
-        if (const char* ci = std::getenv("CI"); ci && std::string_view(ci) == "true")
-            FAIL(why << " (CI=true turns this skip into a failure)");
-        WARN("SKIPPED, NOT TESTED: " << why);
-        return;
-    }
+    if (!mountedOrSkipped(fs, wt)) return;
     sandbox.worktreeAt(wt);
     for (int p = 0; p < 40; ++p) {
         const std::string lib = "ext4-worktree/node_modules/pkg" + std::to_string(p) + "/lib/";
@@ -426,13 +431,7 @@ TEST_CASE(
     LoopFilesystem fs(sandbox.scratch().at("ext4-128.img"), invokingUid(mode), invokingGid(mode),
                       128);
     const std::string wt = sandbox.scratch().makeDir("ext4-seconds");
-    if (fs.device.empty() || !fs.mount(wt)) {
-        const std::string why = "no loop device with an ext4 filesystem to mount here";
-        if (const char* ci = std::getenv("CI"); ci && std::string_view(ci) == "true")
-            FAIL(why << " (CI=true turns this skip into a failure)");
-        WARN("SKIPPED, NOT TESTED: " << why);
-        return;
-    }
+    if (!mountedOrSkipped(fs, wt)) return;
     sandbox.worktreeAt(wt);
     sandbox.scratch().writeFile("ext4-seconds/lib/file", "x\n");
     REQUIRE((statxOf(wt).stx_mask & STATX_BTIME) == 0);  // the small inode's: seconds only

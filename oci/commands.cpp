@@ -19,6 +19,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "base/error.h"
@@ -28,6 +29,7 @@
 #include "oci/container.h"
 #include "oci/events.h"
 #include "oci/exec.h"
+#include "oci/passwd.h"
 #include "oci/state.h"
 #include "oci/terminal_relay.h"
 #include "runtime/supervisor/sandbox_launch.h"
@@ -533,7 +535,9 @@ int cmdList(const Globals& g, const std::vector<std::string>& rest, const Log& l
     const std::string format = a.values.count("format") ? a.values["format"] : "table";
     if (format != "table" && format != "json") return log.error("invalid format option");
     json all = json::array();
-    std::string table = "ID\tPID\tSTATUS\tBUNDLE\tCREATED\n";
+    std::string table = "ID\tPID\tSTATUS\tBUNDLE\tCREATED\tOWNER\n";
+    // The owner, as runc's list names it: whose the container's directory is.
+    const std::string passwd = readOwnPasswd();
     if (auto root = openRoot(g.root, false); root)
         for (const std::string& id : listContainers(root->get())) {
             auto dir = openContainer(root->get(), id);
@@ -541,10 +545,14 @@ int cmdList(const Globals& g, const std::vector<std::string>& rest, const Log& l
             auto record = readRecord(dir->get(), id);
             if (!record) continue;
             Status3 status = statusOf(dir->get(), *record);
-            all.push_back(json::parse(stateJson(*record, status)));
+            json state = json::parse(stateJson(*record, status));
+            struct stat st {};
+            if (fstat(dir->get(), &st) == 0) state["owner"] = nameOfUid(passwd, st.st_uid);
+            const std::string owner = state["owner"];
+            all.push_back(std::move(state));
             table += id + "\t" + std::to_string(status == Status3::Stopped ? 0 : record->pid) +
                      "\t" + statusName(status) + "\t" + record->bundle + "\t" + record->created +
-                     "\n";
+                     "\t" + owner + "\n";
             if (a.bools.count("quiet") && format == "table") std::printf("%s\n", id.c_str());
         }
     if (a.bools.count("quiet") && format == "table") return 0;
@@ -554,13 +562,79 @@ int cmdList(const Globals& g, const std::vector<std::string>& rest, const Log& l
 
 // The container's processes by host pid, init first: containerd's shim
 // reads `ps --format json ID` as a JSON array of them.
+// The output of `ps ARGS` from the host's PATH, stdout and stderr together
+// (runc's table is the same program's); its exit status, or an error.
+Result<std::pair<int, std::string>> runPs(const std::vector<std::string>& args) {
+    int out[2];
+    if (pipe2(out, O_CLOEXEC) < 0) return Error::fromErrno("ps: pipe2()");
+    UniqueFd read_end(out[0]), write_end(out[1]);
+    std::vector<char*> argv{const_cast<char*>("ps")};
+    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    pid_t pid = fork();
+    if (pid < 0) return Error::fromErrno("ps: fork()");
+    if (pid == 0) {
+        dup2(write_end.get(), 1);
+        dup2(write_end.get(), 2);
+        execvp("ps", argv.data());
+        _exit(127);
+    }
+    write_end.reset();
+    std::string text;
+    char buffer[4096];
+    for (;;) {
+        ssize_t n = read(read_end.get(), buffer, sizeof buffer);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        text.append(buffer, static_cast<size_t>(n));
+    }
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR) return Error::fromErrno("ps: waitpid()");
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 127 && text.empty())
+        return Error::message("ps: exec: \"ps\": executable file not found in $PATH");
+    return std::pair<int, std::string>{WIFEXITED(status) ? WEXITSTATUS(status) : 128, text};
+}
+
+std::vector<std::string> fieldsOf(const std::string& line) {
+    std::vector<std::string> fields;
+    size_t i = 0;
+    while (i < line.size()) {
+        while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
+        size_t start = i;
+        while (i < line.size() && line[i] != ' ' && line[i] != '\t') ++i;
+        if (i > start) fields.push_back(line.substr(start, i - start));
+    }
+    return fields;
+}
+
+// `ps [--format table|json] ID [PS_OPTIONS...]`, as runc parses it: flags
+// before the id, everything after it is the host ps's (default `-ef`).
+// The table is that ps's header and its lines whose PID column names a
+// process of the container; json is containerd's array of host pids (ps's
+// options are then not used, as under runc).
 int cmdPs(const Globals& g, const std::vector<std::string>& rest, const Log& log) {
-    Args a = parseArgs(rest, {{"--format", "format"}, {"-f", "format"}}, {});
+    std::vector<std::string> flags, ps_args;
+    std::string id;
+    size_t i = 0;
+    for (; i < rest.size(); ++i) {
+        const std::string& a = rest[i];
+        if (a == "--") {
+            ++i;
+            break;
+        }
+        if (a.size() < 2 || a[0] != '-') break;
+        flags.push_back(a);
+        if ((a == "--format" || a == "-f") && i + 1 < rest.size()) flags.push_back(rest[++i]);
+    }
+    if (i < rest.size()) id = rest[i++];
+    ps_args.assign(rest.begin() + static_cast<long>(i), rest.end());
+    Args a = parseArgs(flags, {{"--format", "format"}, {"-f", "format"}}, {});
     if (!a.error.empty()) return log.error(a.error);
-    if (a.positional.size() != 1) return log.error("ps: expected exactly one container id");
+    if (id.empty()) return log.error("ps: expected a container id");
     const std::string format = a.values.count("format") ? a.values["format"] : "table";
     if (format != "table" && format != "json") return log.error("invalid format option");
-    auto c = openExisting(g.root, a.positional[0]);
+    auto c = openExisting(g.root, id);
     if (!c) return log.error(c.error().describe());
     std::vector<pid_t> pids;
     if (statusOf(c->dir.get(), c->record) != Status3::Stopped) {
@@ -569,10 +643,36 @@ int cmdPs(const Globals& g, const std::vector<std::string>& rest, const Log& log
     }
     if (format == "json") {
         std::printf("%s\n", json(pids).dump().c_str());
-    } else {
-        std::printf("PID\n");
-        for (pid_t pid : pids) std::printf("%d\n", pid);
+        return 0;
     }
+    if (ps_args.empty()) ps_args = {"-ef"};
+    auto ran = runPs(ps_args);
+    if (!ran) return log.error(ran.error().describe());
+    const auto& [status, text] = *ran;
+    if (status != 0) return log.error("ps: exit status " + std::to_string(status) + ": " + text);
+    std::vector<std::string> lines;
+    for (size_t start = 0; start < text.size();) {
+        size_t end = text.find('\n', start);
+        if (end == std::string::npos) end = text.size();
+        lines.push_back(text.substr(start, end - start));
+        start = end + 1;
+    }
+    if (lines.empty()) return log.error("ps: no output");
+    const std::vector<std::string> header = fieldsOf(lines[0]);
+    auto pid_column = std::find(header.begin(), header.end(), "PID");
+    if (pid_column == header.end()) return log.error("couldn't find PID field in ps output");
+    const size_t column = static_cast<size_t>(pid_column - header.begin());
+    std::string table = lines[0] + "\n";
+    for (size_t n = 1; n < lines.size(); ++n) {
+        const std::vector<std::string> fields = fieldsOf(lines[n]);
+        if (fields.size() <= column) continue;
+        char* end = nullptr;
+        const long pid = std::strtol(fields[column].c_str(), &end, 10);
+        if (*end != '\0' || fields[column].empty()) continue;
+        if (std::find(pids.begin(), pids.end(), static_cast<pid_t>(pid)) != pids.end())
+            table += lines[n] + "\n";
+    }
+    std::fputs(table.c_str(), stdout);
     return 0;
 }
 

@@ -25,9 +25,11 @@
 #include <linux/capability.h>
 #include <linux/magic.h>
 
+#include <algorithm>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <sstream>
 #include <tuple>
 
 #include "base/proc_stat.h"
@@ -888,9 +890,41 @@ bool pidNamespaceJoined(const Record& record) {
            (pid->second == "joined" || pid->second == "the caller's");
 }
 
+namespace {
+
+// How many pid namespaces `pid` has a number in (the NSpid line of its
+// /proc status, which any user may read); 0 when unreadable.
+size_t pidNamespaceDepth(pid_t pid) {
+    const std::string path = "/proc/" + std::to_string(pid) + "/status";
+    auto file = readSmallFile(AT_FDCWD, path.c_str(), path, 64 * 1024);
+    if (!file) return 0;
+    const size_t at = file->content.find("\nNSpid:");
+    if (at == std::string::npos) return 0;
+    const size_t end = file->content.find('\n', at + 1);
+    std::istringstream fields(file->content.substr(at + 8, end - at - 8));
+    size_t depth = 0;
+    for (pid_t p; fields >> p;) ++depth;
+    return depth;
+}
+
+}  // namespace
+
 std::vector<pid_t> containerProcesses(const Record& record) {
-    if (!pidNamespaceJoined(record)) return processesIn(record.pid);
     std::vector<pid_t> out;
+    if (!pidNamespaceJoined(record)) {
+        out = processesIn(record.pid);
+        // An `exec`'s processes are no descendants of init (their parent is
+        // the exec, outside): those of the container's cgroup in a pid
+        // namespace at least as deep as init's, which the exec itself, in
+        // the cgroup but in the caller's pid namespace, is not.
+        const size_t depth = pidNamespaceDepth(record.pid);
+        if (depth > 0)
+            for (pid_t pid : processesInContainerCgroups(record.cgroups))
+                if (pid != record.pid && pidNamespaceDepth(pid) >= depth &&
+                    std::find(out.begin(), out.end(), pid) == out.end())
+                    out.push_back(pid);
+        return out;
+    }
     for (pid_t pid : processesInContainerCgroups(record.cgroups))
         if (pid != record.pid) out.push_back(pid);
     return out;

@@ -38,15 +38,13 @@ std::string readRegular(int fd) {
     return text;
 }
 
-}  // namespace
-
-std::string homeOfUid(std::string_view passwd, uid_t uid) {
+// The fields of the first entry of `passwd` whose uid is `uid`
+// (name:password:uid:gid:gecos:home:shell); false when there is none.
+bool entryOfUid(std::string_view passwd, uid_t uid, std::string_view (&fields)[7]) {
     while (!passwd.empty()) {
         const size_t end = passwd.find('\n');
         std::string_view line = passwd.substr(0, end);
         passwd = end == std::string_view::npos ? std::string_view() : passwd.substr(end + 1);
-        // name:password:uid:gid:gecos:home:shell
-        std::string_view fields[7];
         size_t count = 0;
         while (count < 7) {
             const size_t colon = line.find(':');
@@ -60,10 +58,24 @@ std::string homeOfUid(std::string_view passwd, uid_t uid) {
         const char* last = first + fields[2].size();
         auto [ptr, ec] = std::from_chars(first, last, value);
         if (ec != std::errc() || ptr != last || fields[2].empty() || value != uid) continue;
-        const std::string_view home = fields[5];
-        return home.empty() || home[0] != '/' ? "/" : std::string(home);
+        return true;
     }
-    return "/";
+    return false;
+}
+
+}  // namespace
+
+std::string homeOfUid(std::string_view passwd, uid_t uid) {
+    std::string_view fields[7];
+    if (!entryOfUid(passwd, uid, fields)) return "/";
+    const std::string_view home = fields[5];
+    return home.empty() || home[0] != '/' ? "/" : std::string(home);
+}
+
+std::string nameOfUid(std::string_view passwd, uid_t uid) {
+    std::string_view fields[7];
+    if (!entryOfUid(passwd, uid, fields)) return "#" + std::to_string(uid);
+    return std::string(fields[0]);
 }
 
 std::string readImagePasswd(int root_fd) {

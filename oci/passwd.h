@@ -19,6 +19,10 @@ inline constexpr size_t kMaxPasswdBytes = size_t{1} << 20;
 // is none, or its home is empty or not absolute.
 std::string homeOfUid(std::string_view passwd, uid_t uid);
 
+// The name of the first entry of `passwd` whose uid is `uid`; "#UID" when
+// there is none (runc's `list` names an owner so).
+std::string nameOfUid(std::string_view passwd, uid_t uid);
+
 // The image's /etc/passwd beneath `root_fd` (symlinks resolved in the root,
 // never out of it, no magic link): its text when it is a regular file of at
 // most kMaxPasswdBytes, "" otherwise. Opened O_PATH and judged by fstat

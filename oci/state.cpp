@@ -337,10 +337,15 @@ json denialsJson(const Record& r, Status3 status) {
 }  // namespace
 
 std::string stateJson(const Record& r, Status3 status) {
-    json doc = {{"ociVersion", "1.2.0"},        {"id", r.id},
-                {"status", statusName(status)}, {"pid", status == Status3::Stopped ? 0 : r.pid},
-                {"bundle", r.bundle},           {"rootfs", r.rootfs},
-                {"created", r.created},         {"annotations", r.annotations}};
+    json doc = {{"ociVersion", "1.2.0"},
+                {"id", r.id},
+                {"status", statusName(status)},
+                {"pid", status == Status3::Stopped ? 0 : r.pid},
+                {"bundle", r.bundle},
+                {"rootfs", r.rootfs},
+                {"created", r.created},
+                {"annotations", r.annotations},
+                {"owner", ""}};  // runc's state leaves it empty; its list names it
     // stockade's own, beside runc's fields (clients ignore unknown ones).
     // The cgroup's counters are read now, from the container's own
     // directories (checked under /sys/fs/cgroup/ when the record was read;

@@ -1973,9 +1973,48 @@ def main():
         pids = json.loads(r.stdout) if r.returncode == 0 else []
         check("ps --format json: init and the command, by host pid",
               len(pids) == 2 and pids[0] == int(pid_text), (r.stdout, r.stderr))
+        # The table, as runc's: the host ps's header (default -ef) and its
+        # lines whose PID column is one of the container's; options after
+        # the id are ps's.
+        r = rt("ps", "c1")
+        lines = r.stdout.splitlines()
+        column = lines[0].split().index("PID") if lines and "PID" in lines[0].split() else -1
+        check("ps: the host's ps -ef header and a line for each of init and the command",
+              r.returncode == 0 and column == 1 and
+              sorted(int(line.split()[column]) for line in lines[1:]) == sorted(pids),
+              (r.stdout, r.stderr))
+        r = rt("ps", "c1", "-eo", "user,pid,args")
+        lines = r.stdout.splitlines()
+        check("ps ID -eo user,pid,args: ps's options, the PID column found where they put it",
+              r.returncode == 0 and len(lines) == 3 and
+              lines[0].split() == ["USER", "PID", "COMMAND"] and
+              sorted(int(line.split()[1]) for line in lines[1:]) == sorted(pids),
+              (r.stdout, r.stderr))
+        r = rt("ps", "c1", "-o", "comm")
+        check("ps with options that print no PID column: runc's words",
+              r.returncode == 1 and "couldn't find PID field in ps output" in r.stderr,
+              (r.returncode, r.stdout, r.stderr))
         r = rt("list", "--format", "json")
-        check("list names it", r.returncode == 0 and any(c["id"] == "c1" for c in json.loads(r.stdout)),
-              r.stdout + r.stderr)
+        listed = [c for c in json.loads(r.stdout) if c["id"] == "c1"] if r.returncode == 0 else []
+        caller = "root" if mode == "root" else "nobody"
+        check("list names it, and its owner as runc's list does (whose its directory is)",
+              len(listed) == 1 and listed[0].get("owner") == caller, r.stdout + r.stderr)
+        check("state's owner is empty, as runc's",
+              (state_of(rt, "c1") or {}).get("owner") == "")
+        # An exec'ed process is no descendant of init: as root it is found
+        # in the container's cgroup (rootless there is none: not listed).
+        if mode == "root":
+            execed = os.path.join(scratch, "execed.pid")
+            r = rt("exec", "--detach", "--pid-file", execed, "c1", "sleep", "1000")
+            with open(execed) as f:
+                execed_pid = int(f.read())
+            r = rt("ps", "--format", "json", "c1")
+            listed = json.loads(r.stdout) if r.returncode == 0 else []
+            check("ps --format json: an exec'ed process too, and not the exec itself",
+                  sorted(listed) == sorted(pids + [execed_pid]), (listed, pids, execed_pid))
+            os.kill(execed_pid, signal.SIGKILL)
+            check("...gone once killed",
+                  wait_for(lambda: len(json.loads(rt("ps", "--format", "json", "c1").stdout)) == 2))
         # exec: flags, the id, then the command with flags of its own.
         # Rootless (a plain user's container), through the command's
         # namespaces: init's are out of its owner's reach.

@@ -38,6 +38,20 @@ TEST_CASE("oci HOME: the first entry of the uid gives it, '/' without one", "[oc
     CHECK(oci::homeOfUid("", 0) == "/");
 }
 
+TEST_CASE("oci list: an owner's name is its uid's first entry, #UID without one", "[oci]") {
+    const std::string passwd =
+        "# root:x:5:0::/c:/bin/sh\n"
+        "root:x:0:0:root:/root:/bin/sh\n"
+        "toor:x:0:0::/second:/bin/sh\n"
+        "short:x:7\n"
+        "nobody:x:65534:65534::/nonexistent:/usr/sbin/nologin";
+    CHECK(oci::nameOfUid(passwd, 0) == "root");
+    CHECK(oci::nameOfUid(passwd, 65534) == "nobody");
+    CHECK(oci::nameOfUid(passwd, 5) == "#5");
+    CHECK(oci::nameOfUid(passwd, 7) == "#7");
+    CHECK(oci::nameOfUid("", 1000) == "#1000");
+}
+
 TEST_CASE("oci HOME: a HOME the env names is kept, whatever passwd says", "[oci]") {
     std::vector<std::string> env = {"PATH=/bin", "HOME=/mine"};
     oci::addHomeIfMissing(env, 0, "root:x:0:0::/root:/bin/sh\n");

@@ -117,21 +117,26 @@ bool byPath(const MaskedName& a, const MaskedName& b) {
 // .github/workflows, AGENTS.md or nested .git at the operator's path. Not
 // pinned: the worktree's top (a mount), a directory covered itself (a
 // mount, and nothing beneath a read-only one moves), the read-only
-// top-level .git; nor the directories above hidden names only: the secret
-// moves with its cover and is never read, and a hidden name made anew where
-// one was is reported (noteCreatedMaskedNames), as any other file the
-// sandbox writes could be. A pin is a mount of its own, so a rename(2) across
-// it fails with EXDEV (threat-model.md). Each is the directory the walk
-// judged, by device and inode, as the covers.
+// top-level .git. The directories above hidden names only where
+// `pin_hidden`: a hide or show pattern names directories (`config/
+// master.key`, `/repo/deploy/*.key`, `--show examples/.env`), so that a
+// rename above a secret (`mv config conf1g`, `mv backend examples`) would
+// take it out of its pattern, or into a shown one, for the next run. With
+// bare names only, the secret moves with its cover and is still hidden
+// wherever it lands, and a hidden name made anew where one was is reported
+// (noteCreatedMaskedNames), as any other file the sandbox writes could be.
+// A pin is a mount of its own, so a rename(2) across it fails with EXDEV
+// (threat-model.md). Each is the directory the walk judged, by device and
+// inode, as the covers.
 Result<std::vector<ns::MountOp>> pinsAbove(
     int worktree_fd, const std::vector<std::pair<const MaskedName*, bool>>& covered,
-    bool top_git_read_only, const WorktreeMaskReport& report) {
+    bool top_git_read_only, bool pin_hidden, const WorktreeMaskReport& report) {
     std::unordered_set<std::string> names;
     for (const auto& [name, hidden] : covered) names.insert(name->relative);
     std::vector<std::string> dirs;
     std::unordered_set<std::string> seen;
     for (const auto& [name, hidden] : covered) {
-        if (hidden) continue;
+        if (hidden && !pin_hidden) continue;
         const std::string& relative = name->relative;
         for (size_t slash = relative.find('/'); slash != std::string::npos;
              slash = relative.find('/', slash + 1)) {
@@ -141,7 +146,7 @@ Result<std::vector<ns::MountOp>> pinsAbove(
         }
     }
     if (dirs.size() > kMaxPinnedDirs)
-        return Error::message("the read-only names of the worktree lie in more than " +
+        return Error::message("the names of the worktree held in place lie in more than " +
                               std::to_string(kMaxPinnedDirs) +
                               " directories, each held in place by a mount; refusing rather "
                               "than leave some movable");
@@ -638,7 +643,9 @@ Status addWorktreeMasks(const Policy& policy, int worktree_fd, bool top_git_read
     std::stable_sort(ordered.begin(), ordered.end(), [&](const auto& a, const auto& b) {
         return depth(a.first->relative) < depth(b.first->relative);
     });
-    auto pins = pinsAbove(worktree_fd, ordered, top_git_read_only, report);
+    const bool pin_hidden = MaskPatternSet(rules.hide).namesDirectories() ||
+                            MaskPatternSet(rules.show).namesDirectories();
+    auto pins = pinsAbove(worktree_fd, ordered, top_git_read_only, pin_hidden, report);
     if (!pins) return pins.error();
     // Each pin before the names beneath it: its target ("repo/" + the
     // directory) is no deeper than they are.

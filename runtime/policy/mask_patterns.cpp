@@ -219,6 +219,11 @@ MaskPatternSet::MaskPatternSet(const std::vector<std::string>& sources) {
     }
 }
 
+bool MaskPatternSet::namesDirectories() const {
+    return std::any_of(patterns_.begin(), patterns_.end(),
+                       [](const Compiled& p) { return p.anchored || p.components.size() > 1; });
+}
+
 const std::string* MaskPatternSet::match(const std::vector<std::string>& dir,
                                          const std::string& name) const {
     if (auto it = by_last_.find(name); it != by_last_.end())

@@ -50,6 +50,11 @@ class MaskPatternSet {
 
     bool empty() const { return patterns_.empty(); }
 
+    // Whether a pattern names a directory as well as the name (anchored,
+    // or of more than one component): what it matches then depends on the
+    // names of the directories above, which a rename changes.
+    bool namesDirectories() const;
+
     // The pattern that matches `name` inside the directory whose components
     // are `dir` (from the worktree's top), or null.
     const std::string* match(const std::vector<std::string>& dir, const std::string& name) const;

@@ -214,6 +214,54 @@ TEST_CASE("G2: --show and --writable exempt names, and a profile's own lists are
     CHECK(toml.result() == "EROFS");
 }
 
+// A pattern that names directories (`config/master.key`, an anchored one,
+// `--show examples/.env`) matches by the names above the secret: a rename
+// there would take the secret out of its pattern, or into a shown one, for
+// the next run. The directories above hidden names are then held in place.
+TEST_CASE("G2: a secret matched by its directories cannot be renamed out of its pattern",
+          "[G2][filesystem][masks]") {
+    STOCKADE_EACH_MODE(mode);
+    Sandbox sandbox(mode);
+    const std::string key = randomToken("master-key");
+    const std::string prod = randomToken("prod-key");
+    const std::string backend = randomToken("backend-env");
+    sandbox.scratch().writeFile("worktree/config/master.key", key);
+    sandbox.scratch().writeFile("worktree/deploy/prod.key", prod);
+    sandbox.scratch().writeFile("worktree/backend/.env", backend);
+    sandbox.scratch().writeFile("worktree/examples/.env", "EXAMPLE=1\n");
+    sandbox.scratch().makeDir("worktree/x");
+    const std::string profile = sandbox.scratch().writeFile("dirs.json",
+                                                            R"({"schema": "stockade.profile/v1",
+            "filesystem": {"system_dirs": ["/usr", "/bin", "/lib", "/lib64"],
+                           "worktree": {"hide": [".env", "config/master.key",
+                                                 "/repo/deploy/prod.key"]}}})");
+    sandbox.option("--profile", profile).option("--show", "examples/.env");
+    for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{
+             {"/repo/config", "/repo/conf1g"},
+             {"/repo/deploy", "/repo/x/deploy"},
+             {"/repo/backend", "/repo/examples.new"}}) {
+        const ProbeRun rename = sandbox.probe({"rename", from, to});
+        INFO(rename.describe());
+        CHECK_THAT(rename.result(), IsOneOf({"EBUSY", "EXDEV"}));
+    }
+    // And seen from the host: every secret where it was.
+    CHECK(readFileOrEmpty(sandbox.worktree() + "/config/master.key") == key);
+    CHECK(readFileOrEmpty(sandbox.worktree() + "/deploy/prod.key") == prod);
+    CHECK(readFileOrEmpty(sandbox.worktree() + "/backend/.env") == backend);
+    CHECK_FALSE(pathExists(sandbox.worktree() + "/conf1g"));
+    CHECK_FALSE(pathExists(sandbox.worktree() + "/x/deploy"));
+    // The shown directory moved aside is fine: nothing secret is in it.
+    const ProbeRun aside = sandbox.probe({"rename", "/repo/examples", "/repo/examples.orig"});
+    INFO(aside.describe());
+    CHECK(aside.result() == "ok");
+    const ProbeRun read = sandbox.probe(
+        {"read-each", "/repo/config/master.key\n/repo/deploy/prod.key\n/repo/backend/.env\n"});
+    INFO(read.describe());
+    REQUIRE(read.exitCode() == 0);
+    CHECK(read.report.all("content") == std::vector<std::string>{"", "", ""});
+    CHECK(recordText(sandbox).find(key) == std::string::npos);
+}
+
 TEST_CASE("G2: a hidden name the sandbox creates is reported, and hidden in the next run",
           "[G2][filesystem][masks]") {
     STOCKADE_EACH_MODE(mode);

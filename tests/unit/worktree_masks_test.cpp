@@ -83,6 +83,15 @@ TEST_CASE("worktree masks: the walk matches by component at any depth, anchored 
     CHECK(s->truncated_by.empty());
 }
 
+TEST_CASE("worktree masks: a pattern names directories when anchored or of several components") {
+    CHECK_FALSE(
+        MaskPatternSet({".env", ".env.*", "credentials.*", "auth.{json,yml}"}).namesDirectories());
+    CHECK(MaskPatternSet({".env", "config/master.key"}).namesDirectories());
+    CHECK(MaskPatternSet({"/repo/top.key"}).namesDirectories());
+    CHECK(MaskPatternSet({"{a,b}/.env"}).namesDirectories());
+    CHECK_FALSE(MaskPatternSet({}).namesDirectories());
+}
+
 TEST_CASE("worktree masks: links are judged as themselves and never followed") {
     TempDir wt, outside;
     writeFile(outside.path() + "/.env", "outside");

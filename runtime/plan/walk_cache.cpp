@@ -372,10 +372,10 @@ std::shared_ptr<const WalkedDirs> loadWalkCache(const WalkCacheKey& key) {
             const uint64_t flags = r.u64();
             if (name.empty() || name.find('/') != std::string_view::npos ||
                 name.find('\0') != std::string_view::npos || name == "." || name == ".." ||
-                flags > 7 || flags == 0)
+                flags > 15 || flags == 0)
                 return miss("parse"), nullptr;
-            d.names.push_back(
-                {std::string(name), (flags & 1) != 0, (flags & 2) != 0, (flags & 4) != 0});
+            d.names.push_back({std::string(name), (flags & 1) != 0, (flags & 2) != 0,
+                               (flags & 4) != 0, (flags & 8) != 0});
         }
         // Only directories on the worktree's own device: another beneath
         // it is a mount whose filesystem was not judged.
@@ -417,7 +417,8 @@ void saveWalkCache(const WalkCacheKey& key, const WalkedDirs& walked, int64_t cl
         put64(out, d.names.size());
         for (const WalkedName& n : d.names) {
             putString(out, n.name);
-            put64(out, (n.hidden ? 1 : 0) | (n.kept ? 2 : 0) | (n.is_dir ? 4 : 0));
+            put64(out, (n.hidden ? 1 : 0) | (n.kept ? 2 : 0) | (n.is_dir ? 4 : 0) |
+                           (n.link_in_kept ? 8 : 0));
         }
         ++count;
         if (out.size() > kMaxCacheBytes) return;

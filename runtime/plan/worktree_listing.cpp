@@ -92,7 +92,8 @@ void listOne(int root_fd, const ListingRules& rules, DirListing& dir, std::vecto
                 e.hidden = n.hidden;
                 e.kept = n.kept;
                 e.is_dir = n.is_dir;
-                if (e.hidden || e.kept) {
+                e.link_in_kept = n.link_in_kept;
+                if (e.hidden || e.kept || e.link_in_kept) {
                     e.examined = true;
                     // Through no link at all, the name itself included: a
                     // directory above swapped for a link since the check
@@ -102,10 +103,12 @@ void listOne(int root_fd, const ListingRules& rules, DirListing& dir, std::vecto
                         dir.relative.empty() ? n.name : dir.relative + "/" + n.name;
                     const UniqueFd name =
                         openBeneathWorktree(root_fd, at, O_PATH | O_NOFOLLOW, RESOLVE_NO_SYMLINKS);
-                    if (!name || fstat(name.get(), &e.st) < 0)
+                    if (!name || fstat(name.get(), &e.st) < 0) {
                         e.stat_errno = errno;
-                    else
+                    } else {
                         e.is_dir = S_ISDIR(e.st.st_mode);
+                        e.link_in_kept = e.link_in_kept && S_ISLNK(e.st.st_mode);
+                    }
                 }
                 dir.interesting.push_back(std::move(e));
             }
@@ -205,14 +208,21 @@ void listOne(int root_fd, const ListingRules& rules, DirListing& dir, std::vecto
             e.hidden = rules.hide.match(above, name) && !rules.show.match(above, name);
             e.kept = !e.hidden && rules.read_only.match(above, name) &&
                      !rules.writable.match(above, name);
+            const bool kept_link = dir.under_kept && d->d_type == DT_LNK;
             // Most entries are files that match nothing: nothing is kept.
-            if (!e.hidden && !e.kept && !e.is_dir && d->d_type != DT_UNKNOWN) continue;
-            if (e.hidden || e.kept || d->d_type == DT_UNKNOWN) {
+            if (!e.hidden && !e.kept && !e.is_dir && !kept_link && d->d_type != DT_UNKNOWN)
+                continue;
+            if (e.hidden || e.kept || kept_link || d->d_type == DT_UNKNOWN) {
                 e.examined = true;
-                if (fstatat(fd.get(), raw, &e.st, AT_SYMLINK_NOFOLLOW) < 0)
+                if (fstatat(fd.get(), raw, &e.st, AT_SYMLINK_NOFOLLOW) < 0) {
                     e.stat_errno = errno;
-                else
+                } else {
                     e.is_dir = S_ISDIR(e.st.st_mode);
+                    e.link_in_kept = dir.under_kept && S_ISLNK(e.st.st_mode);
+                }
+                // A name of unknown type that is neither matched nor a
+                // directory nor such a link tells the walk nothing.
+                if (!e.hidden && !e.kept && !e.is_dir && !e.link_in_kept && !e.stat_errno) continue;
             }
             e.name = std::move(name);
             dir.interesting.push_back(std::move(e));

@@ -29,6 +29,10 @@ struct ListedEntry {
     bool kept = false;
     bool is_dir = false;
     bool examined = false;  // hidden, kept or of unknown type: `st` (or `stat_errno`) says
+    // A link in a read-only directory (DirListing::under_kept), examined:
+    // a write through it goes wherever it leads, so the walk keeps its
+    // target in the worktree read-only too.
+    bool link_in_kept = false;
     int stat_errno = 0;
     struct stat st {};
 };
@@ -45,6 +49,9 @@ struct DirListing {
     // In: the directory, below the worktree, and the depth of its entries.
     std::string relative;
     uint32_t depth = 1;
+    // In a read-only directory (at any depth below one): its links are
+    // examined (ListedEntry::link_in_kept), and kept in the walk's record.
+    bool under_kept = false;
 
     Outcome outcome = Outcome::NotListed;
     bool vanished = false;  // Gone: no directory there any more (not someone else's, shut)

@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <functional>
 #include <optional>
 #include <string_view>
 #include <unordered_map>
@@ -35,6 +36,9 @@ namespace {
 // A directory whose path below the worktree is longer is not walked: its
 // names could not be covered within PATH_MAX.
 constexpr size_t kMaxWalkedPath = 3072;
+// Links followed from one hidden or read-only name, as the kernel's own
+// bound on one lookup (MAXSYMLINKS).
+constexpr int kMaxLinksFollowed = 40;
 constexpr const char* kMaskDir = ".stockade-mask-dir";
 constexpr const char* kMaskFile = ".stockade-mask-file";
 
@@ -57,8 +61,37 @@ std::optional<std::string> lexicallyBeneath(const std::string& path) {
 
 struct PendingDir {
     std::string relative;
-    uint32_t depth;  // of the directory's own entries: 1 for the top
+    uint32_t depth;           // of the directory's own entries: 1 for the top
+    bool under_kept = false;  // in a read-only directory (DirListing::under_kept)
 };
+
+// "/a/b/../c" -> "/a/c", from the host's root ("/.." is "/").
+std::string lexicallyAbsolute(const std::string& path) {
+    std::vector<std::string> parts;
+    for (const std::string& c : pathComponents(path)) {
+        if (c.empty() || c == ".") continue;
+        if (c == "..") {
+            if (!parts.empty()) parts.pop_back();
+        } else {
+            parts.push_back(c);
+        }
+    }
+    std::string out;
+    for (const std::string& c : parts) out += "/" + c;
+    return out.empty() ? "/" : out;
+}
+
+// The path the kernel gives the held directory (its d_path), "" when it
+// has none a link could name (deleted, or outside the caller's root).
+std::string heldDirectoryPath(int fd) {
+    char path[PATH_MAX];
+    const std::string link = "/proc/self/fd/" + std::to_string(fd);
+    const ssize_t n = readlink(link.c_str(), path, sizeof path - 1);
+    if (n <= 0 || path[0] != '/') return "";
+    const std::string out(path, static_cast<size_t>(n));
+    if (out.ends_with(" (deleted)")) return "";
+    return out;
+}
 
 // What the directories waiting to be listed may hold of the supervisor's
 // memory (their paths): a tree made to be wide and deep is refused, not
@@ -185,6 +218,28 @@ Result<std::vector<ns::MountOp>> pinsAbove(
     return pins;
 }
 
+// A name beneath a hidden directory is covered with it (a hidden link's
+// target may be a directory the walk went into), and a name is covered
+// once: hidden where it is both hidden and read-only (a hidden link's
+// target may be either, or a name the walk found itself).
+void dropCoveredTwice(WorktreeScan& scan) {
+    if (scan.hidden.empty()) return;
+    std::vector<std::string> hidden_dirs;
+    for (const MaskedName& m : scan.hidden)
+        if (m.is_dir) hidden_dirs.push_back(m.relative + "/");
+    auto beneathHidden = [&](const MaskedName& m) {
+        return std::any_of(hidden_dirs.begin(), hidden_dirs.end(),
+                           [&](const std::string& dir) { return m.relative.starts_with(dir); });
+    };
+    std::unordered_set<std::string> covered;
+    std::erase_if(scan.hidden, [&](const MaskedName& m) {
+        return beneathHidden(m) || !covered.insert(m.relative).second;
+    });
+    std::erase_if(scan.read_only, [&](const MaskedName& m) {
+        return beneathHidden(m) || covered.count(m.relative) > 0;
+    });
+}
+
 }  // namespace
 
 Result<WorktreeScan> scanWorktree(int worktree_fd, const WorktreeMaskRules& rules,
@@ -219,46 +274,91 @@ Result<WorktreeScan> scanWorktree(int worktree_fd, const WorktreeMaskRules& rule
                                   "); refusing rather than leave some uncovered");
         return okStatus();
     };
-    std::unordered_set<std::string> kept_names;
-    // A read-only name, and where it is a link, what it leads to in the
-    // worktree: writes follow a link, so its target is kept read-only too.
+    // The worktree as the host names it: a link may name a place in it by
+    // that path (absolute, or relative and climbing out of the worktree and
+    // back in), and a host reader following it lands there.
+    const std::string host_path = heldDirectoryPath(root.get());
+    // Where the link at `relative` leads in the worktree, read as the text
+    // it holds (never followed): the path below the top ("" for the top
+    // itself), or nullopt when it leads out of it. Inside the sandbox
+    // "/repo/..." is the worktree; on the host, its own path is. A path
+    // out of the worktree that is itself a link back into it is not
+    // followed (threat-model.md).
+    auto linkTarget = [&](const std::string& relative) -> Result<std::optional<std::string>> {
+        char target[PATH_MAX];
+        const ssize_t n = readlinkat(root.get(), relative.c_str(), target, sizeof target - 1);
+        if (n < 0)
+            return Error::fromErrno("readlink(\"/repo/" + escapeForTerminal(relative) + "\")");
+        const std::string link(target, static_cast<size_t>(n));
+        if (link == "/repo" || link.starts_with(kMaskRepoPrefix))
+            return lexicallyBeneath(link.size() > 5 ? link.substr(6) : "");
+        const size_t slash = relative.rfind('/');
+        const std::string from = slash == std::string::npos ? "" : relative.substr(0, slash);
+        if (!link.starts_with("/"))
+            if (auto inside = lexicallyBeneath(from.empty() ? link : from + "/" + link))
+                return inside;
+        if (host_path.empty()) return std::optional<std::string>();
+        const std::string absolute = lexicallyAbsolute(
+            link.starts_with("/") ? link
+                                  : host_path + "/" + (from.empty() ? "" : from + "/") + link);
+        if (absolute == host_path) return std::optional<std::string>("");
+        if (host_path == "/") return std::optional<std::string>(absolute.substr(1));
+        if (absolute.starts_with(host_path + "/"))
+            return std::optional<std::string>(absolute.substr(host_path.size() + 1));
+        return std::optional<std::string>();
+    };
+    std::unordered_set<std::string> kept_names, hidden_targets;
+    // What the link at `relative` leads to in the worktree, kept read-only
+    // (`hide` false) or hidden with it: a write follows a link, and so does
+    // a host reader (an agent reading AGENTS.md, the host's git running a
+    // hook linked from .git/hooks, a tool writing the operator's secret to
+    // a .env an earlier sandbox made a link).
+    // A target that is a link is covered as itself and followed in turn,
+    // up to the kernel's own bound on links in one lookup.
+    std::function<Status(const std::string&, bool, int)> coverTarget =
+        [&](const std::string& relative, bool hide, int links) -> Status {
+        if (links > kMaxLinksFollowed)
+            return Error::message("/repo/" + escapeForTerminal(relative) + " is one of more than " +
+                                  std::to_string(kMaxLinksFollowed) +
+                                  " links in a row from a hidden or read-only name: refusing "
+                                  "rather than leave where they lead uncovered");
+        auto inside = linkTarget(relative);
+        if (!inside) return inside.error();
+        if (!*inside) return okStatus();  // out of the worktree: the sandbox cannot reach it
+        const std::string shown = "/repo/" + escapeForTerminal(relative);
+        const char* what = hide ? " is hidden" : " is kept read-only";
+        if ((*inside)->empty()) return Error::message(shown + what + " but links to /repo itself");
+        UniqueFd to =
+            openBeneathWorktree(root.get(), **inside, O_PATH | O_NOFOLLOW, RESOLVE_NO_SYMLINKS);
+        struct stat at;
+        if (!to || fstat(to.get(), &at) < 0) {
+            // Nothing there: a write through a read-only link would make
+            // it; a hidden link's cover is not written through, and a file
+            // made there later is covered by the run that finds it.
+            if (hide && errno == ENOENT) return okStatus();
+            return Error::message(
+                shown + what + " but links to /repo/" + escapeForTerminal(**inside) +
+                (errno == ENOENT ? ", which does not exist (a write through the link would make it)"
+                                 : ", which is reached only through another link") +
+                ": refusing rather than leave it " + (hide ? "readable" : "writable") + " (" +
+                (hide ? "--show" : "--writable") + " the name, or link it to a file)");
+        }
+        if (!(hide ? hidden_targets : kept_names).insert(**inside).second) return okStatus();
+        if (Status s = add(hide ? scan.hidden : scan.read_only,
+                           {**inside, S_ISDIR(at.st_mode), at.st_dev, at.st_ino});
+            !s)
+            return s;
+        if (!S_ISLNK(at.st_mode)) return okStatus();
+        return coverTarget(**inside, hide, links + 1);
+    };
+    // A read-only name, and where it is a link, what it leads to.
     auto keepReadOnly = [&](const std::string& relative, const struct stat& st) -> Status {
         if (!kept_names.insert(relative).second) return okStatus();
         if (Status s = add(scan.read_only, {relative, S_ISDIR(st.st_mode), st.st_dev, st.st_ino});
             !s)
             return s;
         if (!S_ISLNK(st.st_mode)) return okStatus();
-        char target[PATH_MAX];
-        const ssize_t n = readlinkat(root.get(), relative.c_str(), target, sizeof target - 1);
-        if (n < 0)
-            return Error::fromErrno("readlink(\"/repo/" + escapeForTerminal(relative) + "\")");
-        const std::string link(target, static_cast<size_t>(n));
-        std::optional<std::string> inside;
-        if (link == "/repo" || link.starts_with(kMaskRepoPrefix)) {
-            inside = lexicallyBeneath(link.size() > 5 ? link.substr(6) : "");
-        } else if (link.starts_with("/")) {
-            return okStatus();  // outside the worktree: what the sandbox may write anyway
-        } else {
-            const size_t slash = relative.rfind('/');
-            inside = lexicallyBeneath(
-                slash == std::string::npos ? link : relative.substr(0, slash) + "/" + link);
-        }
-        if (!inside) return okStatus();  // climbs out of the worktree: likewise
-        const std::string shown = "/repo/" + escapeForTerminal(relative);
-        if (inside->empty())
-            return Error::message(shown + " is kept read-only but links to /repo itself");
-        UniqueFd to =
-            openBeneathWorktree(root.get(), *inside, O_PATH | O_NOFOLLOW, RESOLVE_NO_SYMLINKS);
-        struct stat at;
-        if (!to || fstat(to.get(), &at) < 0)
-            return Error::message(
-                shown + " is kept read-only but links to /repo/" + escapeForTerminal(*inside) +
-                (errno == ENOENT ? ", which does not exist (a write through the link would make it)"
-                                 : ", which is reached only through another link") +
-                ": refusing rather than leave it writable (--writable the name, or link it to a "
-                "file)");
-        if (!kept_names.insert(*inside).second) return okStatus();
-        return add(scan.read_only, {*inside, S_ISDIR(at.st_mode), at.st_dev, at.st_ino});
+        return coverTarget(relative, false, 1);
     };
     // Depth by depth: the directories of one depth are listed together
     // (listDirectories, on several threads where there are many), then
@@ -271,6 +371,7 @@ Result<WorktreeScan> scanWorktree(int worktree_fd, const WorktreeMaskRules& rule
         for (size_t i = 0; i < level.size(); ++i) {
             listed[i].relative = std::move(level[i].relative);
             listed[i].depth = level[i].depth;
+            listed[i].under_kept = level[i].under_kept;
         }
         level.clear();
         pending_bytes = 0;
@@ -348,8 +449,8 @@ Result<WorktreeScan> scanWorktree(int worktree_fd, const WorktreeMaskRules& rule
                     dir.relative.empty() ? e.name : dir.relative + "/" + e.name;
                 // A name of unknown type that is neither matched nor a
                 // directory tells a later walk nothing.
-                if (walked && (e.hidden || e.kept || e.is_dir))
-                    walked->names.push_back({e.name, e.hidden, e.kept, e.is_dir});
+                if (walked && (e.hidden || e.kept || e.is_dir || e.link_in_kept))
+                    walked->names.push_back({e.name, e.hidden, e.kept, e.is_dir, e.link_in_kept});
                 if (e.examined) {
                     if (e.stat_errno) {
                         // Gone since it was read: nothing to cover or walk.
@@ -365,13 +466,18 @@ Result<WorktreeScan> scanWorktree(int worktree_fd, const WorktreeMaskRules& rule
                         cut("unexaminable");
                         break;
                     }
-                    if (e.hidden)
+                    if (e.hidden) {
                         if (Status s =
                                 add(scan.hidden, {relative, e.is_dir, e.st.st_dev, e.st.st_ino});
                             !s)
                             return s.error();
+                        if (S_ISLNK(e.st.st_mode))
+                            if (Status s = coverTarget(relative, true, 1); !s) return s.error();
+                    }
                     if (e.kept)
                         if (Status s = keepReadOnly(relative, e.st); !s) return s.error();
+                    if (e.link_in_kept && !e.hidden && !e.kept)
+                        if (Status s = coverTarget(relative, false, 1); !s) return s.error();
                     // Another name of the same file is not covered with it.
                     if ((e.hidden || e.kept) && !e.is_dir && e.st.st_nlink > 1) {
                         ++scan.linked_count;
@@ -393,10 +499,11 @@ Result<WorktreeScan> scanWorktree(int worktree_fd, const WorktreeMaskRules& rule
                     cut("memory");
                     break;
                 }
-                level.push_back({relative, dir.depth + 1});
+                level.push_back({relative, dir.depth + 1, dir.under_kept || e.kept});
             }
         }
     }
+    dropCoveredTwice(scan);
     return scan;
 }
 

@@ -78,6 +78,7 @@ struct WalkedName {
     bool hidden = false;
     bool kept = false;
     bool is_dir = false;
+    bool link_in_kept = false;  // a link in a read-only directory (ListedEntry)
 };
 
 // Each directory a walk listed, by its path below the worktree: what it was

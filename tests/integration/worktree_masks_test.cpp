@@ -652,6 +652,62 @@ TEST_CASE("G2: a read-only name that is a link keeps its target read-only",
     CHECK(masks["linked"]["first"] == nlohmann::json::array({"/repo/AGENTS.md"}));
 }
 
+// Links a host reader follows (an agent reading AGENTS.md, CI reading a
+// workflow, a tool writing the operator's secret to .env), named as the
+// operator or an earlier sandbox made them: by the worktree's host path,
+// climbing out of it and back in, inside a read-only directory, and a
+// .env an earlier sandbox made a link to a file of its choosing.
+TEST_CASE("G2: where a read-only or hidden link leads in the worktree is covered with it",
+          "[G2][filesystem][masks]") {
+    STOCKADE_EACH_MODE(mode);
+    Sandbox sandbox(mode);
+    const std::string content = "the operator's instructions\n";
+    const std::string top = sandbox.worktree();
+    const std::string base = top.substr(top.rfind('/') + 1);
+    const std::string agents = sandbox.scratch().writeFile("worktree/docs/agents.md", content);
+    const std::string claude = sandbox.scratch().writeFile("worktree/docs/claude.md", content);
+    const std::string workflow = sandbox.scratch().writeFile("worktree/ci/ci.yml", content);
+    sandbox.scratch().makeSymlink("worktree/AGENTS.md", top + "/docs/agents.md");
+    sandbox.scratch().makeSymlink("worktree/CLAUDE.md", "../" + base + "/docs/claude.md");
+    sandbox.scratch().makeSymlink("worktree/.github/workflows/ci.yml", "../../ci/ci.yml");
+    // Twice: the second run takes the unchanged directories from the kept
+    // walk, and must still know the link in .github/workflows.
+    for (int run = 0; run < 2; ++run) {
+        const ProbeRun write = sandbox.probe(
+            {"open-write-each", "/repo/docs/agents.md\n/repo/docs/claude.md\n/repo/ci/ci.yml\n"});
+        INFO(write.describe());
+        REQUIRE(write.exitCode() == 0);
+        CHECK(answerFor(write, "write", "/repo/docs/agents.md") == "EROFS");
+        CHECK(answerFor(write, "write", "/repo/docs/claude.md") == "EROFS");
+        CHECK(answerFor(write, "write", "/repo/ci/ci.yml") == "EROFS");
+        CHECK(readFileOrEmpty(agents) == content);
+        CHECK(readFileOrEmpty(claude) == content);
+        CHECK(readFileOrEmpty(workflow) == content);
+    }
+
+    // An earlier sandbox makes .env a link to a file of its own; the
+    // operator's tool then writes the secret through it.
+    sandbox.scratch().makeDir("worktree/app");
+    const Completed plant = sandbox.run(
+        {"/bin/sh", "-c", "touch /repo/app/notes.txt && ln -s notes.txt /repo/app/.env"});
+    INFO(plant.describe());
+    REQUIRE(plant.exitCode == 0);
+    const std::string secret = randomToken("written-through");
+    {
+        std::ofstream through(top + "/app/.env");
+        through << secret;
+    }
+    REQUIRE(readFileOrEmpty(top + "/app/notes.txt") == secret);
+    const ProbeRun read = sandbox.probe({"read-each", "/repo/app/notes.txt\n/repo/app/.env\n"});
+    INFO(read.describe());
+    REQUIRE(read.exitCode() == 0);
+    CHECK(read.completed.out.find(secret) == std::string::npos);
+    CHECK(recordText(sandbox).find(secret) == std::string::npos);
+    const std::vector<std::string> contents = read.report.all("content");
+    CHECK(std::none_of(contents.begin(), contents.end(),
+                       [&](const std::string& c) { return c.find(secret) != std::string::npos; }));
+}
+
 TEST_CASE("G2: a hidden name in a directory whose name holds a newline is covered",
           "[G2][filesystem][masks]") {
     STOCKADE_EACH_MODE(mode);

@@ -139,6 +139,10 @@ void makeTree(const std::string& root) {
     writeFile(root + "/.env", "top");
     writeFile(root + "/AGENTS.md", "agents");
     writeFile(root + "/.github/workflows/ci.yml", "ci");
+    // A link in a read-only directory: its target is kept read-only, from
+    // a kept listing as from a read one.
+    writeFile(root + "/ci/deploy.yml", "deploy");
+    REQUIRE(symlink("../../ci/deploy.yml", (root + "/.github/workflows/deploy.yml").c_str()) == 0);
     for (int i = 0; i < 6; ++i) {
         const std::string pkg = root + "/node_modules/p" + std::to_string(i);
         writeFile(pkg + "/lib/index.js", "x");
@@ -164,6 +168,8 @@ TEST_CASE("walk cache: a kept walk gives a whole walk's result on every kind of 
     WorktreeScan same = f.compare();
     CHECK(same.listed_settled == 0);
     CHECK(same.reused > 20);
+    CHECK(std::any_of(same.read_only.begin(), same.read_only.end(),
+                      [](const MaskedName& m) { return m.relative == "ci/deploy.yml"; }));
 
     const std::string& w = f.wt.path();
     namespace fs = std::filesystem;

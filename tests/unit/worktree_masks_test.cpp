@@ -103,11 +103,61 @@ TEST_CASE("worktree masks: links are judged as themselves and never followed") {
     rules.hide = {".env", ".aws", ".npmrc"};
     auto s = scan(wt.path(), rules);
     REQUIRE(s);
-    // out/.env is outside: the link `out` is not followed. .aws is a link,
-    // covered as a file, not a directory.
-    CHECK(names(s->hidden) == std::vector<std::string>{".aws", "real/.npmrc"});
-    for (const MaskedName& m : s->hidden)
-        if (m.relative == ".aws") CHECK_FALSE(m.is_dir);
+    // out/.env is outside: the link `out` is not followed by the walk. .aws
+    // is a link, covered as a file, not a directory; what it leads to in
+    // the worktree is hidden with it (a host writer follows the link), and
+    // real/.npmrc, beneath it, is covered with it.
+    CHECK(names(s->hidden) == std::vector<std::string>{".aws", "real"});
+    for (const MaskedName& m : s->hidden) CHECK(m.is_dir == (m.relative == "real"));
+}
+
+// Where a link leads is read from its text, never followed: "/repo/...",
+// the worktree's own host path, and a relative path that climbs out of the
+// worktree and back in all lead inside; links in a read-only directory
+// are judged as read-only names are, and a chain is followed to its end.
+TEST_CASE("worktree masks: what a hidden or read-only link leads to in the worktree is covered") {
+    TempDir wt, outside;
+    const std::string top = wt.path();
+    const std::string base = top.substr(top.rfind('/') + 1);
+    for (const char* f : {"docs/agents.md", "docs/claude.md", "ci/ci.yml", "hooks/pre-commit",
+                          "notes.txt", "chain/b.md", "keep/x.md"})
+        writeFile(top + "/" + f, "x");
+    writeFile(outside.path() + "/elsewhere.md", "x");
+    auto link = [&](const std::string& to, const std::string& at) {
+        REQUIRE(symlink(to.c_str(), (top + "/" + at).c_str()) == 0);
+    };
+    link(top + "/docs/agents.md", "AGENTS.md");           // the host path
+    link("../" + base + "/docs/claude.md", "CLAUDE.md");  // out and back in
+    REQUIRE(mkdir((top + "/.github").c_str(), 0755) == 0);
+    REQUIRE(mkdir((top + "/.github/workflows").c_str(), 0755) == 0);
+    link("../../ci/ci.yml", ".github/workflows/ci.yml");  // in a read-only directory
+    REQUIRE(mkdir((top + "/.git").c_str(), 0755) == 0);
+    REQUIRE(mkdir((top + "/.git/hooks").c_str(), 0755) == 0);
+    link("../../hooks/pre-commit", ".git/hooks/pre-commit");
+    link(outside.path() + "/elsewhere.md", ".git/hooks/post-commit");  // out: not followed
+    link("chain/a.md", "GEMINI.md");
+    link("b.md", "chain/a.md");
+    link("notes.txt", ".env");      // a hidden link: its target hidden too
+    link("missing.txt", ".npmrc");  // dangling: nothing to hide
+    WorktreeMaskRules rules;
+    rules.hide = {".env", ".npmrc"};
+    rules.read_only = {"AGENTS.md", "CLAUDE.md", "GEMINI.md", ".github/workflows", ".git"};
+    auto s = scan(top, rules);
+    REQUIRE(s);
+    CHECK(names(s->hidden) == std::vector<std::string>{".env", ".npmrc", "notes.txt"});
+    CHECK(names(s->read_only) ==
+          std::vector<std::string>{".git", ".github/workflows", "AGENTS.md", "CLAUDE.md",
+                                   "GEMINI.md", "chain/a.md", "chain/b.md", "ci/ci.yml",
+                                   "docs/agents.md", "docs/claude.md", "hooks/pre-commit"});
+
+    // A link in a read-only directory that leads nowhere: a write through
+    // it would make the file, so the run is refused.
+    link("../../ci/new.yml", ".github/workflows/new.yml");
+    auto dangling = scan(top, rules);
+    REQUIRE_FALSE(dangling);
+    CHECK(dangling.error().describe().find("/repo/.github/workflows/new.yml is kept read-only "
+                                           "but links to /repo/ci/new.yml, which does not "
+                                           "exist") != std::string::npos);
 }
 
 TEST_CASE("worktree masks: bounds on entries and depth, and no walk below a hidden directory") {

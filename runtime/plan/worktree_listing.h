@@ -104,7 +104,7 @@ void listDirectories(int root_fd, const ListingRules& rules, std::vector<DirList
 // first that is not.
 // With `steady` instead, "settled" means a ctime that any later change of
 // the directory's entries would have replaced, judged by its device's rule
-// (worktree_masks.cpp, scanWorktreeHeldStill), and any device will do.
+// (worktree_held_still.cpp, scanWorktreeHeldStill), and any device will do.
 // `changed`, when given and the answer is false, gets the path of a
 // directory that was not (one of them, when several threads found one).
 struct DeviceRule {

@@ -1,0 +1,384 @@
+// The worktree walk (worktree_masks.h, scanWorktree): the directories listed
+// depth by depth (worktree_listing.h), each name judged by the rules in walk
+// order, and where a hidden or read-only name is a link, what it leads to
+// in the worktree covered with it.
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <climits>
+#include <functional>
+#include <optional>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "base/text_safety.h"
+#include "base/unique_fd.h"
+#include "runtime/plan/walk_cache.h"
+#include "runtime/plan/worktree_listing.h"
+#include "runtime/plan/worktree_masks.h"
+#include "runtime/plan/worktree_walk_clock.h"
+#include "runtime/policy/mask_patterns.h"
+
+namespace stockade {
+
+namespace {
+
+// A directory whose path below the worktree is longer is not walked: its
+// names could not be covered within PATH_MAX.
+constexpr size_t kMaxWalkedPath = 3072;
+// Links followed from one hidden or read-only name, as the kernel's own
+// bound on one lookup (MAXSYMLINKS).
+constexpr int kMaxLinksFollowed = 40;
+
+// "a/b/../c" -> "a/c"; nullopt when it climbs above the worktree.
+std::optional<std::string> lexicallyBeneath(const std::string& path) {
+    std::vector<std::string> parts;
+    for (const std::string& c : pathComponents(path)) {
+        if (c.empty() || c == ".") continue;
+        if (c == "..") {
+            if (parts.empty()) return std::nullopt;
+            parts.pop_back();
+        } else {
+            parts.push_back(c);
+        }
+    }
+    std::string out;
+    for (const std::string& c : parts) out += (out.empty() ? "" : "/") + c;
+    return out;
+}
+
+struct PendingDir {
+    std::string relative;
+    uint32_t depth;           // of the directory's own entries: 1 for the top
+    bool under_kept = false;  // in a read-only directory (DirListing::under_kept)
+};
+
+// "/a/b/../c" -> "/a/c", from the host's root ("/.." is "/").
+std::string lexicallyAbsolute(const std::string& path) {
+    std::vector<std::string> parts;
+    for (const std::string& c : pathComponents(path)) {
+        if (c.empty() || c == ".") continue;
+        if (c == "..") {
+            if (!parts.empty()) parts.pop_back();
+        } else {
+            parts.push_back(c);
+        }
+    }
+    std::string out;
+    for (const std::string& c : parts) out += "/" + c;
+    return out.empty() ? "/" : out;
+}
+
+// The path the kernel gives the held directory (its d_path), "" when it
+// has none a link could name (deleted, or outside the caller's root).
+std::string heldDirectoryPath(int fd) {
+    char path[PATH_MAX];
+    const std::string link = "/proc/self/fd/" + std::to_string(fd);
+    const ssize_t n = readlink(link.c_str(), path, sizeof path - 1);
+    if (n <= 0 || path[0] != '/') return "";
+    const std::string out(path, static_cast<size_t>(n));
+    if (out.ends_with(" (deleted)")) return "";
+    return out;
+}
+
+// What the directories waiting to be listed may hold of the supervisor's
+// memory (their paths): a tree made to be wide and deep is refused, not
+// walked into the supervisor's exhaustion.
+constexpr size_t kMaxPendingBytes = size_t{64} << 20;
+
+// A name beneath a hidden directory is covered with it (a hidden link's
+// target may be a directory the walk went into), and a name is covered
+// once: hidden where it is both hidden and read-only (a hidden link's
+// target may be either, or a name the walk found itself).
+void dropCoveredTwice(WorktreeScan& scan) {
+    if (scan.hidden.empty()) return;
+    std::vector<std::string> hidden_dirs;
+    for (const MaskedName& m : scan.hidden)
+        if (m.is_dir) hidden_dirs.push_back(m.relative + "/");
+    auto beneathHidden = [&](const MaskedName& m) {
+        return std::any_of(hidden_dirs.begin(), hidden_dirs.end(),
+                           [&](const std::string& dir) { return m.relative.starts_with(dir); });
+    };
+    std::unordered_set<std::string> covered;
+    std::erase_if(scan.hidden, [&](const MaskedName& m) {
+        return beneathHidden(m) || !covered.insert(m.relative).second;
+    });
+    std::erase_if(scan.read_only, [&](const MaskedName& m) {
+        return beneathHidden(m) || covered.count(m.relative) > 0;
+    });
+}
+
+}  // namespace
+
+Result<WorktreeScan> scanWorktree(int worktree_fd, const WorktreeMaskRules& rules,
+                                  const WalkedDirs* before, WalkedDirs* record,
+                                  const WalkedDirs* kept, bool record_unchanged) {
+    const MaskPatternSet hide(rules.hide), read_only(rules.read_only), show(rules.show),
+        writable(rules.writable);
+    WorktreeScan scan;
+    UniqueFd root = openDirBeneath(worktree_fd, "");
+    if (!root) return Error::fromErrno("open the worktree for its walk");
+    // The clock's offset first, then the coarse clock: a step back between
+    // them is one the check after the walk sees (scanWorktreeHeldStill).
+    const WalkClock clock = readWalkClock();
+    clock_gettime(CLOCK_REALTIME_COARSE, &scan.walk_start_coarse);
+    const timespec walk_start = clock.now;
+    scan.walk_start = clock.now;
+    scan.clock_offset_ns = clock.offset_ns;
+    std::vector<PendingDir> level{{"", 1}};
+    size_t pending_bytes = 0;
+    // A cut ends the walk: what lies beyond it was not examined, and the
+    // caller refuses to run on a partial cover (addWorktreeMasks).
+    auto cut = [&](const char* bound) {
+        if (scan.truncated_by.empty()) scan.truncated_by = bound;
+    };
+    auto add = [&](std::vector<MaskedName>& list, MaskedName name) -> Status {
+        list.push_back(std::move(name));
+        if (scan.hidden.size() + scan.read_only.size() > kMaxMaskedNames)
+            return Error::message("the worktree holds more than " +
+                                  std::to_string(kMaxMaskedNames) +
+                                  " names to hide or keep read-only (the latest: " +
+                                  escapeForTerminal(list.back().relative) +
+                                  "); refusing rather than leave some uncovered");
+        return okStatus();
+    };
+    // The worktree as the host names it: a link may name a place in it by
+    // that path (absolute, or relative and climbing out of the worktree and
+    // back in), and a host reader following it lands there.
+    const std::string host_path = heldDirectoryPath(root.get());
+    // Where the link at `relative` leads in the worktree, read as the text
+    // it holds (never followed): the path below the top ("" for the top
+    // itself), or nullopt when it leads out of it. Inside the sandbox
+    // "/repo/..." is the worktree; on the host, its own path is. A path
+    // out of the worktree that is itself a link back into it is not
+    // followed (threat-model.md).
+    auto linkTarget = [&](const std::string& relative) -> Result<std::optional<std::string>> {
+        char target[PATH_MAX];
+        const ssize_t n = readlinkat(root.get(), relative.c_str(), target, sizeof target - 1);
+        if (n < 0)
+            return Error::fromErrno("readlink(\"/repo/" + escapeForTerminal(relative) + "\")");
+        const std::string link(target, static_cast<size_t>(n));
+        if (link == "/repo" || link.starts_with(kMaskRepoPrefix))
+            return lexicallyBeneath(link.size() > 5 ? link.substr(6) : "");
+        const size_t slash = relative.rfind('/');
+        const std::string from = slash == std::string::npos ? "" : relative.substr(0, slash);
+        if (!link.starts_with("/"))
+            if (auto inside = lexicallyBeneath(from.empty() ? link : from + "/" + link))
+                return inside;
+        if (host_path.empty()) return std::optional<std::string>();
+        const std::string absolute = lexicallyAbsolute(
+            link.starts_with("/") ? link
+                                  : host_path + "/" + (from.empty() ? "" : from + "/") + link);
+        if (absolute == host_path) return std::optional<std::string>("");
+        if (host_path == "/") return std::optional<std::string>(absolute.substr(1));
+        if (absolute.starts_with(host_path + "/"))
+            return std::optional<std::string>(absolute.substr(host_path.size() + 1));
+        return std::optional<std::string>();
+    };
+    std::unordered_set<std::string> kept_names, hidden_targets;
+    // What the link at `relative` leads to in the worktree, kept read-only
+    // (`hide` false) or hidden with it: a write follows a link, and so does
+    // a host reader (an agent reading AGENTS.md, the host's git running a
+    // hook linked from .git/hooks, a tool writing the operator's secret to
+    // a .env an earlier sandbox made a link).
+    // A target that is a link is covered as itself and followed in turn,
+    // up to the kernel's own bound on links in one lookup.
+    std::function<Status(const std::string&, bool, int)> coverTarget =
+        [&](const std::string& relative, bool hide, int links) -> Status {
+        if (links > kMaxLinksFollowed)
+            return Error::message("/repo/" + escapeForTerminal(relative) + " is one of more than " +
+                                  std::to_string(kMaxLinksFollowed) +
+                                  " links in a row from a hidden or read-only name: refusing "
+                                  "rather than leave where they lead uncovered");
+        auto inside = linkTarget(relative);
+        if (!inside) return inside.error();
+        if (!*inside) return okStatus();  // out of the worktree: the sandbox cannot reach it
+        const std::string shown = "/repo/" + escapeForTerminal(relative);
+        const char* what = hide ? " is hidden" : " is kept read-only";
+        if ((*inside)->empty()) return Error::message(shown + what + " but links to /repo itself");
+        UniqueFd to =
+            openBeneathWorktree(root.get(), **inside, O_PATH | O_NOFOLLOW, RESOLVE_NO_SYMLINKS);
+        struct stat at;
+        if (!to || fstat(to.get(), &at) < 0) {
+            // Nothing there: a write through a read-only link would make
+            // it; a hidden link's cover is not written through, and a file
+            // made there later is covered by the run that finds it.
+            if (hide && errno == ENOENT) return okStatus();
+            return Error::message(
+                shown + what + " but links to /repo/" + escapeForTerminal(**inside) +
+                (errno == ENOENT ? ", which does not exist (a write through the link would make it)"
+                                 : ", which is reached only through another link") +
+                ": refusing rather than leave it " + (hide ? "readable" : "writable") + " (" +
+                (hide ? "--show" : "--writable") + " the name, or link it to a file)");
+        }
+        if (!(hide ? hidden_targets : kept_names).insert(**inside).second) return okStatus();
+        if (Status s = add(hide ? scan.hidden : scan.read_only,
+                           {**inside, S_ISDIR(at.st_mode), at.st_dev, at.st_ino});
+            !s)
+            return s;
+        if (!S_ISLNK(at.st_mode)) return okStatus();
+        return coverTarget(**inside, hide, links + 1);
+    };
+    // A read-only name, and where it is a link, what it leads to.
+    auto keepReadOnly = [&](const std::string& relative, const struct stat& st) -> Status {
+        if (!kept_names.insert(relative).second) return okStatus();
+        if (Status s = add(scan.read_only, {relative, S_ISDIR(st.st_mode), st.st_dev, st.st_ino});
+            !s)
+            return s;
+        if (!S_ISLNK(st.st_mode)) return okStatus();
+        return coverTarget(relative, false, 1);
+    };
+    // Depth by depth: the directories of one depth are listed together
+    // (listDirectories, on several threads where there are many), then
+    // judged here one by one in the order a single queue would take them.
+    const ListingRules listing_rules{hide, read_only,        show, writable, before,
+                                     kept, rules.max_entries};
+    std::atomic<uint64_t> seen{0};
+    while (!level.empty() && scan.truncated_by.empty()) {
+        std::vector<DirListing> listed(level.size());
+        for (size_t i = 0; i < level.size(); ++i) {
+            listed[i].relative = std::move(level[i].relative);
+            listed[i].depth = level[i].depth;
+            listed[i].under_kept = level[i].under_kept;
+        }
+        level.clear();
+        pending_bytes = 0;
+        listDirectories(root.get(), listing_rules, listed, seen);
+        for (DirListing& dir : listed) {
+            if (!scan.truncated_by.empty()) break;
+            switch (dir.outcome) {
+                case DirListing::Outcome::NotListed:
+                    scan.incomplete = "/repo/" + escapeForTerminal(dir.relative) +
+                                      " was not listed (out of memory)";
+                    cut("memory");
+                    continue;
+                case DirListing::Outcome::Incomplete:
+                    scan.incomplete = dir.problem;
+                    scan.incomplete_call = dir.problem_errno != 0;
+                    cut("unlistable");
+                    continue;
+                case DirListing::Outcome::Gone:
+                    if (dir.vanished)
+                        ++scan.vanished;
+                    else
+                        ++scan.unlistable;
+                    scan.visited_whole = false;
+                    continue;
+                case DirListing::Outcome::Unchanged:  // judged as read: the names kept
+                case DirListing::Outcome::Listed:
+                    break;
+            }
+            scan.entries += dir.entries;
+            if (scan.entries > rules.max_entries || dir.over_bound) {
+                scan.entries = rules.max_entries;
+                cut("max_entries");
+                break;
+            }
+            // A node's address outlives the map's rehashing.
+            const bool settled = dir.have_st && settledBefore(dir.st.st_ctim, walk_start);
+            if (dir.outcome == DirListing::Outcome::Unchanged)
+                ++scan.reused;
+            else if (settled)
+                ++scan.listed_settled;
+            WalkedDir* walked = nullptr;
+            if (record && dir.outcome == DirListing::Outcome::Unchanged) {
+                if (record_unchanged) {
+                    // Seen unchanged by this walk, so judged by its clock:
+                    // recorded with the earlier walk's `settled`, it would be
+                    // kept under this walk's clock offset, and small steps
+                    // back, each within the jitter, could add up run after
+                    // run to more than the margin.
+                    WalkedDir again = dir.unchanged->second;
+                    again.settled = settled;
+                    const auto at = record->insert_or_assign(dir.relative, std::move(again)).first;
+                    scan.visited.push_back(&*at);
+                } else {
+                    scan.visited.push_back(dir.unchanged);
+                }
+            } else if (record && dir.have_st) {
+                const auto at = record
+                                    ->insert_or_assign(dir.relative, WalkedDir{dir.st.st_dev,
+                                                                               dir.st.st_ino,
+                                                                               dir.st.st_ctim,
+                                                                               settled,
+                                                                               dir.entries,
+                                                                               {},
+                                                                               dir.btime,
+                                                                               dir.has_btime})
+                                    .first;
+                walked = &at->second;
+                scan.visited.push_back(&*at);
+            } else {
+                scan.visited_whole = false;
+                if (!dir.have_st) ++scan.unstated;
+            }
+            for (ListedEntry& e : dir.interesting) {
+                const std::string relative =
+                    dir.relative.empty() ? e.name : dir.relative + "/" + e.name;
+                // A name of unknown type that is neither matched nor a
+                // directory tells a later walk nothing.
+                if (walked && (e.hidden || e.kept || e.is_dir || e.link_in_kept))
+                    walked->names.push_back({e.name, e.hidden, e.kept, e.is_dir, e.link_in_kept});
+                if (e.examined) {
+                    if (e.stat_errno) {
+                        // Gone since it was read: nothing to cover or walk.
+                        // A matching one gone is a tree that moved while it
+                        // was walked: the check after the walk walks again.
+                        if (e.stat_errno == ENOENT) {
+                            if (e.hidden || e.kept) ++scan.vanished;
+                            continue;
+                        }
+                        scan.incomplete =
+                            "/repo/" + escapeForTerminal(relative) +
+                            " matches but cannot be examined: " + errnoName(e.stat_errno);
+                        cut("unexaminable");
+                        break;
+                    }
+                    if (e.hidden) {
+                        if (Status s =
+                                add(scan.hidden, {relative, e.is_dir, e.st.st_dev, e.st.st_ino});
+                            !s)
+                            return s.error();
+                        if (S_ISLNK(e.st.st_mode))
+                            if (Status s = coverTarget(relative, true, 1); !s) return s.error();
+                    }
+                    if (e.kept)
+                        if (Status s = keepReadOnly(relative, e.st); !s) return s.error();
+                    if (e.link_in_kept && !e.hidden && !e.kept)
+                        if (Status s = coverTarget(relative, false, 1); !s) return s.error();
+                    // Another name of the same file is not covered with it.
+                    if ((e.hidden || e.kept) && !e.is_dir && e.st.st_nlink > 1) {
+                        ++scan.linked_count;
+                        if (scan.linked.size() < kReportedMaskNames)
+                            scan.linked.push_back("/repo/" + relative);
+                    }
+                }
+                if (!e.is_dir || e.hidden) continue;
+                if (dir.depth >= rules.max_depth) {
+                    cut("max_depth");
+                    break;
+                }
+                if (relative.size() > kMaxWalkedPath) {
+                    cut("path_length");
+                    break;
+                }
+                pending_bytes += relative.size();
+                if (pending_bytes > kMaxPendingBytes) {
+                    cut("memory");
+                    break;
+                }
+                level.push_back({relative, dir.depth + 1, dir.under_kept || e.kept});
+            }
+        }
+    }
+    dropCoveredTwice(scan);
+    return scan;
+}
+
+}  // namespace stockade

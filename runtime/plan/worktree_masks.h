@@ -88,7 +88,7 @@ struct WalkedDir {
     ino_t ino = 0;
     timespec ctime{};
     // The ctime was older than the walk by more than a clock tick could
-    // blur: the same ctime later means the same entries (worktree_masks.cpp).
+    // blur: the same ctime later means the same entries (worktree_walk_clock.h).
     bool settled = false;
     uint64_t entries = 0;
     std::vector<WalkedName> names;  // in readdir order

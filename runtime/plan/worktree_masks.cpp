@@ -65,7 +65,7 @@ Result<std::vector<ns::MountOp>> pinsAbove(
     std::vector<std::string> dirs;
     std::unordered_set<std::string> seen;
     for (const auto& [name, hidden] : covered) {
-        if (hidden && !pin_hidden) continue;
+        if (hidden && !pin_hidden && !name->pin_above) continue;
         const std::string& relative = name->relative;
         for (size_t slash = relative.find('/'); slash != std::string::npos;
              slash = relative.find('/', slash + 1)) {

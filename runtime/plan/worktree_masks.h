@@ -69,6 +69,10 @@ struct MaskedName {
     bool is_dir = false;
     dev_t dev = 0;
     ino_t ino = 0;
+    // Its directories are held in place whatever the patterns are: hidden
+    // because a hidden link leads to it, not for its own name, which a
+    // rename of a directory above it would keep out of every pattern.
+    bool pin_above = false;
 };
 
 // A name of a listed directory that the walk looked at: a subdirectory, a

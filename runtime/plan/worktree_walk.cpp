@@ -2,9 +2,11 @@
 // depth by depth (worktree_listing.h), each name judged by the rules in walk
 // order, and where a hidden or read-only name is a link, what it leads to
 // in the worktree covered with it.
+#include <dirent.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -20,6 +22,7 @@
 #include "base/text_safety.h"
 #include "base/unique_fd.h"
 #include "runtime/plan/walk_cache.h"
+#include "runtime/plan/worktree_links.h"
 #include "runtime/plan/worktree_listing.h"
 #include "runtime/plan/worktree_masks.h"
 #include "runtime/plan/worktree_walk_clock.h"
@@ -36,56 +39,11 @@ constexpr size_t kMaxWalkedPath = 3072;
 // bound on one lookup (MAXSYMLINKS).
 constexpr int kMaxLinksFollowed = 40;
 
-// "a/b/../c" -> "a/c"; nullopt when it climbs above the worktree.
-std::optional<std::string> lexicallyBeneath(const std::string& path) {
-    std::vector<std::string> parts;
-    for (const std::string& c : pathComponents(path)) {
-        if (c.empty() || c == ".") continue;
-        if (c == "..") {
-            if (parts.empty()) return std::nullopt;
-            parts.pop_back();
-        } else {
-            parts.push_back(c);
-        }
-    }
-    std::string out;
-    for (const std::string& c : parts) out += (out.empty() ? "" : "/") + c;
-    return out;
-}
-
 struct PendingDir {
     std::string relative;
     uint32_t depth;           // of the directory's own entries: 1 for the top
     bool under_kept = false;  // in a read-only directory (DirListing::under_kept)
 };
-
-// "/a/b/../c" -> "/a/c", from the host's root ("/.." is "/").
-std::string lexicallyAbsolute(const std::string& path) {
-    std::vector<std::string> parts;
-    for (const std::string& c : pathComponents(path)) {
-        if (c.empty() || c == ".") continue;
-        if (c == "..") {
-            if (!parts.empty()) parts.pop_back();
-        } else {
-            parts.push_back(c);
-        }
-    }
-    std::string out;
-    for (const std::string& c : parts) out += "/" + c;
-    return out.empty() ? "/" : out;
-}
-
-// The path the kernel gives the held directory (its d_path), "" when it
-// has none a link could name (deleted, or outside the caller's root).
-std::string heldDirectoryPath(int fd) {
-    char path[PATH_MAX];
-    const std::string link = "/proc/self/fd/" + std::to_string(fd);
-    const ssize_t n = readlink(link.c_str(), path, sizeof path - 1);
-    if (n <= 0 || path[0] != '/') return "";
-    const std::string out(path, static_cast<size_t>(n));
-    if (out.ends_with(" (deleted)")) return "";
-    return out;
-}
 
 // What the directories waiting to be listed may hold of the supervisor's
 // memory (their paths): a tree made to be wide and deep is refused, not
@@ -112,6 +70,68 @@ void dropCoveredTwice(WorktreeScan& scan) {
     std::erase_if(scan.read_only, [&](const MaskedName& m) {
         return beneathHidden(m) || covered.count(m.relative) > 0;
     });
+}
+
+// The links in each directory of `dirs` (kept read-only because a link
+// leads there) and in every directory below them, each given to `cover`
+// (as a link in a read-only directory), and so on for the directories that
+// adds, each once. The walk's bounds hold: past max_depth below the
+// directory or max_entries in all, the walk is cut.
+Status keepLinksBeneath(int root_fd, const WorktreeMaskRules& rules, std::vector<std::string>& dirs,
+                        const std::function<Status(const std::string&, bool, int)>& cover,
+                        WorktreeScan& scan) {
+    std::unordered_set<std::string> done;
+    uint64_t entries = 0;
+    std::vector<char> buffer(size_t{1} << 16);
+    while (!dirs.empty()) {
+        std::vector<std::pair<std::string, uint32_t>> pending{{dirs.back(), 1}};
+        dirs.pop_back();
+        while (!pending.empty()) {
+            auto [dir, depth] = std::move(pending.back());
+            pending.pop_back();
+            if (!done.insert(dir).second) continue;
+            const UniqueFd fd = openDirBeneath(root_fd, dir);
+            if (!fd) {
+                if (errno == ENOENT || errno == ENOTDIR) continue;
+                return Error::fromErrno("open /repo/" + escapeForTerminal(dir) +
+                                        " for the links in it");
+            }
+            for (;;) {
+                const long n = syscall(SYS_getdents64, fd.get(), buffer.data(), buffer.size());
+                if (n < 0)
+                    return Error::fromErrno("getdents64(\"/repo/" + escapeForTerminal(dir) + "\")");
+                if (n == 0) break;
+                for (long off = 0; off < n;) {
+                    auto* d = reinterpret_cast<struct dirent64*>(buffer.data() + off);
+                    off += d->d_reclen;
+                    const std::string_view name = d->d_name;
+                    if (name == "." || name == "..") continue;
+                    if (++entries + scan.entries > rules.max_entries) {
+                        scan.truncated_by = "max_entries";
+                        return okStatus();
+                    }
+                    const std::string at = dir + "/" + std::string(name);
+                    unsigned char type = d->d_type;
+                    if (type == DT_UNKNOWN) {
+                        struct stat st;
+                        if (fstatat(fd.get(), d->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) continue;
+                        type = S_ISDIR(st.st_mode) ? DT_DIR : S_ISLNK(st.st_mode) ? DT_LNK : DT_REG;
+                    }
+                    if (type == DT_LNK) {
+                        if (Status s = cover(at, false, 1); !s) return s;
+                    } else if (type == DT_DIR) {
+                        if (depth >= rules.max_depth || at.size() > kMaxWalkedPath) {
+                            scan.truncated_by =
+                                depth >= rules.max_depth ? "max_depth" : "path_length";
+                            return okStatus();
+                        }
+                        pending.push_back({at, depth + 1});
+                    }
+                }
+            }
+        }
+    }
+    return okStatus();
 }
 
 }  // namespace
@@ -149,81 +169,61 @@ Result<WorktreeScan> scanWorktree(int worktree_fd, const WorktreeMaskRules& rule
         return okStatus();
     };
     // The worktree as the host names it: a link may name a place in it by
-    // that path (absolute, or relative and climbing out of the worktree and
-    // back in), and a host reader following it lands there.
+    // that path (worktree_links.h).
     const std::string host_path = heldDirectoryPath(root.get());
-    // Where the link at `relative` leads in the worktree, read as the text
-    // it holds (never followed): the path below the top ("" for the top
-    // itself), or nullopt when it leads out of it. Inside the sandbox
-    // "/repo/..." is the worktree; on the host, its own path is. A path
-    // out of the worktree that is itself a link back into it is not
-    // followed (threat-model.md).
-    auto linkTarget = [&](const std::string& relative) -> Result<std::optional<std::string>> {
-        char target[PATH_MAX];
-        const ssize_t n = readlinkat(root.get(), relative.c_str(), target, sizeof target - 1);
-        if (n < 0)
-            return Error::fromErrno("readlink(\"/repo/" + escapeForTerminal(relative) + "\")");
-        const std::string link(target, static_cast<size_t>(n));
-        if (link == "/repo" || link.starts_with(kMaskRepoPrefix))
-            return lexicallyBeneath(link.size() > 5 ? link.substr(6) : "");
-        const size_t slash = relative.rfind('/');
-        const std::string from = slash == std::string::npos ? "" : relative.substr(0, slash);
-        if (!link.starts_with("/"))
-            if (auto inside = lexicallyBeneath(from.empty() ? link : from + "/" + link))
-                return inside;
-        if (host_path.empty()) return std::optional<std::string>();
-        const std::string absolute = lexicallyAbsolute(
-            link.starts_with("/") ? link
-                                  : host_path + "/" + (from.empty() ? "" : from + "/") + link);
-        if (absolute == host_path) return std::optional<std::string>("");
-        if (host_path == "/") return std::optional<std::string>(absolute.substr(1));
-        if (absolute.starts_with(host_path + "/"))
-            return std::optional<std::string>(absolute.substr(host_path.size() + 1));
-        return std::optional<std::string>();
-    };
     std::unordered_set<std::string> kept_names, hidden_targets;
+    // Directories kept read-only because a link leads to them: links in
+    // them are judged as in a directory a pattern keeps read-only, once the
+    // walk is done (keepLinksBeneath).
+    std::vector<std::string> kept_link_dirs;
     // What the link at `relative` leads to in the worktree, kept read-only
-    // (`hide` false) or hidden with it: a write follows a link, and so does
-    // a host reader (an agent reading AGENTS.md, the host's git running a
-    // hook linked from .git/hooks, a tool writing the operator's secret to
-    // a .env an earlier sandbox made a link).
-    // A target that is a link is covered as itself and followed in turn,
-    // up to the kernel's own bound on links in one lookup.
+    // (`hide` false) or hidden with it (worktree_links.h: a writer and a
+    // host reader both follow it). A target that is a link is covered as
+    // itself and followed in turn, up to the kernel's own bound on links
+    // in one lookup. A hidden target's directories are held in place
+    // (MaskedName::pin_above): it is hidden for the link, not for a name a
+    // rename would keep.
     std::function<Status(const std::string&, bool, int)> coverTarget =
         [&](const std::string& relative, bool hide, int links) -> Status {
-        if (links > kMaxLinksFollowed)
-            return Error::message("/repo/" + escapeForTerminal(relative) + " is one of more than " +
-                                  std::to_string(kMaxLinksFollowed) +
-                                  " links in a row from a hidden or read-only name: refusing "
-                                  "rather than leave where they lead uncovered");
-        auto inside = linkTarget(relative);
-        if (!inside) return inside.error();
-        if (!*inside) return okStatus();  // out of the worktree: the sandbox cannot reach it
         const std::string shown = "/repo/" + escapeForTerminal(relative);
-        const char* what = hide ? " is hidden" : " is kept read-only";
-        if ((*inside)->empty()) return Error::message(shown + what + " but links to /repo itself");
-        UniqueFd to =
-            openBeneathWorktree(root.get(), **inside, O_PATH | O_NOFOLLOW, RESOLVE_NO_SYMLINKS);
-        struct stat at;
-        if (!to || fstat(to.get(), &at) < 0) {
-            // Nothing there: a write through a read-only link would make
-            // it; a hidden link's cover is not written through, and a file
-            // made there later is covered by the run that finds it.
-            if (hide && errno == ENOENT) return okStatus();
-            return Error::message(
-                shown + what + " but links to /repo/" + escapeForTerminal(**inside) +
-                (errno == ENOENT ? ", which does not exist (a write through the link would make it)"
-                                 : ", which is reached only through another link") +
-                ": refusing rather than leave it " + (hide ? "readable" : "writable") + " (" +
-                (hide ? "--show" : "--writable") + " the name, or link it to a file)");
+        const std::string what = hide ? " is hidden" : " is kept read-only";
+        const std::string fix = std::string(": refusing rather than leave it ") +
+                                (hide ? "readable" : "writable") + " (" +
+                                (hide ? "--show" : "--writable") +
+                                " the name, or link it by a path inside the worktree)";
+        if (links > kMaxLinksFollowed)
+            return Error::message(shown + " is one of more than " +
+                                  std::to_string(kMaxLinksFollowed) +
+                                  " links in a row from a hidden or read-only name" + fix);
+        auto lead = linkLeadOf(root.get(), host_path, relative);
+        if (!lead) return Error::message(shown + what + " but " + lead.error().describe() + fix);
+        switch (lead->kind) {
+            case LinkLead::Kind::Outside:
+                return okStatus();  // out of the worktree: the sandbox cannot reach it
+            case LinkLead::Kind::Missing:
+                // A write through a read-only link would make it; a hidden
+                // link's cover is not written through, and a file made
+                // there later is covered by the run that finds it.
+                if (hide) return okStatus();
+                return Error::message(shown + what + " but links to /repo/" +
+                                      escapeForTerminal(lead->relative) +
+                                      ", which does not exist (a write through the link would "
+                                      "make it)" +
+                                      fix);
+            case LinkLead::Kind::Inside:
+                break;
         }
-        if (!(hide ? hidden_targets : kept_names).insert(**inside).second) return okStatus();
+        if (lead->relative.empty())
+            return Error::message(shown + what + " but links to /repo itself" + fix);
+        const struct stat& at = lead->st;
+        if (!(hide ? hidden_targets : kept_names).insert(lead->relative).second) return okStatus();
         if (Status s = add(hide ? scan.hidden : scan.read_only,
-                           {**inside, S_ISDIR(at.st_mode), at.st_dev, at.st_ino});
+                           {lead->relative, S_ISDIR(at.st_mode), at.st_dev, at.st_ino, hide});
             !s)
             return s;
+        if (S_ISDIR(at.st_mode) && !hide) kept_link_dirs.push_back(lead->relative);
         if (!S_ISLNK(at.st_mode)) return okStatus();
-        return coverTarget(**inside, hide, links + 1);
+        return coverTarget(lead->relative, hide, links + 1);
     };
     // A read-only name, and where it is a link, what it leads to.
     auto keepReadOnly = [&](const std::string& relative, const struct stat& st) -> Status {
@@ -377,6 +377,9 @@ Result<WorktreeScan> scanWorktree(int worktree_fd, const WorktreeMaskRules& rule
             }
         }
     }
+    if (scan.truncated_by.empty())
+        if (Status s = keepLinksBeneath(root.get(), rules, kept_link_dirs, coverTarget, scan); !s)
+            return s.error();
     dropCoveredTwice(scan);
     return scan;
 }

@@ -706,6 +706,43 @@ TEST_CASE("G2: where a read-only or hidden link leads in the worktree is covered
     const std::vector<std::string> contents = read.report.all("content");
     CHECK(std::none_of(contents.begin(), contents.end(),
                        [&](const std::string& c) { return c.find(secret) != std::string::npos; }));
+
+    // A hidden link's target is hidden for the link's sake: the directory
+    // above it is held in place, or `mv config cfg` would show it next run.
+    const std::string local = randomToken("local-env");
+    sandbox.scratch().writeFile("worktree/config/local.env", local);
+    sandbox.scratch().makeSymlink("worktree/.env", "config/local.env");
+    // The husky layout: a (nested) repository's .git/hooks a link to a
+    // directory of the worktree whose hooks are links to scripts. Each script is what the host's
+    // git runs, so each is read-only.
+    const std::string hook = "#!/bin/sh\nexit 0\n";
+    const std::string script = sandbox.scratch().writeFile("worktree/scripts/pc.sh", hook);
+    sandbox.scratch().makeSymlink("worktree/githooks/pre-commit", "../scripts/pc.sh");
+    sandbox.scratch().makeDir("worktree/pkg/.git");
+    sandbox.scratch().makeSymlink("worktree/pkg/.git/hooks", "../../githooks");
+    const ProbeRun moved = sandbox.probe({"rename", "/repo/config", "/repo/cfg"});
+    INFO(moved.describe());
+    CHECK_THAT(moved.result(), IsOneOf({"EBUSY", "EXDEV"}));
+    CHECK(readFileOrEmpty(top + "/config/local.env") == local);
+    CHECK_FALSE(pathExists(top + "/cfg"));
+    const ProbeRun hooked =
+        sandbox.probe({"open-write-each", "/repo/scripts/pc.sh\n/repo/githooks/pre-commit\n"});
+    INFO(hooked.describe());
+    REQUIRE(hooked.exitCode() == 0);
+    CHECK(answerFor(hooked, "write", "/repo/scripts/pc.sh") == "EROFS");
+    CHECK(answerFor(hooked, "write", "/repo/githooks/pre-commit") == "EROFS");
+    CHECK(readFileOrEmpty(script) == hook);
+    CHECK(recordText(sandbox).find(local) == std::string::npos);
+
+    // `..` after a link is the kernel's, not the text's: refused, nothing run.
+    sandbox.scratch().makeDir("worktree/a/b");
+    sandbox.scratch().makeSymlink("worktree/lnk", "a/b");
+    sandbox.scratch().makeSymlink("worktree/GEMINI.md", "lnk/../docs/agents.md");
+    const Completed refused = sandbox.run({"/bin/sh", "-c", "echo ran > /repo/ran"});
+    INFO(refused.describe());
+    CHECK(refused.exitCode == 125);
+    CHECK(refused.err.find("reached only through another link") != std::string::npos);
+    CHECK_FALSE(pathExists(top + "/ran"));
 }
 
 TEST_CASE("G2: a hidden name in a directory whose name holds a newline is covered",

@@ -160,6 +160,64 @@ TEST_CASE("worktree masks: what a hidden or read-only link leads to in the workt
                                            "exist") != std::string::npos);
 }
 
+// The second red team's spellings: each leads into the worktree for the
+// sandbox or the host, or through a link that a sandbox could retarget, or
+// somewhere that depends on who reads it.
+TEST_CASE("worktree masks: a link's text is read as the sandbox and the host would read it") {
+    TempDir parent;
+    const std::string top = parent.path() + "/wt (deleted)";  // a name the kernel also gives
+    for (const char* f : {"docs/a.md", "docs/b.md", "docs/c.md", "docs/d.md", "a/docs/e.md",
+                          "scripts/pc.sh", "config/local.env"})
+        writeFile(top + "/" + f, "x");
+    REQUIRE(mkdir((top + "/a/b").c_str(), 0755) == 0);
+    auto link = [&](const std::string& to, const std::string& at) {
+        REQUIRE(symlink(to.c_str(), (top + "/" + at).c_str()) == 0);
+    };
+    link("//repo/docs/a.md", "A.md");
+    link("../repo/docs/b.md", "B.md");  // above the sandbox's root, and back into /repo
+    link("/./repo/../repo/docs/c.md", "C.md");
+    link(top + "/docs/d.md", "D.md");  // the worktree's own host path
+    // A directory kept read-only because a link leads there: the links in
+    // it keep their targets read-only as in .github/workflows.
+    REQUIRE(mkdir((top + "/githooks").c_str(), 0755) == 0);
+    link("../scripts/pc.sh", "githooks/pre-commit");
+    REQUIRE(mkdir((top + "/.git").c_str(), 0755) == 0);
+    link("../githooks", ".git/hooks");
+    link("config/local.env", ".env");
+    WorktreeMaskRules rules;
+    rules.hide = {".env"};
+    rules.read_only = {"*.md", ".git"};
+    auto s = scan(top, rules);
+    REQUIRE(s);
+    CHECK(names(s->read_only) == std::vector<std::string>{".git", "A.md", "B.md", "C.md", "D.md",
+                                                          "a/docs/e.md", "docs/a.md", "docs/b.md",
+                                                          "docs/c.md", "docs/d.md", "githooks",
+                                                          "scripts/pc.sh"});
+    CHECK(names(s->hidden) == std::vector<std::string>{".env", "config/local.env"});
+    // The hidden target's directories are held in place: a rename of
+    // `config` would keep local.env out of every pattern.
+    for (const MaskedName& m : s->hidden) CHECK(m.pin_above == (m.relative == "config/local.env"));
+
+    // Refused: `..` after a link (the kernel's `lnk/..` is not the text's),
+    // and a path through /proc or /dev/fd.
+    for (const auto& [to, why] : std::vector<std::pair<std::string, std::string>>{
+             {"lnk/../docs/a.md", "reached only through another link"},
+             {"/proc/self/cwd/docs/a.md", "depends on the process that reads it"},
+             {"../../../../../../dev/fd/3", "depends on the process that reads it"}}) {
+        TempDir other;
+        writeFile(other.path() + "/docs/a.md", "x");
+        REQUIRE(mkdir((other.path() + "/a").c_str(), 0755) == 0);
+        REQUIRE(symlink("a", (other.path() + "/lnk").c_str()) == 0);
+        REQUIRE(symlink(to.c_str(), (other.path() + "/AGENTS.md").c_str()) == 0);
+        WorktreeMaskRules agents;
+        agents.read_only = {"AGENTS.md"};
+        auto refused = scan(other.path(), agents);
+        INFO(to);
+        REQUIRE_FALSE(refused);
+        CHECK(refused.error().describe().find(why) != std::string::npos);
+    }
+}
+
 TEST_CASE("worktree masks: bounds on entries and depth, and no walk below a hidden directory") {
     TempDir wt;
     writeFile(wt.path() + "/.env", "x");

@@ -1,0 +1,152 @@
+#include "runtime/plan/worktree_links.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <unistd.h>
+
+#include <climits>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "base/text_safety.h"
+#include "base/unique_fd.h"
+#include "runtime/plan/worktree_listing.h"
+#include "runtime/policy/mask_patterns.h"
+
+namespace stockade {
+
+namespace {
+
+// "a/b/../c" -> "a/c"; nullopt when it climbs above the top.
+std::optional<std::string> lexicallyBeneath(const std::string& path) {
+    std::vector<std::string> parts;
+    for (const std::string& c : pathComponents(path)) {
+        if (c.empty() || c == ".") continue;
+        if (c == "..") {
+            if (parts.empty()) return std::nullopt;
+            parts.pop_back();
+        } else {
+            parts.push_back(c);
+        }
+    }
+    std::string out;
+    for (const std::string& c : parts) out += (out.empty() ? "" : "/") + c;
+    return out;
+}
+
+// "//a/./b/../c" -> "/a/c", from the root ("/.." is "/").
+std::string lexicallyAbsolute(const std::string& path) {
+    std::vector<std::string> parts;
+    for (const std::string& c : pathComponents(path)) {
+        if (c.empty() || c == ".") continue;
+        if (c == "..") {
+            if (!parts.empty()) parts.pop_back();
+        } else {
+            parts.push_back(c);
+        }
+    }
+    std::string out;
+    for (const std::string& c : parts) out += "/" + c;
+    return out.empty() ? "/" : out;
+}
+
+// `path` below `top` ("" for `top` itself), or nullopt.
+std::optional<std::string> below(const std::string& path, const std::string& top) {
+    if (top.empty()) return std::nullopt;
+    if (path == top) return std::string();
+    if (top == "/") return path.substr(1);
+    if (path.starts_with(top + "/")) return path.substr(top.size() + 1);
+    return std::nullopt;
+}
+
+// A path whose end depends on the process that reads it: /proc/self, a
+// pid, /proc/PID/cwd and /dev/fd/N are each reader's own.
+bool readerDependent(const std::string& absolute) {
+    for (std::string_view prefix : {"/proc", "/dev/fd", "/dev/stdin", "/dev/stdout", "/dev/stderr"})
+        if (absolute == prefix ||
+            (absolute.starts_with(prefix) && absolute.size() > prefix.size() &&
+             absolute[prefix.size()] == '/'))
+            return true;
+    return false;
+}
+
+// `raw` (a path below the worktree's top, `..` and all) resolved beneath it
+// through no link: `..` as the kernel takes it, so `lnk/../x` is refused at
+// `lnk`, not read as `x`. nullopt when it climbs out of the worktree.
+Result<std::optional<LinkLead>> beneath(int root_fd, const std::string& raw) {
+    const std::optional<std::string> lexical = lexicallyBeneath(raw);
+    if (lexical && lexical->empty())
+        return std::optional<LinkLead>(LinkLead{LinkLead::Kind::Inside});
+    const UniqueFd fd = openBeneathWorktree(root_fd, raw, O_PATH | O_NOFOLLOW, RESOLVE_NO_SYMLINKS);
+    const int err = fd ? 0 : errno;
+    if (fd) {
+        // Through no link, `..` is what the path says: the lexical name is
+        // the one reached.
+        LinkLead lead{LinkLead::Kind::Inside, lexical.value_or(""), {}};
+        if (!lexical || fstat(fd.get(), &lead.st) < 0)
+            return Error::message("leads to /repo/" + escapeForTerminal(raw) +
+                                  ", which cannot be examined");
+        return std::optional<LinkLead>(std::move(lead));
+    }
+    if (err == EXDEV) return std::optional<LinkLead>();
+    if ((err == ENOENT || err == ENOTDIR) && lexical)
+        return std::optional<LinkLead>(LinkLead{LinkLead::Kind::Missing, *lexical, {}});
+    if (err == ELOOP || err == ENOENT || err == ENOTDIR)
+        return Error::message("leads to /repo/" + escapeForTerminal(raw) +
+                              ", which is reached only through another link or a missing "
+                              "directory");
+    return Error::fromErrno(
+        "openat2(\"/repo/" + escapeForTerminal(raw) + "\", RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS)",
+        err);
+}
+
+}  // namespace
+
+std::string heldDirectoryPath(int fd) {
+    char path[PATH_MAX];
+    const std::string link = "/proc/self/fd/" + std::to_string(fd);
+    const ssize_t n = readlink(link.c_str(), path, sizeof path - 1);
+    if (n <= 0 || path[0] != '/') return "";
+    return std::string(path, static_cast<size_t>(n));
+}
+
+Result<LinkLead> linkLeadOf(int root_fd, const std::string& host_path,
+                            const std::string& relative) {
+    char target[PATH_MAX];
+    const ssize_t n = readlinkat(root_fd, relative.c_str(), target, sizeof target - 1);
+    if (n < 0) return Error::fromErrno("readlink(\"/repo/" + escapeForTerminal(relative) + "\")");
+    const std::string text(target, static_cast<size_t>(n));
+    if (text.empty()) return Error::message("is an empty link");
+    const size_t slash = relative.rfind('/');
+    const std::string from = slash == std::string::npos ? "" : relative.substr(0, slash) + "/";
+    const bool absolute = text[0] == '/';
+    // A path below the link's directory, as it is written.
+    if (!absolute) {
+        auto lead = beneath(root_fd, from + text);
+        if (!lead) return lead.error();
+        if (*lead) return **lead;
+    }
+    // Out of the worktree as written: where the sandbox reads it (the
+    // worktree at /repo, nothing above its root) and where the host does.
+    const std::string in_sandbox = lexicallyAbsolute(absolute ? text : "/repo/" + from + text);
+    const std::string on_host =
+        host_path.empty() ? "" : lexicallyAbsolute(absolute ? text : host_path + "/" + from + text);
+    for (const std::string* view : {&in_sandbox, &on_host})
+        if (readerDependent(*view))
+            return Error::message("leads through " + escapeForTerminal(*view) +
+                                  ", where it lands depends on the process that reads it");
+    for (const auto& [view, top] :
+         {std::pair<const std::string&, const std::string&>{in_sandbox, std::string("/repo")},
+          {on_host, host_path}}) {
+        const std::optional<std::string> rel = below(view, top);
+        if (!rel) continue;
+        auto lead = beneath(root_fd, *rel);
+        if (!lead) return lead.error();
+        if (*lead) return **lead;
+    }
+    return LinkLead{};
+}
+
+}  // namespace stockade

@@ -255,8 +255,13 @@ int cmdExec(const Globals& g, const std::vector<std::string>& all, const Log& lo
     ask.console_socket = a.values["console-socket"];
     ask.detach = a.bools.count("detach");
     ask.tty = a.bools.count("tty");
+    // runc's code and prefix for an exec that failed once its arguments
+    // were read (podman reads the cause from the words that follow).
     auto status = execInContainer(g.root, a.positional[0], ask);
-    if (!status) return log.error(status.error().describe());
+    if (!status) {
+        log.error("exec failed: " + status.error().describe());
+        return 255;
+    }
     return *status;
 }
 
@@ -290,8 +295,14 @@ int cmdKill(const Globals& g, const std::vector<std::string>& rest, const Log& l
     if (!sig) return log.error(sig.error().describe());
     auto c = openExisting(g.root, a.positional[0]);
     if (!c) return log.error(c.error().describe());
-    if (statusOf(c->dir.get(), c->record) == Status3::Stopped)
-        return log.error("container not running");
+    if (statusOf(c->dir.get(), c->record) == Status3::Stopped) {
+        // As runc's --all: whatever is left in the container's cgroup is
+        // signalled, and a stopped container is no error ("kill -a TERM",
+        // then "kill -a KILL", as scripts and ctr do).
+        if (!a.bools.count("all")) return log.error("container not running");
+        for (pid_t pid : processesInContainerCgroups(c->record.cgroups)) kill(pid, *sig);
+        return 0;
+    }
     UniqueFd fd = pidfdOf(c->record);
     if (!fd) return log.error("no such process");
     if (a.bools.count("all") && *sig != SIGKILL) {

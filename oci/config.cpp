@@ -7,9 +7,11 @@
 
 #include <algorithm>
 #include <bitset>
+#include <cctype>
 #include <charconv>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <tuple>
 
 #include "oci/resource_names.h"
 #include "runtime/cgroups/cgroup_fs.h"
@@ -958,27 +960,48 @@ std::vector<std::string> capabilityNames() {
 }
 
 Result<int> parseSignal(std::string_view text) {
+    // A number as Go's Atoi takes it (runc's): a leading '+' allowed.
+    std::string_view digits = text.starts_with('+') ? text.substr(1) : text;
     int value = 0;
-    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-    if (!text.empty() && ec == std::errc() && end == text.data() + text.size()) {
+    auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
+    if (!digits.empty() && ec == std::errc() && end == digits.data() + digits.size()) {
         // 0 asks only whether the process is there, as runc takes it.
         if (value < 0 || value > SIGRTMAX)
             return Error::message("invalid signal \"" + std::string(text) + "\"");
         return value;
     }
+    // A name in any case, with or without SIG (runc upper-cases it).
     std::string name(text);
+    for (char& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
     if (name.starts_with("SIG")) name = name.substr(3);
     static const std::pair<const char*, int> kNames[] = {
-        {"HUP", SIGHUP},       {"INT", SIGINT},   {"QUIT", SIGQUIT},   {"ILL", SIGILL},
-        {"TRAP", SIGTRAP},     {"ABRT", SIGABRT}, {"BUS", SIGBUS},     {"FPE", SIGFPE},
-        {"KILL", SIGKILL},     {"USR1", SIGUSR1}, {"SEGV", SIGSEGV},   {"USR2", SIGUSR2},
-        {"PIPE", SIGPIPE},     {"ALRM", SIGALRM}, {"TERM", SIGTERM},   {"CHLD", SIGCHLD},
-        {"CONT", SIGCONT},     {"STOP", SIGSTOP}, {"TSTP", SIGTSTP},   {"TTIN", SIGTTIN},
-        {"TTOU", SIGTTOU},     {"URG", SIGURG},   {"XCPU", SIGXCPU},   {"XFSZ", SIGXFSZ},
-        {"VTALRM", SIGVTALRM}, {"PROF", SIGPROF}, {"WINCH", SIGWINCH}, {"IO", SIGIO},
-        {"PWR", SIGPWR},       {"SYS", SIGSYS}};
+        {"HUP", SIGHUP},       {"INT", SIGINT},     {"QUIT", SIGQUIT}, {"ILL", SIGILL},
+        {"TRAP", SIGTRAP},     {"ABRT", SIGABRT},   {"IOT", SIGABRT},  {"BUS", SIGBUS},
+        {"FPE", SIGFPE},       {"KILL", SIGKILL},   {"USR1", SIGUSR1}, {"SEGV", SIGSEGV},
+        {"USR2", SIGUSR2},     {"PIPE", SIGPIPE},   {"ALRM", SIGALRM}, {"TERM", SIGTERM},
+        {"STKFLT", SIGSTKFLT}, {"CHLD", SIGCHLD},   {"CLD", SIGCHLD},  {"CONT", SIGCONT},
+        {"STOP", SIGSTOP},     {"TSTP", SIGTSTP},   {"TTIN", SIGTTIN}, {"TTOU", SIGTTOU},
+        {"URG", SIGURG},       {"XCPU", SIGXCPU},   {"XFSZ", SIGXFSZ}, {"VTALRM", SIGVTALRM},
+        {"PROF", SIGPROF},     {"WINCH", SIGWINCH}, {"IO", SIGIO},     {"POLL", SIGIO},
+        {"PWR", SIGPWR},       {"SYS", SIGSYS},     {"UNUSED", SIGSYS}};
     for (const auto& [n, sig] : kNames)
         if (name == n) return sig;
+    // The real-time signals as moby's table names them: RTMIN, RTMIN+1 ...
+    // RTMIN+15, RTMAX-14 ... RTMAX-1, RTMAX.
+    for (const auto& [base, sign, at] :
+         {std::tuple<const char*, int, int>{"RTMIN", 1, SIGRTMIN}, {"RTMAX", -1, SIGRTMAX}}) {
+        const std::string_view b = base;
+        if (!std::string_view(name).starts_with(b)) continue;
+        if (name.size() == b.size()) return at;
+        if (name[b.size()] != (sign > 0 ? '+' : '-')) continue;
+        int offset = 0;
+        const char* first = name.data() + b.size() + 1;
+        const char* last = name.data() + name.size();
+        auto [stop, err] = std::from_chars(first, last, offset);
+        if (err == std::errc() && stop == last && first != last && offset >= 1 &&
+            offset <= (sign > 0 ? 15 : 14))
+            return at + sign * offset;
+    }
     return Error::message("unknown signal \"" + std::string(text) + "\"");  // runc's words
 }
 

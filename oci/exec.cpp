@@ -610,6 +610,8 @@ Result<int> execInContainer(const std::string& root_dir, const std::string& id,
         if (!c) return c.error();
         const Status3 status = statusOf(c->dir.get(), c->record);
         if (status == Status3::Paused) return Error::message("cannot exec in a paused container");
+        if (status == Status3::Stopped)
+            return Error::message("cannot exec in a stopped container");  // runc's words
         if (status != Status3::Running)
             return Error::message("cannot exec in a container that is not running");
         record = c->record;

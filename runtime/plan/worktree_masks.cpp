@@ -358,8 +358,8 @@ void noteCreatedMaskedNames(const Policy& policy, WorktreeMaskReport& report) {
         }
     if (report.created_count)
         std::fprintf(stderr,
-                     "stockade: the run created %llu hidden or read-only name(s) in the worktree "
-                     "(the first: %s); later runs cover them too\n",
+                     "stockade: %llu hidden or read-only name(s) appeared in the worktree while "
+                     "the sandbox was set up or ran (the first: %s); later runs cover them too\n",
                      static_cast<unsigned long long>(report.created_count),
                      escapeForTerminal(report.created.front()).c_str());
 }

@@ -174,8 +174,10 @@ def root_cases(rt, scratch, base, state_root):
     with open(proc, "w") as f:
         json.dump(process, f)
     r = rt("exec", "--process", proc, "g1")
-    check("exec: a gid the container's map does not hold is refused by name",
-          r.returncode == 1 and "process.json: process.user.additionalGids: gid 70000 is not mapped"
+    check("exec: a gid the container's map does not hold is refused by name (runc's 255 and "
+          "'exec failed:')",
+          r.returncode == 255 and
+          "exec failed: process.json: process.user.additionalGids: gid 70000 is not mapped"
           in r.stderr and len(json.loads(rt("ps", "--format", "json", "g1").stdout)) == 2,
           (r.returncode, r.stderr))
     r = rt("delete", "--force", "g1")

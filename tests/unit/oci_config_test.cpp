@@ -677,7 +677,19 @@ TEST_CASE("oci kill: signals by number or name, in range", "[oci]") {
     CHECK(*parseSignal("SIGTERM") == SIGTERM);
     CHECK(*parseSignal("SIGWINCH") == SIGWINCH);
     CHECK(*parseSignal("0") == 0);  // runc's "is it there"
-    for (const char* bad : {"-1", "65", "99999999999", "FOO", "SIGFOO", "", "9x"}) {
+    // As runc takes them: any case, Go's Atoi's '+', moby's names.
+    CHECK(*parseSignal("usr1") == SIGUSR1);
+    CHECK(*parseSignal("sigusr1") == SIGUSR1);
+    CHECK(*parseSignal("Term") == SIGTERM);
+    CHECK(*parseSignal("+9") == SIGKILL);
+    CHECK(*parseSignal("IOT") == SIGABRT);
+    CHECK(*parseSignal("CLD") == SIGCHLD);
+    CHECK(*parseSignal("RTMIN") == SIGRTMIN);
+    CHECK(*parseSignal("SIGRTMIN+3") == SIGRTMIN + 3);
+    CHECK(*parseSignal("rtmax-2") == SIGRTMAX - 2);
+    CHECK(*parseSignal("RTMAX") == SIGRTMAX);
+    for (const char* bad : {"-1", "65", "99999999999", "FOO", "SIGFOO", "", "9x", "+", "++9",
+                            "RTMIN+16", "RTMIN-1", "RTMAX-15", "RTMAX+1", "RTMIN+", "RTMIN+x"}) {
         INFO(bad);
         CHECK_FALSE(parseSignal(bad));
     }

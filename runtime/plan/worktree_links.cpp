@@ -129,7 +129,22 @@ Result<LinkLead> linkLeadOf(int root_fd, const std::string& host_path,
         if (*lead) return **lead;
     }
     // Out of the worktree as written: where the sandbox reads it (the
-    // worktree at /repo, nothing above its root) and where the host does.
+    // worktree at /repo, nothing above its root) and where the host does,
+    // read lexically. That is the kernel's reading only where no `..`
+    // follows a name (after a link, `..` leaves the link's target, not the
+    // link's directory: `/dev/fd/../root/...` is /proc/self/root/...): such
+    // a text is refused. Leading `..` of a relative text climb the real
+    // directories above the link (the worktree's path has no link in it).
+    bool named = false;
+    for (const std::string& c : pathComponents(text)) {
+        if (c.empty() || c == ".") continue;
+        if (c != "..") {
+            named = true;
+        } else if (named || absolute) {
+            return Error::message("links through `..` after a name (" + escapeForTerminal(text) +
+                                  "), which the kernel takes from wherever that name leads");
+        }
+    }
     const std::string in_sandbox = lexicallyAbsolute(absolute ? text : "/repo/" + from + text);
     const std::string on_host =
         host_path.empty() ? "" : lexicallyAbsolute(absolute ? text : host_path + "/" + from + text);

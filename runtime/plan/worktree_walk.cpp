@@ -72,29 +72,49 @@ void dropCoveredTwice(WorktreeScan& scan) {
     });
 }
 
-// The links in each directory of `dirs` (kept read-only because a link
-// leads there) and in every directory below them, each given to `cover`
-// (as a link in a read-only directory), and so on for the directories that
-// adds, each once. The walk's bounds hold: past max_depth below the
-// directory or max_entries in all, the walk is cut.
-Status keepLinksBeneath(int root_fd, const WorktreeMaskRules& rules, std::vector<std::string>& dirs,
-                        const std::function<Status(const std::string&, bool, int)>& cover,
-                        WorktreeScan& scan) {
+// A directory whose links the walk judges after it is done: one kept
+// read-only because a link leads there (`hide` false: the links in it keep
+// their targets read-only, as in a directory a pattern keeps read-only),
+// or one hidden (`hide`: the links in it have their targets hidden). A
+// host tool writing `.aws/credentials` follows a link an earlier sandbox
+// made there, as it follows a hidden name that is a link itself.
+struct LinkDir {
+    std::string relative;
+    bool hide = false;
+};
+
+// The links in each directory of `dirs` and in every directory below them,
+// each given to `cover` with the directory's `hide`, and so on for the
+// directories that adds, each once. Nothing else below them is judged.
+// The walk's bounds hold: past max_depth below the directory or
+// max_entries in all, the walk is cut. A directory of the walker's own
+// that it may not list refuses the run, as in the walk; someone else's is
+// passed over (no sandbox of the caller's could have written in it).
+Status coverLinksBeneath(int root_fd, const WorktreeMaskRules& rules, std::vector<LinkDir>& dirs,
+                         const std::function<Status(const std::string&, bool, int)>& cover,
+                         WorktreeScan& scan) {
     std::unordered_set<std::string> done;
     uint64_t entries = 0;
     std::vector<char> buffer(size_t{1} << 16);
     while (!dirs.empty()) {
-        std::vector<std::pair<std::string, uint32_t>> pending{{dirs.back(), 1}};
+        const bool hide = dirs.back().hide;
+        std::vector<std::pair<std::string, uint32_t>> pending{{dirs.back().relative, 1}};
         dirs.pop_back();
         while (!pending.empty()) {
             auto [dir, depth] = std::move(pending.back());
             pending.pop_back();
-            if (!done.insert(dir).second) continue;
+            if (!done.insert(std::string(hide ? "h" : "r") + dir).second) continue;
             const UniqueFd fd = openDirBeneath(root_fd, dir);
             if (!fd) {
-                if (errno == ENOENT || errno == ENOTDIR) continue;
-                return Error::fromErrno("open /repo/" + escapeForTerminal(dir) +
-                                        " for the links in it");
+                const int err = errno;
+                if (err == ENOENT || err == ENOTDIR) continue;
+                struct stat st {};
+                if ((err == EACCES || err == EPERM) &&
+                    fstatat(root_fd, dir.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+                    st.st_uid != geteuid())
+                    continue;
+                return Error::fromErrno(
+                    "open /repo/" + escapeForTerminal(dir) + " for the links in it", err);
             }
             for (;;) {
                 const long n = syscall(SYS_getdents64, fd.get(), buffer.data(), buffer.size());
@@ -118,7 +138,7 @@ Status keepLinksBeneath(int root_fd, const WorktreeMaskRules& rules, std::vector
                         type = S_ISDIR(st.st_mode) ? DT_DIR : S_ISLNK(st.st_mode) ? DT_LNK : DT_REG;
                     }
                     if (type == DT_LNK) {
-                        if (Status s = cover(at, false, 1); !s) return s;
+                        if (Status s = cover(at, hide, 1); !s) return s;
                     } else if (type == DT_DIR) {
                         if (depth >= rules.max_depth || at.size() > kMaxWalkedPath) {
                             scan.truncated_by =
@@ -172,10 +192,9 @@ Result<WorktreeScan> scanWorktree(int worktree_fd, const WorktreeMaskRules& rule
     // that path (worktree_links.h).
     const std::string host_path = heldDirectoryPath(root.get());
     std::unordered_set<std::string> kept_names, hidden_targets;
-    // Directories kept read-only because a link leads to them: links in
-    // them are judged as in a directory a pattern keeps read-only, once the
-    // walk is done (keepLinksBeneath).
-    std::vector<std::string> kept_link_dirs;
+    // Directories hidden, and kept read-only because a link leads to them:
+    // the links in them are judged once the walk is done (coverLinksBeneath).
+    std::vector<LinkDir> link_dirs;
     // What the link at `relative` leads to in the worktree, kept read-only
     // (`hide` false) or hidden with it (worktree_links.h: a writer and a
     // host reader both follow it). A target that is a link is covered as
@@ -221,7 +240,13 @@ Result<WorktreeScan> scanWorktree(int worktree_fd, const WorktreeMaskRules& rule
                            {lead->relative, S_ISDIR(at.st_mode), at.st_dev, at.st_ino, hide});
             !s)
             return s;
-        if (S_ISDIR(at.st_mode) && !hide) kept_link_dirs.push_back(lead->relative);
+        if (S_ISDIR(at.st_mode)) link_dirs.push_back({lead->relative, hide});
+        // Another name of the same file is not covered with it: said.
+        if (!S_ISDIR(at.st_mode) && at.st_nlink > 1) {
+            ++scan.linked_count;
+            if (scan.linked.size() < kReportedMaskNames)
+                scan.linked.push_back("/repo/" + lead->relative);
+        }
         if (!S_ISLNK(at.st_mode)) return okStatus();
         return coverTarget(lead->relative, hide, links + 1);
     };
@@ -347,6 +372,7 @@ Result<WorktreeScan> scanWorktree(int worktree_fd, const WorktreeMaskRules& rule
                             return s.error();
                         if (S_ISLNK(e.st.st_mode))
                             if (Status s = coverTarget(relative, true, 1); !s) return s.error();
+                        if (S_ISDIR(e.st.st_mode)) link_dirs.push_back({relative, true});
                     }
                     if (e.kept)
                         if (Status s = keepReadOnly(relative, e.st); !s) return s.error();
@@ -378,7 +404,7 @@ Result<WorktreeScan> scanWorktree(int worktree_fd, const WorktreeMaskRules& rule
         }
     }
     if (scan.truncated_by.empty())
-        if (Status s = keepLinksBeneath(root.get(), rules, kept_link_dirs, coverTarget, scan); !s)
+        if (Status s = coverLinksBeneath(root.get(), rules, link_dirs, coverTarget, scan); !s)
             return s.error();
     dropCoveredTwice(scan);
     return scan;

@@ -707,6 +707,25 @@ TEST_CASE("G2: where a read-only or hidden link leads in the worktree is covered
     CHECK(std::none_of(contents.begin(), contents.end(),
                        [&](const std::string& c) { return c.find(secret) != std::string::npos; }));
 
+    // The same through a hidden directory an earlier sandbox made: a link
+    // in it catches what a host tool writes to `.aws/credentials`.
+    const Completed aws = sandbox.run({"/bin/sh", "-c",
+                                       "mkdir -p /repo/notes /repo/.aws && touch /repo/notes/c && "
+                                       "ln -s ../notes/c /repo/.aws/credentials"});
+    INFO(aws.describe());
+    REQUIRE(aws.exitCode == 0);
+    const std::string key = randomToken("aws-key");
+    {
+        std::ofstream through(top + "/.aws/credentials");
+        through << key;
+    }
+    REQUIRE(readFileOrEmpty(top + "/notes/c") == key);
+    const ProbeRun caught = sandbox.probe({"read-each", "/repo/notes/c\n/repo/.aws/credentials\n"});
+    INFO(caught.describe());
+    REQUIRE(caught.exitCode() == 0);
+    CHECK(caught.completed.out.find(key) == std::string::npos);
+    CHECK(recordText(sandbox).find(key) == std::string::npos);
+
     // A hidden link's target is hidden for the link's sake: the directory
     // above it is held in place, or `mv config cfg` would show it next run.
     const std::string local = randomToken("local-env");

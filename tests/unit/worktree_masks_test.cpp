@@ -160,7 +160,7 @@ TEST_CASE("worktree masks: what a hidden or read-only link leads to in the workt
                                            "exist") != std::string::npos);
 }
 
-// The second red team's spellings: each leads into the worktree for the
+// The red teams' spellings: each leads into the worktree for the
 // sandbox or the host, or through a link that a sandbox could retarget, or
 // somewhere that depends on who reads it.
 TEST_CASE("worktree masks: a link's text is read as the sandbox and the host would read it") {
@@ -175,7 +175,7 @@ TEST_CASE("worktree masks: a link's text is read as the sandbox and the host wou
     };
     link("//repo/docs/a.md", "A.md");
     link("../repo/docs/b.md", "B.md");  // above the sandbox's root, and back into /repo
-    link("/./repo/../repo/docs/c.md", "C.md");
+    link("/./repo//docs/./c.md", "C.md");
     link(top + "/docs/d.md", "D.md");  // the worktree's own host path
     // A directory kept read-only because a link leads there: the links in
     // it keep their targets read-only as in .github/workflows.
@@ -199,11 +199,18 @@ TEST_CASE("worktree masks: a link's text is read as the sandbox and the host wou
     for (const MaskedName& m : s->hidden) CHECK(m.pin_above == (m.relative == "config/local.env"));
 
     // Refused: `..` after a link (the kernel's `lnk/..` is not the text's),
-    // and a path through /proc or /dev/fd.
+    // `..` after a name in a text that leaves the worktree (the third red
+    // team's: `/dev/fd/../root/...` is /proc/self/root/...), and a path
+    // through /proc or /dev/fd.
     for (const auto& [to, why] : std::vector<std::pair<std::string, std::string>>{
              {"lnk/../docs/a.md", "reached only through another link"},
              {"/proc/self/cwd/docs/a.md", "depends on the process that reads it"},
-             {"../../../../../../dev/fd/3", "depends on the process that reads it"}}) {
+             {"../../../../../../dev/fd/3", "depends on the process that reads it"},
+             {"/dev/fd/../root/tmp/x", "`..` after a name"},
+             {"/dev/fd/../cwd/notes.txt", "`..` after a name"},
+             {"../x/lnk/../docs/a.md", "`..` after a name"},
+             {"/tmp/../tmp/x", "`..` after a name"},
+             {"/repo/../repo/docs/a.md", "`..` after a name"}}) {
         TempDir other;
         writeFile(other.path() + "/docs/a.md", "x");
         REQUIRE(mkdir((other.path() + "/a").c_str(), 0755) == 0);
@@ -216,6 +223,32 @@ TEST_CASE("worktree masks: a link's text is read as the sandbox and the host wou
         REQUIRE_FALSE(refused);
         CHECK(refused.error().describe().find(why) != std::string::npos);
     }
+}
+
+// A hidden directory an earlier sandbox made holding links (`.aws/
+// credentials -> ../notes/c`): a host tool writing the credentials follows
+// them, so their targets are hidden too, in a hidden directory reached
+// through a hidden link as well; nothing else below a hidden directory is
+// judged. A target with another name is said, as a hidden file's is.
+TEST_CASE("worktree masks: links below a hidden directory have their targets hidden") {
+    TempDir wt;
+    const std::string top = wt.path();
+    for (const char* f : {"notes/c", "notes/k", "notes/other", "conf/plain"})
+        writeFile(top + "/" + f, "x");
+    REQUIRE(mkdir((top + "/.aws").c_str(), 0755) == 0);
+    REQUIRE(symlink("../notes/c", (top + "/.aws/credentials").c_str()) == 0);
+    REQUIRE(symlink("conf", (top + "/.ssh").c_str()) == 0);
+    REQUIRE(symlink("../notes/k", (top + "/conf/id_ed25519.pub").c_str()) == 0);
+    REQUIRE(symlink("notes/other", (top + "/.npmrc").c_str()) == 0);
+    REQUIRE(link((top + "/notes/other").c_str(), (top + "/notes/other2").c_str()) == 0);
+    WorktreeMaskRules rules;
+    rules.hide = {".aws", ".ssh", ".npmrc"};
+    auto s = scan(top, rules);
+    REQUIRE(s);
+    CHECK(names(s->hidden) == std::vector<std::string>{".aws", ".npmrc", ".ssh", "conf", "notes/c",
+                                                       "notes/k", "notes/other"});
+    CHECK(s->linked_count == 1);
+    CHECK(s->linked == std::vector<std::string>{"/repo/notes/other"});
 }
 
 TEST_CASE("worktree masks: bounds on entries and depth, and no walk below a hidden directory") {

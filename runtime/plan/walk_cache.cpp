@@ -203,6 +203,12 @@ std::string rulesText(const WalkCacheKey& key) {
     }
     put64(out, key.rules->max_depth);
     put64(out, key.rules->max_entries);
+    put64(out, key.rules->mounted.size());
+    for (const MountedPlace& m : key.rules->mounted) {
+        putString(out, m.target);
+        putString(out, m.source);
+        put64(out, m.writable);
+    }
     put64(out, geteuid());
     static const std::string identity = buildIdentity();
     putString(out, identity);

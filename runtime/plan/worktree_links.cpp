@@ -112,21 +112,28 @@ std::string heldDirectoryPath(int fd) {
     return std::string(path, static_cast<size_t>(n));
 }
 
-Result<LinkLead> linkLeadOf(int root_fd, const std::string& host_path,
-                            const std::string& relative) {
+Result<std::vector<LinkLead>> linkLeadsOf(int root_fd, const std::string& host_path,
+                                          const std::string& relative,
+                                          const std::vector<MountedPlace>& mounted, bool hide) {
+    // The link itself, through no link and beneath the worktree: a
+    // directory above it swapped for a link since the walk is refused
+    // (ELOOP), never a link text elsewhere read in its place.
+    const UniqueFd held =
+        openBeneathWorktree(root_fd, relative, O_PATH | O_NOFOLLOW, RESOLVE_NO_SYMLINKS);
     char target[PATH_MAX];
-    const ssize_t n = readlinkat(root_fd, relative.c_str(), target, sizeof target - 1);
+    const ssize_t n = held ? readlinkat(held.get(), "", target, sizeof target - 1) : -1;
     if (n < 0) return Error::fromErrno("readlink(\"/repo/" + escapeForTerminal(relative) + "\")");
     const std::string text(target, static_cast<size_t>(n));
     if (text.empty()) return Error::message("is an empty link");
     const size_t slash = relative.rfind('/');
     const std::string from = slash == std::string::npos ? "" : relative.substr(0, slash) + "/";
     const bool absolute = text[0] == '/';
-    // A path below the link's directory, as it is written.
+    // A path below the link's directory, as it is written: every reader
+    // takes it from the same directory.
     if (!absolute) {
         auto lead = beneath(root_fd, from + text);
         if (!lead) return lead.error();
-        if (*lead) return **lead;
+        if (*lead) return std::vector<LinkLead>{**lead};
     }
     // Out of the worktree as written: where the sandbox reads it (the
     // worktree at /repo, nothing above its root) and where the host does,
@@ -152,6 +159,23 @@ Result<LinkLead> linkLeadOf(int root_fd, const std::string& host_path,
         if (readerDependent(*view))
             return Error::message("leads through " + escapeForTerminal(*view) +
                                   ", where it lands depends on the process that reads it");
+    // A place the sandbox reaches by a --mount: what a host tool writes
+    // there through a hidden link the sandbox reads, and what the sandbox
+    // writes there a host reader of a read-only link reads.
+    for (const MountedPlace& m : mounted) {
+        if (!hide && !m.writable) continue;
+        for (const auto& [view, place] :
+             {std::pair<const std::string&, const std::string&>{in_sandbox, m.target},
+              {on_host, m.source}})
+            if (below(view, place))
+                return Error::message("leads to " + escapeForTerminal(view) +
+                                      ", which the sandbox reaches by --mount " +
+                                      escapeForTerminal(m.source) + ":" +
+                                      escapeForTerminal(m.target) + (m.writable ? ":rw" : ""));
+    }
+    // Each reading that lands in the worktree, the sandbox's and the
+    // host's (a worktree whose host path is under /repo reads as both).
+    std::vector<LinkLead> leads;
     for (const auto& [view, top] :
          {std::pair<const std::string&, const std::string&>{in_sandbox, std::string("/repo")},
           {on_host, host_path}}) {
@@ -159,9 +183,9 @@ Result<LinkLead> linkLeadOf(int root_fd, const std::string& host_path,
         if (!rel) continue;
         auto lead = beneath(root_fd, *rel);
         if (!lead) return lead.error();
-        if (*lead) return **lead;
+        if (*lead) leads.push_back(std::move(**lead));
     }
-    return LinkLead{};
+    return leads;
 }
 
 }  // namespace stockade

@@ -28,7 +28,9 @@ struct ListedEntry {
     bool hidden = false;
     bool kept = false;
     bool is_dir = false;
-    bool examined = false;  // hidden, kept or of unknown type: `st` (or `stat_errno`) says
+    // Hidden, kept, a link in a read-only directory, or of unknown type:
+    // `st` (or `stat_errno`) says.
+    bool examined = false;
     // A link in a read-only directory (DirListing::under_kept), examined:
     // a write through it goes wherever it leads, so the walk keeps its
     // target in the worktree read-only too.

@@ -38,8 +38,8 @@ bool byPath(const MaskedName& a, const MaskedName& b) {
     return a.relative < b.relative;
 }
 
-// The directories above the read-only names, each made a mount point
-// (MountKind::PinBeneath), sorted shallowest first. rename(2) and rmdir(2)
+// The directories above the read-only names (and some hidden ones, below),
+// each made a mount point (MountKind::PinBeneath), sorted shallowest first. rename(2) and rmdir(2)
 // refuse a mount point: without the pins, a sandbox could move a directory
 // aside with the read-only name on it (`mv .github old`) and make the name
 // anew where it was, for the next agent or CI run to find the sandbox's
@@ -53,7 +53,10 @@ bool byPath(const MaskedName& a, const MaskedName& b) {
 // take it out of its pattern, or into a shown one, for the next run. With
 // bare names only, the secret moves with its cover and is still hidden
 // wherever it lands, and a hidden name made anew where one was is reported
-// (noteCreatedMaskedNames), as any other file the sandbox writes could be.
+// (noteCreatedMaskedNames), as any other file the sandbox writes could be;
+// but a name hidden because a hidden link leads to it (MaskedName::
+// pin_above) matches no pattern of its own, so its directories are held
+// whatever the patterns are.
 // A pin is a mount of its own, so a rename(2) across it fails with EXDEV
 // (threat-model.md). Each is the directory the walk judged, by device and
 // inode, as the covers.
@@ -118,8 +121,17 @@ Result<std::vector<ns::MountOp>> pinsAbove(
 
 Status addWorktreeMasks(const Policy& policy, int worktree_fd, bool top_git_read_only,
                         ChildPlan& plan, std::optional<WorktreeMaskReport>& found) {
-    const WorktreeMaskRules& rules = policy.fs.worktree_masks;
-    if (rules.hide.empty() && rules.read_only.empty()) return okStatus();
+    if (policy.fs.worktree_masks.hide.empty() && policy.fs.worktree_masks.read_only.empty())
+        return okStatus();
+    // The rules the walk judges by: the policy's, with what the plan adds.
+    // The top-level .git the plan binds read-only (addGitProtection) is a
+    // read-only directory whatever the patterns say, so the links in it
+    // (a hook the host's git runs) keep their targets read-only; and a link
+    // may lead to a place the sandbox reaches by a --mount.
+    WorktreeMaskRules rules = policy.fs.worktree_masks;
+    if (top_git_read_only) rules.read_only.push_back("/repo/.git");
+    for (const ExtraMount& m : policy.fs.mounts)
+        rules.mounted.push_back({m.target, m.source, m.writable});
     // A big tree's walk allocates and frees a depth's listings, the kept
     // walk and its file, several hundred KiB each: from fresh mmap(2) chunks
     // and a trimmed heap, every page of them is faulted in anew each time,
@@ -146,6 +158,7 @@ Status addWorktreeMasks(const Policy& policy, int worktree_fd, bool top_git_read
     // Past the check: a test's swap here is one the child's checks must meet.
     pauseForTests("STOCKADE_TEST_PAUSE_AFTER_WALK");
     WorktreeMaskReport report;
+    report.rules = rules;
     report.top_git_protected = top_git_read_only;
     // The top-level .git is read-only as a whole (addGitProtection): its
     // read-only names need no mount of their own. Its hidden ones do: a
@@ -283,8 +296,7 @@ void noteCreatedMaskedNames(const Policy& policy, WorktreeMaskReport& report) {
         if (policy.fs.state_dir && report.listed_settled > 0) {
             // What the walk before read is kept for the next run: its
             // record, whole without a kept walk, or merged with the kept one.
-            const WalkCacheKey key{policy.fs.state_dir->get(), worktree_fd,
-                                   &policy.fs.worktree_masks};
+            const WalkCacheKey key{policy.fs.state_dir->get(), worktree_fd, &report.rules};
             if (!report.kept) {
                 saveWalkCache(key, *report.walked, report.clock_offset_ns);
             } else {
@@ -311,8 +323,8 @@ void noteCreatedMaskedNames(const Policy& policy, WorktreeMaskReport& report) {
     // measured from.
     int64_t clock_offset_ns = report.clock_offset_ns;
     const bool record_now = policy.fs.state_dir && !kept;
-    auto scan = scanWorktree(worktree_fd, policy.fs.worktree_masks, before,
-                             record_now ? &walked : nullptr, kept);
+    auto scan =
+        scanWorktree(worktree_fd, report.rules, before, record_now ? &walked : nullptr, kept);
     if (scan) clock_offset_ns = std::max(clock_offset_ns, scan->clock_offset_ns);
     // Kept for the next run when a walk read a settled directory: this walk
     // is the later one, so a directory the run changed long enough ago is
@@ -323,22 +335,22 @@ void noteCreatedMaskedNames(const Policy& policy, WorktreeMaskReport& report) {
         report.listed_settled + scan->listed_settled > 0) {
         bool whole = record_now;
         if (!whole) {
-            auto again = scanWorktree(worktree_fd, policy.fs.worktree_masks, before, &walked, kept);
+            auto again = scanWorktree(worktree_fd, report.rules, before, &walked, kept);
             whole = again && again->truncated_by.empty();
             if (again) clock_offset_ns = std::max(clock_offset_ns, again->clock_offset_ns);
         }
         if (whole)
-            saveWalkCache({policy.fs.state_dir->get(), worktree_fd, &policy.fs.worktree_masks},
-                          walked, clock_offset_ns);
+            saveWalkCache({policy.fs.state_dir->get(), worktree_fd, &report.rules}, walked,
+                          clock_offset_ns);
     }
     if (!scan || !scan->truncated_by.empty()) {
         // What was not examined may hold names the run made: the next run's
         // walk is whole or refused, this note is not.
+        report.created_unchecked = !scan ? scan.error().describe() : scan->truncated_by;
         std::fprintf(stderr,
                      "stockade: the check for names the run created stopped short (%s); the next "
                      "run walks the whole worktree again\n",
-                     !scan ? escapeForTerminal(scan.error().describe()).c_str()
-                           : scan->truncated_by.c_str());
+                     escapeForTerminal(report.created_unchecked).c_str());
         if (!scan) return;
     }
     for (const auto* list : {&scan->hidden, &scan->read_only})
@@ -358,8 +370,9 @@ void noteCreatedMaskedNames(const Policy& policy, WorktreeMaskReport& report) {
         }
     if (report.created_count)
         std::fprintf(stderr,
-                     "stockade: %llu hidden or read-only name(s) appeared in the worktree while "
-                     "the sandbox was set up or ran (the first: %s); later runs cover them too\n",
+                     "stockade: %llu hidden or read-only name(s) in the worktree were not covered "
+                     "when the run began (made, moved or linked to since; the first: %s); later "
+                     "runs cover them too\n",
                      static_cast<unsigned long long>(report.created_count),
                      escapeForTerminal(report.created.front()).c_str());
 }

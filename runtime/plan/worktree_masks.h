@@ -5,11 +5,14 @@
 // The worktree is written by earlier sandboxes, so it is walked on the host,
 // before the sandbox exists, through fds: every directory is opened beneath
 // the held worktree with RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS, no link is
-// ever followed, and a name that is a symlink is judged (and covered) as
-// itself. The walk is breadth first, so the shallow names an operator keeps
+// ever followed, and a name that is a symlink is covered as itself; where it
+// leads in the worktree, read from its text, is covered with it (hidden or
+// read-only: worktree_links.h), and so is where each link in a read-only
+// or hidden directory leads. The walk is breadth first, so the shallow names an operator keeps
 // (the top-level .env) are examined before anything a deep planted tree can
-// use up the bound with; it is bounded in depth and in entries examined, and
-// does not descend below a hidden directory.
+// use up the bound with; it is bounded in depth and in entries examined,
+// matches no name below a hidden directory, and lists what is below one
+// only for its links.
 //
 // "Hidden" means covered: a hidden file (or symlink, FIFO, socket) is
 // covered by an empty read-only file, a hidden directory by an empty
@@ -57,8 +60,8 @@ struct ChildPlan;
 // costs the setup time and kernel memory. More is a refusal, not a run with
 // some names left bare.
 inline constexpr size_t kMaxMaskedNames = 1024;
-// At most this many directories above the read-only names are held in
-// place (a mount each, so that none can be moved aside: worktree_masks.cpp).
+// At most this many directories above covered names are held in place (a
+// mount each, so that none can be moved aside: worktree_masks.cpp, pinsAbove).
 inline constexpr size_t kMaxPinnedDirs = 4096;
 // How many names of each kind the result lists.
 inline constexpr size_t kReportedMaskNames = 32;
@@ -197,12 +200,19 @@ Result<WorktreeScan> scanWorktreeHeldStill(int worktree_fd, const WorktreeMaskRu
 
 // What the result record says of the masks.
 struct WorktreeMaskReport {
+    // The rules the walk before the run judged by (the policy's, with the
+    // plan's additions: addWorktreeMasks), which the walk after it uses too.
+    WorktreeMaskRules rules;
     uint64_t hidden_count = 0;
     uint64_t read_only_count = 0;
     std::vector<std::string> hidden;     // the first kReportedMaskNames, as /repo/... paths
     std::vector<std::string> read_only;  // likewise
     uint64_t created_count = 0;          // hidden or read-only names that appeared during the run
     std::vector<std::string> created;
+    // Why the walk after the run stopped short ("" when it did not): the
+    // names it did not judge are not in `created` (a sandbox's link that
+    // the next run refuses stops it too).
+    std::string created_unchecked;
     uint64_t linked_count = 0;        // hidden or read-only files with other names
     std::vector<std::string> linked;  // (hard links: not covered with them)
     uint64_t entries = 0;
@@ -244,8 +254,10 @@ struct WorktreeMaskReport {
 // Walks the worktree, adds a cover for each hidden name and a read-only
 // bind for each read-only one to the plan (beneath /repo, after the .git
 // protection; `top_git_read_only`: the plan binds the top-level .git
-// read-only as a whole), each directory above a read-only name held in
-// place, and fills `report`. Nothing to do without patterns.
+// read-only as a whole, and the walk judges the links in it as in any
+// read-only directory), each directory above a read-only name held in
+// place (and above hidden ones where pinsAbove says), and fills `report`.
+// Nothing to do without patterns.
 Status addWorktreeMasks(const Policy& policy, int worktree_fd, bool top_git_read_only,
                         ChildPlan& plan, std::optional<WorktreeMaskReport>& report);
 

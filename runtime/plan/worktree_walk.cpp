@@ -16,6 +16,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -63,6 +64,12 @@ void dropCoveredTwice(WorktreeScan& scan) {
         return std::any_of(hidden_dirs.begin(), hidden_dirs.end(),
                            [&](const std::string& dir) { return m.relative.starts_with(dir); });
     };
+    // The first of a name is kept, held in place if any of its copies is.
+    std::unordered_map<std::string, size_t> first;
+    for (size_t i = 0; i < scan.hidden.size(); ++i) {
+        auto [at, fresh] = first.emplace(scan.hidden[i].relative, i);
+        if (!fresh) scan.hidden[at->second].pin_above |= scan.hidden[i].pin_above;
+    }
     std::unordered_set<std::string> covered;
     std::erase_if(scan.hidden, [&](const MaskedName& m) {
         return beneathHidden(m) || !covered.insert(m.relative).second;
@@ -95,6 +102,7 @@ Status coverLinksBeneath(int root_fd, const WorktreeMaskRules& rules, std::vecto
                          WorktreeScan& scan) {
     std::unordered_set<std::string> done;
     uint64_t entries = 0;
+    size_t pending_bytes = 0;  // what the directories waiting hold, bounded as in the walk
     std::vector<char> buffer(size_t{1} << 16);
     while (!dirs.empty()) {
         const bool hide = dirs.back().hide;
@@ -107,11 +115,22 @@ Status coverLinksBeneath(int root_fd, const WorktreeMaskRules& rules, std::vecto
             const UniqueFd fd = openDirBeneath(root_fd, dir);
             if (!fd) {
                 const int err = errno;
-                if (err == ENOENT || err == ENOTDIR) continue;
+                // Gone since it was judged: a tree that moved while it was
+                // walked (the check after the walk walks again).
+                if (err == ENOENT || err == ENOTDIR) {
+                    ++scan.vanished;
+                    continue;
+                }
+                // Someone else's, shut to the caller and so to a sandbox of
+                // the caller's, which could not have written in it; one the
+                // caller may write into but not list (0733) is refused, as
+                // the walk refuses it (listOne).
                 struct stat st {};
                 if ((err == EACCES || err == EPERM) &&
                     fstatat(root_fd, dir.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-                    st.st_uid != geteuid())
+                    st.st_uid != geteuid() &&
+                    faccessat(root_fd, dir.c_str(), W_OK | X_OK,
+                              AT_EACCESS | AT_SYMLINK_NOFOLLOW) != 0)
                     continue;
                 return Error::fromErrno(
                     "open /repo/" + escapeForTerminal(dir) + " for the links in it", err);
@@ -134,7 +153,14 @@ Status coverLinksBeneath(int root_fd, const WorktreeMaskRules& rules, std::vecto
                     unsigned char type = d->d_type;
                     if (type == DT_UNKNOWN) {
                         struct stat st;
-                        if (fstatat(fd.get(), d->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) continue;
+                        if (fstatat(fd.get(), d->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+                            if (errno == ENOENT) {
+                                ++scan.vanished;
+                                continue;
+                            }
+                            return Error::fromErrno("fstatat(\"/repo/" + escapeForTerminal(at) +
+                                                    "\")");
+                        }
                         type = S_ISDIR(st.st_mode) ? DT_DIR : S_ISLNK(st.st_mode) ? DT_LNK : DT_REG;
                     }
                     if (type == DT_LNK) {
@@ -143,6 +169,11 @@ Status coverLinksBeneath(int root_fd, const WorktreeMaskRules& rules, std::vecto
                         if (depth >= rules.max_depth || at.size() > kMaxWalkedPath) {
                             scan.truncated_by =
                                 depth >= rules.max_depth ? "max_depth" : "path_length";
+                            return okStatus();
+                        }
+                        pending_bytes += at.size();
+                        if (pending_bytes > kMaxPendingBytes) {
+                            scan.truncated_by = "memory";
                             return okStatus();
                         }
                         pending.push_back({at, depth + 1});
@@ -214,41 +245,40 @@ Result<WorktreeScan> scanWorktree(int worktree_fd, const WorktreeMaskRules& rule
             return Error::message(shown + " is one of more than " +
                                   std::to_string(kMaxLinksFollowed) +
                                   " links in a row from a hidden or read-only name" + fix);
-        auto lead = linkLeadOf(root.get(), host_path, relative);
-        if (!lead) return Error::message(shown + what + " but " + lead.error().describe() + fix);
-        switch (lead->kind) {
-            case LinkLead::Kind::Outside:
-                return okStatus();  // out of the worktree: the sandbox cannot reach it
-            case LinkLead::Kind::Missing:
+        auto leads = linkLeadsOf(root.get(), host_path, relative, rules.mounted, hide);
+        if (!leads) return Error::message(shown + what + " but " + leads.error().describe() + fix);
+        // None: out of the worktree, and of every place the sandbox reaches.
+        for (const LinkLead& lead : *leads) {
+            if (lead.kind == LinkLead::Kind::Missing) {
                 // A write through a read-only link would make it; a hidden
                 // link's cover is not written through, and a file made
                 // there later is covered by the run that finds it.
-                if (hide) return okStatus();
+                if (hide) continue;
                 return Error::message(shown + what + " but links to /repo/" +
-                                      escapeForTerminal(lead->relative) +
+                                      escapeForTerminal(lead.relative) +
                                       ", which does not exist (a write through the link would "
                                       "make it)" +
                                       fix);
-            case LinkLead::Kind::Inside:
-                break;
+            }
+            if (lead.relative.empty())
+                return Error::message(shown + what + " but links to /repo itself" + fix);
+            const struct stat& at = lead.st;
+            if (!(hide ? hidden_targets : kept_names).insert(lead.relative).second) continue;
+            if (Status s = add(hide ? scan.hidden : scan.read_only,
+                               {lead.relative, S_ISDIR(at.st_mode), at.st_dev, at.st_ino, hide});
+                !s)
+                return s;
+            if (S_ISDIR(at.st_mode)) link_dirs.push_back({lead.relative, hide});
+            // Another name of the same file is not covered with it: said.
+            if (!S_ISDIR(at.st_mode) && at.st_nlink > 1) {
+                ++scan.linked_count;
+                if (scan.linked.size() < kReportedMaskNames)
+                    scan.linked.push_back("/repo/" + lead.relative);
+            }
+            if (S_ISLNK(at.st_mode))
+                if (Status s = coverTarget(lead.relative, hide, links + 1); !s) return s;
         }
-        if (lead->relative.empty())
-            return Error::message(shown + what + " but links to /repo itself" + fix);
-        const struct stat& at = lead->st;
-        if (!(hide ? hidden_targets : kept_names).insert(lead->relative).second) return okStatus();
-        if (Status s = add(hide ? scan.hidden : scan.read_only,
-                           {lead->relative, S_ISDIR(at.st_mode), at.st_dev, at.st_ino, hide});
-            !s)
-            return s;
-        if (S_ISDIR(at.st_mode)) link_dirs.push_back({lead->relative, hide});
-        // Another name of the same file is not covered with it: said.
-        if (!S_ISDIR(at.st_mode) && at.st_nlink > 1) {
-            ++scan.linked_count;
-            if (scan.linked.size() < kReportedMaskNames)
-                scan.linked.push_back("/repo/" + lead->relative);
-        }
-        if (!S_ISLNK(at.st_mode)) return okStatus();
-        return coverTarget(lead->relative, hide, links + 1);
+        return okStatus();
     };
     // A read-only name, and where it is a link, what it leads to.
     auto keepReadOnly = [&](const std::string& relative, const struct stat& st) -> Status {
@@ -305,12 +335,13 @@ Result<WorktreeScan> scanWorktree(int worktree_fd, const WorktreeMaskRules& rule
                 cut("max_entries");
                 break;
             }
-            // A node's address outlives the map's rehashing.
             const bool settled = dir.have_st && settledBefore(dir.st.st_ctim, walk_start);
             if (dir.outcome == DirListing::Outcome::Unchanged)
                 ++scan.reused;
             else if (settled)
                 ++scan.listed_settled;
+            // A node's address outlives the map's rehashing: `visited`
+            // keeps it, and `walked` names the new one for its names.
             WalkedDir* walked = nullptr;
             if (record && dir.outcome == DirListing::Outcome::Unchanged) {
                 if (record_unchanged) {

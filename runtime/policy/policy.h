@@ -54,6 +54,16 @@ struct Limits {
 // Names inside the worktree to hide or keep read-only (runtime/plan/worktree_masks.h):
 // glob patterns matched by path component at any depth, a pattern with a
 // leading "/repo/" only from the worktree's top.
+// A place the sandbox reaches besides the worktree (a --mount): a hidden
+// or read-only link that leads there is refused (runtime/plan/worktree_links.h).
+struct MountedPlace {
+    std::string target;  // inside the sandbox
+    std::string source;  // on the host
+    bool writable = false;
+
+    bool operator==(const MountedPlace&) const = default;
+};
+
 struct WorktreeMaskRules {
     std::vector<std::string> hide;
     std::vector<std::string> read_only;
@@ -61,6 +71,9 @@ struct WorktreeMaskRules {
     std::vector<std::string> writable;  // exempt from `read_only`
     uint32_t max_depth = 64;            // a tree deeper than this is refused
     uint64_t max_entries = 1000000;     // a tree with more entries is refused
+    // Filled by the plan (addWorktreeMasks) from the policy's mounts, not
+    // by a profile: where a link may lead that the sandbox also reaches.
+    std::vector<MountedPlace> mounted;
 
     bool operator==(const WorktreeMaskRules&) const = default;
 };

@@ -191,6 +191,8 @@ std::string resultJson(const Policy& policy, const SandboxOutcome& o) {
             {"unlistable", m.unlistable},
             {"directories_reused", m.reused},
             {"truncated_by", m.truncated_by.empty() ? json(nullptr) : json(m.truncated_by)}};
+        if (!m.created_unchecked.empty())
+            doc["worktree_masks"]["created_unchecked"] = m.created_unchecked;
     }
     if (o.ending == Ending::SetupFailed || o.ending == Ending::Refused ||
         o.ending == Ending::NotFound || o.ending == Ending::NotExecutable)

@@ -126,9 +126,10 @@ TEST_CASE(
         CHECK(readFileOrEmpty(path) == content);
     }
     const nlohmann::json masks = sandbox.result()["worktree_masks"];
-    // Per depth: eleven files, copilot-instructions.md, and the .github/workflows,
-    // .vscode and .idea directories; then the nested .git, read-only whole.
-    CHECK(masks["read_only"]["count"] == kDepths.size() * 15 + 1);
+    // Per depth: thirteen files, copilot-instructions.md, and the
+    // .github/workflows, .husky, .vscode and .idea directories; then the
+    // nested .git, read-only whole.
+    CHECK(masks["read_only"]["count"] == kDepths.size() * 18 + 1);
 }
 
 TEST_CASE(
@@ -762,6 +763,46 @@ TEST_CASE("G2: where a read-only or hidden link leads in the worktree is covered
     CHECK(refused.exitCode == 125);
     CHECK(refused.err.find("reached only through another link") != std::string::npos);
     CHECK_FALSE(pathExists(top + "/ran"));
+}
+
+// The top-level .git is read-only in every profile (addGitProtection), the
+// build profile's too, which keeps no agent file read-only: a hook in it
+// that links to a script of the worktree keeps the script read-only, since
+// the host's git runs it.
+TEST_CASE("G2: a hook the top-level .git links to a script keeps the script read-only",
+          "[G2][filesystem][masks]") {
+    STOCKADE_EACH_MODE(mode);
+    Sandbox sandbox(mode);
+    sandbox.option("--profile", "build");
+    const std::string hook = "#!/bin/sh\nexit 0\n";
+    const std::string script = sandbox.scratch().writeFile("worktree/scripts/pc.sh", hook);
+    sandbox.scratch().makeDir("worktree/.git/hooks");
+    const std::string link = sandbox.worktree() + "/.git/hooks/pre-commit";
+    ::unlink(link.c_str());
+    REQUIRE(::symlink("../../scripts/pc.sh", link.c_str()) == 0);
+    const ProbeRun run = sandbox.probe({"open-write", "/repo/scripts/pc.sh"});
+    INFO(run.describe());
+    CHECK(run.result() == "EROFS");
+    CHECK(readFileOrEmpty(script) == hook);
+}
+
+// A name the walk after the run cannot judge (a sandbox's `.env -> .`, a
+// link to the worktree itself) stops that walk: the record says so, rather
+// than a `created` count of 0, and the next run refuses.
+TEST_CASE("G2: a walk after the run that stops short says so in the record",
+          "[G2][filesystem][masks]") {
+    STOCKADE_EACH_MODE(mode);
+    Sandbox sandbox(mode);
+    const Completed made = sandbox.run({"/bin/sh", "-c", "ln -s . /repo/.env"});
+    INFO(made.describe());
+    REQUIRE(made.exitCode == 0);
+    const nlohmann::json masks = sandbox.result()["worktree_masks"];
+    INFO(masks.dump());
+    CHECK(masks.value("created_unchecked", "").find("links to /repo itself") != std::string::npos);
+    const Completed next = sandbox.run({"/bin/sh", "-c", "echo ran > /repo/ran"});
+    INFO(next.describe());
+    CHECK(next.exitCode == 125);
+    CHECK_FALSE(pathExists(sandbox.worktree() + "/ran"));
 }
 
 TEST_CASE("G2: a hidden name in a directory whose name holds a newline is covered",

@@ -251,6 +251,41 @@ TEST_CASE("worktree masks: links below a hidden directory have their targets hid
     CHECK(s->linked == std::vector<std::string>{"/repo/notes/other"});
 }
 
+// A --mount is a second place the sandbox reaches: a hidden link that leads
+// there (as the sandbox or the host reads it) would hand it what a host
+// tool writes; a read-only one that leads into a writable mount would hand
+// a host reader what the sandbox wrote. Both refuse the run.
+TEST_CASE("worktree masks: a link into a place the sandbox mounts is refused") {
+    TempDir wt, mounted;
+    writeFile(mounted.path() + "/a.md", "x");
+    const MountedPlace ro{"/data", mounted.path(), false};
+    const MountedPlace rw{"/data", mounted.path(), true};
+    struct Case {
+        std::string name, to;
+        MountedPlace place;
+        bool refused;
+    };
+    for (const Case& c : std::vector<Case>{{".env", mounted.path() + "/leak", ro, true},
+                                           {".env", "/data/leak", ro, true},
+                                           {"AGENTS.md", mounted.path() + "/a.md", ro, false},
+                                           {"AGENTS.md", mounted.path() + "/a.md", rw, true},
+                                           {"AGENTS.md", "/data/a.md", rw, true},
+                                           {"AGENTS.md", "/elsewhere/a.md", rw, false}}) {
+        TempDir top;
+        REQUIRE(symlink(c.to.c_str(), (top.path() + "/" + c.name).c_str()) == 0);
+        WorktreeMaskRules rules;
+        rules.hide = {".env"};
+        rules.read_only = {"AGENTS.md"};
+        rules.mounted = {c.place};
+        auto s = scan(top.path(), rules);
+        INFO(c.name << " -> " << c.to << (c.place.writable ? " (rw)" : " (ro)"));
+        CHECK(!s == c.refused);
+        if (!s)
+            CHECK(s.error().describe().find("which the sandbox reaches by --mount") !=
+                  std::string::npos);
+    }
+}
+
 TEST_CASE("worktree masks: bounds on entries and depth, and no walk below a hidden directory") {
     TempDir wt;
     writeFile(wt.path() + "/.env", "x");

@@ -108,6 +108,10 @@ export interface ResultRecord {
      * directories the walk before the run did not read, their inode and ctime unchanged since a walk kept in the caller's state directory (docs/performance.md)
      */
     directories_reused?: number;
+    /**
+     * present when the walk after the run stopped short, and `created` may miss names the run made: why (a bound, or a name it could not judge, such as a link the next run refuses); the next run walks the whole worktree again
+     */
+    created_unchecked?: string;
     truncated_by: null | "max_entries" | "max_depth" | "path_length";
   };
   error: null | {
@@ -565,6 +569,10 @@ export const resultSchema = {
           "type": "integer",
           "minimum": 0,
           "description": "directories the walk before the run did not read, their inode and ctime unchanged since a walk kept in the caller's state directory (docs/performance.md)"
+        },
+        "created_unchecked": {
+          "type": "string",
+          "description": "present when the walk after the run stopped short, and `created` may miss names the run made: why (a bound, or a name it could not judge, such as a link the next run refuses); the next run walks the whole worktree again"
         },
         "truncated_by": {
           "enum": [

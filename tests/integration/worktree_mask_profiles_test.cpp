@@ -213,9 +213,10 @@ TEST_CASE(
     INFO(masks.dump());
     CHECK(masks["hidden"]["count"] ==
           kProfileDepths.size() * (kHiddenFiles.size() + kHiddenDirFiles.size()));
-    // Per depth: eleven files, copilot-instructions.md, and the .github/workflows,
-    // .vscode and .idea directories; then the nested .git's hooks.
-    CHECK(masks["read_only"]["count"] == kProfileDepths.size() * 15 + 1);
+    // Per depth: thirteen files, copilot-instructions.md, and the
+    // .github/workflows, .husky, .vscode and .idea directories; then the
+    // nested .git's hooks.
+    CHECK(masks["read_only"]["count"] == kProfileDepths.size() * 18 + 1);
 }
 
 // What the walk judged, swapped before the child covers it: a hidden file

@@ -164,11 +164,11 @@ Result<std::vector<LinkLead>> linkLeadsOf(int root_fd, const std::string& host_p
     // writes there a host reader of a read-only link reads.
     for (const MountedPlace& m : mounted) {
         if (!hide && !m.writable) continue;
-        for (const auto& [view, place] :
-             {std::pair<const std::string&, const std::string&>{in_sandbox, m.target},
-              {on_host, m.source}})
-            if (below(view, place))
-                return Error::message("leads to " + escapeForTerminal(view) +
+        const std::pair<const std::string*, const std::string*> places[] = {
+            {&in_sandbox, &m.target}, {&on_host, &m.source}};
+        for (const auto& [view, place] : places)
+            if (below(*view, *place))
+                return Error::message("leads to " + escapeForTerminal(*view) +
                                       ", which the sandbox reaches by --mount " +
                                       escapeForTerminal(m.source) + ":" +
                                       escapeForTerminal(m.target) + (m.writable ? ":rw" : ""));
@@ -176,10 +176,11 @@ Result<std::vector<LinkLead>> linkLeadsOf(int root_fd, const std::string& host_p
     // Each reading that lands in the worktree, the sandbox's and the
     // host's (a worktree whose host path is under /repo reads as both).
     std::vector<LinkLead> leads;
-    for (const auto& [view, top] :
-         {std::pair<const std::string&, const std::string&>{in_sandbox, std::string("/repo")},
-          {on_host, host_path}}) {
-        const std::optional<std::string> rel = below(view, top);
+    const std::string sandbox_top = "/repo";
+    const std::pair<const std::string*, const std::string*> readings[] = {
+        {&in_sandbox, &sandbox_top}, {&on_host, &host_path}};
+    for (const auto& [view, top] : readings) {
+        const std::optional<std::string> rel = below(*view, *top);
         if (!rel) continue;
         auto lead = beneath(root_fd, *rel);
         if (!lead) return lead.error();

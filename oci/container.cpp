@@ -890,24 +890,23 @@ bool pidNamespaceJoined(const Record& record) {
            (pid->second == "joined" || pid->second == "the caller's");
 }
 
-namespace {
-
-// How many pid namespaces `pid` has a number in (the NSpid line of its
-// /proc status, which any user may read); 0 when unreadable.
-size_t pidNamespaceDepth(pid_t pid) {
+PidNumbers pidNumbersOf(pid_t pid) {
     const std::string path = "/proc/" + std::to_string(pid) + "/status";
     auto file = readSmallFile(AT_FDCWD, path.c_str(), path, 64 * 1024);
-    if (!file) return 0;
-    const size_t at = file->content.find("\nNSpid:");
-    if (at == std::string::npos) return 0;
-    const size_t end = file->content.find('\n', at + 1);
-    std::istringstream fields(file->content.substr(at + 8, end - at - 8));
-    size_t depth = 0;
-    for (pid_t p; fields >> p;) ++depth;
-    return depth;
+    PidNumbers numbers;
+    if (!file) return numbers;
+    std::istringstream in(file->content);
+    std::string line;
+    while (std::getline(in, line)) {
+        std::istringstream fields(line);
+        std::string key;
+        fields >> key;
+        if (key == "PPid:") fields >> numbers.parent;
+        if (key == "NSpid:")
+            for (pid_t p; fields >> p;) numbers.in_namespaces.push_back(p);
+    }
+    return numbers;
 }
-
-}  // namespace
 
 std::vector<pid_t> containerProcesses(const Record& record) {
     std::vector<pid_t> out;
@@ -917,10 +916,10 @@ std::vector<pid_t> containerProcesses(const Record& record) {
         // the exec, outside): those of the container's cgroup in a pid
         // namespace at least as deep as init's, which the exec itself, in
         // the cgroup but in the caller's pid namespace, is not.
-        const size_t depth = pidNamespaceDepth(record.pid);
+        const size_t depth = pidNumbersOf(record.pid).in_namespaces.size();
         if (depth > 0)
             for (pid_t pid : processesInContainerCgroups(record.cgroups))
-                if (pid != record.pid && pidNamespaceDepth(pid) >= depth &&
+                if (pid != record.pid && pidNumbersOf(pid).in_namespaces.size() >= depth &&
                     std::find(out.begin(), out.end(), pid) == out.end())
                     out.push_back(pid);
         return out;

@@ -91,6 +91,14 @@ void thawAfterKill(const Record& record);
 // SIGKILL to init (the pid namespace dies with it), then waits until it
 // has; in a joined pid namespace, then every process of its cgroup too.
 void killAndWait(const Record& record);
+// The parent pid and the pid in each pid namespace `pid` is in, outermost
+// first (the PPid and NSpid lines of /proc/PID/status, which any user may
+// read); zero and empty when unreadable.
+struct PidNumbers {
+    pid_t parent = 0;
+    std::vector<pid_t> in_namespaces;
+};
+PidNumbers pidNumbersOf(pid_t pid);
 // init's descendants, every process of the container but init.
 std::vector<pid_t> processesIn(pid_t init);
 // Whether the container joined a pid namespace by path (its record's

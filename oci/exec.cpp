@@ -484,24 +484,11 @@ const char* nsName(int type) {
     return "?";
 }
 
-// PPid and the last NSpid (the pid in its own pid namespace) of `pid`, from
-// /proc/PID/status, which any user may read; 0 when unreadable.
+// PPid and the last NSpid (the pid in its own pid namespace) of `pid`; 0
+// when unreadable.
 std::pair<pid_t, pid_t> parentAndInnerPid(pid_t pid) {
-    const std::string path = "/proc/" + std::to_string(pid) + "/status";
-    auto file = readSmallFile(AT_FDCWD, path.c_str(), path, 64 * 1024);
-    if (!file) return {0, 0};
-    pid_t parent = 0, inner = 0;
-    std::istringstream in(file->content);
-    std::string line;
-    while (std::getline(in, line)) {
-        std::istringstream fields(line);
-        std::string key;
-        fields >> key;
-        if (key == "PPid:") fields >> parent;
-        if (key == "NSpid:")
-            for (pid_t p; fields >> p;) inner = p;
-    }
-    return {parent, inner};
+    const PidNumbers numbers = pidNumbersOf(pid);
+    return {numbers.parent, numbers.in_namespaces.empty() ? 0 : numbers.in_namespaces.back()};
 }
 
 bool sameFile(int a, int b) {

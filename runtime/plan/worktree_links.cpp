@@ -7,13 +7,13 @@
 
 #include <climits>
 #include <optional>
-#include <string_view>
 #include <vector>
 
 #include "base/text_safety.h"
 #include "base/unique_fd.h"
 #include "runtime/plan/worktree_listing.h"
 #include "runtime/policy/mask_patterns.h"
+#include "runtime/policy/sandbox_path.h"
 
 namespace stockade {
 
@@ -52,23 +52,18 @@ std::string lexicallyAbsolute(const std::string& path) {
     return out.empty() ? "/" : out;
 }
 
-// `path` below `top` ("" for `top` itself), or nullopt.
+// `path` below `top` ("" for `top` itself), or nullopt; both normalized.
 std::optional<std::string> below(const std::string& path, const std::string& top) {
-    if (top.empty()) return std::nullopt;
+    if (top.empty() || !isUnder(path, top)) return std::nullopt;
     if (path == top) return std::string();
-    if (top == "/") return path.substr(1);
-    if (path.starts_with(top + "/")) return path.substr(top.size() + 1);
-    return std::nullopt;
+    return path.substr(top == "/" ? 1 : top.size() + 1);
 }
 
 // A path whose end depends on the process that reads it: /proc/self, a
 // pid, /proc/PID/cwd and /dev/fd/N are each reader's own.
 bool readerDependent(const std::string& absolute) {
-    for (std::string_view prefix : {"/proc", "/dev/fd", "/dev/stdin", "/dev/stdout", "/dev/stderr"})
-        if (absolute == prefix ||
-            (absolute.starts_with(prefix) && absolute.size() > prefix.size() &&
-             absolute[prefix.size()] == '/'))
-            return true;
+    for (const char* prefix : {"/proc", "/dev/fd", "/dev/stdin", "/dev/stdout", "/dev/stderr"})
+        if (isUnder(absolute, prefix)) return true;
     return false;
 }
 

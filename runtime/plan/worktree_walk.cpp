@@ -2,11 +2,9 @@
 // depth by depth (worktree_listing.h), each name judged by the rules in walk
 // order, and where a hidden or read-only name is a link, what it leads to
 // in the worktree covered with it.
-#include <dirent.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -92,83 +90,69 @@ struct LinkDir {
 
 // The links in each directory of `dirs` and in every directory below them,
 // each given to `cover` with the directory's `hide`, and so on for the
-// directories that adds, each once. Nothing else below them is judged.
-// The walk's bounds hold: past max_depth below the directory or
-// max_entries in all, the walk is cut. A directory of the walker's own
-// that it may not list refuses the run, as in the walk; someone else's is
-// passed over (no sandbox of the caller's could have written in it).
-Status coverLinksBeneath(int root_fd, const WorktreeMaskRules& rules, std::vector<LinkDir>& dirs,
+// directories that adds, each once. Each directory is listed as the walk
+// lists one in a read-only directory (listDirectories, DirListing::
+// under_kept: the same refusals of a directory of the caller's it may not
+// list or one it may write into but not list, the same entry count, never
+// from an earlier walk), and nothing of it but its links and directories
+// is judged. Past max_depth below the directory, the walk is cut.
+Status coverLinksBeneath(int root_fd, const ListingRules& walk_rules, uint32_t max_depth,
+                         std::vector<LinkDir>& dirs,
                          const std::function<Status(const std::string&, bool, int)>& cover,
-                         WorktreeScan& scan) {
+                         std::atomic<uint64_t>& seen, WorktreeScan& scan) {
+    const ListingRules rules{
+        walk_rules.hide, walk_rules.read_only,  walk_rules.show, walk_rules.writable, nullptr,
+        nullptr,         walk_rules.max_entries};
     std::unordered_set<std::string> done;
-    uint64_t entries = 0;
-    size_t pending_bytes = 0;  // what the directories waiting hold, bounded as in the walk
-    std::vector<char> buffer(size_t{1} << 16);
     while (!dirs.empty()) {
         const bool hide = dirs.back().hide;
-        std::vector<std::pair<std::string, uint32_t>> pending{{dirs.back().relative, 1}};
+        std::vector<DirListing> level(1);
+        level[0].relative = dirs.back().relative;
         dirs.pop_back();
-        while (!pending.empty()) {
-            auto [dir, depth] = std::move(pending.back());
-            pending.pop_back();
-            if (!done.insert(std::string(hide ? "h" : "r") + dir).second) continue;
-            const UniqueFd fd = openDirBeneath(root_fd, dir);
-            if (!fd) {
-                const int err = errno;
-                // Gone since it was judged: a tree that moved while it was
-                // walked (the check after the walk walks again).
-                if (err == ENOENT || err == ENOTDIR) {
-                    ++scan.vanished;
-                    continue;
-                }
-                // Someone else's, shut to the caller and so to a sandbox of
-                // the caller's, which could not have written in it; one the
-                // caller may write into but not list (0733) is refused, as
-                // the walk refuses it (listOne).
-                struct stat st {};
-                if ((err == EACCES || err == EPERM) &&
-                    fstatat(root_fd, dir.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-                    st.st_uid != geteuid() &&
-                    faccessat(root_fd, dir.c_str(), W_OK | X_OK,
-                              AT_EACCESS | AT_SYMLINK_NOFOLLOW) != 0)
-                    continue;
-                return Error::fromErrno(
-                    "open /repo/" + escapeForTerminal(dir) + " for the links in it", err);
-            }
-            for (;;) {
-                const long n = syscall(SYS_getdents64, fd.get(), buffer.data(), buffer.size());
-                if (n < 0)
-                    return Error::fromErrno("getdents64(\"/repo/" + escapeForTerminal(dir) + "\")");
-                if (n == 0) break;
-                for (long off = 0; off < n;) {
-                    auto* d = reinterpret_cast<struct dirent64*>(buffer.data() + off);
-                    off += d->d_reclen;
-                    const std::string_view name = d->d_name;
-                    if (name == "." || name == "..") continue;
-                    if (++entries + scan.entries > rules.max_entries) {
-                        scan.truncated_by = "max_entries";
+        while (!level.empty()) {
+            std::erase_if(level, [&](const DirListing& d) {
+                return !done.insert(std::string(hide ? "h" : "r") + d.relative).second;
+            });
+            for (DirListing& d : level) d.under_kept = true;
+            listDirectories(root_fd, rules, level, seen);
+            std::vector<DirListing> next;
+            size_t pending_bytes = 0;  // what `next` holds, bounded as in the walk
+            for (const DirListing& dir : level) {
+                switch (dir.outcome) {
+                    case DirListing::Outcome::NotListed:
+                        scan.truncated_by = "memory";
                         return okStatus();
+                    case DirListing::Outcome::Incomplete:
+                        scan.incomplete = dir.problem;
+                        scan.incomplete_call = dir.problem_errno != 0;
+                        scan.truncated_by = "unlistable";
+                        return okStatus();
+                    case DirListing::Outcome::Gone:
+                        if (dir.vanished) ++scan.vanished;
+                        continue;
+                    case DirListing::Outcome::Unchanged:
+                    case DirListing::Outcome::Listed:
+                        break;
+                }
+                if (dir.over_bound) {
+                    scan.truncated_by = "max_entries";
+                    return okStatus();
+                }
+                for (const ListedEntry& e : dir.interesting) {
+                    const std::string at = dir.relative + "/" + e.name;
+                    if (e.stat_errno == ENOENT) {
+                        ++scan.vanished;
+                        continue;
                     }
-                    const std::string at = dir + "/" + std::string(name);
-                    unsigned char type = d->d_type;
-                    if (type == DT_UNKNOWN) {
-                        struct stat st;
-                        if (fstatat(fd.get(), d->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-                            if (errno == ENOENT) {
-                                ++scan.vanished;
-                                continue;
-                            }
-                            return Error::fromErrno("fstatat(\"/repo/" + escapeForTerminal(at) +
-                                                    "\")");
-                        }
-                        type = S_ISDIR(st.st_mode) ? DT_DIR : S_ISLNK(st.st_mode) ? DT_LNK : DT_REG;
-                    }
-                    if (type == DT_LNK) {
+                    if (e.stat_errno)
+                        return Error::fromErrno("fstatat(\"/repo/" + escapeForTerminal(at) + "\")",
+                                                e.stat_errno);
+                    if (e.link_in_kept) {
                         if (Status s = cover(at, hide, 1); !s) return s;
-                    } else if (type == DT_DIR) {
-                        if (depth >= rules.max_depth || at.size() > kMaxWalkedPath) {
+                    } else if (e.is_dir) {
+                        if (dir.depth >= max_depth || at.size() > kMaxWalkedPath) {
                             scan.truncated_by =
-                                depth >= rules.max_depth ? "max_depth" : "path_length";
+                                dir.depth >= max_depth ? "max_depth" : "path_length";
                             return okStatus();
                         }
                         pending_bytes += at.size();
@@ -176,10 +160,14 @@ Status coverLinksBeneath(int root_fd, const WorktreeMaskRules& rules, std::vecto
                             scan.truncated_by = "memory";
                             return okStatus();
                         }
-                        pending.push_back({at, depth + 1});
+                        DirListing below;
+                        below.relative = at;
+                        below.depth = dir.depth + 1;
+                        next.push_back(std::move(below));
                     }
                 }
             }
+            level = std::move(next);
         }
     }
     return okStatus();
@@ -435,7 +423,9 @@ Result<WorktreeScan> scanWorktree(int worktree_fd, const WorktreeMaskRules& rule
         }
     }
     if (scan.truncated_by.empty())
-        if (Status s = coverLinksBeneath(root.get(), rules, link_dirs, coverTarget, scan); !s)
+        if (Status s = coverLinksBeneath(root.get(), listing_rules, rules.max_depth, link_dirs,
+                                         coverTarget, seen, scan);
+            !s)
             return s.error();
     dropCoveredTwice(scan);
     return scan;

@@ -686,46 +686,40 @@ TEST_CASE("G2: where a read-only or hidden link leads in the worktree is covered
         CHECK(readFileOrEmpty(workflow) == content);
     }
 
-    // An earlier sandbox makes .env a link to a file of its own; the
-    // operator's tool then writes the secret through it.
-    sandbox.scratch().makeDir("worktree/app");
-    const Completed plant = sandbox.run(
-        {"/bin/sh", "-c", "touch /repo/app/notes.txt && ln -s notes.txt /repo/app/.env"});
-    INFO(plant.describe());
-    REQUIRE(plant.exitCode == 0);
-    const std::string secret = randomToken("written-through");
-    {
-        std::ofstream through(top + "/app/.env");
-        through << secret;
-    }
-    REQUIRE(readFileOrEmpty(top + "/app/notes.txt") == secret);
-    const ProbeRun read = sandbox.probe({"read-each", "/repo/app/notes.txt\n/repo/app/.env\n"});
-    INFO(read.describe());
-    REQUIRE(read.exitCode() == 0);
-    CHECK(read.completed.out.find(secret) == std::string::npos);
-    CHECK(recordText(sandbox).find(secret) == std::string::npos);
-    const std::vector<std::string> contents = read.report.all("content");
-    CHECK(std::none_of(contents.begin(), contents.end(),
-                       [&](const std::string& c) { return c.find(secret) != std::string::npos; }));
-
-    // The same through a hidden directory an earlier sandbox made: a link
-    // in it catches what a host tool writes to `.aws/credentials`.
-    const Completed aws = sandbox.run({"/bin/sh", "-c",
-                                       "mkdir -p /repo/notes /repo/.aws && touch /repo/notes/c && "
-                                       "ln -s ../notes/c /repo/.aws/credentials"});
-    INFO(aws.describe());
-    REQUIRE(aws.exitCode == 0);
-    const std::string key = randomToken("aws-key");
-    {
-        std::ofstream through(top + "/.aws/credentials");
-        through << key;
-    }
-    REQUIRE(readFileOrEmpty(top + "/notes/c") == key);
-    const ProbeRun caught = sandbox.probe({"read-each", "/repo/notes/c\n/repo/.aws/credentials\n"});
-    INFO(caught.describe());
-    REQUIRE(caught.exitCode() == 0);
-    CHECK(caught.completed.out.find(key) == std::string::npos);
-    CHECK(recordText(sandbox).find(key) == std::string::npos);
+    // An earlier sandbox plants a link (`plant`); the operator's tool then
+    // writes a secret to the hidden name, which lands where the link leads
+    // (`lands`); the next run reads `lands` and the name, and sees neither.
+    auto writtenThrough = [&](const std::string& plant, const std::string& name,
+                              const std::string& lands) {
+        const Completed planted = sandbox.run({"/bin/sh", "-c", plant});
+        INFO(planted.describe());
+        REQUIRE(planted.exitCode == 0);
+        const std::string secret = randomToken("written-through");
+        {
+            std::ofstream through(top + "/" + name);
+            through << secret;
+        }
+        REQUIRE(readFileOrEmpty(top + "/" + lands) == secret);
+        const ProbeRun read =
+            sandbox.probe({"read-each", "/repo/" + lands + "\n/repo/" + name + "\n"});
+        INFO(read.describe());
+        REQUIRE(read.exitCode() == 0);
+        CHECK(read.completed.out.find(secret) == std::string::npos);
+        CHECK(recordText(sandbox).find(secret) == std::string::npos);
+        const std::vector<std::string> contents = read.report.all("content");
+        CHECK(std::none_of(contents.begin(), contents.end(), [&](const std::string& c) {
+            return c.find(secret) != std::string::npos;
+        }));
+    };
+    // .env a link to a file of the sandbox's own.
+    writtenThrough(
+        "mkdir -p /repo/app && touch /repo/app/notes.txt && ln -s notes.txt /repo/app/.env",
+        "app/.env", "app/notes.txt");
+    // A link in a hidden directory the sandbox made.
+    writtenThrough(
+        "mkdir -p /repo/notes /repo/.aws && touch /repo/notes/c && "
+        "ln -s ../notes/c /repo/.aws/credentials",
+        ".aws/credentials", "notes/c");
 
     // A hidden link's target is hidden for the link's sake: the directory
     // above it is held in place, or `mv config cfg` would show it next run.

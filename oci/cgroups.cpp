@@ -854,12 +854,12 @@ bool canKillWhole(const std::vector<std::string>& dirs) {
     return !dirOf(dirs, "freezer").empty();
 }
 
-Status removeContainerCgroups(const std::vector<std::string>& dirs) {
+Status removeContainerCgroups(const std::vector<std::string>& dirs, int busy_ms) {
     // Each tried: one that cannot go (a process of another's in it) keeps
     // none of the others.
     Status first = okStatus();
     for (const std::string& dir : dirs)
-        if (auto s = removeCgroupDir(dir); !s && s.error().errnum() != ENOENT && first)
+        if (auto s = removeCgroupDir(dir, busy_ms); !s && s.error().errnum() != ENOENT && first)
             first = s.error();
     return first;
 }

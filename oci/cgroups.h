@@ -136,6 +136,8 @@ bool canKillWhole(const std::vector<std::string>& dirs);
 
 // Removes the directories (waiting out a cgroup still busy with a process
 // that just died), each tried; the first that cannot be removed is named.
-Status removeContainerCgroups(const std::vector<std::string>& dirs);
+// `busy_ms`: how long each directory still busy (EBUSY: a process of the
+// container's that has not finished exiting) is tried again.
+Status removeContainerCgroups(const std::vector<std::string>& dirs, int busy_ms = 100);
 
 }  // namespace stockade::oci

@@ -806,7 +806,11 @@ Status destroyContainer(const Opened& c) {
     if (pidNamespaceJoined(c.record))
         if (auto s = killContainerCgroups(c.record.cgroups); !s) return s.error();
     stopMonitor(c.record);
-    if (auto s = removeContainerCgroups(c.record.cgroups); !s) return s.error();
+    // Stopped is init gone; the container's last processes (and the
+    // monitor) may take a loaded host longer than create's 100 ms to leave
+    // its cgroups: an earlier CI run left an empty v1 directory so. runc
+    // tries about 300 ms; a delete waits up to 2 s.
+    if (auto s = removeContainerCgroups(c.record.cgroups, 2000); !s) return s.error();
     return removeContainer(c.root.get(), c.record.id);
 }
 

@@ -780,6 +780,7 @@ Result<ContainerPlan> planContainer(const Config& config, const std::string& bun
     auto devices =
         planDevices(config.devices, config.resources.device_rules, dev_is_tmpfs, device_rules_held);
     if (!devices) return devices.error();
+    plan.reopen_null_stdio = dev_is_tmpfs;
     for (const DeviceBind& d : devices->binds)
         if (auto s =
                 addHeldBind(plan, d.node,

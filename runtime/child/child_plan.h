@@ -94,6 +94,10 @@ struct ChildPlan {
     std::string search_path;  // PATH used to find argv[0]
     std::string workdir;
     bool stdin_null = true;
+    // An OCI container whose /dev stockade made: 0-2 that are the null
+    // device are reopened from the container's /dev/null, read and write,
+    // as runc reopens them (setupStdioInChild).
+    bool reopen_null_stdio = false;
     // The host's /dev/null, opened by the child before pivot_root for an
     // OCI terminal init's 0-2: the container's own /dev/null is whatever its
     // image or mounts put there (none, or a FIFO an open would block on).

@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "base/fd_passing.h"
@@ -120,8 +121,38 @@ int consoleInChild(const ChildPlan& plan) noexcept {
 
 }  // namespace
 
+namespace {
+
+bool isNullDeviceInChild(int fd) noexcept {
+    struct stat st {};
+    return fstat(fd, &st) == 0 && S_ISCHR(st.st_mode) && st.st_rdev == makedev(1, 3);
+}
+
+// runc's reOpenDevNull: an OCI container's 0-2 that are the null device
+// (conmon's fd 0 without -i, opened read-only on the host) become the
+// container's own /dev/null opened read and write, so that a write to fd 0
+// works as under runc. Only where stockade made the container's /dev (it
+// bound the host's null device there); the name is opened without
+// following a link, with O_NONBLOCK and O_NOCTTY, and taken only when it is
+// the null device (a bundle's mount over it may put anything there). What
+// cannot be reopened keeps the inherited fd, as before: nothing is refused.
+void reopenNullStdioInChild() noexcept {
+    bool any = false;
+    for (int fd = 0; fd < 3; ++fd) any = any || isNullDeviceInChild(fd);
+    if (!any) return;
+    int null_fd = open("/dev/null", O_RDWR | O_NOCTTY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (null_fd < 0) return;
+    if (isNullDeviceInChild(null_fd) && fcntl(null_fd, F_SETFL, 0) == 0)
+        for (int fd = 0; fd < 3; ++fd)
+            if (fd != null_fd && isNullDeviceInChild(fd)) (void)dup3(null_fd, fd, 0);
+    if (null_fd > 2) close(null_fd);
+}
+
+}  // namespace
+
 int setupStdioInChild(const ChildPlan& plan) noexcept {
     if (plan.console_socket_fd >= 0) return consoleInChild(plan);
+    if (plan.reopen_null_stdio) reopenNullStdioInChild();
     if (plan.stdin_null) {
         int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
         if (fd < 0)

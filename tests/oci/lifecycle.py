@@ -1388,6 +1388,31 @@ def missing_interpreter(rt, scratch, owner, base):
           "stat" not in e.stderr, (started.returncode, started.stderr, e.returncode, e.stderr))
 
 
+def null_stdio_reopened(rt, scratch, owner, base):
+    """runc's reOpenDevNull: stdio that is the host's /dev/null opened
+    read-only (conmon's fd 0 for a container without -i) is the container's
+    own /dev/null opened read and write, so a write to fd 0 works as under
+    runc (it answered EBADF before 2026-12-07); fd 0 as a pipe stays the
+    pipe. The host's /dev/null is still the null device after."""
+    probe = ["sh", "-c", "echo x >&0 && echo wrote; "
+             "grep -m1 '^flags' /proc/self/fdinfo/0"]
+    bundle = make_bundle(scratch, "null-stdio", probe, owner, base)
+    with open("/dev/null", "rb") as read_only:
+        r = rt("run", "--bundle", bundle, "nul1", stdin=read_only)
+    lines = r.stdout.split("\n")
+    flags = int(lines[1].split()[1], 8) if len(lines) > 1 and lines[1].startswith("flags") else -1
+    check("stdio: the host's /dev/null read-only is reopened read and write inside, as runc",
+          r.returncode == 0 and lines[0] == "wrote" and flags & 3 == os.O_RDWR and
+          not flags & os.O_NONBLOCK, (r.returncode, r.stdout, r.stderr))
+    piped = rt("run", "--bundle", make_bundle(scratch, "null-stdio-pipe",
+                                              ["sh", "-c", "read line; echo \"$line\""],
+                                              owner, base), "nul2", input_text="kept\n")
+    host = os.stat("/dev/null")
+    check("...a pipe at fd 0 stays the pipe; the host's /dev/null is the null device",
+          piped.returncode == 0 and piped.stdout == "kept\n" and stat.S_ISCHR(host.st_mode) and
+          host.st_rdev == os.makedev(1, 3), (piped.returncode, piped.stdout, piped.stderr))
+
+
 def domain_name(rt, scratch, owner, base):
     """The spec's domainname is the container's; without one, the new UTS
     namespace's as it came, as runc leaves it (it was cleared to "")."""
@@ -2540,6 +2565,7 @@ def main():
         missing_cwd(rt, scratch, owner, base)
         unknown_sysctl(rt, scratch, owner, base)
         domain_name(rt, scratch, owner, base)
+        null_stdio_reopened(rt, scratch, owner, base)
         tmpfs_modes(rt, scratch, owner, base)
         if owner == 0:
             ids_past_the_block(rt, scratch, owner, base)

@@ -680,6 +680,48 @@ def default_cgroup(rt, scratch, owner, base, binary):
           [d for d in dirs if os.path.exists(d)])
 
 
+def kill_all_after_the_end(rt, scratch, owner, base):
+    """As root: `kill --all` of a stopped container signals what is left in
+    its cgroup and exits 0, as runc's does (ctr's `task kill -a` after the
+    end); `kill` without --all says `container not running`. The leftover is
+    a process of this test's, moved into the stopped container's cgroups
+    from the host (as an exec'd process in a pod's shared pid namespace can
+    outlive init); it is killed here whatever the runtime does."""
+    if rt.mode != "root":
+        return
+    bundle = make_bundle(scratch, "kill-all-end", ["true"], owner, base)
+    rt("create", "--bundle", bundle, "ka1")
+    init = (state_of(rt, "ka1") or {}).get("pid", 0)
+    cgroups = {c: p for c, p in host_cgroup_of(init).items()
+               if p.startswith("/stockade-oci/ka1-")}
+    rt("start", "ka1")
+    stopped = wait_for(lambda: (state_of(rt, "ka1") or {}).get("status") == "stopped")
+    sleeper = subprocess.Popen(["sleep", "4747"])
+    try:
+        for controller, path in cgroups.items():
+            with open(f"/sys/fs/cgroup/{controller}{path}/cgroup.procs", "w") as f:
+                f.write(str(sleeper.pid))
+        plain = rt("kill", "ka1", "KILL")
+        alive_after_plain = sleeper.poll() is None
+        every = rt("kill", "--all", "ka1", "KILL")
+        try:
+            ended = sleeper.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            ended = None
+    finally:
+        if sleeper.poll() is None:
+            sleeper.kill()
+            sleeper.wait()
+    gone = rt("delete", "ka1")
+    check("kill --all of a stopped container: what is left in its cgroup is signalled, exit 0; "
+          "kill without --all: container not running, nothing signalled",
+          stopped and cgroups and plain.returncode == 1 and
+          "container not running" in plain.stderr and alive_after_plain and
+          every.returncode == 0 and ended == -signal.SIGKILL and gone.returncode == 0,
+          (stopped, cgroups, plain.returncode, plain.stderr, alive_after_plain, every.returncode,
+           every.stderr, ended, gone.stderr))
+
+
 def sys_admin_elsewhere(rt, scratch, owner, base, admin_config):
     """As root, the other ways to CAP_SYS_ADMIN without device rules of the
     container's own are refused (the review's F3, F4): an exec'd process
@@ -2581,6 +2623,7 @@ def main():
         sys_admin_remount(rt, scratch, owner, base)
         if mode == "root":
             default_cgroup(rt, scratch, owner, base, binary)
+        kill_all_after_the_end(rt, scratch, owner, base)
         idmapped_root(rt, scratch, owner, base)
         record_cases(rt, scratch, owner, base, mode)
         monitor_cases(rt, scratch, owner, base, mode)

@@ -32,7 +32,8 @@ namespace {
 // itself (buildIdentity), so that no upgrade can read a cache whose kept
 // listings were judged by another matcher.
 constexpr std::string_view kMagicPrefix = "stockade-walk-cache ";
-constexpr std::string_view kMagic = "stockade-walk-cache 2\n";
+// 3: the flag 16 (WalkedName::on_way); a cache of 2 never looked for such links.
+constexpr std::string_view kMagic = "stockade-walk-cache 3\n";
 // statx's never-reused mount id (Linux 6.8), named here for older headers.
 #ifndef STATX_MNT_ID_UNIQUE
 #define STATX_MNT_ID_UNIQUE 0x00004000U
@@ -378,10 +379,10 @@ std::shared_ptr<const WalkedDirs> loadWalkCache(const WalkCacheKey& key) {
             const uint64_t flags = r.u64();
             if (name.empty() || name.find('/') != std::string_view::npos ||
                 name.find('\0') != std::string_view::npos || name == "." || name == ".." ||
-                flags > 15 || flags == 0)
+                flags > 31 || flags == 0)
                 return miss("parse"), nullptr;
             d.names.push_back({std::string(name), (flags & 1) != 0, (flags & 2) != 0,
-                               (flags & 4) != 0, (flags & 8) != 0});
+                               (flags & 4) != 0, (flags & 8) != 0, (flags & 16) != 0});
         }
         // Only directories on the worktree's own device: another beneath
         // it is a mount whose filesystem was not judged.
@@ -424,7 +425,7 @@ void saveWalkCache(const WalkCacheKey& key, const WalkedDirs& walked, int64_t cl
         for (const WalkedName& n : d.names) {
             putString(out, n.name);
             put64(out, (n.hidden ? 1 : 0) | (n.kept ? 2 : 0) | (n.is_dir ? 4 : 0) |
-                           (n.link_in_kept ? 8 : 0));
+                           (n.link_in_kept ? 8 : 0) | (n.on_way ? 16 : 0));
         }
         ++count;
         if (out.size() > kMaxCacheBytes) return;

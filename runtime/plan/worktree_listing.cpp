@@ -50,6 +50,14 @@ bool sameDirectory(const WalkedDir& was, const struct stat& now, const timespec&
            (!has_btime || (was.btime.tv_sec == btime.tv_sec && was.btime.tv_nsec == btime.tv_nsec));
 }
 
+// The hide or read-only pattern that names `name` in `above` as a directory
+// on its way (MaskPatternSet::onTheWay), or null.
+const std::string* linkOnTheWay(const ListingRules& rules, const std::vector<std::string>& above,
+                                const std::string& name) {
+    const std::string* p = rules.hide.onTheWay(above, name);
+    return p ? p : rules.read_only.onTheWay(above, name);
+}
+
 void listOne(int root_fd, const ListingRules& rules, DirListing& dir, std::vector<char>& buffer,
              std::atomic<uint64_t>& seen) {
     const char* path = dir.relative.empty() ? "." : dir.relative.c_str();
@@ -86,6 +94,7 @@ void listOne(int root_fd, const ListingRules& rules, DirListing& dir, std::vecto
             dir.unchanged = was_node;
             dir.entries = was->entries;
             dir.interesting.reserve(was->names.size());
+            const std::vector<std::string> above = pathComponents(dir.relative);
             for (const WalkedName& n : was->names) {
                 ListedEntry e;
                 e.name = n.name;
@@ -93,7 +102,8 @@ void listOne(int root_fd, const ListingRules& rules, DirListing& dir, std::vecto
                 e.kept = n.kept;
                 e.is_dir = n.is_dir;
                 e.link_in_kept = n.link_in_kept;
-                if (e.hidden || e.kept || e.link_in_kept) {
+                e.on_way = n.on_way ? linkOnTheWay(rules, above, n.name) : nullptr;
+                if (e.hidden || e.kept || e.link_in_kept || e.on_way) {
                     e.examined = true;
                     // Through no link at all, the name itself included: a
                     // directory above swapped for a link since the check
@@ -108,6 +118,7 @@ void listOne(int root_fd, const ListingRules& rules, DirListing& dir, std::vecto
                     } else {
                         e.is_dir = S_ISDIR(e.st.st_mode);
                         e.link_in_kept = e.link_in_kept && S_ISLNK(e.st.st_mode);
+                        if (!S_ISLNK(e.st.st_mode)) e.on_way = nullptr;
                     }
                 }
                 dir.interesting.push_back(std::move(e));
@@ -209,20 +220,26 @@ void listOne(int root_fd, const ListingRules& rules, DirListing& dir, std::vecto
             e.kept = !e.hidden && rules.read_only.match(above, name) &&
                      !rules.writable.match(above, name);
             const bool kept_link = dir.under_kept && d->d_type == DT_LNK;
+            if (!e.hidden && !e.kept && (d->d_type == DT_LNK || d->d_type == DT_UNKNOWN))
+                e.on_way = linkOnTheWay(rules, above, name);
             // Most entries are files that match nothing: nothing is kept.
-            if (!e.hidden && !e.kept && !e.is_dir && !kept_link && d->d_type != DT_UNKNOWN)
+            if (!e.hidden && !e.kept && !e.is_dir && !kept_link && !e.on_way &&
+                d->d_type != DT_UNKNOWN)
                 continue;
-            if (e.hidden || e.kept || kept_link || d->d_type == DT_UNKNOWN) {
+            if (e.hidden || e.kept || kept_link || e.on_way || d->d_type == DT_UNKNOWN) {
                 e.examined = true;
                 if (fstatat(fd.get(), raw, &e.st, AT_SYMLINK_NOFOLLOW) < 0) {
                     e.stat_errno = errno;
                 } else {
                     e.is_dir = S_ISDIR(e.st.st_mode);
                     e.link_in_kept = dir.under_kept && S_ISLNK(e.st.st_mode);
+                    if (!S_ISLNK(e.st.st_mode)) e.on_way = nullptr;
                 }
                 // A name of unknown type that is neither matched nor a
                 // directory nor such a link tells the walk nothing.
-                if (!e.hidden && !e.kept && !e.is_dir && !e.link_in_kept && !e.stat_errno) continue;
+                if (!e.hidden && !e.kept && !e.is_dir && !e.link_in_kept && !e.on_way &&
+                    !e.stat_errno)
+                    continue;
             }
             e.name = std::move(name);
             dir.interesting.push_back(std::move(e));

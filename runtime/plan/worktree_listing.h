@@ -35,6 +35,10 @@ struct ListedEntry {
     // a write through it goes wherever it leads, so the walk keeps its
     // target in the worktree read-only too.
     bool link_in_kept = false;
+    // A link (examined) where a hide or read-only pattern names a directory
+    // (MaskPatternSet::onTheWay): the pattern, which the run is refused
+    // naming. A later write of the name through it would land elsewhere.
+    const std::string* on_way = nullptr;
     int stat_errno = 0;
     struct stat st {};
 };

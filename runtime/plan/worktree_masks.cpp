@@ -196,7 +196,8 @@ Status addWorktreeMasks(const Policy& policy, int worktree_fd, bool top_git_read
                               ? "raise filesystem.worktree." + bound + " in the profile"
                           : bound == "path_length" ? "shorten the worktree's deepest paths"
                           : bound == "memory" ? "the tree is too wide and deep to walk; trim it"
-                                              : "make it listable, or remove it";
+                          : bound == "link_on_pattern" ? "make it a directory, or remove it"
+                                                       : "make it listable, or remove it";
         return Error::message(
             "the worktree could not be walked whole for the names to hide or "
             "keep read-only: " +

@@ -86,6 +86,7 @@ struct WalkedName {
     bool kept = false;
     bool is_dir = false;
     bool link_in_kept = false;  // a link in a read-only directory (ListedEntry)
+    bool on_way = false;        // a link where a pattern names a directory (ListedEntry)
 };
 
 // Each directory a walk listed, by its path below the worktree: what it was

@@ -367,8 +367,9 @@ Result<WorktreeScan> scanWorktree(int worktree_fd, const WorktreeMaskRules& rule
                     dir.relative.empty() ? e.name : dir.relative + "/" + e.name;
                 // A name of unknown type that is neither matched nor a
                 // directory tells a later walk nothing.
-                if (walked && (e.hidden || e.kept || e.is_dir || e.link_in_kept))
-                    walked->names.push_back({e.name, e.hidden, e.kept, e.is_dir, e.link_in_kept});
+                if (walked && (e.hidden || e.kept || e.is_dir || e.link_in_kept || e.on_way))
+                    walked->names.push_back(
+                        {e.name, e.hidden, e.kept, e.is_dir, e.link_in_kept, e.on_way != nullptr});
                 if (e.examined) {
                     if (e.stat_errno) {
                         // Gone since it was read: nothing to cover or walk.
@@ -382,6 +383,21 @@ Result<WorktreeScan> scanWorktree(int worktree_fd, const WorktreeMaskRules& rule
                             "/repo/" + escapeForTerminal(relative) +
                             " matches but cannot be examined: " + errnoName(e.stat_errno);
                         cut("unexaminable");
+                        break;
+                    }
+                    // A link where a pattern names a directory: what the
+                    // host writes there later (the operator adding
+                    // .github/workflows/ci.yml to a .github an earlier run
+                    // made a link) lands where the pattern does not reach,
+                    // writable or shown from then on (a red team's,
+                    // 2026-12-07). Refused, naming it, never followed.
+                    if (e.on_way) {
+                        scan.incomplete = "/repo/" + escapeForTerminal(relative) +
+                                          " is a symbolic link where the pattern \"" +
+                                          escapeForTerminal(*e.on_way) +
+                                          "\" names a directory: what is written through it "
+                                          "would land where the pattern does not reach";
+                        cut("link_on_pattern");
                         break;
                     }
                     if (e.hidden) {

@@ -210,6 +210,7 @@ MaskPatternSet::MaskPatternSet(const std::vector<std::string>& sources) {
             Compiled p{&source, split->anchored, {}};
             for (const std::string& c : split->components) p.components.push_back(compileGlob(c));
             size_t index = patterns_.size();
+            if (p.components.size() > 1) naming_dirs_.push_back(index);
             if (p.components.back().literal)
                 by_last_[p.components.back().text].push_back(index);
             else
@@ -232,6 +233,24 @@ const std::string* MaskPatternSet::match(const std::vector<std::string>& dir,
     for (size_t index : globs_) {
         const Compiled& p = patterns_[index];
         if (globMatches(p.components.back(), name) && matchesAbove(p, dir)) return p.source;
+    }
+    return nullptr;
+}
+
+const std::string* MaskPatternSet::onTheWay(const std::vector<std::string>& dir,
+                                            const std::string& name) const {
+    for (size_t index : naming_dirs_) {
+        const Compiled& p = patterns_[index];
+        // `name` as component k, one before the last at most; the k before
+        // it against the end of `dir` (the whole of it when anchored).
+        for (size_t k = 0; k + 1 < p.components.size(); ++k) {
+            if (p.anchored ? dir.size() != k : dir.size() < k) continue;
+            if (!globMatches(p.components[k], name)) continue;
+            bool above = true;
+            for (size_t i = 0; i < k && above; ++i)
+                above = globMatches(p.components[k - 1 - i], dir[dir.size() - 1 - i]);
+            if (above) return p.source;
+        }
     }
     return nullptr;
 }

@@ -59,6 +59,13 @@ class MaskPatternSet {
     // are `dir` (from the worktree's top), or null.
     const std::string* match(const std::vector<std::string>& dir, const std::string& name) const;
 
+    // The pattern that names `name` inside `dir` as one of the directories
+    // above what it matches (`.github` for `.github/workflows`, `config` in
+    // the top for `/repo/config/master.key`), or null: a link there would
+    // take a later write of the name elsewhere, where the pattern does not
+    // reach.
+    const std::string* onTheWay(const std::vector<std::string>& dir, const std::string& name) const;
+
   private:
     struct Compiled {
         const std::string* source;  // as the operator wrote it
@@ -70,6 +77,7 @@ class MaskPatternSet {
     std::vector<Compiled> patterns_;
     std::unordered_map<std::string, std::vector<size_t>> by_last_;
     std::vector<size_t> globs_;
+    std::vector<size_t> naming_dirs_;  // of more than one component
 };
 
 }  // namespace stockade

@@ -13,6 +13,8 @@
 #include "base/units.h"
 #include "runtime/policy/environment.h"
 #include "runtime/policy/mask_patterns.h"
+#include "runtime/policy/sandbox_path.h"
+#include "runtime/policy/writable_trees.h"
 
 namespace stockade {
 
@@ -72,6 +74,46 @@ Status checkBoundsFitHost(const Limits& limits) {
         return Error::message("--tmp-size: " + std::to_string(limits.tmp_bytes) +
                               " bytes is more than this host's memory (" + std::to_string(ram) +
                               ")");
+    return okStatus();
+}
+
+// The host trees the sandbox sees besides /repo, bound from the host whole:
+// the --rootfs, or else each system directory and /etc directory that is a
+// directory (a link is a link inside, a small /etc file a copy).
+std::vector<std::string> treesSeenBesideWorktree(const FilesystemView& fs) {
+    if (fs.rootfs != "/") return {fs.rootfs};
+    std::vector<std::string> trees;
+    auto add = [&trees](const std::string& path) {
+        struct stat st;
+        char real[PATH_MAX];
+        if (lstat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && realpath(path.c_str(), real))
+            trees.emplace_back(real);
+    };
+    for (const std::string& dir : fs.system_dirs) add(dir);
+    for (const std::string& name : fs.etc_entries) add("/etc/" + name);
+    return trees;
+}
+
+// The covers over the worktree's hidden and read-only names are mounted on
+// /repo alone. A worktree the sandbox also sees through another tree bound
+// from the host (one inside /usr: /usr/local/src/app; a --rootfs unpacked
+// in the worktree, whose /usr a sandbox could move a hidden name into; the
+// same reached through a bind mount) would show them there uncovered: refused
+// before anything is made, naming both.
+Status refuseWorktreeSeenTwice(const FilesystemView& fs) {
+    if (!fs.worktree) return okStatus();
+    const std::vector<std::string> trees = treesSeenBesideWorktree(fs);
+    const std::string why =
+        ": the sandbox would see the worktree's files there as well as at /repo, where the "
+        "names its rules hide are not covered; keep the worktree and the sandbox's root apart";
+    const char* what = fs.rootfs != "/" ? "--rootfs " : "";
+    if (auto tree = writableBy(*fs.worktree, trees))
+        return Error::message("--worktree " + *fs.worktree + " lies inside " + what + *tree +
+                              (fs.rootfs != "/" ? "" : ", which the sandbox is given read-only") +
+                              why);
+    if (auto inside = firstWritableBy(trees, {*fs.worktree}))
+        return Error::message(std::string(what) + inside->dir + " lies inside --worktree " +
+                              *fs.worktree + why);
     return okStatus();
 }
 
@@ -176,6 +218,7 @@ Result<Policy> buildPolicy(const Profile& profile, const RunOptions& options) {
         }
     if (p.fs.worktree)
         if (auto s = checkMaskRules(p.fs.worktree_masks, p.workdir); !s) return s.error();
+    if (auto s = refuseWorktreeSeenTwice(p.fs); !s) return s.error();
     if (options.user) {
         auto colon = options.user->find(':');
         auto uid = parseId(options.user->substr(0, colon), "uid");

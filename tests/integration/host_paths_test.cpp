@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <thread>
 
@@ -431,4 +432,51 @@ TEST_CASE("G2: a --rootfs's /etc is read beneath the held rootfs, never through 
         CHECK(run.exitCode() == 0);
         CHECK(run.completed.out.find("ID=rootfs-of-the-test") != std::string::npos);
     }
+}
+
+// The covers over a worktree's hidden names are made on /repo alone. A
+// worktree the sandbox would also see through its root (inside the
+// --rootfs, as /usr/src/app is in a Node or Python image; or the --rootfs
+// unpacked inside the worktree, where a sandbox could move a hidden name
+// into the image's /usr and read it there) is refused before anything
+// runs: exit 125 naming both, the secret read nowhere, the record saying why.
+TEST_CASE("G2: a worktree the sandbox would also see through its root is refused",
+          "[G2][paths][worktree-masks]") {
+    STOCKADE_EACH_MODE(mode);
+    const bool rootfs_inside = GENERATE(false, true);
+    INFO((rootfs_inside ? "the --rootfs inside the worktree" : "the worktree inside the --rootfs"));
+    Sandbox sandbox(mode);
+    const std::string canary = sandbox.secretCanary() + "-worktree-env";
+    std::string rootfs, worktree;
+    if (rootfs_inside) {
+        worktree = sandbox.scratch().makeDir("app");
+        rootfs = sandbox.scratch().makeDir("app/img");
+        sandbox.scratch().makeDir("app/img/usr");
+        sandbox.scratch().writeFile("app/backend/.env", canary + "\n", 0600);
+    } else {
+        rootfs = sandbox.scratch().makeDir("image");
+        worktree = sandbox.scratch().makeDir("image/usr/src/app");
+        sandbox.scratch().writeFile("image/usr/src/app/.env", canary + "\n", 0600);
+    }
+    sandbox.worktreeAt(worktree).option("--rootfs", rootfs);
+    const ProbeRun run =
+        sandbox.probe({"read-file", rootfs_inside ? "/repo/backend/.env" : "/usr/src/app/.env"});
+    INFO(run.describe());
+    CHECK(run.exitCode() == 125);
+    const std::string said = rootfs_inside
+                                 ? "--rootfs " + rootfs + " lies inside --worktree " + worktree
+                                 : "--worktree " + worktree + " lies inside --rootfs " + rootfs;
+    CHECK(run.completed.err.find(said) != std::string::npos);
+    CHECK(run.completed.out.find(canary) == std::string::npos);
+    CHECK(run.completed.err.find(canary) == std::string::npos);
+    // The record says the run was refused and holds no trace of the secret.
+    const nlohmann::json record = sandbox.result();
+    CHECK(record.dump().find(canary) == std::string::npos);
+    CHECK(record.dump().find("lies inside") != std::string::npos);
+    // The host's side: the secret where it was, as it was.
+    const std::string env = rootfs_inside ? worktree + "/backend/.env" : worktree + "/.env";
+    std::ifstream in(env);
+    std::string line;
+    std::getline(in, line);
+    CHECK(line == canary);
 }

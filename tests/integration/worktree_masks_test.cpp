@@ -855,3 +855,58 @@ TEST_CASE(
     INFO(done.describe());
     CHECK(done.exitCode == 0);
 }
+
+// A link where a pattern names a directory (`.github` for the default
+// read-only `.github/workflows`; `config` for a hide `config/master.key`),
+// planted by one run before the host writes there: the operator's later
+// `.github/workflows/ci.yml` lands in the link's target, where the pattern
+// does not reach, and the next run could rewrite it (a red team's,
+// 2026-12-07). The next run is refused, naming the link and the pattern;
+// the host's file is as the operator wrote it.
+TEST_CASE("G2: a link planted where a pattern names a directory refuses the next run",
+          "[G2][filesystem][masks]") {
+    STOCKADE_EACH_MODE(mode);
+    const bool hidden = GENERATE(false, true);
+    INFO((hidden ? "hide config/master.key, config a link" : "read-only .github/workflows"));
+    Sandbox sandbox(mode);
+    std::string profile;
+    if (hidden) {
+        profile = sandbox.scratch().writeFile("dirs.json", R"({"schema": "stockade.profile/v1",
+            "filesystem": {"system_dirs": ["/usr", "/bin", "/lib", "/lib64"],
+                           "worktree": {"hide": [".env", "/repo/config/master.key"]}}})");
+        sandbox.option("--profile", profile);
+    }
+    const std::string planted = hidden ? "mkdir /repo/conf1g && ln -s conf1g /repo/config"
+                                       : "mkdir /repo/gh && ln -s gh /repo/.github";
+    const Completed plant = sandbox.run({"/bin/sh", "-c", planted});
+    INFO(plant.describe());
+    REQUIRE(plant.exitCode == 0);
+    // The operator's write after it, through the link as mkdir -p and an
+    // editor go.
+    const std::string token = randomToken(hidden ? "master-key" : "workflow");
+    const std::string written = hidden ? "config/master.key" : ".github/workflows/ci.yml";
+    REQUIRE(system(("mkdir -p '" + sandbox.worktree() + "/" +
+                    written.substr(0, written.rfind('/')) + "'")
+                       .c_str()) == 0);
+    {
+        std::ofstream out(sandbox.worktree() + "/" + written);
+        out << token;
+    }
+    struct stat before {};
+    REQUIRE(stat((sandbox.worktree() + "/" + written).c_str(), &before) == 0);
+    const ProbeRun next = sandbox.probe({"read-file", "/repo/" + written});
+    INFO(next.describe());
+    CHECK(next.exitCode() == 125);
+    const std::string pattern = hidden ? "/repo/config/master.key" : ".github/workflows";
+    CHECK(next.completed.err.find(std::string("/repo/") + (hidden ? "config" : ".github") +
+                                  " is a symbolic link where the pattern \"" + pattern +
+                                  "\" names a directory") != std::string::npos);
+    CHECK(next.completed.out.find(token) == std::string::npos);
+    CHECK(recordText(sandbox).find(token) == std::string::npos);
+    // The host's side: the file as the operator wrote it, not rewritten.
+    struct stat after {};
+    REQUIRE(stat((sandbox.worktree() + "/" + written).c_str(), &after) == 0);
+    CHECK(readFileOrEmpty(sandbox.worktree() + "/" + written) == token);
+    CHECK(after.st_mtim.tv_sec == before.st_mtim.tv_sec);
+    CHECK(after.st_mtim.tv_nsec == before.st_mtim.tv_nsec);
+}

@@ -102,12 +102,12 @@ std::string readWhole(const std::string& file) {
 // id and the mount id's kind first), an FNV-1a checksum of all before it
 // last. The test plays someone who rewrites a field and mends the checksum,
 // to show which field alone makes the file passed over.
-constexpr std::string_view kMagic2 = "stockade-walk-cache 2\n";
+constexpr std::string_view kMagicNow = "stockade-walk-cache 3\n";
 enum HeaderField { kDev, kIno, kFsid, kMountId, kMountKind };
 
 uint64_t headerField(const std::string& file, HeaderField at) {
     uint64_t v = 0;
-    const size_t from = kMagic2.size() + 8 * static_cast<size_t>(at);
+    const size_t from = kMagicNow.size() + 8 * static_cast<size_t>(at);
     for (int i = 0; i < 8; ++i)
         v |= uint64_t{static_cast<unsigned char>(file.at(from + i))} << (8 * i);
     return v;
@@ -122,7 +122,7 @@ std::string withChecksum(std::string body) {
 
 std::string withHeaderField(const std::string& file, HeaderField at, uint64_t value) {
     std::string body = file.substr(0, file.size() - 8);
-    const size_t from = kMagic2.size() + 8 * static_cast<size_t>(at);
+    const size_t from = kMagicNow.size() + 8 * static_cast<size_t>(at);
     for (int i = 0; i < 8; ++i) body[from + i] = static_cast<char>((value >> (8 * i)) & 0xff);
     return withChecksum(body);
 }
@@ -349,7 +349,7 @@ TEST_CASE("walk cache: another filesystem or mount at the worktree's numbers is 
     const std::string file = f.cacheFile();
     REQUIRE(!file.empty());
     const std::string good = readWhole(file);
-    REQUIRE(std::string_view(good).starts_with(kMagic2));
+    REQUIRE(std::string_view(good).starts_with(kMagicNow));
     REQUIRE(loadWalkCache(f.key()));
 
     // What the header holds is what the kernel says of the worktree now.
@@ -382,13 +382,17 @@ TEST_CASE("walk cache: another filesystem or mount at the worktree's numbers is 
     CHECK(missWith(withHeaderField(withHeaderField(good, kMountKind, 0), kMountId, 0)) == "mount");
     CHECK(missWith(withHeaderField(good, kIno, wt.st_ino + 1)) == "worktree");
 
-    // Version 1's file (no filesystem, mount or birth time): passed over,
-    // and the next save writes version 2 in its place.
-    std::string old = good.substr(0, good.size() - 8);
-    old[kMagic2.size() - 2] = '1';
-    CHECK(missWith(withChecksum(old)) == "version");
+    // Version 1's file (no filesystem, mount or birth time) and version
+    // 2's (which never looked for a link where a pattern names a
+    // directory): passed over, and the next save writes version 3 in their
+    // place.
+    for (char version : {'1', '2'}) {
+        std::string old = good.substr(0, good.size() - 8);
+        old[kMagicNow.size() - 2] = version;
+        CHECK(missWith(withChecksum(old)) == "version");
+    }
     f.walkAndKeep();
-    CHECK(std::string_view(readWhole(file)).starts_with(kMagic2));
+    CHECK(std::string_view(readWhole(file)).starts_with(kMagicNow));
     CHECK(loadWalkCache(f.key()));
 }
 

@@ -92,6 +92,28 @@ TEST_CASE("worktree masks: a pattern names directories when anchored or of sever
     CHECK_FALSE(MaskPatternSet({}).namesDirectories());
 }
 
+TEST_CASE("worktree masks: the names a pattern takes as directories on its way") {
+    // The set points at its sources: they must outlive it.
+    const std::vector<std::string> sources{".env", ".github/workflows", "/repo/config/master.key",
+                                           "a/*/c/secret", "{x,y}/z"};
+    const MaskPatternSet set(sources);
+    using V = std::vector<std::string>;
+    CHECK(*set.onTheWay({}, ".github") == ".github/workflows");
+    CHECK(*set.onTheWay({"pkg", "sub"}, ".github") == ".github/workflows");
+    CHECK(set.onTheWay({}, "workflows") == nullptr);  // the last is what it matches
+    CHECK(set.onTheWay({}, ".env") == nullptr);       // one component names no directory
+    CHECK(*set.onTheWay({}, "config") == "/repo/config/master.key");
+    CHECK(set.onTheWay({"pkg"}, "config") == nullptr);  // anchored: from the top only
+    CHECK(*set.onTheWay({"q"}, "a") == "a/*/c/secret");
+    CHECK(*set.onTheWay({"a"}, "anything") == "a/*/c/secret");
+    CHECK(*set.onTheWay(V{"a", "b"}, "c") == "a/*/c/secret");
+    CHECK(set.onTheWay(V{"z", "b"}, "c") == nullptr);
+    CHECK(*set.onTheWay({}, "y") == "{x,y}/z");
+    CHECK(set.onTheWay({}, "w") == nullptr);
+    const std::vector<std::string> bare{".env", "id_rsa"};
+    CHECK(MaskPatternSet(bare).onTheWay({}, ".env") == nullptr);
+}
+
 TEST_CASE("worktree masks: links are judged as themselves and never followed") {
     TempDir wt, outside;
     writeFile(outside.path() + "/.env", "outside");

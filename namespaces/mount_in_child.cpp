@@ -82,6 +82,7 @@ unsigned bindAttrs(const MountOp& op) noexcept {
     if (!op.writable) attrs |= MOUNT_ATTR_RDONLY;
     if (op.flags & MS_NODEV) attrs |= MOUNT_ATTR_NODEV;
     if (op.flags & MS_NOEXEC) attrs |= MOUNT_ATTR_NOEXEC;
+    if (op.flags & MS_NOSYMFOLLOW) attrs |= MOUNT_ATTR_NOSYMFOLLOW;
     return attrs;
 }
 

@@ -32,6 +32,7 @@ unsigned mountAttrsOfFlags(unsigned long flags) noexcept {
     if (flags & MS_NODEV) attrs |= MOUNT_ATTR_NODEV;
     if (flags & MS_NOEXEC) attrs |= MOUNT_ATTR_NOEXEC;
     if (flags & MS_NODIRATIME) attrs |= MOUNT_ATTR_NODIRATIME;
+    if (flags & MS_NOSYMFOLLOW) attrs |= MOUNT_ATTR_NOSYMFOLLOW;
     // One atime mode: strictatime wins over noatime, as mount(2) takes
     // both (fsmount refuses the two together).
     if (flags & MS_STRICTATIME)

@@ -70,12 +70,14 @@ long build(const NetHelperArgs& args) noexcept {
     if (long result = kernelCall(SYS_unshare, CLONE_NEWNET); result < 0) return result;
     if (long result = loopbackUp(); result < 0) return result;
     // Every port bindable (allowEveryPortInChild's reason); best effort.
-    long ports = args.proc >= 0 ? kernelCall(SYS_openat, args.proc,
-                                             asArg("sys/net/ipv4/ip_unprivileged_port_start"),
-                                             O_WRONLY | O_CLOEXEC)
-                                : kernelCall(SYS_openat, AT_FDCWD,
-                                             asArg("/proc/sys/net/ipv4/ip_unprivileged_port_start"),
-                                             O_WRONLY | O_CLOEXEC);
+    long ports =
+        !args.every_port ? -1
+        : args.proc >= 0
+            ? kernelCall(SYS_openat, args.proc, asArg("sys/net/ipv4/ip_unprivileged_port_start"),
+                         O_WRONLY | O_CLOEXEC)
+            : kernelCall(SYS_openat, AT_FDCWD,
+                         asArg("/proc/sys/net/ipv4/ip_unprivileged_port_start"),
+                         O_WRONLY | O_CLOEXEC);
     if (ports >= 0) {
         kernelCall(SYS_write, ports, asArg("0\n"), 2);
         kernelCall(SYS_close, ports);

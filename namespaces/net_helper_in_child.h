@@ -10,12 +10,13 @@
 namespace stockade::ns {
 
 struct NetHelperArgs {
-    int proc;  // the host's /proc, opened by the parent, or -1; the helper closes it
-    int slot;  // where the namespace's fd is put (an fd number the parent holds)
+    int proc;                // the host's /proc, opened by the parent, or -1; the helper closes it
+    int slot;                // where the namespace's fd is put (an fd number the parent holds)
+    bool every_port = true;  // allowEveryPortInChild's write, or the kernel's 1024 kept
 };
 
 // Makes a network namespace, brings `lo` up in it, lets every port be bound
-// in it (best effort, as allowEveryPortInChild), and dup3s a handle on it to
+// in it where asked (best effort, as allowEveryPortInChild), and dup3s a handle on it to
 // `slot`. Returns 0 or the errno of the first call that failed: the helper's
 // exit status, read by joinNetworkNamespaceInChild.
 int buildNetworkNamespaceInHelper(void* args) noexcept;

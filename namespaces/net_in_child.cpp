@@ -47,7 +47,7 @@ int bringLoopbackUpInChild() noexcept {
     return err;
 }
 
-int startNetworkNamespaceInChild(int slot) noexcept {
+int startNetworkNamespaceInChild(int slot, bool every_port) noexcept {
     // The helper's arguments and stack are static: one helper per process,
     // started once by a single-threaded init, and they must outlive this frame.
     alignas(16) static char stack[16 * 1024];
@@ -57,6 +57,7 @@ int startNetworkNamespaceInChild(int slot) noexcept {
     // closes `proc` itself once done (a close here could come before its use).
     args.proc = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
     args.slot = slot;
+    args.every_port = every_port;
     // CLONE_VM where the body makes its calls without libc: no page tables
     // copied and no copy-on-write faults left behind for init (a fork of it
     // cost about 2 ms a run). Every signal is blocked while it starts, so it

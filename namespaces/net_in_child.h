@@ -25,13 +25,13 @@ void allowEveryPortInChild(int proc) noexcept;
 //
 // startNetworkNamespaceInChild forks a helper that shares the caller's fd
 // table, creates a network namespace, brings `lo` up in it, lets every port
-// be bound in it (allowEveryPortInChild), and puts an fd
+// be bound in it (allowEveryPortInChild) where `every_port`, and puts an fd
 // for it at `slot` (an fd number the caller holds open for it). Returns the
 // helper's pid, or -errno. joinNetworkNamespaceInChild waits for the helper
 // and moves the caller into the namespace; it returns 0 or an errno. Join
 // before closing fds en masse: the helper's own fds live in the shared table
 // until it is done.
-int startNetworkNamespaceInChild(int slot) noexcept;
+int startNetworkNamespaceInChild(int slot, bool every_port) noexcept;
 int joinNetworkNamespaceInChild(int helper, int slot) noexcept;
 
 }  // namespace stockade::ns

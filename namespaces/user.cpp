@@ -11,9 +11,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstddef>
+#include <fstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "namespaces/syscalls.h"
@@ -31,6 +34,25 @@ Status writeProcFile(pid_t pid, const char* name, const std::string& content) {
         return Error::fromErrno("write(\"" + path + "\", \"" +
                                 content.substr(0, content.size() - 1) + "\")");
     return okStatus();
+}
+
+// The ids 0..count-1 of the caller's own namespace, each to itself, a line
+// for each range of its `/proc/self/<file>`, in order (IdMapping::
+// callers_ranges); empty where it cannot be read.
+std::string callersRangeLines(const char* file, uint32_t count) {
+    std::ifstream map(std::string("/proc/self/") + file);
+    std::vector<std::pair<uint64_t, uint64_t>> ranges;
+    uint64_t inside = 0, outside = 0, n = 0;
+    while (map >> inside >> outside >> n) ranges.emplace_back(inside, n);
+    std::sort(ranges.begin(), ranges.end());
+    std::string out;
+    for (const auto& [start, length] : ranges) {
+        if (start >= count) break;
+        const uint64_t take = std::min<uint64_t>(length, count - start);
+        out +=
+            std::to_string(start) + " " + std::to_string(start) + " " + std::to_string(take) + "\n";
+    }
+    return out;
 }
 
 std::string mapLine(unsigned inside, unsigned host, uint32_t count) {
@@ -140,6 +162,14 @@ Status writeIdMaps(pid_t pid, const IdMapping& m) {
             return s;
         return runMapHelper(kNewGidMap, pid,
                             subordinateExtents(m.inside_gid, m.host_gid, m.subgid_base, m.count));
+    }
+    if (m.callers_ranges) {
+        const std::string uids = callersRangeLines("uid_map", m.count);
+        const std::string gids = callersRangeLines("gid_map", m.count);
+        if (uids.empty() || gids.empty())
+            return Error::message("read this process's own /proc/self/uid_map and gid_map");
+        if (auto s = writeProcFile(pid, "uid_map", uids); !s) return s;
+        return writeProcFile(pid, "gid_map", gids);
     }
     auto root_line = hostRootMapLine(m);
     if (!root_line) return root_line.error();

@@ -41,6 +41,13 @@ struct IdMapping {
     // this id rather than failing EOVERFLOW. Must lie past the block
     // (count..), whose host ids must not hold 0.
     uint32_t host_root_inside = 0;
+    // The block 0..count-1 is the caller's own namespace's ids 0..count-1,
+    // one for one (an OCI runtime run by rootless podman as uid 0 of a
+    // namespace mapping the caller's subordinate ids): written one line per
+    // range of the caller's own map (/proc/self/uid_map, gid_map), since the
+    // kernel takes a line only when its ids lie in one range of the
+    // writer's. inside_uid == host_uid, inside_gid == host_gid.
+    bool callers_ranges = false;
 };
 
 // The setuid helpers of shadow's uidmap package, at the one path Debian,

@@ -693,11 +693,16 @@ int cmdFeatures() {
         {"ociVersionMax", kSpecVersion},
         {"hooks", json::array({"prestart", "createRuntime", "createContainer", "startContainer",
                                "poststart", "poststop"})},
-        {"mountOptions", {"ro",       "rw",         "nosuid",      "suid",          "nodev",
-                          "dev",      "noexec",     "exec",        "sync",          "async",
-                          "dirsync",  "noatime",    "atime",       "nodiratime",    "diratime",
-                          "relatime", "norelatime", "strictatime", "nostrictatime", "mand",
-                          "nomand",   "bind",       "rbind",       "private",       "rprivate"}},
+        {"mountOptions",
+         {"ro", "rw", "nosuid", "suid", "nodev", "dev", "noexec", "exec", "sync", "async",
+          "dirsync", "noatime", "atime", "nodiratime", "diratime", "relatime", "norelatime",
+          "strictatime", "nostrictatime", "mand", "nomand", "bind", "rbind", "private", "rprivate",
+          // The recursive forms (containerd 2 looks for "rro" here before
+          // it asks for a recursively read-only mount) and nosymfollow:
+          // oci/config.cpp readMountOptions.
+          "rro", "rrw", "rnosuid", "rsuid", "rnodev", "rdev", "rnoexec", "rexec", "rnoatime",
+          "ratime", "rnodiratime", "rdiratime", "rrelatime", "rnorelatime", "rstrictatime",
+          "rnostrictatime", "nosymfollow", "symfollow", "rnosymfollow", "rsymfollow"}},
         {"linux",
          {{"namespaces", {"pid", "network", "mount", "ipc", "uts", "user", "cgroup"}},
           {"capabilities", capabilityNames()},

@@ -259,19 +259,54 @@ void readProcess(const json& p, Config& out) {
 // Mount options: flags for mount(2), the bind forms, and the rest passed
 // as data. Propagation other than private is refused (every mount of a
 // stockade sandbox is private), as is what no code here does yet.
+// The recursive forms (`rro`, `rnosuid`, ..., runc's and the runtime-spec's
+// since 1.1, which containerd 2 sends for read-only mounts) are their plain
+// forms here: stockade sets a bind's attributes on every mount of it
+// (mount_setattr with AT_RECURSIVE), so `ro` already holds below as `rro`
+// asks. `nosymfollow` (Linux 5.10) likewise, on a bind or any other mount.
 void readMountOptions(const std::vector<std::string>& options, const std::string& field, Mount& m) {
-    static const std::pair<const char*, unsigned long> kSet[] = {
-        {"ro", MS_RDONLY},         {"nosuid", MS_NOSUID},
-        {"nodev", MS_NODEV},       {"noexec", MS_NOEXEC},
-        {"sync", MS_SYNCHRONOUS},  {"dirsync", MS_DIRSYNC},
-        {"noatime", MS_NOATIME},   {"nodiratime", MS_NODIRATIME},
-        {"relatime", MS_RELATIME}, {"strictatime", MS_STRICTATIME},
-        {"mand", MS_MANDLOCK}};
+    static const std::pair<const char*, unsigned long> kSet[] = {{"ro", MS_RDONLY},
+                                                                 {"nosuid", MS_NOSUID},
+                                                                 {"nodev", MS_NODEV},
+                                                                 {"noexec", MS_NOEXEC},
+                                                                 {"sync", MS_SYNCHRONOUS},
+                                                                 {"dirsync", MS_DIRSYNC},
+                                                                 {"noatime", MS_NOATIME},
+                                                                 {"nodiratime", MS_NODIRATIME},
+                                                                 {"relatime", MS_RELATIME},
+                                                                 {"strictatime", MS_STRICTATIME},
+                                                                 {"mand", MS_MANDLOCK},
+                                                                 {"nosymfollow", MS_NOSYMFOLLOW},
+                                                                 {"rro", MS_RDONLY},
+                                                                 {"rnosuid", MS_NOSUID},
+                                                                 {"rnodev", MS_NODEV},
+                                                                 {"rnoexec", MS_NOEXEC},
+                                                                 {"rnoatime", MS_NOATIME},
+                                                                 {"rnodiratime", MS_NODIRATIME},
+                                                                 {"rrelatime", MS_RELATIME},
+                                                                 {"rstrictatime", MS_STRICTATIME},
+                                                                 {"rnosymfollow", MS_NOSYMFOLLOW}};
     static const std::pair<const char*, unsigned long> kClear[] = {
-        {"rw", MS_RDONLY},           {"suid", MS_NOSUID},         {"dev", MS_NODEV},
-        {"exec", MS_NOEXEC},         {"async", MS_SYNCHRONOUS},   {"atime", MS_NOATIME},
-        {"diratime", MS_NODIRATIME}, {"norelatime", MS_RELATIME}, {"nostrictatime", MS_STRICTATIME},
-        {"nomand", MS_MANDLOCK}};
+        {"rw", MS_RDONLY},
+        {"suid", MS_NOSUID},
+        {"dev", MS_NODEV},
+        {"exec", MS_NOEXEC},
+        {"async", MS_SYNCHRONOUS},
+        {"atime", MS_NOATIME},
+        {"diratime", MS_NODIRATIME},
+        {"norelatime", MS_RELATIME},
+        {"nostrictatime", MS_STRICTATIME},
+        {"nomand", MS_MANDLOCK},
+        {"symfollow", MS_NOSYMFOLLOW},
+        {"rrw", MS_RDONLY},
+        {"rsuid", MS_NOSUID},
+        {"rdev", MS_NODEV},
+        {"rexec", MS_NOEXEC},
+        {"ratime", MS_NOATIME},
+        {"rdiratime", MS_NODIRATIME},
+        {"rnorelatime", MS_RELATIME},
+        {"rnostrictatime", MS_STRICTATIME},
+        {"rsymfollow", MS_NOSYMFOLLOW}};
     std::string data;
     for (const std::string& o : options) {
         bool done = false;
@@ -292,8 +327,7 @@ void readMountOptions(const std::vector<std::string>& options, const std::string
         } else if (o == "tmpcopyup") {
             m.tmpcopyup = true;  // judged against the image by create
         } else if (o == "remount" || o == "idmap" || o == "ridmap" || o.starts_with("idmap=") ||
-                   o.starts_with("ridmap=") || o == "move" || o == "rro" || o == "rrw" ||
-                   o.starts_with("rnosuid") || o == "recursive") {
+                   o.starts_with("ridmap=") || o == "move" || o == "recursive") {
             refuse(field, "option \"" + o + "\" is not supported yet");
         } else if (o.find(',') != std::string::npos) {
             refuse(field, "an option may not hold a comma");

@@ -562,10 +562,14 @@ Status createContainer(const std::string& root_dir, const std::string& id,
     // As root: the container's supplementary groups, as host gids, and none
     // of root's; the clone inherits them and its user namespace denies
     // setgroups, so nothing in the container can change them (oci/groups.h).
-    if (isHostRoot() && setgroups(cplan.host_groups.size(), cplan.host_groups.data()) < 0)
+    // So too where the container has the ids of the caller's own namespace
+    // (rootless podman's, ns::IdMapping::callers_ranges), whose groups the
+    // caller may set: not the caller's group 0 (the podman user's own).
+    const bool sets_groups = isHostRoot() || (cplan.ids.callers_ranges && cplan.sets_groups);
+    if (sets_groups && setgroups(cplan.host_groups.size(), cplan.host_groups.data()) < 0)
         return Error::fromErrno("setgroups(" + std::to_string(cplan.host_groups.size()) +
                                 " host gids of process.user.additionalGids)");
-    if (isHostRoot()) giveStdioPipes(cplan.ids.host_uid);
+    if (isHostRoot() || cplan.ids.callers_ranges) giveStdioPipes(cplan.ids.host_uid);
     // init takes its signals with sigwaitinfo, so they are blocked before
     // the clone, which inherits the mask: every signal init may take
     // (runtime/child/command_signals_in_child.h). After the clone, create

@@ -1,9 +1,11 @@
 #include "oci/container_plan.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <sched.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -15,8 +17,11 @@
 #include <linux/capability.h>
 #include <linux/magic.h>
 #include <linux/nsfs.h>
+#include <algorithm>
 #include <fstream>
 #include <sstream>
+#include <utility>
+#include <vector>
 
 #include "base/host_path.h"
 #include "namespaces/syscalls.h"
@@ -208,6 +213,44 @@ std::string rootOwnedTmpfs(const std::string& data, const ns::IdMapping& ids) {
         out += std::string(out.empty() ? "" : ",") + "uid=0";
     if (ns::mapsInsideGid(ids, 0) && !namesOption(data, "gid="))
         out += std::string(out.empty() ? "" : ",") + "gid=0";
+    return out;
+}
+
+// A devpts's options without an owner the container's user namespace does
+// not map (`gid=5` from rootless podman, whose own namespace maps the tty
+// group where stockade's, giving the container the caller's id alone, does
+// not): the kernel refuses the mount (EINVAL), and runc drops the option
+// rootless the same way. What was dropped is said in `dropped`.
+std::string devptsOwnersMapped(const std::string& data, const ns::IdMapping& ids,
+                               std::string& dropped) {
+    std::string out;
+    size_t start = 0;
+    while (start <= data.size()) {
+        size_t comma = data.find(',', start);
+        if (comma == std::string::npos) comma = data.size();
+        const std::string option = data.substr(start, comma - start);
+        start = comma + 1;
+        if (option.empty()) continue;
+        bool keep = true;
+        for (const char* key : {"uid=", "gid="}) {
+            if (!option.starts_with(key)) continue;
+            const std::string digits = option.substr(4);
+            char* end = nullptr;
+            errno = 0;
+            const unsigned long id = std::strtoul(digits.c_str(), &end, 10);
+            const bool number = !digits.empty() && end && *end == '\0' && errno == 0 &&
+                                digits.find_first_not_of("0123456789") == std::string::npos &&
+                                id <= UINT32_MAX;
+            if (number && !(key[0] == 'u' ? ns::mapsInsideUid(ids, static_cast<uid_t>(id))
+                                          : ns::mapsInsideGid(ids, static_cast<gid_t>(id))))
+                keep = false;
+        }
+        if (!keep) {
+            dropped += (dropped.empty() ? "" : ",") + option;
+            continue;
+        }
+        out += (out.empty() ? "" : ",") + option;
+    }
     return out;
 }
 
@@ -440,7 +483,15 @@ Result<ns::IdMapping> idsFor(const Config& config, bool as_root, uid_t caller_ui
             "config.json: linux.uidMappings and linux.gidMappings: give both or "
             "neither");
     if (config.uid_mappings.empty()) {
-        if (!as_root) return ns::IdMapping{uid, caller_uid, gid, caller_gid, 1};
+        if (!as_root) {
+            const uint32_t width = caller_uid == 0 && caller_gid == 0 ? callerNamespaceWidth() : 1;
+            if (width > 1 && uid < width && gid < width) {
+                ns::IdMapping ids{uid, uid, gid, gid, width};
+                ids.callers_ranges = true;
+                return ids;
+            }
+            return ns::IdMapping{uid, caller_uid, gid, caller_gid, 1};
+        }
         if (leased_width > 1 && uid < leased_width && gid < leased_width)
             return ns::IdMapping{uid, leased_first + uid, gid, leased_first + gid, leased_width};
         // Mapped alone, the id would leave the container without its other
@@ -511,8 +562,12 @@ Result<ContainerPlan> planContainer(const Config& config, const std::string& bun
     out.ids = *ids;
     plan.ids = *ids;
     const bool keep_groups = keepsOriginalGroups(config.annotations);
-    auto groups = hostGroupsFor(config.additional_gids, config.gid, gidExtentsOf(*ids), as_root,
-                                keep_groups, "config.json: process.user.additionalGids");
+    // The ids of the caller's own namespace: groups as root sets them.
+    const bool callers = ids->callers_ranges;
+    out.sets_groups = as_root || (callers && !keep_groups);
+    auto groups = hostGroupsFor(config.additional_gids, config.gid, gidExtentsOf(*ids),
+                                as_root || (callers && !keep_groups), keep_groups,
+                                "config.json: process.user.additionalGids");
     if (!groups) return groups.error();
     out.host_groups = std::move(*groups);
     if (keep_groups)
@@ -680,7 +735,7 @@ Result<ContainerPlan> planContainer(const Config& config, const std::string& bun
                                       .target_is_dir = S_ISDIR(held->st.st_mode),
                                       .writable = !(m.flags & MS_RDONLY),
                                       .recursive = m.recursive,
-                                      .flags = m.flags & (MS_NODEV | MS_NOEXEC),
+                                      .flags = m.flags & (MS_NODEV | MS_NOEXEC | MS_NOSYMFOLLOW),
                                       .resolve_in_root = true,
                                       .description = "mount " + *path + " at " + m.destination});
                 !s)
@@ -746,10 +801,20 @@ Result<ContainerPlan> planContainer(const Config& config, const std::string& bun
             continue;
         }
         if (m.destination == "/dev" && m.type == "tmpfs") dev_is_tmpfs = true;
+        std::string data = m.type == "tmpfs" ? rootOwnedTmpfs(m.data, out.ids) : m.data;
+        if (m.type == "devpts") {
+            std::string dropped;
+            data = devptsOwnersMapped(data, out.ids, dropped);
+            if (!dropped.empty())
+                out.notes.push_back("config.json: mounts (" + m.destination +
+                                    ").options: " + dropped +
+                                    " left out: the container's user namespace does not map "
+                                    "that id (as runc leaves it out rootless)");
+        }
         ns::addOp(mounts, {.kind = MountKind::Filesystem,
                            .source = m.source.empty() ? m.type : m.source,
                            .target = relative(m.destination),
-                           .data = m.type == "tmpfs" ? rootOwnedTmpfs(m.data, out.ids) : m.data,
+                           .data = data,
                            .fstype = m.type,
                            .flags = m.flags,
                            .resolve_in_root = true,
@@ -781,6 +846,7 @@ Result<ContainerPlan> planContainer(const Config& config, const std::string& bun
         planDevices(config.devices, config.resources.device_rules, dev_is_tmpfs, device_rules_held);
     if (!devices) return devices.error();
     plan.reopen_null_stdio = dev_is_tmpfs;
+    plan.every_port = false;
     for (const DeviceBind& d : devices->binds)
         if (auto s =
                 addHeldBind(plan, d.node,

@@ -30,6 +30,9 @@ struct ContainerPlan {
     // As root: process.user.additionalGids as host gids, which create takes
     // with setgroups(2) just before the clone (oci/groups.h); empty: none.
     std::vector<gid_t> host_groups;
+    // Whether create sets host_groups (as root, or with the ids of the
+    // caller's own namespace unless the caller's groups are to be kept).
+    bool sets_groups = false;
     UniqueFd lease_fd;  // the lease's lock until the clone has its copy
     // Namespaces joined by path (setns before the clone): fd and CLONE_NEW* type.
     std::vector<std::pair<UniqueFd, int>> joins;

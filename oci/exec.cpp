@@ -648,7 +648,13 @@ Result<int> execInContainer(const std::string& root_dir, const std::string& id,
     // so the pid named no other process.
     std::vector<IdMap> extents;
     const bool as_root = isHostRoot();
-    if (as_root) {
+    // With the ids of the caller's own namespace (rootless podman's, which
+    // maps its subordinate ids: oci/state.h callerNamespaceWidth), the
+    // groups and the stdio pipes are given as root gives them, in the
+    // caller's namespace. The caller's groups stay under the annotation.
+    const bool keep_groups = keepsOriginalGroups(config->annotations);
+    const bool own_ids = as_root || (!keep_groups && callerNamespaceWidth() > 1);
+    if (own_ids) {
         const std::string path = "/proc/" + std::to_string(record.pid) + "/gid_map";
         auto map = readSmallFile(AT_FDCWD, path.c_str(), path, 64 * 1024);
         if (!map) return map.error();
@@ -686,8 +692,7 @@ Result<int> execInContainer(const std::string& root_dir, const std::string& id,
                                   describeIdMap(uid_mapped ? extents : *uids) +
                                   "): the container has no such id to run as");
     }
-    auto groups = hostGroupsFor(process.additional_gids, process.gid, extents, as_root,
-                                keepsOriginalGroups(config->annotations),
+    auto groups = hostGroupsFor(process.additional_gids, process.gid, extents, own_ids, keep_groups,
                                 "process.json: process.user.additionalGids");
     if (!groups) return groups.error();
 
@@ -743,7 +748,7 @@ Result<int> execInContainer(const std::string& root_dir, const std::string& id,
     // its init at once (setns(2) on a pidfd), so the fork lands in its pid
     // namespace.
     const int last_cap = hostLastCap();
-    if (as_root && setgroups(groups->size(), groups->data()) < 0)
+    if (own_ids && setgroups(groups->size(), groups->data()) < 0)
         return Error::fromErrno("setgroups(" + std::to_string(groups->size()) +
                                 " host gids of process.user.additionalGids)");
         // Not dumpable until the execve (which resets it): between the fork and

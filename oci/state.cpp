@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,9 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "base/proc_stat.h"
 #include "base/small_file.h"
@@ -46,6 +50,49 @@ bool isHostRoot() {
     uint64_t inside = 1, outside = 1, count = 0;
     if (!(map >> inside >> outside >> count)) return false;
     return inside == 0 && outside == 0 && count == 4294967295ull;
+}
+
+// How many ids from 0 this process's user namespace maps without a gap
+// (`/proc/self/uid_map` or `gid_map` read from the inside view), 0 where it
+// cannot be read.
+namespace {
+
+uint64_t idsMappedFromZero(const char* path) {
+    std::ifstream map(path);
+    std::vector<std::pair<uint64_t, uint64_t>> ranges;  // inside start, count
+    uint64_t inside = 0, outside = 0, count = 0;
+    while (map >> inside >> outside >> count) ranges.emplace_back(inside, count);
+    std::sort(ranges.begin(), ranges.end());
+    uint64_t covered = 0;
+    for (const auto& [start, n] : ranges) {
+        if (start > covered) break;
+        covered = std::max(covered, start + n);
+    }
+    return covered;
+}
+
+}  // namespace
+
+// Rootless podman runs the runtime as uid 0 of a user namespace of its own
+// that maps the caller's subordinate ids too (`0 1000 1`, `1 100000
+// 65536`), and runc's container then has them all. stockade still makes
+// the container a user namespace of its own (G3), and from such a caller,
+// which holds CAP_SETUID and CAP_SETGID over its namespace, maps it the
+// same ids, 0..N-1 onto 0..N-1 of the caller's: `--user 1000` and files of
+// other ids work as under runc, and nothing of the host beyond what the
+// caller's namespace holds is reached. 1 (the caller's id alone) otherwise.
+uint32_t callerNamespaceWidth() {
+    if (geteuid() != 0 || getegid() != 0) return 1;
+    std::ifstream status("/proc/self/status");
+    std::string line;
+    uint64_t effective = 0;
+    while (std::getline(status, line))
+        if (line.starts_with("CapEff:")) effective = std::strtoull(line.c_str() + 7, nullptr, 16);
+    const uint64_t needed = (uint64_t{1} << CAP_SETUID) | (uint64_t{1} << CAP_SETGID);
+    if ((effective & needed) != needed) return 1;
+    const uint64_t width =
+        std::min(idsMappedFromZero("/proc/self/uid_map"), idsMappedFromZero("/proc/self/gid_map"));
+    return width > 1 && width < UINT32_MAX ? static_cast<uint32_t>(width) : 1;
 }
 
 Result<std::string> defaultRoot() {

@@ -41,9 +41,17 @@ Result<std::string> defaultRoot();
 // Whether this process is root of the host: euid 0 in the initial user
 // namespace (its uid_map the whole range). Under rootless podman the
 // runtime runs as uid 0 of podman's own user namespace, which is not: it
-// takes the rootless paths (state under $XDG_RUNTIME_DIR, the caller's own
-// id for the container, no cgroups, no setgroups).
+// takes the rootless paths (state under $XDG_RUNTIME_DIR, no cgroups; the
+// caller's own id for the container, or its namespace's ids where
+// callerNamespaceWidth says so).
 bool isHostRoot();
+
+// Not host root, but uid 0 of a user namespace that maps more ids than its
+// own, with CAP_SETUID and CAP_SETGID over it (rootless podman's, holding
+// the caller's subordinate ids): how many ids from 0 it maps without a gap,
+// which a container is then given one for one (ns::IdMapping::
+// callers_ranges); 1 otherwise.
+uint32_t callerNamespaceWidth();
 
 // Refused: empty, longer than kMaxIdLength, ".", "..", or holding '/', NUL
 // or a control character.

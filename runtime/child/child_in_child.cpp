@@ -233,8 +233,8 @@ int startNetworkHelperInChild(ChildPlan& plan, StepState& state) noexcept {
     // A helper that cannot be started, or fails, is not a failure: the child
     // then makes the namespace itself (Loopback), as the clone would have.
     if (plan.netns_fd_slot >= 0)
-        state.net_helper = ns::startNetworkNamespaceInChild(plan.netns_fd_slot);
-    else if (plan.bring_up_loopback)
+        state.net_helper = ns::startNetworkNamespaceInChild(plan.netns_fd_slot, plan.every_port);
+    else if (plan.bring_up_loopback && plan.every_port)
         ns::allowEveryPortInChild(-1);  // the clone's own namespace (a service's), host /proc
     return 0;
 }

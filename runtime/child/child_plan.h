@@ -198,6 +198,11 @@ struct ChildPlan {
     // Whether the clone's own network namespace needs lo brought up: not
     // when it joined one by path (OCI linux.namespaces[].path).
     bool bring_up_loopback = true;
+    // Whether every port may be bound in the sandbox's own network namespace
+    // (ns::allowEveryPortInChild, SPEC §7). Not for an OCI container: its
+    // spec asks for no sysctl, and runc leaves the kernel's 1024, so a
+    // container without CAP_NET_BIND_SERVICE cannot bind port 80.
+    bool every_port = true;
     // An OCI container's process.capabilities, kept instead of none (G4's
     // drop for every other sandbox); init keeps none but in its own pid
     // namespace, where it keeps no more than the command may hold

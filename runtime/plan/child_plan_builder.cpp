@@ -189,6 +189,7 @@ Status addHeldBind(ChildPlan& plan, const HeldPath& held, ns::MountOp op) {
         attr.attr_set = MOUNT_ATTR_NOSUID | (op.writable ? 0 : MOUNT_ATTR_RDONLY);
         if (op.flags & MS_NODEV) attr.attr_set |= MOUNT_ATTR_NODEV;
         if (op.flags & MS_NOEXEC) attr.attr_set |= MOUNT_ATTR_NOEXEC;
+        if (op.flags & MS_NOSYMFOLLOW) attr.attr_set |= MOUNT_ATTR_NOSYMFOLLOW;
         // A clone of a shared mount joins its peer group: what the sandbox
         // mounts beneath it must not propagate back to the host.
         attr.propagation = MS_PRIVATE;

@@ -1455,6 +1455,62 @@ def null_stdio_reopened(rt, scratch, owner, base):
           host.st_rdev == os.makedev(1, 3), (piped.returncode, piped.stdout, piped.stderr))
 
 
+def unprivileged_ports(rt, scratch, owner, base):
+    """A container's own network namespace keeps the kernel's
+    ip_unprivileged_port_start (1024), as runc leaves it: the spec asks for
+    no sysctl, so a process without CAP_NET_BIND_SERVICE cannot bind port 80
+    (stockade set 0 in every container before 2026-12-07, as its own `run`
+    does). The spec's sysctl still sets it."""
+    probe = ["cat", "/proc/sys/net/ipv4/ip_unprivileged_port_start"]
+    plain = rt("run", "--bundle", make_bundle(scratch, "ports-plain", probe, owner, base), "up1")
+    config = json.loads(json.dumps(base))
+    config["linux"]["sysctl"] = {"net.ipv4.ip_unprivileged_port_start": "80"}
+    asked = rt("run", "--bundle", make_bundle(scratch, "ports-asked", probe, owner, config), "up2")
+    check("ip_unprivileged_port_start: the kernel's 1024 in a container's network namespace, "
+          "as runc; the spec's sysctl sets it",
+          plain.returncode == 0 and plain.stdout.strip() == "1024" and
+          asked.returncode == 0 and asked.stdout.strip() == "80",
+          (plain.returncode, plain.stdout, plain.stderr, asked.stdout, asked.stderr))
+
+
+def recursive_bind_options(rt, scratch, owner, base):
+    """The runtime-spec's recursive mount options (`rro`, `rnosuid`, ...,
+    which containerd 2 sends for read-only mounts) and `nosymfollow` on a
+    bind are taken, as runc takes them (each was refused by name before
+    2026-12-07): the bind is read-only, a link in it is not followed
+    (ELOOP), mountinfo says both, and the host's file is unchanged."""
+    host = os.path.join(scratch, "rbind-src")
+    os.makedirs(host, exist_ok=True)
+    target = os.path.join(host, "file")
+    with open(target, "w") as f:
+        f.write("kept\n")
+    os.symlink("file", os.path.join(host, "link"))
+    if owner:
+        for p in (host, target):
+            os.chown(p, owner, owner)
+        os.lchown(os.path.join(host, "link"), owner, owner)
+    before = os.stat(target).st_mtime_ns
+    # The target in the image (rootless, the child cannot make it under
+    # the image's root-owned directory).
+    point = os.path.join(scratch, "rootfs", "rb")
+    os.makedirs(point, exist_ok=True)
+    config = json.loads(json.dumps(base))
+    config["mounts"].append({"destination": "/rb", "type": "bind", "source": host,
+                             "options": ["rbind", "rro", "rnosuid", "rnodev", "nosymfollow"]})
+    probe = ["sh", "-c", "cat /rb/file; cat /rb/link 2>&1 | grep -c 'symbolic links'; "
+             "(echo x > /rb/file) 2>&1 | grep -c 'Read-only'; grep ' /rb ' /proc/self/mountinfo"]
+    r = rt("run", "--bundle", make_bundle(scratch, "rbind-opts", probe, owner, config), "rb1")
+    lines = r.stdout.splitlines()
+    options = lines[3].split()[5].split(",") if len(lines) > 3 else []
+    with open(target) as f:
+        kept = f.read()
+    check("rro, rnosuid, rnodev and nosymfollow on a bind: read-only, no link followed "
+          "(ELOOP), both in mountinfo; the host's file as it was",
+          r.returncode == 0 and lines[:3] == ["kept", "1", "1"] and "ro" in options and
+          "nosymfollow" in options and kept == "kept\n" and
+          os.stat(target).st_mtime_ns == before, (r.returncode, r.stdout, r.stderr))
+
+
 def domain_name(rt, scratch, owner, base):
     """The spec's domainname is the container's; without one, the new UTS
     namespace's as it came, as runc leaves it (it was cleared to "")."""
@@ -2608,6 +2664,8 @@ def main():
         unknown_sysctl(rt, scratch, owner, base)
         domain_name(rt, scratch, owner, base)
         null_stdio_reopened(rt, scratch, owner, base)
+        unprivileged_ports(rt, scratch, owner, base)
+        recursive_bind_options(rt, scratch, owner, base)
         tmpfs_modes(rt, scratch, owner, base)
         if owner == 0:
             ids_past_the_block(rt, scratch, owner, base)
@@ -2696,6 +2754,7 @@ def main():
               "SCMP_ACT_ERRNO" in linux.get("seccomp", {}).get("actions", []) and
               "SCMP_CMP_MASKED_EQ" in linux.get("seccomp", {}).get("operators", []) and
               "SCMP_ARCH_X86_64" in linux.get("seccomp", {}).get("archs", []) and
+              {"rro", "rnosuid", "nosymfollow"} <= set(feats.get("mountOptions", [])) and
               linux.get("apparmor") == {"enabled": False}, (r.stdout, r.stderr))
         check("features: the six hooks of the runtime-spec, each run by create, start or "
               "delete (tests/oci/hooks.py)",

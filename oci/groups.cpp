@@ -2,6 +2,8 @@
 
 #include <charconv>
 
+#include "oci/state.h"
+
 namespace stockade::oci {
 
 bool keepsOriginalGroups(const std::map<std::string, std::string>& annotations) {
@@ -73,8 +75,12 @@ Result<std::vector<gid_t>> hostGroupsFor(const std::vector<gid_t>& gids, gid_t p
         for (const IdMap& e : extents)
             if (gid >= e.container_id && gid - e.container_id < e.size) {
                 const gid_t host = static_cast<gid_t>(e.host_id + (gid - e.container_id));
-                // Never host root's group, whatever the map says (G3).
-                if (host == 0)
+                // Never host root's group, whatever the map says (G3). Under
+                // rootless podman with subordinate ids the map is read in
+                // podman's namespace, whose gid 0 is the user's own group,
+                // not the host's (an image listing root in its groups, as
+                // alpine's /etc/group does, sends it).
+                if (host == 0 && isHostRoot())
                     return Error::message(field + ": gid " + std::to_string(gid) +
                                           " is host gid 0; stockade never gives a container "
                                           "host root's group");

@@ -62,6 +62,10 @@ uint64_t idsMappedFromZero(const char* path) {
     std::vector<std::pair<uint64_t, uint64_t>> ranges;  // inside start, count
     uint64_t inside = 0, outside = 0, count = 0;
     while (map >> inside >> outside >> count) ranges.emplace_back(inside, count);
+    // The container's map repeats these ranges, a line each, and the kernel
+    // takes one page of map text: a caller of many ranges (the kernel allows
+    // 340) gets its own id alone rather than a write that fails.
+    if (ranges.size() > 64) return 0;
     std::sort(ranges.begin(), ranges.end());
     uint64_t covered = 0;
     for (const auto& [start, n] : ranges) {

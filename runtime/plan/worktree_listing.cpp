@@ -51,11 +51,16 @@ bool sameDirectory(const WalkedDir& was, const struct stat& now, const timespec&
 }
 
 // The hide or read-only pattern that names `name` in `above` as a directory
-// on its way (MaskPatternSet::onTheWay), or null.
+// on its way (MaskPatternSet::onTheWay), or null. A link kept read-only
+// itself is judged by the hide patterns alone: what is written through it
+// lands read-only (its target is kept with it), but nothing hides it there
+// (a review's: `.vscode -> x` with a hide of `.vscode/sftp.json`).
+// A pattern the operator exempted as written (`--show config/master.key`,
+// `--writable .github/workflows`) holds nothing to escape.
 const std::string* linkOnTheWay(const ListingRules& rules, const std::vector<std::string>& above,
-                                const std::string& name) {
-    const std::string* p = rules.hide.onTheWay(above, name);
-    return p ? p : rules.read_only.onTheWay(above, name);
+                                const std::string& name, bool kept) {
+    const std::string* p = rules.hide.onTheWay(above, name, &rules.show);
+    return p || kept ? p : rules.read_only.onTheWay(above, name, &rules.writable);
 }
 
 void listOne(int root_fd, const ListingRules& rules, DirListing& dir, std::vector<char>& buffer,
@@ -102,7 +107,7 @@ void listOne(int root_fd, const ListingRules& rules, DirListing& dir, std::vecto
                 e.kept = n.kept;
                 e.is_dir = n.is_dir;
                 e.link_in_kept = n.link_in_kept;
-                e.on_way = n.on_way ? linkOnTheWay(rules, above, n.name) : nullptr;
+                e.on_way = n.on_way ? linkOnTheWay(rules, above, n.name, n.kept) : nullptr;
                 if (e.hidden || e.kept || e.link_in_kept || e.on_way) {
                     e.examined = true;
                     // Through no link at all, the name itself included: a
@@ -220,8 +225,8 @@ void listOne(int root_fd, const ListingRules& rules, DirListing& dir, std::vecto
             e.kept = !e.hidden && rules.read_only.match(above, name) &&
                      !rules.writable.match(above, name);
             const bool kept_link = dir.under_kept && d->d_type == DT_LNK;
-            if (!e.hidden && !e.kept && (d->d_type == DT_LNK || d->d_type == DT_UNKNOWN))
-                e.on_way = linkOnTheWay(rules, above, name);
+            if (!e.hidden && (d->d_type == DT_LNK || d->d_type == DT_UNKNOWN))
+                e.on_way = linkOnTheWay(rules, above, name, e.kept);
             // Most entries are files that match nothing: nothing is kept.
             if (!e.hidden && !e.kept && !e.is_dir && !kept_link && !e.on_way &&
                 d->d_type != DT_UNKNOWN)

@@ -238,9 +238,11 @@ const std::string* MaskPatternSet::match(const std::vector<std::string>& dir,
 }
 
 const std::string* MaskPatternSet::onTheWay(const std::vector<std::string>& dir,
-                                            const std::string& name) const {
+                                            const std::string& name,
+                                            const MaskPatternSet* except) const {
     for (size_t index : naming_dirs_) {
         const Compiled& p = patterns_[index];
+        if (except && except->lists(*p.source)) continue;
         // `name` as component k, one before the last at most; the k before
         // it against the end of `dir` (the whole of it when anchored).
         for (size_t k = 0; k + 1 < p.components.size(); ++k) {
@@ -253,6 +255,11 @@ const std::string* MaskPatternSet::onTheWay(const std::vector<std::string>& dir,
         }
     }
     return nullptr;
+}
+
+bool MaskPatternSet::lists(const std::string& source) const {
+    return std::any_of(patterns_.begin(), patterns_.end(),
+                       [&](const Compiled& p) { return *p.source == source; });
 }
 
 // The components before the last against the end of `dir`.

@@ -64,7 +64,13 @@ class MaskPatternSet {
     // the top for `/repo/config/master.key`), or null: a link there would
     // take a later write of the name elsewhere, where the pattern does not
     // reach.
-    const std::string* onTheWay(const std::vector<std::string>& dir, const std::string& name) const;
+    // Patterns `except` lists as written (an exemption: `--writable
+    // .github/workflows`) are passed over.
+    const std::string* onTheWay(const std::vector<std::string>& dir, const std::string& name,
+                                const MaskPatternSet* except = nullptr) const;
+
+    // Whether `source` is one of the patterns, as written.
+    bool lists(const std::string& source) const;
 
   private:
     struct Compiled {

@@ -866,25 +866,44 @@ TEST_CASE(
 TEST_CASE("G2: a link planted where a pattern names a directory refuses the next run",
           "[G2][filesystem][masks]") {
     STOCKADE_EACH_MODE(mode);
-    const bool hidden = GENERATE(false, true);
-    INFO((hidden ? "hide config/master.key, config a link" : "read-only .github/workflows"));
+    // 0: the default read-only .github/workflows; 1: a hide of an anchored
+    // /repo/config/master.key; 2: a hide of .vscode/sftp.json where .vscode
+    // is read-only itself (a review's: the kept link was not judged).
+    const int kind = GENERATE(0, 1, 2);
+    struct Case {
+        const char* profile;  // the worktree rules, or null for the default profile
+        const char* link;     // the link the first run plants, and its target
+        const char* target;
+        const char* written;  // what the host writes through it after
+        const char* pattern;  // the pattern the refusal names
+    };
+    const Case cases[] = {
+        {nullptr, ".github", "gh", ".github/workflows/ci.yml", ".github/workflows"},
+        {R"({"hide": [".env", "/repo/config/master.key"]})", "config", "conf1g",
+         "config/master.key", "/repo/config/master.key"},
+        {R"({"hide": [".env", ".vscode/sftp.json"], "read_only": [".vscode"]})", ".vscode", "vsx",
+         ".vscode/sftp.json", ".vscode/sftp.json"},
+    };
+    const Case& c = cases[kind];
+    INFO(c.pattern);
     Sandbox sandbox(mode);
-    std::string profile;
-    if (hidden) {
-        profile = sandbox.scratch().writeFile("dirs.json", R"({"schema": "stockade.profile/v1",
+    if (c.profile) {
+        const std::string profile = sandbox.scratch().writeFile(
+            "dirs.json", std::string(R"({"schema": "stockade.profile/v1",
             "filesystem": {"system_dirs": ["/usr", "/bin", "/lib", "/lib64"],
-                           "worktree": {"hide": [".env", "/repo/config/master.key"]}}})");
+                           "worktree": )") +
+                             c.profile + "}}");
         sandbox.option("--profile", profile);
     }
-    const std::string planted = hidden ? "mkdir /repo/conf1g && ln -s conf1g /repo/config"
-                                       : "mkdir /repo/gh && ln -s gh /repo/.github";
+    const std::string planted =
+        std::string("mkdir /repo/") + c.target + " && ln -s " + c.target + " /repo/" + c.link;
     const Completed plant = sandbox.run({"/bin/sh", "-c", planted});
     INFO(plant.describe());
     REQUIRE(plant.exitCode == 0);
     // The operator's write after it, through the link as mkdir -p and an
     // editor go.
-    const std::string token = randomToken(hidden ? "master-key" : "workflow");
-    const std::string written = hidden ? "config/master.key" : ".github/workflows/ci.yml";
+    const std::string token = randomToken("written-through");
+    const std::string written = c.written;
     REQUIRE(system(("mkdir -p '" + sandbox.worktree() + "/" +
                     written.substr(0, written.rfind('/')) + "'")
                        .c_str()) == 0);
@@ -897,9 +916,8 @@ TEST_CASE("G2: a link planted where a pattern names a directory refuses the next
     const ProbeRun next = sandbox.probe({"read-file", "/repo/" + written});
     INFO(next.describe());
     CHECK(next.exitCode() == 125);
-    const std::string pattern = hidden ? "/repo/config/master.key" : ".github/workflows";
-    CHECK(next.completed.err.find(std::string("/repo/") + (hidden ? "config" : ".github") +
-                                  " is a symbolic link where the pattern \"" + pattern +
+    CHECK(next.completed.err.find(std::string("/repo/") + c.link +
+                                  " is a symbolic link where the pattern \"" + c.pattern +
                                   "\" names a directory") != std::string::npos);
     CHECK(next.completed.out.find(token) == std::string::npos);
     CHECK(recordText(sandbox).find(token) == std::string::npos);

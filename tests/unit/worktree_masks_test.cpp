@@ -112,6 +112,14 @@ TEST_CASE("worktree masks: the names a pattern takes as directories on its way")
     CHECK(set.onTheWay({}, "w") == nullptr);
     const std::vector<std::string> bare{".env", "id_rsa"};
     CHECK(MaskPatternSet(bare).onTheWay({}, ".env") == nullptr);
+    // An exemption as written passes a pattern over, not the others.
+    const std::vector<std::string> github{".github/workflows", ".github/copilot-instructions.md"};
+    const std::vector<std::string> writable{".github/workflows"};
+    const MaskPatternSet kept(github), exempt(writable);
+    CHECK(*kept.onTheWay({}, ".github", &exempt) == ".github/copilot-instructions.md");
+    const std::vector<std::string> both{".github/workflows", ".github/copilot-instructions.md"};
+    const MaskPatternSet all(both);
+    CHECK(kept.onTheWay({}, ".github", &all) == nullptr);
 }
 
 TEST_CASE("worktree masks: links are judged as themselves and never followed") {

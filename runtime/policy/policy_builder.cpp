@@ -78,19 +78,18 @@ Status checkBoundsFitHost(const Limits& limits) {
 }
 
 // The host trees the sandbox sees besides /repo, bound from the host whole:
-// the --rootfs, or else each system directory and /etc directory that is a
-// directory (a link is a link inside, a small /etc file a copy).
+// the --rootfs, or else each system directory that is a directory (a link
+// is a link inside). The /etc entries bound are left out: a worktree in
+// /etc/ssl is not a layout anyone has, and each would cost a run an lstat.
 std::vector<std::string> treesSeenBesideWorktree(const FilesystemView& fs) {
     if (fs.rootfs != "/") return {fs.rootfs};
     std::vector<std::string> trees;
-    auto add = [&trees](const std::string& path) {
+    for (const std::string& dir : fs.system_dirs) {
         struct stat st;
         char real[PATH_MAX];
-        if (lstat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && realpath(path.c_str(), real))
+        if (lstat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && realpath(dir.c_str(), real))
             trees.emplace_back(real);
-    };
-    for (const std::string& dir : fs.system_dirs) add(dir);
-    for (const std::string& name : fs.etc_entries) add("/etc/" + name);
+    }
     return trees;
 }
 
@@ -102,19 +101,17 @@ std::vector<std::string> treesSeenBesideWorktree(const FilesystemView& fs) {
 // before anything is made, naming both.
 Status refuseWorktreeSeenTwice(const FilesystemView& fs) {
     if (!fs.worktree) return okStatus();
-    const std::vector<std::string> trees = treesSeenBesideWorktree(fs);
+    const auto overlap = overlapOf(*fs.worktree, treesSeenBesideWorktree(fs));
+    if (!overlap) return okStatus();
     const std::string why =
         ": the sandbox would see the worktree's files there as well as at /repo, where the "
         "names its rules hide are not covered; keep the worktree and the sandbox's root apart";
-    const char* what = fs.rootfs != "/" ? "--rootfs " : "";
-    if (auto tree = writableBy(*fs.worktree, trees))
-        return Error::message("--worktree " + *fs.worktree + " lies inside " + what + *tree +
-                              (fs.rootfs != "/" ? "" : ", which the sandbox is given read-only") +
-                              why);
-    if (auto inside = firstWritableBy(trees, {*fs.worktree}))
-        return Error::message(std::string(what) + inside->dir + " lies inside --worktree " +
-                              *fs.worktree + why);
-    return okStatus();
+    const std::string what = fs.rootfs != "/" ? "--rootfs " : "";
+    if (overlap->dir_inside)
+        return Error::message(
+            "--worktree " + *fs.worktree + " lies inside " + what + overlap->tree +
+            (fs.rootfs != "/" ? "" : ", which the sandbox is given read-only") + why);
+    return Error::message(what + overlap->tree + " lies inside --worktree " + *fs.worktree + why);
 }
 
 }  // namespace

@@ -103,13 +103,15 @@ std::optional<Place> locate(const std::vector<Mount>& mounts, const std::string&
 
 namespace {
 
+// `canonical`: the trees are canonical already (no realpath of each).
 std::optional<std::string> writableIn(const std::vector<Mount>& mounts, const std::string& dir,
-                                      const std::vector<std::string>& writable) {
+                                      const std::vector<std::string>& writable,
+                                      bool canonical = false) {
     const std::optional<Place> here = locate(mounts, dir);
     for (const std::string& given : writable) {
         char real[PATH_MAX];
-        if (!realpath(given.c_str(), real)) continue;
-        const std::string tree = real;
+        if (!canonical && !realpath(given.c_str(), real)) continue;
+        const std::string tree = canonical ? given : std::string(real);
         if (isUnder(dir, tree)) return tree;
         if (!here) continue;
         // The same directories reached another way: a bind mount of a part
@@ -131,6 +133,16 @@ std::optional<std::string> writableBy(const std::string& dir,
                                       const std::vector<std::string>& writable) {
     if (writable.empty()) return std::nullopt;
     return writableIn(readMounts(), dir, writable);
+}
+
+std::optional<Overlap> overlapOf(const std::string& dir, const std::vector<std::string>& trees) {
+    if (trees.empty()) return std::nullopt;
+    const std::vector<Mount> mounts = readMounts();
+    if (auto tree = writableIn(mounts, dir, trees, true)) return Overlap{*tree, true};
+    const std::vector<std::string> one{dir};
+    for (const std::string& tree : trees)
+        if (writableIn(mounts, tree, one, true)) return Overlap{tree, false};
+    return std::nullopt;
 }
 
 std::optional<WritableDir> firstWritableBy(const std::vector<std::string>& dirs,

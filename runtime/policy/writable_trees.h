@@ -28,4 +28,14 @@ struct WritableDir {
 std::optional<WritableDir> firstWritableBy(const std::vector<std::string>& dirs,
                                            const std::vector<std::string>& writable);
 
+// Whether the canonical directory `dir` and one of the canonical trees
+// `trees` hold one another, lexically or through a mount (as writableBy
+// judges, both ways), with mountinfo read once: the tree, and whether `dir`
+// lies inside it (else it holds the tree).
+struct Overlap {
+    std::string tree;
+    bool dir_inside = false;
+};
+std::optional<Overlap> overlapOf(const std::string& dir, const std::vector<std::string>& trees);
+
 }  // namespace stockade

@@ -478,6 +478,9 @@ int cmdRun(const Globals& g, const std::vector<std::string>& rest, const Log& lo
                 return log.error(received.error().describe());
             }
             master = std::move(*received);
+            // Before start, as runc sizes it: the command must not see the
+            // config's size first and then be resized under it.
+            giveTerminalSize(master.get());
         }
         console_ours.reset();
         if (auto s = startContainer(*c); !s) {

@@ -46,17 +46,6 @@ class RawTerminal {
     bool active_ = false;
 };
 
-// The size of run's own terminal (stdin's, else stdout's) given to the pty;
-// nothing when run has none.
-void copySize(int master) {
-    winsize size{};
-    for (int fd : {STDIN_FILENO, STDOUT_FILENO})
-        if (isatty(fd) && ioctl(fd, TIOCGWINSZ, &size) == 0) {
-            (void)ioctl(master, TIOCSWINSZ, &size);
-            return;
-        }
-}
-
 // All of `data` to stdout, a pipe buffer at a time once poll says there is
 // room, so that a slow reader of stdout never keeps signals from being taken
 // (`take_signals`, when `signals` is readable; it returns false to give up
@@ -110,6 +99,15 @@ class SignalsHeld {
 
 }  // namespace
 
+void giveTerminalSize(int master) {
+    winsize size{};
+    for (int fd : {STDIN_FILENO, STDOUT_FILENO})
+        if (isatty(fd) && ioctl(fd, TIOCGWINSZ, &size) == 0) {
+            (void)ioctl(master, TIOCSWINSZ, &size);
+            return;
+        }
+}
+
 Result<UniqueFd> receivedPtyMaster(int console) {
     char name[16];
     int fds[kMaxPassedFds];
@@ -148,7 +146,7 @@ Result<int> relayTerminal(int master, pid_t init, const sigset_t& forwarded) {
     UniqueFd signals(signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK));
     if (!signals) return Error::fromErrno("signalfd()");
 
-    copySize(master);
+    giveTerminalSize(master);  // again: `exec`'s, and a resize since `run` gave it
     int status = 0;
     bool init_done = waitpid(init, &status, WNOHANG) == init;
     timespec drain_end{};
@@ -170,7 +168,7 @@ Result<int> relayTerminal(int master, pid_t init, const sigset_t& forwarded) {
             while (read(signals.get(), &info, sizeof(info)) == sizeof(info)) {
                 int sig = int(info.ssi_signo);
                 if (sig == SIGWINCH)
-                    copySize(master);
+                    giveTerminalSize(master);
                 else if (sig != SIGCHLD && init_done)
                     stop = true;
                 else if (sig != SIGCHLD)

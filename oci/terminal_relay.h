@@ -28,6 +28,12 @@ Result<UniqueFd> receivedPtyMaster(int console);
 // never holds the relay, nor the caller's terminal raw.
 Result<int> relayTerminal(int master, pid_t init, const sigset_t& forwarded);
 
+// The size of the caller's own terminal (stdin's, else stdout's) given to
+// the pty `master`; nothing without one. `run` gives it before `start`, as
+// runc does, so the command never sees the config's size first (a test's
+// `stty size` raced it under load and read the config's).
+void giveTerminalSize(int master);
+
 inline constexpr int kQuietAfterInitMs = 200;
 inline constexpr int kDrainAfterInitMs = 1000;
 

@@ -40,13 +40,8 @@ Status writeProcFile(pid_t pid, const char* name, const std::string& content) {
 // for each range of its `/proc/self/<file>`, in order (IdMapping::
 // callers_ranges); empty where it cannot be read.
 std::string callersRangeLines(const char* file, uint32_t count) {
-    std::ifstream map(std::string("/proc/self/") + file);
-    std::vector<std::pair<uint64_t, uint64_t>> ranges;
-    uint64_t inside = 0, outside = 0, n = 0;
-    while (map >> inside >> outside >> n) ranges.emplace_back(inside, n);
-    std::sort(ranges.begin(), ranges.end());
     std::string out;
-    for (const auto& [start, length] : ranges) {
+    for (const auto& [start, length] : ownMapRanges(file)) {
         if (start >= count) break;
         const uint64_t take = std::min<uint64_t>(length, count - start);
         out +=
@@ -54,6 +49,19 @@ std::string callersRangeLines(const char* file, uint32_t count) {
     }
     return out;
 }
+
+}  // namespace
+
+std::vector<std::pair<uint64_t, uint64_t>> ownMapRanges(const char* file) {
+    std::ifstream map(std::string("/proc/self/") + file);
+    std::vector<std::pair<uint64_t, uint64_t>> ranges;
+    uint64_t inside = 0, outside = 0, n = 0;
+    while (map >> inside >> outside >> n) ranges.emplace_back(inside, n);
+    std::sort(ranges.begin(), ranges.end());
+    return ranges;
+}
+
+namespace {
 
 std::string mapLine(unsigned inside, unsigned host, uint32_t count) {
     if (count <= 1) return std::to_string(inside) + " " + std::to_string(host) + " 1\n";

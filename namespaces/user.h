@@ -8,6 +8,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/error.h"
@@ -65,6 +66,11 @@ bool mapsInsideGid(const IdMapping& mapping, gid_t id);
 // The extra map line IdMapping::host_root_inside asks ("N 0 1\n"; empty
 // for none), or an error where N or host id 0 falls in the block itself.
 Result<std::string> hostRootMapLine(const IdMapping& mapping);
+
+// This process's own /proc/self/<file> (uid_map or gid_map) as ranges of
+// (first id inside, count), sorted by the first; empty where it cannot be
+// read. What IdMapping::callers_ranges maps from, and how wide it can be.
+std::vector<std::pair<uint64_t, uint64_t>> ownMapRanges(const char* file);
 
 // Writes "deny" to setgroups, then uid_map and gid_map of `pid`. Unprivileged
 // callers must deny setgroups before writing gid_map (user_namespaces(7));

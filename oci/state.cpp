@@ -20,6 +20,7 @@
 
 #include "base/proc_stat.h"
 #include "base/small_file.h"
+#include "namespaces/user.h"
 #include "oci/cgroups.h"
 #include "oci/idmapped_root.h"
 
@@ -57,16 +58,12 @@ bool isHostRoot() {
 // cannot be read.
 namespace {
 
-uint64_t idsMappedFromZero(const char* path) {
-    std::ifstream map(path);
-    std::vector<std::pair<uint64_t, uint64_t>> ranges;  // inside start, count
-    uint64_t inside = 0, outside = 0, count = 0;
-    while (map >> inside >> outside >> count) ranges.emplace_back(inside, count);
+uint64_t idsMappedFromZero(const char* file) {
+    const auto ranges = ns::ownMapRanges(file);
     // The container's map repeats these ranges, a line each, and the kernel
     // takes one page of map text: a caller of many ranges (the kernel allows
     // 340) gets its own id alone rather than a write that fails.
     if (ranges.size() > 64) return 0;
-    std::sort(ranges.begin(), ranges.end());
     uint64_t covered = 0;
     for (const auto& [start, n] : ranges) {
         if (start > covered) break;
@@ -94,8 +91,7 @@ uint32_t callerNamespaceWidth() {
         if (line.starts_with("CapEff:")) effective = std::strtoull(line.c_str() + 7, nullptr, 16);
     const uint64_t needed = (uint64_t{1} << CAP_SETUID) | (uint64_t{1} << CAP_SETGID);
     if ((effective & needed) != needed) return 1;
-    const uint64_t width =
-        std::min(idsMappedFromZero("/proc/self/uid_map"), idsMappedFromZero("/proc/self/gid_map"));
+    const uint64_t width = std::min(idsMappedFromZero("uid_map"), idsMappedFromZero("gid_map"));
     return width > 1 && width < UINT32_MAX ? static_cast<uint32_t>(width) : 1;
 }
 

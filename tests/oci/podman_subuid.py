@@ -120,8 +120,11 @@ def main():
             execd = podman(name, "exec", "--user", "1000:1000", "held", "sh", "-c",
                            "id; echo out > /dev/stdout")
             podman(name, "rm", "-f", "-t", "0", "held")
-            seen[name] = (plain, user1000, detached, execd)
-        plain, user1000, detached, execd = seen["stockade"]
+            # gid 0 of podman's namespace is the user's own group, not
+            # host root's (alpine's /etc/group lists root in it): taken.
+            group0 = run(name, "id", opts=("--user", "1000:1000", "--group-add", "0"))
+            seen[name] = (plain, user1000, detached, execd, group0)
+        plain, user1000, detached, execd, group0 = seen["stockade"]
         lines = plain.stdout.splitlines()
         check("rootless podman with subordinate ids runs a container (devpts and all)",
               plain.returncode == 0 and "/dev/pts/ptmx" in lines,
@@ -151,6 +154,10 @@ def main():
               execd.stdout == seen["runc"][3].stdout and "out" in execd.stdout,
               (detached.stderr, execd.returncode, execd.stdout, execd.stderr,
                seen["runc"][3].stdout))
+        check("--group-add 0: podman's namespace's gid 0 is given, as under runc",
+              group0.returncode == 0 and group0.stdout == seen["runc"][4].stdout and
+              "groups=0" in group0.stdout.replace(" ", ""),
+              (group0.returncode, group0.stdout, group0.stderr, seen["runc"][4].stdout))
     finally:
         if made_user:
             subprocess.run(["pkill", "-KILL", "-u", user], capture_output=True)

@@ -707,6 +707,13 @@ Result<int> execInContainer(const std::string& root_dir, const std::string& id,
             return Error::fromErrno("socketpair(AF_UNIX, SOCK_STREAM)");
         console_ours.reset(pair[0]);
         console.reset(pair[1]);
+        // Relayed, the pty takes the caller's size as it is made, before
+        // the process runs (the relay gave it only after: a command's
+        // `stty size` under load read 0 0).
+        if (auto size = callerTerminalSize()) {
+            process.console_rows = size->ws_row;
+            process.console_cols = size->ws_col;
+        }
     }
     // The pid file's directory is the caller's: held before the setns
     // below puts this process in the container's mount namespace.

@@ -99,13 +99,15 @@ class SignalsHeld {
 
 }  // namespace
 
-void giveTerminalSize(int master) {
+std::optional<winsize> callerTerminalSize() {
     winsize size{};
     for (int fd : {STDIN_FILENO, STDOUT_FILENO})
-        if (isatty(fd) && ioctl(fd, TIOCGWINSZ, &size) == 0) {
-            (void)ioctl(master, TIOCSWINSZ, &size);
-            return;
-        }
+        if (isatty(fd) && ioctl(fd, TIOCGWINSZ, &size) == 0) return size;
+    return std::nullopt;
+}
+
+void giveTerminalSize(int master) {
+    if (auto size = callerTerminalSize()) (void)ioctl(master, TIOCSWINSZ, &*size);
 }
 
 Result<UniqueFd> receivedPtyMaster(int console) {

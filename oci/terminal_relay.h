@@ -4,7 +4,10 @@
 #pragma once
 
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/types.h>
+
+#include <optional>
 
 #include "base/error.h"
 #include "base/unique_fd.h"
@@ -33,6 +36,9 @@ Result<int> relayTerminal(int master, pid_t init, const sigset_t& forwarded);
 // runc does, so the command never sees the config's size first (a test's
 // `stty size` raced it under load and read the config's).
 void giveTerminalSize(int master);
+// That size itself, for a pty not yet made (`exec` makes it in the forked
+// process, which sizes it before the command runs); nullopt without one.
+std::optional<winsize> callerTerminalSize();
 
 inline constexpr int kQuietAfterInitMs = 200;
 inline constexpr int kDrainAfterInitMs = 1000;

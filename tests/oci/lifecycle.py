@@ -1065,6 +1065,16 @@ def drive_at_terminal(argv, rows, cols, prompt, keys, preexec=None):
                 os.write(master, keys)
         elif p.poll() is not None:
             break
+    if p.poll() is None:
+        # Never answered (no prompt, so no keys): ended here, so that the
+        # check shows what was seen instead of a timeout in wait(). The
+        # command, hung up, is this subreaper's to reap: its pid namespace's
+        # init cannot end (nor a delete return) before it is.
+        p.kill()
+        p.wait()
+        for _ in range(50):
+            reap()
+            time.sleep(0.1)
     rc = p.wait(timeout=60)
     after = termios.tcgetattr(slave)
     os.close(master)

@@ -408,9 +408,8 @@ int mountInChild(const char* source, const char* target, const char* fstype, uns
     return note.arg(flag_names).done(errno);
 }
 
-int remountReadOnlyInChild(const char* path, const char* shown = nullptr) noexcept {
-    return mountInChild(nullptr, path, nullptr, kReadOnlyRemount, nullptr, kReadOnlyRemountNames,
-                        shown);
+int remountReadOnlyInChild(const char* path) noexcept {
+    return mountInChild(nullptr, path, nullptr, kReadOnlyRemount, nullptr, kReadOnlyRemountNames);
 }
 
 // The options of a tmpfs that takes the mode of the directory at its target
@@ -503,15 +502,12 @@ int applyInRootOpInChild(MountPlan& plan, size_t index) noexcept {
                                op.target.c_str());
             break;
         case MountKind::ReadOnlyInPlace:
-            // The bind lands on top of the fd's mount; the remount must name
-            // the new one, so the target is resolved again.
-            err = mountInChild(at, at, nullptr, MS_BIND | MS_REC, nullptr, "MS_BIND|MS_REC",
-                               op.target.c_str());
-            if (err) break;
-            close(fd);
-            fd = -1;
-            if ((err = resolveInRootInChild(plan, op, &fd, at, sizeof(at)))) break;
-            err = remountReadOnlyInChild(at, op.target.c_str());
+            // A recursive clone of what is there, read-only and nosuid on
+            // every mount of it, attached over itself: each mount's other
+            // attributes (nosymfollow, exec, atime) stay as they were, as
+            // runc's remount keeps them; a remount would set them afresh.
+            err = cloneAndAttachInChild(fd, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID, true, fd, "",
+                                        op.target.c_str(), op.target.c_str());
             break;
         case MountKind::AttachPrepared:
             if (sysMoveMount(op.prepared_fd, "", fd, "",

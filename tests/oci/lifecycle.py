@@ -1520,6 +1520,44 @@ def recursive_bind_options(rt, scratch, owner, base):
           "nosymfollow" in options and kept == "kept\n" and
           os.stat(target).st_mtime_ns == before, (r.returncode, r.stdout, r.stderr))
 
+    # readonlyPaths over such a bind, with another bound beneath it: both
+    # read-only, and what each mount had is kept (nosymfollow, exec), as
+    # runc's remount keeps it (a remount that set its flags afresh dropped
+    # nosymfollow and added noexec).
+    inner = os.path.join(scratch, "rbind-inner")
+    os.makedirs(inner, exist_ok=True)
+    script = os.path.join(host, "run.sh")
+    with open(script, "w") as f:
+        f.write("#!/bin/sh\necho ran\n")
+    os.chmod(script, 0o755)
+    if owner:
+        for p in (inner, script):
+            os.chown(p, owner, owner)
+    os.makedirs(os.path.join(host, "sub"), exist_ok=True)
+    if owner:
+        os.chown(os.path.join(host, "sub"), owner, owner)
+    os.makedirs(os.path.join(scratch, "rootfs", "rp"), exist_ok=True)
+    config = json.loads(json.dumps(base))
+    config["mounts"].append({"destination": "/rp", "type": "bind", "source": host,
+                             "options": ["rbind", "rw", "nosymfollow"]})
+    config["mounts"].append({"destination": "/rp/sub", "type": "bind", "source": inner,
+                             "options": ["rbind", "rw"]})
+    config["linux"]["readonlyPaths"] = config["linux"].get("readonlyPaths", []) + ["/rp"]
+    probe = ["sh", "-c", "/rp/run.sh; cat /rp/link 2>&1 | grep -c 'symbolic links'; "
+             "(echo x > /rp/file) 2>&1 | grep -c 'Read-only'; "
+             "(echo x > /rp/sub/new) 2>&1 | grep -c 'Read-only'; "
+             "grep ' /rp ' /proc/self/mountinfo | tail -1"]
+    r = rt("run", "--bundle", make_bundle(scratch, "ro-path-opts", probe, owner, config), "rb2")
+    lines = r.stdout.splitlines()
+    options = lines[4].split()[5].split(",") if len(lines) > 4 else []
+    with open(target) as f:
+        kept = f.read()
+    check("readonlyPaths over a nosymfollow bind with a bind beneath: both read-only, "
+          "nosymfollow and exec kept; the host's files as they were",
+          r.returncode == 0 and lines[:4] == ["ran", "1", "1", "1"] and "ro" in options and
+          "nosymfollow" in options and "noexec" not in options and kept == "kept\n" and
+          not os.path.exists(os.path.join(inner, "new")), (r.returncode, r.stdout, r.stderr))
+
 
 def domain_name(rt, scratch, owner, base):
     """The spec's domainname is the container's; without one, the new UTS

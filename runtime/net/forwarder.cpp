@@ -173,6 +173,10 @@ Result<std::vector<UniqueFd>> listenOnLoopback(uint16_t port) {
 class Forwarder::Listener : public EventHandler {
   public:
     Listener(Forwarder& owner, UniqueFd fd) : owner_(owner), fd_(std::move(fd)) {}
+    // Out of the epoll set before its fd closes (Connection::release).
+    ~Listener() override { epoll_ctl(owner_.epoll_fd_, EPOLL_CTL_DEL, fd_.get(), nullptr); }
+    Listener(const Listener&) = delete;
+    Listener& operator=(const Listener&) = delete;
     void onEvent(uint32_t) override { owner_.accept(*this); }
     int fd() const { return fd_.get(); }
 
@@ -258,12 +262,24 @@ class Forwarder::Connection {
         return timerfd_settime(retry_timer_.get(), 0, &once, nullptr) == 0;
     }
 
-    // No longer waiting: its timer closed (which takes it out of the epoll
-    // set) and its place among the waiting freed.
+    // No longer waiting: its timer out of the epoll set and closed, and its
+    // place among the waiting freed.
     void stopWaiting() {
         if (!retry_timer_) return;
-        retry_timer_.reset();
+        release(retry_timer_);
         --owner_.waiting_;
+    }
+
+    // `fd` out of the epoll set, then closed. A close alone takes it out
+    // only with the last reference to its file: init's copy of a socket it
+    // has just sent lives on until init runs again (a loaded host, an ASan
+    // build), and an event on the registration left behind named this
+    // connection after collect() had freed it (a use-after-free the ASan
+    // suite caught in `serve`).
+    void release(UniqueFd& fd) {
+        if (!fd) return;
+        epoll_ctl(owner_.epoll_fd_, EPOLL_CTL_DEL, fd.get(), nullptr);
+        fd.reset();
     }
 
     void retry() {
@@ -289,7 +305,7 @@ class Forwarder::Connection {
                 open();
             } else if (err != 0 || (events & (EPOLLERR | EPOLLHUP))) {
                 connecting_ = false;
-                upstream_.reset();
+                release(upstream_);
                 tryNext();
             }
             return;
@@ -381,8 +397,8 @@ class Forwarder::Connection {
         done_ = true;
         if (big_pipes_) --owner_.big_pipes_;
         stopWaiting();
-        client_.reset();
-        upstream_.reset();
+        release(client_);
+        release(upstream_);
         up_ = Direction{};
         down_ = Direction{};
         owner_.finished(this);

@@ -1388,6 +1388,10 @@ serve(first, "first")
         const std::string body = response.substr(response.find("\r\n\r\n") + 4);
         INFO(response);
         CHECK_THAT(body, IsOneOf({"first", "second"}));
+        if (body != "first" && body != "second") {
+            INFO(served.logs());
+            FAIL("the server's output above");
+        }
     }
 }
 

@@ -150,6 +150,12 @@ class Served {
         return runStockade(launch, 30s);
     }
     const Completed& started() const { return started_; }
+    // What the server has written so far (`stockade logs`), for a failure's
+    // message.
+    std::string logs() const {
+        const Completed logs = stockade({"logs", name_});
+        return logs.out + logs.err;
+    }
     bool ready() const { return started_.exitCode == 0 && ready_.is_object(); }
     const json& readyEvent() const { return ready_; }
     pid_t supervisor() const { return ready_.value("pid", 0); }

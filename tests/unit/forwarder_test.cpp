@@ -15,6 +15,7 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstring>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -398,4 +399,86 @@ TEST_CASE("a reset from the client reaches the server as a reset", "[forwarder]"
     errno = 0;
     CHECK(recv(conn.get(), &byte, 1, 0) == -1);
     CHECK(errno == ECONNRESET);
+}
+
+namespace {
+
+// The fds an epoll set holds registrations for, as the kernel lists them
+// (/proc/self/fdinfo: one "tfd:" line each).
+std::vector<int> registeredIn(int epoll_fd) {
+    std::vector<int> fds;
+    std::ifstream info("/proc/self/fdinfo/" + std::to_string(epoll_fd));
+    std::string line;
+    while (std::getline(info, line))
+        if (line.rfind("tfd:", 0) == 0) fds.push_back(std::stoi(line.substr(4)));
+    return fds;
+}
+
+}  // namespace
+
+// init sends each inside socket and closes its own copy only when it runs
+// again: a connection that ends first must still leave the epoll set, or
+// the registration outlives it (its file is still open) and its next event
+// names freed memory (ASan caught it in `serve` under load).
+TEST_CASE("an ended connection leaves the epoll set while another copy of its sockets lives",
+          "[forwarder]") {
+    UniqueFd probe = listenOn(AF_INET, 0);
+    const uint16_t nothing = portOf(probe.get());
+    probe.reset();
+    UniqueFd server = listenOn(AF_INET, 0);
+    REQUIRE(server);
+    std::vector<UniqueFd> kept;  // the source's copies, as init's before its close
+    SocketSource copying = [&kept](int family) -> Result<UniqueFd> {
+        UniqueFd fd(socket(family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+        kept.emplace_back(fcntl(fd.get(), F_DUPFD_CLOEXEC, 0));
+        return fd;
+    };
+    UniqueFd epoll(epoll_create1(EPOLL_CLOEXEC));
+    std::vector<ForwardTarget> targets;
+    targets.push_back(insideLoopback(AF_INET, nothing, copying));  // refused: the next is tried
+    targets.push_back(insideLoopback(AF_INET, portOf(server.get()), copying));
+    Forwarder forwarder(epoll.get(), std::move(targets));
+    std::vector<UniqueFd> listeners;
+    listeners.push_back(listenOn(AF_INET, 0));
+    const int listener_fd = listeners.back().get();
+    const uint16_t port = portOf(listener_fd);
+    REQUIRE(forwarder.start(std::move(listeners)).ok());
+
+    UniqueFd client = connectTo(port);
+    REQUIRE(client);
+    fcntl(client.get(), F_SETFL, O_NONBLOCK);
+    fcntl(server.get(), F_SETFL, O_NONBLOCK);
+    std::string got;
+    bool answered = false, client_done = false;
+    // One thread: the loop's turns and the two peers' steps in between.
+    for (int turn = 0; turn < 500 && !(client_done && forwarder.connections() == 0); ++turn) {
+        epoll_event events[16];
+        const int n = epoll_wait(epoll.get(), events, 16, 10);
+        for (int i = 0; i < n; ++i)
+            static_cast<EventHandler*>(events[i].data.ptr)->onEvent(events[i].events);
+        forwarder.collect();
+        if (!answered) {
+            UniqueFd conn(accept4(server.get(), nullptr, nullptr, SOCK_CLOEXEC));
+            if (conn) {
+                send(conn.get(), "ok", 2, MSG_NOSIGNAL);
+                answered = true;  // closed here: EOF follows
+            }
+        }
+        if (!client_done) {
+            char buf[16];
+            ssize_t r;
+            while ((r = recv(client.get(), buf, sizeof buf, 0)) > 0)
+                got.append(buf, static_cast<size_t>(r));
+            if (r == 0) {
+                client.reset();
+                client_done = true;
+            }
+        }
+    }
+    REQUIRE(kept.size() == 2);  // the refused try and the carried one
+    CHECK(got == "ok");
+    REQUIRE(forwarder.connections() == 0);
+    // Only the published port is left, although both inside sockets' files
+    // are still open through the copies.
+    CHECK(registeredIn(epoll.get()) == std::vector<int>{listener_fd});
 }

@@ -691,6 +691,9 @@ Status createContainer(const std::string& root_dir, const std::string& id,
     // Its own pid namespace beneath init's, or init's: `exec` joins the
     // command's (commandPidNamespaceNested).
     record.enforced["command pid"] = cplan.plan.command_pid_ns ? "1" : "2";
+    // The ids of the caller's own namespace (rootless podman's subordinate
+    // ids): `exec` gives groups and stdio as create did only for these.
+    record.enforced["ids"] = cplan.ids.callers_ranges ? "the caller's" : "mapped";
     record.denials.counted = launched.listener.valid();
     record.denials.not_counted = denials->not_counted;
     // Into the cgroup while everything of the container is parked: init and

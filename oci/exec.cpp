@@ -652,8 +652,12 @@ Result<int> execInContainer(const std::string& root_dir, const std::string& id,
     // maps its subordinate ids: oci/state.h callerNamespaceWidth), the
     // groups and the stdio pipes are given as root gives them, in the
     // caller's namespace. The caller's groups stay under the annotation.
+    // As create made the container (state's enforced.ids), and only while
+    // the caller is still in a namespace that wide (the same podman's).
     const bool keep_groups = keepsOriginalGroups(config->annotations);
-    const bool own_ids = as_root || (!keep_groups && callerNamespaceWidth() > 1);
+    auto ids = record.enforced.find("ids");
+    const bool callers_ids = ids != record.enforced.end() && ids->second == "the caller's";
+    const bool own_ids = as_root || (!keep_groups && callers_ids && callerNamespaceWidth() > 1);
     if (own_ids) {
         const std::string path = "/proc/" + std::to_string(record.pid) + "/gid_map";
         auto map = readSmallFile(AT_FDCWD, path.c_str(), path, 64 * 1024);

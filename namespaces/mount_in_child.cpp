@@ -504,8 +504,10 @@ int applyInRootOpInChild(MountPlan& plan, size_t index) noexcept {
         case MountKind::ReadOnlyInPlace:
             // A recursive clone of what is there, read-only and nosuid on
             // every mount of it, attached over itself: each mount's other
-            // attributes (nosymfollow, exec, atime) stay as they were, as
-            // runc's remount keeps them; a remount would set them afresh.
+            // attributes (nosymfollow, exec, nodev, atime) stay as they
+            // were. A remount sets them afresh: ours added nodev and noexec
+            // and dropped nosymfollow (runc's keeps nosuid, nodev and noexec
+            // as statfs gives them, and drops the rest).
             err = cloneAndAttachInChild(fd, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID, true, fd, "",
                                         op.target.c_str(), op.target.c_str());
             break;
@@ -872,10 +874,10 @@ int remountProcOpInChild(const MountOp& op, int fd, int null_tree, bool* attache
             return 0;
         }
         case MountKind::ReadOnlyInPlace:
-            // As the build's remount: read-only, nosuid, nodev, noexec.
-            return cloneAndAttachInChild(
-                fd, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
-                true, fd, "", shown, shown);
+            // As the first proc's (applyInRootOpInChild): read-only and
+            // nosuid added, the rest as the proc has it (nodev, noexec).
+            return cloneAndAttachInChild(fd, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID, true, fd, "",
+                                         shown, shown);
         default:
             return noteCallInChild("mount").to(shown).arg("not a proc's mask").done(EINVAL);
     }

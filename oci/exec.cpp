@@ -653,10 +653,12 @@ Result<int> execInContainer(const std::string& root_dir, const std::string& id,
     // groups and the stdio pipes are given as root gives them, in the
     // caller's namespace. The caller's groups stay under the annotation.
     // As create made the container (state's enforced.ids), and only while
-    // the caller is still in a namespace that wide (the same podman's).
+    // the caller is still in a namespace that wide (the same podman's). A
+    // record from before enforced.ids (2026-12-07) is judged by the width
+    // alone, as exec judged it then.
     const bool keep_groups = keepsOriginalGroups(config->annotations);
     auto ids = record.enforced.find("ids");
-    const bool callers_ids = ids != record.enforced.end() && ids->second == "the caller's";
+    const bool callers_ids = ids == record.enforced.end() || ids->second == "the caller's";
     const bool own_ids = as_root || (!keep_groups && callers_ids && callerNamespaceWidth() > 1);
     if (own_ids) {
         const std::string path = "/proc/" + std::to_string(record.pid) + "/gid_map";

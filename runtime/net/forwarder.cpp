@@ -192,6 +192,14 @@ class Forwarder::Connection {
   public:
     Connection(Forwarder& owner, UniqueFd client)
         : owner_(owner), client_(std::move(client)), began_(std::chrono::steady_clock::now()) {}
+    // One still open when the forwarder goes leaves the epoll set too.
+    ~Connection() {
+        release(client_);
+        release(upstream_);
+        release(retry_timer_);
+    }
+    Connection(const Connection&) = delete;
+    Connection& operator=(const Connection&) = delete;
 
     // Starts connecting to the first target.
     void begin() { tryNext(); }

@@ -482,3 +482,56 @@ TEST_CASE("an ended connection leaves the epoll set while another copy of its so
     // are still open through the copies.
     CHECK(registeredIn(epoll.get()) == std::vector<int>{listener_fd});
 }
+
+// The forwarder itself gone with a connection open (the dev server's end):
+// nothing of it is left in the epoll set, the copies of its sockets alive.
+TEST_CASE("a forwarder that goes with a connection open leaves nothing in the epoll set",
+          "[forwarder]") {
+    UniqueFd server = listenOn(AF_INET, 0);
+    REQUIRE(server);
+    std::vector<UniqueFd> kept;
+    SocketSource copying = [&kept](int family) -> Result<UniqueFd> {
+        UniqueFd fd(socket(family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+        kept.emplace_back(fcntl(fd.get(), F_DUPFD_CLOEXEC, 0));
+        return fd;
+    };
+    UniqueFd epoll(epoll_create1(EPOLL_CLOEXEC));
+    UniqueFd listener_copy, client, conn;
+    {
+        std::vector<ForwardTarget> targets;
+        targets.push_back(insideLoopback(AF_INET, portOf(server.get()), copying));
+        Forwarder forwarder(epoll.get(), std::move(targets));
+        std::vector<UniqueFd> listeners;
+        listeners.push_back(listenOn(AF_INET, 0));
+        listener_copy.reset(fcntl(listeners.back().get(), F_DUPFD_CLOEXEC, 0));
+        const uint16_t port = portOf(listeners.back().get());
+        REQUIRE(forwarder.start(std::move(listeners)).ok());
+        client = connectTo(port);
+        REQUIRE(client);
+        fcntl(server.get(), F_SETFL, O_NONBLOCK);
+        for (int turn = 0; turn < 500 && !conn; ++turn) {
+            epoll_event events[16];
+            const int n = epoll_wait(epoll.get(), events, 16, 10);
+            for (int i = 0; i < n; ++i)
+                static_cast<EventHandler*>(events[i].data.ptr)->onEvent(events[i].events);
+            forwarder.collect();
+            conn.reset(accept4(server.get(), nullptr, nullptr, SOCK_CLOEXEC));
+        }
+        REQUIRE(conn);
+        // Carried both ways by now: a byte from the server reaches the client.
+        REQUIRE(send(conn.get(), "x", 1, MSG_NOSIGNAL) == 1);
+        char byte = 0;
+        for (int turn = 0; turn < 500 && recv(client.get(), &byte, 1, MSG_DONTWAIT) != 1; ++turn) {
+            epoll_event events[16];
+            const int n = epoll_wait(epoll.get(), events, 16, 10);
+            for (int i = 0; i < n; ++i)
+                static_cast<EventHandler*>(events[i].data.ptr)->onEvent(events[i].events);
+            forwarder.collect();
+        }
+        REQUIRE(byte == 'x');
+        REQUIRE(forwarder.connections() == 1);
+        CHECK(registeredIn(epoll.get()).size() == 3);  // the port, the client, the inside socket
+    }
+    CHECK(kept.size() == 1);
+    CHECK(registeredIn(epoll.get()).empty());
+}

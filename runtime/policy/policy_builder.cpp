@@ -101,8 +101,25 @@ std::vector<std::string> treesSeenBesideWorktree(const FilesystemView& fs) {
 // before anything is made, naming both.
 Status refuseWorktreeSeenTwice(const FilesystemView& fs) {
     if (!fs.worktree) return okStatus();
-    const auto overlap = overlapOf(*fs.worktree, treesSeenBesideWorktree(fs));
+    // A --mount's source likewise: a parent of the worktree given for
+    // context (--mount ~/mono:/mono beside --worktree ~/mono/pkg) or a part
+    // of it given elsewhere shows the names at its target uncovered.
+    std::vector<std::string> trees = treesSeenBesideWorktree(fs);
+    for (const ExtraMount& m : fs.mounts) trees.push_back(m.source);
+    const auto overlap = overlapOf(*fs.worktree, trees);
     if (!overlap) return okStatus();
+    for (const ExtraMount& m : fs.mounts)
+        if (m.source == overlap->tree) {
+            const std::string where = ": the sandbox would see the worktree's files at " +
+                                      m.target +
+                                      " as well as at /repo, where the names its rules hide are "
+                                      "not covered; mount a tree beside the worktree, not one "
+                                      "holding it or held by it";
+            return Error::message(
+                overlap->dir_inside
+                    ? "--worktree " + *fs.worktree + " lies inside --mount " + m.source + where
+                    : "--mount " + m.source + " lies inside --worktree " + *fs.worktree + where);
+        }
     const std::string why =
         ": the sandbox would see the worktree's files there as well as at /repo, where the "
         "names its rules hide are not covered; keep the worktree and the sandbox's root apart";

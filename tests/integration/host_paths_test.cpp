@@ -480,3 +480,52 @@ TEST_CASE("G2: a worktree the sandbox would also see through its root is refused
     std::getline(in, line);
     CHECK(line == canary);
 }
+
+// The same through a --mount: a parent of the worktree given for context
+// (a monorepo's root beside --worktree of one package) shows the package's
+// .env at the mount's target, and a part of the worktree mounted elsewhere
+// shows what it holds there; the covers are on /repo alone. Refused before
+// anything runs, naming both, in each direction and for :ro and :rw alike.
+TEST_CASE("G2: a worktree a --mount also shows is refused", "[G2][paths][worktree-masks]") {
+    STOCKADE_EACH_MODE(mode);
+    const bool mount_holds_worktree = GENERATE(true, false);
+    const std::string suffix = GENERATE(std::string(""), std::string(":rw"));
+    INFO(
+        (mount_holds_worktree ? "the --mount holds the worktree" : "the worktree holds the --mount")
+        << suffix);
+    Sandbox sandbox(mode);
+    const std::string canary = sandbox.secretCanary() + "-worktree-env";
+    const std::string mono = sandbox.scratch().makeDir("mono");
+    const std::string worktree = sandbox.scratch().makeDir("mono/pkg");
+    sandbox.scratch().makeDir("mono/pkg/config");
+    sandbox.scratch().writeFile("mono/pkg/config/.env", canary + "\n", 0600);
+    const std::string source = mount_holds_worktree ? mono : worktree + "/config";
+    sandbox.worktreeAt(worktree).option("--mount", source + ":/ctx" + suffix);
+    const ProbeRun run =
+        sandbox.probe({"read-file", mount_holds_worktree ? "/ctx/pkg/config/.env" : "/ctx/.env"});
+    INFO(run.describe());
+    CHECK(run.exitCode() == 125);
+    const std::string said = mount_holds_worktree
+                                 ? "--worktree " + worktree + " lies inside --mount " + source
+                                 : "--mount " + source + " lies inside --worktree " + worktree;
+    CHECK(run.completed.err.find(said) != std::string::npos);
+    CHECK(run.completed.err.find("at /ctx as well as at /repo") != std::string::npos);
+    CHECK(run.completed.out.find(canary) == std::string::npos);
+    CHECK(run.completed.err.find(canary) == std::string::npos);
+    const nlohmann::json record = sandbox.result();
+    CHECK(record.dump().find(canary) == std::string::npos);
+    CHECK(record.dump().find("lies inside") != std::string::npos);
+    // The host's side: the secret where it was, as it was.
+    std::ifstream in(worktree + "/config/.env");
+    std::string line;
+    std::getline(in, line);
+    CHECK(line == canary);
+    // A tree beside the worktree is still given.
+    Sandbox beside(mode);
+    const std::string data = beside.scratch().makeDir("data");
+    beside.scratch().writeFile("data/shared.txt", "shared\n");
+    beside.option("--mount", data + ":/ctx" + suffix);
+    const ProbeRun given = beside.probe({"read-file", "/ctx/shared.txt"});
+    INFO(given.describe());
+    CHECK(given.exitCode() == 0);
+}

@@ -31,6 +31,7 @@
 #include "runtime/plan/identity.h"
 #include "runtime/policy/policy_builder.h"
 #include "runtime/policy/profile.h"
+#include "runtime/policy/writable_trees.h"
 #include "runtime/record/record_path.h"
 #include "runtime/record/result.h"
 #include "runtime/record/state_dir.h"
@@ -305,6 +306,15 @@ int runGuarded(const OracleOptions& options, VerdictSink& sink) {
     if (Status s = refuseWritableStateDirs(writableHostDirs(probe_policy->fs)); !s)
         return refuse(s.error().describe());
     const std::string worktree = *probe_policy->fs.worktree;
+    // The held test apart from the candidate: inside the worktree (or
+    // holding it) the candidate would read it at /repo, and could write it
+    // as it ran, however the verdict then judged it.
+    if (auto overlap = overlapOf(worktree, {held}))
+        return refuse((overlap->dir_inside
+                           ? "--worktree " + worktree + " lies inside --held " + held
+                           : "--held " + held + " lies inside --worktree " + worktree) +
+                      ": the code under test would read the held test at /repo and could "
+                      "change it; keep the held test outside the worktree");
     if (options.verdict) {
         auto target =
             resolveRecordTarget("--verdict", *options.verdict, writableHostDirs(probe_policy->fs));

@@ -364,7 +364,43 @@ for mode in ("root", "rootless") if not ONLY else ():
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
+# A held test inside the worktree (or holding it) is refused before
+# anything runs: the code under test would read it at /repo and could
+# change it. Until 2026-12-07 it ran, and a candidate printed the held
+# test from /repo.
+held_place_checks = 0
+for mode in ("root", "rootless") if not ONLY else ():
+    owner = 0 if mode == "root" else 65534
+    root = tempfile.mkdtemp(dir="/var/tmp")
+    try:
+        wt = make_worktree(root, owner)
+        inside = make_held(wt, owner, NODE_FAILING)
+        for label, worktree, held in (("inside the worktree", wt, inside),
+                                      ("holding the worktree", wt, root)):
+            marker = os.path.join(wt, "ran")
+            proc = subprocess.run([STOCKADE, "oracle", "--worktree", worktree, "--held", held,
+                                   "--", "sh", "-c", "touch /repo/ran; cat /repo/held/*; " + JUNIT],
+                                  preexec_fn=demote if mode == "rootless" else None,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+            problems = []
+            if proc.returncode != 125:
+                problems.append("exit %d, expected 125" % proc.returncode)
+            said = ("--held %s lies inside --worktree %s" % (held, worktree) if held == inside
+                    else "--worktree %s lies inside --held %s" % (worktree, held))
+            if said.encode() not in proc.stderr:
+                problems.append("the refusal does not say %r: %r" % (said, proc.stderr[-300:]))
+            if os.path.lexists(marker):
+                problems.append("the command ran (%s exists)" % marker)
+            held_place_checks += 1
+            if problems:
+                failures += 1
+                print("FAIL %s/--held %s: %s" % (mode, label, "; ".join(problems)))
+            else:
+                print("ok   %s/--held %s refused" % (mode, label))
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
 case_checks = 2 * sum(1 for c in CASES if not ONLY or ONLY in c[0])
-print("%d passed, %d failed" % (case_checks + fault_checks + stale_checks + place_checks - failures,
-                                failures))
+print("%d passed, %d failed" % (case_checks + fault_checks + stale_checks + place_checks +
+                                held_place_checks - failures, failures))
 sys.exit(1 if failures else 0)

@@ -306,15 +306,18 @@ int runGuarded(const OracleOptions& options, VerdictSink& sink) {
     if (Status s = refuseWritableStateDirs(writableHostDirs(probe_policy->fs)); !s)
         return refuse(s.error().describe());
     const std::string worktree = *probe_policy->fs.worktree;
-    // The held test apart from the candidate: inside the worktree (or
-    // holding it) the candidate would read it at /repo, and could write it
-    // as it ran, however the verdict then judged it.
-    if (auto overlap = overlapOf(worktree, {held}))
-        return refuse((overlap->dir_inside
-                           ? "--worktree " + worktree + " lies inside --held " + held
-                           : "--held " + held + " lies inside --worktree " + worktree) +
-                      ": the code under test would read the held test at /repo and could "
-                      "change it; keep the held test outside the worktree");
+    // The held test apart from every tree the sandbox writes (the worktree,
+    // a writable --mount): inside one, or holding one, the code under test
+    // could change the test while the runner read it, and put it back
+    // before the snapshot after.
+    for (const std::string& dir : writableHostDirs(probe_policy->fs))
+        if (auto overlap = overlapOf(dir, {held})) {
+            const std::string flag = dir == worktree ? "--worktree " : "--mount ";
+            return refuse((overlap->dir_inside ? flag + dir + " lies inside --held " + held
+                                               : "--held " + held + " lies inside " + flag + dir) +
+                          ": the code under test could change the held test while it ran; keep "
+                          "the held test apart from every tree the sandbox can write");
+        }
     if (options.verdict) {
         auto target =
             resolveRecordTarget("--verdict", *options.verdict, writableHostDirs(probe_policy->fs));

@@ -375,18 +375,27 @@ for mode in ("root", "rootless") if not ONLY else ():
     try:
         wt = make_worktree(root, owner)
         inside = make_held(wt, owner, NODE_FAILING)
-        for label, worktree, held in (("inside the worktree", wt, inside),
-                                      ("holding the worktree", wt, root)):
+        data = os.path.join(root, "data")
+        os.makedirs(os.path.join(data, "tests"))
+        for d in (data, os.path.join(data, "tests")):
+            os.chown(d, owner, owner)
+        in_mount = make_held(os.path.join(data, "tests"), owner, NODE_FAILING)
+        for label, worktree, held, extra, said in (
+                ("inside the worktree", wt, inside, [],
+                 "--held %s lies inside --worktree %s" % (inside, wt)),
+                ("holding the worktree", wt, root, [],
+                 "--worktree %s lies inside --held %s" % (wt, root)),
+                ("inside a writable --mount", wt, in_mount, ["--mount", data + ":/data:rw"],
+                 "--held %s lies inside --mount %s" % (in_mount, data))):
             marker = os.path.join(wt, "ran")
             proc = subprocess.run([STOCKADE, "oracle", "--worktree", worktree, "--held", held,
-                                   "--", "sh", "-c", "touch /repo/ran; cat /repo/held/*; " + JUNIT],
+                                   *extra, "--", "sh", "-c",
+                                   "touch /repo/ran; cat /repo/held/*; " + JUNIT],
                                   preexec_fn=demote if mode == "rootless" else None,
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
             problems = []
             if proc.returncode != 125:
                 problems.append("exit %d, expected 125" % proc.returncode)
-            said = ("--held %s lies inside --worktree %s" % (held, worktree) if held == inside
-                    else "--worktree %s lies inside --held %s" % (worktree, held))
             if said.encode() not in proc.stderr:
                 problems.append("the refusal does not say %r: %r" % (said, proc.stderr[-300:]))
             if os.path.lexists(marker):

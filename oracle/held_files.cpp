@@ -46,6 +46,16 @@ Result<std::map<std::string, std::string>> hashTree(const std::string& dir,
                 Result<OpenedFile> file =
                     openRegularBeneath(root->get(), entry.path, limits.max_file_bytes);
                 if (!file.ok()) return file.error().withContext("hashing held files");
+                // A name elsewhere (in the worktree, in a writable --mount)
+                // would let the code under test change the held file while
+                // the runner read it and put it back before this hash.
+                if (file->links > 1)
+                    return Error::message(
+                        quotePath(entry.path) + " in the held directory has " +
+                        std::to_string(file->links) +
+                        " names: through another (a hard link made by ln or cp -al) the code "
+                        "under test could change it while the test ran; give the held test "
+                        "files of their own (cp without -l)");
                 // Judged by the size fstat gives the opened file, which is
                 // then read to that size and no further.
                 if (file->size > limits.max_total_bytes - total)

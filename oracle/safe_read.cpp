@@ -223,6 +223,7 @@ Result<OpenedFile> openRegularBeneath(int dir_fd, const std::string& relative_pa
     file.fd = std::move(*fd);
     file.size = static_cast<uint64_t>(st.st_size);
     file.mode = st.st_mode & 07777;
+    file.links = static_cast<uint64_t>(st.st_nlink);
     return file;
 }
 

@@ -39,6 +39,7 @@ struct OpenedFile {
     UniqueFd fd;
     uint64_t size = 0;
     mode_t mode = 0;
+    uint64_t links = 1;  // st_nlink: its names, this one included
 };
 
 // Opens a regular file beneath dir_fd for reading. Anything else (FIFO,

@@ -380,13 +380,20 @@ for mode in ("root", "rootless") if not ONLY else ():
         for d in (data, os.path.join(data, "tests")):
             os.chown(d, owner, owner)
         in_mount = make_held(os.path.join(data, "tests"), owner, NODE_FAILING)
+        # A held file that is also a name in the worktree (ln, cp -al).
+        linked = os.path.join(root, "linked")
+        os.makedirs(linked)
+        os.chown(linked, owner, owner)
+        os.link(os.path.join(wt, "add.js"), os.path.join(linked, "add.test.js"))
         for label, worktree, held, extra, said in (
                 ("inside the worktree", wt, inside, [],
                  "--held %s lies inside --worktree %s" % (inside, wt)),
                 ("holding the worktree", wt, root, [],
                  "--worktree %s lies inside --held %s" % (wt, root)),
                 ("inside a writable --mount", wt, in_mount, ["--mount", data + ":/data:rw"],
-                 "--held %s lies inside --mount %s" % (in_mount, data))):
+                 "--held %s lies inside --mount %s" % (in_mount, data)),
+                ("with a file hard-linked from the worktree", wt, linked, [],
+                 '"add.test.js" in the held directory has 2 names')):
             marker = os.path.join(wt, "ran")
             proc = subprocess.run([STOCKADE, "oracle", "--worktree", worktree, "--held", held,
                                    *extra, "--", "sh", "-c",

@@ -320,6 +320,27 @@ for mode in ("root", "rootless") if not ONLY else ():
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
+def refused_before_running(mode, what, args, said, absent):
+    """`stockade oracle ARGS -- touch /repo/ran; ...` as `mode`: exit 125,
+    stderr saying `said`, none of `absent` made (the marker among them).
+    Prints the check; returns whether it failed."""
+    proc = subprocess.run([STOCKADE, "oracle", *args, "--", "sh", "-c",
+                           "touch /repo/ran; cat /repo/held/* 2>/dev/null; " + JUNIT],
+                          preexec_fn=demote if mode == "rootless" else None,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+    problems = []
+    if proc.returncode != 125:
+        problems.append("exit %d, expected 125" % proc.returncode)
+    if said.encode() not in proc.stderr:
+        problems.append("the refusal does not say %r: %r" % (said, proc.stderr[-300:]))
+    problems += ["%s exists" % path for path in absent if os.path.lexists(path)]
+    if problems:
+        print("FAIL %s/%s: %s" % (mode, what, "; ".join(problems)))
+    else:
+        print("ok   %s/%s refused" % (mode, what))
+    return bool(problems)
+
+
 # A --verdict where the code under test could write (the worktree, a
 # writable --mount, or a path into either through a symlink) is refused
 # before anything runs: there it could plant a pass of its own, or swap the
@@ -336,38 +357,24 @@ for mode in ("root", "rootless") if not ONLY else ():
             os.makedirs(d)
             os.chown(d, owner, owner)
         os.symlink(os.path.join(wt, "out"), os.path.join(root, "link"))
-        marker = os.path.join(wt, "ran")
         for label, verdict_path, extra in (
                 ("in the worktree", os.path.join(wt, "out", "verdict.json"), []),
                 ("through a symlink into it", os.path.join(root, "link", "verdict.json"), []),
                 ("in a writable --mount", os.path.join(data, "verdict.json"),
                  ["--mount", data + ":/data:rw"])):
-            proc = subprocess.run([STOCKADE, "oracle", "--worktree", wt, "--held", held,
-                                   "--verdict", verdict_path, *extra, "--", "sh", "-c",
-                                   "touch /repo/ran; " + JUNIT],
-                                  preexec_fn=demote if mode == "rootless" else None,
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
-            problems = []
-            if proc.returncode != 125:
-                problems.append("exit %d, expected 125" % proc.returncode)
-            if b"--verdict" not in proc.stderr:
-                problems.append("the refusal does not name --verdict: %r" % proc.stderr[-200:])
-            for path in (verdict_path, os.path.join(wt, "out", "verdict.json"), marker):
-                if os.path.lexists(path):
-                    problems.append("%s exists" % path)
             place_checks += 1
-            if problems:
-                failures += 1
-                print("FAIL %s/--verdict %s: %s" % (mode, label, "; ".join(problems)))
-            else:
-                print("ok   %s/--verdict %s refused" % (mode, label))
+            failures += refused_before_running(
+                mode, "--verdict " + label,
+                ["--worktree", wt, "--held", held, "--verdict", verdict_path, *extra], "--verdict",
+                [verdict_path, os.path.join(wt, "out", "verdict.json"), os.path.join(wt, "ran")])
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
-# A held test inside the worktree (or holding it) is refused before
-# anything runs: the code under test would read it at /repo and could
-# change it. Until 2026-12-07 it ran, and a candidate printed the held
-# test from /repo.
+# A held test the code under test could change while the runner read it
+# (and put back before the snapshot after) is refused before anything runs:
+# inside the worktree (where it also read it at /repo) or a writable
+# --mount, holding one, or with a file that has another name. Until
+# 2026-12-07 each ran, and a candidate printed the held test from /repo.
 held_place_checks = 0
 for mode in ("root", "rootless") if not ONLY else ():
     owner = 0 if mode == "root" else 65534
@@ -385,34 +392,19 @@ for mode in ("root", "rootless") if not ONLY else ():
         os.makedirs(linked)
         os.chown(linked, owner, owner)
         os.link(os.path.join(wt, "add.js"), os.path.join(linked, "add.test.js"))
-        for label, worktree, held, extra, said in (
-                ("inside the worktree", wt, inside, [],
+        for label, held, extra, said in (
+                ("inside the worktree", inside, [],
                  "--held %s lies inside --worktree %s" % (inside, wt)),
-                ("holding the worktree", wt, root, [],
+                ("holding the worktree", root, [],
                  "--worktree %s lies inside --held %s" % (wt, root)),
-                ("inside a writable --mount", wt, in_mount, ["--mount", data + ":/data:rw"],
+                ("inside a writable --mount", in_mount, ["--mount", data + ":/data:rw"],
                  "--held %s lies inside --mount %s" % (in_mount, data)),
-                ("with a file hard-linked from the worktree", wt, linked, [],
+                ("with a file hard-linked from the worktree", linked, [],
                  '"add.test.js" in the held directory has 2 names')):
-            marker = os.path.join(wt, "ran")
-            proc = subprocess.run([STOCKADE, "oracle", "--worktree", worktree, "--held", held,
-                                   *extra, "--", "sh", "-c",
-                                   "touch /repo/ran; cat /repo/held/*; " + JUNIT],
-                                  preexec_fn=demote if mode == "rootless" else None,
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
-            problems = []
-            if proc.returncode != 125:
-                problems.append("exit %d, expected 125" % proc.returncode)
-            if said.encode() not in proc.stderr:
-                problems.append("the refusal does not say %r: %r" % (said, proc.stderr[-300:]))
-            if os.path.lexists(marker):
-                problems.append("the command ran (%s exists)" % marker)
             held_place_checks += 1
-            if problems:
-                failures += 1
-                print("FAIL %s/--held %s: %s" % (mode, label, "; ".join(problems)))
-            else:
-                print("ok   %s/--held %s refused" % (mode, label))
+            failures += refused_before_running(mode, "--held " + label,
+                                               ["--worktree", wt, "--held", held, *extra], said,
+                                               [os.path.join(wt, "ran")])
     finally:
         shutil.rmtree(root, ignore_errors=True)
 

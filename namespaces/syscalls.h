@@ -1,6 +1,7 @@
 // Thin wrappers for system calls that glibc 2.36 declares only partly or in
-// headers that clash with <sys/mount.h>. Each is one syscall(2); all are
-// async-signal-safe and may be called in the child.
+// headers that clash with <sys/mount.h>. Each is one syscall(2) (openat2
+// perhaps a few, below); all are async-signal-safe and may be called in the
+// child.
 #pragma once
 
 #include <fcntl.h>
@@ -9,6 +10,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstddef>
 
 namespace stockade::ns {
@@ -24,8 +26,21 @@ inline int sysMoveMount(int from_dirfd, const char* from_path, int to_dirfd, con
 inline int sysMountSetattr(int dirfd, const char* path, unsigned flags, mount_attr* attr) noexcept {
     return static_cast<int>(syscall(SYS_mount_setattr, dirfd, path, flags, attr, sizeof(*attr)));
 }
+// How often openat2 is tried again on EAGAIN (below).
+inline constexpr int kOpenat2Tries = 64;
+// openat2(2). With RESOLVE_BENEATH or RESOLVE_IN_ROOT, a `..` in the path
+// (or in a link's text) is answered EAGAIN when a rename or a mount anywhere
+// on the host raced the lookup; the kernel's advice is to try again, which
+// this does, kOpenat2Tries times at most (a parallel test suite mounting
+// all the while made a worktree link's `../../ci/ci.yml` a refused run).
 inline int sysOpenat2(int dirfd, const char* path, open_how* how) noexcept {
-    return static_cast<int>(syscall(SYS_openat2, dirfd, path, how, sizeof(*how)));
+    int fd = -1;
+    for (int tries = 0; tries < kOpenat2Tries; ++tries) {
+        fd = static_cast<int>(syscall(SYS_openat2, dirfd, path, how, sizeof(*how)));
+        if (fd >= 0 || errno != EAGAIN || !(how->resolve & (RESOLVE_BENEATH | RESOLVE_IN_ROOT)))
+            break;
+    }
+    return fd;
 }
 inline int sysFsopen(const char* fstype, unsigned flags) noexcept {
     return static_cast<int>(syscall(SYS_fsopen, fstype, flags));

@@ -19,12 +19,19 @@ constexpr uint64_t kResolveFlags =
 constexpr const char* kResolveText =
     "RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS|RESOLVE_NO_MAGICLINKS|RESOLVE_NO_XDEV";
 
-// openat2(2) has no glibc wrapper before 2.40.
+// openat2(2) has no glibc wrapper before 2.40. EAGAIN (a rename or mount
+// anywhere raced a `..` beneath RESOLVE_BENEATH) is tried again, as the
+// kernel advises and ns::sysOpenat2 does.
 int callOpenat2(int dir_fd, const char* path, uint64_t flags) {
     open_how how{};
     how.flags = flags;
     how.resolve = kResolveFlags;
-    return static_cast<int>(syscall(SYS_openat2, dir_fd, path, &how, sizeof how));
+    int fd = -1;
+    for (int tries = 0; tries < 64; ++tries) {
+        fd = static_cast<int>(syscall(SYS_openat2, dir_fd, path, &how, sizeof how));
+        if (fd >= 0 || errno != EAGAIN) break;
+    }
+    return fd;
 }
 
 // What each refusal of openat2 means for a reader, so that the Error says

@@ -133,10 +133,7 @@ void listOne(int root_fd, const ListingRules& rules, DirListing& dir, std::vecto
             return;
         }
     }
-    UniqueFd fd = openDirBeneath(root_fd, dir.relative);
-    // openat2 answers EAGAIN when a rename raced its RESOLVE_BENEATH walk.
-    for (int tries = 0; !fd && errno == EAGAIN && tries < 8; ++tries)
-        fd = openDirBeneath(root_fd, dir.relative);
+    UniqueFd fd = openDirBeneath(root_fd, dir.relative);  // EAGAIN tried again (syscalls.h)
     if (!fd) {
         const int err = errno;
         // Gone or swapped for a link since it was listed: nothing of it can

@@ -41,7 +41,8 @@ import sys
 import tempfile
 import time
 
-from oci_common import BUSYBOX, host_pids_running, skip, status_field
+from oci_common import (BUSYBOX, check, failures, finish, host_pids_running, skip, status_field,
+                        wait_for)
 APPLETS = ["sh", "echo", "cat", "sleep", "true", "hostname", "httpd", "wget", "ls", "mkdir", "readlink",
            "ps"]
 TOOLS = ["containerd", "ctr", "containerd-shim-runc-v2", "unshare", "mount"]
@@ -51,24 +52,6 @@ NAMESPACE = "stockade-test"
 POD_SLICE = "kubepods-besteffort-podstockadetest.slice"
 POD_CGROUP_DIR = ("/kubepods.slice/kubepods-besteffort.slice/"
                   "kubepods-besteffort-podstockadetest.slice")
-
-failures = []
-
-
-def check(name, ok, detail=""):
-    print(("ok   " if ok else "FAIL ") + name + ("" if ok else f"\n     {detail}"))
-    if not ok:
-        failures.append(name)
-
-
-def wait_for(predicate, bound_s=30.0):
-    """Polls until the predicate holds; the bound is a hang guard, not an assertion on time."""
-    deadline = time.monotonic() + bound_s
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return predicate()
 
 
 class Ctr:
@@ -518,9 +501,7 @@ def shims_of(address):
 def main():
     if len(sys.argv) == 4 and sys.argv[1] == "--inside":
         inside(sys.argv[2], sys.argv[3])
-        if failures:
-            print(f"{len(failures)} failed: " + "; ".join(failures))
-            sys.exit(1)
+        finish()
         sys.exit(0)
     stockade = os.path.abspath(sys.argv[1])
     if os.geteuid() != 0:
@@ -541,10 +522,7 @@ def main():
             failures.append("the test inside its mount namespace")
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    if failures:
-        print(f"{len(failures)} failed: " + "; ".join(failures))
-        sys.exit(1)
-    print("all passed")
+    finish()
 
 
 if __name__ == "__main__":

@@ -57,10 +57,10 @@ import threading
 from cri_pods import (POD_CGROUP_PARENT, SYSTEMD_POD_DIR, Pod, host_namespaces, kubelet_shaped,
                       network_pod, profile_pod, shared_pid_pod, supplemental_groups, systemd_pod)
 from cri_stream import attach_stream, exec_streams
-from cri_setup import (APP_IMAGE, CNI_BIN, PAUSE_IMAGE, cgroup_of, check, children_of, ctr,
-                       failures, ns_of, pod_pids_running, prepare_node, read_cri_log,
-                       shims_of, status_of, stockade_state, task_pid, wait_for)
-from oci_common import BUSYBOX, skip
+from cri_setup import (APP_IMAGE, CNI_BIN, PAUSE_IMAGE, cgroup_of, children_of, ctr, ns_of,
+                       pod_pids_running, prepare_node, read_cri_log, shims_of, status_of,
+                       stockade_state, task_pid)
+from oci_common import BUSYBOX, check, failures, finish, skip, wait_for
 
 TOOLS = ["containerd", "ctr", "containerd-shim-runc-v2", "unshare", "mount", "ip", "iptables",
          "iptables-save"]
@@ -445,9 +445,7 @@ def inside(stockade, work):
 def main():
     if len(sys.argv) == 4 and sys.argv[1] == "--inside":
         inside(sys.argv[2], sys.argv[3])
-        if failures:
-            print(f"{len(failures)} failed: " + "; ".join(failures))
-            sys.exit(1)
+        finish()
         sys.exit(0)
     stockade = os.path.abspath(sys.argv[1])
     if os.geteuid() != 0:
@@ -493,10 +491,7 @@ def main():
             failures.append("the test inside its mount namespace")
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    if failures:
-        print(f"{len(failures)} failed: " + "; ".join(failures))
-        sys.exit(1)
-    print("all passed")
+    finish()
 
 
 if __name__ == "__main__":

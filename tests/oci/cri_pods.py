@@ -6,9 +6,9 @@ import os
 import socket
 
 from cri_stream import port_forward
-from cri_setup import (APP_IMAGE, POD_SUBNET, cgroup_of, check, children_of, ns_of,
-                       pod_pids_running, read_cri_log, status_of, stockade_state, task_pid,
-                       wait_for)
+from cri_setup import (APP_IMAGE, POD_SUBNET, cgroup_of, children_of, ns_of, pod_pids_running,
+                       read_cri_log, status_of, stockade_state, task_pid)
+from oci_common import check, wait_for
 
 # The network pod's hostPort, on the node's (the test namespace's) loopback.
 HOST_PORT = 18080

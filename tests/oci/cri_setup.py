@@ -9,7 +9,6 @@ import os
 import re
 import subprocess
 import tarfile
-import time
 
 from oci_common import BUSYBOX, host_pids_running
 
@@ -304,21 +303,3 @@ def read_cri_log(path):
         return str(e)
     return lines
 
-
-failures = []
-
-
-def check(name, ok, detail=""):
-    print(("ok   " if ok else "FAIL ") + name + ("" if ok else f"\n     {detail}"))
-    if not ok:
-        failures.append(name)
-
-
-def wait_for(predicate, bound_s=30.0):
-    """Polls until the predicate holds; the bound is a hang guard, not an assertion on time."""
-    deadline = time.monotonic() + bound_s
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return predicate()

@@ -106,7 +106,7 @@ def attach_stream(pod):
     kubectl run -i makes one): a line in, its answer out, its exit code in
     ContainerStatus and its output in the log."""
     from cri_client import CONTAINER_EXITED, CONTAINER_RUNNING
-    from cri_setup import wait_for
+    from oci_common import wait_for
     cid = pod.container("attach", ["/bin/sh", "-c",
                                    'read line; echo "attached:$line"; echo attach-err >&2; exit 6'],
                         stdin=True, stdin_once=True)

@@ -19,8 +19,8 @@ import signal
 import sys
 import tempfile
 
-from oci_common import BUSYBOX, skip
-from lifecycle import (Runtime, become_subreaper, make_test_tree, check, failures, make_bundle, reap,
+from oci_common import BUSYBOX, finish, skip
+from lifecycle import (Runtime, become_subreaper, make_test_tree, check, make_bundle, reap,
                        probes_dir, state_of, wait_for)
 
 
@@ -200,10 +200,7 @@ def main():
         cases(rt, scratch, owner, base, rt.root)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    if failures:
-        print(f"{len(failures)} failed: " + "; ".join(failures))
-        sys.exit(1)
-    print("all passed")
+    finish()
 
 
 if __name__ == "__main__":

@@ -21,8 +21,8 @@ import subprocess
 import sys
 import tempfile
 
-from oci_common import BUSYBOX, skip, status_field
-from lifecycle import (Runtime, become_subreaper, make_test_tree, check, failures, make_bundle,
+from oci_common import BUSYBOX, finish, skip, status_field
+from lifecycle import (Runtime, become_subreaper, make_test_tree, check, make_bundle,
                        state_of, wait_for)
 
 # As root, an explicit block, so that the test can make the host's file of
@@ -310,10 +310,7 @@ def main():
             rt("delete", "--force", cid)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    if failures:
-        print(f"{len(failures)} failed: " + "; ".join(failures))
-        sys.exit(1)
-    print("all passed")
+    finish()
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ import tempfile
 
 import lifecycle
 from lifecycle import APPLETS, check, make_bundle, reap, state_of, wait_for
-from oci_common import BUSYBOX, V1_CONTROLLERS, parent_of, skip
+from oci_common import BUSYBOX, V1_CONTROLLERS, finish, parent_of, skip
 
 # A hook: busybox as sh; $0 is the prefix of its record files.
 RECORD = ('cat > "$0.state"; echo "$0 $1" > "$0.argv"; echo "$HOOK_ENV" > "$0.env"; '
@@ -963,10 +963,7 @@ def main():
             subprocess.run([binary, "--root", os.path.join(scratch, "state"), "delete", "--force",
                             cid], capture_output=True, timeout=120)
         shutil.rmtree(scratch, ignore_errors=True)
-    if lifecycle.failures:
-        print(f"{len(lifecycle.failures)} failed")
-        sys.exit(1)
-    print("all passed")
+    finish()
 
 
 if __name__ == "__main__":

@@ -24,7 +24,8 @@ import sys
 import tempfile
 import time
 
-from oci_common import BUSYBOX, V1_CONTROLLERS, host_pids_running, skip
+from oci_common import wait_for as poll_until
+from oci_common import BUSYBOX, V1_CONTROLLERS, check, finish, host_pids_running, skip
 APPLETS = ["sh", "echo", "cat", "sleep", "touch", "id", "hostname", "ls", "true", "stty",
            "unshare", "mkdir", "mkfifo", "mount", "grep", "chmod", "cp"]
 
@@ -58,7 +59,6 @@ class Runtime:
                               preexec_fn=preexec)
 
 
-failures = []
 # As conmon and containerd's shim are: the subreaper that a container's
 # init is reparented to once create exits, and that reaps it.
 PR_SET_CHILD_SUBREAPER = 36
@@ -83,21 +83,10 @@ def reap():
         reaped[pid] = status
 
 
-def check(what, ok, detail=""):
-    print(("ok   " if ok else "FAIL ") + what + ("" if ok else f"\n     {detail}"))
-    if not ok:
-        failures.append(what)
-
-
 def wait_for(predicate, bound_s=30.0):
-    """Polls until the predicate holds; the bound is a hang guard, not an assertion on time."""
-    deadline = time.monotonic() + bound_s
-    while time.monotonic() < deadline:
-        reap()
-        if predicate():
-            return True
-        time.sleep(0.02)
-    return predicate()
+    """oci_common's wait_for, reaping as it polls (this process is the
+    subreaper the containers' inits end under)."""
+    return poll_until(predicate, bound_s, each=reap, interval_s=0.02)
 
 
 def read_console(fds):
@@ -202,9 +191,7 @@ def run_oci_script(prefix, applets, cases, extra_bins=lambda binary: (), needs=(
                 rt("delete", "--force", cid)
         reap()
         shutil.rmtree(scratch, ignore_errors=True)
-    if failures:
-        print(f"{len(failures)} failed: " + "; ".join(failures))
-        sys.exit(1)
+    finish()
 
 
 def make_bundle(scratch, name, args, owner, base_config):
@@ -1521,9 +1508,9 @@ def recursive_bind_options(rt, scratch, owner, base):
           os.stat(target).st_mtime_ns == before, (r.returncode, r.stdout, r.stderr))
 
     # readonlyPaths over such a bind, with another bound beneath it: both
-    # read-only, and what each mount had is kept (nosymfollow, exec), as
-    # runc's remount keeps it (a remount that set its flags afresh dropped
-    # nosymfollow and added noexec).
+    # read-only, and what each mount had is kept (nosymfollow, exec; our
+    # remount, which set the flags afresh, dropped nosymfollow and added
+    # noexec, and left the mount beneath writable).
     inner = os.path.join(scratch, "rbind-inner")
     os.makedirs(inner, exist_ok=True)
     script = os.path.join(host, "run.sh")
@@ -2832,10 +2819,7 @@ def main():
             bad_input_beside_runc(binary, scratch, base)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    if failures:
-        print(f"{len(failures)} failed: " + "; ".join(failures))
-        sys.exit(1)
-    print("all passed")
+    finish()
 
 
 if __name__ == "__main__":

@@ -1,12 +1,48 @@
-"""What the OCI tests (lifecycle.py, podman.py) share."""
+"""What the OCI tests (lifecycle.py, podman.py and the rest) share: the
+checks and their summary, skips, and what they read of the host."""
 import os
 import sys
+import time
 
 BUSYBOX = "/bin/busybox"
 # The cgroup v1 hierarchies a root container may get a directory in (where
 # mounted; oci/cgroups.cpp), for tests that look for what is left.
 V1_CONTROLLERS = ("memory", "pids", "freezer", "cpu", "cpuacct", "blkio", "cpuset", "devices",
                   "hugetlb")
+
+
+# Every failed check of this run, by what it checked (finish() names them).
+failures = []
+
+
+def check(what, ok, detail=""):
+    """One verdict: `ok` or `FAIL` and what was checked, with what was seen
+    when it failed."""
+    print(("ok   " if ok else "FAIL ") + what + ("" if ok else f"\n     {detail}"))
+    if not ok:
+        failures.append(what)
+
+
+def finish():
+    """A script's last word: each failed check named and exit 1, else "all
+    passed"."""
+    if failures:
+        print(f"{len(failures)} failed: " + "; ".join(failures))
+        sys.exit(1)
+    print("all passed")
+
+
+def wait_for(predicate, bound_s=30.0, each=None, interval_s=0.05):
+    """Polls until the predicate holds (calling `each` before every try); the
+    bound is a hang guard, not an assertion on time."""
+    deadline = time.monotonic() + bound_s
+    while time.monotonic() < deadline:
+        if each:
+            each()
+        if predicate():
+            return True
+        time.sleep(interval_s)
+    return predicate()
 
 
 def skip(why):

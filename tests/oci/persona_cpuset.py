@@ -23,9 +23,9 @@ import shutil
 import sys
 import tempfile
 
-from lifecycle import (become_subreaper, check, failures, make_bundle, make_test_tree, state_of,
+from lifecycle import (become_subreaper, check, make_bundle, make_test_tree, state_of,
                        wait_for)
-from oci_common import BUSYBOX, V1_CONTROLLERS, host_pids_running, skip, status_field
+from oci_common import BUSYBOX, V1_CONTROLLERS, finish, host_pids_running, skip, status_field
 
 CGROUP = "/sys/fs/cgroup"
 
@@ -264,10 +264,7 @@ def main():
         check("nothing left under --root", os.listdir(rt.root) == [], os.listdir(rt.root))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    if failures:
-        print(f"{len(failures)} failed: " + "; ".join(failures))
-        sys.exit(1)
-    print("all passed")
+    finish()
 
 
 if __name__ == "__main__":

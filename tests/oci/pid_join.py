@@ -31,9 +31,9 @@ import subprocess
 import sys
 import tempfile
 
-from lifecycle import (become_subreaper, make_test_tree, check, failures, make_bundle, reap, state_of,
+from lifecycle import (become_subreaper, make_test_tree, check, make_bundle, reap, state_of,
                        root_tag, wait_for)
-from oci_common import BUSYBOX, host_pids_running, parent_of, skip, status_field
+from oci_common import BUSYBOX, finish, host_pids_running, parent_of, skip, status_field
 
 APPLETS = ["sh", "sleep", "ps", "ls", "readlink", "kill", "echo", "cat", "true"]
 
@@ -421,9 +421,7 @@ def main():
                 rt("delete", "--force", cid)
         reap()
         shutil.rmtree(scratch, ignore_errors=True)
-    if failures:
-        print(f"{len(failures)} failed: " + "; ".join(failures))
-        sys.exit(1)
+    finish()
 
 
 if __name__ == "__main__":

@@ -35,20 +35,11 @@ import tempfile
 import time
 import urllib.request
 
-from oci_common import BUSYBOX, V1_CONTROLLERS, skip
+from oci_common import BUSYBOX, V1_CONTROLLERS, check, failures, skip
 APPLETS = ["sh", "echo", "cat", "sleep", "touch", "ls", "true", "unshare", "ip", "tty", "grep",
            "httpd", "id", "hostname", "stat", "head", "od", "uname"]
 CLEAN_ROOT = os.environ.get("STOCKADE_CLEAN_ROOT", "/var/cache/stockade-test/bookworm")
 ULIMITS = ["--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024"]
-
-
-failures = []
-
-
-def check(name, ok, detail=""):
-    print(("ok   " if ok else "FAIL ") + name + ("" if ok else f": {detail}"))
-    if not ok:
-        failures.append(name)
 
 
 def own(path, rootless):

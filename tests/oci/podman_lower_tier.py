@@ -41,7 +41,7 @@ import subprocess
 import sys
 import tempfile
 
-from oci_common import BUSYBOX, skip
+from oci_common import BUSYBOX, check, failures, skip
 
 APPLETS = ["sh", "id", "cat", "ls", "sleep", "setsid", "unshare", "kill", "true", "grep"]
 ULIMITS = ["--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024"]
@@ -55,14 +55,6 @@ PROBE_INSIDE = "/usr/local/bin/stockade-probe"
 # Docker's mask of clone's namespace flags (its default.json): a clone with
 # none of them is an ordinary fork or thread.
 CLONE_NAMESPACE_FLAGS = 0x7E020000
-
-failures = []
-
-
-def check(name, ok, detail=""):
-    print(("ok   " if ok else "FAIL ") + name + ("" if ok else f": {detail}"))
-    if not ok:
-        failures.append(name)
 
 
 def is_static(path):

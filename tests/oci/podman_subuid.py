@@ -22,17 +22,10 @@ import subprocess
 import sys
 import tempfile
 
-from oci_common import BUSYBOX, skip
+from oci_common import BUSYBOX, check, finish, skip
 
 APPLETS = ["sh", "id", "cat", "head", "sleep", "ls", "stat", "echo", "touch"]
 ULIMITS = ["--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024"]
-failures = []
-
-
-def check(name, ok, detail=""):
-    print(("ok   " if ok else "FAIL ") + name + ("" if ok else f": {detail}"))
-    if not ok:
-        failures.append(name)
 
 
 def subordinate_base(name, path):
@@ -171,10 +164,7 @@ def main():
     left = os.path.exists(work)
     check("nothing left: the user, its block, its files",
           not left and subordinate_base(user, "/etc/subuid") is None, work)
-    if failures:
-        print(f"{len(failures)} failed: " + "; ".join(failures))
-        sys.exit(1)
-    print("all passed")
+    finish()
 
 
 if __name__ == "__main__":

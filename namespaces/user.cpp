@@ -138,11 +138,20 @@ Status runMapHelper(const char* helper, pid_t pid, const std::vector<std::string
 
 }  // namespace
 
+std::optional<uint32_t> outsideIdOf(const std::vector<IdRange>& ranges, uint32_t inside) {
+    for (const IdRange& r : ranges)
+        if (inside >= r.inside && inside - r.inside < r.count)
+            return r.outside + (inside - r.inside);
+    return std::nullopt;
+}
+
 bool mapsInsideUid(const IdMapping& m, uid_t id) {
+    if (!m.uid_ranges.empty()) return outsideIdOf(m.uid_ranges, id).has_value();
     return m.count > 1 ? id < m.count : id == m.inside_uid;
 }
 
 bool mapsInsideGid(const IdMapping& m, gid_t id) {
+    if (!m.gid_ranges.empty()) return outsideIdOf(m.gid_ranges, id).has_value();
     return m.count > 1 ? id < m.count : id == m.inside_gid;
 }
 
@@ -170,6 +179,17 @@ Status writeIdMaps(pid_t pid, const IdMapping& m) {
             return s;
         return runMapHelper(kNewGidMap, pid,
                             subordinateExtents(m.inside_gid, m.host_gid, m.subgid_base, m.count));
+    }
+    if (!m.uid_ranges.empty()) {
+        auto lines = [](const std::vector<IdRange>& ranges) {
+            std::string out;
+            for (const IdRange& r : ranges)
+                out += std::to_string(r.inside) + " " + std::to_string(r.outside) + " " +
+                       std::to_string(r.count) + "\n";
+            return out;
+        };
+        if (auto s = writeProcFile(pid, "uid_map", lines(m.uid_ranges)); !s) return s;
+        return writeProcFile(pid, "gid_map", lines(m.gid_ranges));
     }
     if (m.callers_ranges) {
         const std::string uids = callersRangeLines("uid_map", m.count);

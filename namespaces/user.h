@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -22,6 +23,14 @@ namespace stockade::ns {
 // block that is the sandbox's alone), so that another id is a real id the
 // sandbox lacks the privilege for (EPERM) rather than an unmapped one
 // (EINVAL). Never host root either way.
+// One line of an id map: `count` ids from `inside` in the namespace made,
+// from `outside` in the writer's.
+struct IdRange {
+    uint32_t inside = 0;
+    uint32_t outside = 0;
+    uint32_t count = 0;
+};
+
 struct IdMapping {
     uid_t inside_uid;
     uid_t host_uid;
@@ -49,7 +58,23 @@ struct IdMapping {
     // kernel takes a line only when its ids lie in one range of the
     // writer's. inside_uid == host_uid, inside_gid == host_gid.
     bool callers_ranges = false;
+    // The lines of an OCI linux.uidMappings and gidMappings of several
+    // ranges (rootless podman's --userns=keep-id), written as given by a
+    // writer that is uid 0 of a namespace mapping those ids (as with
+    // callers_ranges); empty otherwise. inside_uid/host_uid and
+    // inside_gid/host_gid are then the process's ids and where they land,
+    // and count is 1.
+    std::vector<IdRange> uid_ranges;
+    std::vector<IdRange> gid_ranges;
+
+    // Whether the ids are the caller's own namespace's (callers_ranges, or
+    // the given ranges): groups and stdio are given there as root gives
+    // them on the host.
+    bool callersIds() const { return callers_ranges || !uid_ranges.empty(); }
 };
+
+// The id `inside` lands on under `ranges`, nullopt where none maps it.
+std::optional<uint32_t> outsideIdOf(const std::vector<IdRange>& ranges, uint32_t inside);
 
 // The setuid helpers of shadow's uidmap package, at the one path Debian,
 // Fedora and Arch install them: never looked up on PATH, which is the

@@ -565,11 +565,11 @@ Status createContainer(const std::string& root_dir, const std::string& id,
     // So too where the container has the ids of the caller's own namespace
     // (rootless podman's, ns::IdMapping::callers_ranges), whose groups the
     // caller may set: not the caller's group 0 (the podman user's own).
-    const bool sets_groups = isHostRoot() || (cplan.ids.callers_ranges && cplan.sets_groups);
+    const bool sets_groups = isHostRoot() || (cplan.ids.callersIds() && cplan.sets_groups);
     if (sets_groups && setgroups(cplan.host_groups.size(), cplan.host_groups.data()) < 0)
         return Error::fromErrno("setgroups(" + std::to_string(cplan.host_groups.size()) +
                                 " host gids of process.user.additionalGids)");
-    if (isHostRoot() || cplan.ids.callers_ranges) giveStdioPipes(cplan.ids.host_uid);
+    if (isHostRoot() || cplan.ids.callersIds()) giveStdioPipes(cplan.ids.host_uid);
     // init takes its signals with sigwaitinfo, so they are blocked before
     // the clone, which inherits the mask: every signal init may take
     // (runtime/child/command_signals_in_child.h). After the clone, create
@@ -693,7 +693,7 @@ Status createContainer(const std::string& root_dir, const std::string& id,
     record.enforced["command pid"] = cplan.plan.command_pid_ns ? "1" : "2";
     // The ids of the caller's own namespace (rootless podman's subordinate
     // ids): `exec` gives groups and stdio as create did only for these.
-    record.enforced["ids"] = cplan.ids.callers_ranges ? "the caller's" : "mapped";
+    record.enforced["ids"] = cplan.ids.callersIds() ? "the caller's" : "mapped";
     record.denials.counted = launched.listener.valid();
     record.denials.not_counted = denials->not_counted;
     // Into the cgroup while everything of the container is parked: init and

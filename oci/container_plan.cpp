@@ -415,6 +415,15 @@ std::string pingGroupRangeOnHost(const std::string& value, const ns::IdMapping& 
     int64_t low = 0, high = 0;
     std::string rest;
     if (!(in >> low >> high) || (in >> rest) || low < 0 || high < low) return value;
+    // Several ranges: the one holding the first gid asked, as far as it goes.
+    for (const ns::IdRange& r : ids.gid_ranges) {
+        const int64_t lo = std::max<int64_t>(low, r.inside);
+        const int64_t hi = std::min<int64_t>(high, int64_t{r.inside} + r.count - 1);
+        if (lo <= hi)
+            return std::to_string(lo - r.inside + r.outside) + " " +
+                   std::to_string(hi - r.inside + r.outside);
+    }
+    if (!ids.gid_ranges.empty()) return "1 0";
     // The container's gids: 0..count-1 from the block's base, or its one gid.
     int64_t first = ids.count > 1 ? 0 : ids.inside_gid;
     int64_t last = ids.count > 1 ? ids.count - 1 : ids.inside_gid;
@@ -474,6 +483,61 @@ Status prepareJoinedNamespaces(ContainerPlan& planned) {
     return okStatus();
 }
 
+namespace {
+
+// linux.uidMappings and gidMappings of several ranges (rootless podman's
+// --userns=keep-id: the user's own id at its uid, the subordinate ids
+// around it): written as given, by a caller that is uid 0 of a namespace
+// mapping every id they name (callerNamespaceWidth), which the kernel lets
+// write several lines. As root, or from a caller with one id, refused.
+Result<ns::IdMapping> severalRanges(const Config& config, bool as_root, uid_t caller_uid,
+                                    gid_t caller_gid) {
+    const std::string field = "config.json: linux.uidMappings and gidMappings: ";
+    if (as_root) return Error::message(field + "more than one range is not supported yet as root");
+    const uint32_t width = caller_uid == 0 && caller_gid == 0 ? callerNamespaceWidth() : 1;
+    if (width <= 1)
+        return Error::message(field +
+                              "several ranges can be written only by uid 0 of a user namespace "
+                              "that maps several ids (rootless podman's); this caller maps one");
+    ns::IdMapping ids{config.uid, 0, config.gid, 0, 1};
+    for (auto [given, ranges, what, id] :
+         {std::tuple{&config.uid_mappings, &ids.uid_ranges, "uid", config.uid},
+          std::tuple{&config.gid_mappings, &ids.gid_ranges, "gid", config.gid}}) {
+        // The kernel's own bounds, said before it refuses them with EINVAL.
+        if (given->size() > 340) return Error::message(field + "more than 340 " + what + " ranges");
+        for (size_t i = 0; i < given->size(); ++i) {
+            const IdMap& m = (*given)[i];
+            const std::string which = field + what + " range " + std::to_string(i) + " (" +
+                                      std::to_string(m.container_id) + " " +
+                                      std::to_string(m.host_id) + " " + std::to_string(m.size) +
+                                      ")";
+            if (m.size == 0 || uint64_t{m.host_id} + m.size > width ||
+                uint64_t{m.container_id} + m.size > UINT32_MAX)
+                return Error::message(which + ": past the " + std::to_string(width) +
+                                      " ids this caller's namespace maps");
+            for (size_t j = 0; j < i; ++j) {
+                const IdMap& o = (*given)[j];
+                if (m.container_id < o.container_id + o.size &&
+                    o.container_id < m.container_id + m.size)
+                    return Error::message(which + ": overlaps range " + std::to_string(j) +
+                                          " inside the container");
+                if (m.host_id < o.host_id + o.size && o.host_id < m.host_id + m.size)
+                    return Error::message(which + ": overlaps range " + std::to_string(j) +
+                                          " in the caller's namespace");
+            }
+            ranges->push_back({m.container_id, m.host_id, m.size});
+        }
+        if (!ns::outsideIdOf(*ranges, id))
+            return Error::message(field + "process.user." + what + " " + std::to_string(id) +
+                                  " is not mapped");
+    }
+    ids.host_uid = *ns::outsideIdOf(ids.uid_ranges, config.uid);
+    ids.host_gid = *ns::outsideIdOf(ids.gid_ranges, config.gid);
+    return ids;
+}
+
+}  // namespace
+
 Result<ns::IdMapping> idsFor(const Config& config, bool as_root, uid_t caller_uid, gid_t caller_gid,
                              uint32_t leased_first, uint32_t leased_width) {
     const uid_t uid = config.uid;
@@ -509,9 +573,7 @@ Result<ns::IdMapping> idsFor(const Config& config, bool as_root, uid_t caller_ui
         return ns::IdMapping{uid, leased_first, gid, leased_first, 1};
     }
     if (config.uid_mappings.size() != 1 || config.gid_mappings.size() != 1)
-        return Error::message(
-            "config.json: linux.uidMappings: more than one range is not "
-            "supported yet");
+        return severalRanges(config, as_root, caller_uid, caller_gid);
     const IdMap& u = config.uid_mappings[0];
     const IdMap& g = config.gid_mappings[0];
     auto covers = [](const IdMap& m, uint32_t id) {
@@ -563,7 +625,7 @@ Result<ContainerPlan> planContainer(const Config& config, const std::string& bun
     plan.ids = *ids;
     const bool keep_groups = keepsOriginalGroups(config.annotations);
     // The ids of the caller's own namespace: groups as root sets them.
-    const bool callers = ids->callers_ranges;
+    const bool callers = ids->callersIds();
     out.sets_groups = as_root || (callers && !keep_groups);
     auto groups = hostGroupsFor(config.additional_gids, config.gid, gidExtentsOf(*ids),
                                 as_root || (callers && !keep_groups), keep_groups,

@@ -12,6 +12,12 @@ bool keepsOriginalGroups(const std::map<std::string, std::string>& annotations) 
 }
 
 std::vector<IdMap> gidExtentsOf(const ns::IdMapping& ids) {
+    if (!ids.gid_ranges.empty()) {
+        std::vector<IdMap> out;
+        for (const ns::IdRange& r : ids.gid_ranges)
+            out.push_back(IdMap{r.inside, r.outside, r.count});
+        return out;
+    }
     if (ids.count > 1) return {IdMap{0, ids.host_gid - ids.inside_gid, ids.count}};
     return {IdMap{ids.inside_gid, ids.host_gid, 1}};
 }

@@ -116,8 +116,20 @@ def main():
             # gid 0 of podman's namespace is the user's own group, not
             # host root's (alpine's /etc/group lists root in it): taken.
             group0 = run(name, "id", opts=("--user", "1000:1000", "--group-add", "0"))
-            seen[name] = (plain, user1000, detached, execd, group0)
-        plain, user1000, detached, execd, group0 = seen["stockade"]
+            # --userns=keep-id: the user's own id at its uid inside, the
+            # subordinate ids around it (linux.uidMappings of three ranges).
+            keep_id = run(name, "sh", "-c", "id; cat /proc/self/uid_map; "
+                          "echo kept > /home-vol/f-" + name,
+                          opts=("--userns=keep-id", "-v", f"{work}/home:/home-vol"))
+            # ...and exec into such a container (toolbox's and distrobox's way).
+            podman(name, "rm", "-f", "-t", "0", "kept")
+            podman(name, "run", "-d", "--name", "kept", "--network", "none",
+                             "--userns=keep-id", *ULIMITS, "--rootfs", f"{work}/rootfs",
+                             "sleep", "1000")
+            kept_exec = podman(name, "exec", "kept", "sh", "-c", "id; echo out > /dev/stdout")
+            podman(name, "rm", "-f", "-t", "0", "kept")
+            seen[name] = (plain, user1000, detached, execd, group0, keep_id, kept_exec)
+        plain, user1000, detached, execd, group0, keep_id, kept_exec = seen["stockade"]
         lines = plain.stdout.splitlines()
         check("rootless podman with subordinate ids runs a container (devpts and all)",
               plain.returncode == 0 and "/dev/pts/ptmx" in lines,
@@ -151,6 +163,24 @@ def main():
               group0.returncode == 0 and group0.stdout == seen["runc"][4].stdout and
               "groups=0" in group0.stdout.replace(" ", ""),
               (group0.returncode, group0.stdout, group0.stderr, seen["runc"][4].stdout))
+        owners = {}
+        for name in runtimes:
+            try:
+                st = os.stat(f"{work}/home/f-{name}")
+                owners[name] = (st.st_uid, st.st_gid)
+            except OSError as e:
+                owners[name] = str(e)
+        check("--userns=keep-id (three id ranges): the user's uid inside, its maps and a "
+              "file it writes as under runc, the file the user's own on the host",
+              keep_id.returncode == 0 and keep_id.stdout == seen["runc"][5].stdout and
+              keep_id.stdout.startswith(f"uid={uid}({user}) gid={gid}({user})") and
+              owners["stockade"] == (uid, gid) == owners["runc"],
+              (keep_id.returncode, keep_id.stdout, keep_id.stderr, seen["runc"][5].stdout,
+               owners))
+        check("exec into a --userns=keep-id container: as under runc",
+              kept_exec.returncode == 0 and kept_exec.stdout == seen["runc"][6].stdout and
+              "out" in kept_exec.stdout,
+              (kept_exec.returncode, kept_exec.stdout, kept_exec.stderr, seen["runc"][6].stdout))
     finally:
         if made_user:
             subprocess.run(["pkill", "-KILL", "-u", user], capture_output=True)

@@ -18,6 +18,7 @@
 
 #include "oci/config.h"
 #include "oci/container_plan.h"
+#include "oci/groups.h"
 #include "oci/resource_names.h"
 #include "oci/state.h"
 #include "seccomp/oci_import.h"
@@ -737,6 +738,44 @@ TEST_CASE("oci ping_group_range: the container's gids written as the host's", "[
     CHECK(pingGroupRangeOnHost("0 0", one) == "1000 1000");
     CHECK(pingGroupRangeOnHost("5 9", one) == "1 0");
     CHECK(pingGroupRangeOnHost("not numbers", one) == "not numbers");
+    // Several ranges (podman's keep-id for uid 1001): the one holding the
+    // first gid asked, as far as it goes.
+    stockade::ns::IdMapping kept{1001, 0, 1001, 0, 1};
+    kept.gid_ranges = {{0, 1, 1001}, {1001, 0, 1}, {1002, 1002, 64535}};
+    kept.uid_ranges = kept.gid_ranges;
+    CHECK(pingGroupRangeOnHost("0 0", kept) == "1 1");
+    CHECK(pingGroupRangeOnHost("1001 2147483647", kept) == "0 0");
+    CHECK(pingGroupRangeOnHost("70000 80000", kept) == "1 0");
+}
+
+TEST_CASE("oci ids: several ranges are taken as given, and only where they can be written",
+          "[oci]") {
+    stockade::ns::IdMapping kept{1001, 0, 1001, 0, 1};
+    kept.uid_ranges = {{0, 1, 1001}, {1001, 0, 1}, {1002, 1002, 64535}};
+    kept.gid_ranges = kept.uid_ranges;
+    CHECK(stockade::ns::mapsInsideUid(kept, 0));
+    CHECK(stockade::ns::mapsInsideUid(kept, 65536));
+    CHECK_FALSE(stockade::ns::mapsInsideUid(kept, 65537));
+    CHECK(*stockade::ns::outsideIdOf(kept.uid_ranges, 1001) == 0);
+    CHECK(*stockade::ns::outsideIdOf(kept.uid_ranges, 5) == 6);
+    CHECK(kept.callersIds());
+    const auto extents = gidExtentsOf(kept);
+    REQUIRE(extents.size() == 3);
+    CHECK((extents[1].container_id == 1001 && extents[1].host_id == 0 && extents[1].size == 1));
+    // As root, or from a caller whose namespace maps one id (this test's:
+    // the host's own, not a namespace of several), refused by name.
+    Config c;
+    c.uid = 1001;
+    c.gid = 1001;
+    c.uid_mappings = {{0, 1, 1001}, {1001, 0, 1}, {1002, 1002, 64535}};
+    c.gid_mappings = c.uid_mappings;
+    auto as_root = idsFor(c, true, 0, 0, 0, 0);
+    REQUIRE_FALSE(as_root);
+    CHECK(as_root.error().describe().find("more than one range is not supported yet as root") !=
+          std::string::npos);
+    auto narrow = idsFor(c, false, 1000, 1000, 0, 0);
+    REQUIRE_FALSE(narrow);
+    CHECK(narrow.error().describe().find("this caller maps one") != std::string::npos);
 }
 
 TEST_CASE("oci config: hugepageLimits and unified are read as kubelet sends them", "[oci]") {

@@ -17,12 +17,6 @@
 
 namespace stockade::ns {
 
-// The sandbox's uid and gid inside and the host ids they are. With count 1,
-// only those two are mapped, one id each. With a larger count, the block of
-// inside ids 0..count-1 maps onto the host ids starting at host - inside (a
-// block that is the sandbox's alone), so that another id is a real id the
-// sandbox lacks the privilege for (EPERM) rather than an unmapped one
-// (EINVAL). Never host root either way.
 // One line of an id map: `count` ids from `inside` in the namespace made,
 // from `outside` in the writer's.
 struct IdRange {
@@ -31,6 +25,12 @@ struct IdRange {
     uint32_t count = 0;
 };
 
+// The sandbox's uid and gid inside and the host ids they are. With count 1,
+// only those two are mapped, one id each. With a larger count, the block of
+// inside ids 0..count-1 maps onto the host ids starting at host - inside (a
+// block that is the sandbox's alone), so that another id is a real id the
+// sandbox lacks the privilege for (EPERM) rather than an unmapped one
+// (EINVAL). Never host root either way.
 struct IdMapping {
     uid_t inside_uid;
     uid_t host_uid;

@@ -264,12 +264,18 @@ bool directoryInImage(int root_fd, const std::string& target) {
     return fd && fstat(fd.get(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-// An image file's owner as the tmpfs copy's: the image's ids taken as the
-// container's (its root's files its root's), as an idmapped root would
-// show them; an id outside the container's range is kept (it shows as
-// nobody inside). Rootless, every file is the caller's already.
-uid_t copyOwner(uint32_t image_id, uint32_t inside, uint32_t host, uint32_t count) {
-    if (count > 1) return image_id < count ? host - inside + image_id : image_id;
+// An image file's owner (its uid, or with `uid` false its gid) as the tmpfs
+// copy's: the image's ids taken as the container's (its root's files its
+// root's), as an idmapped root would show them; an id outside the
+// container's range is kept (it shows as nobody inside). With the caller's
+// own namespace's ids (rootless podman's, run as its uid 0) the image is
+// not shifted: the copy keeps the file's owner, seen inside as the file is.
+// Rootless otherwise, every file is the caller's already.
+uint32_t copyOwner(uint32_t image_id, const ns::IdMapping& ids, bool uid) {
+    if (ids.callersIds()) return image_id;
+    const uint32_t inside = uid ? ids.inside_uid : ids.inside_gid;
+    const uint32_t host = uid ? ids.host_uid : ids.host_gid;
+    if (ids.count > 1) return image_id < ids.count ? host - inside + image_id : image_id;
     return image_id == inside ? host : image_id;
 }
 
@@ -290,8 +296,8 @@ Status copyTree(int from, int to, const ns::IdMapping& ids, bool as_root, const 
     closedir(d);
     auto owned = [&](int dirfd, const char* name, const struct stat& st, int flags) -> Status {
         if (!as_root) return okStatus();
-        if (fchownat(dirfd, name, copyOwner(st.st_uid, ids.inside_uid, ids.host_uid, ids.count),
-                     copyOwner(st.st_gid, ids.inside_gid, ids.host_gid, ids.count), flags) < 0)
+        if (fchownat(dirfd, name, copyOwner(st.st_uid, ids, true), copyOwner(st.st_gid, ids, false),
+                     flags) < 0)
             return Error::fromErrno(where + ": tmpcopyup: chown(\"" + std::string(name) + "\")");
         return okStatus();
     };
@@ -384,9 +390,8 @@ Result<UniqueFd> copiedTmpfs(const Mount& m, int source, const struct stat& sour
     UniqueFd top(openat(mnt.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (!top) return Error::fromErrno(where + ": tmpcopyup: open the tmpfs");
     if (auto s = copyTree(source, top.get(), ids, as_root, where, 0); !s) return s.error();
-    if (as_root &&
-        fchown(top.get(), copyOwner(source_st.st_uid, ids.inside_uid, ids.host_uid, ids.count),
-               copyOwner(source_st.st_gid, ids.inside_gid, ids.host_gid, ids.count)) < 0)
+    if (as_root && fchown(top.get(), copyOwner(source_st.st_uid, ids, true),
+                          copyOwner(source_st.st_gid, ids, false)) < 0)
         return Error::fromErrno(where + ": tmpcopyup: chown the tmpfs");
     // The image directory's mode, unless the options ask one.
     if (!namesOption(m.data, "mode=") && fchmod(top.get(), source_st.st_mode & 01777) < 0)
@@ -415,7 +420,8 @@ std::string pingGroupRangeOnHost(const std::string& value, const ns::IdMapping& 
     int64_t low = 0, high = 0;
     std::string rest;
     if (!(in >> low >> high) || (in >> rest) || low < 0 || high < low) return value;
-    // Several ranges: the one holding the first gid asked, as far as it goes.
+    // Several ranges: the first, in the map's order, that holds any gid
+    // asked, for as many of them as it holds.
     for (const ns::IdRange& r : ids.gid_ranges) {
         const int64_t lo = std::max<int64_t>(low, r.inside);
         const int64_t hi = std::min<int64_t>(high, int64_t{r.inside} + r.count - 1);
@@ -483,26 +489,17 @@ Status prepareJoinedNamespaces(ContainerPlan& planned) {
     return okStatus();
 }
 
-namespace {
-
-// linux.uidMappings and gidMappings of several ranges (rootless podman's
-// --userns=keep-id: the user's own id at its uid, the subordinate ids
-// around it): written as given, by a caller that is uid 0 of a namespace
-// mapping every id they name (callerNamespaceWidth), which the kernel lets
-// write several lines. As root, or from a caller with one id, refused.
-Result<ns::IdMapping> severalRanges(const Config& config, bool as_root, uid_t caller_uid,
-                                    gid_t caller_gid) {
+Result<ns::IdMapping> idsFromRanges(const Config& config, const CallerRanges& uids,
+                                    const CallerRanges& gids) {
     const std::string field = "config.json: linux.uidMappings and gidMappings: ";
-    if (as_root) return Error::message(field + "more than one range is not supported yet as root");
-    const uint32_t width = caller_uid == 0 && caller_gid == 0 ? callerNamespaceWidth() : 1;
-    if (width <= 1)
+    if (uids.empty() || gids.empty())
         return Error::message(field +
                               "several ranges can be written only by uid 0 of a user namespace "
                               "that maps several ids (rootless podman's); this caller maps one");
     ns::IdMapping ids{config.uid, 0, config.gid, 0, 1};
-    for (auto [given, ranges, what, id] :
-         {std::tuple{&config.uid_mappings, &ids.uid_ranges, "uid", config.uid},
-          std::tuple{&config.gid_mappings, &ids.gid_ranges, "gid", config.gid}}) {
+    for (auto [given, caller, ranges, what, id] :
+         {std::tuple{&config.uid_mappings, &uids, &ids.uid_ranges, "uid", config.uid},
+          std::tuple{&config.gid_mappings, &gids, &ids.gid_ranges, "gid", config.gid}}) {
         // The kernel's own bounds, said before it refuses them with EINVAL.
         if (given->size() > 340) return Error::message(field + "more than 340 " + what + " ranges");
         for (size_t i = 0; i < given->size(); ++i) {
@@ -511,17 +508,24 @@ Result<ns::IdMapping> severalRanges(const Config& config, bool as_root, uid_t ca
                                       std::to_string(m.container_id) + " " +
                                       std::to_string(m.host_id) + " " + std::to_string(m.size) +
                                       ")";
-            if (m.size == 0 || uint64_t{m.host_id} + m.size > width ||
-                uint64_t{m.container_id} + m.size > UINT32_MAX)
-                return Error::message(which + ": past the " + std::to_string(width) +
-                                      " ids this caller's namespace maps");
+            const uint64_t first = m.host_id, end = first + m.size;
+            if (m.size == 0 || uint64_t{m.container_id} + m.size > UINT32_MAX)
+                return Error::message(which + ": empty, or past the last id");
+            // The kernel takes a line only within one range of the writer's
+            // own map: a line across two is refused (EINVAL) as one past it.
+            if (std::none_of(caller->begin(), caller->end(), [&](const auto& r) {
+                    return first >= r.first && end <= r.first + r.second;
+                }))
+                return Error::message(which +
+                                      ": not within one range of the ids this caller's "
+                                      "namespace maps");
             for (size_t j = 0; j < i; ++j) {
                 const IdMap& o = (*given)[j];
-                if (m.container_id < o.container_id + o.size &&
-                    o.container_id < m.container_id + m.size)
+                if (m.container_id < uint64_t{o.container_id} + o.size &&
+                    o.container_id < uint64_t{m.container_id} + m.size)
                     return Error::message(which + ": overlaps range " + std::to_string(j) +
                                           " inside the container");
-                if (m.host_id < o.host_id + o.size && o.host_id < m.host_id + m.size)
+                if (first < uint64_t{o.host_id} + o.size && o.host_id < end)
                     return Error::message(which + ": overlaps range " + std::to_string(j) +
                                           " in the caller's namespace");
             }
@@ -535,8 +539,6 @@ Result<ns::IdMapping> severalRanges(const Config& config, bool as_root, uid_t ca
     ids.host_gid = *ns::outsideIdOf(ids.gid_ranges, config.gid);
     return ids;
 }
-
-}  // namespace
 
 Result<ns::IdMapping> idsFor(const Config& config, bool as_root, uid_t caller_uid, gid_t caller_gid,
                              uint32_t leased_first, uint32_t leased_width) {
@@ -572,8 +574,15 @@ Result<ns::IdMapping> idsFor(const Config& config, bool as_root, uid_t caller_ui
                 "id 0 that holds it is)");
         return ns::IdMapping{uid, leased_first, gid, leased_first, 1};
     }
-    if (config.uid_mappings.size() != 1 || config.gid_mappings.size() != 1)
-        return severalRanges(config, as_root, caller_uid, caller_gid);
+    if (config.uid_mappings.size() != 1 || config.gid_mappings.size() != 1) {
+        if (as_root)
+            return Error::message(
+                "config.json: linux.uidMappings and gidMappings: more than one range is not "
+                "supported yet as root");
+        if (caller_uid != 0 || caller_gid != 0 || callerNamespaceWidth() <= 1)
+            return idsFromRanges(config, {}, {});
+        return idsFromRanges(config, ns::ownMapRanges("uid_map"), ns::ownMapRanges("gid_map"));
+    }
     const IdMap& u = config.uid_mappings[0];
     const IdMap& g = config.gid_mappings[0];
     auto covers = [](const IdMap& m, uint32_t id) {

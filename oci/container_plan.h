@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/error.h"
@@ -130,6 +131,17 @@ Status prepareJoinedNamespaces(ContainerPlan& planned);
 // gids the container's map to (the kernel reads them in the writer's user
 // namespace); "1 0" (nobody) when none of them is mapped.
 std::string pingGroupRangeOnHost(const std::string& value, const ns::IdMapping& ids);
+
+// A caller's own map as ns::ownMapRanges reads it: (first id, count) each.
+using CallerRanges = std::vector<std::pair<uint64_t, uint64_t>>;
+// linux.uidMappings and gidMappings of several ranges (rootless podman's
+// --userns=keep-id: the user's own id at its uid, the subordinate ids
+// around it), written as given by a caller that is uid 0 of a namespace
+// mapping `uids` and `gids` (its own map; empty: a caller of one id, which
+// cannot write them): each range within one of the caller's, none
+// overlapping another inside or outside, the process's ids mapped.
+Result<ns::IdMapping> idsFromRanges(const Config& config, const CallerRanges& uids,
+                                    const CallerRanges& gids);
 
 // The ids the container gets, from linux.uidMappings/gidMappings or, without
 // them, stockade's own choice (as root a leased block, rootless the

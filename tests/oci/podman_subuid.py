@@ -118,7 +118,7 @@ def main():
             group0 = run(name, "id", opts=("--user", "1000:1000", "--group-add", "0"))
             # --userns=keep-id: the user's own id at its uid inside, the
             # subordinate ids around it (linux.uidMappings of three ranges).
-            keep_id = run(name, "sh", "-c", "id; cat /proc/self/uid_map; "
+            keep_id = run(name, "sh", "-c", "id; cat /proc/self/uid_map /proc/self/gid_map; "
                           "echo kept > /home-vol/f-" + name,
                           opts=("--userns=keep-id", "-v", f"{work}/home:/home-vol"))
             # ...and exec into such a container (toolbox's and distrobox's way).
@@ -127,9 +127,13 @@ def main():
                              "--userns=keep-id", *ULIMITS, "--rootfs", f"{work}/rootfs",
                              "sleep", "1000")
             kept_exec = podman(name, "exec", "kept", "sh", "-c", "id; echo out > /dev/stdout")
+            # As container root, which keep-id maps to a subordinate id: the
+            # stdio pipes given to it, as create gives them.
+            kept_root = podman(name, "exec", "--user", "0:0", "kept", "sh", "-c",
+                               "id; echo out > /dev/stdout")
             podman(name, "rm", "-f", "-t", "0", "kept")
-            seen[name] = (plain, user1000, detached, execd, group0, keep_id, kept_exec)
-        plain, user1000, detached, execd, group0, keep_id, kept_exec = seen["stockade"]
+            seen[name] = (plain, user1000, detached, execd, group0, keep_id, kept_exec, kept_root)
+        plain, user1000, detached, execd, group0, keep_id, kept_exec, kept_root = seen["stockade"]
         lines = plain.stdout.splitlines()
         check("rootless podman with subordinate ids runs a container (devpts and all)",
               plain.returncode == 0 and "/dev/pts/ptmx" in lines,
@@ -177,10 +181,13 @@ def main():
               owners["stockade"] == (uid, gid) == owners["runc"],
               (keep_id.returncode, keep_id.stdout, keep_id.stderr, seen["runc"][5].stdout,
                owners))
-        check("exec into a --userns=keep-id container: as under runc",
+        check("exec into a --userns=keep-id container, as its user and as its root: as under runc",
               kept_exec.returncode == 0 and kept_exec.stdout == seen["runc"][6].stdout and
-              "out" in kept_exec.stdout,
-              (kept_exec.returncode, kept_exec.stdout, kept_exec.stderr, seen["runc"][6].stdout))
+              "out" in kept_exec.stdout and kept_root.returncode == 0 and
+              kept_root.stdout == seen["runc"][7].stdout and
+              kept_root.stdout.startswith("uid=0") and "out" in kept_root.stdout,
+              (kept_exec.returncode, kept_exec.stdout, kept_exec.stderr, seen["runc"][6].stdout,
+               kept_root.returncode, kept_root.stdout, kept_root.stderr, seen["runc"][7].stdout))
     finally:
         if made_user:
             subprocess.run(["pkill", "-KILL", "-u", user], capture_output=True)

@@ -776,6 +776,35 @@ TEST_CASE("oci ids: several ranges are taken as given, and only where they can b
     auto narrow = idsFor(c, false, 1000, 1000, 0, 0);
     REQUIRE_FALSE(narrow);
     CHECK(narrow.error().describe().find("this caller maps one") != std::string::npos);
+
+    // From podman's namespace (its own map: the user at 0, 65536
+    // subordinate ids at 1): keep-id's three ranges, as given.
+    const CallerRanges podman = {{0, 1}, {1, 65536}};
+    auto taken = idsFromRanges(c, podman, podman);
+    REQUIRE(taken);
+    CHECK(taken->host_uid == 0);
+    CHECK(taken->host_gid == 0);
+    CHECK(taken->uid_ranges.size() == 3);
+    CHECK(taken->callersIds());
+    auto refused = [&](std::vector<IdMap> uids, const std::string& said) {
+        Config bad = c;
+        bad.uid_mappings = std::move(uids);
+        auto r = idsFromRanges(bad, podman, podman);
+        INFO(said);
+        REQUIRE_FALSE(r);
+        CHECK(r.error().describe().find(said) != std::string::npos);
+    };
+    // Across the caller's two ranges (0 is the user, 1.. the block): the
+    // kernel would refuse it whole.
+    refused({{0, 0, 2}, {1001, 2, 1}}, "uid range 0 (0 0 2): not within one range");
+    refused({{0, 1, 65537}}, "not within one range");  // one past the block
+    refused({{0, 1, 1001}, {1000, 0, 1}}, "uid range 1 (1000 0 1): overlaps range 0 inside");
+    refused({{0, 1, 1001}, {1001, 1001, 1}}, "overlaps range 0 in the caller's namespace");
+    refused({{0, 1, 0}, {1001, 0, 1}}, "empty, or past the last id");
+    refused({{0, 1, 1000}, {1002, 0, 1}}, "process.user.uid 1001 is not mapped");
+    std::vector<IdMap> many;
+    for (uint32_t i = 0; i < 341; ++i) many.push_back({i, i + 1, 1});
+    refused(many, "more than 340 uid ranges");
 }
 
 TEST_CASE("oci config: hugepageLimits and unified are read as kubelet sends them", "[oci]") {

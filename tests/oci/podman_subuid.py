@@ -37,6 +37,15 @@ def subordinate_base(name, path):
     return None
 
 
+def owner_of(path):
+    """(uid, gid) of the file as the host sees it, or why it cannot be read."""
+    try:
+        st = os.stat(path)
+        return (st.st_uid, st.st_gid)
+    except OSError as e:
+        return str(e)
+
+
 def main():
     if len(sys.argv) != 2:
         print(__doc__)
@@ -148,13 +157,7 @@ def main():
               user1000.stdout == seen["runc"][1].stdout and
               user1000.stdout.startswith("uid=1000 gid=1000 groups=1000,2000"),
               (user1000.returncode, user1000.stdout, user1000.stderr, seen["runc"][1].stdout))
-        written = {}
-        for name in runtimes:
-            try:
-                st = os.stat(f"{volume}/f-{name}")
-                written[name] = (st.st_uid, st.st_gid)
-            except OSError as e:
-                written[name] = str(e)
+        written = {name: owner_of(f"{volume}/f-{name}") for name in runtimes}
         check("...a file it writes is the host's subordinate id base + 999, as runc's",
               written["stockade"] == (base + 999, gbase + 999) and
               written["stockade"] == written["runc"], written)
@@ -167,13 +170,7 @@ def main():
               group0.returncode == 0 and group0.stdout == seen["runc"][4].stdout and
               "groups=0" in group0.stdout.replace(" ", ""),
               (group0.returncode, group0.stdout, group0.stderr, seen["runc"][4].stdout))
-        owners = {}
-        for name in runtimes:
-            try:
-                st = os.stat(f"{work}/home/f-{name}")
-                owners[name] = (st.st_uid, st.st_gid)
-            except OSError as e:
-                owners[name] = str(e)
+        owners = {name: owner_of(f"{work}/home/f-{name}") for name in runtimes}
         check("--userns=keep-id (three id ranges): the user's uid inside, its maps and a "
               "file it writes as under runc, the file the user's own on the host",
               keep_id.returncode == 0 and keep_id.stdout == seen["runc"][5].stdout and

@@ -156,6 +156,47 @@ std::map<std::string, std::string> enforcedBy(const Config& config, const std::s
     return out;
 }
 
+// Each of `pids` (init's descendants, listed a moment ago) held by a
+// pidfd, kept only where it is alive and still init's descendant when
+// listed again: a pid that ended and was reused between the listing and
+// pidfd_open is not held.
+std::vector<UniqueFd> holdStill(const std::vector<pid_t>& pids, pid_t init) {
+    std::vector<std::pair<pid_t, UniqueFd>> opened;
+    for (pid_t pid : pids) {
+        UniqueFd fd(static_cast<int>(syscall(SYS_pidfd_open, pid, 0)));
+        if (fd) opened.emplace_back(pid, std::move(fd));
+    }
+    const std::vector<pid_t> again = processesIn(init);
+    std::vector<UniqueFd> held;
+    for (auto& [pid, fd] : opened)
+        if (std::find(again.begin(), again.end(), pid) != again.end() &&
+            syscall(SYS_pidfd_send_signal, fd.get(), 0, nullptr, 0) == 0)
+            held.push_back(std::move(fd));
+    return held;
+}
+
+// SIGKILL to each held process, then their ends awaited (5 s at most in
+// all): whether every one ended.
+bool killHeldAndWait(const std::vector<UniqueFd>& held) {
+    for (const UniqueFd& fd : held) syscall(SYS_pidfd_send_signal, fd.get(), SIGKILL, nullptr, 0);
+    timespec start{};
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    for (const UniqueFd& fd : held) {
+        while (true) {
+            timespec now{};
+            clock_gettime(CLOCK_MONOTONIC, &now);
+            const long left = 5000 - ((now.tv_sec - start.tv_sec) * 1000 +
+                                      (now.tv_nsec - start.tv_nsec) / 1000000);
+            if (left <= 0) return false;
+            pollfd pfd{fd.get(), POLLIN, 0};
+            const int n = poll(&pfd, 1, static_cast<int>(left));
+            if (n > 0) break;
+            if (n < 0 && errno != EINTR) return false;
+        }
+    }
+    return true;
+}
+
 }  // namespace
 
 std::string execFailureText(const std::string& name, int err) {
@@ -290,6 +331,10 @@ Status createContainer(const std::string& root_dir, const std::string& id,
     std::optional<ContainerCgroups> cgroups;
     std::optional<pid_t> started;
     UniqueFd started_pidfd;
+    // In a shared pid namespace, init's descendants once the command has
+    // parked (the command, and nothing after it: a parked command runs no
+    // program), held by pidfd: what a failed create ends, and nothing else.
+    std::vector<UniqueFd> parked;
     struct Cleanup {
         std::function<void()> run;
         ~Cleanup() { run(); }
@@ -298,16 +343,21 @@ Status createContainer(const std::string& root_dir, const std::string& id,
         bool children_ended = false;
         if (started_pidfd) {
             // In a shared pid namespace init is not PID 1, and its end
-            // does not end the command it parked: that child first, found
-            // in the container's cgroup while it is frozen, so that another
-            // create's processes there are left alone. Where init was gone
-            // already, its children went to another parent, and only
-            // emptying the cgroups below ends them.
+            // does not end the command it parked: the processes held once
+            // it parked, whatever became of init since (its end, on this
+            // create's failure, may come first: the sync socket closes
+            // before this runs, and its children then go to another
+            // parent). Before that, init's children, found in the
+            // container's cgroup while it is frozen; another create's
+            // processes there are left alone either way. Where neither
+            // holds, only emptying the cgroups below ends them.
             siginfo_t ended{};
             const bool init_there = syscall(SYS_waitid, P_PIDFD, started_pidfd.get(), &ended,
                                             WEXITED | WNOHANG | WNOWAIT, nullptr) == 0 &&
                                     ended.si_pid == 0;
-            if (cgroups && joins_pid && init_there && started)
+            if (!parked.empty())
+                children_ended = killHeldAndWait(parked);
+            else if (cgroups && joins_pid && init_there && started)
                 children_ended = killChildrenInContainerCgroups(cgroups->dirs, *started).ok();
             syscall(SYS_pidfd_send_signal, started_pidfd.get(), SIGKILL, nullptr, 0);
             siginfo_t info;
@@ -700,6 +750,7 @@ Status createContainer(const std::string& root_dir, const std::string& id,
     // the command, before a byte of the bundle's program has run.
     if (cgroups) {
         std::vector<pid_t> pids = processesIn(*started);
+        if (joins_pid) parked = holdStill(pids, *started);
         pids.insert(pids.begin(), *started);
         if (auto s = joinContainerCgroups(*cgroups, pids); !s) return s.error();
         record.cgroups = cgroups->dirs;

@@ -796,7 +796,8 @@ def failed_shared_create_beside_a_joiner(rt, scratch, owner, base, out):
     bundle = make_bundle(scratch, "first-shared", ["sleep", "1000"], owner, config)
     try:
         r = rt("create", "--bundle", bundle, "first3")
-        state = state_of(rt, "joiner3") or {}
+        st = rt("state", "joiner3")
+        state = json.loads(st.stdout) if st.returncode == 0 else {}
         pid = state.get("pid", 0)
         alive = pid > 0 and not gone(pid)
         procs = [int(p) for p in read(f"/sys/fs/cgroup/pids/{shared}/cgroup.procs").split()] \
@@ -807,8 +808,8 @@ def failed_shared_create_beside_a_joiner(rt, scratch, owner, base, out):
               r.returncode == 1 and "exit status 3" in r.stderr and alive and pid in procs and
               all(p == pid or parent_of(p) == pid for p in procs) and
               state.get("status") == "created" and sorted(os.listdir(rt.root)) == ["joiner3"],
-              (r.returncode, r.stderr, alive, pid, procs, [parent_of(p) for p in procs],
-               os.listdir(rt.root)))
+              (r.returncode, r.stderr, st.returncode, st.stdout, st.stderr, alive, pid, procs,
+               [parent_of(p) for p in procs], os.listdir(rt.root)))
     finally:
         rt("delete", "--force", "joiner3")
         remove_joined_cgroup_dirs(dirs)

@@ -11,6 +11,7 @@ newline; start releases it; state says created, running, stopped; kill and
 delete; nothing left under --root; runc's error texts. Exit 77 (a skip) when
 the host cannot run a mode, which CI (env CI=true) turns into a failure.
 """
+import hashlib
 import json
 import os
 import re
@@ -1615,6 +1616,62 @@ def tmpfs_modes(rt, scratch, owner, base):
           ([] if owner else ["/tm-new 1777"]), (r.returncode, r.stdout, r.stderr))
 
 
+def tmpcopyup_charged_to_the_container(rt, scratch, owner, base):
+    """As root, a tmpcopyup copy is made in the container's cgroups: its
+    pages count against the container's memory limit, not the caller's
+    (runc copies in the container's init), so an image's directory bigger
+    than the limit fails create; and a sparse file stays sparse in the
+    tmpfs. A container could write both into its own root for its next
+    start (the red team's 768 MiB, charged to conmon's cgroup)."""
+    rootfs = os.path.join(scratch, "rootfs")
+    tree = os.path.join(rootfs, "tc-data")
+    os.mkdir(tree)
+    data = os.urandom(24 << 20)
+    with open(os.path.join(tree, "data"), "wb") as f:
+        f.write(data)
+    with open(os.path.join(tree, "sparse"), "wb") as f:
+        f.truncate(128 << 20)
+    cgroup = f"stockade-lifecycle-tc-{os.getpid()}"
+    usage = f"/sys/fs/cgroup/memory/{cgroup}/memory.usage_in_bytes"
+
+    def bundle(name, limit, probe):
+        config = json.loads(json.dumps(base))
+        config["linux"]["cgroupsPath"] = "/" + cgroup
+        config["linux"].setdefault("resources", {})["memory"] = {"limit": limit}
+        config["mounts"].append({"destination": "/tc-data", "type": "tmpfs", "source": "tmpfs",
+                                 "options": ["tmpcopyup"]})
+        return make_bundle(scratch, name, probe, owner, config)
+
+    try:
+        small = rt("create", "--bundle", bundle("tmpcopyup-16", 16 << 20, ["true"]), "tc1")
+        small_left = os.listdir(rt.root)
+        rt("delete", "--force", "tc1")
+        big = rt("create", "--bundle", bundle("tmpcopyup-96", 96 << 20, ["sleep", "1000"]),
+                 "tc2")
+        charged = 0
+        if big.returncode == 0 and os.path.exists(usage):
+            with open(usage) as f:
+                charged = int(f.read())
+        rt("delete", "--force", "tc2")
+        probe = ["sh", "-c", "stat -c '%s %b' /tc-data/sparse; busybox md5sum /tc-data/data"]
+        ran = rt("run", "--bundle", bundle("tmpcopyup-probe", 96 << 20, probe), "tc3")
+    finally:
+        shutil.rmtree(tree, ignore_errors=True)
+        for ctl in V1_CONTROLLERS:
+            if os.path.isdir(f"/sys/fs/cgroup/{ctl}/{cgroup}"):
+                os.rmdir(f"/sys/fs/cgroup/{ctl}/{cgroup}")
+    check("tmpcopyup as root: 24 MiB in the image's directory and a 16 MiB memory limit: create "
+          "fails (the copy is made in the container's cgroup), naming tmpcopyup, nothing left",
+          small.returncode != 0 and "tmpcopyup" in small.stderr and small_left == [],
+          (small.returncode, small.stderr, small_left))
+    check("...a 96 MiB limit: the copy's 24 MiB charged to the container's own cgroup",
+          big.returncode == 0 and (24 << 20) <= charged < (96 << 20),
+          (big.returncode, big.stderr, charged))
+    want = f"{128 << 20} 0\n{hashlib.md5(data).hexdigest()}  /tc-data/data\n"
+    check("...a sparse file copied sparse (its length, no blocks), the data as the image's",
+          ran.returncode == 0 and ran.stdout == want, (ran.returncode, ran.stdout, ran.stderr, want))
+
+
 def ids_past_the_block(rt, scratch, owner, base):
     """As root a container's ids are 0-65535 of a leased block: a uid past
     it is refused at create in those words (it failed later, as a devpts
@@ -2704,6 +2761,7 @@ def main():
         tmpfs_modes(rt, scratch, owner, base)
         if owner == 0:
             ids_past_the_block(rt, scratch, owner, base)
+            tmpcopyup_charged_to_the_container(rt, scratch, owner, base)
         missing_interpreter(rt, scratch, owner, base)
         image_device_nodes(rt, scratch, owner, base)
         terminal_without_dev(rt, scratch, owner, base, mode)

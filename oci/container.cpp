@@ -62,18 +62,18 @@ Result<std::string> absolutePath(const std::string& path, const std::string& wha
 
 // Written beside and renamed over, so a reader never sees it half written;
 // decimal with no trailing newline (containerd's parser refuses "1234\n").
+// The pid file beside its directory's other names, as exec writes it
+// (writePidFileAt): the directory's owner may have put a FIFO or a link at
+// any fixed name there.
 Status writePidFile(const std::string& path, pid_t pid) {
-    const std::string tmp = path + ".stockade-tmp";
-    UniqueFd fd(open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644));
-    if (!fd) return Error::fromErrno("open(\"" + tmp + "\")");
-    const std::string text = std::to_string(pid);
-    if (write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()))
-        return Error::fromErrno("write(\"" + tmp + "\")");
-    if (rename(tmp.c_str(), path.c_str()) < 0) {
-        Error e = Error::fromErrno("rename(\"" + tmp + "\", \"" + path + "\")");
-        unlink(tmp.c_str());
-        return e;
-    }
+    const size_t slash = path.rfind('/');
+    const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash + 1);
+    const std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
+    UniqueFd dir_fd(open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (name.empty()) return Error::message("--pid-file: \"" + path + "\" names a directory");
+    if (!dir_fd) return Error::fromErrno("--pid-file: open(\"" + dir + "\")");
+    if (int err = writePidFileAt(dir_fd.get(), name, std::to_string(pid)))
+        return Error::fromErrno("--pid-file: write(\"" + path + "\")", err);
     return okStatus();
 }
 

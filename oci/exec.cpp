@@ -13,7 +13,6 @@
 #include <sys/ioctl.h>
 #include <sys/personality.h>
 #include <sys/prctl.h>
-#include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -354,32 +353,8 @@ class PidFileWriter {
                     (n < 0 && errno == EINTR)))
                 if (n > 0) got += static_cast<size_t>(n);
             if (got == 0) _exit(0);
-            // A name of its own, made exclusively and never opened if it is
-            // there already: the directory's owner (not root) could have put
-            // a FIFO (an open that blocks) or a hard link at a fixed name.
-            std::string tmp;
-            int fd = -1;
-            for (int attempt = 0; attempt < 16 && fd < 0; ++attempt) {
-                unsigned char random[6];
-                if (getrandom(random, sizeof random, 0) != static_cast<ssize_t>(sizeof random))
-                    _exit(EIO);
-                char hex[13];
-                for (size_t i = 0; i < sizeof random; ++i)
-                    snprintf(hex + 2 * i, 3, "%02x", random[i]);
-                tmp = name + "." + hex;  // as long as the fixed name it replaced
-                fd =
-                    openat(dir.get(), tmp.c_str(),
-                           O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
-                if (fd < 0 && errno != EEXIST) break;
-            }
-            const bool made = fd >= 0;
-            const bool written = made && ::write(fd, digits, got) == static_cast<ssize_t>(got);
-            if (made) close(fd);
-            if (!written || renameat(dir.get(), tmp.c_str(), dir.get(), name.c_str()) < 0) {
-                const int err = errno;
-                if (made) unlinkat(dir.get(), tmp.c_str(), 0);  // only a file it made itself
-                _exit(err > 0 && err < 256 ? err : EIO);
-            }
+            const int err = writePidFileAt(dir.get(), name, std::string(digits, got));
+            if (err) _exit(err < 256 ? err : EIO);
             _exit(0);
         }
         out.digits_ = std::move(write_end);

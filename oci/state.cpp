@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -440,6 +441,30 @@ std::string stateJson(const Record& r, Status3 status) {
     // The detached monitor's host pid (gone once the container has ended).
     if (r.monitor_pid > 0) doc["stockade"]["monitorPid"] = r.monitor_pid;
     return doc.dump(2);
+}
+
+int writePidFileAt(int dir, const std::string& name, const std::string& digits) {
+    std::string tmp;
+    int fd = -1;
+    for (int attempt = 0; attempt < 16 && fd < 0; ++attempt) {
+        unsigned char random[6];
+        if (getrandom(random, sizeof random, 0) != static_cast<ssize_t>(sizeof random)) return EIO;
+        char hex[13];
+        for (size_t i = 0; i < sizeof random; ++i) snprintf(hex + 2 * i, 3, "%02x", random[i]);
+        tmp = name + "." + hex;
+        fd = openat(dir, tmp.c_str(),
+                    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
+        if (fd < 0 && errno != EEXIST) return errno;
+    }
+    if (fd < 0) return EEXIST;
+    const bool written =
+        ::write(fd, digits.data(), digits.size()) == static_cast<ssize_t>(digits.size());
+    const int write_err = written ? 0 : errno ? errno : EIO;
+    close(fd);
+    if (written && renameat(dir, tmp.c_str(), dir, name.c_str()) == 0) return 0;
+    const int err = written ? errno : write_err;
+    unlinkat(dir, tmp.c_str(), 0);  // only a file made here
+    return err > 0 ? err : EIO;
 }
 
 }  // namespace stockade::oci

@@ -140,6 +140,14 @@ Status removeContainer(int root_fd, const std::string& id);
 // The ids under the root, sorted.
 std::vector<std::string> listContainers(int root_fd);
 
+// A --pid-file's digits: written to a name of its own beside `name` in
+// `dir` (random, made exclusively, never one that was there: the
+// directory's owner could have put a FIFO, whose open blocks, or a hard
+// link at a fixed name), then renamed over `name`, so that a reader sees
+// the old file or the whole new one. 0, or the errno of the step that
+// failed (the file it made removed).
+int writePidFileAt(int dir, const std::string& name, const std::string& digits);
+
 // The record as the runtime-spec's state JSON.
 std::string stateJson(const Record& record, Status3 status);
 std::string recordJson(const Record& record);

@@ -1706,6 +1706,34 @@ def unknown_sysctl(rt, scratch, owner, base):
           "no such file or directory" in r.stderr, (r.returncode, r.stderr))
 
 
+def create_pid_file_beside_a_fifo(rt, scratch, owner, base):
+    """create's --pid-file in a directory whose owner planted a FIFO at the
+    fixed name create once wrote through (PATH.stockade-tmp, opened
+    O_TRUNC without O_EXCL, so create blocked on it): written through a
+    name of create's own, the FIFO never opened (the red team of
+    2026-12-07; exec's writer had been mended)."""
+    foreign = os.path.join(scratch, "create-pid-foreign")
+    os.makedirs(foreign, exist_ok=True)
+    os.chown(foreign, 65534, 65534)
+    os.chmod(foreign, 0o700 if owner == 0 else 0o755)
+    planted = os.path.join(foreign, "p.stockade-tmp")
+    if not os.path.exists(planted):
+        os.mkfifo(planted)
+        os.chown(planted, 65534, 65534)
+    pid_path = os.path.join(foreign, "p")
+    bundle = make_bundle(scratch, "pid-fifo", ["true"], owner, base)
+    r = rt("create", "--pid-file", pid_path, "--bundle", bundle, "pf1")
+    written = open(pid_path).read() if os.path.exists(pid_path) else ""
+    pid = (state_of(rt, "pf1") or {}).get("pid", 0)
+    leftovers = [n for n in os.listdir(foreign) if n not in ("p", "p.stockade-tmp")]
+    rt("delete", "--force", "pf1")
+    check("create --pid-file beside a FIFO planted at the name it once used: written, the "
+          "init's pid, the FIFO never opened, nothing else left",
+          r.returncode == 0 and written == str(pid) and pid > 0 and not leftovers and
+          stat.S_ISFIFO(os.lstat(planted).st_mode),
+          (r.returncode, r.stderr, written, pid, leftovers))
+
+
 def exec_fds(rt, scratch, owner, base):
     """An exec'd process holds nothing of the runtime's: no host directory
     fd (the bundle's, the pid file's) a process.cwd or an image's
@@ -2078,20 +2106,26 @@ def monitor_cases(rt, scratch, owner, base, mode):
           r.returncode != 0 and "no-dir" in r.stderr and monitors_of_ours() == [] and
           os.listdir(state_root) == [], (r.stderr, monitors_of_ours(), os.listdir(state_root)))
 
-    # A create killed while its monitor waits for the commit: the pid file
-    # is written through a FIFO no one reads, so create blocks there, after
-    # the record. SIGKILL: the monitor ends, the parked command sees the
-    # socket close and init ends; only the record is left, for delete.
-    fifo_base = os.path.join(out, "mon8.pid")
-    os.mkfifo(fifo_base + ".stockade-tmp", 0o666)
-    os.chown(fifo_base + ".stockade-tmp", owner, owner)
-    argv = [rt.binary, "--root", state_root, "create", "--bundle", sleeper, "--pid-file",
-            fifo_base, "mon8"]
-    p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                         stderr=subprocess.DEVNULL,
+    # A create killed while its monitor waits for the commit: held at the
+    # pid file's write (its exclusive open, after the record) by a seccomp
+    # listener that never answers (tests/probe/hold_syscall.cpp; a FIFO at
+    # the name create once wrote through held it before 2026-12-07, when
+    # that name became one of its own). SIGKILL: the monitor ends, the
+    # parked command sees the socket close and init ends; only the record
+    # is left, for delete.
+    holder = os.path.join(probes_dir(rt.binary), "stockade-hold-syscall")
+    held_flags = os.O_CREAT | os.O_EXCL | os.O_NONBLOCK
+    argv = [holder, hex(held_flags), "--", rt.binary, "--root", state_root, "create",
+            "--bundle", sleeper, "--pid-file", os.path.join(out, "mon8.pid"), "mon8"]
+    p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL, text=True,
                          preexec_fn=demote if rt.mode == "rootless" else None)
+    started = p.stdout.readline().split()
+    held = p.stdout.readline().split()
+    create_pid = int(started[1]) if started[:1] == ["started"] else 0
     record_path = os.path.join(state_root, "mon8", "state.json")
-    waited = wait_for(lambda: len(monitors_of_ours()) == 1 and os.path.exists(record_path))
+    waited = held[:1] == ["held"] and \
+        wait_for(lambda: len(monitors_of_ours()) == 1 and os.path.exists(record_path))
     mon = (monitors_of_ours() or [0])[0]
     record = {}
     try:
@@ -2100,15 +2134,15 @@ def monitor_cases(rt, scratch, owner, base, mode):
     except OSError:
         pass
     init = record.get("pid", 0)
-    p.kill()
+    if create_pid > 0:
+        os.kill(create_pid, signal.SIGKILL)
     p.wait()
     check("monitor: a create killed before the commit leaves no process "
           "(its monitor and the parked init end)",
           waited and mon > 1 and init > 1 and wait_for(lambda: not alive(mon)) and
           wait_for(lambda: not alive(init)) and monitors_of_ours() == [],
-          (waited, mon, init, record))
+          (started, held, waited, mon, init, record))
     r = rt("delete", "mon8")
-    os.unlink(fifo_base + ".stockade-tmp")
     check("...and delete removes the record it left", r.returncode == 0 and
           os.listdir(state_root) == [], (r.stderr, os.listdir(state_root)))
 
@@ -2752,6 +2786,7 @@ def main():
         stockade_profile(rt, scratch, owner, base)
         home_default(rt, scratch, owner, base)
         exec_fds(rt, scratch, owner, base)
+        create_pid_file_beside_a_fifo(rt, scratch, owner, base)
         missing_cwd(rt, scratch, owner, base)
         unknown_sysctl(rt, scratch, owner, base)
         domain_name(rt, scratch, owner, base)

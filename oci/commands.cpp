@@ -286,6 +286,20 @@ int cmdState(const Globals& g, const std::vector<std::string>& rest, const Log& 
     return 0;
 }
 
+// `sig` to each process `list` names, listed and signalled with the
+// container's cgroups frozen, as runc does: a frozen process cannot exit,
+// so no pid listed is freed and taken by another process before its signal
+// lands (in a shared pid namespace, and for what is left of a stopped
+// container, the pids are the host's). A paused container stays paused;
+// one without a freezer (rootless) is signalled as listed.
+void signalFrozen(const std::vector<std::string>& dirs, int sig,
+                  const std::function<std::vector<pid_t>()>& list) {
+    const bool froze =
+        !dirs.empty() && !containerCgroupsFrozen(dirs) && freezeContainerCgroups(dirs, true).ok();
+    for (pid_t pid : list()) kill(pid, sig);
+    if (froze) (void)freezeContainerCgroups(dirs, false);
+}
+
 int cmdKill(const Globals& g, const std::vector<std::string>& rest, const Log& log) {
     Args a = parseArgs(rest, {}, {{"--all", "all"}, {"-a", "all"}});
     if (!a.error.empty()) return log.error(a.error);
@@ -300,23 +314,14 @@ int cmdKill(const Globals& g, const std::vector<std::string>& rest, const Log& l
         // signalled, and a stopped container is no error ("kill -a TERM",
         // then "kill -a KILL", as scripts and ctr do).
         if (!a.bools.count("all")) return log.error("container not running");
-        for (pid_t pid : processesInContainerCgroups(c->record.cgroups)) kill(pid, *sig);
+        signalFrozen(c->record.cgroups, *sig,
+                     [&] { return processesInContainerCgroups(c->record.cgroups); });
         return 0;
     }
     UniqueFd fd = pidfdOf(c->record);
     if (!fd) return log.error("no such process");
-    if (a.bools.count("all") && *sig != SIGKILL) {
-        // Listed and signalled frozen, as runc does: a frozen process cannot
-        // exit, so no pid listed is freed and taken by another process
-        // before its signal lands (in a shared pid namespace the pids are
-        // the host's). A paused container stays paused; one without a
-        // freezer (rootless) is signalled as listed.
-        const std::vector<std::string>& dirs = c->record.cgroups;
-        const bool froze = !dirs.empty() && !containerCgroupsFrozen(dirs) &&
-                           freezeContainerCgroups(dirs, true).ok();
-        for (pid_t pid : containerProcesses(c->record)) kill(pid, *sig);
-        if (froze) (void)freezeContainerCgroups(dirs, false);
-    }
+    if (a.bools.count("all") && *sig != SIGKILL)
+        signalFrozen(c->record.cgroups, *sig, [&] { return containerProcesses(c->record); });
     if (syscall(SYS_pidfd_send_signal, fd.get(), *sig, nullptr, 0) < 0)
         return log.error(errno == ESRCH ? "no such process"
                                         : Error::fromErrno("kill()").describe());

@@ -170,7 +170,8 @@ Result<std::string> hostRootMapLine(const IdMapping& m) {
 }
 
 Status writeIdMaps(pid_t pid, const IdMapping& m) {
-    if (auto s = writeProcFile(pid, "setgroups", "deny\n"); !s) return s;
+    if (!m.setgroups_allowed || m.subordinate)
+        if (auto s = writeProcFile(pid, "setgroups", "deny\n"); !s) return s;
     if (m.subordinate) {
         if (auto s =
                 runMapHelper(kNewUidMap, pid,

@@ -66,6 +66,12 @@ struct IdMapping {
     // and count is 1.
     std::vector<IdRange> uid_ranges;
     std::vector<IdRange> gid_ranges;
+    // The namespace's /proc/PID/setgroups left "allow" (not written "deny"
+    // before its gid_map): only for an OCI container whose maps a writer
+    // privileged over the parent namespace writes (host root, or uid 0 of
+    // rootless podman's), as runc leaves it (oci/groups.h). Never with
+    // `subordinate`.
+    bool setgroups_allowed = false;
 
     // Whether the ids are the caller's own namespace's (callers_ranges, or
     // the given ranges): groups and stdio are given there as root gives

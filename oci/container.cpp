@@ -744,6 +744,8 @@ Status createContainer(const std::string& root_dir, const std::string& id,
     // The ids of the caller's own namespace (rootless podman's subordinate
     // ids): `exec` gives groups and stdio as create did only for these.
     record.enforced["ids"] = cplan.ids.callersIds() ? "the caller's" : "mapped";
+    // Whether the container's processes may call setgroups(2) (oci/groups.h).
+    record.enforced["setgroups"] = cplan.ids.setgroups_allowed ? "allow" : "deny";
     record.denials.counted = launched.listener.valid();
     record.denials.not_counted = denials->not_counted;
     // Into the cgroup while everything of the container is parked: init and

@@ -715,6 +715,9 @@ Result<ContainerPlan> planContainer(const Config& config, const std::string& bun
     }
     auto ids = idsFor(config, as_root, getuid(), getgid(), first, width);
     if (!ids) return ids.error();
+    auto setgroups = setgroupsAllowed(config.annotations, profile, as_root || ids->callersIds());
+    if (!setgroups) return setgroups.error();
+    ids->setgroups_allowed = *setgroups;
     out.ids = *ids;
     plan.ids = *ids;
     const bool keep_groups = keepsOriginalGroups(config.annotations);

@@ -11,6 +11,16 @@ bool keepsOriginalGroups(const std::map<std::string, std::string>& annotations) 
     return it != annotations.end() && it->second != "0";
 }
 
+Result<bool> setgroupsAllowed(const std::map<std::string, std::string>& annotations,
+                              const std::string& profile, bool privileged_writer) {
+    auto asked = annotations.find(kSetgroupsAnnotation);
+    if (asked != annotations.end() && asked->second != "allow" && asked->second != "deny")
+        return Error::message(std::string("config.json: annotations.") + kSetgroupsAnnotation +
+                              ": \"" + asked->second + "\" is neither \"allow\" nor \"deny\"");
+    const bool denied = asked != annotations.end() && asked->second == "deny";
+    return privileged_writer && profile.empty() && !denied;
+}
+
 std::vector<IdMap> gidExtentsOf(const ns::IdMapping& ids) {
     if (!ids.gid_ranges.empty()) {
         std::vector<IdMap> out;

@@ -1,19 +1,24 @@
 // process.user.additionalGids: the container's supplementary groups.
 //
-// runc and crun call setgroups(2) inside the container's user namespace, which
-// needs that namespace's /proc/PID/setgroups to say "allow": then any process
-// of the container holding CAP_SETGID there (podman's default set has it), or
-// a user namespace it makes beneath, could drop a group, and a file whose
-// group is denied what others are granted (mode 0604, group G) would open to
-// it (CVE-2014-8989, user_namespaces(7)). stockade keeps "deny" in every user
-// namespace (G3) and sets the groups from outside instead: as host root, the
-// runtime takes the container's groups as the host gids they map to, just
-// before the clone, which inherits them (credentials are copied whole; a new
-// user namespace changes none of them). No process of the container can
-// change them after that, whatever its capabilities: the kernel refuses
-// setgroups(2) in a namespace that denies it and in every namespace beneath.
-// Rootless there is nothing to take them with: an unprivileged process may
-// not set groups at all.
+// runc and crun call setgroups(2) inside the container's user namespace,
+// which needs that namespace's /proc/PID/setgroups to say "allow". stockade
+// sets the groups from outside instead: as host root, the runtime takes the
+// container's groups as the host gids they map to, just before the clone,
+// which inherits them (credentials are copied whole; a new user namespace
+// changes none of them). Rootless there is nothing to take them with: an
+// unprivileged process may not set groups at all.
+//
+// Whether a process of the container may call setgroups(2) itself is the
+// other half (setgroupsAllowed): it may, as under runc, where a privileged
+// writer makes its maps, since apt's sandbox, su, runuser, setpriv, gosu and
+// nginx's workers (initgroups) all need it; then a process holding CAP_SETGID
+// there can drop a group and pass a negative permission (a 0604 file of that
+// group, CVE-2014-8989), which with the container's own gids (the lease's,
+// or the engine's mapping) opens only what the container or its engine made
+// so. Under the stockade profile, or the annotation run.oci.stockade.setgroups
+// "deny", the namespace denies it, as every `stockade run` sandbox's does
+// (G3), and no process of the container can change its groups, whatever its
+// capabilities, nor from a user namespace beneath.
 #pragma once
 
 #include <sys/types.h>
@@ -33,6 +38,17 @@ namespace stockade::oci {
 // the runtime's own supplementary groups are kept and additionalGids not set.
 inline constexpr const char* kKeepOriginalGroups = "run.oci.keep_original_groups";
 bool keepsOriginalGroups(const std::map<std::string, std::string>& annotations);
+
+// "allow" (the default) or "deny": whether the container's processes may call
+// setgroups(2) (above).
+inline constexpr const char* kSetgroupsAnnotation = "run.oci.stockade.setgroups";
+// Whether the container's user namespace is left to allow setgroups(2):
+// where `privileged_writer` (host root, or uid 0 of a namespace mapping the
+// container's ids: the kernel lets only such a writer leave it "allow"),
+// without the stockade profile (`profile` empty) and without the annotation
+// asking "deny". An annotation value other than the two is refused.
+Result<bool> setgroupsAllowed(const std::map<std::string, std::string>& annotations,
+                              const std::string& profile, bool privileged_writer);
 
 // One line of a gid_map: `size` container gids from `container_id` are the
 // host's from `host_id`.

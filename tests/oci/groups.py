@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Supplementary groups in an OCI container (process.user.additionalGids,
 docs/oci.md "Supplementary groups"): as root the runtime takes them as the
-host gids the container's map gives them before the clone, and the
-container's user namespace still denies setgroups, so no process of it can
+host gids the container's map gives them before the clone; the container's
+user namespace allows setgroups as under runc, or, under the annotation
+run.oci.stockade.setgroups "deny", denies it, so that no process of it can
 drop one; rootless they are refused by name. As root or as uid 65534.
 
 usage: groups.py STOCKADE root|rootless
@@ -91,9 +92,10 @@ def root_cases(rt, scratch, base, state_root):
           probe.splitlines()[:2] == ["groups", "read ok"], probe)
     rt("delete", "--force", "g0")
 
-    # The groups asked, with CAP_SETGID in the container's namespace: still
-    # no way to drop one.
+    # The groups asked, with CAP_SETGID in the container's namespace, under
+    # the annotation asking setgroups denied: no way to drop one.
     g1 = with_user(mapped, 1000, 1000, [2000, 3000], ["CAP_SETGID"])
+    g1["annotations"] = {"run.oci.stockade.setgroups": "deny"}
     # create's hooks run from the runtime after the clone: with its own
     # groups again (none: the script dropped its own), not the container's.
     g1["hooks"] = {"createRuntime": [{"path": "/bin/sh", "args": [
@@ -141,8 +143,10 @@ def root_cases(rt, scratch, base, state_root):
             denied = f.read()
     except (OSError, TypeError) as e:
         denied = str(e)
-    check("groups: from the host, the container's user namespace still denies setgroups",
-          denied == "deny\n", denied)
+    check("groups: from the host, the container's user namespace denies setgroups, and the "
+          "record says so",
+          denied == "deny\n" and st.get("stockade", {}).get("enforced", {}).get("setgroups") ==
+          "deny", (denied, st.get("stockade", {}).get("enforced")))
     s = os.stat(neg)
     check("groups: from the host, the file is as made (0604, its owner and group)",
           (s.st_mode & 0o7777, s.st_uid, s.st_gid) == (0o604, BASE, BASE + 2000),
@@ -182,6 +186,50 @@ def root_cases(rt, scratch, base, state_root):
           (r.returncode, r.stderr))
     r = rt("delete", "--force", "g1")
     check("groups: delete", r.returncode == 0 and os.listdir(state_root) == [], r.stderr)
+
+    # By default, as runc leaves it: the namespace allows setgroups, so a
+    # process holding CAP_SETGID there may change its groups (apt's sandbox,
+    # su, setpriv, gosu, nginx's initgroups need it), and dropping group 2000
+    # passes the 0604 of a file of the container's own gid; one without the
+    # capability may not. From the host: "allow", and the record says so.
+    g3 = with_user(mapped, 1000, 1000, [2000, 3000], ["CAP_SETGID"])
+    bundle = make_bundle(scratch, "g3", ["sh", "-c", PROBE_SCRIPT.format(n="g3")], 0, g3)
+    r = rt("create", "--bundle", bundle, "g3")
+    rt("start", "g3")
+    ran = r.returncode == 0 and wait_for(lambda: os.path.exists(os.path.join(out, "g3.done")))
+    probe = read_out(scratch, "g3.probe").splitlines()
+    st = state_of(rt, "g3") or {}
+    cmd = command_pid(st.get("pid", 0))
+    try:
+        with open(f"/proc/{cmd}/setgroups") as f:
+            allowed = f.read()
+    except (OSError, TypeError) as e:
+        allowed = str(e)
+    check("groups by default: setgroups allowed as under runc (CAP_SETGID drops group 2000, and "
+          "the file of the container's own gid opens), \"allow\" from the host and in the record",
+          ran and read_out(scratch, "g3.id") == "1000 2000 3000\n" and
+          probe[:4] == ["groups 2000 3000", "read errno=EACCES", "setgroups ok", "read ok"] and
+          allowed == "allow\n" and
+          st.get("stockade", {}).get("enforced", {}).get("setgroups") == "allow",
+          (r.returncode, r.stderr, probe, allowed, st.get("stockade", {}).get("enforced")))
+    process = json.loads(json.dumps(with_user(mapped, 1000, 1000, [2000], [])["process"]))
+    process["args"] = ["stockade-groups-probe", "/out/neg"]
+    proc = os.path.join(scratch, "g3-exec.json")
+    with open(proc, "w") as f:
+        json.dump(process, f)
+    r = rt("exec", "--process", proc, "g3")
+    lines = r.stdout.splitlines()
+    check("groups by default: a process without CAP_SETGID cannot drop one (EPERM)",
+          r.returncode == 0 and lines[:4] == ["groups 2000", "read errno=EACCES",
+                                              "setgroups errno=EPERM", "read errno=EACCES"],
+          (r.returncode, lines, r.stderr))
+    rt("delete", "--force", "g3")
+    r = rt("create", "--bundle", make_bundle(
+        scratch, "g4", ["true"], 0,
+        dict(g3, annotations={"run.oci.stockade.setgroups": "sometimes"})), "g4")
+    check("the setgroups annotation: a value but allow or deny refused by name, nothing left",
+          r.returncode != 0 and "run.oci.stockade.setgroups" in r.stderr and
+          os.listdir(state_root) == [], (r.returncode, r.stderr, os.listdir(state_root)))
 
     # The lease (no mappings): the groups are the lease's host gids.
     bundle = make_bundle(scratch, "g2", ["sh", "-c", "id -G > /out/g2.id; touch /out/g2.done; "

@@ -332,6 +332,15 @@ def main():
             check("...the cached root untouched (the mount targets went to the overlay)",
                   not os.path.exists(f"{CLEAN_ROOT}/run/.containerenv") and
                   os.path.exists(f"{work}/upper/run/.containerenv"))
+            # The container's root changes its groups, as apt's sandbox, su,
+            # gosu and nginx's workers do: setgroups allowed, as under runc
+            # (denied before 2026-12-07: "setpriv: setgroups failed").
+            r = pm.run(merged, "setpriv", "--reuid", "1", "--regid", "1", "--clear-groups",
+                       "id", opts=none)
+            check("a Debian 12 root: setpriv --reuid 1 --regid 1 --clear-groups id runs (the "
+                  "container may call setgroups, as under runc)",
+                  r.returncode == 0 and r.stdout.strip() == "uid=1(daemon) gid=1(daemon) "
+                  "groups=1(daemon)", f"{r.returncode} {r.stdout!r} {r.stderr!r}")
         elif os.environ.get("CI") == "true":
             check("the suite's Debian 12 root exists (scripts/clean-root.sh)", False, CLEAN_ROOT)
         else:

@@ -7,7 +7,12 @@
 # An install step, like apt-get: the test itself talks to no network.
 set -eu
 KERNEL=${STOCKADE_VM_KERNEL:-/var/cache/stockade-test/vmlinuz}
-[ -r "$KERNEL" ] && exit 0
+# Its loop module, from the same package (a module loads only into the
+# kernel it was built with): the VM mounts an ext4 image with case-folding
+# directories (issue 21), which this host's kernel, built without Unicode,
+# cannot.
+LOOP=${STOCKADE_VM_LOOP:-$(dirname "$KERNEL")/vm-loop.ko}
+[ -r "$KERNEL" ] && [ -r "$LOOP" ] && exit 0
 if [ "$(id -u)" -ne 0 ]; then
     echo "stockade: the cgroup v2 VM test needs a kernel; as root run: sh scripts/vm-kernel.sh" >&2
     exit 0
@@ -29,4 +34,8 @@ chmod 0755 "$work"  # apt's _apt user downloads into it
 dpkg-deb -x "$work"/*.deb "$work/x"
 mkdir -p "$(dirname "$KERNEL")"
 cp "$work"/x/boot/vmlinuz-* "$KERNEL.tmp"
+loop=$(find "$work/x/lib/modules" -name loop.ko | head -n 1)
+[ -n "$loop" ] || { echo "stockade: $package holds no loop.ko" >&2; exit 1; }
+cp "$loop" "$LOOP.tmp"
 mv "$KERNEL.tmp" "$KERNEL"
+mv "$LOOP.tmp" "$LOOP"

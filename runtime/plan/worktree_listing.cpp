@@ -2,8 +2,10 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/fs.h>
 #include <linux/openat2.h>
 #include <sched.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
@@ -30,6 +32,21 @@ namespace {
 constexpr size_t kDirectoriesPerThread = 64;
 // Past a few threads the kernel's dcache and the disk are what is waited on.
 constexpr unsigned kMaxThreads = 4;
+
+// Whether this kernel can have a case-folding directory at all: ext4, f2fs
+// and tmpfs built with Unicode say so in sysfs (features/casefold). Where
+// none can exist no directory is asked; where sysfs cannot be read, each is.
+bool caseFoldingPossible() {
+    static const bool possible = [] {
+        if (access("/sys/fs", F_OK) != 0) return true;
+        for (const char* feature :
+             {"/sys/fs/ext4/features/casefold", "/sys/fs/f2fs/features/casefold",
+              "/sys/fs/tmpfs/features/casefold"})
+            if (access(feature, F_OK) == 0) return true;
+        return false;
+    }();
+    return possible;
+}
 
 unsigned usableCpus() {
     cpu_set_t set;
@@ -191,6 +208,21 @@ void listOne(int root_fd, const ListingRules& rules, DirListing& dir, std::vecto
         }
         dir.outcome = DirListing::Outcome::Gone;
         dir.vanished = !S_ISDIR(st.st_mode);
+        return;
+    }
+    // A case-folding directory (chattr +F) finds `.ENV` for `.env`, and a
+    // host's write of `.env` there lands in a `.ENV` a sandbox made first:
+    // names are matched as written, so no pattern covers their other
+    // cases, and such a directory is refused. A sandbox can make one where
+    // the filesystem has the feature (an empty directory of its own).
+    if (int flags = 0; caseFoldingPossible() && ioctl(fd.get(), FS_IOC_GETFLAGS, &flags) == 0 &&
+                       (flags & FS_CASEFOLD_FL)) {
+        dir.problem = "/repo/" + escapeForTerminal(dir.relative) +
+                      " is a case-folding directory (chattr +F), where a name is found under "
+                      "its other cases (.ENV for .env) and the names to hide or keep read-only, "
+                      "matched as written, would not cover them";
+        dir.case_folding = true;
+        dir.outcome = DirListing::Outcome::Incomplete;
         return;
     }
     // Stated before it is read: a change after this fstat gives the

@@ -50,7 +50,8 @@ struct DirListing {
         Unchanged,  // the same inode and ctime as `before` kept, settled: not read,
                     // `entries` and `interesting` are the ones kept (matches stated anew)
         Gone,       // not there as a directory, or someone else's the walker may not list
-        Incomplete  // a directory of the walker's own it may not list, or readdir failed
+        Incomplete  // a directory of the walker's own it may not list, or readdir failed,
+                    // or a case-folding directory
     };
     // In: the directory, below the worktree, and the depth of its entries.
     std::string relative;
@@ -60,9 +61,10 @@ struct DirListing {
     bool under_kept = false;
 
     Outcome outcome = Outcome::NotListed;
-    bool vanished = false;  // Gone: no directory there any more (not someone else's, shut)
-    std::string problem;    // Incomplete: what the refusal says
-    int problem_errno = 0;  // ... when a call failed: the problem is that call
+    bool vanished = false;      // Gone: no directory there any more (not someone else's, shut)
+    std::string problem;        // Incomplete: what the refusal says
+    int problem_errno = 0;      // ... when a call failed: the problem is that call
+    bool case_folding = false;  // ... a case-folding directory (chattr +F)
     bool have_st = false;
     struct stat st {};  // the directory's, taken before it was read
     timespec btime{};   // ... and its birth time, where the filesystem keeps one

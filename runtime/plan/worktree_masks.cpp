@@ -197,7 +197,9 @@ Status addWorktreeMasks(const Policy& policy, int worktree_fd, bool top_git_read
                           : bound == "path_length" ? "shorten the worktree's deepest paths"
                           : bound == "memory" ? "the tree is too wide and deep to walk; trim it"
                           : bound == "link_on_pattern" ? "make it a directory, or remove it"
-                                                       : "make it listable, or remove it";
+                          : bound == "case_folding"
+                              ? "empty it and clear the attribute (chattr -F), or run on a copy"
+                              : "make it listable, or remove it";
         return Error::message(
             "the worktree could not be walked whole for the names to hide or "
             "keep read-only: " +

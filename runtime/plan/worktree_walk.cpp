@@ -304,7 +304,7 @@ Result<WorktreeScan> scanWorktree(int worktree_fd, const WorktreeMaskRules& rule
                 case DirListing::Outcome::Incomplete:
                     scan.incomplete = dir.problem;
                     scan.incomplete_call = dir.problem_errno != 0;
-                    cut("unlistable");
+                    cut(dir.case_folding ? "case_folding" : "unlistable");
                     continue;
                 case DirListing::Outcome::Gone:
                     if (dir.vanished)

@@ -10,9 +10,12 @@
 set -eu
 STOCKADE=$1
 KERNEL=${STOCKADE_VM_KERNEL:-/var/cache/stockade-test/vmlinuz}
+LOOP=${STOCKADE_VM_LOOP:-$(dirname "$KERNEL")/vm-loop.ko}
 here=$(cd "$(dirname "$0")" && pwd)
 fail() { echo "FAIL: $*" >&2; exit 1; }
 [ -r "$KERNEL" ] || fail "no VM kernel at $KERNEL (as root: sh scripts/vm-kernel.sh, or make check)"
+[ -r "$LOOP" ] || fail "no loop module for the VM kernel at $LOOP (as root: sh scripts/vm-kernel.sh)"
+command -v mkfs.ext4 >/dev/null || fail "mkfs.ext4 is missing (e2fsprogs)"
 command -v qemu-system-x86_64 >/dev/null || fail "qemu-system-x86_64 is missing (make deps)"
 busybox=$(command -v busybox) || fail "busybox is missing (make deps: busybox-static)"
 static() { ldd "$1" 2>&1 | grep -qE "not a dynamic executable|statically linked"; }
@@ -32,6 +35,11 @@ for applet in $("$busybox" --list); do
 done
 cp "$STOCKADE" "$root/usr/bin/stockade"
 ${CC:-cc} -static -O2 -o "$root/usr/bin/as-user" "$here/as_user.c"
+# Issue 21: an ext4 image with the casefold feature, its loop module, and a
+# chattr +F (the VM's busybox has none).
+${CC:-cc} -static -O2 -o "$root/usr/bin/casefold" "$here/casefold.c"
+cp "$LOOP" "$root/usr/lib/loop.ko"
+mkfs.ext4 -q -F -O casefold -E encoding=utf8 "$root/usr/lib/casefold.img" 16M >/dev/null
 cp "$here/vm_cases.sh" "$root/usr/bin/stockade-vm-cases"
 chmod 0755 "$root/usr/bin/stockade-vm-cases"
 printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/sh\n' >"$root/etc/passwd"

@@ -15,7 +15,7 @@ mount -t tmpfs run /run
 mount -t cgroup2 none /sys/fs/cgroup
 CG=/sys/fs/cgroup
 
-echo "PLANNED 24"
+echo "PLANNED 27"
 verdict() {  # verdict NAME DETAIL: the last command's status is the verdict
     if [ "$?" -eq 0 ]; then echo "CASE PASS $1 $2"; else echo "CASE FAIL $1 $2"; fi
 }
@@ -54,7 +54,7 @@ mem=$(cat "${leaf}memory.max" 2>/dev/null)
 pids=$(cat "${leaf}pids.max" 2>/dev/null)
 swap=$(cat "${leaf}memory.swap.max" 2>/dev/null)
 members=$(wc -l < "${leaf}cgroup.procs" 2>/dev/null)
-pkill -x -f 'sleep 91'
+killall sleep  # the one sleep of the case (busybox has no pkill)
 wait
 [ "$mem" = 50331648 ] && [ "$pids" = 20 ] && [ "$swap" = 0 ] && [ "${members:-0}" -ge 2 ] &&
     has /tmp/r1.json memory '"cgroup2"' && has /tmp/r1.json pids '"cgroup2"'
@@ -124,7 +124,7 @@ as65534 stockade run --memory 48m --pids 20 --result /tmp/u6.json -- sleep 92 &
 leaf=$(await_leaf "$D")
 mem=$(cat "${leaf}memory.max" 2>/dev/null)
 pids=$(cat "${leaf}pids.max" 2>/dev/null)
-pkill -x -f 'sleep 92'
+killall sleep
 wait
 [ "$mem" = 50331648 ] && [ "$pids" = 20 ] &&
     has /tmp/u6.json memory '"cgroup2"' && has /tmp/u6.json pids '"cgroup2"'
@@ -177,6 +177,37 @@ as-user 65534 stockade run --memory 32m --pids 8 --result /tmp/u10.json -- true
 code=$?
 [ "$code" -eq 0 ] && has /tmp/u10.json memory '"rlimit"' && ! has /tmp/u10.json memory '"cgroup2"'
 verdict undelegated-falls-back "exit=$code $(grep -E '"(memory|pids)"' /tmp/u10.json | tr -d ' \n')"
+
+# 10b. Issue 21: a case-folding directory in the worktree. On a filesystem
+#     with the casefold feature (ext4 here; this project's host kernel has
+#     no Unicode, so only the VM can show it) a sandbox may mark an empty
+#     directory of its own case-folding (chattr +F) and plant `.ENV` there;
+#     a host's later write of `.env` lands in it, and the names to hide are
+#     matched as written. The next run is refused, naming the directory, and
+#     the secret never reaches the command. Root and uid 65534.
+insmod /usr/lib/loop.ko 2>/dev/null
+mkdir -p /mnt/cf
+mount -t ext4 -o loop /usr/lib/casefold.img /mnt/cf
+mounted=$?
+verdict casefold-image-mounted "mount=$mounted $(grep /mnt/cf /proc/mounts)"
+cf_case() {  # cf_case NAME OWNER [as-user UID]: the plant, the host's write, the refusal
+    name=$1 owner=$2; shift 2
+    W=/mnt/cf/$name
+    mkdir -p $W && echo keep > $W/notes.txt && chown -R $owner:$owner $W
+    "$@" stockade run --memory 256m --worktree $W -- sh -c 'mkdir cf && casefold cf && echo planted > cf/.ENV' \
+        >/tmp/$name-1.out 2>&1
+    planted=$?
+    echo cf-secret-$name > $W/cf/.env  # the host's write: into .ENV, if cf folds case
+    folded=$(cat $W/cf/.ENV 2>/dev/null)
+    "$@" stockade run --memory 256m --worktree $W -- cat cf/.env >/tmp/$name-2.out 2>/tmp/$name-2.err
+    code=$?
+    [ "$planted" -eq 0 ] && [ "$folded" = cf-secret-$name ] && [ "$code" -eq 125 ] &&
+        grep -q "case-folding directory" /tmp/$name-2.err && ! grep -q cf-secret /tmp/$name-2.out
+    verdict $name-casefold-refused "plant=$planted folded='$folded' run=$code out='$(head -c 80 /tmp/$name-2.out)' err='$(head -c 240 /tmp/$name-2.err)' plant-output='$(head -c 160 /tmp/$name-1.out)'"
+}
+cf_case root 0
+cf_case user 65534 as-user 65534
+umount /mnt/cf
 
 # 11-15. stockade as an OCI runtime (issue 19) on cgroup v2: the limits of
 #     linux.resources in the container's own directory (the cpu controller

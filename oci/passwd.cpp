@@ -99,13 +99,18 @@ std::string readOwnPasswd() {
 }
 
 bool envHasHome(const std::vector<std::string>& env) {
-    for (const std::string& e : env)
-        if (e.starts_with("HOME=")) return true;
+    // The last HOME decides, as the environment's last value does; an empty
+    // one is none, as runc reads it (os.Getenv): podman's exec sends
+    // "HOME=" for a user the image's passwd lacks.
+    for (auto e = env.rbegin(); e != env.rend(); ++e)
+        if (e->starts_with("HOME=")) return e->size() > 5;
     return false;
 }
 
 void addHomeIfMissing(std::vector<std::string>& env, uid_t uid, const std::string& passwd) {
-    if (!envHasHome(env)) env.push_back("HOME=" + homeOfUid(passwd, uid));
+    if (envHasHome(env)) return;
+    std::erase_if(env, [](const std::string& e) { return e.starts_with("HOME="); });
+    env.push_back("HOME=" + homeOfUid(passwd, uid));
 }
 
 }  // namespace stockade::oci

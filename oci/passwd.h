@@ -34,7 +34,8 @@ std::string readImagePasswd(int root_fd);
 // process already in its mount namespace and root), with the same checks.
 std::string readOwnPasswd();
 
-// Adds HOME=... to `env` when no entry of it names HOME.
+// Adds HOME=... to `env` when no entry of it names HOME, or the last one is
+// empty (as runc reads it; the empty ones are then dropped).
 void addHomeIfMissing(std::vector<std::string>& env, uid_t uid, const std::string& passwd);
 
 bool envHasHome(const std::vector<std::string>& env);

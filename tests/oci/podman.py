@@ -585,6 +585,15 @@ def main():
         status = dict(l.split(":\t", 1) for l in lines if ":\t" in l)
         check("exec: exit 5 gives 5, output reaches podman", p.returncode == 5 and
               lines[0] == "in", f"{p.returncode} {p.stdout!r} {p.stderr!r}")
+        # A user the image's passwd lacks: podman sends "HOME=", which runc
+        # takes as none and sets "/" (stockade kept it empty before
+        # 2026-12-07: the compatibility hunt's). As root: rootless, one id
+        # is mapped, and uid 1234 is none of the container's.
+        if root:
+            h = pm("exec", "--user", "1234", cid, "sh", "-c", "echo \"H=$HOME\"")
+            check("exec --user 1234 (no passwd entry): HOME is /, as under runc",
+                  h.returncode == 0 and h.stdout == "H=/\n",
+                  f"{h.returncode} {h.stdout!r} {h.stderr!r}")
         # Rootless, the container's uid 0 is podman's uid 0 (one id), which
         # is uid 65534 on the host.
         check("exec: in the container's user namespace, never host root",

@@ -61,6 +61,20 @@ TEST_CASE("oci HOME: a HOME the env names is kept, whatever passwd says", "[oci]
     CHECK(none == std::vector<std::string>{"PATH=/bin", "HOMEDIR=/x", "HOME=/root"});
 }
 
+TEST_CASE("oci HOME: an empty HOME is none, as runc takes it (podman's exec sends HOME=)",
+          "[oci]") {
+    std::vector<std::string> env = {"HOME=", "PATH=/bin"};
+    CHECK_FALSE(oci::envHasHome(env));
+    oci::addHomeIfMissing(env, 1000, "bob:x:1000:1000::/home/bob:/bin/sh\n");
+    CHECK(env == std::vector<std::string>{"PATH=/bin", "HOME=/home/bob"});
+    std::vector<std::string> unknown = {"PATH=/bin", "HOME="};
+    oci::addHomeIfMissing(unknown, 1234, "root:x:0:0::/root:/bin/sh\n");
+    CHECK(unknown == std::vector<std::string>{"PATH=/bin", "HOME=/"});
+    // The last decides: a later empty one empties it, a later value fills it.
+    CHECK_FALSE(oci::envHasHome({"HOME=/a", "HOME="}));
+    CHECK(oci::envHasHome({"HOME=", "HOME=/b"}));
+}
+
 TEST_CASE("oci HOME: the image's passwd is read only as a small regular file of the image",
           "[oci]") {
     TempDir image;

@@ -21,6 +21,8 @@
 #include <algorithm>
 #include <fstream>
 #include <functional>
+#include <map>
+#include <optional>
 #include <sstream>
 #include <utility>
 #include <vector>
@@ -131,10 +133,14 @@ Status addCgroupMount(ChildPlan& plan, const Mount& m, const std::vector<std::st
 // /run/.containerenv) is made here, in the image, as runc makes it: each
 // component resolved in the root (openat2 RESOLVE_IN_ROOT, so no symlink of
 // the image leads out), directories 0755 and files empty 0644. A target
-// beneath an earlier mount of the bundle's (/dev/shm on a /dev tmpfs) is
-// the container's own to make, in that mount.
+// beneath an earlier bind of a host directory (podman's --secret in its
+// secrets directory, a volume inside a volume) is made the same way in that
+// directory, `in` naming it, with RESOLVE_IN_ROOT at the directory: runc
+// makes it there as host root, and the container's ids may not write it. A
+// target beneath another earlier mount (/dev/shm on a /dev tmpfs) is the
+// container's own to make, in that mount.
 Status makeMountTargetInImage(int root_fd, const std::string& target, bool is_dir,
-                              const std::string& where) {
+                              const std::string& where, const std::string& in = "the image") {
     std::string done;
     size_t i = 0;
     while (i < target.size()) {
@@ -153,11 +159,10 @@ Status makeMountTargetInImage(int root_fd, const std::string& target, bool is_di
             done = path;
             continue;
         }
-        if (errno != ENOENT)
-            return Error::fromErrno(where + ": open(\"/" + path + "\") in the image");
+        if (errno != ENOENT) return Error::fromErrno(where + ": open(\"/" + path + "\") in " + in);
         how.flags = O_PATH | O_DIRECTORY | O_CLOEXEC;
         UniqueFd parent(ns::sysOpenat2(root_fd, done.empty() ? "." : done.c_str(), &how));
-        if (!parent) return Error::fromErrno(where + ": open(\"/" + done + "\") in the image");
+        if (!parent) return Error::fromErrno(where + ": open(\"/" + done + "\") in " + in);
         int made = 0;
         if (!last || is_dir) {
             made = mkdirat(parent.get(), name.c_str(), 0755);
@@ -167,7 +172,7 @@ Status makeMountTargetInImage(int root_fd, const std::string& target, bool is_di
             made = file ? 0 : -1;
         }
         if (made < 0 && errno != EEXIST)
-            return Error::fromErrno(where + ": make \"/" + path + "\" in the image");
+            return Error::fromErrno(where + ": make \"/" + path + "\" in " + in);
         done = path;
     }
     return okStatus();
@@ -844,6 +849,9 @@ Result<ContainerPlan> planContainer(const Config& config, const std::string& bun
 
     bool dev_is_tmpfs = false;
     std::vector<MountOp> cgroups_sealed_later;
+    // The host directories bound so far, by their mount's index: a later
+    // target beneath one is made in it (makeMountTargetInImage).
+    std::map<size_t, HeldPath> bound_dirs;
     for (size_t i = 0; i < config.mounts.size(); ++i) {
         const Mount& m = config.mounts[i];
         const std::string where = "mounts[" + std::to_string(i) + "] (" + m.destination + ")";
@@ -855,9 +863,16 @@ Result<ContainerPlan> planContainer(const Config& config, const std::string& bun
             copy_from = std::move(*source);
         }
         bool in_earlier_mount = false;
-        for (size_t j = 0; j < i; ++j)
-            in_earlier_mount =
-                in_earlier_mount || beneath(m.destination, config.mounts[j].destination);
+        // The innermost earlier mount holding the destination strictly
+        // beneath it (the last of the longest): where its target is made.
+        std::optional<size_t> holder;
+        for (size_t j = 0; j < i; ++j) {
+            const std::string& d = config.mounts[j].destination;
+            in_earlier_mount = in_earlier_mount || beneath(m.destination, d);
+            if (beneath(m.destination, d) && m.destination != d &&
+                (!holder || d.size() >= config.mounts[*holder].destination.size()))
+                holder = j;
+        }
         // A tmpfs asked without mode= over a directory that is there takes
         // that directory's mode, as runc (1.1.8) and crun (1.12) give it: a
         // tmpfs at the image's 0755 /run is not made 1777. Where none is
@@ -867,17 +882,28 @@ Result<ContainerPlan> planContainer(const Config& config, const std::string& bun
         const bool keep_target_mode =
             m.type == "tmpfs" && !m.bind && !namesOption(m.data, "mode=") &&
             (in_earlier_mount || directoryInImage(held_root->get(), relative(m.destination)));
-        if (as_root && !in_earlier_mount) {
+        auto bound_dir = holder ? bound_dirs.find(*holder) : bound_dirs.end();
+        if (as_root && (!in_earlier_mount || bound_dir != bound_dirs.end())) {
             bool is_dir = true;
             if (m.bind) {
                 std::string source = m.source[0] == '/' ? m.source : bundle + "/" + m.source;
                 struct stat st {};
                 is_dir = stat(source.c_str(), &st) < 0 || S_ISDIR(st.st_mode);
             }
-            if (auto s = makeMountTargetInImage(held_root->get(), relative(m.destination), is_dir,
-                                                where);
-                !s)
-                return s.error();
+            Status made = okStatus();
+            if (!in_earlier_mount) {
+                made = makeMountTargetInImage(held_root->get(), relative(m.destination), is_dir,
+                                              where);
+            } else {
+                // Beneath the earlier bind of a host directory: relative to
+                // its destination, in its source.
+                const std::string& d = config.mounts[*holder].destination;
+                const std::string below = m.destination.substr(d == "/" ? 1 : d.size() + 1);
+                made = makeMountTargetInImage(
+                    bound_dir->second.get(), below, is_dir, where,
+                    "mounts[" + std::to_string(*holder) + "]'s source " + bound_dir->second.path);
+            }
+            if (!made) return made.error();
         }
         if (m.bind) {
             std::string source = m.source[0] == '/' ? m.source : bundle + "/" + m.source;
@@ -885,6 +911,7 @@ Result<ContainerPlan> planContainer(const Config& config, const std::string& bun
             if (!path) return path.error();
             auto held = holdHostPath(where + ".source", *path, false);
             if (!held) return held.error();
+            if (S_ISDIR(held->st.st_mode)) bound_dirs[i] = *held;
             if (!m.slave.empty() && S_ISDIR(held->st.st_mode))
                 return Error::message(where + ".options: propagation \"" + m.slave +
                                       "\" of a directory is not supported (every mount is "

@@ -1616,6 +1616,56 @@ def tmpfs_modes(rt, scratch, owner, base):
           ([] if owner else ["/tm-new 1777"]), (r.returncode, r.stdout, r.stderr))
 
 
+def nested_bind_targets(rt, scratch, owner, base):
+    """As root, a mount target beneath an earlier bind of a host directory
+    the container cannot write (podman's --secret file in its root-owned
+    secrets directory, a volume inside a volume) is made by create in that
+    directory, as runc makes it there, resolved inside it: a link there
+    leads nowhere out of it (failed EACCES before 2026-12-07: the
+    compatibility hunt's)."""
+    outer = os.path.join(scratch, "nested-outer")
+    inner = os.path.join(scratch, "nested-inner")
+    canary = os.path.join(scratch, "nested-canary")
+    for d in (outer, inner, canary):
+        os.makedirs(d, exist_ok=True)
+        os.chmod(d, 0o755)
+    with open(os.path.join(inner, "in.txt"), "w") as f:
+        f.write("inner\n")
+    secret = os.path.join(scratch, "nested-secret")
+    with open(secret, "w") as f:
+        f.write("s3cret\n")
+    # A link in the outer directory to a place outside it, as a container
+    # that wrote there in an earlier run could leave: a target through it
+    # is made (or refused) inside the outer directory, never in the canary.
+    link = os.path.join(outer, "out")
+    if not os.path.lexists(link):
+        os.symlink(canary, link)
+    config = json.loads(json.dumps(base))
+    config["mounts"] += [
+        {"destination": "/data", "type": "bind", "source": outer, "options": ["rbind", "rw"]},
+        {"destination": "/data/sub/deeper", "type": "bind", "source": inner,
+         "options": ["rbind", "ro"]},
+        {"destination": "/data/secret", "type": "bind", "source": secret,
+         "options": ["rbind", "ro"]},
+    ]
+    probe = ["sh", "-c", "cat /data/sub/deeper/in.txt /data/secret"]
+    r = rt("run", "--bundle", make_bundle(scratch, "nested", probe, owner, config), "nb1")
+    made_dir = os.path.join(outer, "sub", "deeper")
+    made_file = os.path.join(outer, "secret")
+    check("as root, targets beneath an earlier bind of a root-owned 0755 host directory: made "
+          "there by create (a directory, an empty file), root's, as runc makes them",
+          r.returncode == 0 and r.stdout == "inner\ns3cret\n" and os.path.isdir(made_dir) and
+          os.path.isfile(made_file) and os.path.getsize(made_file) == 0 and
+          os.stat(made_dir).st_uid == 0, (r.returncode, r.stdout, r.stderr))
+    config["mounts"].append({"destination": "/data/out/x", "type": "bind", "source": inner,
+                             "options": ["rbind", "ro"]})
+    r = rt("run", "--bundle", make_bundle(scratch, "nested-link", ["true"], owner, config), "nb2")
+    check("...a target through a link in that directory leading out of it: resolved inside it, "
+          "nothing made where the link points",
+          os.listdir(canary) == [] and os.listdir(rt.root) == [],
+          (r.returncode, r.stderr, os.listdir(canary)))
+
+
 def tmpcopyup_charged_to_the_container(rt, scratch, owner, base):
     """As root, a tmpcopyup copy is made in the container's cgroups: its
     pages count against the container's memory limit, not the caller's
@@ -2797,6 +2847,7 @@ def main():
         if owner == 0:
             ids_past_the_block(rt, scratch, owner, base)
             tmpcopyup_charged_to_the_container(rt, scratch, owner, base)
+            nested_bind_targets(rt, scratch, owner, base)
         missing_interpreter(rt, scratch, owner, base)
         image_device_nodes(rt, scratch, owner, base)
         terminal_without_dev(rt, scratch, owner, base, mode)

@@ -464,6 +464,20 @@ def main():
                   p.returncode != 0 and "the joined network namespace is the host's" in p.stderr,
                   f"{p.returncode} {p.stderr!r}")
 
+        # --secret: a file bound beneath podman's bind of its secrets
+        # directory (root's, 0755), its target made there by create, as runc
+        # makes it (EACCES before 2026-12-07: the compatibility hunt's).
+        with open(f"{work}/secret-src", "w") as f:
+            f.write("s3cret-value\n")
+        own(f"{work}/secret-src", rootless)
+        pm("secret", "create", "stockade-test-secret", f"{work}/secret-src")
+        p = pm.run(rootfs, "cat", "/run/secrets/stockade-test-secret",
+                   opts=none + ["--secret", "stockade-test-secret"])
+        pm("secret", "rm", "stockade-test-secret")
+        check("--secret: the secret's file at /run/secrets/NAME, as under runc",
+              p.returncode == 0 and p.stdout == "s3cret-value\n",
+              f"{p.returncode} {p.stdout!r} {p.stderr!r}")
+
         # --read-only: the root is read-only, podman's /tmp tmpfs is not.
         p = pm.run(ro_rootfs, "sh", "-c", "touch /x 2>/dev/null && echo wrote; touch /tmp/y && "
                    "echo tmp", opts=none + ["--read-only"])

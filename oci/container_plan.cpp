@@ -1099,6 +1099,35 @@ Result<ContainerPlan> planContainer(const Config& config, const std::string& bun
     // Made in the root as the container sees it, through none of its links
     // out of it (MountOp::resolve_in_root). Not a mount: after the test of
     // the proc mounts above, which it could only spoil.
+    // As root the container's ids may own nothing of the image (a root not
+    // idmapped, under a path others may search), while runc's init makes
+    // the directory as root: `create` makes it first, in the image or in
+    // the host directory of the innermost bind above it, as a mount target
+    // is made; beneath any other mount (a tmpfs) the container makes it.
+    // Where this cannot (a component a file, a link out of the root), the
+    // container's own attempt below says why, in its words (ELOOP for a
+    // magic link), as before.
+    if (as_root && !relative(config.cwd).empty()) {
+        std::optional<size_t> holder;
+        for (size_t j = 0; j < config.mounts.size(); ++j) {
+            const std::string& d = config.mounts[j].destination;
+            if (beneath(config.cwd, d) &&
+                (!holder || d.size() >= config.mounts[*holder].destination.size()))
+                holder = j;
+        }
+        auto bound_dir = holder ? bound_dirs.find(*holder) : bound_dirs.end();
+        if (!holder) {
+            (void)makeMountTargetInImage(held_root->get(), relative(config.cwd), true,
+                                         "process.cwd");
+        } else if (bound_dir != bound_dirs.end() &&
+                   config.cwd != config.mounts[*holder].destination) {
+            const std::string& d = config.mounts[*holder].destination;
+            (void)makeMountTargetInImage(
+                bound_dir->second.get(), config.cwd.substr(d == "/" ? 1 : d.size() + 1), true,
+                "process.cwd",
+                "mounts[" + std::to_string(*holder) + "]'s source " + bound_dir->second.path);
+        }
+    }
     if (!relative(config.cwd).empty())
         ns::addOp(mounts, {.kind = MountKind::Directory,
                            .target = relative(config.cwd),

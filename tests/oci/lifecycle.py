@@ -1384,6 +1384,27 @@ def missing_cwd(rt, scratch, owner, base):
     with open(config_path, "w") as f:
         json.dump(config, f)
     r = rt("run", "--bundle", bundle, "cwd2")
+    if owner == 0:
+        # A root not idmapped (the scratch's, root's, under a path any user
+        # may search), whose files the container's leased ids do not own:
+        # create makes the directory as host root, as runc's init does
+        # (EACCES before 2026-12-07: the second compatibility hunt's).
+        plain = json.loads(json.dumps(base))
+        plain["process"]["cwd"] = "/cwd-plain/deeper"
+        plain["process"]["user"] = {"uid": 1000, "gid": 1000}
+        shared = os.path.join(scratch, "rootfs", "cwd-plain")
+        plain_run = rt("run", "--bundle", make_bundle(scratch, "cwd-plain", ["sh", "-c", "pwd"], owner,
+                                                     plain),
+                       "cwd4")
+        made_plain = os.path.join(shared, "deeper")
+        st_plain = os.stat(made_plain) if os.path.isdir(made_plain) else None
+        shutil.rmtree(shared, ignore_errors=True)
+        check("as root, a process.cwd missing from a root not idmapped is made by create (root's, "
+              "0755, as runc's), and uid 1000 starts in it",
+              plain_run.returncode == 0 and plain_run.stdout.strip() == "/cwd-plain/deeper" and
+              st_plain is not None and st_plain.st_uid == 0 and
+              stat.S_IMODE(st_plain.st_mode) == 0o755,
+              (plain_run.returncode, plain_run.stdout, plain_run.stderr, st_plain))
     config["process"]["cwd"] = "/proc/sys"
     config["process"]["args"] = ["sh", "-c", "pwd"]
     with open(config_path, "w") as f:

@@ -744,8 +744,15 @@ Status createContainer(const std::string& root_dir, const std::string& id,
     // The ids of the caller's own namespace (rootless podman's subordinate
     // ids): `exec` gives groups and stdio as create did only for these.
     record.enforced["ids"] = cplan.ids.callersIds() ? "the caller's" : "mapped";
-    // Whether the container's processes may call setgroups(2) (oci/groups.h).
-    record.enforced["setgroups"] = cplan.ids.setgroups_allowed ? "allow" : "deny";
+    // Whether the container's processes may call setgroups(2) (oci/groups.h),
+    // as the kernel says it for init: "deny" is inherited from a caller's
+    // namespace that denies it, and a joined user namespace keeps its own.
+    {
+        const std::string path = "/proc/" + std::to_string(*started) + "/setgroups";
+        auto said = readSmallFile(AT_FDCWD, path.c_str(), path, 64);
+        record.enforced["setgroups"] =
+            said && said->content.starts_with("allow") ? "allow" : "deny";
+    }
     record.denials.counted = launched.listener.valid();
     record.denials.not_counted = denials->not_counted;
     // Into the cgroup while everything of the container is parked: init and

@@ -4,11 +4,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
@@ -401,15 +404,35 @@ unsigned mountAttrsOf(unsigned long flags);
 // conmon's cgroup). Without cgroup directories (none could be made), the
 // work runs here.
 Status inContainerCgroups(const std::vector<std::string>& dirs, const std::string& what,
-                          const std::function<Status()>& work) {
+                          std::vector<int> keep, const std::function<Status()>& work) {
     if (dirs.empty()) return work();
     int report[2];
     if (pipe2(report, O_CLOEXEC) < 0) return Error::fromErrno(what + ": pipe2()");
     UniqueFd read_end(report[0]), write_end(report[1]);
+    const pid_t parent = getpid();
     const pid_t pid = fork();
     if (pid < 0) return Error::fromErrno(what + ": fork()");
     if (pid == 0) {
+        // Host root in the container's cgroups: it ends with create (a
+        // client that kills create mid-copy), and holds nothing of create's
+        // but what the work reads and writes and its report (not the
+        // container's directory and its lock, the id lease, the caller's
+        // stdio: the review of 2026-12-07 found an orphaned copier holding
+        // them, and `delete` waiting on the lock).
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent) _exit(1);
         read_end.reset();
+        const int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+        for (int std = 0; std < 3 && null >= 0; ++std) dup2(null, std);
+        keep.push_back(write_end.get());
+        std::sort(keep.begin(), keep.end());
+        unsigned from = 3;
+        for (int fd : keep) {
+            if (fd < 3) continue;
+            if (static_cast<unsigned>(fd) > from)
+                syscall(SYS_close_range, from, static_cast<unsigned>(fd) - 1, 0u);
+            from = static_cast<unsigned>(fd) + 1;
+        }
+        syscall(SYS_close_range, from, ~0u, 0u);
         Status done = okStatus();
         for (const std::string& dir : dirs) {
             UniqueFd procs(open((dir + "/cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC));
@@ -426,22 +449,46 @@ Status inContainerCgroups(const std::vector<std::string>& dirs, const std::strin
         _exit(done ? 0 : 1);
     }
     write_end.reset();
+    // A v1 memory cgroup whose OOM killer is disabled (podman's
+    // --oom-kill-disable) stops the copier at the limit instead of killing
+    // it: looked at while waiting, and the copier then killed.
+    bool stopped_at_limit = false;
     std::string text;
     char buf[512];
-    for (ssize_t got; (got = read(read_end.get(), buf, sizeof(buf))) != 0;) {
+    while (true) {
+        pollfd pfd{read_end.get(), POLLIN, 0};
+        const int n = poll(&pfd, 1, 200);
+        if (n < 0 && errno == EINTR) continue;
+        if (n == 0) {
+            for (const std::string& dir : dirs) {
+                std::ifstream oom(dir + "/memory.oom_control");
+                for (std::string key, value; oom >> key >> value;)
+                    if (key == "under_oom" && value == "1") stopped_at_limit = true;
+            }
+            if (!stopped_at_limit) continue;
+            kill(pid, SIGKILL);
+            break;
+        }
+        const ssize_t got = read(read_end.get(), buf, sizeof(buf));
         if (got < 0 && errno == EINTR) continue;
-        if (got < 0) break;
+        if (got <= 0) break;
         text.append(buf, static_cast<size_t>(got));
     }
     int status = 0;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
+    if (stopped_at_limit)
+        return Error::message(what +
+                              ": the copy reached the container's memory limit, whose OOM killer "
+                              "is disabled (linux.resources.memory.disableOOMKiller)");
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return okStatus();
     if (!text.empty()) return Error::message(text);
-    if (WIFSIGNALED(status))
-        return Error::message(what + ": the copy, made in the container's cgroups, was killed by " +
-                              std::string(strsignal(WTERMSIG(status))) +
-                              " (more than the container's memory limit holds?)");
+    if (WIFSIGNALED(status)) {
+        const char* name = sigabbrev_np(WTERMSIG(status));
+        return Error::message(what + ": the copy, made in the container's cgroups, was killed (" +
+                              (name ? std::string("SIG") + name : std::string("a signal")) +
+                              "): more than the container's memory limit holds?");
+    }
     return Error::message(what + ": the copy failed");
 }
 
@@ -476,7 +523,7 @@ Result<UniqueFd> copiedTmpfs(const Mount& m, int source, const struct stat& sour
     UniqueFd top(openat(mnt.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (!top) return Error::fromErrno(where + ": tmpcopyup: open the tmpfs");
     if (auto s =
-            inContainerCgroups(cgroup_dirs, where + ": tmpcopyup",
+            inContainerCgroups(cgroup_dirs, where + ": tmpcopyup", {source, top.get()},
                                [&] { return copyTree(source, top.get(), ids, as_root, where, 0); });
         !s)
         return s.error();
@@ -720,7 +767,13 @@ Result<ContainerPlan> planContainer(const Config& config, const std::string& bun
     }
     auto ids = idsFor(config, as_root, getuid(), getgid(), first, width);
     if (!ids) return ids.error();
-    auto setgroups = setgroupsAllowed(config.annotations, profile, as_root || ids->callersIds());
+    // Under keep_original_groups the process keeps the caller's own groups,
+    // unmapped host groups no map of the container's holds: dropping one
+    // would pass a negative permission of the caller's (the review of
+    // 2026-12-07), so the namespace denies setgroups there.
+    auto setgroups = setgroupsAllowed(
+        config.annotations, profile,
+        (as_root || ids->callersIds()) && !keepsOriginalGroups(config.annotations));
     if (!setgroups) return setgroups.error();
     ids->setgroups_allowed = *setgroups;
     out.ids = *ids;
@@ -1140,7 +1193,10 @@ Result<ContainerPlan> planContainer(const Config& config, const std::string& bun
     // and crun set it (the CRI plugin and ctr leave it to the runtime). Read
     // from the image before the bundle's mounts, where runc reads it after.
     std::vector<std::string> env = config.env;
-    if (!envHasHome(env)) addHomeIfMissing(env, config.uid, readImagePasswd(held_root->get()));
+    if (!envHasHome(env))
+        addHomeIfMissing(env, config.uid, readImagePasswd(held_root->get()));
+    else
+        keepLastHome(env);
     fill(env, plan.env_storage, plan.envp);
     plan.search_path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
     for (const std::string& e : config.env)

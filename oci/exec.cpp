@@ -277,7 +277,10 @@ int hostLastCap() {
     // HOME when the process's env names none, from the container's own
     // /etc/passwd, read here as the process's user (runc's exec does the same).
     std::vector<std::string> env = p.env;
-    if (!envHasHome(env)) addHomeIfMissing(env, p.uid, readOwnPasswd());
+    if (!envHasHome(env))
+        addHomeIfMissing(env, p.uid, readOwnPasswd());
+    else
+        keepLastHome(env);
     for (const std::string& e : env) envp.push_back(const_cast<char*>(e.c_str()));
     envp.push_back(nullptr);
     // And nothing opened since (an ifstream above) survives the execve:

@@ -44,7 +44,8 @@ bool keepsOriginalGroups(const std::map<std::string, std::string>& annotations);
 inline constexpr const char* kSetgroupsAnnotation = "run.oci.stockade.setgroups";
 // Whether the container's user namespace is left to allow setgroups(2):
 // where `privileged_writer` (host root, or uid 0 of a namespace mapping the
-// container's ids: the kernel lets only such a writer leave it "allow"),
+// container's ids: the kernel lets only such a writer leave it "allow"; and
+// not under keep_original_groups, whose groups are the caller's own),
 // without the stockade profile (`profile` empty) and without the annotation
 // asking "deny". An annotation value other than the two is refused.
 Result<bool> setgroupsAllowed(const std::map<std::string, std::string>& annotations,

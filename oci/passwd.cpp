@@ -6,6 +6,7 @@
 
 #include <linux/openat2.h>
 
+#include <algorithm>
 #include <charconv>
 
 #include "base/unique_fd.h"
@@ -107,8 +108,19 @@ bool envHasHome(const std::vector<std::string>& env) {
     return false;
 }
 
+void keepLastHome(std::vector<std::string>& env) {
+    // The process reads the first (getenv); runc sets each in turn, so the
+    // last is the one it means.
+    auto last = std::find_if(env.rbegin(), env.rend(),
+                             [](const std::string& e) { return e.starts_with("HOME="); });
+    if (last == env.rend()) return;
+    const std::string kept = *last;
+    std::erase_if(env, [](const std::string& e) { return e.starts_with("HOME="); });
+    env.push_back(kept);
+}
+
 void addHomeIfMissing(std::vector<std::string>& env, uid_t uid, const std::string& passwd) {
-    if (envHasHome(env)) return;
+    if (envHasHome(env)) return keepLastHome(env);
     std::erase_if(env, [](const std::string& e) { return e.starts_with("HOME="); });
     env.push_back("HOME=" + homeOfUid(passwd, uid));
 }

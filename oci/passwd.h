@@ -39,5 +39,8 @@ std::string readOwnPasswd();
 void addHomeIfMissing(std::vector<std::string>& env, uid_t uid, const std::string& passwd);
 
 bool envHasHome(const std::vector<std::string>& env);
+// Only the last HOME entry kept, where several are (at the end of `env`):
+// the process would read the first.
+void keepLastHome(std::vector<std::string>& env);
 
 }  // namespace stockade::oci

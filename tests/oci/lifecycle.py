@@ -1705,10 +1705,12 @@ def tmpcopyup_charged_to_the_container(rt, scratch, owner, base):
     cgroup = f"stockade-lifecycle-tc-{os.getpid()}"
     usage = f"/sys/fs/cgroup/memory/{cgroup}/memory.usage_in_bytes"
 
-    def bundle(name, limit, probe):
+    def bundle(name, limit, probe, no_oom_kill=False):
         config = json.loads(json.dumps(base))
         config["linux"]["cgroupsPath"] = "/" + cgroup
         config["linux"].setdefault("resources", {})["memory"] = {"limit": limit}
+        if no_oom_kill:
+            config["linux"]["resources"]["memory"]["disableOOMKiller"] = True
         config["mounts"].append({"destination": "/tc-data", "type": "tmpfs", "source": "tmpfs",
                                  "options": ["tmpcopyup"]})
         return make_bundle(scratch, name, probe, owner, config)
@@ -1717,6 +1719,13 @@ def tmpcopyup_charged_to_the_container(rt, scratch, owner, base):
         small = rt("create", "--bundle", bundle("tmpcopyup-16", 16 << 20, ["true"]), "tc1")
         small_left = os.listdir(rt.root)
         rt("delete", "--force", "tc1")
+        # The OOM killer disabled: the copier stops at the limit instead of
+        # dying, and create ends it (it waited forever before, the copier
+        # orphaned when the client gave up: the review of 2026-12-07).
+        stuck = rt("create", "--bundle",
+                   bundle("tmpcopyup-16-no-oom-kill", 16 << 20, ["true"], no_oom_kill=True), "tc4")
+        stuck_left = os.listdir(rt.root)
+        rt("delete", "--force", "tc4")
         big = rt("create", "--bundle", bundle("tmpcopyup-96", 96 << 20, ["sleep", "1000"]),
                  "tc2")
         charged = 0
@@ -1735,6 +1744,9 @@ def tmpcopyup_charged_to_the_container(rt, scratch, owner, base):
           "fails (the copy is made in the container's cgroup), naming tmpcopyup, nothing left",
           small.returncode != 0 and "tmpcopyup" in small.stderr and small_left == [],
           (small.returncode, small.stderr, small_left))
+    check("...with the OOM killer disabled: create fails at the limit, saying so, nothing left",
+          stuck.returncode != 0 and "OOM killer is disabled" in stuck.stderr and
+          stuck_left == [], (stuck.returncode, stuck.stderr, stuck_left))
     check("...a 96 MiB limit: the copy's 24 MiB charged to the container's own cgroup",
           big.returncode == 0 and (24 << 20) <= charged < (96 << 20),
           (big.returncode, big.stderr, charged))

@@ -141,8 +141,20 @@ def main():
             kept_root = podman(name, "exec", "--user", "0:0", "kept", "sh", "-c",
                                "id; echo out > /dev/stdout")
             podman(name, "rm", "-f", "-t", "0", "kept")
-            seen[name] = (plain, user1000, detached, execd, group0, keep_id, kept_exec, kept_root)
-        plain, user1000, detached, execd, group0, keep_id, kept_exec, kept_root = seen["stockade"]
+            setgroups = run(name, "cat", "/proc/self/setgroups")
+            kept_groups = run(name, "cat", "/proc/self/setgroups",
+                              opts=("--group-add", "keep-groups"))
+            seen[name] = (plain, user1000, detached, execd, group0, keep_id, kept_exec, kept_root,
+                          setgroups, kept_groups)
+        (plain, user1000, detached, execd, group0, keep_id, kept_exec, kept_root, setgroups,
+         kept_groups) = seen["stockade"]
+        check("setgroups allowed in the container, as under runc (apt, su, gosu need it)",
+              setgroups.returncode == 0 and setgroups.stdout == "allow\n" ==
+              seen["runc"][8].stdout, (setgroups.stdout, setgroups.stderr, seen["runc"][8].stdout))
+        check("...but denied under --group-add keep-groups, whose groups are the user's own, "
+              "unmapped (dropping one would pass a negative permission of the user's)",
+              kept_groups.returncode == 0 and kept_groups.stdout == "deny\n",
+              (kept_groups.returncode, kept_groups.stdout, kept_groups.stderr))
         lines = plain.stdout.splitlines()
         check("rootless podman with subordinate ids runs a container (devpts and all)",
               plain.returncode == 0 and "/dev/pts/ptmx" in lines,

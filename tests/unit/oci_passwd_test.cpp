@@ -73,6 +73,13 @@ TEST_CASE("oci HOME: an empty HOME is none, as runc takes it (podman's exec send
     // The last decides: a later empty one empties it, a later value fills it.
     CHECK_FALSE(oci::envHasHome({"HOME=/a", "HOME="}));
     CHECK(oci::envHasHome({"HOME=", "HOME=/b"}));
+    // Only the last kept: the process reads the first (getenv).
+    std::vector<std::string> two = {"HOME=", "PATH=/bin", "HOME=/b"};
+    oci::addHomeIfMissing(two, 0, "root:x:0:0::/root:/bin/sh\n");
+    CHECK(two == std::vector<std::string>{"PATH=/bin", "HOME=/b"});
+    std::vector<std::string> kept = {"HOME=/a", "HOME=/b"};
+    oci::keepLastHome(kept);
+    CHECK(kept == std::vector<std::string>{"HOME=/b"});
 }
 
 TEST_CASE("oci HOME: the image's passwd is read only as a small regular file of the image",

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -409,6 +410,20 @@ Status inContainerCgroups(const std::vector<std::string>& dirs, const std::strin
     int report[2];
     if (pipe2(report, O_CLOEXEC) < 0) return Error::fromErrno(what + ": pipe2()");
     UniqueFd read_end(report[0]), write_end(report[1]);
+    // The child's words come back in a page made here, in create's own
+    // cgroup: at the container's memory limit a write to the pipe, which
+    // needs a page of the child's cgroup, fails too (seen in CI), and the
+    // reason was lost. The pipe says only when the child is done.
+    constexpr size_t kReport = 4096;
+    void* const page =
+        mmap(nullptr, kReport, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (page == MAP_FAILED) return Error::fromErrno(what + ": mmap()");
+    memset(page, 0, kReport);
+    struct Unmap {
+        void* page;
+        ~Unmap() { munmap(page, kReport); }
+    } unmap{page};
+    char* const words = static_cast<char*>(page);
     const pid_t parent = getpid();
     const pid_t pid = fork();
     if (pid < 0) return Error::fromErrno(what + ": fork()");
@@ -444,7 +459,7 @@ Status inContainerCgroups(const std::vector<std::string>& dirs, const std::strin
         if (done) done = work();
         if (!done) {
             const std::string text = done.error().describe();
-            (void)!write(write_end.get(), text.data(), text.size());
+            memcpy(words, text.data(), std::min(text.size(), kReport - 1));
         }
         _exit(done ? 0 : 1);
     }
@@ -453,7 +468,6 @@ Status inContainerCgroups(const std::vector<std::string>& dirs, const std::strin
     // --oom-kill-disable) stops the copier at the limit instead of killing
     // it: looked at while waiting, and the copier then killed.
     bool stopped_at_limit = false;
-    std::string text;
     char buf[512];
     while (true) {
         pollfd pfd{read_end.get(), POLLIN, 0};
@@ -472,7 +486,6 @@ Status inContainerCgroups(const std::vector<std::string>& dirs, const std::strin
         const ssize_t got = read(read_end.get(), buf, sizeof(buf));
         if (got < 0 && errno == EINTR) continue;
         if (got <= 0) break;
-        text.append(buf, static_cast<size_t>(got));
     }
     int status = 0;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
@@ -482,6 +495,7 @@ Status inContainerCgroups(const std::vector<std::string>& dirs, const std::strin
                               ": the copy reached the container's memory limit, whose OOM killer "
                               "is disabled (linux.resources.memory.disableOOMKiller)");
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return okStatus();
+    const std::string text(words, strnlen(words, kReport));
     if (!text.empty()) return Error::message(text);
     if (WIFSIGNALED(status)) {
         const char* name = sigabbrev_np(WTERMSIG(status));

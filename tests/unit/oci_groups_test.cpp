@@ -2,6 +2,7 @@
 // the host gids the container's gid map gives them, as root only; each
 // refusal names its field and says why.
 #include <catch2/catch.hpp>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -130,4 +131,20 @@ TEST_CASE("oci groups: a gid_map read as the host reads it", "[oci]") {
     auto empty = parseGidMap("");
     REQUIRE(empty);
     CHECK(empty->empty());
+}
+
+TEST_CASE(
+    "oci groups: setgroups is left allowed only for a privileged writer, without the "
+    "stockade profile, and without deny asked",
+    "[oci]") {
+    const std::map<std::string, std::string> none;
+    CHECK(*setgroupsAllowed(none, "", true));
+    CHECK_FALSE(*setgroupsAllowed(none, "", false));        // one id rootless: the kernel's deny
+    CHECK_FALSE(*setgroupsAllowed(none, "default", true));  // the stockade profile
+    CHECK_FALSE(*setgroupsAllowed({{kSetgroupsAnnotation, "deny"}}, "", true));
+    CHECK(*setgroupsAllowed({{kSetgroupsAnnotation, "allow"}}, "", true));
+    CHECK_FALSE(*setgroupsAllowed({{kSetgroupsAnnotation, "allow"}}, "default", true));
+    auto bad = setgroupsAllowed({{kSetgroupsAnnotation, "yes"}}, "", true);
+    REQUIRE_FALSE(bad);
+    CHECK(bad.error().describe().find("run.oci.stockade.setgroups") != std::string::npos);
 }

@@ -61,34 +61,37 @@ int installFilter(unsigned flags) {
         syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog));
 }
 
-bool sendFd(int sock, int fd) {
+// One byte with room for one fd: the message both ends use. Not copied
+// (it points into itself).
+struct FdMessage {
     char byte = 0;
     iovec iov{&byte, 1};
-    char control[CMSG_SPACE(sizeof(int))] = {};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
     msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof(control);
-    cmsghdr* c = CMSG_FIRSTHDR(&msg);
+    FdMessage() {
+        msg.msg_iov = &iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control;
+        msg.msg_controllen = sizeof(control);
+    }
+    FdMessage(const FdMessage&) = delete;
+    FdMessage& operator=(const FdMessage&) = delete;
+};
+
+bool sendFd(int sock, int fd) {
+    FdMessage m;
+    cmsghdr* c = CMSG_FIRSTHDR(&m.msg);
     c->cmsg_level = SOL_SOCKET;
     c->cmsg_type = SCM_RIGHTS;
     c->cmsg_len = CMSG_LEN(sizeof(int));
     memcpy(CMSG_DATA(c), &fd, sizeof(int));
-    return sendmsg(sock, &msg, 0) == 1;
+    return sendmsg(sock, &m.msg, 0) == 1;
 }
 
 int receiveFd(int sock) {
-    char byte = 0;
-    iovec iov{&byte, 1};
-    char control[CMSG_SPACE(sizeof(int))] = {};
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof(control);
-    if (recvmsg(sock, &msg, MSG_CMSG_CLOEXEC) != 1) return -1;
-    cmsghdr* c = CMSG_FIRSTHDR(&msg);
+    FdMessage m;
+    if (recvmsg(sock, &m.msg, MSG_CMSG_CLOEXEC) != 1) return -1;
+    cmsghdr* c = CMSG_FIRSTHDR(&m.msg);
     if (!c || c->cmsg_type != SCM_RIGHTS) return -1;
     int fd = -1;
     memcpy(&fd, CMSG_DATA(c), sizeof(int));
